@@ -1,0 +1,50 @@
+# cexec build. `make build` writes the daemon, the CLI and one binary per plugin into bin/.
+GO          ?= go
+BIN         := bin
+PLUGINS     := $(notdir $(wildcard plugins/*))
+PROTOS      := $(shell find pluginapi/proto api -name '*.proto')
+LDFLAGS     := -s -w -X github.com/cexec/cexec/core/version.Version=$(shell git describe --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: all build test bench proto proto-check lint eval-search clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cexecd ./cmd/cexecd
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cexecctl ./cmd/cexecctl
+	@for p in $(PLUGINS); do \
+		echo "$(GO) build -o $(BIN)/cexec-plugin-$$p ./plugins/$$p"; \
+		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cexec-plugin-$$p ./plugins/$$p || exit 1; \
+	done
+
+# Tests need the binaries (end-to-end tests start cexecd and its plugins).
+test: build
+	$(GO) test -race -count=1 ./...
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Generators are pinned as go.mod tool dependencies; protoc comes from Debian's protobuf-compiler.
+proto:
+	PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc -I pluginapi/proto -I api \
+		--plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
+		--plugin=protoc-gen-go-grpc="$$($(GO) tool -n protoc-gen-go-grpc)" \
+		--go_out=paths=source_relative:pluginapi/proto --go-grpc_out=paths=source_relative:pluginapi/proto \
+		$(shell find pluginapi/proto -name '*.proto' | sed 's|pluginapi/proto/||')
+	protoc -I api \
+		--plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
+		--plugin=protoc-gen-go-grpc="$$($(GO) tool -n protoc-gen-go-grpc)" \
+		--go_out=paths=source_relative:api --go-grpc_out=paths=source_relative:api \
+		$(shell find api -name '*.proto' | sed 's|^api/||')
+
+# Fails when the committed generated code differs from what `make proto` writes.
+proto-check: proto
+	@git diff --exit-code -- pluginapi/proto api || { echo "generated protobuf code is stale: run make proto and commit"; exit 1; }
+
+lint:
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
+clean:
+	rm -rf $(BIN)
