@@ -409,6 +409,135 @@ func (x *ListPluginsResponse) GetPlugins() []*PluginStatus {
 	return nil
 }
 
+type PingPluginRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PingPluginRequest) Reset() {
+	*x = PingPluginRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PingPluginRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PingPluginRequest) ProtoMessage() {}
+
+func (x *PingPluginRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PingPluginRequest.ProtoReflect.Descriptor instead.
+func (*PingPluginRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PingPluginRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PingPluginRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type PingPluginResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// version and api_versions are what the plugin's Info answered.
+	Version       string   `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	ApiVersions   []string `protobuf:"bytes,4,rep,name=api_versions,json=apiVersions,proto3" json:"api_versions,omitempty"`
+	LatencyUs     int64    `protobuf:"varint,5,opt,name=latency_us,json=latencyUs,proto3" json:"latency_us,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PingPluginResponse) Reset() {
+	*x = PingPluginResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PingPluginResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PingPluginResponse) ProtoMessage() {}
+
+func (x *PingPluginResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PingPluginResponse.ProtoReflect.Descriptor instead.
+func (*PingPluginResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PingPluginResponse) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PingPluginResponse) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PingPluginResponse) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *PingPluginResponse) GetApiVersions() []string {
+	if x != nil {
+		return x.ApiVersions
+	}
+	return nil
+}
+
+func (x *PingPluginResponse) GetLatencyUs() int64 {
+	if x != nil {
+		return x.LatencyUs
+	}
+	return 0
+}
+
 type Diagnostic struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Severity      string                 `protobuf:"bytes,1,opt,name=severity,proto3" json:"severity,omitempty"` // "error" or "warning"
@@ -423,7 +552,7 @@ type Diagnostic struct {
 
 func (x *Diagnostic) Reset() {
 	*x = Diagnostic{}
-	mi := &file_cexec_v1_control_proto_msgTypes[6]
+	mi := &file_cexec_v1_control_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -435,7 +564,7 @@ func (x *Diagnostic) String() string {
 func (*Diagnostic) ProtoMessage() {}
 
 func (x *Diagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[6]
+	mi := &file_cexec_v1_control_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -448,7 +577,7 @@ func (x *Diagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnostic.ProtoReflect.Descriptor instead.
 func (*Diagnostic) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{6}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Diagnostic) GetSeverity() string {
@@ -502,7 +631,7 @@ type CheckConfigRequest struct {
 
 func (x *CheckConfigRequest) Reset() {
 	*x = CheckConfigRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[7]
+	mi := &file_cexec_v1_control_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -514,7 +643,7 @@ func (x *CheckConfigRequest) String() string {
 func (*CheckConfigRequest) ProtoMessage() {}
 
 func (x *CheckConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[7]
+	mi := &file_cexec_v1_control_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -527,7 +656,7 @@ func (x *CheckConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckConfigRequest.ProtoReflect.Descriptor instead.
 func (*CheckConfigRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{7}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CheckConfigRequest) GetPath() string {
@@ -547,7 +676,7 @@ type CheckConfigResponse struct {
 
 func (x *CheckConfigResponse) Reset() {
 	*x = CheckConfigResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[8]
+	mi := &file_cexec_v1_control_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -559,7 +688,7 @@ func (x *CheckConfigResponse) String() string {
 func (*CheckConfigResponse) ProtoMessage() {}
 
 func (x *CheckConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[8]
+	mi := &file_cexec_v1_control_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -572,7 +701,7 @@ func (x *CheckConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckConfigResponse.ProtoReflect.Descriptor instead.
 func (*CheckConfigResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{8}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CheckConfigResponse) GetPath() string {
@@ -597,7 +726,7 @@ type ShowConfigRequest struct {
 
 func (x *ShowConfigRequest) Reset() {
 	*x = ShowConfigRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[9]
+	mi := &file_cexec_v1_control_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +738,7 @@ func (x *ShowConfigRequest) String() string {
 func (*ShowConfigRequest) ProtoMessage() {}
 
 func (x *ShowConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[9]
+	mi := &file_cexec_v1_control_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +751,7 @@ func (x *ShowConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowConfigRequest.ProtoReflect.Descriptor instead.
 func (*ShowConfigRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{9}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{11}
 }
 
 type ShowConfigResponse struct {
@@ -636,7 +765,7 @@ type ShowConfigResponse struct {
 
 func (x *ShowConfigResponse) Reset() {
 	*x = ShowConfigResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[10]
+	mi := &file_cexec_v1_control_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -648,7 +777,7 @@ func (x *ShowConfigResponse) String() string {
 func (*ShowConfigResponse) ProtoMessage() {}
 
 func (x *ShowConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[10]
+	mi := &file_cexec_v1_control_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -661,7 +790,7 @@ func (x *ShowConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowConfigResponse.ProtoReflect.Descriptor instead.
 func (*ShowConfigResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{10}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ShowConfigResponse) GetPath() string {
@@ -691,7 +820,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[11]
+	mi := &file_cexec_v1_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +832,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[11]
+	mi := &file_cexec_v1_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +845,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{11}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ExecRequest) GetTenant() string {
@@ -765,7 +894,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_cexec_v1_control_proto_msgTypes[12]
+	mi := &file_cexec_v1_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +906,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[12]
+	mi := &file_cexec_v1_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +919,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{12}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Output) GetStream() string {
@@ -820,7 +949,7 @@ type ToolCallRecord struct {
 
 func (x *ToolCallRecord) Reset() {
 	*x = ToolCallRecord{}
-	mi := &file_cexec_v1_control_proto_msgTypes[13]
+	mi := &file_cexec_v1_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -832,7 +961,7 @@ func (x *ToolCallRecord) String() string {
 func (*ToolCallRecord) ProtoMessage() {}
 
 func (x *ToolCallRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[13]
+	mi := &file_cexec_v1_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -845,7 +974,7 @@ func (x *ToolCallRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallRecord.ProtoReflect.Descriptor instead.
 func (*ToolCallRecord) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{13}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ToolCallRecord) GetServer() string {
@@ -894,7 +1023,7 @@ type ExecError struct {
 
 func (x *ExecError) Reset() {
 	*x = ExecError{}
-	mi := &file_cexec_v1_control_proto_msgTypes[14]
+	mi := &file_cexec_v1_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -906,7 +1035,7 @@ func (x *ExecError) String() string {
 func (*ExecError) ProtoMessage() {}
 
 func (x *ExecError) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[14]
+	mi := &file_cexec_v1_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -919,7 +1048,7 @@ func (x *ExecError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecError.ProtoReflect.Descriptor instead.
 func (*ExecError) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{14}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ExecError) GetType() string {
@@ -961,7 +1090,7 @@ type ExecResult struct {
 
 func (x *ExecResult) Reset() {
 	*x = ExecResult{}
-	mi := &file_cexec_v1_control_proto_msgTypes[15]
+	mi := &file_cexec_v1_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -973,7 +1102,7 @@ func (x *ExecResult) String() string {
 func (*ExecResult) ProtoMessage() {}
 
 func (x *ExecResult) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[15]
+	mi := &file_cexec_v1_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -986,7 +1115,7 @@ func (x *ExecResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResult.ProtoReflect.Descriptor instead.
 func (*ExecResult) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{15}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExecResult) GetExitCode() int32 {
@@ -1072,7 +1201,7 @@ type ExecEvent struct {
 
 func (x *ExecEvent) Reset() {
 	*x = ExecEvent{}
-	mi := &file_cexec_v1_control_proto_msgTypes[16]
+	mi := &file_cexec_v1_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1213,7 @@ func (x *ExecEvent) String() string {
 func (*ExecEvent) ProtoMessage() {}
 
 func (x *ExecEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[16]
+	mi := &file_cexec_v1_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1226,7 @@ func (x *ExecEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecEvent.ProtoReflect.Descriptor instead.
 func (*ExecEvent) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{16}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExecEvent) GetEvent() isExecEvent_Event {
@@ -1177,7 +1306,17 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"last_error\x18\b \x01(\tR\tlastError\x12\x1a\n" +
 	"\brequired\x18\t \x01(\bR\brequired\"G\n" +
 	"\x13ListPluginsResponse\x120\n" +
-	"\aplugins\x18\x01 \x03(\v2\x16.cexec.v1.PluginStatusR\aplugins\"\xa2\x01\n" +
+	"\aplugins\x18\x01 \x03(\v2\x16.cexec.v1.PluginStatusR\aplugins\";\n" +
+	"\x11PingPluginRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\x98\x01\n" +
+	"\x12PingPluginResponse\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\x12!\n" +
+	"\fapi_versions\x18\x04 \x03(\tR\vapiVersions\x12\x1d\n" +
+	"\n" +
+	"latency_us\x18\x05 \x01(\x03R\tlatencyUs\"\xa2\x01\n" +
 	"\n" +
 	"Diagnostic\x12\x1a\n" +
 	"\bseverity\x18\x01 \x01(\tR\bseverity\x12\x18\n" +
@@ -1239,10 +1378,12 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\tExecEvent\x12*\n" +
 	"\x06output\x18\x01 \x01(\v2\x10.cexec.v1.OutputH\x00R\x06output\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x14.cexec.v1.ExecResultH\x00R\x06resultB\a\n" +
-	"\x05event2\xdd\x02\n" +
+	"\x05event2\xa6\x03\n" +
 	"\aControl\x12;\n" +
 	"\x06Status\x12\x17.cexec.v1.StatusRequest\x1a\x18.cexec.v1.StatusResponse\x12J\n" +
-	"\vListPlugins\x12\x1c.cexec.v1.ListPluginsRequest\x1a\x1d.cexec.v1.ListPluginsResponse\x12J\n" +
+	"\vListPlugins\x12\x1c.cexec.v1.ListPluginsRequest\x1a\x1d.cexec.v1.ListPluginsResponse\x12G\n" +
+	"\n" +
+	"PingPlugin\x12\x1b.cexec.v1.PingPluginRequest\x1a\x1c.cexec.v1.PingPluginResponse\x12J\n" +
 	"\vCheckConfig\x12\x1c.cexec.v1.CheckConfigRequest\x1a\x1d.cexec.v1.CheckConfigResponse\x12G\n" +
 	"\n" +
 	"ShowConfig\x12\x1b.cexec.v1.ShowConfigRequest\x1a\x1c.cexec.v1.ShowConfigResponse\x124\n" +
@@ -1260,7 +1401,7 @@ func file_cexec_v1_control_proto_rawDescGZIP() []byte {
 	return file_cexec_v1_control_proto_rawDescData
 }
 
-var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_cexec_v1_control_proto_goTypes = []any{
 	(*StatusRequest)(nil),       // 0: cexec.v1.StatusRequest
 	(*PluginSummary)(nil),       // 1: cexec.v1.PluginSummary
@@ -1268,38 +1409,42 @@ var file_cexec_v1_control_proto_goTypes = []any{
 	(*ListPluginsRequest)(nil),  // 3: cexec.v1.ListPluginsRequest
 	(*PluginStatus)(nil),        // 4: cexec.v1.PluginStatus
 	(*ListPluginsResponse)(nil), // 5: cexec.v1.ListPluginsResponse
-	(*Diagnostic)(nil),          // 6: cexec.v1.Diagnostic
-	(*CheckConfigRequest)(nil),  // 7: cexec.v1.CheckConfigRequest
-	(*CheckConfigResponse)(nil), // 8: cexec.v1.CheckConfigResponse
-	(*ShowConfigRequest)(nil),   // 9: cexec.v1.ShowConfigRequest
-	(*ShowConfigResponse)(nil),  // 10: cexec.v1.ShowConfigResponse
-	(*ExecRequest)(nil),         // 11: cexec.v1.ExecRequest
-	(*Output)(nil),              // 12: cexec.v1.Output
-	(*ToolCallRecord)(nil),      // 13: cexec.v1.ToolCallRecord
-	(*ExecError)(nil),           // 14: cexec.v1.ExecError
-	(*ExecResult)(nil),          // 15: cexec.v1.ExecResult
-	(*ExecEvent)(nil),           // 16: cexec.v1.ExecEvent
+	(*PingPluginRequest)(nil),   // 6: cexec.v1.PingPluginRequest
+	(*PingPluginResponse)(nil),  // 7: cexec.v1.PingPluginResponse
+	(*Diagnostic)(nil),          // 8: cexec.v1.Diagnostic
+	(*CheckConfigRequest)(nil),  // 9: cexec.v1.CheckConfigRequest
+	(*CheckConfigResponse)(nil), // 10: cexec.v1.CheckConfigResponse
+	(*ShowConfigRequest)(nil),   // 11: cexec.v1.ShowConfigRequest
+	(*ShowConfigResponse)(nil),  // 12: cexec.v1.ShowConfigResponse
+	(*ExecRequest)(nil),         // 13: cexec.v1.ExecRequest
+	(*Output)(nil),              // 14: cexec.v1.Output
+	(*ToolCallRecord)(nil),      // 15: cexec.v1.ToolCallRecord
+	(*ExecError)(nil),           // 16: cexec.v1.ExecError
+	(*ExecResult)(nil),          // 17: cexec.v1.ExecResult
+	(*ExecEvent)(nil),           // 18: cexec.v1.ExecEvent
 }
 var file_cexec_v1_control_proto_depIdxs = []int32{
 	1,  // 0: cexec.v1.StatusResponse.plugins:type_name -> cexec.v1.PluginSummary
 	4,  // 1: cexec.v1.ListPluginsResponse.plugins:type_name -> cexec.v1.PluginStatus
-	6,  // 2: cexec.v1.CheckConfigResponse.diagnostics:type_name -> cexec.v1.Diagnostic
-	14, // 3: cexec.v1.ExecResult.error:type_name -> cexec.v1.ExecError
-	13, // 4: cexec.v1.ExecResult.tool_calls:type_name -> cexec.v1.ToolCallRecord
-	12, // 5: cexec.v1.ExecEvent.output:type_name -> cexec.v1.Output
-	15, // 6: cexec.v1.ExecEvent.result:type_name -> cexec.v1.ExecResult
+	8,  // 2: cexec.v1.CheckConfigResponse.diagnostics:type_name -> cexec.v1.Diagnostic
+	16, // 3: cexec.v1.ExecResult.error:type_name -> cexec.v1.ExecError
+	15, // 4: cexec.v1.ExecResult.tool_calls:type_name -> cexec.v1.ToolCallRecord
+	14, // 5: cexec.v1.ExecEvent.output:type_name -> cexec.v1.Output
+	17, // 6: cexec.v1.ExecEvent.result:type_name -> cexec.v1.ExecResult
 	0,  // 7: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
 	3,  // 8: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
-	7,  // 9: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
-	9,  // 10: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
-	11, // 11: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
-	2,  // 12: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
-	5,  // 13: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
-	8,  // 14: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
-	10, // 15: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
-	16, // 16: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
-	12, // [12:17] is the sub-list for method output_type
-	7,  // [7:12] is the sub-list for method input_type
+	6,  // 9: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
+	9,  // 10: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
+	11, // 11: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
+	13, // 12: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
+	2,  // 13: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
+	5,  // 14: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
+	7,  // 15: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
+	10, // 16: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
+	12, // 17: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
+	18, // 18: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
+	13, // [13:19] is the sub-list for method output_type
+	7,  // [7:13] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
 	7,  // [7:7] is the sub-list for extension extendee
 	0,  // [0:7] is the sub-list for field type_name
@@ -1310,7 +1455,7 @@ func file_cexec_v1_control_proto_init() {
 	if File_cexec_v1_control_proto != nil {
 		return
 	}
-	file_cexec_v1_control_proto_msgTypes[16].OneofWrappers = []any{
+	file_cexec_v1_control_proto_msgTypes[18].OneofWrappers = []any{
 		(*ExecEvent_Output)(nil),
 		(*ExecEvent_Result)(nil),
 	}
@@ -1320,7 +1465,7 @@ func file_cexec_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cexec_v1_control_proto_rawDesc), len(file_cexec_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Control_Status_FullMethodName      = "/cexec.v1.Control/Status"
 	Control_ListPlugins_FullMethodName = "/cexec.v1.Control/ListPlugins"
+	Control_PingPlugin_FullMethodName  = "/cexec.v1.Control/PingPlugin"
 	Control_CheckConfig_FullMethodName = "/cexec.v1.Control/CheckConfig"
 	Control_ShowConfig_FullMethodName  = "/cexec.v1.Control/ShowConfig"
 	Control_Exec_FullMethodName        = "/cexec.v1.Control/Exec"
@@ -35,6 +36,9 @@ const (
 type ControlClient interface {
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error)
 	ListPlugins(ctx context.Context, in *ListPluginsRequest, opts ...grpc.CallOption) (*ListPluginsResponse, error)
+	// PingPlugin calls Info on one running plugin through the daemon's
+	// supervised handle, proving the plugin answers calls right now.
+	PingPlugin(ctx context.Context, in *PingPluginRequest, opts ...grpc.CallOption) (*PingPluginResponse, error)
 	// CheckConfig validates a config file (the daemon's own when path is
 	// empty) and returns every diagnostic with its position.
 	CheckConfig(ctx context.Context, in *CheckConfigRequest, opts ...grpc.CallOption) (*CheckConfigResponse, error)
@@ -66,6 +70,16 @@ func (c *controlClient) ListPlugins(ctx context.Context, in *ListPluginsRequest,
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListPluginsResponse)
 	err := c.cc.Invoke(ctx, Control_ListPlugins_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) PingPlugin(ctx context.Context, in *PingPluginRequest, opts ...grpc.CallOption) (*PingPluginResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PingPluginResponse)
+	err := c.cc.Invoke(ctx, Control_PingPlugin_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +131,9 @@ type Control_ExecClient = grpc.ServerStreamingClient[ExecEvent]
 type ControlServer interface {
 	Status(context.Context, *StatusRequest) (*StatusResponse, error)
 	ListPlugins(context.Context, *ListPluginsRequest) (*ListPluginsResponse, error)
+	// PingPlugin calls Info on one running plugin through the daemon's
+	// supervised handle, proving the plugin answers calls right now.
+	PingPlugin(context.Context, *PingPluginRequest) (*PingPluginResponse, error)
 	// CheckConfig validates a config file (the daemon's own when path is
 	// empty) and returns every diagnostic with its position.
 	CheckConfig(context.Context, *CheckConfigRequest) (*CheckConfigResponse, error)
@@ -139,6 +156,9 @@ func (UnimplementedControlServer) Status(context.Context, *StatusRequest) (*Stat
 }
 func (UnimplementedControlServer) ListPlugins(context.Context, *ListPluginsRequest) (*ListPluginsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListPlugins not implemented")
+}
+func (UnimplementedControlServer) PingPlugin(context.Context, *PingPluginRequest) (*PingPluginResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PingPlugin not implemented")
 }
 func (UnimplementedControlServer) CheckConfig(context.Context, *CheckConfigRequest) (*CheckConfigResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckConfig not implemented")
@@ -206,6 +226,24 @@ func _Control_ListPlugins_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Control_PingPlugin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PingPluginRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).PingPlugin(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_PingPlugin_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).PingPlugin(ctx, req.(*PingPluginRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Control_CheckConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CheckConfigRequest)
 	if err := dec(in); err != nil {
@@ -267,6 +305,10 @@ var Control_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListPlugins",
 			Handler:    _Control_ListPlugins_Handler,
+		},
+		{
+			MethodName: "PingPlugin",
+			Handler:    _Control_PingPlugin_Handler,
 		},
 		{
 			MethodName: "CheckConfig",
