@@ -1,0 +1,467 @@
+// Package pool keeps warm sandboxes per tenant over any sandbox backend.
+//
+// A sandbox is created for one tenant and only ever handed to that tenant.
+// Acquire returns an idle sandbox (after a health check) or creates one;
+// Release puts it back, or destroys it when it crashed, timed out or has
+// served MaxUses executions. A background loop tops each active tenant up to
+// Warm idle sandboxes and destroys sandboxes idle for longer than
+// IdleTimeout. When MaxTotal sandboxes exist and none is idle, Acquire fails
+// with an error wrapping pluginapi.ErrResourceExhausted instead of queueing
+// without bound.
+package pool
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cexec/cexec/pluginapi"
+	"github.com/cexec/cexec/pluginapi/sandbox"
+)
+
+// Backend is the part of a sandbox plugin the pool needs.
+type Backend interface {
+	Create(ctx context.Context, req sandbox.CreateRequest) (pluginapi.Diagnostics, error)
+	Destroy(ctx context.Context, id string) error
+	Health(ctx context.Context, id string) error
+}
+
+// Config sizes the pool.
+type Config struct {
+	// Warm is how many idle sandboxes to keep ready per active tenant.
+	Warm int
+	// MaxTotal bounds the number of sandboxes, busy and idle, of all tenants.
+	MaxTotal int
+	// IdleTimeout destroys sandboxes unused for this long; a tenant with no
+	// execution for this long is no longer kept warm.
+	IdleTimeout time.Duration
+	// MaxUses recycles a sandbox after this many executions (0: no limit).
+	MaxUses int
+	// Template returns the create request for a tenant's sandbox (mounts,
+	// limits, env). The pool fills in the ID and Tenant.
+	Template func(tenant string) (sandbox.CreateRequest, error)
+}
+
+type entry struct {
+	id       string
+	tenant   string
+	uses     int
+	lastUsed time.Time
+	// stale sandboxes belong to a backend incarnation that is gone; they
+	// are destroyed on release instead of reused.
+	stale bool
+}
+
+// Pool is safe for concurrent use.
+type Pool struct {
+	backend Backend
+	cfg     Config
+	log     hclog.Logger
+
+	mu       sync.Mutex
+	idle     map[string][]*entry  // tenant -> idle sandboxes, most recently used last
+	busy     map[string]*entry    // id -> leased sandbox
+	creating int                  // creations in flight, counted against MaxTotal
+	active   map[string]time.Time // tenant -> last Acquire, for warming
+	closed   bool
+
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+	wg   sync.WaitGroup // background creations and destructions
+}
+
+// Lease is one sandbox handed to one execution. Call Release exactly once.
+type Lease struct {
+	ID     string
+	Tenant string
+	// Reused is true when the sandbox was warm, false when it was created
+	// for this lease.
+	Reused bool
+
+	p    *Pool
+	e    *entry
+	once sync.Once
+}
+
+// New returns a pool over backend and starts its maintenance loop. Call
+// Close to destroy every sandbox.
+func New(backend Backend, cfg Config, log hclog.Logger) (*Pool, error) {
+	if cfg.MaxTotal < 1 {
+		return nil, fmt.Errorf("sandbox pool: max_total must be at least 1, got %d", cfg.MaxTotal)
+	}
+	if cfg.Warm < 0 || cfg.Warm > cfg.MaxTotal {
+		return nil, fmt.Errorf("sandbox pool: warm must be between 0 and max_total (%d), got %d", cfg.MaxTotal, cfg.Warm)
+	}
+	if cfg.Template == nil {
+		return nil, errors.New("sandbox pool: no sandbox template")
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 5 * time.Minute
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	p := &Pool{
+		backend: backend,
+		cfg:     cfg,
+		log:     log,
+		idle:    map[string][]*entry{},
+		busy:    map[string]*entry{},
+		active:  map[string]time.Time{},
+		kick:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go p.loop()
+	return p, nil
+}
+
+// Prewarm marks tenant active so the pool keeps Warm sandboxes ready for it
+// before its first execution.
+func (p *Pool) Prewarm(tenant string) {
+	p.mu.Lock()
+	p.active[tenant] = time.Now()
+	p.mu.Unlock()
+	p.poke()
+}
+
+// Acquire returns a healthy sandbox for tenant, warm when one is idle.
+func (p *Pool) Acquire(ctx context.Context, tenant string) (*Lease, error) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, fmt.Errorf("sandbox pool is shut down: %w", pluginapi.ErrPluginShutdown)
+		}
+		p.active[tenant] = time.Now()
+		if e := p.popIdleLocked(tenant); e != nil {
+			p.busy[e.id] = e
+			p.mu.Unlock()
+			if err := p.backend.Health(ctx, e.id); err != nil && !errors.Is(err, pluginapi.ErrUnimplemented) {
+				if ctx.Err() != nil {
+					p.putBack(e)
+					return nil, ctx.Err()
+				}
+				p.log.Warn("idle sandbox failed its health check; replacing it", "sandbox", e.id, "error", err)
+				p.retire(e)
+				continue
+			}
+			p.poke()
+			return &Lease{ID: e.id, Tenant: tenant, Reused: true, p: p, e: e}, nil
+		}
+		if !p.reserveLocked() {
+			total := len(p.busy) + p.idleCountLocked() + p.creating
+			p.mu.Unlock()
+			return nil, fmt.Errorf("sandbox pool is full: %d of %d sandboxes are busy; retry later or raise sandbox.pool.max_total: %w",
+				total, p.cfg.MaxTotal, pluginapi.ErrResourceExhausted)
+		}
+		p.mu.Unlock()
+
+		e, err := p.create(ctx, tenant)
+		p.mu.Lock()
+		p.creating--
+		if err != nil {
+			p.mu.Unlock()
+			return nil, err
+		}
+		p.busy[e.id] = e
+		p.mu.Unlock()
+		p.poke()
+		return &Lease{ID: e.id, Tenant: tenant, p: p, e: e}, nil
+	}
+}
+
+// Release returns the sandbox to the pool. healthy is false when the
+// execution crashed, timed out or otherwise left the sandbox unfit; it is
+// then destroyed and replaced in the background.
+func (l *Lease) Release(healthy bool) {
+	l.once.Do(func() {
+		p := l.p
+		p.mu.Lock()
+		delete(p.busy, l.e.id)
+		l.e.uses++
+		l.e.lastUsed = time.Now()
+		recycle := !healthy || p.closed || l.e.stale || (p.cfg.MaxUses > 0 && l.e.uses >= p.cfg.MaxUses)
+		if !recycle {
+			p.idle[l.e.tenant] = append(p.idle[l.e.tenant], l.e)
+		}
+		p.mu.Unlock()
+		if recycle {
+			p.retire(l.e)
+		}
+		p.poke()
+	})
+}
+
+// Flush destroys every idle sandbox and forgets busy ones, for when the
+// backend restarted and its sandboxes died with it. Busy leases may still be
+// released; their sandboxes are then destroyed.
+func (p *Pool) Flush() {
+	p.mu.Lock()
+	var drop []*entry
+	for t, es := range p.idle {
+		drop = append(drop, es...)
+		delete(p.idle, t)
+	}
+	for _, e := range p.busy {
+		e.stale = true
+	}
+	p.mu.Unlock()
+	for _, e := range drop {
+		p.retire(e)
+	}
+	p.poke()
+}
+
+// Stats is a snapshot of the pool.
+type Stats struct {
+	Idle     map[string]int
+	Busy     int
+	Creating int
+	MaxTotal int
+}
+
+// Stats returns a snapshot of the pool's counts.
+func (p *Pool) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := Stats{Idle: map[string]int{}, Busy: len(p.busy), Creating: p.creating, MaxTotal: p.cfg.MaxTotal}
+	for t, es := range p.idle {
+		if len(es) > 0 {
+			s.Idle[t] = len(es)
+		}
+	}
+	return s
+}
+
+// Close stops maintenance and destroys every idle sandbox; busy sandboxes
+// are destroyed as they are released. It waits for destructions in flight
+// until ctx is done.
+func (p *Pool) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	var drop []*entry
+	for t, es := range p.idle {
+		drop = append(drop, es...)
+		delete(p.idle, t)
+	}
+	p.mu.Unlock()
+	close(p.stop)
+	<-p.done
+	for _, e := range drop {
+		p.retire(e)
+	}
+	waited := make(chan struct{})
+	go func() { p.wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close sandbox pool: %w", ctx.Err())
+	}
+}
+
+func (p *Pool) popIdleLocked(tenant string) *entry {
+	es := p.idle[tenant]
+	if len(es) == 0 {
+		return nil
+	}
+	e := es[len(es)-1]
+	p.idle[tenant] = es[:len(es)-1]
+	return e
+}
+
+func (p *Pool) idleCountLocked() int {
+	n := 0
+	for _, es := range p.idle {
+		n += len(es)
+	}
+	return n
+}
+
+// reserveLocked claims a creation slot, evicting another tenant's idle
+// sandbox when the pool is at its maximum.
+func (p *Pool) reserveLocked() bool {
+	if len(p.busy)+p.idleCountLocked()+p.creating < p.cfg.MaxTotal {
+		p.creating++
+		return true
+	}
+	var victim *entry
+	for _, es := range p.idle {
+		for _, e := range es {
+			if victim == nil || e.lastUsed.Before(victim.lastUsed) {
+				victim = e
+			}
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	es := p.idle[victim.tenant]
+	for i, e := range es {
+		if e == victim {
+			p.idle[victim.tenant] = append(es[:i], es[i+1:]...)
+			break
+		}
+	}
+	p.creating++
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.destroy(victim)
+	}()
+	return true
+}
+
+func (p *Pool) putBack(e *entry) {
+	p.mu.Lock()
+	delete(p.busy, e.id)
+	p.idle[e.tenant] = append(p.idle[e.tenant], e)
+	p.mu.Unlock()
+}
+
+func (p *Pool) create(ctx context.Context, tenant string) (*entry, error) {
+	req, err := p.cfg.Template(tenant)
+	if err != nil {
+		return nil, fmt.Errorf("prepare sandbox for tenant %s: %w", tenant, err)
+	}
+	req.ID = newID(tenant)
+	req.Tenant = tenant
+	diags, err := p.backend.Create(ctx, req)
+	if err == nil && diags.HasErrors() {
+		err = diags
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create sandbox for tenant %s: %w", tenant, err)
+	}
+	return &entry{id: req.ID, tenant: tenant, lastUsed: time.Now()}, nil
+}
+
+// retire destroys a sandbox in the background.
+func (p *Pool) retire(e *entry) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.destroy(e)
+	}()
+}
+
+func (p *Pool) destroy(e *entry) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.backend.Destroy(ctx, e.id); err != nil && !errors.Is(err, pluginapi.ErrNotFound) {
+		p.log.Warn("destroy sandbox", "sandbox", e.id, "error", err)
+	}
+}
+
+func (p *Pool) poke() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// loop keeps active tenants warm and reaps idle sandboxes.
+func (p *Pool) loop() {
+	defer close(p.done)
+	tick := time.NewTicker(min(p.cfg.IdleTimeout/4, 30*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.kick:
+		case <-tick.C:
+		}
+		p.reap()
+		p.warm()
+	}
+}
+
+func (p *Pool) reap() {
+	now := time.Now()
+	var drop []*entry
+	p.mu.Lock()
+	for t, es := range p.idle {
+		kept := es[:0]
+		for _, e := range es {
+			if now.Sub(e.lastUsed) > p.cfg.IdleTimeout {
+				drop = append(drop, e)
+			} else {
+				kept = append(kept, e)
+			}
+		}
+		p.idle[t] = kept
+	}
+	for t, last := range p.active {
+		if now.Sub(last) > p.cfg.IdleTimeout {
+			delete(p.active, t)
+		}
+	}
+	p.mu.Unlock()
+	for _, e := range drop {
+		p.retire(e)
+	}
+}
+
+// warm creates sandboxes, one at a time, until every active tenant has Warm
+// idle ones or the pool is full. Creations run outside the lock so that
+// executions are never held up by warming.
+func (p *Pool) warm() {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		tenant := ""
+		for t := range p.active {
+			if len(p.idle[t]) < p.cfg.Warm {
+				tenant = t
+				break
+			}
+		}
+		if tenant == "" || len(p.busy)+p.idleCountLocked()+p.creating >= p.cfg.MaxTotal {
+			p.mu.Unlock()
+			return
+		}
+		p.creating++
+		p.mu.Unlock()
+
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		e, err := p.create(ctx, tenant)
+		cancel()
+		p.mu.Lock()
+		p.creating--
+		if err == nil {
+			if p.closed {
+				p.mu.Unlock()
+				p.retire(e)
+				return
+			}
+			p.idle[tenant] = append(p.idle[tenant], e)
+		}
+		p.mu.Unlock()
+		if err != nil {
+			p.log.Warn("warm sandbox", "tenant", tenant, "error", err)
+			return
+		}
+	}
+}
+
+func newID(tenant string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "sbx-" + tenant + "-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,323 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cexec/cexec/pluginapi"
+	"github.com/cexec/cexec/pluginapi/sandbox"
+)
+
+// memBackend records sandboxes in memory. The pool's contract with real
+// backends is covered end to end with sandbox-bwrap; this checks the pool's
+// own bookkeeping.
+type memBackend struct {
+	mu        sync.Mutex
+	live      map[string]string // id -> tenant
+	created   int
+	destroyed int
+	unhealthy map[string]bool
+	failNext  error
+}
+
+func newMem() *memBackend {
+	return &memBackend{live: map[string]string{}, unhealthy: map[string]bool{}}
+}
+
+func (m *memBackend) Create(_ context.Context, req sandbox.CreateRequest) (pluginapi.Diagnostics, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.failNext; err != nil {
+		m.failNext = nil
+		return nil, err
+	}
+	m.live[req.ID] = req.Tenant
+	m.created++
+	return nil, nil
+}
+
+func (m *memBackend) Destroy(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.live[id]; !ok {
+		return pluginapi.ErrNotFound
+	}
+	delete(m.live, id)
+	m.destroyed++
+	return nil
+}
+
+func (m *memBackend) Health(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.unhealthy[id] {
+		return errors.New("zygote gone")
+	}
+	return nil
+}
+
+func (m *memBackend) liveCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.live)
+}
+
+func newPool(t *testing.T, b Backend, cfg Config) *Pool {
+	t.Helper()
+	cfg.Template = func(string) (sandbox.CreateRequest, error) { return sandbox.CreateRequest{}, nil }
+	p, err := New(b, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	return p
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	tmpl := func(string) (sandbox.CreateRequest, error) { return sandbox.CreateRequest{}, nil }
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"zero max", Config{MaxTotal: 0, Template: tmpl}},
+		{"warm above max", Config{MaxTotal: 2, Warm: 3, Template: tmpl}},
+		{"no template", Config{MaxTotal: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := New(newMem(), tc.cfg, nil); err == nil {
+				t.Fatal("want error")
+			}
+		})
+	}
+}
+
+func TestReuseAndTenantIsolation(t *testing.T) {
+	b := newMem()
+	p := newPool(t, b, Config{MaxTotal: 4})
+	ctx := context.Background()
+
+	a1, err := p.Acquire(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a1.Reused {
+		t.Fatal("first lease cannot be warm")
+	}
+	a1.Release(true)
+
+	bob, err := p.Acquire(ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bob.ID == a1.ID {
+		t.Fatal("alice's sandbox was handed to bob")
+	}
+	bob.Release(true)
+
+	a2, err := p.Acquire(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a2.ID != a1.ID || !a2.Reused {
+		t.Fatalf("alice got %s (reused %v), want her warm %s", a2.ID, a2.Reused, a1.ID)
+	}
+	a2.Release(true)
+}
+
+func TestRecycling(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		maxUses int
+		uses    int
+		healthy bool
+		reused  bool
+	}{
+		{"healthy is reused", 0, 1, true, true},
+		{"crash recycles", 0, 1, false, false},
+		{"max uses recycles", 2, 2, true, false},
+		{"below max uses is reused", 3, 2, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newMem()
+			p := newPool(t, b, Config{MaxTotal: 2, MaxUses: tc.maxUses})
+			ctx := context.Background()
+			var first string
+			for i := 0; i < tc.uses; i++ {
+				l, err := p.Acquire(ctx, "t")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if first == "" {
+					first = l.ID
+				}
+				l.Release(i < tc.uses-1 || tc.healthy)
+			}
+			l, err := p.Acquire(ctx, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Release(true)
+			if got := l.ID == first; got != tc.reused {
+				t.Fatalf("reused = %v, want %v", got, tc.reused)
+			}
+			if !tc.reused {
+				waitFor(t, "recycled sandbox destroyed", func() bool { return b.liveCount() == 1 })
+			}
+		})
+	}
+}
+
+func TestHealthCheckReplacesBrokenSandbox(t *testing.T) {
+	b := newMem()
+	p := newPool(t, b, Config{MaxTotal: 2})
+	ctx := context.Background()
+	l, _ := p.Acquire(ctx, "t")
+	broken := l.ID
+	l.Release(true)
+	b.mu.Lock()
+	b.unhealthy[broken] = true
+	b.mu.Unlock()
+
+	l2, err := p.Acquire(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Release(true)
+	if l2.ID == broken {
+		t.Fatal("handed out a sandbox that failed its health check")
+	}
+}
+
+func TestBackPressure(t *testing.T) {
+	b := newMem()
+	p := newPool(t, b, Config{MaxTotal: 2})
+	ctx := context.Background()
+	l1, _ := p.Acquire(ctx, "t")
+	l2, _ := p.Acquire(ctx, "t")
+	_, err := p.Acquire(ctx, "t")
+	if !errors.Is(err, pluginapi.ErrResourceExhausted) {
+		t.Fatalf("err = %v, want ErrResourceExhausted", err)
+	}
+	l1.Release(true)
+	l3, err := p.Acquire(ctx, "t")
+	if err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	l2.Release(true)
+	l3.Release(true)
+}
+
+func TestFullPoolEvictsOtherTenantsIdle(t *testing.T) {
+	b := newMem()
+	p := newPool(t, b, Config{MaxTotal: 1})
+	ctx := context.Background()
+	a, _ := p.Acquire(ctx, "alice")
+	a.Release(true)
+	bob, err := p.Acquire(ctx, "bob")
+	if err != nil {
+		t.Fatalf("bob blocked by alice's idle sandbox: %v", err)
+	}
+	bob.Release(true)
+	waitFor(t, "alice's idle sandbox evicted", func() bool { return b.liveCount() == 1 })
+}
+
+func TestWarmAndIdleTimeout(t *testing.T) {
+	b := newMem()
+	p := newPool(t, b, Config{MaxTotal: 4, Warm: 2, IdleTimeout: 200 * time.Millisecond})
+	p.Prewarm("t")
+	waitFor(t, "two warm sandboxes", func() bool { return p.Stats().Idle["t"] == 2 })
+	waitFor(t, "idle sandboxes reaped", func() bool { return b.liveCount() == 0 })
+}
+
+func TestCreateFailureIsReported(t *testing.T) {
+	b := newMem()
+	b.failNext = fmt.Errorf("bwrap: %w", pluginapi.ErrUnavailable)
+	p := newPool(t, b, Config{MaxTotal: 1})
+	_, err := p.Acquire(context.Background(), "t")
+	if !errors.Is(err, pluginapi.ErrUnavailable) {
+		t.Fatalf("err = %v, want the backend's error", err)
+	}
+	l, err := p.Acquire(context.Background(), "t")
+	if err != nil {
+		t.Fatalf("slot leaked after a failed create: %v", err)
+	}
+	l.Release(true)
+}
+
+func TestFlushAndClose(t *testing.T) {
+	b := newMem()
+	p := newPool(t, b, Config{MaxTotal: 3})
+	ctx := context.Background()
+	idle, _ := p.Acquire(ctx, "t")
+	busy, _ := p.Acquire(ctx, "t")
+	idle.Release(true)
+	p.Flush()
+	busy.Release(true)
+	waitFor(t, "flushed sandboxes destroyed", func() bool { return b.liveCount() == 0 })
+
+	l, _ := p.Acquire(ctx, "t")
+	l.Release(true)
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.liveCount(); n != 0 {
+		t.Fatalf("%d sandboxes left after Close", n)
+	}
+	if _, err := p.Acquire(ctx, "t"); !errors.Is(err, pluginapi.ErrPluginShutdown) {
+		t.Fatalf("Acquire after Close: %v", err)
+	}
+}
+
+func TestConcurrentLeasesNeverShared(t *testing.T) {
+	b := newMem()
+	p := newPool(t, b, Config{MaxTotal: 8, Warm: 2})
+	ctx := context.Background()
+	var mu sync.Mutex
+	inUse := map[string]bool{}
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			tenant := fmt.Sprintf("t%d", w%2)
+			for i := 0; i < 50; i++ {
+				l, err := p.Acquire(ctx, tenant)
+				if err != nil {
+					continue // back-pressure is allowed under contention
+				}
+				mu.Lock()
+				if inUse[l.ID] {
+					t.Errorf("sandbox %s leased twice", l.ID)
+				}
+				inUse[l.ID] = true
+				mu.Unlock()
+				b.mu.Lock()
+				owner := b.live[l.ID]
+				b.mu.Unlock()
+				if owner != tenant {
+					t.Errorf("tenant %s got %s's sandbox", tenant, owner)
+				}
+				mu.Lock()
+				delete(inUse, l.ID)
+				mu.Unlock()
+				l.Release(true)
+			}
+		}(w)
+	}
+	wg.Wait()
+}
