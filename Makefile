@@ -5,9 +5,14 @@ PLUGINS     := $(notdir $(wildcard plugins/*))
 PROTOS      := $(shell find pluginapi/proto api -name '*.proto')
 LDFLAGS     := -s -w -X github.com/cexec/cexec/core/version.Version=$(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build test bench proto proto-check lint eval-search clean
+.PHONY: all deps build run test bench proto proto-check lint eval-search clean
 
 all: build
+
+# Installs what a fresh Debian/Ubuntu machine lacks (apt and npm packages).
+deps:
+	@command -v $(GO) >/dev/null || { echo "Go >= 1.25 is required: https://go.dev/doc/install"; exit 1; }
+	@scripts/deps.sh
 
 build:
 	@mkdir -p $(BIN)
@@ -18,8 +23,12 @@ build:
 		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cexec-plugin-$$p ./plugins/$$p || exit 1; \
 	done
 
+# Runs the daemon in the foreground on the repository's default config.
+run: deps build
+	$(BIN)/cexecd -config cexec.hcl
+
 # Tests need the binaries (end-to-end tests start cexecd and its plugins).
-test: build
+test: deps build proto-check lint
 	$(GO) test -race -count=1 ./...
 
 bench: build
@@ -27,7 +36,7 @@ bench: build
 
 # Generators are pinned as go.mod tool dependencies; protoc comes from Debian's protobuf-compiler.
 proto:
-	PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc -I pluginapi/proto -I api \
+	protoc -I pluginapi/proto \
 		--plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
 		--plugin=protoc-gen-go-grpc="$$($(GO) tool -n protoc-gen-go-grpc)" \
 		--go_out=paths=source_relative:pluginapi/proto --go-grpc_out=paths=source_relative:pluginapi/proto \

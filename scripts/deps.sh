@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian/Ubuntu machine lacks to build, run and test
+# cexec: Debian packages (bubblewrap, protoc, mypy, node) and the npm packages
+# of the real MCP servers the tests talk to. Idempotent and quiet when
+# everything is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+
+missing=()
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
+[ -x /usr/bin/mypy ] || missing+=(mypy)
+[ -x /usr/bin/python3 ] || missing+=(python3)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+command -v git >/dev/null 2>&1 || missing+=(git)
+if [ "${#missing[@]}" -gt 0 ]; then
+	echo "deps: installing Debian packages: ${missing[*]}" >&2
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# npm peers: reinstall only when package.json changed since the last install.
+peers=test/peers
+stamp="$peers/node_modules/.cexec-installed"
+if [ ! -f "$stamp" ] || [ "$peers/package.json" -nt "$stamp" ]; then
+	echo "deps: installing npm test peers from $peers/package.json" >&2
+	npm install --prefix "$peers" --no-package-lock --no-audit --no-fund --loglevel=error >/dev/null
+	touch "$stamp"
+fi
