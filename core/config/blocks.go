@@ -1,0 +1,421 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/cexec/cexec/pluginapi"
+)
+
+// Pipeline is the `pipeline { ... }` block: which plugins execute_task uses.
+type Pipeline struct {
+	// Selector names the selector plugin; it defaults to the only one
+	// configured.
+	Selector string
+	// Codegen is the generator chain, tried in order; it defaults to every
+	// codegen plugin in file order.
+	Codegen []string
+	// Guards run on code, tool calls and output; they default to every guard
+	// plugin in file order.
+	Guards []string
+	// MaxRepairs is how many times a failed program is regenerated.
+	MaxRepairs int
+	// SearchLimit is how many tools the selector returns to the generator.
+	SearchLimit int
+}
+
+// Sandbox is the `sandbox { ... }` block.
+type Sandbox struct {
+	// Backend names the sandbox plugin; it defaults to the only one
+	// configured.
+	Backend string
+	// Python is the interpreter inside the sandbox (an absolute path).
+	Python string
+	// Network allows sandboxed code to reach the network.
+	Network bool
+	Pool    Pool
+	Limits  Limits
+}
+
+// Pool sizes the warm sandbox pool (per tenant).
+type Pool struct {
+	Warm        int
+	MaxTotal    int
+	IdleTimeout time.Duration
+	MaxUses     int
+}
+
+// Limits bound one execution. Sizes are bytes.
+type Limits struct {
+	Memory  int64
+	PIDs    int
+	Timeout time.Duration
+	Output  int64
+	Tmp     int64
+}
+
+// Transports of an upstream MCP server.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+	TransportSSE   = "sse"
+)
+
+// MCPServer is one `mcp_server "<name>" { ... }` block: an upstream MCP
+// server reached over stdio (Command) or HTTP/SSE (URL).
+type MCPServer struct {
+	Name    string
+	Command string
+	Args    []string
+	// Env is the child's whole environment; it does not inherit cexecd's.
+	Env map[string]string
+	// Cwd is the child's working directory (absolute), or "".
+	Cwd       string
+	URL       string
+	Transport string
+	Headers   map[string]string
+	// Optional servers may fail to connect with only a warning.
+	Optional bool
+	// Timeout bounds each call to the server.
+	Timeout   time.Duration
+	DeclRange hcl.Range
+}
+
+// Tenant is one `tenant "<id>" { ... }` block.
+type Tenant struct {
+	ID string
+	// DiskQuota is the workspace size limit in bytes; 0 means unlimited.
+	DiskQuota int64
+	// MaxConcurrent bounds simultaneous executions; 0 means unlimited.
+	MaxConcurrent int
+	// AllowedServers lists the upstream servers the tenant may call; nil
+	// means all of them.
+	AllowedServers []string
+	// Policy is the undecoded body of the tenant's policy block, or nil.
+	Policy      hcl.Body
+	PolicyRange hcl.Range
+	DeclRange   hcl.Range
+}
+
+func (d *decoder) pipeline(cfg *Config, raw *rawPipeline) {
+	pl := &cfg.Pipeline
+	pl.MaxRepairs, pl.SearchLimit = 2, 8
+	var selector, codegen, guards *hcl.Attribute
+	var block *hcl.Range
+	if raw != nil {
+		selector, codegen, guards, block = raw.Selector, raw.Codegen, raw.Guards, raw.DeclRange.Ptr()
+		if n, ok := d.integer(raw.MaxRepairs, path("pipeline", "max_repairs"), 0); ok {
+			pl.MaxRepairs = n
+		}
+		if n, ok := d.integer(raw.SearchLimit, path("pipeline", "search_limit"), 1); ok {
+			pl.SearchLimit = n
+		}
+	}
+
+	if s, _, ok := d.str(selector, path("pipeline", "selector")); ok {
+		if d.checkRef(cfg, pluginapi.KindSelector, s, selector.Expr.Range()) {
+			pl.Selector = s
+		}
+	} else if selector == nil {
+		pl.Selector = d.onlyOne(cfg, pluginapi.KindSelector, "pipeline", "selector", block)
+	}
+
+	pl.Codegen = d.refList(cfg, pluginapi.KindCodegen, codegen, path("pipeline", "codegen"))
+	pl.Guards = d.refList(cfg, pluginapi.KindGuard, guards, path("pipeline", "guards"))
+}
+
+// refList decodes a list of plugin names of one kind; absent, it is every
+// configured plugin of that kind.
+func (d *decoder) refList(cfg *Config, kind pluginapi.Kind, attr *hcl.Attribute, p []string) []string {
+	if attr == nil {
+		var names []string
+		for _, pl := range cfg.PluginsOfKind(kind) {
+			names = append(names, pl.Name)
+		}
+		return names
+	}
+	l, ok := d.strList(attr, p)
+	if !ok {
+		return nil
+	}
+	var names []string
+	for i, name := range l {
+		if d.checkRef(cfg, kind, name, elemRange(attr.Expr, i)) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// elemRange is the range of the i-th element of a list literal, or of the
+// whole expression when it is not one.
+func elemRange(expr hcl.Expression, i int) hcl.Range {
+	if t, ok := expr.(*hclsyntax.TupleConsExpr); ok && i < len(t.Exprs) {
+		return t.Exprs[i].Range()
+	}
+	return expr.Range()
+}
+
+func (d *decoder) checkRef(cfg *Config, kind pluginapi.Kind, name string, rng hcl.Range) bool {
+	if cfg.Plugin(kind, name) != nil {
+		return true
+	}
+	d.errorf(rng.Ptr(), "Unknown "+string(kind)+" plugin", "No plugin %q %q is configured%s.", kind, name, known(cfg, kind))
+	return false
+}
+
+// known lists the configured plugins of a kind for "did you mean" details.
+func known(cfg *Config, kind pluginapi.Kind) string {
+	var names []string
+	for _, p := range cfg.PluginsOfKind(kind) {
+		names = append(names, strconv.Quote(p.Name))
+	}
+	if len(names) == 0 {
+		return fmt.Sprintf("; add a plugin %q \"<name>\" block", kind)
+	}
+	return "; configured: " + strings.Join(names, ", ")
+}
+
+// onlyOne defaults a plugin reference to the single configured plugin of
+// its kind, and asks the user to choose when there are several.
+func (d *decoder) onlyOne(cfg *Config, kind pluginapi.Kind, block, attr string, rng *hcl.Range) string {
+	ps := cfg.PluginsOfKind(kind)
+	switch len(ps) {
+	case 0:
+		return ""
+	case 1:
+		return ps[0].Name
+	}
+	d.errorf(rng, "Ambiguous "+string(kind)+" plugin", "Several %s plugins are configured%s; choose one with %s in the %s block.", kind, known(cfg, kind), attr, block)
+	return ""
+}
+
+func (d *decoder) sandbox(cfg *Config, raw *rawSandbox, ov Overrides) {
+	sb := &cfg.Sandbox
+	sb.Python = "/usr/bin/python3"
+	sb.Pool = Pool{Warm: 2, MaxTotal: 16, IdleTimeout: 5 * time.Minute, MaxUses: 100}
+	sb.Limits = Limits{Memory: 256 << 20, PIDs: 128, Timeout: 30 * time.Second, Output: 1 << 20, Tmp: 64 << 20}
+
+	var backend *hcl.Attribute
+	var block *hcl.Range
+	if raw != nil {
+		backend, block = raw.Backend, raw.DeclRange.Ptr()
+		if s, marked, ok := d.str(raw.Python, path("sandbox", "python")); ok {
+			if filepath.IsAbs(s) {
+				sb.Python = filepath.Clean(s)
+			} else {
+				d.errorf(raw.Python.Expr.Range().Ptr(), "Relative python path", "python must be an absolute path inside the sandbox, like \"/usr/bin/python3\"; got %s.", shown(s, marked))
+			}
+		}
+		if b, ok := d.boolean(raw.Network, path("sandbox", "network")); ok {
+			sb.Network = b
+		}
+		if raw.Pool != nil {
+			d.pool(&sb.Pool, raw.Pool)
+		}
+		if raw.Limits != nil {
+			d.limits(&sb.Limits, raw.Limits)
+		}
+	}
+
+	if o, ok := pick(d.lookup, EnvSandboxBackend, ov.SandboxBackend); ok {
+		if cfg.Plugin(pluginapi.KindSandbox, o.value) != nil {
+			sb.Backend = o.value
+		} else {
+			d.errorf(nil, fmt.Sprintf("Unknown sandbox plugin %q from %s", o.value, o.source), "No plugin \"sandbox\" %q is configured%s.", o.value, known(cfg, pluginapi.KindSandbox))
+		}
+		return
+	}
+	if s, _, ok := d.str(backend, path("sandbox", "backend")); ok {
+		if d.checkRef(cfg, pluginapi.KindSandbox, s, backend.Expr.Range()) {
+			sb.Backend = s
+		}
+	} else if backend == nil {
+		sb.Backend = d.onlyOne(cfg, pluginapi.KindSandbox, "sandbox", "backend", block)
+	}
+}
+
+func (d *decoder) pool(p *Pool, raw *rawPool) {
+	base := path("sandbox", "pool")
+	if n, ok := d.integer(raw.Warm, append(base, "warm"), 0); ok {
+		p.Warm = n
+	}
+	if n, ok := d.integer(raw.MaxTotal, append(base, "max_total"), 1); ok {
+		p.MaxTotal = n
+	}
+	if t, ok := d.duration(raw.IdleTimeout, append(base, "idle_timeout")); ok {
+		p.IdleTimeout = t
+	}
+	if n, ok := d.integer(raw.MaxUses, append(base, "max_uses"), 1); ok {
+		p.MaxUses = n
+	}
+	if p.Warm > p.MaxTotal {
+		subject := raw.DeclRange.Ptr()
+		if raw.Warm != nil {
+			subject = raw.Warm.Expr.Range().Ptr()
+		}
+		d.errorf(subject, "Pool warm count above maximum", "warm (%d) must not exceed max_total (%d).", p.Warm, p.MaxTotal)
+	}
+}
+
+func (d *decoder) limits(l *Limits, raw *rawLimits) {
+	base := path("sandbox", "limits")
+	if n, ok := d.size(raw.Memory, append(base, "memory")); ok {
+		l.Memory = n
+	}
+	if n, ok := d.integer(raw.PIDs, append(base, "pids"), 1); ok {
+		l.PIDs = n
+	}
+	if t, ok := d.duration(raw.Timeout, append(base, "timeout")); ok {
+		l.Timeout = t
+	}
+	if n, ok := d.size(raw.Output, append(base, "output")); ok {
+		l.Output = n
+	}
+	if n, ok := d.size(raw.Tmp, append(base, "tmp")); ok {
+		l.Tmp = n
+	}
+}
+
+func (d *decoder) mcpServers(cfg *Config, raws []*rawMCP) {
+	for _, r := range raws {
+		if !validName(r.Name) {
+			d.errorf(r.NameRange.Ptr(), "Invalid mcp_server name", "Server names are 1-64 characters of a-z, 0-9, _ and -, starting with a letter or digit; got %q.", r.Name)
+			continue
+		}
+		if prev := cfg.MCPServer(r.Name); prev != nil {
+			d.errorf(r.DeclRange.Ptr(), "Duplicate mcp_server", "mcp_server %q is already configured at %s.", r.Name, prev.DeclRange)
+			continue
+		}
+		base := path("mcp_servers", strconv.Itoa(len(cfg.MCPServers)))
+		s := &MCPServer{Name: r.Name, Timeout: defaultMCPTimeout, DeclRange: r.DeclRange}
+		s.Command, _, _ = d.str(r.Command, append(base, "command"))
+		s.Args, _ = d.strList(r.Args, append(base, "args"))
+		s.Env, _ = d.strMap(r.Env, append(base, "env"))
+		if c, _, ok := d.str(r.Cwd, append(base, "cwd")); ok {
+			s.Cwd = d.abs(c)
+		}
+		s.URL, _, _ = d.str(r.URL, append(base, "url"))
+		s.Transport, _, _ = d.str(r.Transport, append(base, "transport"))
+		s.Headers, _ = d.strMap(r.Headers, append(base, "headers"))
+		s.Optional, _ = d.boolean(r.Optional, append(base, "optional"))
+		if t, ok := d.duration(r.Timeout, append(base, "timeout")); ok {
+			s.Timeout = t
+		}
+		d.checkMCP(s, r)
+		cfg.MCPServers = append(cfg.MCPServers, s)
+	}
+}
+
+// checkMCP validates the transport settings and fills in the inferred
+// transport: stdio with command, sse for a URL ending in /sse, else http.
+func (d *decoder) checkMCP(s *MCPServer, r *rawMCP) {
+	switch {
+	case s.Command == "" && s.URL == "":
+		if r.Command == nil && r.URL == nil {
+			d.errorf(r.DeclRange.Ptr(), "Missing required argument", "mcp_server %q needs either command (a local server over stdio) or url (a remote server over HTTP or SSE).", s.Name)
+		}
+		return
+	case s.Command != "" && s.URL != "":
+		d.errorf(r.URL.Range.Ptr(), "Conflicting arguments", "mcp_server %q sets both command and url; a server is either local (command) or remote (url).", s.Name)
+		return
+	}
+	if s.Transport == "" {
+		switch {
+		case s.Command != "":
+			s.Transport = TransportStdio
+		case strings.HasSuffix(strings.TrimRight(urlPath(s.URL), "/"), "/sse"):
+			s.Transport = TransportSSE
+		default:
+			s.Transport = TransportHTTP
+		}
+	}
+	tr := hcl.Range{}
+	if r.Transport != nil {
+		tr = r.Transport.Expr.Range()
+	}
+	switch s.Transport {
+	case TransportStdio:
+		if s.Command == "" {
+			d.errorf(tr.Ptr(), "Transport needs a command", "mcp_server %q: transport \"stdio\" runs a local command; set command instead of url.", s.Name)
+		}
+		if r.Headers != nil {
+			d.errorf(r.Headers.Range.Ptr(), "Headers need a remote server", "mcp_server %q: headers apply to http and sse servers only; pass settings to a local server through env or args.", s.Name)
+		}
+	case TransportHTTP, TransportSSE:
+		if s.URL == "" {
+			d.errorf(tr.Ptr(), "Transport needs a url", "mcp_server %q: transport %q talks to a remote server; set url instead of command.", s.Name, s.Transport)
+			return
+		}
+		for _, a := range []*hcl.Attribute{r.Args, r.Env, r.Cwd} {
+			if a != nil {
+				d.errorf(a.Range.Ptr(), "Argument needs a local server", "mcp_server %q: %s applies to local (command) servers only.", s.Name, a.Name)
+			}
+		}
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			d.errorf(r.URL.Expr.Range().Ptr(), "Invalid url", "mcp_server %q: url must be an absolute http:// or https:// URL.", s.Name)
+		}
+	default:
+		d.errorf(tr.Ptr(), "Invalid transport", "mcp_server %q: transport must be \"stdio\", \"http\" or \"sse\"; got %q.", s.Name, s.Transport)
+	}
+}
+
+func urlPath(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Path
+	}
+	return s
+}
+
+var tenantRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+
+// ValidateTenantID checks a tenant id: 1-64 characters of a-z, 0-9, _ and
+// -. The id names a directory under data_dir, so nothing that could walk
+// out of it ("..", "/", NUL, other Unicode) is accepted.
+func ValidateTenantID(id string) error {
+	if !tenantRE.MatchString(id) {
+		return fmt.Errorf("invalid tenant id %q: use 1-64 characters of a-z, 0-9, _ and -", id)
+	}
+	return nil
+}
+
+func (d *decoder) tenants(cfg *Config, raws []*rawTenant) {
+	for _, r := range raws {
+		if err := ValidateTenantID(r.ID); err != nil {
+			d.errorf(r.IDRange.Ptr(), "Invalid tenant id", "%s.", err)
+			continue
+		}
+		if prev := cfg.Tenant(r.ID); prev != nil {
+			d.errorf(r.DeclRange.Ptr(), "Duplicate tenant", "tenant %q is already configured at %s.", r.ID, prev.DeclRange)
+			continue
+		}
+		base := path("tenants", strconv.Itoa(len(cfg.Tenants)))
+		t := &Tenant{ID: r.ID, DeclRange: r.DeclRange}
+		if r.DiskQuota != nil {
+			t.DiskQuota, _ = d.size(r.DiskQuota, append(base, "disk_quota"))
+		}
+		t.MaxConcurrent, _ = d.integer(r.MaxConcurrent, append(base, "max_concurrent"), 0)
+		if l, ok := d.strList(r.AllowedServers, append(base, "allowed_servers")); ok {
+			t.AllowedServers = l
+			for i, name := range l {
+				if cfg.MCPServer(name) == nil {
+					d.warnf(elemRange(r.AllowedServers.Expr, i).Ptr(), "Unknown server in allowed_servers",
+						"tenant %q allows %q, which is not a configured mcp_server; that is only right for a local tool package under servers/.", r.ID, name)
+				}
+			}
+		}
+		if r.Policy != nil {
+			t.Policy, t.PolicyRange = r.Policy.Body, r.Policy.DeclRange
+		}
+		cfg.Tenants = append(cfg.Tenants, t)
+	}
+}

@@ -1,0 +1,315 @@
+package config
+
+import (
+	"fmt"
+	"math/big"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/gocty"
+)
+
+// sensitiveMark is the cty mark env() puts on its result. Marks travel
+// through templates, lists and maps, so `"Bearer ${env("TOKEN")}"` is still
+// marked when we decode it; decoding records the path of every marked value
+// and MaskedJSON masks those paths. Tracking by value rather than by
+// expression also catches secrets nested inside maps and lists.
+type mark string
+
+const sensitiveMark mark = "sensitive"
+
+// maskedValue replaces sensitive values in MaskedJSON and in diagnostics.
+const maskedValue = "(sensitive)"
+
+// evalContext is the context every expression in cexec.hcl is evaluated in:
+// no variables, one function.
+func evalContext(lookup func(string) (string, bool)) *hcl.EvalContext {
+	return &hcl.EvalContext{Functions: map[string]function.Function{"env": envFunc(lookup)}}
+}
+
+// envFunc implements env("NAME") and env("NAME", "default").
+func envFunc(lookup func(string) (string, bool)) function.Function {
+	return function.New(&function.Spec{
+		Description: "Returns the value of one of cexecd's environment variables, marked sensitive.",
+		Params:      []function.Parameter{{Name: "name", Type: cty.String}},
+		VarParam:    &function.Parameter{Name: "default", Type: cty.String},
+		Type:        function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			if len(args) > 2 {
+				return cty.NilVal, function.NewArgErrorf(2, "env takes a variable name and at most one default value")
+			}
+			name := args[0].AsString()
+			if name == "" {
+				return cty.NilVal, function.NewArgErrorf(0, "the variable name must not be empty")
+			}
+			if v, ok := lookup(name); ok {
+				return cty.StringVal(v).Mark(sensitiveMark), nil
+			}
+			if len(args) == 2 {
+				return args[1].Mark(sensitiveMark), nil
+			}
+			return cty.NilVal, fmt.Errorf("environment variable %s is not set; export it before starting cexecd, or give a default: env(%q, \"...\")", name, name)
+		},
+	})
+}
+
+// decoder accumulates diagnostics and sensitive paths while turning raw
+// attributes into typed values.
+type decoder struct {
+	ctx       *hcl.EvalContext
+	dir       string
+	lookup    func(string) (string, bool)
+	diags     hcl.Diagnostics
+	sensitive [][]string
+}
+
+func (d *decoder) errorf(subject *hcl.Range, summary, detail string, args ...any) {
+	d.diags = append(d.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(detail, args...),
+		Subject:  subject,
+	})
+}
+
+func (d *decoder) warnf(subject *hcl.Range, summary, detail string, args ...any) {
+	d.diags = append(d.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagWarning,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(detail, args...),
+		Subject:  subject,
+	})
+}
+
+// eval evaluates attr and converts it to ty. ok is false when the attribute
+// is absent, null, or wrong (then a diagnostic was added). marked reports
+// whether any part of the value came from env(); the marked parts' paths are
+// recorded under p.
+func (d *decoder) eval(attr *hcl.Attribute, ty cty.Type, p []string) (v cty.Value, marked, ok bool) {
+	if attr == nil {
+		return cty.NilVal, false, false
+	}
+	val, diags := attr.Expr.Value(d.ctx)
+	d.diags = append(d.diags, diags...)
+	if diags.HasErrors() {
+		return cty.NilVal, false, false
+	}
+	val, pvms := val.UnmarkDeepWithPaths()
+	d.recordMarks(p, pvms)
+	if val.IsNull() {
+		return cty.NilVal, false, false
+	}
+	if !val.IsWhollyKnown() {
+		d.errorf(attr.Expr.Range().Ptr(), "Unknown value", "The value of %q cannot be known when the config is loaded.", attr.Name)
+		return cty.NilVal, false, false
+	}
+	conv, err := convert.Convert(val, ty)
+	if err != nil {
+		d.diags = append(d.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Incorrect attribute value type",
+			Detail:   fmt.Sprintf("Inappropriate value for attribute %q: %s.", attr.Name, err.Error()),
+			Subject:  attr.Expr.Range().Ptr(),
+			Context:  hcl.RangeBetween(attr.NameRange, attr.Expr.Range()).Ptr(),
+		})
+		return cty.NilVal, false, false
+	}
+	return conv, len(pvms) > 0, true
+}
+
+func (d *decoder) recordMarks(base []string, pvms []cty.PathValueMarks) {
+	for _, pvm := range pvms {
+		if _, ok := pvm.Marks[sensitiveMark]; !ok {
+			continue
+		}
+		d.sensitive = append(d.sensitive, joinPath(base, pvm.Path))
+	}
+}
+
+// joinPath appends a cty path to a MaskedJSON path.
+func joinPath(base []string, p cty.Path) []string {
+	out := append([]string(nil), base...)
+	for _, step := range p {
+		switch s := step.(type) {
+		case cty.GetAttrStep:
+			out = append(out, s.Name)
+		case cty.IndexStep:
+			if s.Key.Type() == cty.String {
+				out = append(out, s.Key.AsString())
+			} else if s.Key.Type() == cty.Number {
+				out = append(out, s.Key.AsBigFloat().Text('f', 0))
+			}
+		}
+	}
+	return out
+}
+
+// shown is s quoted, or a mask when s came from env().
+func shown(s string, marked bool) string {
+	if marked {
+		return maskedValue
+	}
+	return strconv.Quote(s)
+}
+
+func (d *decoder) str(attr *hcl.Attribute, p []string) (s string, marked, ok bool) {
+	v, marked, ok := d.eval(attr, cty.String, p)
+	if !ok {
+		return "", false, false
+	}
+	return v.AsString(), marked, true
+}
+
+func (d *decoder) boolean(attr *hcl.Attribute, p []string) (b, ok bool) {
+	v, _, ok := d.eval(attr, cty.Bool, p)
+	if !ok {
+		return false, false
+	}
+	return v.True(), true
+}
+
+func (d *decoder) strList(attr *hcl.Attribute, p []string) ([]string, bool) {
+	v, _, ok := d.eval(attr, cty.List(cty.String), p)
+	if !ok {
+		return nil, false
+	}
+	out := []string{}
+	for _, e := range v.AsValueSlice() {
+		if e.IsNull() {
+			d.errorf(attr.Expr.Range().Ptr(), "Null list element", "The list %q must not contain null.", attr.Name)
+			return nil, false
+		}
+		out = append(out, e.AsString())
+	}
+	return out, true
+}
+
+func (d *decoder) strMap(attr *hcl.Attribute, p []string) (map[string]string, bool) {
+	v, _, ok := d.eval(attr, cty.Map(cty.String), p)
+	if !ok {
+		return nil, false
+	}
+	out := map[string]string{}
+	for k, e := range v.AsValueMap() {
+		if e.IsNull() {
+			d.errorf(attr.Expr.Range().Ptr(), "Null map value", "The value of %q in %q must not be null.", k, attr.Name)
+			return nil, false
+		}
+		out[k] = e.AsString()
+	}
+	return out, true
+}
+
+// integer decodes a whole number no smaller than min.
+func (d *decoder) integer(attr *hcl.Attribute, p []string, min int) (int, bool) {
+	v, _, ok := d.eval(attr, cty.Number, p)
+	if !ok {
+		return 0, false
+	}
+	var n int
+	if err := gocty.FromCtyValue(v, &n); err != nil {
+		d.errorf(attr.Expr.Range().Ptr(), "Invalid number", "%q must be a whole number: %s.", attr.Name, err)
+		return 0, false
+	}
+	if n < min {
+		d.errorf(attr.Expr.Range().Ptr(), "Number out of range", "%q must be at least %d, not %d.", attr.Name, min, n)
+		return 0, false
+	}
+	return n, true
+}
+
+// duration decodes a positive duration string such as "30s" or "1m30s".
+func (d *decoder) duration(attr *hcl.Attribute, p []string) (time.Duration, bool) {
+	s, marked, ok := d.str(attr, p)
+	if !ok {
+		return 0, false
+	}
+	dur, err := time.ParseDuration(s)
+	if err != nil || dur <= 0 {
+		d.errorf(attr.Expr.Range().Ptr(), "Invalid duration",
+			"%q must be a positive duration with a unit, like \"30s\", \"5m\" or \"1h30m\"; got %s.", attr.Name, shown(s, marked))
+		return 0, false
+	}
+	return dur, true
+}
+
+// size decodes a positive byte size: a number of bytes or a string with a
+// unit ("256MiB", "1GB", "512").
+func (d *decoder) size(attr *hcl.Attribute, p []string) (int64, bool) {
+	v, marked, ok := d.eval(attr, cty.DynamicPseudoType, p)
+	if !ok {
+		return 0, false
+	}
+	var n int64
+	var err error
+	switch v.Type() {
+	case cty.Number:
+		err = gocty.FromCtyValue(v, &n)
+	case cty.String:
+		n, err = ParseSize(v.AsString())
+	default:
+		err = fmt.Errorf("a size is a number of bytes or a string such as \"256MiB\"")
+	}
+	if err == nil && n <= 0 {
+		err = fmt.Errorf("a size must be positive")
+	}
+	if err != nil {
+		got := ""
+		if v.Type() == cty.String {
+			got = " (got " + shown(v.AsString(), marked) + ")"
+		}
+		d.errorf(attr.Expr.Range().Ptr(), "Invalid size", "%q: %s%s.", attr.Name, err, got)
+		return 0, false
+	}
+	return n, true
+}
+
+var sizeUnits = map[string]int64{
+	"": 1, "B": 1,
+	"KB": 1000, "MB": 1000 * 1000, "GB": 1000 * 1000 * 1000, "TB": 1000 * 1000 * 1000 * 1000,
+	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+}
+
+var sizeRE = regexp.MustCompile(`^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$`)
+
+// ParseSize parses a byte size: plain bytes ("1048576") or a number with a
+// decimal (KB, MB, GB, TB) or binary (KiB, MiB, GiB, TiB) unit ("1.5GiB").
+// The result must be a whole number of bytes that fits in an int64.
+func ParseSize(s string) (int64, error) {
+	m := sizeRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("not a size; write a number with an optional unit, like \"64MiB\"")
+	}
+	unit, ok := sizeUnits[m[2]]
+	if !ok {
+		names := make([]string, 0, len(sizeUnits))
+		for u := range sizeUnits {
+			if u != "" {
+				names = append(names, u)
+			}
+		}
+		sort.Slice(names, func(i, j int) bool {
+			return sizeUnits[names[i]] < sizeUnits[names[j]] || sizeUnits[names[i]] == sizeUnits[names[j]] && names[i] < names[j]
+		})
+		return 0, fmt.Errorf("unknown unit %q; use one of %s", m[2], strings.Join(names, ", "))
+	}
+	r, ok := new(big.Rat).SetString(m[1])
+	if !ok {
+		return 0, fmt.Errorf("invalid number %q", m[1])
+	}
+	r.Mul(r, new(big.Rat).SetInt64(unit))
+	if !r.IsInt() {
+		return 0, fmt.Errorf("%s is not a whole number of bytes", s)
+	}
+	if !r.Num().IsInt64() {
+		return 0, fmt.Errorf("%s is too large", s)
+	}
+	return r.Num().Int64(), nil
+}

@@ -1,0 +1,167 @@
+package config
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/cexec/cexec/pluginapi"
+)
+
+// MaskedJSON is the effective config as indented JSON with every secret
+// replaced by "(sensitive)": values that came from env(), and all plugin env
+// values. Plugin-specific bodies are not shown, since without the plugin's
+// schema nothing tells which of their values are secret; use
+// MaskedJSONWithSchemas when the schemas are known.
+func (c *Config) MaskedJSON() ([]byte, error) {
+	return c.MaskedJSONWithSchemas(nil)
+}
+
+// MaskedJSONWithSchemas is MaskedJSON that also shows each plugin's decoded
+// body when schemas (keyed by Plugin.Key) holds its schema, with the
+// schema's Sensitive attributes masked.
+func (c *Config) MaskedJSONWithSchemas(schemas map[string]pluginapi.ConfigSchema) ([]byte, error) {
+	masks := append([][]string(nil), c.sensitive...)
+	plugins := make([]any, len(c.Plugins))
+	for i, p := range c.Plugins {
+		idx := strconv.Itoa(i)
+		env := map[string]any{}
+		for k := range p.Env {
+			env[k] = maskedValue
+		}
+		view := map[string]any{
+			"kind":             p.Kind,
+			"name":             p.Name,
+			"command":          p.Command,
+			"resolved_command": p.resolved,
+			"args":             nonNil(p.Args),
+			"sha256":           p.SHA256,
+			"required":         p.Required,
+			"timeout":          p.Timeout.String(),
+			"env":              env,
+		}
+		if s, ok := schemas[p.Key()]; ok {
+			body, sensitive, diags := decodePluginBody(p, s)
+			if diags.HasErrors() {
+				view["config"] = "(invalid: " + diagSummaries(diags) + ")"
+			} else {
+				view["config"] = body
+				for _, sp := range sensitive {
+					masks = append(masks, append([]string{"plugins", idx, "config"}, sp...))
+				}
+			}
+		} else if !emptyBody(p.Body) {
+			view["config"] = "(not shown: the plugin's schema is not known)"
+		}
+		plugins[i] = view
+	}
+
+	servers := make([]any, len(c.MCPServers))
+	for i, s := range c.MCPServers {
+		servers[i] = map[string]any{
+			"name": s.Name, "command": s.Command, "args": nonNil(s.Args), "env": s.Env,
+			"cwd": s.Cwd, "url": s.URL, "transport": s.Transport, "headers": s.Headers,
+			"optional": s.Optional, "timeout": s.Timeout.String(),
+		}
+	}
+	tenants := make([]any, len(c.Tenants))
+	for i, t := range c.Tenants {
+		tenants[i] = map[string]any{
+			"id": t.ID, "disk_quota": t.DiskQuota, "max_concurrent": t.MaxConcurrent,
+			"allowed_servers": t.AllowedServers, "policy": t.Policy != nil,
+		}
+	}
+	sb := c.Sandbox
+	root := map[string]any{
+		"path": c.Path,
+		"cexec": map[string]any{
+			"data_dir": c.Daemon.DataDir, "socket": c.Daemon.Socket,
+			"log_level": c.Daemon.LogLevel, "plugin_dir": c.Daemon.PluginDir,
+		},
+		"plugins": plugins,
+		"pipeline": map[string]any{
+			"selector": c.Pipeline.Selector, "codegen": nonNil(c.Pipeline.Codegen),
+			"guards": nonNil(c.Pipeline.Guards), "max_repairs": c.Pipeline.MaxRepairs,
+			"search_limit": c.Pipeline.SearchLimit,
+		},
+		"sandbox": map[string]any{
+			"backend": sb.Backend, "python": sb.Python, "network": sb.Network,
+			"pool": map[string]any{
+				"warm": sb.Pool.Warm, "max_total": sb.Pool.MaxTotal,
+				"idle_timeout": sb.Pool.IdleTimeout.String(), "max_uses": sb.Pool.MaxUses,
+			},
+			"limits": map[string]any{
+				"memory": sb.Limits.Memory, "pids": sb.Limits.PIDs, "timeout": sb.Limits.Timeout.String(),
+				"output": sb.Limits.Output, "tmp": sb.Limits.Tmp,
+			},
+		},
+		"mcp_servers": servers,
+		"tenants":     tenants,
+	}
+
+	// A round trip through JSON turns every typed slice and map into
+	// []any and map[string]any, so masking can walk one shape.
+	b, err := json.Marshal(root)
+	if err != nil {
+		return nil, err
+	}
+	var tree any
+	if err := json.Unmarshal(b, &tree); err != nil {
+		return nil, err
+	}
+	for _, m := range masks {
+		tree = maskPath(tree, m)
+	}
+	return json.MarshalIndent(tree, "", "  ")
+}
+
+// maskPath replaces the value at p inside v, if it exists.
+func maskPath(v any, p []string) any {
+	if len(p) == 0 {
+		return maskedValue
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if child, ok := x[p[0]]; ok {
+			x[p[0]] = maskPath(child, p[1:])
+		}
+	case []any:
+		if i, err := strconv.Atoi(p[0]); err == nil && i >= 0 && i < len(x) {
+			x[i] = maskPath(x[i], p[1:])
+		}
+	}
+	return v
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func emptyBody(b hcl.Body) bool {
+	if b == nil {
+		return true
+	}
+	attrs, diags := b.JustAttributes()
+	return len(attrs) == 0 && !diags.HasErrors()
+}
+
+func diagSummaries(diags hcl.Diagnostics) string {
+	s := ""
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		if s != "" {
+			s += "; "
+		}
+		s += d.Summary
+		if d.Subject != nil {
+			s += " at " + d.Subject.String()
+		}
+	}
+	return s
+}

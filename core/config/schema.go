@@ -1,0 +1,106 @@
+package config
+
+import "github.com/hashicorp/hcl/v2"
+
+// The raw* structs are the file's shape for gohcl. Attributes stay
+// *hcl.Attribute so that decoding keeps every range and can see the env()
+// marks on values, which gohcl's own conversion would reject.
+
+type rawFile struct {
+	Daemon     *rawDaemon   `hcl:"cexec,block"`
+	Plugins    []*rawPlugin `hcl:"plugin,block"`
+	Pipeline   *rawPipeline `hcl:"pipeline,block"`
+	Sandbox    *rawSandbox  `hcl:"sandbox,block"`
+	MCPServers []*rawMCP    `hcl:"mcp_server,block"`
+	Tenants    []*rawTenant `hcl:"tenant,block"`
+}
+
+type rawDaemon struct {
+	DataDir   *hcl.Attribute `hcl:"data_dir,optional"`
+	Socket    *hcl.Attribute `hcl:"socket,optional"`
+	LogLevel  *hcl.Attribute `hcl:"log_level,optional"`
+	PluginDir *hcl.Attribute `hcl:"plugin_dir,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
+type rawPlugin struct {
+	Kind      string         `hcl:"kind,label"`
+	Name      string         `hcl:"name,label"`
+	KindRange hcl.Range      `hcl:"kind,label_range"`
+	NameRange hcl.Range      `hcl:"name,label_range"`
+	Command   *hcl.Attribute `hcl:"command,optional"`
+	Args      *hcl.Attribute `hcl:"args,optional"`
+	SHA256    *hcl.Attribute `hcl:"sha256,optional"`
+	Required  *hcl.Attribute `hcl:"required,optional"`
+	Timeout   *hcl.Attribute `hcl:"timeout,optional"`
+	Env       *hcl.Attribute `hcl:"env,optional"`
+	Body      hcl.Body       `hcl:",remain"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
+type rawPipeline struct {
+	Selector    *hcl.Attribute `hcl:"selector,optional"`
+	Codegen     *hcl.Attribute `hcl:"codegen,optional"`
+	Guards      *hcl.Attribute `hcl:"guards,optional"`
+	MaxRepairs  *hcl.Attribute `hcl:"max_repairs,optional"`
+	SearchLimit *hcl.Attribute `hcl:"search_limit,optional"`
+	DeclRange   hcl.Range      `hcl:",def_range"`
+}
+
+type rawSandbox struct {
+	Backend   *hcl.Attribute `hcl:"backend,optional"`
+	Python    *hcl.Attribute `hcl:"python,optional"`
+	Network   *hcl.Attribute `hcl:"network,optional"`
+	Pool      *rawPool       `hcl:"pool,block"`
+	Limits    *rawLimits     `hcl:"limits,block"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
+type rawPool struct {
+	Warm        *hcl.Attribute `hcl:"warm,optional"`
+	MaxTotal    *hcl.Attribute `hcl:"max_total,optional"`
+	IdleTimeout *hcl.Attribute `hcl:"idle_timeout,optional"`
+	MaxUses     *hcl.Attribute `hcl:"max_uses,optional"`
+	DeclRange   hcl.Range      `hcl:",def_range"`
+}
+
+type rawLimits struct {
+	Memory    *hcl.Attribute `hcl:"memory,optional"`
+	PIDs      *hcl.Attribute `hcl:"pids,optional"`
+	Timeout   *hcl.Attribute `hcl:"timeout,optional"`
+	Output    *hcl.Attribute `hcl:"output,optional"`
+	Tmp       *hcl.Attribute `hcl:"tmp,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
+type rawMCP struct {
+	Name      string         `hcl:"name,label"`
+	NameRange hcl.Range      `hcl:"name,label_range"`
+	Command   *hcl.Attribute `hcl:"command,optional"`
+	Args      *hcl.Attribute `hcl:"args,optional"`
+	Env       *hcl.Attribute `hcl:"env,optional"`
+	Cwd       *hcl.Attribute `hcl:"cwd,optional"`
+	URL       *hcl.Attribute `hcl:"url,optional"`
+	Transport *hcl.Attribute `hcl:"transport,optional"`
+	Headers   *hcl.Attribute `hcl:"headers,optional"`
+	Optional  *hcl.Attribute `hcl:"optional,optional"`
+	Timeout   *hcl.Attribute `hcl:"timeout,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
+type rawTenant struct {
+	ID             string         `hcl:"id,label"`
+	IDRange        hcl.Range      `hcl:"id,label_range"`
+	DiskQuota      *hcl.Attribute `hcl:"disk_quota,optional"`
+	MaxConcurrent  *hcl.Attribute `hcl:"max_concurrent,optional"`
+	AllowedServers *hcl.Attribute `hcl:"allowed_servers,optional"`
+	Policy         *rawPolicy     `hcl:"policy,block"`
+	DeclRange      hcl.Range      `hcl:",def_range"`
+}
+
+// rawPolicy keeps the tenant policy undecoded: its schema belongs to the
+// guardrails work, which decodes Tenant.Policy itself.
+type rawPolicy struct {
+	Body      hcl.Body  `hcl:",remain"`
+	DeclRange hcl.Range `hcl:",def_range"`
+}
