@@ -57,8 +57,10 @@ func connect[T any](t testing.TB, kind pluginapi.Kind, p plugin.Plugin) T {
 	t.Helper()
 	client, server := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{string(kind): p})
 	t.Cleanup(func() {
-		_ = client.Close()
+		// Stop the server first: closing the client first would stop it
+		// from the server's own shutdown handler, racing with this Stop.
 		server.Stop()
+		_ = client.Close()
 	})
 	raw, err := client.Dispense(string(kind))
 	if err != nil {
