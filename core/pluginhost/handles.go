@@ -1,0 +1,179 @@
+package pluginhost
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/cexec/cexec/pluginapi"
+	"github.com/cexec/cexec/pluginapi/codegen"
+	"github.com/cexec/cexec/pluginapi/guard"
+	"github.com/cexec/cexec/pluginapi/sandbox"
+	"github.com/cexec/cexec/pluginapi/selector"
+)
+
+// call runs fn on the plugin's current process and explains failures caused
+// by that process dying.
+func call[T any](ctx context.Context, s *supervised, fn func(impl pluginapi.Base) (T, error)) (T, error) {
+	inst, err := s.acquire(ctx)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	res, err := fn(inst.impl)
+	if err != nil {
+		err = s.callError(ctx, inst, err)
+	}
+	return res, err
+}
+
+// baseHandle routes Info to whichever process currently serves the plugin.
+type baseHandle struct{ s *supervised }
+
+// Info asks the running plugin to describe itself.
+func (h baseHandle) Info(ctx context.Context) (pluginapi.Info, error) {
+	return call(ctx, h.s, func(b pluginapi.Base) (pluginapi.Info, error) { return b.Info(ctx) })
+}
+
+// Configure is refused: the host configures plugins from cexec.hcl, and
+// reapplies that configuration after every restart, so a configuration set
+// through a handle would silently vanish.
+func (h baseHandle) Configure(context.Context, json.RawMessage, string) (pluginapi.Diagnostics, error) {
+	return nil, fmt.Errorf("configure plugin %s: the plugin host configures plugins from cexec.hcl: %w", h.s.id, pluginapi.ErrInvalidArgument)
+}
+
+// Selector returns a supervised handle to the selector plugin name.
+func (h *Host) Selector(name string) (selector.Selector, error) {
+	s, err := h.lookup(pluginapi.KindSelector, name)
+	if err != nil {
+		return nil, err
+	}
+	return selectorHandle{baseHandle{s}}, nil
+}
+
+// selectorHandle is the supervised selector.Selector.
+type selectorHandle struct{ baseHandle }
+
+// Index forwards to the running selector.
+func (h selectorHandle) Index(ctx context.Context, req selector.IndexRequest) (selector.IndexResponse, error) {
+	return call(ctx, h.s, func(b pluginapi.Base) (selector.IndexResponse, error) {
+		return b.(selector.Selector).Index(ctx, req)
+	})
+}
+
+// Search forwards to the running selector.
+func (h selectorHandle) Search(ctx context.Context, req selector.SearchRequest) (selector.SearchResponse, error) {
+	return call(ctx, h.s, func(b pluginapi.Base) (selector.SearchResponse, error) {
+		return b.(selector.Selector).Search(ctx, req)
+	})
+}
+
+// Codegen returns a supervised handle to the codegen plugin name.
+func (h *Host) Codegen(name string) (codegen.Codegen, error) {
+	s, err := h.lookup(pluginapi.KindCodegen, name)
+	if err != nil {
+		return nil, err
+	}
+	return codegenHandle{baseHandle{s}}, nil
+}
+
+// codegenHandle is the supervised codegen.Codegen.
+type codegenHandle struct{ baseHandle }
+
+// Generate forwards to the running generator.
+func (h codegenHandle) Generate(ctx context.Context, req codegen.GenerateRequest) (codegen.GenerateResponse, error) {
+	return call(ctx, h.s, func(b pluginapi.Base) (codegen.GenerateResponse, error) {
+		return b.(codegen.Codegen).Generate(ctx, req)
+	})
+}
+
+// Guard returns a supervised handle to the guard plugin name.
+func (h *Host) Guard(name string) (guard.Guard, error) {
+	s, err := h.lookup(pluginapi.KindGuard, name)
+	if err != nil {
+		return nil, err
+	}
+	return guardHandle{baseHandle{s}}, nil
+}
+
+// guardHandle is the supervised guard.Guard.
+type guardHandle struct{ baseHandle }
+
+// CheckCode forwards to the running guard.
+func (h guardHandle) CheckCode(ctx context.Context, req guard.CheckCodeRequest) (guard.Decision, error) {
+	return call(ctx, h.s, func(b pluginapi.Base) (guard.Decision, error) {
+		return b.(guard.Guard).CheckCode(ctx, req)
+	})
+}
+
+// CheckToolCall forwards to the running guard.
+func (h guardHandle) CheckToolCall(ctx context.Context, req guard.CheckToolCallRequest) (guard.Decision, error) {
+	return call(ctx, h.s, func(b pluginapi.Base) (guard.Decision, error) {
+		return b.(guard.Guard).CheckToolCall(ctx, req)
+	})
+}
+
+// Detect forwards to the running guard.
+func (h guardHandle) Detect(ctx context.Context, req guard.DetectRequest) ([]guard.Span, error) {
+	return call(ctx, h.s, func(b pluginapi.Base) ([]guard.Span, error) {
+		return b.(guard.Guard).Detect(ctx, req)
+	})
+}
+
+// Sandbox returns a supervised handle to the sandbox plugin name.
+func (h *Host) Sandbox(name string) (sandbox.Sandbox, error) {
+	s, err := h.lookup(pluginapi.KindSandbox, name)
+	if err != nil {
+		return nil, err
+	}
+	return sandboxHandle{baseHandle{s}}, nil
+}
+
+// sandboxHandle is the supervised sandbox.Sandbox.
+type sandboxHandle struct{ baseHandle }
+
+// Capabilities forwards to the running backend.
+func (h sandboxHandle) Capabilities(ctx context.Context) (sandbox.Capabilities, error) {
+	return call(ctx, h.s, func(b pluginapi.Base) (sandbox.Capabilities, error) {
+		return b.(sandbox.Sandbox).Capabilities(ctx)
+	})
+}
+
+// Create forwards to the running backend.
+func (h sandboxHandle) Create(ctx context.Context, req sandbox.CreateRequest) (pluginapi.Diagnostics, error) {
+	return call(ctx, h.s, func(b pluginapi.Base) (pluginapi.Diagnostics, error) {
+		return b.(sandbox.Sandbox).Create(ctx, req)
+	})
+}
+
+// Exec forwards to the running backend. A backend that dies mid-run
+// fails the execution with ErrPluginShutdown; it is not retried, since the
+// program may have had effects.
+func (h sandboxHandle) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbox.Host) (sandbox.ExecResult, error) {
+	return call(ctx, h.s, func(b pluginapi.Base) (sandbox.ExecResult, error) {
+		return b.(sandbox.Sandbox).Exec(ctx, req, host)
+	})
+}
+
+// Destroy forwards to the running backend.
+func (h sandboxHandle) Destroy(ctx context.Context, id string) error {
+	_, err := call(ctx, h.s, func(b pluginapi.Base) (struct{}, error) {
+		return struct{}{}, b.(sandbox.Sandbox).Destroy(ctx, id)
+	})
+	return err
+}
+
+// List forwards to the running backend.
+func (h sandboxHandle) List(ctx context.Context) ([]sandbox.Status, error) {
+	return call(ctx, h.s, func(b pluginapi.Base) ([]sandbox.Status, error) {
+		return b.(sandbox.Sandbox).List(ctx)
+	})
+}
+
+// Health forwards to the running backend.
+func (h sandboxHandle) Health(ctx context.Context, id string) error {
+	_, err := call(ctx, h.s, func(b pluginapi.Base) (struct{}, error) {
+		return struct{}{}, b.(sandbox.Sandbox).Health(ctx, id)
+	})
+	return err
+}

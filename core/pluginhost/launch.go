@@ -1,0 +1,279 @@
+package pluginhost
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/hcl/v2"
+	"google.golang.org/grpc"
+
+	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/pluginapi"
+	"github.com/cexec/cexec/pluginapi/codegen"
+	"github.com/cexec/cexec/pluginapi/guard"
+	"github.com/cexec/cexec/pluginapi/sandbox"
+	"github.com/cexec/cexec/pluginapi/selector"
+)
+
+// instance is one running, configured plugin process.
+type instance struct {
+	client *goplugin.Client
+	conn   *grpc.ClientConn
+	// impl is the dispensed gRPC client; it implements the kind's
+	// interface (checked at launch).
+	impl       pluginapi.Base
+	info       pluginapi.Info
+	apiVersion string
+	pid        int
+	started    time.Time
+	// exited is closed by the supervisor once the process is gone.
+	exited chan struct{}
+}
+
+// hostAPIVersions lists, per kind, the API versions this host speaks.
+var hostAPIVersions = map[pluginapi.Kind][]string{
+	pluginapi.KindSelector: {selector.APIVersion},
+	pluginapi.KindCodegen:  {codegen.APIVersion},
+	pluginapi.KindGuard:    {guard.APIVersion},
+	pluginapi.KindSandbox:  {sandbox.APIVersion},
+}
+
+// pluginSet is the go-plugin dispense table for one kind.
+func pluginSet(kind pluginapi.Kind) (goplugin.PluginSet, error) {
+	var p goplugin.Plugin
+	switch kind {
+	case pluginapi.KindSelector:
+		p = &selector.GRPCPlugin{}
+	case pluginapi.KindCodegen:
+		p = &codegen.GRPCPlugin{}
+	case pluginapi.KindGuard:
+		p = &guard.GRPCPlugin{}
+	case pluginapi.KindSandbox:
+		p = &sandbox.GRPCPlugin{}
+	default:
+		return nil, fmt.Errorf("unknown plugin kind %q", kind)
+	}
+	return goplugin.PluginSet{string(kind): p}, nil
+}
+
+// implementsKind reports whether a dispensed client implements kind's
+// interface.
+func implementsKind(kind pluginapi.Kind, raw any) bool {
+	switch kind {
+	case pluginapi.KindSelector:
+		_, ok := raw.(selector.Selector)
+		return ok
+	case pluginapi.KindCodegen:
+		_, ok := raw.(codegen.Codegen)
+		return ok
+	case pluginapi.KindGuard:
+		_, ok := raw.(guard.Guard)
+		return ok
+	case pluginapi.KindSandbox:
+		_, ok := raw.(sandbox.Sandbox)
+		return ok
+	}
+	return false
+}
+
+// pluginLogger keeps a plugin's re-logged stderr under "kind.name"; go-plugin
+// would otherwise add the executable's file name to the logger's name.
+type pluginLogger struct{ hclog.Logger }
+
+// Named returns the logger unchanged.
+func (l pluginLogger) Named(string) hclog.Logger { return l }
+
+// newClient prepares the go-plugin client for the binary at path.
+func newClient(p *config.Plugin, path string, timeout time.Duration, log hclog.Logger) (*goplugin.Client, error) {
+	set, err := pluginSet(p.Kind)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, p.Args...)
+	cmd.Env = pluginEnv(p.Env, log.GetLevel())
+	setProcAttr(cmd)
+	cc := &goplugin.ClientConfig{
+		HandshakeConfig:  pluginapi.Handshake,
+		VersionedPlugins: map[int]goplugin.PluginSet{pluginapi.ProtocolVersion: set},
+		Cmd:              cmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		// go-plugin appends os.Environ() to cmd.Env unless told not to;
+		// the plugin must see only what pluginEnv chose.
+		SkipHostEnv:  true,
+		StartTimeout: timeout,
+		Logger:       pluginLogger{log},
+	}
+	if len(p.SHA256Bytes) > 0 {
+		// Checked again by go-plugin right before exec, narrowing the
+		// window in which the file could be swapped after CheckBinary.
+		cc.SecureConfig = &goplugin.SecureConfig{Checksum: p.SHA256Bytes, Hash: sha256.New()}
+	}
+	return goplugin.NewClient(cc), nil
+}
+
+// launch starts one plugin process and brings it to the configured state:
+// handshake, Info, API version, config decoded against the declared schema,
+// Configure. On error diagnostics nothing is left running. The process start
+// is bounded by the plugin's timeout rather than ctx, because go-plugin's
+// handshake cannot be interrupted.
+func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log hclog.Logger) (*instance, hcl.Diagnostics) {
+	kind := p.Kind
+	id := key(kind, p.Name)
+	fail := func(summary string, err error) (*instance, hcl.Diagnostics) {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  summary,
+			Detail:   fmt.Sprintf("start plugin %s: %v", id, err),
+			Subject:  p.DeclRange.Ptr(),
+		}}
+	}
+	if err := ctx.Err(); err != nil {
+		return fail("Plugin not started", err)
+	}
+
+	// Load checked the binary already; the file may have changed since.
+	path, diags := p.CheckBinary()
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	client, err := newClient(p, path, timeout, log)
+	if err != nil {
+		return fail("Unknown plugin kind", err)
+	}
+	launched := false
+	defer func() {
+		if !launched {
+			client.Kill()
+		}
+	}()
+
+	rpc, err := client.Client()
+	if err != nil {
+		if errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
+			return nil, hcl.Diagnostics{{
+				Severity: hcl.DiagError,
+				Summary:  "Plugin binary checksum mismatch",
+				Detail:   fmt.Sprintf("start plugin %s: the sha256 of %s is not %s; the binary was not run.", id, path, p.SHA256),
+				Subject:  p.AttributeRange("sha256").Ptr(),
+			}}
+		}
+		return fail("Plugin failed to start", err)
+	}
+	gc, isGRPC := rpc.(*goplugin.GRPCClient)
+	if !isGRPC {
+		return fail("Plugin failed to start", fmt.Errorf("plugin does not speak gRPC"))
+	}
+	raw, err := rpc.Dispense(string(kind))
+	if err != nil {
+		return fail("Plugin failed to start", fmt.Errorf("dispense %s: %w", kind, err))
+	}
+	base, isBase := raw.(pluginapi.Base)
+	if !isBase || !implementsKind(kind, raw) {
+		return fail("Plugin failed to start", fmt.Errorf("dispensed %T does not implement the %s interface", raw, kind))
+	}
+	pid, _ := strconv.Atoi(client.ID())
+
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	info, err := base.Info(callCtx)
+	if err != nil {
+		return fail("Plugin Info failed", err)
+	}
+	if info.Kind != kind {
+		return fail("Plugin kind mismatch", fmt.Errorf("%s reports kind %q, but cexec.hcl configures it as %q", path, info.Kind, kind))
+	}
+	apiVersion, found := negotiate(hostAPIVersions[kind], info.APIVersions)
+	if !found {
+		return fail("No common plugin API version", fmt.Errorf("plugin %s %s speaks %s API versions [%s]; this cexecd speaks [%s]",
+			info.Name, info.Version, kind, strings.Join(info.APIVersions, ", "), strings.Join(hostAPIVersions[kind], ", ")))
+	}
+
+	body, bdiags := config.DecodePluginBody(p, info.ConfigSchema)
+	diags = append(diags, bdiags...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	pdiags, err := base.Configure(callCtx, body, apiVersion)
+	if err != nil {
+		return fail("Plugin Configure failed", err)
+	}
+	diags = append(diags, configureDiags(p, id, pdiags)...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+
+	log.Debug("plugin configured", "path", path, "pid", pid, "plugin_name", info.Name, "version", info.Version, "api", apiVersion)
+	launched = true
+	return &instance{
+		client:     client,
+		conn:       gc.Conn,
+		impl:       base,
+		info:       info,
+		apiVersion: apiVersion,
+		pid:        pid,
+		started:    time.Now(),
+		exited:     make(chan struct{}),
+	}, diags
+}
+
+// negotiate picks the highest API version both sides speak.
+func negotiate(host, plugin []string) (string, bool) {
+	best, bestN := "", -1
+	for _, v := range plugin {
+		n, ok := apiVersionNumber(v)
+		if ok && n > bestN && slices.Contains(host, v) {
+			best, bestN = v, n
+		}
+	}
+	return best, bestN >= 0
+}
+
+// apiVersionNumber parses "v<N>".
+func apiVersionNumber(v string) (int, bool) {
+	rest, ok := strings.CutPrefix(v, "v")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n >= 0
+}
+
+// configureDiags places the plugin's Configure diagnostics in cexec.hcl: at
+// the attribute they name, else at the plugin block.
+func configureDiags(p *config.Plugin, id string, in pluginapi.Diagnostics) hcl.Diagnostics {
+	out := make(hcl.Diagnostics, 0, len(in))
+	for _, d := range in {
+		sev := hcl.DiagError
+		if d.Severity == pluginapi.SeverityWarning {
+			sev = hcl.DiagWarning
+		}
+		// AttributeRange falls back to the enclosing block, then to the
+		// plugin block, for paths it cannot find.
+		subject := p.AttributeRange(d.Attribute)
+		detail := fmt.Sprintf("reported by plugin %s", id)
+		if d.Detail != "" {
+			detail = fmt.Sprintf("%s (%s)", d.Detail, detail)
+		}
+		out = append(out, &hcl.Diagnostic{
+			Severity: sev,
+			Summary:  d.Summary,
+			Detail:   detail,
+			Subject:  subject.Ptr(),
+		})
+	}
+	return out
+}
