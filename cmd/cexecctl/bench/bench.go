@@ -1,0 +1,325 @@
+// Package bench is `cexecctl bench`: measurements of cexecd itself, for the
+// figures the project tracks (daemon start to socket ready, idle RSS).
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cexec/cexec/client"
+	"github.com/cexec/cexec/cmd/cexecctl/cli"
+)
+
+// Command returns the bench command and its subcommands.
+func Command(env *cli.Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure cexecd",
+		Args:  cli.Args(cobra.NoArgs),
+	}
+	cmd.AddCommand(start(env))
+	return cmd
+}
+
+// Stats summarises one measured quantity over all runs.
+type Stats struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
+}
+
+// Run is one start of cexecd.
+type Run struct {
+	ReadyMs       float64 `json:"ready_ms"`
+	IdleRSSMiB    float64 `json:"idle_rss_mib"`
+	PluginsRSSMiB float64 `json:"plugins_rss_mib"`
+	ShutdownMs    float64 `json:"shutdown_ms"`
+	PluginsOK     int     `json:"plugins_ok"`
+	PluginsTotal  int     `json:"plugins_total"`
+}
+
+// StartResult is the output of `cexecctl bench start --json`.
+type StartResult struct {
+	Cexecd string  `json:"cexecd"`
+	Config string  `json:"config"`
+	N      int     `json:"n"`
+	IdleS  float64 `json:"idle_s"`
+	// ReadyMs is the time from spawning cexecd until Status answers on its
+	// socket (plugins are started before the socket is served).
+	ReadyMs Stats `json:"ready_ms"`
+	// IdleRSSMiB is cexecd's own VmRSS after IdleS seconds of idling.
+	IdleRSSMiB Stats `json:"idle_rss_mib"`
+	// PluginsRSSMiB is the VmRSS summed over the plugin processes.
+	PluginsRSSMiB Stats `json:"plugins_rss_mib"`
+	// ShutdownMs is SIGTERM until the daemon exited.
+	ShutdownMs Stats `json:"shutdown_ms"`
+	Runs       []Run `json:"runs"`
+}
+
+type startFlags struct {
+	config  string
+	cexecd  string
+	n       int
+	idle    time.Duration
+	timeout time.Duration
+}
+
+func start(env *cli.Env) *cobra.Command {
+	var f startFlags
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Start cexecd N times: time to socket ready, idle RSS, shutdown time",
+		Long: "Each run starts cexecd with --config on a private temporary socket and data directory,\n" +
+			"polls until Status answers, idles, reads VmRSS of cexecd and its plugins from /proc,\n" +
+			"then stops it with SIGTERM. A running daemon on the default socket is not disturbed.",
+		Args: cli.Args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.n < 1 {
+				return cli.UsageErrorf("--n must be at least 1")
+			}
+			bin, err := findCexecd(f.cexecd)
+			if err != nil {
+				return err
+			}
+			cfg, err := filepath.Abs(f.config)
+			if err != nil {
+				return fmt.Errorf("resolve %s: %w", f.config, err)
+			}
+			res := StartResult{Cexecd: bin, Config: cfg, N: f.n, IdleS: f.idle.Seconds()}
+			for i := range f.n {
+				r, err := runOnce(cmd.Context(), bin, cfg, f)
+				if err != nil {
+					return fmt.Errorf("run %d: %w", i+1, err)
+				}
+				res.Runs = append(res.Runs, r)
+				if !env.JSON {
+					fmt.Fprintf(env.Stderr, "run %d/%d: ready %.1f ms, cexecd rss %.1f MiB, plugins %d/%d ok\n", i+1, f.n, r.ReadyMs, r.IdleRSSMiB, r.PluginsOK, r.PluginsTotal)
+				}
+			}
+			res.ReadyMs = summarise(res.Runs, func(r Run) float64 { return r.ReadyMs })
+			res.IdleRSSMiB = summarise(res.Runs, func(r Run) float64 { return r.IdleRSSMiB })
+			res.PluginsRSSMiB = summarise(res.Runs, func(r Run) float64 { return r.PluginsRSSMiB })
+			res.ShutdownMs = summarise(res.Runs, func(r Run) float64 { return r.ShutdownMs })
+			if env.JSON {
+				return env.PrintJSON(res)
+			}
+			last := res.Runs[len(res.Runs)-1]
+			fmt.Fprintf(env.Stdout, "cexecd start -> socket ready (%d runs, %d plugins): p50 %.1f ms, p90 %.1f ms, min %.1f ms, max %.1f ms\n",
+				res.N, last.PluginsTotal, res.ReadyMs.P50, res.ReadyMs.P90, res.ReadyMs.Min, res.ReadyMs.Max)
+			fmt.Fprintf(env.Stdout, "cexecd idle RSS after %s: p50 %.1f MiB, max %.1f MiB (plugins together: p50 %.1f MiB)\n",
+				f.idle, res.IdleRSSMiB.P50, res.IdleRSSMiB.Max, res.PluginsRSSMiB.P50)
+			fmt.Fprintf(env.Stdout, "shutdown (SIGTERM -> exit): p50 %.1f ms, max %.1f ms\n", res.ShutdownMs.P50, res.ShutdownMs.Max)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "cexec.hcl", "config file to start cexecd with")
+	fl.StringVar(&f.cexecd, "cexecd", "", "cexecd binary (default: next to cexecctl, else from PATH)")
+	fl.IntVar(&f.n, "n", 10, "number of starts")
+	fl.DurationVar(&f.idle, "idle", 2*time.Second, "idle time before reading RSS")
+	fl.DurationVar(&f.timeout, "timeout", 15*time.Second, "give up on a start after this long")
+	return cmd
+}
+
+// findCexecd prefers the cexecd built next to this cexecctl, so `bin/cexecctl
+// bench` measures `bin/cexecd` and not whatever is installed.
+func findCexecd(flag string) (string, error) {
+	if flag != "" {
+		return filepath.Abs(flag)
+	}
+	if self, err := os.Executable(); err == nil {
+		sib := filepath.Join(filepath.Dir(self), "cexecd")
+		if fi, err := os.Stat(sib); err == nil && fi.Mode().IsRegular() {
+			return sib, nil
+		}
+	}
+	p, err := exec.LookPath("cexecd")
+	if err != nil {
+		return "", fmt.Errorf("find cexecd (pass --cexecd): %w", err)
+	}
+	return p, nil
+}
+
+// lockedBuffer collects the daemon's stderr for error messages.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) tail() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := strings.TrimSpace(l.b.String())
+	if len(s) > 2000 {
+		s = "..." + s[len(s)-2000:]
+	}
+	return s
+}
+
+func runOnce(ctx context.Context, bin, cfg string, f startFlags) (Run, error) {
+	dir, err := os.MkdirTemp("", "cexec-bench-")
+	if err != nil {
+		return Run{}, fmt.Errorf("temp dir: %w", err)
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	sock := filepath.Join(dir, "cexecd.sock")
+
+	cmd := exec.CommandContext(ctx, bin, "-config", cfg, "-socket", sock, "-data-dir", filepath.Join(dir, "data"), "-log-level", "warn")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return Run{}, fmt.Errorf("start %s: %w", bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// Whatever happens below, leave no daemon behind.
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+
+	var r Run
+	c, err := waitReady(ctx, sock, exited, f.timeout)
+	if err != nil {
+		return Run{}, fmt.Errorf("%w\ncexecd stderr:\n%s", err, stderr.tail())
+	}
+	r.ReadyMs = ms(time.Since(t0))
+	defer func() { _ = c.Close() }()
+
+	select {
+	case <-time.After(f.idle):
+	case err := <-exited:
+		return Run{}, fmt.Errorf("cexecd exited while idle (%v)\ncexecd stderr:\n%s", err, stderr.tail())
+	case <-ctx.Done():
+		return Run{}, ctx.Err()
+	}
+	rss, err := vmRSS(cmd.Process.Pid)
+	if err != nil {
+		return Run{}, err
+	}
+	r.IdleRSSMiB = rss
+	ps, err := c.ListPlugins(ctx)
+	if err != nil {
+		return Run{}, err
+	}
+	r.PluginsTotal = len(ps)
+	for _, p := range ps {
+		if p.GetStatus() == "ok" {
+			r.PluginsOK++
+		}
+		if p.GetPid() > 0 {
+			if prss, err := vmRSS(int(p.GetPid())); err == nil {
+				r.PluginsRSSMiB += prss
+			}
+		}
+	}
+
+	t1 := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return Run{}, fmt.Errorf("signal cexecd: %w", err)
+	}
+	select {
+	case err := <-exited:
+		r.ShutdownMs = ms(time.Since(t1))
+		if err != nil {
+			return Run{}, fmt.Errorf("cexecd did not exit cleanly on SIGTERM: %w\ncexecd stderr:\n%s", err, stderr.tail())
+		}
+	case <-time.After(f.timeout):
+		return Run{}, fmt.Errorf("cexecd still running %s after SIGTERM", f.timeout)
+	}
+	if _, err := os.Stat(sock); !errors.Is(err, fs.ErrNotExist) {
+		return Run{}, fmt.Errorf("socket %s left behind after shutdown", sock)
+	}
+	return r, nil
+}
+
+// waitReady polls until Status answers on sock. The poll interval bounds the
+// measurement's resolution, so it is short.
+func waitReady(ctx context.Context, sock string, exited <-chan error, timeout time.Duration) (*client.Client, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := client.New(ctx, sock)
+		if err == nil {
+			if _, err = c.Status(ctx); err == nil {
+				return c, nil
+			}
+			_ = c.Close()
+		}
+		select {
+		case werr := <-exited:
+			return nil, fmt.Errorf("cexecd exited before its socket was ready (%v)", werr)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("socket %s not ready after %s: %w", sock, timeout, err)
+		}
+	}
+}
+
+// vmRSS reads the resident set size of pid in MiB from /proc.
+func vmRSS(pid int) (float64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read rss of %d: %w", pid, err)
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// "VmRSS:	   18236 kB"
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse VmRSS of %d: %w", pid, err)
+			}
+			return kb / 1024, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("read rss of %d: %w", pid, err)
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// summarise reports nearest-rank percentiles of one field over runs.
+func summarise(runs []Run, field func(Run) float64) Stats {
+	xs := make([]float64, len(runs))
+	for i, r := range runs {
+		xs[i] = field(r)
+	}
+	slices.Sort(xs)
+	rank := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(xs)))) - 1
+		return xs[max(i, 0)]
+	}
+	return Stats{P50: rank(0.5), P90: rank(0.9), Min: xs[0], Max: xs[len(xs)-1]}
+}

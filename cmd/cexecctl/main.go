@@ -1,0 +1,57 @@
+// Command cexecctl is the command-line client of cexecd. Every command takes
+// --address (or $CEXECD_ADDRESS) and --json. Exit codes: 0 ok, 1 failure,
+// 2 usage error, 3 daemon not running.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cexec/cexec/cmd/cexecctl/bench"
+	"github.com/cexec/cexec/cmd/cexecctl/cli"
+	"github.com/cexec/cexec/cmd/cexecctl/config"
+	"github.com/cexec/cexec/cmd/cexecctl/plugins"
+	"github.com/cexec/cexec/cmd/cexecctl/status"
+	"github.com/cexec/cexec/cmd/cexecctl/version"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	env := &cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}
+	err := root(env).ExecuteContext(ctx)
+	stop()
+	var ee *cli.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.Err == nil) {
+		fmt.Fprintf(os.Stderr, "cexecctl: %v\n", err)
+	}
+	os.Exit(cli.ExitCode(err))
+}
+
+func root(env *cli.Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:           "cexecctl",
+		Short:         "Control a running cexecd",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	cmd.SetOut(env.Stdout)
+	cmd.SetErr(env.Stderr)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &cli.ExitError{Code: cli.ExitUsage, Err: err}
+	})
+	env.AddGlobalFlags(cmd)
+	cmd.AddCommand(
+		status.Command(env),
+		plugins.Command(env),
+		config.Command(env),
+		version.Command(env),
+		bench.Command(env),
+	)
+	return cmd
+}

@@ -1,0 +1,94 @@
+// Package plugins is `cexecctl plugins`: list the daemon's plugins and ping
+// one through the daemon.
+package plugins
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
+	"github.com/cexec/cexec/client"
+	"github.com/cexec/cexec/cmd/cexecctl/cli"
+)
+
+// Command returns the plugins command and its subcommands.
+func Command(env *cli.Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "plugins",
+		Short: "Inspect the plugins cexecd runs",
+		Args:  cli.Args(cobra.NoArgs),
+	}
+	cmd.AddCommand(ls(env), ping(env))
+	return cmd
+}
+
+func ls(env *cli.Env) *cobra.Command {
+	return &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List configured plugins: KIND NAME VERSION API STATUS RESTARTS",
+		Args:    cli.Args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return env.Do(cmd.Context(), func(c *client.Client) error {
+				ps, err := c.ListPlugins(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if env.JSON {
+					return env.PrintProto(&cexecv1.ListPluginsResponse{Plugins: ps})
+				}
+				return table(env, ps)
+			})
+		},
+	}
+}
+
+func table(env *cli.Env, ps []*cexecv1.PluginStatus) error {
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tNAME\tVERSION\tAPI\tSTATUS\tRESTARTS")
+	for _, p := range ps {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", p.GetKind(), p.GetName(), dash(p.GetVersion()), dash(p.GetApiVersion()), p.GetStatus(), p.GetRestarts())
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Errors are too long for a column; show them under the table for the
+	// plugins they explain.
+	for _, p := range ps {
+		if p.GetLastError() != "" && p.GetStatus() != "ok" {
+			fmt.Fprintf(env.Stdout, "%s %s: %s\n", p.GetKind(), p.GetName(), p.GetLastError())
+		}
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func ping(env *cli.Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "ping KIND NAME",
+		Short: "Call a plugin through the daemon to check that it answers",
+		Args:  cli.Args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return env.Do(cmd.Context(), func(c *client.Client) error {
+				r, err := c.PingPlugin(cmd.Context(), args[0], args[1])
+				if err != nil {
+					return err
+				}
+				if env.JSON {
+					return env.PrintProto(r)
+				}
+				fmt.Fprintf(env.Stdout, "%s %s: ok (version %s, api %v) in %s\n", r.GetKind(), r.GetName(), dash(r.GetVersion()), r.GetApiVersions(), time.Duration(r.GetLatencyUs())*time.Microsecond)
+				return nil
+			})
+		},
+	}
+}

@@ -1,0 +1,258 @@
+// Package core is the cexecd daemon: it loads cexec.hcl, starts the plugins
+// and serves the control API on a unix socket until its context ends.
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
+	"google.golang.org/grpc"
+
+	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/control"
+	"github.com/cexec/cexec/core/pluginhost"
+	"github.com/cexec/cexec/core/version"
+)
+
+// DefaultConfigFile is loaded from the working directory when no -config is
+// given.
+const DefaultConfigFile = "cexec.hcl"
+
+// DefaultShutdownTimeout bounds a clean shutdown: in-flight calls get this
+// long, then connections and plugins are closed hard.
+const DefaultShutdownTimeout = 10 * time.Second
+
+// ErrInvalidConfig is wrapped by errors about a config with error
+// diagnostics; the diagnostics themselves were already written to Stderr.
+var ErrInvalidConfig = errors.New("invalid configuration")
+
+// Options configure Run and Validate.
+type Options struct {
+	// ConfigFile is the config to load. "" means ./cexec.hcl when it
+	// exists, else the built-in defaults.
+	ConfigFile string
+	// Overrides are the command-line flags, which win over the file and
+	// CEXEC_* variables.
+	Overrides config.Overrides
+	// LogJSON writes JSON log lines instead of human-readable ones.
+	LogJSON bool
+	// Stderr receives logs and diagnostics; nil means os.Stderr.
+	Stderr io.Writer
+	// Started is when the process started; "socket ready" is logged with
+	// the time elapsed since. Zero means when Run was called.
+	Started time.Time
+	// ShutdownTimeout bounds shutdown; zero means DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	if o.Started.IsZero() {
+		o.Started = time.Now()
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+}
+
+// newLogger logs to stderr only: stdout belongs to go-plugin's and MCP's
+// protocols in the processes cexec starts.
+func newLogger(o *Options, level string) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "cexecd",
+		Level:      hclog.LevelFromString(level),
+		Output:     o.Stderr,
+		JSONFormat: o.LogJSON,
+	})
+}
+
+// loadConfig resolves which file to load, loads it and writes its
+// diagnostics (with file:line) to stderr.
+func loadConfig(o *Options, log hclog.Logger) (*config.Config, error) {
+	path := o.ConfigFile
+	if path == "" {
+		switch _, err := os.Stat(DefaultConfigFile); {
+		case err == nil:
+			path = DefaultConfigFile
+		case errors.Is(err, fs.ErrNotExist):
+			log.Info("no config file given and no ./" + DefaultConfigFile + "; using built-in defaults")
+		default:
+			return nil, fmt.Errorf("check for ./%s: %w", DefaultConfigFile, err)
+		}
+	}
+	var cfg *config.Config
+	var diags hcl.Diagnostics
+	if path == "" {
+		cfg, diags = config.Defaults(o.Overrides)
+	} else {
+		log.Info("loading config", "file", path)
+		cfg, diags = config.Load(path, o.Overrides)
+	}
+	if len(diags) > 0 {
+		var files map[string]*hcl.File
+		if cfg != nil {
+			files = cfg.Files()
+		}
+		if err := config.FormatDiagnostics(o.Stderr, diags, files); err != nil {
+			return nil, fmt.Errorf("write diagnostics: %w", err)
+		}
+	}
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, countDiags(diags))
+	}
+	return cfg, nil
+}
+
+func countDiags(diags hcl.Diagnostics) string {
+	errs := len(diags.Errs())
+	return fmt.Sprintf("%d errors, %d warnings", errs, len(diags)-errs)
+}
+
+// Validate is `cexecd validate`: load the config and validate every plugin
+// it names (launch, decode its block against its schema, Configure, stop),
+// writing each diagnostic with file:line. It returns an error wrapping
+// ErrInvalidConfig when there are errors.
+func Validate(ctx context.Context, o Options) error {
+	o.defaults()
+	log := newLogger(&o, logLevel(o.Overrides.LogLevel, "warn"))
+	cfg, err := loadConfig(&o, log)
+	if err != nil {
+		return err
+	}
+	diags := pluginhost.Validate(ctx, cfg, log)
+	if len(diags) > 0 {
+		if err := config.FormatDiagnostics(o.Stderr, diags, cfg.Files()); err != nil {
+			return fmt.Errorf("write diagnostics: %w", err)
+		}
+	}
+	if diags.HasErrors() {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, countDiags(diags))
+	}
+	return nil
+}
+
+func logLevel(flag, fallback string) string {
+	if flag != "" {
+		return flag
+	}
+	if v := os.Getenv(config.EnvLogLevel); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// Run is the daemon: load the config, claim the socket, start the plugins
+// (in parallel, before serving), serve the control API and, when ctx ends,
+// shut down within Options.ShutdownTimeout: stop accepting, let in-flight
+// calls finish, stop the plugins and remove the socket. It returns nil after
+// a clean shutdown.
+func Run(ctx context.Context, o Options) error {
+	o.defaults()
+	log := newLogger(&o, logLevel(o.Overrides.LogLevel, "info"))
+	cfg, err := loadConfig(&o, log)
+	if err != nil {
+		return err
+	}
+	log.SetLevel(hclog.LevelFromString(cfg.Daemon.LogLevel))
+
+	claim, err := claimSocket(ctx, cfg.Daemon.Socket, log)
+	if err != nil {
+		return err
+	}
+	defer claim.release()
+
+	if err := os.MkdirAll(cfg.Daemon.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+
+	host := pluginhost.New(cfg, log.Named("plugins"))
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout/2)
+		defer cancel()
+		host.Stop(stopCtx)
+		log.Info("plugins stopped")
+	}()
+	diags := host.Start(ctx)
+	if ctx.Err() != nil {
+		log.Info("stopped while starting plugins", "cause", context.Cause(ctx))
+		return nil
+	}
+	if len(diags) > 0 {
+		if err := config.FormatDiagnostics(o.Stderr, diags, cfg.Files()); err != nil {
+			return fmt.Errorf("write diagnostics: %w", err)
+		}
+		if diags.HasErrors() {
+			return fmt.Errorf("start plugins: %w: %s", ErrInvalidConfig, countDiags(diags))
+		}
+	}
+	schemas := &schemaCache{}
+	schemas.fill(ctx, cfg, host, log)
+
+	srv := grpc.NewServer()
+	control.New(control.Deps{
+		Version: version.Version,
+		Started: o.Started,
+		Socket:  cfg.Daemon.Socket,
+		PID:     os.Getpid(),
+		Plugins: pluginsView{host},
+		Config:  &configView{cfg: cfg, ov: o.Overrides, schemas: schemas, log: log},
+		Log:     log.Named("control"),
+	}).Register(srv)
+
+	ln, err := claim.listen()
+	if err != nil {
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("socket ready", "socket", cfg.Daemon.Socket, "elapsed", time.Since(o.Started).Round(10*time.Microsecond),
+		"plugins", len(cfg.Plugins), "version", version.Version, "pid", os.Getpid())
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "cause", context.Cause(ctx))
+	case err := <-served:
+		return fmt.Errorf("serve control api: %w", err)
+	}
+	stopServer(srv, o.ShutdownTimeout/2, log)
+	return nil
+}
+
+// stopServer stops accepting and waits up to grace for in-flight calls
+// (an Exec stream may run long), then cuts the rest off.
+func stopServer(srv *grpc.Server, grace time.Duration, log hclog.Logger) {
+	done := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		log.Warn("calls still running at shutdown; closing them", "grace", grace)
+		srv.Stop()
+		<-done
+	}
+}
+
+// ExitCode maps Run's and Validate's errors to cexecd's exit status: 0 ok,
+// 1 failure (including an invalid configuration), 3 another daemon owns the
+// socket. 2 is left to usage errors, as the flag package uses it.
+func ExitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrAlreadyRunning):
+		return 3
+	}
+	return 1
+}
