@@ -53,9 +53,10 @@ func ToStatus(err error) error {
 // error for which errors.Is matches the corresponding sentinel (or
 // context.Canceled / context.DeadlineExceeded), with the remote message as its
 // text. The result still carries the status, so status.Code works on it.
-// A closed or broken connection (codes.Unavailable, or the client connection
-// closing under a call) becomes ErrPluginShutdown. Errors that are not status
-// errors, and codes without a sentinel, are returned unchanged.
+// codes.Unavailable, which is also what a dead plugin's connection reports,
+// becomes ErrPluginShutdown. Errors that are not status errors, and codes
+// without a sentinel, are returned unchanged. Client adapters use
+// FromStatusContext, which also recognizes a closed connection.
 func FromStatus(err error) error {
 	if err == nil {
 		return nil
@@ -67,15 +68,23 @@ func FromStatus(err error) error {
 	if !ok {
 		return err
 	}
-	// The local connection closing under a call is reported as Canceled by
-	// grpc, but for the caller it means the plugin went away.
-	if errors.Is(err, grpc.ErrClientConnClosing) {
-		return &remoteError{st: s, sentinel: ErrPluginShutdown}
-	}
 	for _, m := range codeOf {
 		if m.code == s.Code() {
 			return &remoteError{st: s, sentinel: m.err}
 		}
+	}
+	return err
+}
+
+// FromStatusContext is FromStatus for the error of a call made with ctx. A
+// cancellation that ctx did not cause means the call was cut off from the
+// other end: the host closed the plugin's connection, or the plugin is
+// stopping and cancelled its handlers. Either way the plugin went away, so
+// the error becomes ErrPluginShutdown.
+func FromStatusContext(ctx context.Context, err error) error {
+	err = FromStatus(err)
+	if re, ok := err.(*remoteError); ok && re.st.Code() == codes.Canceled && ctx.Err() == nil {
+		return &remoteError{st: re.st, sentinel: ErrPluginShutdown}
 	}
 	return err
 }
@@ -239,7 +248,7 @@ type BaseClient struct {
 func (c BaseClient) Info(ctx context.Context) (Info, error) {
 	resp, err := c.RPC.Info(ctx, &commonv1.InfoRequest{})
 	if err != nil {
-		return Info{}, FromStatus(err)
+		return Info{}, FromStatusContext(ctx, err)
 	}
 	return InfoFromProto(resp), nil
 }
@@ -248,7 +257,7 @@ func (c BaseClient) Info(ctx context.Context) (Info, error) {
 func (c BaseClient) Configure(ctx context.Context, config json.RawMessage, apiVersion string) (Diagnostics, error) {
 	resp, err := c.RPC.Configure(ctx, &commonv1.ConfigureRequest{ConfigJson: config, ApiVersion: apiVersion})
 	if err != nil {
-		return nil, FromStatus(err)
+		return nil, FromStatusContext(ctx, err)
 	}
 	return DiagnosticsFromProto(resp.GetDiagnostics()), nil
 }

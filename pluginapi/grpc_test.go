@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -70,7 +69,6 @@ func TestFromStatus(t *testing.T) {
 		{"resource exhausted", status.Error(codes.ResourceExhausted, "pool full"), pluginapi.ErrResourceExhausted, "pool full"},
 		{"canceled", status.Error(codes.Canceled, "context canceled"), context.Canceled, "context canceled"},
 		{"deadline", status.Error(codes.DeadlineExceeded, "too slow"), context.DeadlineExceeded, "too slow"},
-		{"conn closing is shutdown", grpc.ErrClientConnClosing, pluginapi.ErrPluginShutdown, "grpc: the client connection is closing"},
 		{"empty message uses sentinel's", status.Error(codes.NotFound, ""), pluginapi.ErrNotFound, "not found"},
 		{"unknown code unchanged", status.Error(codes.Internal, "boom"), nil, "rpc error: code = Internal desc = boom"},
 		{"not a status unchanged", io.ErrUnexpectedEOF, nil, "unexpected EOF"},
@@ -95,6 +93,38 @@ func TestFromStatus(t *testing.T) {
 	}
 	if pluginapi.FromStatus(nil) != nil {
 		t.Error("FromStatus(nil) != nil")
+	}
+}
+
+func TestFromStatusContext(t *testing.T) {
+	live := context.Background()
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want error
+	}{
+		{"caller cancelled", done, status.Error(codes.Canceled, "context canceled"), context.Canceled},
+		{"connection closed under a live call", live, status.Error(codes.Canceled, "grpc: the client connection is closing"), pluginapi.ErrPluginShutdown},
+		{"plugin stopping", live, status.Error(codes.Canceled, "context canceled"), pluginapi.ErrPluginShutdown},
+		{"other codes as FromStatus", live, status.Error(codes.NotFound, "x"), pluginapi.ErrNotFound},
+		{"unavailable", done, status.Error(codes.Unavailable, "x"), pluginapi.ErrPluginShutdown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := pluginapi.FromStatusContext(tt.ctx, tt.err)
+			if !errors.Is(got, tt.want) {
+				t.Errorf("FromStatusContext = %v, want errors.Is %v", got, tt.want)
+			}
+			if s, _ := status.FromError(tt.err); got.Error() != s.Message() {
+				t.Errorf("message = %q, want %q", got.Error(), s.Message())
+			}
+		})
+	}
+	if pluginapi.FromStatusContext(live, nil) != nil {
+		t.Error("FromStatusContext(nil) != nil")
 	}
 }
 

@@ -76,7 +76,7 @@ func (c *client) Generate(ctx context.Context, req GenerateRequest) (GenerateRes
 	}
 	resp, err := c.rpc.Generate(ctx, in)
 	if err != nil {
-		return GenerateResponse{}, pluginapi.FromStatus(err)
+		return GenerateResponse{}, pluginapi.FromStatusContext(ctx, err)
 	}
 	return GenerateResponse{
 		Code:        resp.GetCode(),

@@ -55,7 +55,7 @@ type client struct {
 func (c *client) CheckCode(ctx context.Context, req CheckCodeRequest) (Decision, error) {
 	resp, err := c.rpc.CheckCode(ctx, &guardv1.CheckCodeRequest{Tenant: req.Tenant, Session: req.Session, Code: req.Code})
 	if err != nil {
-		return Decision{}, pluginapi.FromStatus(err)
+		return Decision{}, pluginapi.FromStatusContext(ctx, err)
 	}
 	return decisionFromProto(resp), nil
 }
@@ -69,7 +69,7 @@ func (c *client) CheckToolCall(ctx context.Context, req CheckToolCallRequest) (D
 		ArgumentsJson: req.Arguments,
 	})
 	if err != nil {
-		return Decision{}, pluginapi.FromStatus(err)
+		return Decision{}, pluginapi.FromStatusContext(ctx, err)
 	}
 	return decisionFromProto(resp), nil
 }
@@ -77,7 +77,7 @@ func (c *client) CheckToolCall(ctx context.Context, req CheckToolCallRequest) (D
 func (c *client) Detect(ctx context.Context, req DetectRequest) ([]Span, error) {
 	resp, err := c.rpc.Detect(ctx, &guardv1.DetectRequest{Text: req.Text, Types: req.Types})
 	if err != nil {
-		return nil, pluginapi.FromStatus(err)
+		return nil, pluginapi.FromStatusContext(ctx, err)
 	}
 	var spans []Span
 	for _, s := range resp.GetSpans() {

@@ -74,7 +74,7 @@ type client struct {
 func (c *client) Capabilities(ctx context.Context) (Capabilities, error) {
 	resp, err := c.rpc.Capabilities(ctx, &sandboxv1.CapabilitiesRequest{})
 	if err != nil {
-		return Capabilities{}, pluginapi.FromStatus(err)
+		return Capabilities{}, pluginapi.FromStatusContext(ctx, err)
 	}
 	return Capabilities{
 		Isolation:             resp.GetIsolation(),
@@ -105,20 +105,20 @@ func (c *client) Create(ctx context.Context, req CreateRequest) (pluginapi.Diagn
 	}
 	resp, err := c.rpc.Create(ctx, in)
 	if err != nil {
-		return nil, pluginapi.FromStatus(err)
+		return nil, pluginapi.FromStatusContext(ctx, err)
 	}
 	return pluginapi.DiagnosticsFromProto(resp.GetDiagnostics()), nil
 }
 
 func (c *client) Destroy(ctx context.Context, id string) error {
 	_, err := c.rpc.Destroy(ctx, &sandboxv1.DestroyRequest{Id: id})
-	return pluginapi.FromStatus(err)
+	return pluginapi.FromStatusContext(ctx, err)
 }
 
 func (c *client) List(ctx context.Context) ([]Status, error) {
 	resp, err := c.rpc.List(ctx, &sandboxv1.ListRequest{})
 	if err != nil {
-		return nil, pluginapi.FromStatus(err)
+		return nil, pluginapi.FromStatusContext(ctx, err)
 	}
 	var out []Status
 	for _, s := range resp.GetSandboxes() {
@@ -140,7 +140,7 @@ func (c *client) List(ctx context.Context) ([]Status, error) {
 func (c *client) Health(ctx context.Context, id string) error {
 	resp, err := c.rpc.Health(ctx, &sandboxv1.HealthRequest{Id: id})
 	if err != nil {
-		return pluginapi.FromStatus(err)
+		return pluginapi.FromStatusContext(ctx, err)
 	}
 	if !resp.GetOk() {
 		if resp.GetDetail() == "" {
@@ -166,7 +166,7 @@ func (c *client) Exec(ctx context.Context, req ExecRequest, host Host) (ExecResu
 
 	stream, err := c.rpc.Exec(ctx)
 	if err != nil {
-		return ExecResult{}, pluginapi.FromStatus(err)
+		return ExecResult{}, pluginapi.FromStatusContext(ctx, err)
 	}
 	var sendMu sync.Mutex
 	send := func(m *sandboxv1.ExecInput) error {
@@ -191,7 +191,7 @@ func (c *client) Exec(ctx context.Context, req ExecRequest, host Host) (ExecResu
 			return ExecResult{}, errors.New("sandbox exec: plugin ended the stream without a result")
 		}
 		if err != nil {
-			return ExecResult{}, pluginapi.FromStatus(err)
+			return ExecResult{}, pluginapi.FromStatusContext(ctx, err)
 		}
 		switch m := out.GetMsg().(type) {
 		case *sandboxv1.ExecOutput_Output:

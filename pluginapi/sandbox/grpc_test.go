@@ -16,8 +16,8 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/cexec/cexec/pluginapi"
-	sandboxv1 "github.com/cexec/cexec/pluginapi/proto/cexec/plugin/sandbox/v1"
 	"github.com/cexec/cexec/pluginapi/plugintest"
+	sandboxv1 "github.com/cexec/cexec/pluginapi/proto/cexec/plugin/sandbox/v1"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 

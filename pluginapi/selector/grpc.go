@@ -65,7 +65,7 @@ func (c *client) Index(ctx context.Context, req IndexRequest) (IndexResponse, er
 	}
 	resp, err := c.rpc.Index(ctx, in)
 	if err != nil {
-		return IndexResponse{}, pluginapi.FromStatus(err)
+		return IndexResponse{}, pluginapi.FromStatusContext(ctx, err)
 	}
 	return IndexResponse{
 		Documents:   resp.GetDocuments(),
@@ -81,7 +81,7 @@ func (c *client) Search(ctx context.Context, req SearchRequest) (SearchResponse,
 		Kinds:   req.Kinds,
 	})
 	if err != nil {
-		return SearchResponse{}, pluginapi.FromStatus(err)
+		return SearchResponse{}, pluginapi.FromStatusContext(ctx, err)
 	}
 	out := SearchResponse{Diagnostics: pluginapi.DiagnosticsFromProto(resp.GetDiagnostics())}
 	for _, h := range resp.GetHits() {
