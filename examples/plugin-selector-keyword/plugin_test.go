@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/cexec/cexec/pluginapi"
+	"github.com/cexec/cexec/pluginapi/plugintest"
+	"github.com/cexec/cexec/pluginapi/selector"
+)
+
+// syncBuffer collects the host's log output; go-plugin writes it from its
+// own goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestPluginProcess builds the plugin, launches it the way cexecd does
+// (go-plugin, gRPC only, AutoMTLS, no inherited environment) and uses it.
+func TestPluginProcess(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "cexec-plugin-selector-keyword")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	logs := &syncBuffer{}
+	cmd := exec.Command(bin)
+	cmd.Env = []string{pluginapi.LogLevelEnv + "=debug"}
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  pluginapi.Handshake,
+		VersionedPlugins: map[int]plugin.PluginSet{pluginapi.ProtocolVersion: {string(pluginapi.KindSelector): &selector.GRPCPlugin{}}},
+		Cmd:              cmd,
+		SkipHostEnv:      true,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Logger:           hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Debug}),
+	})
+	t.Cleanup(client.Kill)
+
+	rpc, err := client.Client()
+	if err != nil {
+		t.Fatalf("start plugin: %v\nlogs:\n%s", err, logs)
+	}
+	if v := client.NegotiatedVersion(); v != pluginapi.ProtocolVersion {
+		t.Errorf("negotiated protocol %d, want %d", v, pluginapi.ProtocolVersion)
+	}
+	raw, err := rpc.Dispense(string(pluginapi.KindSelector))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := raw.(selector.Selector)
+	ctx := t.Context()
+
+	info := plugintest.CheckInfo(t, s, pluginapi.KindSelector)
+	if info.Name != "keyword" || len(info.ConfigSchema.Attributes) != 3 {
+		t.Errorf("Info = %+v", info)
+	}
+
+	diags, err := s.Configure(ctx, json.RawMessage(`{"max_hits":0}`), "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !diags.HasErrors() || diags[0].Attribute != "max_hits" {
+		t.Errorf("bad max_hits: diagnostics %+v, want an error about max_hits", diags)
+	}
+	if _, err := s.Search(ctx, selector.SearchRequest{Query: "file"}); !errors.Is(err, pluginapi.ErrUnavailable) {
+		t.Errorf("search after failed configure = %v, want ErrUnavailable", err)
+	}
+	if diags, err := s.Configure(ctx, json.RawMessage(`{"max_hits":3,"case_sensitive":false,"stopwords":null}`), "v1"); err != nil || diags.HasErrors() {
+		t.Fatalf("configure: %v %v", diags, err)
+	}
+
+	resp, err := s.Index(ctx, selector.IndexRequest{Upserts: testDocs})
+	if err != nil || resp.Documents != int64(len(testDocs)) {
+		t.Fatalf("Index = %+v, %v", resp, err)
+	}
+	hits, err := s.Search(ctx, selector.SearchRequest{Query: "read a file", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []selector.Hit{{ID: "fs/read_file", Score: 1}, {ID: "fs/write_file", Score: 0.5}, {ID: "skills/summarize_file", Score: 0.5}}
+	if len(hits.Hits) != len(want) {
+		t.Fatalf("hits = %v, want %v", hits.Hits, want)
+	}
+	for i := range want {
+		if hits.Hits[i] != want[i] {
+			t.Errorf("hit %d = %v, want %v", i, hits.Hits[i], want[i])
+		}
+	}
+
+	// The plugin's hclog output reaches the host's logger, at the level the
+	// host asked for (go-plugin's own debug line shows mTLS was set up).
+	client.Kill()
+	for _, line := range []string{"configured: case_sensitive=false max_hits=3", "configuring server automatic mTLS"} {
+		if !strings.Contains(logs.String(), line) {
+			t.Errorf("host logs lack plugin line %q; host logs:\n%s", line, logs)
+		}
+	}
+	if _, err := s.Search(ctx, selector.SearchRequest{Query: "file"}); !errors.Is(err, pluginapi.ErrPluginShutdown) {
+		t.Errorf("search after kill = %v, want ErrPluginShutdown", err)
+	}
+}
