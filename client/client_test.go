@@ -1,0 +1,75 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cexec/cexec/core/config"
+)
+
+func TestSocketPath(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"/run/cexec/cexecd.sock", "/run/cexec/cexecd.sock"},
+		{"unix:///run/cexec/cexecd.sock", "/run/cexec/cexecd.sock"},
+		{"unix:/run/cexec/cexecd.sock", "/run/cexec/cexecd.sock"},
+		{"unix:rel.sock", "rel.sock"},
+	}
+	for _, tt := range tests {
+		if got := SocketPath(tt.in); got != tt.want {
+			t.Errorf("SocketPath(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestDefaultAddress(t *testing.T) {
+	t.Setenv(AddressEnv, "")
+	if got := DefaultAddress(); got != config.DefaultSocket() {
+		t.Errorf("DefaultAddress() = %q, want %q", got, config.DefaultSocket())
+	}
+	t.Setenv(AddressEnv, "/x/y.sock")
+	if got := DefaultAddress(); got != "/x/y.sock" {
+		t.Errorf("DefaultAddress() = %q with %s set", got, AddressEnv)
+	}
+}
+
+func TestNotRunning(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "stale.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: stale, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	_ = ln.Close()
+
+	missing := filepath.Join(dir, "missing.sock")
+	tests := []struct {
+		name, address, want string
+	}{
+		{"missing", missing, "cexecd is not running at " + missing + " (connect: no such file or directory); start it with: cexecd -config cexec.hcl -socket " + missing},
+		{"stale", "unix://" + stale, "cexecd is not running at " + stale + " (connect: connection refused); start it with: cexecd -config cexec.hcl -socket " + stale},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(context.Background(), tt.address)
+			var nr *NotRunningError
+			if !errors.As(err, &nr) {
+				t.Fatalf("New = %v, want *NotRunningError", err)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error\n got %s\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNotRunningDefaultSocketHint(t *testing.T) {
+	err := &NotRunningError{Socket: config.DefaultSocket(), Err: errors.New("x")}
+	if !strings.HasSuffix(err.Error(), "start it with: cexecd -config cexec.hcl") {
+		t.Errorf("hint for the default socket names a -socket: %s", err)
+	}
+}

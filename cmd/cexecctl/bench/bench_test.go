@@ -1,0 +1,45 @@
+package bench
+
+import (
+	"os"
+	"testing"
+)
+
+func TestSummarise(t *testing.T) {
+	runs := func(xs ...float64) []Run {
+		out := make([]Run, len(xs))
+		for i, x := range xs {
+			out[i] = Run{ReadyMs: x}
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		runs []Run
+		want Stats
+	}{
+		{"one", runs(5), Stats{P50: 5, P90: 5, Min: 5, Max: 5}},
+		{"ten unsorted", runs(10, 1, 9, 2, 8, 3, 7, 4, 6, 5), Stats{P50: 5, P90: 9, Min: 1, Max: 10}},
+		{"four", runs(4, 1, 3, 2), Stats{P50: 2, P90: 4, Min: 1, Max: 4}},
+	}
+	for _, tt := range tests {
+		if got := summarise(tt.runs, func(r Run) float64 { return r.ReadyMs }); got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestVMRSS(t *testing.T) {
+	rss, err := vmRSS(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Go test binary is resident with at least a MiB and far less than
+	// a GiB; a parsing slip (kB as MiB, bytes) lands outside.
+	if rss < 1 || rss > 1024 {
+		t.Errorf("VmRSS = %.1f MiB", rss)
+	}
+	if _, err := vmRSS(1 << 30); err == nil {
+		t.Error("no error for a pid that does not exist")
+	}
+}

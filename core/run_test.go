@@ -1,0 +1,289 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cexec/cexec/client"
+	"github.com/cexec/cexec/core/config"
+)
+
+func TestPrivateDir(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T, dir string)
+		wantErr string
+	}{
+		{"created", func(*testing.T, string) {}, ""},
+		{"existing private", func(t *testing.T, dir string) { mkdir(t, dir, 0o700) }, ""},
+		{"existing readable", func(t *testing.T, dir string) { mkdir(t, dir, 0o755) }, ""},
+		{"group writable", func(t *testing.T, dir string) { mkdir(t, dir, 0o770) }, "writable by group or others"},
+		{"world writable sticky", func(t *testing.T, dir string) { mkdir(t, dir, 0o777|os.ModeSticky) }, "writable by group or others"},
+		{"not a directory", func(t *testing.T, dir string) {
+			if err := os.WriteFile(dir, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "not a directory"},
+		{"someone else's", func(t *testing.T, dir string) {
+			if os.Getuid() != 0 {
+				t.Skip("needs root to chown")
+			}
+			mkdir(t, dir, 0o700)
+			if err := os.Chown(dir, 4242, 4242); err != nil {
+				t.Fatal(err)
+			}
+		}, "belongs to uid 4242"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			tt.setup(t, dir)
+			err := privateDir(dir)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				fi, err := os.Stat(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fi.Mode().Perm()&0o022 != 0 {
+					t.Errorf("mode %v", fi.Mode())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func mkdir(t *testing.T, dir string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// Chmod, not Mkdir's mode, so the umask does not interfere.
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the daemon's logger and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// daemon is one Run in a goroutine.
+type daemon struct {
+	stop context.CancelFunc
+	// done is closed when Run returned err.
+	done   chan struct{}
+	err    error
+	stderr *syncBuffer
+}
+
+func start(t *testing.T, o Options) *daemon {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &daemon{stop: cancel, done: make(chan struct{}), stderr: &syncBuffer{}}
+	o.Stderr = d.stderr
+	go func() {
+		d.err = Run(ctx, o)
+		close(d.done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-d.done:
+		case <-time.After(15 * time.Second):
+			t.Error("daemon did not stop")
+		}
+	})
+	return d
+}
+
+// ready waits until Status answers on sock or the daemon ends.
+func (d *daemon) ready(t *testing.T, sock string) *client.Client {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-d.done:
+			t.Fatalf("daemon ended before ready: %v\n%s", d.err, d.stderr)
+		default:
+		}
+		c, err := client.New(context.Background(), sock)
+		if err == nil {
+			if _, err = c.Status(context.Background()); err == nil {
+				t.Cleanup(func() { _ = c.Close() })
+				return c
+			}
+			_ = c.Close()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("socket %s not ready\n%s", sock, d.stderr)
+	return nil
+}
+
+func writeConfig(t *testing.T, dir, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, "cexec.hcl")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRunLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "run", "cexecd.sock")
+	cfg := writeConfig(t, dir, `cexec {
+  data_dir = "data"
+  socket   = "run/cexecd.sock"
+}
+`)
+	d := start(t, Options{ConfigFile: cfg})
+	c := d.ready(t, sock)
+
+	st, err := c.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(st.Pid) != os.Getpid() || st.ConfigFile != cfg || st.Socket != sock || st.Plugins.GetTotal() != 0 {
+		t.Errorf("status = %v", st)
+	}
+	for path, want := range map[string]os.FileMode{sock: 0o600, filepath.Dir(sock): 0o700, filepath.Join(dir, "data"): 0o700} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s has mode %v, want %v", path, fi.Mode().Perm(), want)
+		}
+	}
+	if !strings.Contains(d.stderr.String(), "socket ready") {
+		t.Errorf("no 'socket ready' log line:\n%s", d.stderr)
+	}
+
+	// A second daemon on the same socket refuses, naming the first's pid,
+	// and leaves the socket alone.
+	var second syncBuffer
+	err = Run(context.Background(), Options{ConfigFile: cfg, Stderr: &second})
+	if !errors.Is(err, ErrAlreadyRunning) || !strings.Contains(err.Error(), "pid ") {
+		t.Fatalf("second Run = %v, want ErrAlreadyRunning with pid", err)
+	}
+	if ExitCode(err) != 3 {
+		t.Errorf("exit code %d, want 3", ExitCode(err))
+	}
+	if _, err := c.Status(context.Background()); err != nil {
+		t.Fatalf("first daemon disturbed: %v", err)
+	}
+
+	d.stop()
+	select {
+	case <-d.done:
+		if d.err != nil {
+			t.Fatalf("Run = %v, want nil after cancel", d.err)
+		}
+	case <-time.After(DefaultShutdownTimeout + time.Second):
+		t.Fatal("shutdown not bounded")
+	}
+	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket still there after shutdown: %v", err)
+	}
+	_, err = client.New(context.Background(), sock)
+	var nr *client.NotRunningError
+	if !errors.As(err, &nr) {
+		t.Errorf("client after shutdown: %v, want NotRunningError", err)
+	}
+}
+
+func TestRunRemovesStaleSocket(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "cexecd.sock")
+	// A socket file nobody listens on, as a crashed daemon leaves it.
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	_ = ln.Close()
+	if _, err := os.Lstat(sock); err != nil {
+		t.Fatal(err)
+	}
+
+	d := start(t, Options{Overrides: config.Overrides{Socket: sock, DataDir: filepath.Join(dir, "data")}})
+	d.ready(t, sock)
+	if !strings.Contains(d.stderr.String(), "removed stale socket") {
+		t.Errorf("stale socket not reported:\n%s", d.stderr)
+	}
+}
+
+func TestRunRefusesSharedDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shared")
+	mkdir(t, dir, 0o777)
+	err := Run(context.Background(), Options{Stderr: &syncBuffer{},
+		Overrides: config.Overrides{Socket: filepath.Join(dir, "cexecd.sock"), DataDir: t.TempDir()}})
+	if err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+		t.Fatalf("Run = %v, want refusal", err)
+	}
+}
+
+func TestInvalidConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want string
+	}{
+		{"unknown block", "cexec {\n  data_dir = \"d\"\n}\n\nfrobnicate {}\n", "cexec.hcl:5:1: error: Unsupported block type"},
+		{"wrong type", "cexec {\n  data_dir = [1]\n}\n", "cexec.hcl:2:"},
+		{"unknown plugin kind", "cexec {\n  data_dir = \"d\"\n}\nplugin \"frobnicator\" \"x\" {}\n", "cexec.hcl:4:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := writeConfig(t, t.TempDir(), tt.body)
+			for name, fn := range map[string]func(context.Context, Options) error{"run": Run, "validate": Validate} {
+				var stderr syncBuffer
+				err := fn(context.Background(), Options{ConfigFile: cfg, Stderr: &stderr})
+				if !errors.Is(err, ErrInvalidConfig) || ExitCode(err) != 1 {
+					t.Errorf("%s = %v, want ErrInvalidConfig", name, err)
+				}
+				if !strings.Contains(stderr.String(), tt.want) {
+					t.Errorf("%s stderr lacks %q:\n%s", name, tt.want, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+func TestValidateOK(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "cexec {\n  data_dir = \"d\"\n}\n")
+	if err := Validate(context.Background(), Options{ConfigFile: cfg, Stderr: &syncBuffer{}}); err != nil {
+		t.Fatal(err)
+	}
+}
