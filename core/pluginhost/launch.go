@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -93,7 +95,8 @@ type pluginLogger struct{ hclog.Logger }
 func (l pluginLogger) Named(string) hclog.Logger { return l }
 
 // newClient prepares the go-plugin client for the binary at path.
-func newClient(p *config.Plugin, path string, timeout time.Duration, log hclog.Logger) (*goplugin.Client, error) {
+// stderr, when not nil, also receives the plugin's raw stderr.
+func newClient(p *config.Plugin, path string, timeout time.Duration, log hclog.Logger, stderr io.Writer) (*goplugin.Client, error) {
 	set, err := pluginSet(p.Kind)
 	if err != nil {
 		return nil, err
@@ -112,6 +115,7 @@ func newClient(p *config.Plugin, path string, timeout time.Duration, log hclog.L
 		SkipHostEnv:  true,
 		StartTimeout: timeout,
 		Logger:       pluginLogger{log},
+		Stderr:       stderr,
 	}
 	if len(p.SHA256Bytes) > 0 {
 		// Checked again by go-plugin right before exec, narrowing the
@@ -150,7 +154,8 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
-	client, err := newClient(p, path, timeout, log)
+	stderr := &tailBuffer{max: 1024}
+	client, err := newClient(p, path, timeout, log, stderr)
 	if err != nil {
 		return fail("Unknown plugin kind", err)
 	}
@@ -171,7 +176,9 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 				Subject:  p.AttributeRange("sha256").Ptr(),
 			}}
 		}
-		return fail("Plugin failed to start", err)
+		// Kill waits until go-plugin has read all of stderr.
+		client.Kill()
+		return fail("Plugin failed to start", startError(err, stderr.String()))
 	}
 	gc, isGRPC := rpc.(*goplugin.GRPCClient)
 	if !isGRPC {
@@ -228,6 +235,51 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 		started:    time.Now(),
 		exited:     make(chan struct{}),
 	}, diags
+}
+
+// startError shortens go-plugin's multi-line handshake errors to their first
+// line and adds the end of what the plugin wrote to stderr, which usually
+// says why it died (go-plugin logs unstructured stderr only at debug level).
+func startError(err error, stderr string) error {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	if strings.TrimSpace(msg) == "Unrecognized remote plugin message:" {
+		msg = "the plugin ended its output before the go-plugin handshake (is it a cexec plugin?)"
+	}
+	if stderr = strings.TrimSpace(stderr); stderr != "" {
+		return fmt.Errorf("%s; its stderr ended with: %s", msg, stderr)
+	}
+	return errors.New(msg)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+// Write keeps the tail of p and what came before.
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// String returns the kept bytes, from the first whole line on.
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := string(b.buf)
+	if len(b.buf) == b.max {
+		if _, rest, ok := strings.Cut(s, "\n"); ok {
+			s = rest
+		}
+	}
+	return s
 }
 
 // negotiate picks the highest API version both sides speak.

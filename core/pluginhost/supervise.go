@@ -340,7 +340,7 @@ func demote(diags hcl.Diagnostics, id string) hcl.Diagnostics {
 		c := *d
 		if c.Severity == hcl.DiagError {
 			c.Severity = hcl.DiagWarning
-			c.Detail += fmt.Sprintf(" The plugin %s has required = false, so cexecd runs without it.", id)
+			c.Detail = strings.TrimSuffix(c.Detail, ".") + fmt.Sprintf(". The plugin %s has required = false, so cexecd runs without it.", id)
 		}
 		out = append(out, &c)
 	}
