@@ -525,3 +525,36 @@ func TestUnaryCalls(t *testing.T) {
 		t.Errorf("Capabilities error = %v, want ErrUnavailable", err)
 	}
 }
+
+// BenchmarkExec measures one whole Exec stream (start, one output chunk,
+// result) through in-process gRPC.
+func BenchmarkExec(b *testing.B) {
+	sb := plugintest.Sandbox(b, &backend{run: func(_ context.Context, _ sandbox.ExecRequest, host sandbox.Host) (sandbox.ExecResult, error) {
+		return sandbox.ExecResult{SandboxOK: true}, host.Output(sandbox.Stdout, []byte("ok\n"))
+	}})
+	host := &plugintest.Host{}
+	for b.Loop() {
+		if _, err := sb.Exec(b.Context(), sandbox.ExecRequest{SandboxID: "sb1"}, host); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHostCall measures the round trip of one host call (plugin ->
+// host -> plugin) inside a running Exec.
+func BenchmarkHostCall(b *testing.B) {
+	sb := plugintest.Sandbox(b, &backend{run: func(ctx context.Context, _ sandbox.ExecRequest, host sandbox.Host) (sandbox.ExecResult, error) {
+		for range b.N {
+			if _, err := host.Call(ctx, "call_tool", json.RawMessage(`{"server":"fs","tool":"read"}`)); err != nil {
+				return sandbox.ExecResult{}, err
+			}
+		}
+		return sandbox.ExecResult{SandboxOK: true}, nil
+	}})
+	host := &plugintest.Host{OnCall: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"content":"x"}`), nil
+	}}
+	if _, err := sb.Exec(b.Context(), sandbox.ExecRequest{SandboxID: "sb1"}, host); err != nil {
+		b.Fatal(err)
+	}
+}

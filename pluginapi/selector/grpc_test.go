@@ -180,3 +180,18 @@ func TestDeadPlugin(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSearch measures one unary call with 20 hits through in-process
+// gRPC, conversions included.
+func BenchmarkSearch(b *testing.B) {
+	impl := &recorder{}
+	for i := range 20 {
+		impl.searchResp.Hits = append(impl.searchResp.Hits, selector.Hit{ID: fmt.Sprintf("srv/tool_%d", i), Score: 1 / float64(i+1)})
+	}
+	s := plugintest.Selector(b, impl)
+	for b.Loop() {
+		if _, err := s.Search(b.Context(), selector.SearchRequest{Query: "read a file", Limit: 20}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
