@@ -197,7 +197,19 @@ func (h *Host) killAll(ctx context.Context) {
 		}
 		<-done
 	}
-	h.wg.Wait()
+	// Supervisors end promptly once h.ctx is cancelled, except one in the
+	// middle of a relaunch, which can take up to the plugin's timeout; it
+	// kills what it launched itself (adopt), so Stop need not wait past ctx.
+	supervisors := make(chan struct{})
+	go func() {
+		h.wg.Wait()
+		close(supervisors)
+	}()
+	select {
+	case <-supervisors:
+	case <-ctx.Done():
+		h.log.Warn("stopped without waiting for a plugin relaunch in progress; it is killed when it finishes")
+	}
 }
 
 // Status returns a snapshot of every configured plugin, in config order.

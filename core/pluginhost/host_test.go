@@ -56,7 +56,7 @@ func TestMain(m *testing.M) {
 
 // pluginDir returns a fresh plugin_dir holding the test plugins, so a test
 // may replace files in it without disturbing others.
-func pluginDir(t *testing.T) string {
+func pluginDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, name := range []string{keywordBin, envBin} {
@@ -68,7 +68,7 @@ func pluginDir(t *testing.T) string {
 	return dir
 }
 
-func copyFile(t *testing.T, src, dst string) {
+func copyFile(t testing.TB, src, dst string) {
 	t.Helper()
 	data, err := os.ReadFile(src)
 	if err != nil {
@@ -81,7 +81,7 @@ func copyFile(t *testing.T, src, dst string) {
 
 // loadConfig writes cexec.hcl with a cexec block pointing at dir followed by
 // body, loads it and fails the test on load errors.
-func loadConfig(t *testing.T, dir, body string) (*config.Config, string) {
+func loadConfig(t testing.TB, dir, body string) (*config.Config, string) {
 	t.Helper()
 	src := fmt.Sprintf("cexec {\n  plugin_dir = %q\n  data_dir   = %q\n}\n\n%s", dir, t.TempDir(), body)
 	path := filepath.Join(t.TempDir(), "cexec.hcl")
@@ -801,5 +801,86 @@ func TestTailBuffer(t *testing.T) {
 				t.Errorf("String() = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// waitState polls the plugin's status until cond holds, failing after 10 s.
+func waitState(t *testing.T, h *Host, kind pluginapi.Kind, name string, what string, cond func(Status) bool) Status {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := statusOf(t, h, kind, name)
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("plugin never became %s: %+v", what, s)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestRestartRetriesFailedLaunches: while relaunching fails the plugin stays
+// restarting and says why; once the binary works again it comes back.
+func TestRestartRetriesFailedLaunches(t *testing.T) {
+	dir := pluginDir(t)
+	cfg, _ := loadConfig(t, dir, "plugin \"selector\" \"env\" {\n  command = \"envplugin\"\n}\n")
+	h, diags := startHost(t, cfg, hclog.NewNullLogger())
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	env := filepath.Join(dir, envBin)
+	if err := os.Remove(env); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(env, []byte("#!/bin/sh\necho 'cannot start today' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pid := statusOf(t, h, pluginapi.KindSelector, "env").PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	s := waitState(t, h, pluginapi.KindSelector, "env", "restarting with the launch error", func(s Status) bool {
+		return s.State == StateRestarting && strings.Contains(s.LastError, "cannot start today")
+	})
+	if s.Restarts != 0 || s.PID != 0 {
+		t.Errorf("failing relaunch counted as a restart: %+v", s)
+	}
+	if err := os.Remove(env); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, filepath.Join(builtDir, envBin), env)
+	s = waitState(t, h, pluginapi.KindSelector, "env", "ok again", func(s Status) bool { return s.State == StateOK })
+	if s.Restarts != 1 || s.LastError != "" {
+		t.Errorf("after recovery: %+v, want 1 restart and no error", s)
+	}
+}
+
+// TestStopDuringRestart: Stop while a relaunch waits out its backoff ends
+// supervision; nothing is launched afterwards.
+func TestStopDuringRestart(t *testing.T) {
+	dir := pluginDir(t)
+	cfg, _ := loadConfig(t, dir, "plugin \"selector\" \"env\" {\n  command = \"envplugin\"\n}\n")
+	h := New(cfg, hclog.NewNullLogger())
+	if diags := h.Start(context.Background()); diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	sel, err := h.Selector("env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(statusOf(t, h, pluginapi.KindSelector, "env").PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, h, pluginapi.KindSelector, "env", "restarting", func(s Status) bool { return s.State == StateRestarting })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h.Stop(ctx)
+	time.Sleep(3 * backoffMin)
+	if s := statusOf(t, h, pluginapi.KindSelector, "env"); s.State != StateDisabled || s.PID != 0 {
+		t.Errorf("after Stop: %+v, want disabled without a process", s)
+	}
+	if _, err := sel.Search(ctx, selector.SearchRequest{Query: "env"}); !errors.Is(err, pluginapi.ErrPluginShutdown) {
+		t.Errorf("call after Stop = %v, want ErrPluginShutdown", err)
 	}
 }
