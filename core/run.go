@@ -75,9 +75,9 @@ func newLogger(o *Options, level string) hclog.Logger {
 	})
 }
 
-// loadConfig resolves which file to load, loads it and writes its
-// diagnostics (with file:line) to stderr.
-func loadConfig(o *Options, log hclog.Logger) (*config.Config, error) {
+// loadConfig resolves which file to load and loads it. cfg is nil only when
+// the file cannot be read or parsed.
+func loadConfig(o *Options, log hclog.Logger) (*config.Config, hcl.Diagnostics, error) {
 	path := o.ConfigFile
 	if path == "" {
 		switch _, err := os.Stat(DefaultConfigFile); {
@@ -85,31 +85,34 @@ func loadConfig(o *Options, log hclog.Logger) (*config.Config, error) {
 			path = DefaultConfigFile
 		case errors.Is(err, fs.ErrNotExist):
 			log.Info("no config file given and no ./" + DefaultConfigFile + "; using built-in defaults")
+			cfg, diags := config.Defaults(o.Overrides)
+			return cfg, diags, nil
 		default:
-			return nil, fmt.Errorf("check for ./%s: %w", DefaultConfigFile, err)
+			return nil, nil, fmt.Errorf("check for ./%s: %w", DefaultConfigFile, err)
 		}
 	}
-	var cfg *config.Config
-	var diags hcl.Diagnostics
-	if path == "" {
-		cfg, diags = config.Defaults(o.Overrides)
-	} else {
-		log.Info("loading config", "file", path)
-		cfg, diags = config.Load(path, o.Overrides)
+	log.Info("loading config", "file", path)
+	cfg, diags := config.Load(path, o.Overrides)
+	return cfg, diags, nil
+}
+
+// report writes diags with file:line to stderr and returns an error
+// wrapping ErrInvalidConfig when any is an error.
+func report(o *Options, cfg *config.Config, diags hcl.Diagnostics) error {
+	if len(diags) == 0 {
+		return nil
 	}
-	if len(diags) > 0 {
-		var files map[string]*hcl.File
-		if cfg != nil {
-			files = cfg.Files()
-		}
-		if err := config.FormatDiagnostics(o.Stderr, diags, files); err != nil {
-			return nil, fmt.Errorf("write diagnostics: %w", err)
-		}
+	var files map[string]*hcl.File
+	if cfg != nil {
+		files = cfg.Files()
+	}
+	if err := config.FormatDiagnostics(o.Stderr, diags, files); err != nil {
+		return fmt.Errorf("write diagnostics: %w", err)
 	}
 	if diags.HasErrors() {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, countDiags(diags))
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, countDiags(diags))
 	}
-	return cfg, nil
+	return nil
 }
 
 func countDiags(diags hcl.Diagnostics) string {
@@ -124,20 +127,16 @@ func countDiags(diags hcl.Diagnostics) string {
 func Validate(ctx context.Context, o Options) error {
 	o.defaults()
 	log := newLogger(&o, logLevel(o.Overrides.LogLevel, "warn"))
-	cfg, err := loadConfig(&o, log)
+	cfg, diags, err := loadConfig(&o, log)
 	if err != nil {
 		return err
 	}
-	diags := pluginhost.Validate(ctx, cfg, log)
-	if len(diags) > 0 {
-		if err := config.FormatDiagnostics(o.Stderr, diags, cfg.Files()); err != nil {
-			return fmt.Errorf("write diagnostics: %w", err)
-		}
+	// Go on past errors in the file: the plugins' own diagnostics are
+	// worth reporting in the same pass.
+	if cfg != nil {
+		diags = dedupe(append(diags, pluginhost.Validate(ctx, cfg, log)...))
 	}
-	if diags.HasErrors() {
-		return fmt.Errorf("%w: %s", ErrInvalidConfig, countDiags(diags))
-	}
-	return nil
+	return report(&o, cfg, diags)
 }
 
 func logLevel(flag, fallback string) string {
@@ -158,8 +157,11 @@ func logLevel(flag, fallback string) string {
 func Run(ctx context.Context, o Options) error {
 	o.defaults()
 	log := newLogger(&o, logLevel(o.Overrides.LogLevel, "info"))
-	cfg, err := loadConfig(&o, log)
+	cfg, diags, err := loadConfig(&o, log)
 	if err != nil {
+		return err
+	}
+	if err := report(&o, cfg, diags); err != nil {
 		return err
 	}
 	log.SetLevel(hclog.LevelFromString(cfg.Daemon.LogLevel))
@@ -181,18 +183,13 @@ func Run(ctx context.Context, o Options) error {
 		host.Stop(stopCtx)
 		log.Info("plugins stopped")
 	}()
-	diags := host.Start(ctx)
+	diags = host.Start(ctx)
 	if ctx.Err() != nil {
 		log.Info("stopped while starting plugins", "cause", context.Cause(ctx))
 		return nil
 	}
-	if len(diags) > 0 {
-		if err := config.FormatDiagnostics(o.Stderr, diags, cfg.Files()); err != nil {
-			return fmt.Errorf("write diagnostics: %w", err)
-		}
-		if diags.HasErrors() {
-			return fmt.Errorf("start plugins: %w: %s", ErrInvalidConfig, countDiags(diags))
-		}
+	if err := report(&o, cfg, diags); err != nil {
+		return fmt.Errorf("start plugins: %w", err)
 	}
 	schemas := &schemaCache{}
 	schemas.fill(ctx, cfg, host, log)

@@ -28,11 +28,10 @@ import (
 
 // Command returns the bench command and its subcommands.
 func Command(env *cli.Env) *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := cli.Group(&cobra.Command{
 		Use:   "bench",
 		Short: "Measure cexecd",
-		Args:  cli.Args(cobra.NoArgs),
-	}
+	})
 	cmd.AddCommand(start(env))
 	return cmd
 }

@@ -152,3 +152,16 @@ func Args(v cobra.PositionalArgs) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// Group makes cmd a noun that only holds subcommands: an unknown
+// subcommand or none at all is a usage error (cobra would print help and
+// exit 0).
+func Group(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = Args(cobra.NoArgs)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cmd.SetOut(cmd.ErrOrStderr())
+		_ = cmd.Help()
+		return &ExitError{Code: ExitUsage}
+	}
+	return cmd
+}

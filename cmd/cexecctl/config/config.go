@@ -16,11 +16,10 @@ import (
 
 // Command returns the config command and its subcommands.
 func Command(env *cli.Env) *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := cli.Group(&cobra.Command{
 		Use:   "config",
 		Short: "Check or show cexecd's configuration",
-		Args:  cli.Args(cobra.NoArgs),
-	}
+	})
 	cmd.AddCommand(check(env), show(env))
 	return cmd
 }

@@ -16,11 +16,10 @@ import (
 
 // Command returns the plugins command and its subcommands.
 func Command(env *cli.Env) *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := cli.Group(&cobra.Command{
 		Use:   "plugins",
 		Short: "Inspect the plugins cexecd runs",
-		Args:  cli.Args(cobra.NoArgs),
-	}
+	})
 	cmd.AddCommand(ls(env), ping(env))
 	return cmd
 }
