@@ -2,6 +2,21 @@
 // cexec.hcl. Each plugin is a separate process spoken to over go-plugin gRPC;
 // the host hands out supervised handles that implement the kind interfaces
 // and keep working across plugin restarts.
+//
+// Use:
+//
+//	h := pluginhost.New(cfg, log)
+//	if diags := h.Start(ctx); diags.HasErrors() { ... } // before serving
+//	defer h.Stop(stopCtx)
+//	h.OnRestart(func(kind pluginapi.Kind, name string) { ... re-index ... })
+//	sel, err := h.Selector("keyword") // keep it; it follows restarts
+//
+// A plugin's process gets only PATH, HOME, TMPDIR, LANG, the host's log
+// level and its block's env; go-plugin adds its handshake variables. A crash
+// is seen within milliseconds (the gRPC connection breaks), calls in flight
+// fail with an error wrapping pluginapi.ErrPluginShutdown, and the plugin is
+// relaunched and reconfigured with exponential backoff; calls made meanwhile
+// wait for it, bounded by their ctx.
 package pluginhost
 
 import (
