@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 	"regexp"
 	"sort"
@@ -213,11 +214,13 @@ func (d *decoder) integer(attr *hcl.Attribute, p []string, min int) (int, bool) 
 	if !ok {
 		return 0, false
 	}
-	var n int
-	if err := gocty.FromCtyValue(v, &n); err != nil {
-		d.errorf(attr.Expr.Range().Ptr(), "Invalid number", "%q must be a whole number: %s.", attr.Name, err)
+	bf := v.AsBigFloat()
+	i, acc := bf.Int64()
+	if !bf.IsInt() || acc != big.Exact || i > math.MaxInt32 {
+		d.errorf(attr.Expr.Range().Ptr(), "Invalid number", "%q must be a whole number no larger than %d; got %s.", attr.Name, math.MaxInt32, bf.Text('g', 10))
 		return 0, false
 	}
+	n := int(i)
 	if n < min {
 		d.errorf(attr.Expr.Range().Ptr(), "Number out of range", "%q must be at least %d, not %d.", attr.Name, min, n)
 		return 0, false

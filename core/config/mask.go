@@ -60,8 +60,8 @@ func (c *Config) MaskedJSONWithSchemas(schemas map[string]pluginapi.ConfigSchema
 	servers := make([]any, len(c.MCPServers))
 	for i, s := range c.MCPServers {
 		servers[i] = map[string]any{
-			"name": s.Name, "command": s.Command, "args": nonNil(s.Args), "env": s.Env,
-			"cwd": s.Cwd, "url": s.URL, "transport": s.Transport, "headers": s.Headers,
+			"name": s.Name, "command": s.Command, "args": nonNil(s.Args), "env": nonNilMap(s.Env),
+			"cwd": s.Cwd, "url": s.URL, "transport": s.Transport, "headers": nonNilMap(s.Headers),
 			"optional": s.Optional, "timeout": s.Timeout.String(),
 		}
 	}
@@ -139,6 +139,13 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }
 
 func emptyBody(b hcl.Body) bool {

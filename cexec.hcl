@@ -1,0 +1,171 @@
+# cexec.hcl — the default configuration of cexecd.
+#
+# It runs on a fresh Linux machine with no API keys: code runs in bubblewrap
+# sandboxes, tool search is lexical (BM25, no model), code generation for
+# execute_task uses deterministic rules, and PII is detected locally.
+#
+# Start the daemon with it:   make build && bin/cexecd -config cexec.hcl
+# Check it without starting:  bin/cexecd validate -config cexec.hcl
+#
+# Precedence, lowest first: built-in defaults, this file, CEXEC_* environment
+# variables (CEXEC_DATA_DIR, CEXEC_SOCKET, CEXEC_LOG_LEVEL, CEXEC_PLUGIN_DIR,
+# CEXEC_SANDBOX_BACKEND), then cexecd's command-line flags.
+#
+# Relative paths in this file are relative to the directory of this file.
+#
+# Secrets: write env("NAME") instead of a literal, e.g.
+#   api_key = env("OPENAI_API_KEY")
+# env("NAME", "fallback") gives a default when the variable is unset. Values
+# from env() are never logged and show as "(sensitive)" in
+# `cexecctl config show`.
+
+# ---------------------------------------------------------------------------
+# The daemon itself. Every attribute is optional.
+cexec {
+  # Tenant workspaces, session logs, the PII vault and caches.
+  # Default: $XDG_DATA_HOME/cexec, else ~/.local/share/cexec.
+  data_dir = "./.cexec"
+
+  # trace, debug, info, warn or error. Logs go to stderr.
+  log_level = "info"
+
+  # The only directory plugin binaries are started from. A plugin's command
+  # must resolve inside it: no "..", no absolute path or symlink leading out.
+  # Default: the "bin" directory next to this file, where `make build` puts
+  # the binaries.
+  plugin_dir = "./bin"
+
+  # socket is left unset on purpose: cexecd then listens where cexecctl looks
+  # by default, $XDG_RUNTIME_DIR/cexec/cexecd.sock or
+  # /tmp/cexec-<uid>/cexecd.sock.
+}
+
+# ---------------------------------------------------------------------------
+# Plugins: plugin "<kind>" "<name>" { ... }
+#
+# Kinds: sandbox, selector, codegen, guard. Only plugins named here are
+# started. Attributes every plugin block accepts:
+#   command  = "cexec-plugin-<kind>-<name>"  binary inside plugin_dir (default shown)
+#   args     = []                            extra arguments
+#   sha256   = "<64 hex digits>"             refuse to run a binary with another digest
+#   required = true                          false: cexecd starts even if it fails to load
+#   timeout  = "30s"                         start-up and per-call deadline
+#   env      = { NAME = "value" }            the plugin's whole environment;
+#                                            it does not inherit cexecd's
+# Anything else in the block is the plugin's own configuration, checked
+# against the schema the plugin declares, so mistakes point at a line here.
+
+# Runs Python in bubblewrap: every namespace unshared, no network, a
+# read-only system, seccomp, memory/pids/time/output limits.
+plugin "sandbox" "bwrap" {}
+
+# Finds the few tools a task needs among all upstream tools. Offline by
+# default (BM25 over names, descriptions and parameters); an
+# OpenAI-compatible embeddings endpoint can be added in its own settings.
+plugin "selector" "embeddings" {}
+
+# Detects PII (emails, phone numbers, cards, IBANs, secrets, ...) so that the
+# model sees tokens such as [EMAIL_1] instead of the values.
+plugin "guard" "pii" {}
+
+# Writes programs for execute_task from rule files, without an LLM. Add a
+# plugin "codegen" "llm" block (and put it first in pipeline.codegen) to
+# generate code with a model.
+plugin "codegen" "rules" {}
+
+# ---------------------------------------------------------------------------
+# How execute_task turns a task into a program: search, generate, guard,
+# run, repair. Names refer to the plugin blocks above.
+pipeline {
+  # The selector plugin (default: the only one configured).
+  selector = "embeddings"
+
+  # Generators, tried in order until one succeeds (default: all codegen
+  # plugins in file order).
+  codegen = ["rules"]
+
+  # Guards checking code, tool calls and output (default: all guard plugins).
+  guards = ["pii"]
+
+  # Regenerations with the traceback after a program fails.
+  max_repairs = 2
+
+  # How many tools the selector hands to the generator.
+  search_limit = 8
+}
+
+# ---------------------------------------------------------------------------
+# Where and how sandboxed code runs.
+sandbox {
+  # The sandbox plugin (default: the only one configured).
+  backend = "bwrap"
+
+  # The interpreter inside the sandbox (a real path, not a pyenv shim).
+  python = "/usr/bin/python3"
+
+  # Sandboxed code has no network unless this is true. Tool calls still
+  # work: they go through cexecd, which holds the credentials.
+  network = false
+
+  # Warm sandboxes, per tenant, so an execution does not wait for a start.
+  pool {
+    warm         = 2     # kept ready
+    max_total    = 16    # hard cap; further requests get a clear error
+    idle_timeout = "5m"  # an unused sandbox is stopped after this
+    max_uses     = 100   # a sandbox is recycled after this many executions
+  }
+
+  # Per-execution limits. Sizes take B, KB/MB/GB (powers of 1000) or
+  # KiB/MiB/GiB (powers of 1024); durations take s, m, h ("1m30s").
+  limits {
+    memory  = "256MiB"
+    pids    = 128
+    timeout = "30s"
+    output  = "1MiB"  # stdout+stderr kept per execution; the rest is cut
+    tmp     = "64MiB" # size of the sandbox's /tmp
+  }
+}
+
+# ---------------------------------------------------------------------------
+# Upstream MCP servers. Their tools become Python modules under
+# servers/<name>/ that sandboxed code imports and calls.
+#
+# Local servers run as child processes over stdio:
+#   command, args, env (the child's whole environment), cwd
+# Remote servers are reached over streamable HTTP or SSE:
+#   url, headers (e.g. { Authorization = "Bearer ${env("TOKEN")}" })
+# transport is inferred ("stdio" with command; "sse" for a URL ending in
+# /sse; else "http") and can be set explicitly. timeout (default "60s")
+# bounds each call. optional = true lets cexecd start when the server
+# cannot be reached, with a warning.
+#
+# Both servers below need Node.js (npx); without it they are skipped.
+
+# Files under ./data, next to this file.
+mcp_server "filesystem" {
+  command  = "npx"
+  args     = ["-y", "@modelcontextprotocol/server-filesystem", "./data"]
+  cwd      = "."
+  optional = true
+}
+
+# A small knowledge graph that persists entities and relations.
+mcp_server "memory" {
+  command  = "npx"
+  args     = ["-y", "@modelcontextprotocol/server-memory"]
+  optional = true
+}
+
+# ---------------------------------------------------------------------------
+# Tenants get separate workspaces, state, sessions and skills; a tenant
+# block sets one tenant's quotas. Ids are 1-64 characters of a-z, 0-9, _
+# and -. Example:
+#
+# tenant "acme" {
+#   disk_quota      = "1GiB"          # workspace size limit
+#   max_concurrent  = 4               # simultaneous executions
+#   allowed_servers = ["filesystem"]  # upstream servers it may call (default: all)
+#   policy {
+#     # allow/deny lists and argument constraints, see the guardrails docs
+#   }
+# }

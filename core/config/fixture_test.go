@@ -1,0 +1,148 @@
+package config
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// wantDiag is one expected diagnostic: its line in the fixture, a substring
+// of its summary, and whether it is only a warning.
+type wantDiag struct {
+	line    int
+	summary string
+	warning bool
+}
+
+// TestFixtureDiagnostics loads each broken fixture and checks that exactly
+// the expected diagnostics come back, on the expected lines.
+func TestFixtureDiagnostics(t *testing.T) {
+	dir := pluginDir(t, standardPlugins...)
+	env := fakeEnv(map[string]string{"HOME": "/home/test", "CEXEC_TEST_TOKEN": "s3cret-token"})
+	tests := []struct {
+		file string
+		want []wantDiag
+	}{
+		{"unknown_block.hcl", []wantDiag{
+			{6, "Unsupported block type", false},
+			{10, "Unsupported argument", false},
+		}},
+		{"wrong_type.hcl", []wantDiag{
+			{2, "Incorrect attribute value type", false},
+			{3, "Incorrect attribute value type", false},
+			{7, "Incorrect attribute value type", false},
+			{11, "Incorrect attribute value type", false},
+			{13, "Invalid number", false},
+		}},
+		{"missing_required.hcl", []wantDiag{
+			{2, "Missing required argument", false},
+			{9, "Conflicting arguments", false},
+		}},
+		{"unknown_kind.hcl", []wantDiag{
+			{3, "Unknown plugin kind", false},
+			{7, "Invalid plugin name", false},
+			{9, "Missing name for plugin", false},
+		}},
+		{"missing_binary.hcl", []wantDiag{
+			{4, "Plugin binary not found", false},
+			{9, "Plugin binary not found", false},
+			{12, "Plugin binary not found", true},
+			{16, "Plugin binary is not executable", false},
+		}},
+		{"sha256_mismatch.hcl", []wantDiag{
+			{3, "Plugin binary checksum mismatch", false},
+			{7, "Invalid sha256", false},
+		}},
+		{"bad_units.hcl", []wantDiag{
+			{2, "Invalid duration", false},
+			{7, "Invalid duration", false},
+			{10, "Invalid size", false},
+			{11, "Invalid duration", false},
+			{12, "Invalid size", false},
+			{13, "Invalid size", false},
+			{19, "Invalid duration", false},
+		}},
+		{"duplicate_plugin.hcl", []wantDiag{
+			{5, "Duplicate plugin", false},
+			{13, "Duplicate mcp_server", false},
+		}},
+		{"pipeline_unknown.hcl", []wantDiag{
+			{7, "Unknown selector plugin", false},
+			{8, "Unknown codegen plugin", false},
+			{11, "Unknown guard plugin", false},
+			{16, "Unknown sandbox plugin", false},
+		}},
+		{"env_unset.hcl", []wantDiag{
+			{11, "Error in function call", false},
+			{16, "Not enough function arguments", false},
+		}},
+		{"invalid_tenant.hcl", []wantDiag{
+			{8, "Invalid tenant id", false},
+			{10, "Invalid tenant id", false},
+			{12, "Duplicate tenant", false},
+			{14, "Invalid tenant id", false},
+		}},
+		{"symlink_escape.hcl", []wantDiag{
+			{4, "Plugin binary escapes plugin_dir", false},
+			{7, "Plugin command escapes plugin_dir", false},
+			{11, "Plugin command outside plugin_dir", false},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			cfg, diags := Load("testdata/"+tt.file, Overrides{PluginDir: dir, LookupEnv: env})
+			var out bytes.Buffer
+			if err := FormatDiagnostics(&out, diags, filesOf(cfg)); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("diagnostics:\n%s", out.String())
+			checkDiags(t, diags, tt.want)
+			for _, want := range tt.want {
+				loc := "testdata/" + tt.file + ":" + strconv.Itoa(want.line) + ":"
+				if !strings.Contains(out.String(), loc) {
+					t.Errorf("formatted output lacks %q", loc)
+				}
+			}
+			if strings.Contains(out.String(), "s3cret-token") {
+				t.Error("formatted diagnostics contain a secret from env()")
+			}
+		})
+	}
+}
+
+// checkDiags requires diags to be exactly want, in any order.
+func checkDiags(t *testing.T, diags hcl.Diagnostics, want []wantDiag) {
+	t.Helper()
+	used := make([]bool, len(diags))
+	for _, w := range want {
+		found := false
+		for i, d := range diags {
+			if used[i] || d.Subject == nil || d.Subject.Start.Line != w.line || !strings.Contains(d.Summary, w.summary) {
+				continue
+			}
+			if (d.Severity == hcl.DiagWarning) != w.warning {
+				t.Errorf("line %d %q: severity %v, want warning=%v", w.line, w.summary, d.Severity, w.warning)
+			}
+			used[i], found = true, true
+			break
+		}
+		if !found {
+			t.Errorf("no diagnostic %q on line %d", w.summary, w.line)
+		}
+	}
+	for i, d := range diags {
+		if !used[i] {
+			t.Errorf("unexpected diagnostic: %s", d.Error())
+		}
+	}
+}
+
+func filesOf(cfg *Config) map[string]*hcl.File {
+	if cfg == nil {
+		return nil
+	}
+	return cfg.Files()
+}

@@ -1,0 +1,15 @@
+plugin "sandbox" "bwrap" {
+  required = "maybe"
+  args     = "--verbose"
+}
+
+pipeline {
+  max_repairs = "twice"
+}
+
+sandbox {
+  network = ["no"]
+  pool {
+    warm = 2.5
+  }
+}
