@@ -1,0 +1,118 @@
+package stubgen
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// pyString renders s as a double-quoted Python string literal. Printable non-ASCII text (the
+// Chinese descriptions, say) stays readable; everything Python would misread is escaped.
+func pyString(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '\\':
+			b.WriteString(`\\`)
+		case '"':
+			b.WriteString(`\"`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			writeRune(&b, r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// writeRune writes r, escaped when it is not printable (control characters, line and
+// paragraph separators, NUL which Python source may not contain).
+func writeRune(b *strings.Builder, r rune) {
+	switch {
+	case unicode.IsPrint(r):
+		b.WriteRune(r)
+	case r < 0x100:
+		fmt.Fprintf(b, `\x%02x`, r)
+	case r < 0x10000:
+		fmt.Fprintf(b, `\u%04x`, r)
+	default:
+		fmt.Fprintf(b, `\U%08x`, r)
+	}
+}
+
+// normalizeText makes upstream prose safe to lay out line by line: CRLF and CR become LF,
+// trailing spaces go, and leading and trailing blank lines are dropped.
+func normalizeText(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRightFunc(l, unicode.IsSpace)
+	}
+	for len(lines) > 0 && lines[0] == "" {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// docstring writes text as a triple-quoted docstring indented by indent. Backslashes are
+// doubled and a quote is escaped only where it would end the string (before another quote or
+// at the very end), so descriptions stay readable in the stub source agents are shown.
+func docstring(b *strings.Builder, indent, text string) {
+	text = normalizeText(text)
+	b.WriteString(indent)
+	b.WriteString(`"""`)
+	rs := []rune(text)
+	for i, r := range rs {
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '"' && (i+1 == len(rs) || rs[i+1] == '"'):
+			b.WriteString(`\"`)
+		case r == '\n':
+			b.WriteByte('\n')
+			if i+1 < len(rs) && rs[i+1] != '\n' {
+				b.WriteString(indent)
+			}
+		case r == '\t':
+			b.WriteByte('\t')
+		default:
+			writeRune(b, r)
+		}
+	}
+	if strings.Contains(text, "\n") {
+		b.WriteByte('\n')
+		b.WriteString(indent)
+	}
+	b.WriteString("\"\"\"\n")
+}
+
+// comment writes text as "#:" comment lines (the attribute-doc style Sphinx reads). The colon
+// also keeps a description such as "type: ignore" from becoming a type comment mypy obeys.
+func comment(b *strings.Builder, indent, text string) {
+	for _, line := range strings.Split(normalizeText(text), "\n") {
+		b.WriteString(indent)
+		b.WriteString("#:")
+		if line != "" {
+			b.WriteByte(' ')
+			for _, r := range line {
+				if r == '\t' || unicode.IsPrint(r) {
+					b.WriteRune(r)
+				} else {
+					b.WriteByte(' ')
+				}
+			}
+		}
+		b.WriteByte('\n')
+	}
+}
