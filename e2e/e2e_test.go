@@ -347,6 +347,27 @@ func TestDaemonAndCLI(t *testing.T) {
 				t.Errorf("config check lacks %q:\n%s", want, out)
 			}
 		}
+		// A plugin block the daemon does not run (another binary) is
+		// validated by launching it: its own Configure rejects max_hits = 0.
+		copyBin := filepath.Join(bins.pluginDir, "cexec-plugin-keyword-copy")
+		b, err := os.ReadFile(filepath.Join(bins.pluginDir, "cexec-plugin-selector-keyword"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(copyBin, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		other := filepath.Join(s.dir, "other.hcl")
+		body = fmt.Sprintf("cexec {\n  data_dir   = %q\n  plugin_dir = %q\n}\n\nplugin \"selector\" \"keyword\" {\n  command  = \"cexec-plugin-keyword-copy\"\n  max_hits = 0\n}\n",
+			filepath.Join(s.dir, "data"), bins.pluginDir)
+		if err := os.WriteFile(other, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, _, code = ctl(t, s, "config", "check", other)
+		if code != 1 || !strings.Contains(out, other+":8:") {
+			t.Errorf("config check of a plugin the daemon does not run: exit %d\n%s", code, out)
+		}
+
 		// The same through cexecd validate, without a daemon.
 		var vout, verr bytes.Buffer
 		v := exec.Command(filepath.Join(bins.dir, "cexecd"), "validate", "-config", broken)

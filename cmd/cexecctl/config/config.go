@@ -5,6 +5,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -42,7 +43,7 @@ func check(env *cli.Env) *cobra.Command {
 				}
 				path = abs
 			}
-			return env.Do(cmd.Context(), func(c *client.Client) error {
+			err := env.Do(cmd.Context(), func(c *client.Client) error {
 				r, err := c.CheckConfig(cmd.Context(), path)
 				if err != nil {
 					return err
@@ -72,6 +73,10 @@ func check(env *cli.Env) *cobra.Command {
 				}
 				return nil
 			})
+			if nr := (*client.NotRunningError)(nil); errors.As(err, &nr) {
+				return fmt.Errorf("%w; or check the file without a daemon: cexecd validate -config FILE", err)
+			}
+			return err
 		},
 	}
 }
