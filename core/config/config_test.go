@@ -541,3 +541,18 @@ func TestDefaultConfigFile(t *testing.T) {
 		t.Errorf("plugin_dir = %s", cfg.Daemon.PluginDir)
 	}
 }
+
+// TestJSONSyntax: a config file ending in .json is read as HCL's JSON
+// syntax, with the same checks and positions.
+func TestJSONSyntax(t *testing.T) {
+	dir := pluginDir(t, "sandbox-bwrap")
+	src := `{
+  "plugin": {"sandbox": {"bwrap": {"timeout": "5s"}}},
+  "sandbox": {"limits": {"memory": "12XB"}}
+}`
+	cfg, diags := load([]byte(src), "cexec.hcl.json", Overrides{PluginDir: dir, LookupEnv: fakeEnv(nil)})
+	checkDiags(t, diags, []wantDiag{{3, "Invalid size", false}})
+	if p := cfg.Plugin(pluginapi.KindSandbox, "bwrap"); p == nil || p.Timeout != 5*time.Second || p.ResolvedCommand() == "" {
+		t.Errorf("plugin = %+v", p)
+	}
+}
