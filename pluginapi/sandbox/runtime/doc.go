@@ -1,0 +1,79 @@
+// Package runtime is the standard in-sandbox runtime of cexec: a Python
+// runner (the zygote) that a sandbox keeps warm, and the Go side that drives
+// it. Every sandbox backend uses it so that programs see the same API (the
+// cexec Python module) and backends speak the same protocol, whatever the
+// isolation: a backend only has to start the zygote in its sandbox and hand
+// the two ends of its control channel to NewRunner.
+//
+// # Inside the sandbox
+//
+// Install writes the runtime's Python package into a directory that the
+// backend mounts read-only at /cexec/lib. ZygoteConfig.Command is the command
+// line to start the zygote with, ZygoteConfig.Env its environment. The zygote
+// imports the runtime, reports ready, then (while idle) drops its dumpable
+// flag and imports the preload modules, so that forked children start with
+// them loaded.
+//
+// Each execution runs in a fresh child forked from the zygote: its own
+// session (process group), stdout and stderr replaced with new pipes by
+// dup2 (so output of subprocesses and C code is captured too), descriptor 3
+// a private channel socket to the zygote, nothing else open, cwd /workspace,
+// a new __main__ module. Frames never travel on the program's stdout. The
+// program's `from cexec import call_tool, result` talks over descriptor 3;
+// the zygote relays host calls to the host and replies back. When the child
+// exits, the zygote drains its output, kills its process group and, when it
+// is the pid namespace's init, every other process but itself and the
+// persistent interpreters, then reports one result frame.
+//
+// A session may ask for a persistent interpreter instead: a worker forked
+// once, whose __main__ globals survive between executions of that session.
+// Each execution hands it fresh pipes and a channel by SCM_RIGHTS.
+//
+// # Frames
+//
+// The control channel is a pair of byte streams, host to zygote and zygote
+// to host (file descriptors 3 and 4 by default). Both carry frames:
+//
+//	uint32 big-endian payload length | 1 byte kind | payload
+//
+// Kind 'J' is a UTF-8 JSON object with an "op" member; kinds 'O' and 'E'
+// (zygote to host only) carry raw bytes of the current execution's stdout
+// and stderr. A payload is at most MaxFrame bytes. The same framing is used
+// between the zygote and a program on descriptor 3.
+//
+// Host to zygote:
+//
+//	{"op":"exec","id":"x1","code":"...","timeout_ms":30000,"output_limit":1048576,
+//	 "persistent":false,"session":""}
+//	    Run a program. One execution at a time; the host waits for its result.
+//	{"op":"reply","id":7,"result":<json>}
+//	{"op":"reply","id":7,"error":"message","error_type":"ToolError"}
+//	    Answer host call 7 of the current execution.
+//	{"op":"cancel","id":"x1"}      Kill the current execution.
+//	{"op":"ping","id":"p1"}        Answered by pong, also during an execution.
+//	{"op":"end_session","session":"s"}  Drop a persistent interpreter.
+//	{"op":"shutdown"}              Kill everything and exit (as does end of file).
+//
+// Zygote to host:
+//
+//	{"op":"ready","pid":1,"protocol":1,"python":"3.11.2","init":true}
+//	{"op":"pong","id":"p1","rss":12345678,"workers":0,"executions":3}
+//	{"op":"call","id":7,"method":"call_tool","params":{"server":"s","tool":"t","arguments":{}}}
+//	    A host call made by the program (cexec._host_call(method, params)).
+//	'O' / 'E' frames                 Output of the current execution.
+//	{"op":"result","id":"x1","exit_code":0,"result":<json>,"error":{"type":"ValueError",
+//	 "message":"...","traceback":"..."},"timed_out":false,"truncated":false,
+//	 "cancelled":false,"signal":0,"cpu_ms":3,"max_rss":9000000,"clean":true,
+//	 "session_lost":false}
+//	    The end of an execution. "result" is present only when the program
+//	    called cexec.result(obj). "clean" is false when the zygote could not
+//	    make sure that nothing of the program survived, or the program died
+//	    in a way that suggests the sandbox is in trouble (a signal it did not
+//	    get from the runtime, such as the OOM killer's).
+//
+// The zygote enforces the execution's time limit and output limit (the sum
+// of stdout and stderr bytes) by killing the program; the Runner checks both
+// again and, when the zygote does not answer within a grace period after the
+// deadline or breaks the protocol, calls Options.Kill to kill the whole
+// sandbox and reports it as not OK.
+package runtime

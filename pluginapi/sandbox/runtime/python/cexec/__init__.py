@@ -1,0 +1,203 @@
+"""The cexec in-sandbox API.
+
+    from cexec import call_tool, result, ToolError
+
+    rows = call_tool("db", "query", {"sql": "select 1"})
+    result({"rows": len(rows)})
+
+call_tool asks the host to call an upstream MCP tool and returns its result
+(structured content, else JSON-decoded text, else text). A failed call raises
+ToolError, or the exception class the host names when Python knows it.
+result(obj) records the execution's structured result, which the host gets
+as JSON next to stdout and stderr.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import threading
+from cexec import _proto
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported at run time, to keep sandbox start fast
+    from typing import Any, Mapping
+
+__all__ = ["HostError", "ToolError", "call_tool", "result"]
+
+# Largest accepted cexec.result() value, as JSON.
+MAX_RESULT_BYTES = 16 << 20
+
+
+class HostError(Exception):
+    """A call to the host failed. type is the error type the host reported."""
+
+    def __init__(self, message: str, type: str = "HostError") -> None:
+        super().__init__(message)
+        self.type = type
+
+
+class ToolError(HostError):
+    """A tool call failed: the tool reported an error, or the host refused
+    or could not complete the call."""
+
+    def __init__(self, message: str, type: str = "ToolError") -> None:
+        super().__init__(message, type)
+
+
+def _error(method: str, message: str, type_name: str) -> Exception:
+    """Build the exception a failed host call raises in the program: the
+    built-in exception the host names (ValueError, PermissionError, ...),
+    else ToolError for tool calls and HostError for other host calls."""
+    cls = getattr(builtins, type_name, None) if type_name else None
+    if isinstance(cls, type) and issubclass(cls, Exception) and not issubclass(cls, Warning):
+        try:
+            return cls(message)
+        except Exception:
+            pass
+    if method == "call_tool" or type_name == "ToolError":
+        return ToolError(message, type_name or "ToolError")
+    return HostError(message, type_name or "HostError")
+
+
+class _Waiter:
+    __slots__ = ("event", "reply")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.reply: dict[str, Any] | None = None
+
+
+class _Channel:
+    """The execution's connection to the runner (and through it the host).
+
+    Any thread may make host calls: writes are serialized by a lock and a
+    reader thread, started on the first call, routes replies by call id.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pid = os.getpid()
+        self._wlock = threading.Lock()
+        self._lock = threading.Lock()
+        self._pending: dict[int, _Waiter] = {}
+        self._next_id = 0
+        self._reader: threading.Thread | None = None
+        self._closed = False
+        self.result_json: str | None = None
+
+    def call(self, method: str, params: Any) -> Any:
+        if os.getpid() != self._pid:
+            raise HostError("host calls are only available in the process that runs the program, not in forked children")
+        waiter = _Waiter()
+        with self._lock:
+            if self._closed:
+                raise HostError("the execution has finished; host calls are no longer possible")
+            self._next_id += 1
+            call_id = self._next_id
+            frame = _proto.encode_json({"op": "call", "id": call_id, "method": method, "params": params})
+            self._pending[call_id] = waiter
+            if self._reader is None:
+                self._reader = threading.Thread(target=self._read_replies, name="cexec-host-replies", daemon=True)
+                self._reader.start()
+        try:
+            with self._wlock:
+                _proto.write_all(self._fd, frame)
+        except OSError as e:
+            with self._lock:
+                self._pending.pop(call_id, None)
+            raise HostError(f"host connection lost: {e}") from None
+        waiter.event.wait()
+        reply = waiter.reply
+        if reply is None:
+            raise HostError("host connection lost before the call was answered")
+        if "error" in reply:
+            raise _error(method, str(reply.get("error")), str(reply.get("error_type") or ""))
+        return reply.get("result")
+
+    def _read_replies(self) -> None:
+        reader = _proto.Reader()
+        try:
+            while True:
+                frame = _proto.read_frame(self._fd, reader)
+                if frame is None:
+                    break
+                kind, payload = frame
+                if kind != _proto.KIND_JSON:
+                    continue
+                msg = _proto.decode_json(payload)
+                if msg.get("op") != "reply":
+                    continue
+                with self._lock:
+                    waiter = self._pending.pop(msg.get("id"), None)  # type: ignore[arg-type]
+                if waiter is not None:
+                    waiter.reply = msg
+                    waiter.event.set()
+        except (OSError, _proto.ProtocolError):
+            pass
+        finally:
+            with self._lock:
+                self._closed = True
+                pending, self._pending = self._pending, {}
+            for waiter in pending.values():
+                waiter.event.set()
+            # The reader owns the descriptor once it runs, so that the number
+            # is not reused while it may still read from it.
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+
+    def send(self, msg: dict[str, Any], raw_result: str | None) -> None:
+        """Send a final message, splicing in the already-encoded result."""
+        body = _proto.dumps(msg)
+        if raw_result is not None:
+            body = body[:-1] + b',"result":' + raw_result.encode() + b"}"
+        with self._wlock:
+            _proto.write_all(self._fd, _proto.encode(_proto.KIND_JSON, body))
+
+    def close(self) -> None:
+        """Stop accepting calls; the descriptor is closed by the reader
+        thread when the runner closes its end, or here if there is none."""
+        with self._lock:
+            self._closed = True
+            reader = self._reader
+        if reader is None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+
+
+_channel: _Channel | None = None
+
+
+def _host_call(method: str, params: Any) -> Any:
+    """Call the host: method names what to do (call_tool, and others the host
+    defines), params is any JSON value. Returns the JSON-decoded answer."""
+    ch = _channel
+    if ch is None:
+        raise HostError("not connected to a cexec host: host calls work only inside a cexec execution")
+    return ch.call(method, params)
+
+
+def call_tool(server: str, tool: str, arguments: Mapping[str, Any] | None = None) -> Any:
+    """Call tool on the upstream MCP server named server and return its
+    result. Raises ToolError when the tool or the host reports an error."""
+    if not isinstance(server, str) or not isinstance(tool, str):
+        raise TypeError("call_tool: server and tool must be strings")
+    args = dict(arguments) if arguments is not None else {}
+    return _host_call("call_tool", {"server": server, "tool": tool, "arguments": args})
+
+
+def result(obj: Any) -> None:
+    """Record obj (any JSON-serializable value) as the execution's structured
+    result. The last call wins."""
+    encoded = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    if len(encoded) > MAX_RESULT_BYTES:
+        raise ValueError(f"cexec.result: value is {len(encoded)} bytes as JSON; the limit is {MAX_RESULT_BYTES}")
+    ch = _channel
+    if ch is None:
+        raise HostError("not connected to a cexec host: result() works only inside a cexec execution")
+    ch.result_json = encoded

@@ -1,0 +1,435 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cexec/cexec/pluginapi"
+	"github.com/cexec/cexec/pluginapi/sandbox"
+)
+
+const python = "/usr/bin/python3"
+
+// recHost records output and answers host calls with fn.
+type recHost struct {
+	mu     sync.Mutex
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+	fn     func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	err    error
+}
+
+func (h *recHost) Output(s sandbox.Stream, data []byte) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return h.err
+	}
+	if s == sandbox.Stdout {
+		h.stdout.Write(data)
+	} else {
+		h.stderr.Write(data)
+	}
+	return nil
+}
+
+func (h *recHost) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if h.fn == nil {
+		return nil, &sandbox.CallError{Type: "ToolError", Message: "no such tool"}
+	}
+	return h.fn(ctx, method, params)
+}
+
+func (h *recHost) out() (string, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stdout.String(), h.stderr.String()
+}
+
+var installOnce struct {
+	sync.Once
+	dir string
+	err error
+}
+
+// libDir installs the runtime once per test binary.
+func libDir(t testing.TB) string {
+	installOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "cexec-runtime-test-")
+		if err == nil {
+			err = Install(context.Background(), dir, python)
+		}
+		installOnce.dir, installOnce.err = dir, err
+	})
+	if installOnce.err != nil {
+		t.Fatal(installOnce.err)
+	}
+	return installOnce.dir
+}
+
+// startZygote runs a zygote as a plain child process (no sandbox: it is
+// not a pid namespace init, so it does not sweep).
+func startZygote(t testing.TB, opts Options) (*Runner, string) {
+	t.Helper()
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("no " + python)
+	}
+	ws := t.TempDir()
+	cfg := ZygoteConfig{Python: python, LibDir: libDir(t), Path: []string{ws}, Workdir: ws, Preload: []string{}}
+	argv := cfg.Command()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	for k, v := range cfg.Env() {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.ExtraFiles = []*os.File{inR, outW}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inR.Close()
+	outW.Close()
+	pid := cmd.Process.Pid
+	opts.Kill = func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }
+	opts.Logger = hclog.NewNullLogger()
+	r := NewRunner(inW, outR, opts)
+	t.Cleanup(func() {
+		r.Close()
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("zygote stderr: %s", stderr.String())
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := r.Ready(ctx); err != nil {
+		t.Fatalf("zygote not ready: %v (stderr %s)", err, stderr.String())
+	}
+	return r, ws
+}
+
+func exec1(t *testing.T, r *Runner, code string, h *recHost) sandbox.ExecResult {
+	t.Helper()
+	if h == nil {
+		h = &recHost{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := r.Exec(ctx, sandbox.ExecRequest{Code: code}, h)
+	if err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	return res
+}
+
+func TestExecPrograms(t *testing.T) {
+	r, _ := startZygote(t, Options{})
+	tests := []struct {
+		name       string
+		code       string
+		host       func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+		exit       int
+		stdout     string
+		stderr     string
+		result     string
+		errType    string
+		errMessage string
+		traceback  string
+	}{
+		{name: "print", code: "print(1+1)", stdout: "2\n"},
+		{name: "result", code: "import cexec\ncexec.result({'a': [1, 2]})", result: `{"a":[1,2]}`},
+		{name: "result none", code: "import cexec\ncexec.result(None)", result: `null`},
+		{name: "exception", code: "def f():\n    raise ValueError('boom')\nf()\n", exit: 1,
+			errType: "ValueError", errMessage: "boom", traceback: "    raise ValueError('boom')"},
+		{name: "syntax error", code: "def (", exit: 1, errType: "SyntaxError"},
+		{name: "sys.exit", code: "import sys\nprint('a')\nsys.exit(3)", exit: 3, stdout: "a\n"},
+		{name: "sys.exit message", code: "import sys\nsys.exit('bye')", exit: 1, stderr: "bye\n"},
+		{name: "os._exit", code: "import os\nos._exit(5)", exit: 5},
+		{name: "raw fd and stderr", code: "import os, sys\nos.write(1, b'raw\\n')\nprint('err', file=sys.stderr)",
+			stdout: "raw\n", stderr: "err\n"},
+		{name: "subprocess output", code: "import subprocess\nsubprocess.run(['/bin/sh', '-c', 'echo sub; echo suberr >&2'])",
+			stdout: "sub\n", stderr: "suberr\n"},
+		{name: "clean globals", code: "print('x' in globals(), __name__)", stdout: "False __main__\n"},
+		{name: "close fd 3", code: "import os\nos.close(3)\nprint('ok')", stdout: "ok\n"},
+		{name: "call_tool", code: "from cexec import call_tool\nprint(call_tool('fs', 'read', {'path': 'a'}))",
+			host: func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+				return json.RawMessage(fmt.Sprintf(`{"method":%q,"params":%s}`, method, params)), nil
+			},
+			stdout: "{'method': 'call_tool', 'params': {'server': 'fs', 'tool': 'read', 'arguments': {'path': 'a'}}}\n"},
+		{name: "tool not found", code: "from cexec import call_tool, ToolError\ntry:\n    call_tool('x', 'y', {})\nexcept ToolError as e:\n    print('caught', e, e.type)",
+			stdout: "caught no such tool ToolError\n"},
+		{name: "error type", code: "import cexec\ntry:\n    cexec._host_call('m', 1)\nexcept ValueError as e:\n    print('value', e)",
+			host: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+				return nil, &sandbox.CallError{Type: "ValueError", Message: "bad"}
+			},
+			stdout: "value bad\n"},
+		{name: "plain host error", code: "import cexec\ntry:\n    cexec.call_tool('a', 'b')\nexcept cexec.ToolError as e:\n    print(e.type, e)",
+			host: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+				return nil, pluginapi.ErrNotFound
+			},
+			stdout: "ToolError not found\n"},
+		{name: "HostError type on a tool call", code: "import cexec\ntry:\n    cexec.call_tool('a', 'b')\nexcept cexec.ToolError as e:\n    print(e.type, e)",
+			host: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+				return nil, &sandbox.CallError{Type: sandbox.DefaultCallErrorType, Message: "upstream down"}
+			},
+			stdout: "HostError upstream down\n"},
+		{name: "other host call error", code: "import cexec\ntry:\n    cexec._host_call('checkpoint', {})\nexcept cexec.HostError as e:\n    print(type(e).__name__, e.type, e)",
+			host: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+				return nil, errors.New("no checkpoints here")
+			},
+			stdout: "HostError HostError no checkpoints here\n"},
+		{name: "uncaught tool error", code: "from cexec import call_tool\ncall_tool('x', 'y')", exit: 1, errType: "ToolError", errMessage: "no such tool"},
+		{name: "threads", code: "import threading\nfrom cexec import call_tool\nout = {}\ndef w(i):\n    out[i] = call_tool('s', 't', {'i': i})['i']\n" +
+			"ts = [threading.Thread(target=w, args=(i,)) for i in range(8)]\n[t.start() for t in ts]\n[t.join() for t in ts]\nprint(sorted(out.items()) == [(i, i) for i in range(8)])",
+			host: func(_ context.Context, _ string, params json.RawMessage) (json.RawMessage, error) {
+				var p struct{ Arguments json.RawMessage }
+				_ = json.Unmarshal(params, &p)
+				time.Sleep(5 * time.Millisecond)
+				return p.Arguments, nil
+			},
+			stdout: "True\n"},
+		{name: "non-daemon thread joined", code: "import threading, time\ndef w():\n    time.sleep(0.05)\n    print('late')\nthreading.Thread(target=w).start()", stdout: "late\n"},
+		{name: "result not json", code: "import cexec\ncexec.result(float('nan'))", exit: 1, errType: "ValueError"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &recHost{fn: tc.host}
+			res := exec1(t, r, tc.code, h)
+			stdout, stderr := h.out()
+			if res.ExitCode != tc.exit {
+				t.Errorf("exit code %d, want %d (error %+v, stderr %q)", res.ExitCode, tc.exit, res.Error, stderr)
+			}
+			if stdout != tc.stdout {
+				t.Errorf("stdout %q, want %q", stdout, tc.stdout)
+			}
+			if tc.stderr != "" && stderr != tc.stderr {
+				t.Errorf("stderr %q, want %q", stderr, tc.stderr)
+			}
+			if string(res.Result) != tc.result {
+				t.Errorf("result %s, want %s", res.Result, tc.result)
+			}
+			switch {
+			case tc.errType == "" && res.Error != nil:
+				t.Errorf("unexpected error %+v", res.Error)
+			case tc.errType != "" && (res.Error == nil || res.Error.Type != tc.errType):
+				t.Errorf("error %+v, want type %s", res.Error, tc.errType)
+			case tc.errType != "" && tc.errMessage != "" && res.Error.Message != tc.errMessage:
+				t.Errorf("error message %q, want %q", res.Error.Message, tc.errMessage)
+			case tc.traceback != "" && !strings.Contains(res.Error.Traceback, tc.traceback):
+				t.Errorf("traceback %q does not contain %q", res.Error.Traceback, tc.traceback)
+			}
+			if !res.SandboxOK {
+				t.Errorf("sandbox reported not OK")
+			}
+		})
+	}
+}
+
+func TestTracebackHidesRunner(t *testing.T) {
+	r, _ := startZygote(t, Options{})
+	res := exec1(t, r, "x = 1\n1/0\n", nil)
+	if res.Error == nil || res.Error.Type != "ZeroDivisionError" {
+		t.Fatalf("error %+v", res.Error)
+	}
+	want := "Traceback (most recent call last):\n  File \"<cexec>\", line 2, in <module>\n    1/0\n"
+	if !strings.HasPrefix(res.Error.Traceback, want) {
+		t.Errorf("traceback %q, want prefix %q", res.Error.Traceback, want)
+	}
+}
+
+func TestPersistentSession(t *testing.T) {
+	r, _ := startZygote(t, Options{})
+	ctx := context.Background()
+	run := func(code string, persistent bool, session string) (string, sandbox.ExecResult) {
+		h := &recHost{}
+		res, err := r.Exec(ctx, sandbox.ExecRequest{Code: code, Persistent: persistent, Session: session}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := h.out()
+		return out, res
+	}
+	if out, res := run("x = 41\nimport cexec\ncexec.result(x)", true, "s1"); out != "" || string(res.Result) != "41" || !res.SandboxOK {
+		t.Fatalf("first: %q %+v", out, res)
+	}
+	if out, _ := run("x += 1\nprint(x)", true, "s1"); out != "42\n" {
+		t.Errorf("same session sees %q, want 42", out)
+	}
+	if out, _ := run("print('x' in globals())", true, "s2"); out != "False\n" {
+		t.Errorf("other session sees %q", out)
+	}
+	if out, _ := run("print('x' in globals())", false, ""); out != "False\n" {
+		t.Errorf("forked execution sees %q", out)
+	}
+	// An exception or sys.exit keeps the interpreter and its state.
+	if _, res := run("import sys\nsys.exit(4)", true, "s1"); res.ExitCode != 4 {
+		t.Errorf("exit code %d", res.ExitCode)
+	}
+	if _, res := run("raise KeyError('k')", true, "s1"); res.Error == nil || res.Error.Type != "KeyError" {
+		t.Errorf("error %+v", res.Error)
+	}
+	if out, _ := run("print(x)", true, "s1"); out != "42\n" {
+		t.Errorf("state after errors: %q", out)
+	}
+	// A timeout kills the interpreter; the session starts over.
+	_, res := func() (string, sandbox.ExecResult) {
+		h := &recHost{}
+		res, err := r.Exec(ctx, sandbox.ExecRequest{Code: "while True: pass", Persistent: true, Session: "s1", Timeout: 200 * time.Millisecond}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "", res
+	}()
+	if !res.TimedOut {
+		t.Errorf("not timed out: %+v", res)
+	}
+	if out, _ := run("print('x' in globals())", true, "s1"); out != "False\n" {
+		t.Errorf("state after timeout: %q", out)
+	}
+	if err := r.EndSession("s2"); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := run("print('ok')", true, "s2"); out != "ok\n" {
+		t.Errorf("after end_session: %q", out)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	r, _ := startZygote(t, Options{OutputLimit: 1000})
+	ctx := context.Background()
+
+	h := &recHost{}
+	start := time.Now()
+	res, err := r.Exec(ctx, sandbox.ExecRequest{Code: "while True: pass", Timeout: 200 * time.Millisecond}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TimedOut || res.Error == nil || res.Error.Type != "Timeout" || res.SandboxOK {
+		t.Errorf("timeout result %+v", res)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("timeout took %s", d)
+	}
+
+	h = &recHost{}
+	res, err = r.Exec(ctx, sandbox.ExecRequest{Code: "import sys\nwhile True: sys.stdout.write('x' * 4096)"}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := h.out()
+	if !res.OutputTruncated || res.Error == nil || res.Error.Type != "OutputLimit" || len(out) != 1000 {
+		t.Errorf("output cap: len %d, %+v", len(out), res)
+	}
+	if !res.SandboxOK || !r.Healthy() {
+		t.Errorf("sandbox not OK after an enforced output cap: %+v", res)
+	}
+
+	if res := exec1(t, r, "print('still here')", nil); res.ExitCode != 0 {
+		t.Errorf("after limits: %+v", res)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	r, _ := startZygote(t, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	res, err := r.Exec(ctx, sandbox.ExecRequest{Code: "import time\ntime.sleep(30)"}, &recHost{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error == nil || res.Error.Type != "Killed" || res.SandboxOK || res.Duration > 5*time.Second {
+		t.Errorf("cancelled result %+v", res)
+	}
+	if !r.Healthy() {
+		t.Fatalf("runner unhealthy after cancel: %v", r.Err())
+	}
+
+	h := &recHost{err: errors.New("client went away")}
+	_, err = r.Exec(context.Background(), sandbox.ExecRequest{Code: "import time\nwhile True:\n    print('x', flush=True)\n    time.sleep(0.01)"}, h)
+	if err == nil || !strings.Contains(err.Error(), "client went away") {
+		t.Errorf("output failure: err %v", err)
+	}
+}
+
+func TestZygoteKilledByProgram(t *testing.T) {
+	r, _ := startZygote(t, Options{})
+	res := exec1(t, r, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(5)", nil)
+	if res.SandboxOK || res.Error == nil {
+		t.Errorf("result %+v", res)
+	}
+	if r.Healthy() {
+		t.Errorf("runner healthy after its zygote died")
+	}
+	_, err := r.Exec(context.Background(), sandbox.ExecRequest{Code: "print(1)"}, &recHost{})
+	if !errors.Is(err, pluginapi.ErrUnavailable) {
+		t.Errorf("exec on a dead runner: %v", err)
+	}
+}
+
+func TestPing(t *testing.T) {
+	r, _ := startZygote(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p, err := r.Ping(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.RSSBytes < 1<<20 {
+		t.Errorf("rss %d", p.RSSBytes)
+	}
+}
+
+func TestWorkspaceImports(t *testing.T) {
+	r, ws := startZygote(t, Options{})
+	if err := os.MkdirAll(filepath.Join(ws, "skills", "demo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "skills", "demo", "__init__.py"), []byte("def run():\n    return 'demo ran'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := &recHost{}
+	res := exec1(t, r, "from skills.demo import run\nprint(run())", h)
+	if out, _ := h.out(); out != "demo ran\n" {
+		t.Errorf("stdout %q, result %+v", out, res)
+	}
+}
+
+// TestPythonTypes type-checks the runtime's Python with mypy --strict when
+// mypy is installed.
+func TestPythonTypes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mypy is slow")
+	}
+	mypy, err := exec.LookPath("mypy")
+	if err != nil {
+		t.Skip("mypy is not installed")
+	}
+	cmd := exec.Command(mypy, "--strict", "--python-executable", python, "--cache-dir", t.TempDir(), "cexec")
+	cmd.Dir = "python"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("mypy: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,171 @@
+package runtime
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+//go:embed python/cexec/*.py
+var pythonFiles embed.FS
+
+// Files returns the runtime's Python package, rooted so that it contains
+// cexec/__init__.py and the other modules. Backends that cannot use Install
+// (for example ones that upload files into a VM) copy these.
+func Files() fs.FS {
+	sub, err := fs.Sub(pythonFiles, "python")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	return sub
+}
+
+// Install writes the runtime's Python package into dir (created if needed),
+// which the backend then mounts read-only at ZygoteConfig.LibDir. When
+// python is not empty, the modules are also byte-compiled with it so that
+// sandboxes do not compile them at every start; python must be the
+// interpreter the sandboxes run.
+func Install(ctx context.Context, dir, python string) error {
+	err := fs.WalkDir(Files(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(p))
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		data, err := fs.ReadFile(Files(), p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		return fmt.Errorf("install runtime in %s: %w", dir, err)
+	}
+	if python == "" {
+		return nil
+	}
+	cmd := exec.CommandContext(ctx, python, "-I", "-m", "compileall", "-q", filepath.Join(dir, "cexec"))
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("byte-compile runtime with %s: %w: %s", python, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// DefaultPreload lists the modules a zygote imports while idle, beyond the
+// runtime itself: what generated tool stubs and typical programs import, so
+// forked executions do not pay for them. Chosen to keep an idle zygote
+// within about 15 MiB RSS.
+var DefaultPreload = []string{
+	"typing", "re", "collections", "datetime", "math", "base64", "csv",
+	"pathlib", "dataclasses", "random", "hashlib", "textwrap", "string",
+}
+
+// Rlimits are per-process limits the zygote applies to every execution.
+// Zero leaves a limit unchanged. Backends use them where cgroups are not
+// available.
+type Rlimits struct {
+	AddressSpace int64
+	Processes    int64
+	FileSize     int64
+	OpenFiles    int64
+}
+
+// ZygoteConfig describes how the zygote is started inside a sandbox. Paths
+// are as seen inside the sandbox.
+type ZygoteConfig struct {
+	// Python is the interpreter; default /usr/bin/python3.
+	Python string
+	// LibDir is where Install's directory is mounted; default /cexec/lib.
+	LibDir string
+	// Path is prepended to sys.path after LibDir, in order; default
+	// /cexec and /workspace, which makes servers and skills importable as
+	// namespace packages from /cexec/servers, /cexec/skills and
+	// /workspace/skills.
+	Path []string
+	// Workdir is the programs' working directory; default /workspace.
+	Workdir string
+	// Preload lists modules imported while idle; nil means DefaultPreload.
+	Preload []string
+	Rlimits Rlimits
+	// CtlIn and CtlOut are the zygote's control descriptors (host to zygote
+	// and zygote to host); default 3 and 4.
+	CtlIn, CtlOut int
+}
+
+func (c ZygoteConfig) withDefaults() ZygoteConfig {
+	if c.Python == "" {
+		c.Python = "/usr/bin/python3"
+	}
+	if c.LibDir == "" {
+		c.LibDir = "/cexec/lib"
+	}
+	if c.Path == nil {
+		c.Path = []string{"/cexec", "/workspace"}
+	}
+	if c.Workdir == "" {
+		c.Workdir = "/workspace"
+	}
+	if c.Preload == nil {
+		c.Preload = DefaultPreload
+	}
+	if c.CtlIn == 0 {
+		c.CtlIn = 3
+	}
+	if c.CtlOut == 0 {
+		c.CtlOut = 4
+	}
+	return c
+}
+
+// bootstrap runs in `python -I -c`: isolated mode ignores PYTHON*
+// variables and the current directory, so the runtime puts its own
+// directory on sys.path. A -c string is used rather than a script because
+// scripts are never byte-compiled.
+const bootstrap = "import sys;sys.path.insert(0,sys.argv[1]);from cexec._zygote import main;main(sys.argv[2:])"
+
+// Command returns the zygote's command line.
+func (c ZygoteConfig) Command() []string {
+	c = c.withDefaults()
+	args := []string{c.Python, "-I", "-B", "-c", bootstrap, c.LibDir}
+	for _, p := range c.Path {
+		args = append(args, "--path", p)
+	}
+	args = append(args, "--cwd", c.Workdir)
+	if len(c.Preload) > 0 {
+		args = append(args, "--preload", strings.Join(c.Preload, ","))
+	}
+	for _, l := range []struct {
+		name string
+		v    int64
+	}{{"as", c.Rlimits.AddressSpace}, {"nproc", c.Rlimits.Processes}, {"fsize", c.Rlimits.FileSize}, {"nofile", c.Rlimits.OpenFiles}} {
+		if l.v > 0 {
+			args = append(args, "--rlimit", l.name+"="+strconv.FormatInt(l.v, 10))
+		}
+	}
+	return append(args, "--ctl-in", strconv.Itoa(c.CtlIn), "--ctl-out", strconv.Itoa(c.CtlOut))
+}
+
+// Env returns the environment programs should see for Python to behave as
+// the runtime does, also in Python subprocesses: the same module path, no
+// bytecode written into the workspace, UTF-8.
+func (c ZygoteConfig) Env() map[string]string {
+	c = c.withDefaults()
+	return map[string]string{
+		"PYTHONPATH":              strings.Join(append([]string{c.LibDir}, c.Path...), ":"),
+		"PYTHONDONTWRITEBYTECODE": "1",
+		"PYTHONIOENCODING":        "utf-8",
+		"LANG":                    "C.UTF-8",
+		"PATH":                    "/usr/local/bin:/usr/bin:/bin",
+		"TMPDIR":                  "/tmp",
+		"HOME":                    "/tmp",
+	}
+}
