@@ -147,18 +147,12 @@ func camel(s string) string {
 // order names are claimed; callers claim in a deterministic order.
 type namer struct {
 	taken    map[string]bool
-	reserved map[string]bool // names Python would confuse, compared exactly
-	fold     bool            // compare claimed names case-insensitively (they are file names)
+	reserved []map[string]bool // names Python would confuse, compared exactly (shared, read-only)
+	fold     bool              // compare claimed names case-insensitively (they are file names)
 }
 
 func newNamer(fold bool, reserved ...map[string]bool) *namer {
-	n := &namer{taken: map[string]bool{}, reserved: map[string]bool{}, fold: fold}
-	for _, r := range reserved {
-		for k := range r {
-			n.reserved[k] = true
-		}
-	}
-	return n
+	return &namer{taken: map[string]bool{}, reserved: reserved, fold: fold}
 }
 
 func (n *namer) key(s string) string {
@@ -168,10 +162,18 @@ func (n *namer) key(s string) string {
 	return s
 }
 
+func (n *namer) isReserved(name string) bool {
+	for _, r := range n.reserved {
+		if r[name] {
+			return true
+		}
+	}
+	return false
+}
+
 // free reports whether name may be claimed as it is.
 func (n *namer) free(name string) bool {
-	k := n.key(name)
-	return IsIdentifier(name) && !n.reserved[name] && !n.taken[k] && !isDunder(name)
+	return IsIdentifier(name) && !n.isReserved(name) && !n.taken[n.key(name)] && !isDunder(name)
 }
 
 // claim returns name, or the first free variant of it: "_" appended when it is a keyword or
@@ -184,7 +186,7 @@ func (n *namer) claim(name string) string {
 	for {
 		if isDunder(base) {
 			base = base[1:] // "__init__" → "_init__": no longer special
-		} else if !IsIdentifier(base) || n.reserved[base] {
+		} else if !IsIdentifier(base) || n.isReserved(base) {
 			base += "_"
 		} else {
 			break

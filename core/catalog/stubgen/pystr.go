@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // pyString renders s as a double-quoted Python string literal. Printable non-ASCII text (the
@@ -12,8 +13,9 @@ func pyString(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 2)
 	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch c {
 		case '\\':
 			b.WriteString(`\\`)
 		case '"':
@@ -25,19 +27,27 @@ func pyString(s string) string {
 		case '\t':
 			b.WriteString(`\t`)
 		default:
-			writeRune(&b, r)
+			i += writeRune(&b, s[i:])
+			continue
 		}
+		i++
 	}
 	b.WriteByte('"')
 	return b.String()
 }
 
-// writeRune writes r, escaped when it is not printable (control characters, line and
-// paragraph separators, NUL which Python source may not contain).
-func writeRune(b *strings.Builder, r rune) {
+// writeRune writes the first rune of s, escaped when it is not printable (control
+// characters, line and paragraph separators, NUL which Python source may not contain), and
+// returns its length in s.
+func writeRune(b *strings.Builder, s string) int {
+	if c := s[0]; c >= 0x20 && c < 0x7f {
+		b.WriteByte(c)
+		return 1
+	}
+	r, n := utf8.DecodeRuneInString(s)
 	switch {
 	case unicode.IsPrint(r):
-		b.WriteRune(r)
+		b.WriteRune(r) // U+FFFD for a byte that is not UTF-8
 	case r < 0x100:
 		fmt.Fprintf(b, `\x%02x`, r)
 	case r < 0x10000:
@@ -45,6 +55,7 @@ func writeRune(b *strings.Builder, r rune) {
 	default:
 		fmt.Fprintf(b, `\U%08x`, r)
 	}
+	return n
 }
 
 // normalizeText makes upstream prose safe to lay out line by line: CRLF and CR become LF,
@@ -70,25 +81,27 @@ func normalizeText(s string) string {
 // at the very end), so descriptions stay readable in the stub source agents are shown.
 func docstring(b *strings.Builder, indent, text string) {
 	text = normalizeText(text)
+	b.Grow(len(text) + len(text)/16 + 16)
 	b.WriteString(indent)
 	b.WriteString(`"""`)
-	rs := []rune(text)
-	for i, r := range rs {
-		switch {
-		case r == '\\':
+	for i := 0; i < len(text); {
+		switch c := text[i]; {
+		case c == '\\':
 			b.WriteString(`\\`)
-		case r == '"' && (i+1 == len(rs) || rs[i+1] == '"'):
+		case c == '"' && (i+1 == len(text) || text[i+1] == '"'):
 			b.WriteString(`\"`)
-		case r == '\n':
+		case c == '\n':
 			b.WriteByte('\n')
-			if i+1 < len(rs) && rs[i+1] != '\n' {
+			if i+1 < len(text) && text[i+1] != '\n' {
 				b.WriteString(indent)
 			}
-		case r == '\t':
+		case c == '\t':
 			b.WriteByte('\t')
 		default:
-			writeRune(b, r)
+			i += writeRune(b, text[i:])
+			continue
 		}
+		i++
 	}
 	if strings.Contains(text, "\n") {
 		b.WriteByte('\n')

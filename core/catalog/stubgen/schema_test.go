@@ -188,6 +188,7 @@ func TestInputSchemaShapes(t *testing.T) {
 		{"no properties", `{"type": "object"}`, `t() -> Any`, ""},
 		{"not JSON", `{"type": `, `t(**extra: Any) -> Any`, "input schema: unexpected end of JSON input"},
 		{"not an object", `["x"]`, `t() -> Any`, "not an object schema"},
+		{"nested too deep", strings.Repeat("[", 300) + strings.Repeat("]", 300), `t(**extra: Any) -> Any`, "nested deeper than 256"},
 		{"root $ref", `{"$ref": "#/$defs/A", "$defs": {"A": {"properties": {"a": {"type": "string"}}, "required": ["a"]}}}`, `t(*, a: str) -> Any`, ""},
 		{"allOf root", `{"allOf": [{"properties": {"a": {"type": "string"}}, "required": ["a"]}, {"properties": {"b": {"type": "integer"}}}]}`, `t(*, a: str, b: int | None = None) -> Any`, ""},
 		{"anyOf root", `{"anyOf": [{"properties": {"a": {}, "b": {}}, "required": ["a", "b"]}, {"properties": {"a": {}}, "required": ["a"]}]}`, `t(*, a: Any, b: Any = None) -> Any`, ""},
