@@ -127,7 +127,4 @@ func TestGenerateNames(t *testing.T) {
 	if imp := st[1].Import(); imp != "from servers.my_server_2 import a" {
 		t.Errorf("Import() = %q", imp)
 	}
-	if got := PackageName("bing-cn-mcp"); got != "bing_cn_mcp" {
-		t.Errorf("PackageName = %q", got)
-	}
 }

@@ -39,7 +39,7 @@ func buildTool(fn string, tool Tool) *toolModel {
 	if prefix == "" {
 		prefix = "Tool"
 	}
-	m := newModule(prefix, fn)
+	m := newModule(fn)
 
 	// Input schema → parameters.
 	var params []param

@@ -178,7 +178,6 @@ type field struct {
 // module is the per-tool state shared by the input and output schema: definitions and their
 // names live in one Python module.
 type module struct {
-	prefix   string // CamelCase tool name, the stem of generated type names
 	names    *namer
 	dicts    map[*jv]*typeDef // TypedDicts by object schema
 	aliases  map[*jv]*typeDef // aliases by $ref target
@@ -189,9 +188,8 @@ type module struct {
 	warned   map[string]bool
 }
 
-func newModule(prefix string, reserved ...string) *module {
+func newModule(reserved ...string) *module {
 	m := &module{
-		prefix:  prefix,
 		names:   newNamer(false, pyBuiltins, moduleNames, setOf(reserved...)),
 		dicts:   map[*jv]*typeDef{},
 		aliases: map[*jv]*typeDef{},
@@ -262,7 +260,7 @@ func (t *typer) plain(s *jv, hint string, depth int, direct []*typeDef) *pyType 
 	}
 	own := t.allOf(s, hint, depth, direct)
 	if own == nil {
-		own = t.ownType(s, hint, depth, direct)
+		own = t.ownType(s, hint, depth)
 	}
 	alts := append(append([]*jv(nil), s.list("anyOf")...), s.list("oneOf")...)
 	if len(alts) == 0 {
@@ -298,7 +296,7 @@ func (t *typer) plain(s *jv, hint string, depth int, direct []*typeDef) *pyType 
 
 // ownType maps the "type" keyword (or, without it, the keywords that imply one); nil when
 // the schema says nothing about its type.
-func (t *typer) ownType(s *jv, hint string, depth int, direct []*typeDef) *pyType {
+func (t *typer) ownType(s *jv, hint string, depth int) *pyType {
 	var names []string
 	switch tv := s.get("type"); {
 	case tv != nil && tv.kind == jString:

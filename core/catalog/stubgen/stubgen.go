@@ -18,6 +18,18 @@
 // parameter defaults to None and is sent only when not None. Either way an omitted argument
 // reaches the server as omitted, so the server applies its own default exactly as for a
 // plain MCP client, and a default that fails the schema's own constraints is never sent.
+//
+// Names: tool, package and parameter names become ASCII identifiers (dashes, dots and spaces
+// to "_", accents dropped, a "_" before a leading digit, "_" after keywords and, for
+// module-level names, builtins); collisions get "_2", "_3"... deterministically. The body
+// always sends the original MCP names.
+//
+// Limits: a TypedDict cannot also admit arbitrary keys, so an object with properties is a
+// TypedDict even when additionalProperties allows more (top-level additionalProperties become
+// **kwargs); an optional parameter without a non-null default cannot send an explicit null;
+// references to other documents are typed Any (reported in Stub.Warnings). After first use,
+// servers.<pkg>.<tool> is the function, not its module: import tools as
+// `from servers.<pkg> import <tool>`.
 package stubgen
 
 import (
@@ -84,12 +96,6 @@ type Stub struct {
 func (s Stub) Import() string {
 	pkg := s.Module[:strings.LastIndexByte(s.Module, '.')]
 	return "from " + pkg + " import " + s.Function
-}
-
-// PackageName is the Python package name of a server when no other server claims it first:
-// the name made an ASCII identifier ("bing-cn-mcp" → bing_cn_mcp, "12306-mcp" → _12306_mcp).
-func PackageName(server string) string {
-	return newNamer(true).claim(identifier(server, "server"))
 }
 
 // Generate renders the packages of servers, in the order given. Package and function names
