@@ -37,19 +37,20 @@ type Analyzer struct {
 	opts  AnalyzerOptions
 	extra map[string]struct{}
 
-	// stems caches Snowball results: stemming costs about a microsecond
-	// per word, and catalogue vocabularies are small and repetitive.
+	// terms caches token → term (after stopwords and stemming; "" when
+	// dropped) when stemming is on: stemming costs about a microsecond per
+	// word, and catalogue vocabularies are small and repetitive.
 	mu    sync.RWMutex
-	stems map[string]string
+	terms map[string]string
 }
 
-// maxStemCache bounds the stem cache; past it the cache starts over rather
-// than growing without limit on adversarial input.
-const maxStemCache = 1 << 18
+// maxTermCache bounds the shared cache; past it the cache starts over
+// rather than growing without limit on adversarial input.
+const maxTermCache = 1 << 18
 
 // NewAnalyzer returns an analyzer for opts.
 func NewAnalyzer(opts AnalyzerOptions) *Analyzer {
-	a := &Analyzer{opts: opts, extra: map[string]struct{}{}, stems: map[string]string{}}
+	a := &Analyzer{opts: opts, extra: map[string]struct{}{}, terms: map[string]string{}}
 	for _, w := range opts.ExtraStopwords {
 		a.extra[strings.ToLower(w)] = struct{}{}
 	}
@@ -61,12 +62,24 @@ func (a *Analyzer) Options() AnalyzerOptions { return a.opts }
 
 // Analyze appends the terms of text to dst and returns it.
 func (a *Analyzer) Analyze(dst []string, text string) []string {
+	a.tokens(text, func(tok string) {
+		if t := a.term(tok); t != "" {
+			dst = append(dst, t)
+		}
+	})
+	return dst
+}
+
+// tokens calls fn with each lower-case token of text, before stopwords and
+// stemming (see term). Tokens may point into text.
+func (a *Analyzer) tokens(text string, fn func(tok string)) {
+	underscore := !a.opts.SplitIdentifiers
 	i := 0
 	for i < len(text) {
 		r, size := utf8.DecodeRuneInString(text[i:])
 		switch {
 		case isCJK(r):
-			j := i
+			j := i + size
 			for j < len(text) {
 				r2, s2 := utf8.DecodeRuneInString(text[j:])
 				if !isCJK(r2) {
@@ -74,34 +87,36 @@ func (a *Analyzer) Analyze(dst []string, text string) []string {
 				}
 				j += s2
 			}
-			dst = a.cjk(dst, text[i:j])
+			a.cjk(text[i:j], fn)
 			i = j
-		case isWordRune(r, !a.opts.SplitIdentifiers):
-			j := i
+		case isWordRune(r, underscore):
+			j := i + size
 			for j < len(text) {
 				r2, s2 := utf8.DecodeRuneInString(text[j:])
-				if isCJK(r2) || !isWordRune(r2, !a.opts.SplitIdentifiers) {
+				if isCJK(r2) || !isWordRune(r2, underscore) {
 					break
 				}
 				j += s2
 			}
 			if a.opts.SplitIdentifiers {
-				dst = a.split(dst, text[i:j])
+				split(text[i:j], fn)
 			} else {
-				dst = a.emit(dst, strings.ToLower(text[i:j]))
+				emit(strings.ToLower(text[i:j]), fn)
 			}
 			i = j
 		default:
 			i += size
 		}
 	}
-	return dst
 }
 
 // isWordRune reports whether r belongs to a word; underscore joins words
 // only when identifiers are not split.
 func isWordRune(r rune, underscore bool) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || (underscore && r == '_')
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || (underscore && r == '_')
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
 }
 
 // isCJK reports whether r is a Han, Hiragana, Katakana or Hangul character.
@@ -112,44 +127,40 @@ func isCJK(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
 }
 
-func (a *Analyzer) cjk(dst []string, run string) []string {
-	if !a.opts.CJKBigrams {
-		return append(dst, run)
-	}
-	if utf8.RuneCountInString(run) == 1 {
-		return append(dst, run)
+func (a *Analyzer) cjk(run string, fn func(string)) {
+	if !a.opts.CJKBigrams || utf8.RuneCountInString(run) == 1 {
+		fn(run)
+		return
 	}
 	prev := 0
-	_, s := utf8.DecodeRuneInString(run)
-	cur := s
+	_, cur := utf8.DecodeRuneInString(run)
 	for cur < len(run) {
 		_, s2 := utf8.DecodeRuneInString(run[cur:])
-		dst = append(dst, run[prev:cur+s2])
+		fn(run[prev : cur+s2])
 		prev = cur
 		cur += s2
 	}
-	return dst
 }
 
 // split breaks one word (letters and digits only) at camelCase and
-// letter/digit boundaries: "HTTPServer" → HTTP, Server; "mp3" → mp, 3.
-func (a *Analyzer) split(dst []string, word string) []string {
+// letter/digit boundaries: "HTTPServer" → HTTP, Server; "mp3" → mp, 3. A
+// word that splits also yields its joined form.
+func split(word string, fn func(string)) {
 	start := 0
 	parts := 0
 	var prev rune
 	for i, r := range word {
 		if i > 0 && boundary(prev, r, word[i+utf8.RuneLen(r):]) {
-			dst = a.emit(dst, strings.ToLower(word[start:i]))
+			emit(strings.ToLower(word[start:i]), fn)
 			start = i
 			parts++
 		}
 		prev = r
 	}
-	dst = a.emit(dst, strings.ToLower(word[start:]))
+	emit(strings.ToLower(word[start:]), fn)
 	if parts > 0 {
-		dst = a.emit(dst, strings.ToLower(word))
+		emit(strings.ToLower(word), fn)
 	}
-	return dst
 }
 
 // boundary reports whether a word splits between prev and r; rest is the text
@@ -168,48 +179,60 @@ func boundary(prev, r rune, rest string) bool {
 	return false
 }
 
-// emit applies stopwords and stemming to one lower-case token.
-func (a *Analyzer) emit(dst []string, tok string) []string {
-	if tok == "" {
-		return dst
+// emit passes on a token unless it is a single Latin letter: those are
+// left over from splitting ("v2", "x_axis") and carry no meaning; single
+// digits and CJK characters do.
+func emit(tok string, fn func(string)) {
+	if tok == "" || len(tok) == 1 && tok[0] >= 'a' && tok[0] <= 'z' {
+		return
 	}
-	// Single Latin letters left over from splitting ("v2", "x_axis") carry
-	// no meaning; single digits and CJK characters do.
-	if len(tok) == 1 && tok[0] >= 'a' && tok[0] <= 'z' {
-		return dst
-	}
-	if a.opts.Stopwords {
-		if english.IsStopWord(tok) {
-			return dst
-		}
-		if _, ok := a.extra[tok]; ok {
-			return dst
-		}
-	}
-	if a.opts.Stem {
-		tok = a.stem(tok)
-	}
-	return append(dst, tok)
+	fn(tok)
 }
 
-func (a *Analyzer) stem(tok string) string {
+// term applies stopwords and stemming to a token: "" means dropped. The
+// result never points into the analysed text when stemming is on (it comes
+// from the cache); callers that keep it otherwise must clone it.
+func (a *Analyzer) term(tok string) string {
+	if !a.opts.Stem {
+		if a.stopword(tok) {
+			return ""
+		}
+		return tok
+	}
 	a.mu.RLock()
-	s, ok := a.stems[tok]
+	t, ok := a.terms[tok]
 	a.mu.RUnlock()
 	if ok {
-		return s
+		return t
 	}
-	s = tok
-	if stemmable(tok) {
-		s = english.Stem(tok, true)
+	switch {
+	case a.stopword(tok):
+		t = ""
+	case stemmable(tok):
+		t = english.Stem(tok, true)
+	default:
+		// tok may point into a long description; the cache must not keep
+		// that alive.
+		t = strings.Clone(tok)
 	}
 	a.mu.Lock()
-	if len(a.stems) >= maxStemCache {
-		a.stems = map[string]string{}
+	if len(a.terms) >= maxTermCache {
+		a.terms = map[string]string{}
 	}
-	a.stems[tok] = s
+	a.terms[strings.Clone(tok)] = t
 	a.mu.Unlock()
-	return s
+	return t
+}
+
+func (a *Analyzer) stopword(tok string) bool {
+	if !a.opts.Stopwords {
+		return false
+	}
+	if english.IsStopWord(tok) {
+		return true
+	}
+	_, ok := a.extra[tok]
+	return ok
 }
 
 // stemmable reports whether tok is a plain ASCII word; the English stemmer

@@ -20,6 +20,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -218,22 +219,17 @@ type preparedDoc struct {
 func (ix *Index) prepareAll(docs []Doc) []preparedDoc {
 	out := make([]preparedDoc, len(docs))
 	workers := min(runtime.GOMAXPROCS(0), (len(docs)+63)/64)
-	if workers <= 1 {
-		for i, d := range docs {
-			out[i] = ix.prepare(d)
-		}
-		return out
-	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
+	for range max(workers, 1) {
 		wg.Go(func() {
+			w := preparer{ix: ix, tok: map[string]int32{}, termID: map[string]int32{}}
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(docs) {
 					return
 				}
-				out[i] = ix.prepare(docs[i])
+				out[i] = w.prepare(docs[i])
 			}
 		})
 	}
@@ -241,30 +237,67 @@ func (ix *Index) prepareAll(docs []Doc) []preparedDoc {
 	return out
 }
 
-func (ix *Index) prepare(d Doc) preparedDoc {
+// preparer is one analysis goroutine's state: it maps each distinct token
+// to a local term id once, so the per-token work of a batch is one map
+// lookup. Its maps may point into the batch's texts and die with it.
+type preparer struct {
+	ix     *Index
+	tok    map[string]int32 // token → local term id, -1 when dropped
+	termID map[string]int32 // term → local term id
+	terms  []string         // local term id → term
+	stamp  []uint32         // local term id → last doc number that had it
+	at     []int32          // local term id → index into that doc's terms
+	doc    uint32
+}
+
+func (w *preparer) prepare(d Doc) preparedDoc {
 	p := preparedDoc{id: d.ID, hash: d.Hash, server: d.Server, kind: d.Kind}
 	fields := Fields(d)
-	pos := map[string]int{}
-	var toks []string
+	w.doc++
 	for f := range NumFields {
-		if ix.opts.Weights[f] == 0 {
+		if w.ix.opts.Weights[f] == 0 {
 			continue
 		}
-		toks = ix.an.Analyze(toks[:0], fields[f])
-		p.lens[f] = uint32(len(toks))
-		for _, t := range toks {
-			i, ok := pos[t]
+		n := uint32(0)
+		w.ix.an.tokens(fields[f], func(tok string) {
+			id, ok := w.tok[tok]
 			if !ok {
-				i = len(p.terms)
-				pos[t] = i
-				p.terms = append(p.terms, termFreq{term: t})
+				id = w.local(tok)
+				w.tok[tok] = id
 			}
-			if p.terms[i].tf[f] < math.MaxUint8 {
-				p.terms[i].tf[f]++
+			if id < 0 {
+				return
 			}
-		}
+			n++
+			if w.stamp[id] != w.doc {
+				w.stamp[id] = w.doc
+				w.at[id] = int32(len(p.terms))
+				p.terms = append(p.terms, termFreq{term: w.terms[id]})
+			}
+			if tf := &p.terms[w.at[id]].tf[f]; *tf < math.MaxUint8 {
+				*tf++
+			}
+		})
+		p.lens[f] = n
 	}
 	return p
+}
+
+// local returns tok's local term id, -1 for a dropped token.
+func (w *preparer) local(tok string) int32 {
+	t := w.ix.an.term(tok)
+	if t == "" {
+		return -1
+	}
+	if id, ok := w.termID[t]; ok {
+		return id
+	}
+	id := int32(len(w.terms))
+	w.termID[t] = id
+	w.terms = append(w.terms, t)
+	w.stamp = append(w.stamp, 0)
+	w.at = append(w.at, 0)
+	return id
 }
 
 func (ix *Index) addLocked(p *preparedDoc) {
@@ -274,7 +307,8 @@ func (ix *Index) addLocked(p *preparedDoc) {
 		t, ok := ix.terms[tf.term]
 		if !ok {
 			t = uint32(len(ix.post))
-			ix.terms[tf.term] = t
+			// Clone: the term may point into the document's text.
+			ix.terms[strings.Clone(tf.term)] = t
 			ix.post = append(ix.post, postingList{})
 			ix.df = append(ix.df, 0)
 		}
