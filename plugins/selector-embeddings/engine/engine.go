@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -176,7 +177,7 @@ func (e *Engine) Search(ctx context.Context, req selector.SearchRequest) (select
 	if err := ctx.Err(); err != nil {
 		return selector.SearchResponse{}, err
 	}
-	if req.Limit <= 0 {
+	if req.Limit <= 0 || strings.TrimSpace(req.Query) == "" {
 		return selector.SearchResponse{}, nil
 	}
 	lex, d, w := e.parts()
