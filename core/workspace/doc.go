@@ -1,0 +1,71 @@
+// Package workspace keeps what outlives one execution, per tenant: the
+// workspace sandboxes mount at /workspace, state files, session logs with
+// checkpoints, and skills. One tenant never sees another's data.
+//
+// # Layout
+//
+//	<data_dir>/tenants/<id>/            0700, created on first use
+//	    tenant.json                     created and last-used times (for GC)
+//	    workspace/                      mounted read-write at /workspace
+//	        state/<name>.json|.yaml     state files, same bytes in and out
+//	        skills/<name>/SKILL.md      the tenant's skills
+//	        skills/<name>/__init__.py
+//	    sessions/<session>.jsonl        session log, append-only, 0600
+//	    sessions/<session>.meta.json    its summary, a cache
+//
+// Session logs sit outside the workspace so sandboxed code cannot read or
+// forge them. The repository's skills/ folder is shared read-only and
+// mounted at /cexec/skills.
+//
+// # Wiring
+//
+//	ws, err := workspace.New(workspace.Options{
+//		DataDir: cfg.Daemon.DataDir, Tenants: cfg.Tenants,
+//		SharedSkillsDir: "/path/to/repo/skills",
+//	})
+//	t, err := ws.Tenant("acme")          // validated id; folders created
+//	if !t.Allowed("github") { ... }       // allowed_servers
+//	run, err := t.Begin(sessionID)        // slot (max_concurrent), session
+//	mounts := t.Mounts()                  // /workspace rw, /cexec/skills ro
+//	... run the code; route host calls:
+//	if workspace.HandlesMethod(method) {
+//		return ws.HandleHostCall(ctx, "acme", run.Session(), method, params)
+//	}
+//	entry, err := run.Finish(workspace.Entry{Code: code, Result: &res})
+//	// err wraps ErrQuotaExceeded when the workspace is now over quota.
+//
+// PYTHONPATH in the sandbox must list /workspace before /cexec, so that
+// `skills` is one namespace package and `from skills.<name> import ...`
+// finds a tenant's skill before a shared one of the same name, as ListSkills
+// and GetSkill report.
+//
+// # Decisions
+//
+//   - Tenant ids are [a-z0-9][a-z0-9_-]{0,63}; state names and session ids
+//     [A-Za-z0-9][A-Za-z0-9._-]{0,127} without ".."; skill names lowercase
+//     Python identifiers. All are single path components, and every file
+//     access inside a workspace goes through os.Root, so a symlink planted by
+//     sandboxed code cannot lead the daemon out of the tenant's folder.
+//   - State is JSON or YAML. Pickle is refused by the host API because
+//     loading a pickle runs code and the host would be the one loading it;
+//     sandboxed code may still write any file under /workspace/state itself.
+//     YAML is converted to and from JSON without losing key order or the
+//     text of numbers.
+//   - Writes of state and skills are atomic and durable (temporary file,
+//     fsync, rename, fsync of the folder) and checked against the size limit
+//     and the disk quota before anything is written. Writes that do not grow
+//     the workspace always pass, so a tenant over quota can clean up.
+//   - Disk usage is the sum of the apparent sizes of the workspace's files.
+//     It is cached and updated by the host's own writes, and measured again
+//     (a walk) after each execution, when sandboxed code may have written
+//     anything.
+//   - Session log appends are one write(2) of one line with O_APPEND,
+//     fsynced by default (Options.LogSync). A crash can leave only a torn
+//     last line: readers skip and report it, the next append cuts it off.
+//   - A tenant's own skill wins over a shared one of the same name, and
+//     SaveSkill refuses to create such a clash (shared skills are
+//     read-only; a clash only appears when a shared skill is added later).
+//   - GC removes tenants unused for longer than a given age, never a
+//     declared one or one with an execution running; the folder is renamed
+//     away first, so a tenant is either all there or gone.
+package workspace

@@ -1,0 +1,69 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cexec/cexec/pluginapi"
+)
+
+// Execution is one execution's hold on its tenant: a concurrency slot, the
+// session it belongs to and a snapshot of the state folder. Begin it before
+// running code and Finish it after, whatever happened.
+type Execution struct {
+	t       *Tenant
+	session string
+	start   time.Time
+	before  map[string]stateStamp
+	release func()
+	once    sync.Once
+}
+
+// Begin starts an execution in session, or in a new session when session is
+// "". It takes one of the tenant's slots and fails with
+// ErrTooManyExecutions when none is free.
+func (t *Tenant) Begin(session string) (*Execution, error) {
+	if session == "" {
+		session = NewSessionID()
+	} else if err := ValidateSessionID(session); err != nil {
+		return nil, err
+	}
+	release, err := t.Acquire()
+	if err != nil {
+		return nil, err
+	}
+	return &Execution{t: t, session: session, start: t.m.now(), before: t.snapshotState(), release: release}, nil
+}
+
+// Session is the execution's session id.
+func (x *Execution) Session() string { return x.session }
+
+// Tenant is the execution's tenant.
+func (x *Execution) Tenant() *Tenant { return x.t }
+
+// Finish ends the execution: it releases the slot, logs e in the session as
+// an execution entry (Duration and StateFiles filled in when empty: the
+// state files sandboxed code or host calls added, changed or removed) and
+// checks the disk quota. The entry is logged even when the workspace is now
+// over quota; the error then wraps ErrQuotaExceeded, for the agent to see.
+// Only the first call does anything.
+func (x *Execution) Finish(e Entry) (Entry, error) {
+	first := false
+	x.once.Do(func() { first = true })
+	if !first {
+		return Entry{}, fmt.Errorf("session %s: execution already finished: %w", x.session, pluginapi.ErrInvalidArgument)
+	}
+	x.release()
+	e.Kind = KindExecution
+	if e.Duration == 0 {
+		e.Duration = Duration(x.t.m.now().Sub(x.start))
+	}
+	if e.StateFiles == nil {
+		e.StateFiles = stateChanges(x.before, x.t.snapshotState())
+	}
+	logged, lerr := x.t.Append(x.session, e)
+	_, qerr := x.t.CheckQuota()
+	return logged, errors.Join(lerr, qerr)
+}

@@ -1,0 +1,182 @@
+package workspace
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// tempPrefix marks files and folders that are being written. Valid names
+// never start with a dot, so a temporary file can never be mistaken for
+// state, a skill or a session, and leftovers of a crash are recognisable.
+const tempPrefix = ".cexec-tmp-"
+
+func tempName(name string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return tempPrefix + name + "-" + hex.EncodeToString(b[:])
+}
+
+// writeAtomic replaces dir/name inside root with data: a temporary file in
+// the same directory, fsync, rename over the old file, fsync the directory.
+// A crash at any point leaves either the old or the new content, never a
+// mix; the temporary file is removed on error. Going through root means a
+// symlink planted by sandboxed code cannot redirect the write out of it.
+func writeAtomic(root *os.Root, dir, name string, data []byte, sync bool) error {
+	tmp := path.Join(dir, tempName(name))
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(tmp, path.Join(dir, name))
+	}
+	if err != nil {
+		_ = root.Remove(tmp)
+		return err
+	}
+	if sync {
+		return syncDir(root, dir)
+	}
+	return nil
+}
+
+// syncDir makes a rename or unlink in dir durable.
+func syncDir(root *os.Root, dir string) error {
+	d, err := root.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// exchange atomically swaps dir/a and dir/b (renameat2 RENAME_EXCHANGE), so
+// a skill folder is replaced without a moment in which it is missing. On
+// file systems without exchange it falls back to two renames.
+func exchange(root *os.Root, dir, a, b string) error {
+	d, err := root.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	// Both names are single components resolved relative to the directory's
+	// descriptor, so no symlink is followed.
+	fd := int(d.Fd())
+	err = unix.Renameat2(fd, a, fd, b, unix.RENAME_EXCHANGE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		aside := tempName(b)
+		if err = unix.Renameat(fd, b, fd, aside); err != nil {
+			return err
+		}
+		if err = unix.Renameat(fd, a, fd, b); err != nil {
+			return err
+		}
+		return unix.Renameat(fd, aside, fd, a)
+	}
+	return err
+}
+
+// openRegular opens dir/name for reading and insists on a regular file of at
+// most max bytes. O_NONBLOCK keeps a FIFO planted by sandboxed code from
+// blocking the daemon; it has no effect on regular files.
+func openRegular(root *os.Root, name string, max int64) (*os.File, int64, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, fmt.Errorf("%s is not a regular file", name)
+	}
+	if max > 0 && st.Size() > max {
+		f.Close()
+		return nil, 0, fmt.Errorf("%s is %s; the limit is %s: %w", name, humanBytes(st.Size()), humanBytes(max), ErrTooLarge)
+	}
+	return f, st.Size(), nil
+}
+
+// readRegular reads a whole regular file of at most max bytes.
+func readRegular(root *os.Root, name string, max int64) ([]byte, error) {
+	f, size, err := openRegular(root, name, max)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// The file may grow between Stat and Read; never read past max.
+	limit := size + 1
+	if max > 0 && limit > max+1 {
+		limit = max + 1
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit))
+	if err != nil {
+		return nil, err
+	}
+	if max > 0 && int64(len(data)) > max {
+		return nil, fmt.Errorf("%s grew past the limit of %s: %w", name, humanBytes(max), ErrTooLarge)
+	}
+	return data, nil
+}
+
+// removeTemps deletes leftovers of writes interrupted by a crash in dir.
+func removeTemps(root *os.Root, dir string) {
+	d, err := root.Open(dir)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		if strings.HasPrefix(n, tempPrefix) {
+			_ = root.RemoveAll(path.Join(dir, n))
+		}
+	}
+}
+
+// mkdirs creates directories inside root, tolerating existing ones.
+func mkdirs(root *os.Root, names ...string) error {
+	for _, n := range names {
+		if err := root.Mkdir(n, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// humanBytes formats a size for error messages.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,470 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/pluginapi"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxStateBytes = 10 << 20
+	DefaultPython        = "/usr/bin/python3"
+)
+
+// SyncPolicy says when session log appends are flushed to stable storage.
+type SyncPolicy int
+
+const (
+	// SyncEach fsyncs after every append: an acknowledged entry survives a
+	// power cut. The default.
+	SyncEach SyncPolicy = iota
+	// SyncNone leaves flushing to the kernel: an acknowledged entry survives
+	// a crash of cexecd (kill -9) but not of the machine.
+	SyncNone
+)
+
+// Quota bounds one tenant. Zero values mean unlimited.
+type Quota struct {
+	// DiskBytes bounds the workspace: the sizes of all its files.
+	DiskBytes int64
+	// MaxConcurrent bounds simultaneous executions.
+	MaxConcurrent int
+	// AllowedServers lists the upstream servers the tenant may call; nil
+	// allows all of them.
+	AllowedServers []string
+}
+
+// Options configure a Manager.
+type Options struct {
+	// DataDir is cexecd's data_dir (absolute). Tenants live under
+	// DataDir/tenants/<id>.
+	DataDir string
+	// Tenants are the tenant blocks of cexec.hcl. They set quotas, and GC
+	// never removes a declared tenant.
+	Tenants []*config.Tenant
+	// DefaultQuota applies to tenants without a block.
+	DefaultQuota Quota
+	// DeclaredOnly refuses tenants without a block instead of creating them
+	// on first use.
+	DeclaredOnly bool
+	// SharedSkillsDir is the repository's skills/ folder, mounted read-only
+	// at /cexec/skills in sandboxes; "" means no shared skills.
+	SharedSkillsDir string
+	// Python checks skill code (compile only, never run); default
+	// /usr/bin/python3, symlinks resolved.
+	Python string
+	// MaxStateBytes bounds one state file; default 10 MiB.
+	MaxStateBytes int64
+	// LogSync is the session log fsync policy; default SyncEach.
+	LogSync SyncPolicy
+	// Logger receives warnings (repaired logs, GC); nil discards them.
+	Logger hclog.Logger
+	// Now is the clock; nil means time.Now. Tests move it.
+	Now func() time.Time
+}
+
+// OptionsFromConfig returns the Options a daemon with cfg uses: its data_dir
+// and tenant blocks, defaults for everything else.
+func OptionsFromConfig(cfg *config.Config) Options {
+	return Options{DataDir: cfg.Daemon.DataDir, Tenants: cfg.Tenants}
+}
+
+// Manager owns the tenants under one data_dir. It is safe for concurrent
+// use. Only one Manager (one cexecd) may use a data_dir at a time: the
+// concurrency counts and the per-session append locks live in memory.
+type Manager struct {
+	opts     Options
+	dir      string // DataDir/tenants
+	declared map[string]*config.Tenant
+	log      hclog.Logger
+	now      func() time.Time
+	// noStateSync skips the fsyncs of state writes; benchmarks set it to
+	// show what the fsyncs cost. Nothing else does.
+	noStateSync bool
+
+	mu      sync.Mutex
+	tenants map[string]*Tenant
+	closed  bool
+}
+
+// gcPrefix names a tenant folder being deleted by GC: it is renamed first so
+// the tenant disappears atomically, then removed.
+const gcPrefix = ".gc-"
+
+// New checks opts and prepares DataDir/tenants (mode 0700). It removes what
+// an interrupted GC left behind.
+func New(opts Options) (*Manager, error) {
+	if !filepath.IsAbs(opts.DataDir) {
+		return nil, fmt.Errorf("workspace: data_dir %q is not absolute: %w", opts.DataDir, pluginapi.ErrInvalidArgument)
+	}
+	if opts.MaxStateBytes <= 0 {
+		opts.MaxStateBytes = DefaultMaxStateBytes
+	}
+	if opts.Python == "" {
+		opts.Python = DefaultPython
+	}
+	if opts.SharedSkillsDir != "" && !filepath.IsAbs(opts.SharedSkillsDir) {
+		return nil, fmt.Errorf("workspace: shared skills folder %q is not absolute: %w", opts.SharedSkillsDir, pluginapi.ErrInvalidArgument)
+	}
+	m := &Manager{
+		opts:     opts,
+		dir:      filepath.Join(opts.DataDir, "tenants"),
+		declared: map[string]*config.Tenant{},
+		log:      opts.Logger,
+		now:      opts.Now,
+		tenants:  map[string]*Tenant{},
+	}
+	if m.log == nil {
+		m.log = hclog.NewNullLogger()
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	for _, t := range opts.Tenants {
+		if err := ValidateTenantID(t.ID); err != nil {
+			return nil, fmt.Errorf("workspace: tenant block: %w", err)
+		}
+		m.declared[t.ID] = t
+	}
+	if err := os.MkdirAll(m.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("workspace: create tenants folder: %w", err)
+	}
+	names, err := readDirNames(m.dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: read tenants folder: %w", err)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, gcPrefix) {
+			if err := os.RemoveAll(filepath.Join(m.dir, n)); err != nil {
+				m.log.Warn("remove leftover of an interrupted tenant gc", "dir", n, "error", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+// Close releases the open tenant folders. The Manager is unusable after.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for _, t := range m.tenants {
+		errs = append(errs, t.close())
+	}
+	m.tenants, m.closed = map[string]*Tenant{}, true
+	return errors.Join(errs...)
+}
+
+// Tenant returns the tenant with that id, creating its folders on first use:
+// DataDir/tenants/<id>/ (0700) holding workspace/ (mounted at /workspace,
+// with state/ and skills/), sessions/ and tenant.json. Handles are shared
+// and cheap; get one per request.
+func (m *Manager) Tenant(id string) (*Tenant, error) {
+	if err := ValidateTenantID(id); err != nil {
+		return nil, err
+	}
+	decl := m.declared[id]
+	if decl == nil && m.opts.DeclaredOnly {
+		return nil, fmt.Errorf("tenant %q is not configured: %w", id, pluginapi.ErrNotFound)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("tenant %s: %w", id, errManagerClosed)
+	}
+	if t := m.tenants[id]; t != nil {
+		return t, nil
+	}
+	t, err := m.open(id, decl)
+	if err != nil {
+		return nil, fmt.Errorf("open tenant %s: %w", id, err)
+	}
+	m.tenants[id] = t
+	return t, nil
+}
+
+// open creates or opens a tenant's folders. Called with m.mu held.
+func (m *Manager) open(id string, decl *config.Tenant) (*Tenant, error) {
+	dir := filepath.Join(m.dir, id)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tenant{m: m, id: id, dir: dir, root: root, declared: decl != nil, quota: m.opts.DefaultQuota}
+	if decl != nil {
+		t.quota = Quota{DiskBytes: decl.DiskQuota, MaxConcurrent: decl.MaxConcurrent, AllowedServers: decl.AllowedServers}
+	}
+	if err := mkdirs(root, "workspace", "sessions"); err != nil {
+		root.Close()
+		return nil, err
+	}
+	if t.ws, err = root.OpenRoot("workspace"); err == nil {
+		err = mkdirs(t.ws, "state", "skills")
+	}
+	if err != nil {
+		t.close()
+		return nil, err
+	}
+	for _, d := range []string{"state", "skills"} {
+		removeTemps(t.ws, d)
+	}
+	removeTemps(root, "sessions")
+	removeTemps(root, ".")
+
+	now := m.now().UTC()
+	meta, err := readTenantMeta(root)
+	if err != nil {
+		// First use, or a tenant.json lost to a crash: start the clock now.
+		meta = tenantMeta{ID: id, Created: now, LastUsed: now}
+		if err := writeAtomic(root, ".", tenantFile, mustJSON(meta), false); err != nil {
+			t.close()
+			return nil, err
+		}
+	}
+	t.created, t.lastUsed, t.persistedUse = meta.Created, meta.LastUsed, meta.LastUsed
+	return t, nil
+}
+
+const tenantFile = "tenant.json"
+
+// tenantMeta is tenant.json, the persisted part of a tenant's activity.
+type tenantMeta struct {
+	ID       string    `json:"id"`
+	Created  time.Time `json:"created"`
+	LastUsed time.Time `json:"last_used"`
+}
+
+func readTenantMeta(root *os.Root) (tenantMeta, error) {
+	var meta tenantMeta
+	data, err := readRegular(root, tenantFile, 1<<16)
+	if err == nil {
+		err = json.Unmarshal(data, &meta)
+	}
+	return meta, err
+}
+
+// TenantInfo describes a tenant for `cexecctl tenants ls`.
+type TenantInfo struct {
+	ID string
+	// Declared tenants have a block in cexec.hcl; GC never removes them.
+	Declared bool
+	// Exists is false for a declared tenant that was never used.
+	Exists    bool
+	Created   time.Time
+	LastUsed  time.Time
+	DiskBytes int64
+	Running   int
+	Sessions  int
+	Quota     Quota
+}
+
+// Tenants lists declared tenants and those with a folder, sorted by id.
+func (m *Manager) Tenants(ctx context.Context) ([]TenantInfo, error) {
+	names, err := readDirNames(m.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	ids := map[string]bool{}
+	for _, n := range names {
+		if ValidateTenantID(n) == nil {
+			ids[n] = true
+		}
+	}
+	for id := range m.declared {
+		ids[id] = true
+	}
+	var out []TenantInfo
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		info := TenantInfo{ID: id, Declared: m.declared[id] != nil, Quota: m.opts.DefaultQuota}
+		if d := m.declared[id]; d != nil {
+			info.Quota = Quota{DiskBytes: d.DiskQuota, MaxConcurrent: d.MaxConcurrent, AllowedServers: d.AllowedServers}
+		}
+		if !slices.Contains(names, id) {
+			out = append(out, info)
+			continue
+		}
+		info.Exists = true
+		if t := m.loaded(id); t != nil {
+			t.mu.Lock()
+			info.Created, info.LastUsed, info.Running = t.created, t.lastUsed, t.running
+			t.mu.Unlock()
+			info.DiskBytes, _ = t.DiskUsage()
+		} else {
+			info.Created, info.LastUsed = m.storedUse(id)
+			info.DiskBytes, _ = m.diskUsageOf(id)
+		}
+		if sn, err := readDirNames(filepath.Join(m.dir, id, "sessions")); err == nil {
+			for _, n := range sn {
+				if strings.HasSuffix(n, logSuffix) && !strings.HasPrefix(n, ".") {
+					info.Sessions++
+				}
+			}
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+func (m *Manager) loaded(id string) *Tenant {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tenants[id]
+}
+
+// storedUse reads a tenant's persisted timestamps without opening it; the
+// folder's modification time stands in when tenant.json is unreadable.
+func (m *Manager) storedUse(id string) (created, lastUsed time.Time) {
+	root, err := os.OpenRoot(filepath.Join(m.dir, id))
+	if err == nil {
+		defer root.Close()
+		if meta, err := readTenantMeta(root); err == nil {
+			return meta.Created, meta.LastUsed
+		}
+	}
+	if st, err := os.Stat(filepath.Join(m.dir, id)); err == nil {
+		return st.ModTime().UTC(), st.ModTime().UTC()
+	}
+	return time.Time{}, time.Time{}
+}
+
+func (m *Manager) diskUsageOf(id string) (int64, error) {
+	root, err := os.OpenRoot(filepath.Join(m.dir, id, "workspace"))
+	if err != nil {
+		return 0, err
+	}
+	defer root.Close()
+	return walkUsage(root)
+}
+
+// GCEntry is a tenant GC removed (or would remove, in a dry run).
+type GCEntry struct {
+	ID        string
+	LastUsed  time.Time
+	DiskBytes int64
+}
+
+// GC removes tenants unused for longer than olderThan: their workspace,
+// state, skills and sessions. It never removes a tenant declared in
+// cexec.hcl or one with an execution running. With dryRun it only reports.
+func (m *Manager) GC(ctx context.Context, olderThan time.Duration, dryRun bool) ([]GCEntry, error) {
+	if olderThan <= 0 {
+		return nil, fmt.Errorf("tenant gc: the age must be positive, got %s: %w", olderThan, pluginapi.ErrInvalidArgument)
+	}
+	names, err := readDirNames(m.dir)
+	if err != nil {
+		return nil, fmt.Errorf("tenant gc: %w", err)
+	}
+	slices.Sort(names)
+	var out []GCEntry
+	for _, id := range names {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		if ValidateTenantID(id) != nil || m.declared[id] != nil {
+			continue
+		}
+		e, trash, err := m.collect(id, olderThan, dryRun)
+		if err != nil {
+			return out, fmt.Errorf("tenant gc: %s: %w", id, err)
+		}
+		if e == nil {
+			continue
+		}
+		out = append(out, *e)
+		if trash != "" {
+			// Outside the locks: the tenant is already gone from view.
+			if err := os.RemoveAll(trash); err != nil {
+				return out, fmt.Errorf("tenant gc: remove %s: %w", id, err)
+			}
+			m.log.Info("removed inactive tenant", "tenant", id, "last_used", e.LastUsed, "bytes", e.DiskBytes)
+		}
+	}
+	return out, nil
+}
+
+// collect decides about one tenant and, unless dryRun, renames its folder
+// out of the way (returned as trash). A nil entry means it stays.
+func (m *Manager) collect(id string, olderThan time.Duration, dryRun bool) (*GCEntry, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cutoff := m.now().Add(-olderThan)
+	t := m.tenants[id]
+	var lastUsed time.Time
+	if t != nil {
+		// Waits for state writes and log appends in flight, and keeps new
+		// ones out until the folder is gone.
+		t.life.Lock()
+		defer t.life.Unlock()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.running > 0 {
+			return nil, "", nil
+		}
+		lastUsed = t.lastUsed
+	} else {
+		_, lastUsed = m.storedUse(id)
+	}
+	if !lastUsed.Before(cutoff) {
+		return nil, "", nil
+	}
+	usage, err := m.diskUsageOf(id)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, "", err
+	}
+	e := &GCEntry{ID: id, LastUsed: lastUsed, DiskBytes: usage}
+	if dryRun {
+		return e, "", nil
+	}
+	trash := filepath.Join(m.dir, tempNameFor(gcPrefix, id))
+	if err := os.Rename(filepath.Join(m.dir, id), trash); err != nil {
+		return nil, "", err
+	}
+	if t != nil {
+		t.gone = ErrTenantRemoved
+		_ = t.closeRoots()
+		delete(m.tenants, id)
+	}
+	return e, trash, nil
+}
+
+func tempNameFor(prefix, name string) string {
+	return prefix + strings.TrimPrefix(tempName(name), tempPrefix)
+}
+
+func readDirNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("workspace: marshal %T: %v", v, err))
+	}
+	return b
+}

@@ -1,0 +1,310 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cexec/cexec/pluginapi/sandbox"
+)
+
+// touchEvery bounds how often a tenant's last-used time is written to
+// tenant.json: GC works in days, so a minute of slack costs nothing and
+// saves a file write per request.
+const touchEvery = time.Minute
+
+// Sandbox paths of a tenant's workspace and of the shared skills.
+const (
+	SandboxWorkspace    = "/workspace"
+	SandboxSharedSkills = "/cexec/skills"
+)
+
+// Tenant is one tenant's workspace, state, sessions and skills. Get it from
+// Manager.Tenant; it is safe for concurrent use. Every path it touches is
+// inside the tenant's own folder, reached through an os.Root, so symlinks
+// planted by sandboxed code cannot lead to another tenant or the host.
+type Tenant struct {
+	m        *Manager
+	id       string
+	dir      string // DataDir/tenants/<id>
+	declared bool
+	quota    Quota
+	root     *os.Root // dir: tenant.json, sessions/
+	ws       *os.Root // dir/workspace
+
+	// life is held shared by every file operation and exclusively by GC,
+	// so a tenant is never removed under a write.
+	life sync.RWMutex
+	// wmu serialises workspace writes, so the quota check and the write
+	// are one step.
+	wmu sync.Mutex
+	// sess serialises appends to one session log (striped by session id).
+	sess [32]sync.Mutex
+
+	mu           sync.Mutex
+	running      int
+	gone         error // set when GC removed the tenant or the Manager closed
+	usage        int64
+	usageOK      bool // usage is exact: no execution ran since it was measured
+	created      time.Time
+	lastUsed     time.Time
+	persistedUse time.Time
+}
+
+// ID is the tenant id.
+func (t *Tenant) ID() string { return t.id }
+
+// Declared reports whether cexec.hcl has a block for the tenant.
+func (t *Tenant) Declared() bool { return t.declared }
+
+// Quota returns the tenant's limits.
+func (t *Tenant) Quota() Quota { return t.quota }
+
+// WorkspaceDir is the host folder mounted read-write at /workspace.
+func (t *Tenant) WorkspaceDir() string { return filepath.Join(t.dir, "workspace") }
+
+// Mounts returns what a sandbox of this tenant mounts: the workspace
+// read-write at /workspace and, when configured, the shared skills
+// read-only at /cexec/skills. Put /workspace before /cexec on PYTHONPATH so
+// that `skills` is one namespace package and a tenant's skill wins over a
+// shared one of the same name, as List and Get report.
+func (t *Tenant) Mounts() []sandbox.Mount {
+	ms := []sandbox.Mount{{Source: t.WorkspaceDir(), Target: SandboxWorkspace}}
+	if d := t.m.opts.SharedSkillsDir; d != "" {
+		ms = append(ms, sandbox.Mount{Source: d, Target: SandboxSharedSkills, ReadOnly: true})
+	}
+	return ms
+}
+
+// Allowed reports whether the tenant may call tools of the upstream server.
+func (t *Tenant) Allowed(server string) bool {
+	return t.quota.AllowedServers == nil || slices.Contains(t.quota.AllowedServers, server)
+}
+
+// Acquire takes one of the tenant's execution slots. It never waits: when
+// MaxConcurrent executions already run it fails with ErrTooManyExecutions.
+// Call release exactly once when the execution ends (later calls do
+// nothing); GC never removes a tenant holding a slot.
+func (t *Tenant) Acquire() (release func(), err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.gone != nil {
+		return nil, fmt.Errorf("tenant %s: %w", t.id, t.gone)
+	}
+	if n := t.quota.MaxConcurrent; n > 0 && t.running >= n {
+		return nil, fmt.Errorf("tenant %s already runs %d of its %d allowed concurrent executions; retry when one finishes: %w",
+			t.id, t.running, n, ErrTooManyExecutions)
+	}
+	t.running++
+	t.usageOK = false
+	t.touchLocked()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			t.running--
+			t.usageOK = false // the sandbox may have written anything
+			t.touchLocked()
+		})
+	}, nil
+}
+
+// Running is the number of executions holding a slot.
+func (t *Tenant) Running() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.running
+}
+
+// LastUsed is the last time the tenant ran code or wrote state, skills or
+// session entries.
+func (t *Tenant) LastUsed() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lastUsed
+}
+
+// DiskUsage is the size of the workspace's files in bytes (apparent sizes,
+// so sparse and hard-linked files count in full). It is cached between
+// executions and kept up to date by the host's own writes; it walks the
+// workspace again after an execution.
+func (t *Tenant) DiskUsage() (int64, error) {
+	if err := t.enter(); err != nil {
+		return 0, err
+	}
+	defer t.exit()
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	return t.usageLocked()
+}
+
+// CheckQuota walks the workspace (sandboxed code may have written anything)
+// and fails with ErrQuotaExceeded when it is over the disk quota. Call it
+// after each execution. It returns the usage either way.
+func (t *Tenant) CheckQuota() (int64, error) {
+	if err := t.enter(); err != nil {
+		return 0, err
+	}
+	defer t.exit()
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	t.mu.Lock()
+	t.usageOK = false
+	t.mu.Unlock()
+	usage, err := t.usageLocked()
+	if err != nil {
+		return 0, fmt.Errorf("tenant %s: measure workspace: %w", t.id, err)
+	}
+	if q := t.quota.DiskBytes; q > 0 && usage > q {
+		return usage, fmt.Errorf("tenant %s: the workspace uses %s of its %s disk quota; delete files under /workspace, state or skills to get below it: %w",
+			t.id, humanBytes(usage), humanBytes(q), ErrQuotaExceeded)
+	}
+	return usage, nil
+}
+
+// usageLocked returns the cached usage or walks the workspace. Called with
+// t.wmu held, so no host write changes the workspace meanwhile.
+func (t *Tenant) usageLocked() (int64, error) {
+	t.mu.Lock()
+	if t.usageOK {
+		u := t.usage
+		t.mu.Unlock()
+		return u, nil
+	}
+	t.mu.Unlock()
+	u, err := walkUsage(t.ws)
+	if err != nil {
+		return 0, err
+	}
+	t.mu.Lock()
+	t.usage, t.usageOK = u, t.running == 0
+	t.mu.Unlock()
+	return u, nil
+}
+
+// reserve checks that replacing oldSize bytes with newSize keeps the
+// workspace within its quota. Writes that do not grow it always pass, so a
+// tenant over quota can still shrink. Called with t.wmu held.
+func (t *Tenant) reserve(what string, oldSize, newSize int64) error {
+	q := t.quota.DiskBytes
+	if q <= 0 || newSize <= oldSize {
+		return nil
+	}
+	usage, err := t.usageLocked()
+	if err != nil {
+		return fmt.Errorf("measure workspace: %w", err)
+	}
+	if after := usage - oldSize + newSize; after > q {
+		return fmt.Errorf("tenant %s: writing %s (%s) would bring the workspace to %s, over its %s disk quota; nothing was written: %w",
+			t.id, what, humanBytes(newSize), humanBytes(after), humanBytes(q), ErrQuotaExceeded)
+	}
+	return nil
+}
+
+// wrote records a finished host write in the usage cache and the tenant's
+// activity. Called with t.wmu held.
+func (t *Tenant) wrote(delta int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.usageOK {
+		t.usage += delta
+	}
+	t.touchLocked()
+}
+
+// touch records activity.
+func (t *Tenant) touch() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.touchLocked()
+}
+
+// touchLocked sets lastUsed and persists it at most every touchEvery; the
+// write is not fsynced because a lost minute of activity does not matter.
+func (t *Tenant) touchLocked() {
+	now := t.m.now().UTC()
+	t.lastUsed = now
+	if t.gone != nil || now.Sub(t.persistedUse) < touchEvery {
+		return
+	}
+	meta := tenantMeta{ID: t.id, Created: t.created, LastUsed: now}
+	if err := writeAtomic(t.root, ".", tenantFile, mustJSON(meta), false); err != nil {
+		t.m.log.Warn("persist tenant last-used time", "tenant", t.id, "error", err)
+		return
+	}
+	t.persistedUse = now
+}
+
+// enter starts a file operation: it fails once GC removed the tenant, and
+// keeps GC out until exit.
+func (t *Tenant) enter() error {
+	t.life.RLock()
+	t.mu.Lock()
+	gone := t.gone
+	t.mu.Unlock()
+	if gone != nil {
+		t.life.RUnlock()
+		return fmt.Errorf("tenant %s: %w", t.id, gone)
+	}
+	return nil
+}
+
+func (t *Tenant) exit() { t.life.RUnlock() }
+
+// sessionLock returns the append lock of a session.
+func (t *Tenant) sessionLock(session string) *sync.Mutex {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(session))
+	return &t.sess[h.Sum32()%uint32(len(t.sess))]
+}
+
+func (t *Tenant) closeRoots() error {
+	var errs []error
+	if t.ws != nil {
+		errs = append(errs, t.ws.Close())
+	}
+	if t.root != nil {
+		errs = append(errs, t.root.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (t *Tenant) close() error {
+	t.mu.Lock()
+	t.gone = errManagerClosed
+	t.mu.Unlock()
+	return t.closeRoots()
+}
+
+// walkUsage sums the sizes of every non-directory entry under root. Files
+// that vanish during the walk (sandboxed code still running) are skipped;
+// the walk never leaves root.
+func walkUsage(root *os.Root) (int64, error) {
+	var total int64
+	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == "." {
+				return err
+			}
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if info, err := d.Info(); err == nil {
+			total += info.Size()
+		}
+		return nil
+	})
+	return total, err
+}
