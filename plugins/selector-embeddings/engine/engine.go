@@ -139,6 +139,7 @@ func (e *Engine) Index(ctx context.Context, req selector.IndexRequest) (selector
 	}
 	lex, d, _ := e.parts()
 	docs := make([]ranker.Doc, 0, len(req.Upserts))
+	valid := req.Upserts[:0:0]
 	var diags pluginapi.Diagnostics
 	for i, doc := range req.Upserts {
 		if doc.ID == "" {
@@ -146,6 +147,7 @@ func (e *Engine) Index(ctx context.Context, req selector.IndexRequest) (selector
 				Summary: "document without id skipped", Detail: fmt.Sprintf("upsert %d (%s/%s) has no id", i, doc.Server, doc.Name)})
 			continue
 		}
+		valid = append(valid, doc)
 		docs = append(docs, ranker.Doc{
 			ID: doc.ID, Kind: doc.Kind, Server: doc.Server, Name: doc.Name,
 			Description: doc.Description, InputSchema: doc.InputSchema, Hash: doc.ContentHash,
@@ -153,6 +155,7 @@ func (e *Engine) Index(ctx context.Context, req selector.IndexRequest) (selector
 	}
 	n := lex.Apply(docs, req.Deletes, req.Reset)
 	if d != nil {
+		req.Upserts = valid
 		d.update(req)
 	}
 	return selector.IndexResponse{Documents: int64(n), Diagnostics: diags}, nil

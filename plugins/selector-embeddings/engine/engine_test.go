@@ -375,3 +375,16 @@ func TestOverGRPC(t *testing.T) {
 		t.Fatalf("reset: %v %+v", err, resp)
 	}
 }
+
+func TestIndexSkipsDocumentsWithoutID(t *testing.T) {
+	e := New(nil)
+	bad := catalogue[0]
+	bad.ID = ""
+	resp, err := e.Index(context.Background(), selector.IndexRequest{Upserts: []selector.Document{bad, catalogue[1]}})
+	if err != nil || resp.Documents != 1 || len(resp.Diagnostics) != 1 || resp.Diagnostics[0].Severity != pluginapi.SeverityWarning {
+		t.Fatalf("index: %v %+v", err, resp)
+	}
+	if got := hitIDs(search(t, e, selector.SearchRequest{Query: "   ", Limit: 3})); len(got) != 0 {
+		t.Fatalf("blank query returned %v", got)
+	}
+}

@@ -167,12 +167,16 @@ func (ix *Index) Hash(id string) (string, bool) {
 func (ix *Index) Apply(upserts []Doc, deletes []string, reset bool) int {
 	// Analyse outside the lock and in parallel: it is most of the work and
 	// needs no index state, so searches keep running meanwhile.
+	deleted := make(map[string]bool, len(deletes))
+	for _, id := range deletes {
+		deleted[id] = true
+	}
 	todo := make([]Doc, 0, len(upserts))
 	for _, d := range upserts {
 		if d.Hash == "" {
 			d.Hash = ContentHash(d)
 		}
-		if h, ok := ix.Hash(d.ID); ok && h == d.Hash && !reset && !slices.Contains(deletes, d.ID) {
+		if h, ok := ix.Hash(d.ID); ok && h == d.Hash && !reset && !deleted[d.ID] {
 			continue
 		}
 		todo = append(todo, d)
