@@ -1,0 +1,519 @@
+// Package catalog connects cexecd to the upstream MCP servers of cexec.hcl
+// and keeps the tool catalog: every upstream tool with its schemas exactly as
+// received, plus the local tools of hand-written Python packages, and the
+// generated Python stub tree sandboxed code imports (ARCHITECTURE §5).
+//
+// Use:
+//
+//	cat, err := catalog.New(cfg, catalog.Options{Logger: log, LocalServersDir: repo + "/servers"})
+//	if err := cat.Start(ctx); err != nil { ... } // a required server failed
+//	defer cat.Close()
+//	stop := cat.Subscribe(func(ch catalog.Change) { ... selector.Index ... })
+//	res, err := cat.Call(ctx, "filesystem", "read_text_file", args)
+//
+// Upstream servers connect in parallel at Start over stdio (a child process
+// with an explicit environment: PATH, HOME, TMPDIR and LANG of the daemon,
+// then the block's env; never the rest of the daemon's environment),
+// streamable HTTP or SSE, through mark3labs/mcp-go, which negotiates the
+// protocol version (server/discover for 2026-07-28, else initialize).
+// A lost connection (process exit, broken stream, transport error) is
+// replaced with exponential backoff; calls in flight fail with
+// ErrConnectionLost and calls made meanwhile wait for the new connection.
+// tools/list_changed notifications refresh that server's tools, regenerate
+// the stub tree and notify subscribers.
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cexec/cexec/core/config"
+)
+
+// Defaults of Options.
+const (
+	DefaultCallTimeout    = 60 * time.Second
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultMinBackoff     = 250 * time.Millisecond
+	DefaultMaxBackoff     = 30 * time.Second
+	DefaultPython         = "/usr/bin/python3"
+)
+
+// Errors of Call, matched with errors.Is.
+var (
+	// ErrUnknownServer: no upstream server has that name.
+	ErrUnknownServer = errors.New("unknown server")
+	// ErrUnavailable: the server is not connected (failed attempt, backing
+	// off, or still reconnecting when the call's context ended).
+	ErrUnavailable = errors.New("server unavailable")
+	// ErrConnectionLost: the connection died while the call was in flight;
+	// the server is being reconnected and the next call can succeed.
+	ErrConnectionLost = errors.New("connection to server lost")
+	// ErrTimeout: the call took longer than the server's timeout.
+	ErrTimeout = errors.New("tool call timed out")
+)
+
+// Options configure a Catalog. Zero values take the defaults.
+type Options struct {
+	Logger hclog.Logger
+	// ServersDir receives the generated stub packages (ServersDir/<package>/),
+	// default <data_dir>/servers; "-" keeps stubs in memory only. Its last
+	// element must be "servers", the namespace package sandboxed code
+	// imports from. Hand-written packages in it are never touched.
+	ServersDir string
+	// LocalServersDir holds hand-written local tool packages (the
+	// repository's servers/ directory); "" means none. Its last element
+	// must be "servers" too.
+	LocalServersDir string
+	// Python reads local tools' signatures and docstrings (with its ast
+	// module, inside bubblewrap); default /usr/bin/python3.
+	Python string
+	// Bwrap is the bubblewrap binary; default: bwrap from PATH. Without it,
+	// local tools are skipped with a warning.
+	Bwrap string
+	// LookupEnv reads the daemon environment variables stdio servers
+	// inherit (PATH, HOME, TMPDIR, LANG); default os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// ConnectTimeout bounds one connection attempt (start, initialize,
+	// first tools/list).
+	ConnectTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the delay between reconnection
+	// attempts, which doubles after each failure.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Catalog is the tool catalog and the upstream connections behind it. Its
+// methods are safe for concurrent use.
+type Catalog struct {
+	opts    Options
+	log     hclog.Logger
+	servers []*upstream
+	byName  map[string]*upstream
+
+	life   context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	closed sync.Once
+
+	// genMu orders tool list changes: install, regenerate stubs, publish.
+	genMu sync.Mutex
+	subs  []*subscriber
+
+	mu      sync.RWMutex
+	upTools map[string][]Tool // by server, in listing order
+	local   []Tool
+	index   map[string]*Tool // by ID, Stub filled in
+	stubSrc map[string][]byte
+}
+
+// New prepares a catalog of cfg's mcp_server blocks; Start connects.
+func New(cfg *config.Config, opts Options) (*Catalog, error) {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.ServersDir == "" {
+		opts.ServersDir = filepath.Join(cfg.Daemon.DataDir, "servers")
+	}
+	if opts.ServersDir != "-" {
+		if err := checkServersDir(opts.ServersDir); err != nil {
+			return nil, fmt.Errorf("stub directory: %w", err)
+		}
+	}
+	if opts.LocalServersDir != "" {
+		if err := checkServersDir(opts.LocalServersDir); err != nil {
+			return nil, fmt.Errorf("local servers directory: %w", err)
+		}
+	}
+	if opts.Python == "" {
+		opts.Python = DefaultPython
+	}
+	if opts.Bwrap == "" {
+		opts.Bwrap, _ = exec.LookPath("bwrap")
+	}
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = os.LookupEnv
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = DefaultMinBackoff
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = max(DefaultMaxBackoff, opts.MinBackoff)
+	}
+	life, stop := context.WithCancel(context.Background())
+	c := &Catalog{
+		opts:    opts,
+		log:     opts.Logger,
+		byName:  map[string]*upstream{},
+		life:    life,
+		stop:    stop,
+		upTools: map[string][]Tool{},
+		index:   map[string]*Tool{},
+		stubSrc: map[string][]byte{},
+	}
+	for _, s := range cfg.MCPServers {
+		u := newUpstream(c, s)
+		c.servers = append(c.servers, u)
+		c.byName[s.Name] = u
+	}
+	return c, nil
+}
+
+func checkServersDir(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("%s is not an absolute path", dir)
+	}
+	if filepath.Base(dir) != "servers" {
+		return fmt.Errorf("%s must be named servers: sandboxed code imports the servers package from its parent", dir)
+	}
+	return nil
+}
+
+// Start reads the local tools and connects every upstream server in
+// parallel, returning when each has connected or failed once. A required
+// server that fails makes Start return an error (the caller should Close);
+// an optional one (optional = true) is only logged and keeps being retried
+// in the background.
+func (c *Catalog) Start(ctx context.Context) error {
+	if err := c.RefreshLocal(ctx); err != nil {
+		c.log.Warn("local tools skipped", "error", err)
+	}
+	for _, u := range c.servers {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			u.run(c.life)
+		}()
+	}
+	var errs []error
+	for _, u := range c.servers {
+		select {
+		case <-u.first:
+		case <-ctx.Done():
+			return fmt.Errorf("connect upstream servers: %w", ctx.Err())
+		}
+		if u.firstErr == nil {
+			continue
+		}
+		if u.cfg.Optional {
+			c.log.Warn("optional upstream server unavailable; retrying in the background", "server", u.cfg.Name, "error", u.firstErr)
+			continue
+		}
+		errs = append(errs, fmt.Errorf("connect mcp_server %q: %w", u.cfg.Name, u.firstErr))
+	}
+	return errors.Join(errs...)
+}
+
+// Close disconnects every server (stdio servers are stopped) and stops
+// notifying subscribers.
+func (c *Catalog) Close() error {
+	c.closed.Do(func() {
+		c.stop()
+		c.wg.Wait()
+		c.genMu.Lock()
+		for _, s := range c.subs {
+			s.close()
+		}
+		c.subs = nil
+		c.genMu.Unlock()
+	})
+	return nil
+}
+
+// Servers returns the status of every upstream server in config order.
+func (c *Catalog) Servers() []ServerStatus {
+	out := make([]ServerStatus, len(c.servers))
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for i, u := range c.servers {
+		out[i] = u.status()
+		out[i].Tools = len(c.upTools[u.cfg.Name])
+	}
+	return out
+}
+
+// Server returns the status of one upstream server.
+func (c *Catalog) Server(name string) (ServerStatus, bool) {
+	u := c.byName[name]
+	if u == nil {
+		return ServerStatus{}, false
+	}
+	s := u.status()
+	c.mu.RLock()
+	s.Tools = len(c.upTools[name])
+	c.mu.RUnlock()
+	return s, true
+}
+
+// Tools returns every tool: upstream servers in config order, each in the
+// order it lists its tools, then local tools.
+func (c *Catalog) Tools() []Tool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.toolsLocked()
+}
+
+func (c *Catalog) toolsLocked() []Tool {
+	var out []Tool
+	for _, u := range c.servers {
+		for _, t := range c.upTools[u.cfg.Name] {
+			out = append(out, *c.index[t.ID])
+		}
+	}
+	for _, t := range c.local {
+		if x, ok := c.index[t.ID]; ok {
+			out = append(out, *x)
+		}
+	}
+	return out
+}
+
+// Tool returns one tool by server and name.
+func (c *Catalog) Tool(server, name string) (Tool, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	t, ok := c.index[server+"/"+name]
+	if !ok {
+		return Tool{}, false
+	}
+	return *t, true
+}
+
+// StubSource returns the Python source of a tool by ID: the generated stub
+// module of an upstream tool, the function's own source for a local tool.
+func (c *Catalog) StubSource(id string) ([]byte, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if t, ok := c.index[id]; ok && t.Local != nil {
+		return []byte(t.Local.Source), true
+	}
+	src, ok := c.stubSrc[id]
+	return src, ok
+}
+
+// Refresh lists the tools of one upstream server again ("" refreshes every
+// connected server and rereads the local tools), regenerating stubs and
+// notifying subscribers of what changed. It waits for a server that is
+// reconnecting.
+func (c *Catalog) Refresh(ctx context.Context, server string) error {
+	if server != "" {
+		u := c.byName[server]
+		if u == nil {
+			if c.isLocalServer(server) {
+				return c.RefreshLocal(ctx)
+			}
+			return fmt.Errorf("refresh %s: %w", server, ErrUnknownServer)
+		}
+		cn, err := u.ready(ctx)
+		if err != nil {
+			return fmt.Errorf("refresh %s: %w", server, err)
+		}
+		if err := u.list(ctx, cn); err != nil {
+			return fmt.Errorf("refresh %s: %w", server, err)
+		}
+		return nil
+	}
+	var errs []error
+	if err := c.RefreshLocal(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("local tools: %w", err))
+	}
+	for _, u := range c.servers {
+		if st, _ := c.Server(u.cfg.Name); st.State != StateReady {
+			continue
+		}
+		if err := c.Refresh(ctx, u.cfg.Name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Catalog) isLocalServer(name string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, t := range c.local {
+		if t.Server == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Call calls tool on the upstream server with args (a JSON object; empty
+// means {}), bounded by the server's timeout. It does not validate args:
+// that is the bridge's job. Errors wrap ErrUnknownServer, ErrUnavailable,
+// ErrConnectionLost or ErrTimeout, or carry the server's JSON-RPC error;
+// a tool that reports a failure is a result with IsError, not an error.
+func (c *Catalog) Call(ctx context.Context, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	u := c.byName[server]
+	if u == nil {
+		return nil, fmt.Errorf("call %s/%s: %w", server, tool, ErrUnknownServer)
+	}
+	timeout := callTimeout(u.cfg)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cn, err := u.ready(cctx)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("call %s/%s: %w after %s: %w", server, tool, ErrTimeout, timeout, err)
+		}
+		return nil, fmt.Errorf("call %s/%s: %w", server, tool, err)
+	}
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	res, err := cn.client.CallTool(cctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+	if err == nil {
+		return res, nil
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("call %s/%s: %w", server, tool, ctx.Err())
+	case cctx.Err() != nil:
+		return nil, fmt.Errorf("call %s/%s: %w after %s", server, tool, ErrTimeout, timeout)
+	case cn.isDead() || errors.Is(err, transport.ErrTransportClosed):
+		cn.markDead(err)
+		return nil, fmt.Errorf("call %s/%s: %w (server %s went away during the call and is being restarted): %v", server, tool, ErrConnectionLost, server, deathCause(cn, err))
+	case isConnError(err):
+		cn.markDead(err)
+		return nil, fmt.Errorf("call %s/%s: %w (reconnecting to %s): %v", server, tool, ErrConnectionLost, server, err)
+	}
+	return nil, fmt.Errorf("call %s/%s: %w", server, tool, err)
+}
+
+// deathCause prefers the supervisor's reason (process exited) over the
+// transport's symptom (transport closed).
+func deathCause(cn *conn, err error) error {
+	select {
+	case <-cn.dead:
+		if cn.cause != nil {
+			return cn.cause
+		}
+	default:
+	}
+	return err
+}
+
+// replaceTools installs the current tools of one upstream server.
+func (c *Catalog) replaceTools(server string, tools []Tool) {
+	c.genMu.Lock()
+	defer c.genMu.Unlock()
+	c.mu.RLock()
+	up := maps.Clone(c.upTools)
+	local := c.local
+	c.mu.RUnlock()
+	ch := diff(up[server], tools)
+	up[server] = tools
+	c.apply(ch, up, local)
+}
+
+// apply installs a new content of the catalog (every server's tools and the
+// local tools) with its stub tree, then tells subscribers what changed.
+// Called with genMu held, which orders changes.
+func (c *Catalog) apply(ch Change, up map[string][]Tool, local []Tool) {
+	if ch.empty() {
+		return
+	}
+	c.install(up, local)
+	c.mu.RLock()
+	for i := range ch.Upserts {
+		ch.Upserts[i] = *c.index[ch.Upserts[i].ID]
+	}
+	c.mu.RUnlock()
+	for _, s := range c.subs {
+		s.push(ch)
+	}
+}
+
+// Subscribe calls fn with every change of the catalog, in order, from a
+// goroutine of its own: first a Reset with every current tool, then each
+// change as it happens (after the stub tree was rewritten). The returned
+// function stops the calls; a call in progress finishes.
+func (c *Catalog) Subscribe(fn func(Change)) (cancel func()) {
+	s := newSubscriber(fn)
+	c.genMu.Lock()
+	c.mu.RLock()
+	s.push(Change{Reset: true, Upserts: c.toolsLocked()})
+	c.mu.RUnlock()
+	c.subs = append(c.subs, s)
+	c.genMu.Unlock()
+	go s.loop()
+	return func() {
+		c.genMu.Lock()
+		for i, x := range c.subs {
+			if x == s {
+				c.subs = append(c.subs[:i], c.subs[i+1:]...)
+				break
+			}
+		}
+		c.genMu.Unlock()
+		s.close()
+	}
+}
+
+// subscriber queues changes for one callback so publishing never waits for
+// a slow subscriber.
+type subscriber struct {
+	fn     func(Change)
+	mu     sync.Mutex
+	queue  []Change
+	signal chan struct{}
+	done   chan struct{}
+	once   sync.Once
+}
+
+func newSubscriber(fn func(Change)) *subscriber {
+	return &subscriber{fn: fn, signal: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func (s *subscriber) push(ch Change) {
+	s.mu.Lock()
+	s.queue = append(s.queue, ch)
+	s.mu.Unlock()
+	select {
+	case s.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (s *subscriber) close() { s.once.Do(func() { close(s.done) }) }
+
+func (s *subscriber) loop() {
+	for {
+		select {
+		case <-s.signal:
+		case <-s.done:
+			return
+		}
+		for {
+			s.mu.Lock()
+			if len(s.queue) == 0 {
+				s.mu.Unlock()
+				break
+			}
+			ch := s.queue[0]
+			s.queue = s.queue[1:]
+			s.mu.Unlock()
+			select {
+			case <-s.done:
+				return
+			default:
+			}
+			s.fn(ch)
+		}
+	}
+}

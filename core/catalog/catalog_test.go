@@ -1,0 +1,310 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cexec/cexec/core/catalog/stubgen"
+	"github.com/cexec/cexec/core/config"
+)
+
+func TestReferenceServers(t *testing.T) {
+	data := t.TempDir()
+	if err := os.WriteFile(filepath.Join(data, "notes.txt"), []byte("hello from cexec\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stubs := filepath.Join(t.TempDir(), "servers")
+	c := start(t, Options{ServersDir: stubs}, filesystemServer(t, data), memoryServer(t, t.TempDir()), everythingServer(t, nil))
+
+	for _, s := range c.Servers() {
+		if s.State != StateReady {
+			t.Errorf("%s: state %s (%s)", s.Name, s.State, s.LastError)
+		}
+		// The reference servers (TypeScript SDK 1.x) predate 2026-07-28: the
+		// server/discover probe must have failed over to initialize and
+		// settled on a version both sides speak.
+		if !mcp.IsValidProtocolVersion(s.ProtocolVersion) || mcp.IsModernProtocol(s.ProtocolVersion) {
+			t.Errorf("%s: negotiated protocol %q", s.Name, s.ProtocolVersion)
+		}
+		if s.PID == 0 || s.Tools == 0 || s.ServerName == "" {
+			t.Errorf("%s: status %+v", s.Name, s)
+		}
+	}
+
+	want := map[string][]string{
+		"filesystem": {"read_text_file", "list_directory", "write_file"},
+		"memory":     {"create_entities", "read_graph", "search_nodes"},
+		"everything": {"echo", "get-env", "get-tiny-image", "get-structured-content"},
+	}
+	for server, names := range want {
+		for _, name := range names {
+			if _, ok := c.Tool(server, name); !ok {
+				t.Errorf("tool %s/%s missing", server, name)
+			}
+		}
+	}
+
+	// Schemas are relayed byte for byte: the raw tools/list entry holds
+	// exactly the inputSchema the catalog stores, $schema included.
+	rt, _ := c.Tool("filesystem", "read_text_file")
+	var raw struct {
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema"`
+	}
+	if err := json.Unmarshal(rt.Raw, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(raw.InputSchema, rt.InputSchema) || !bytes.Equal(raw.OutputSchema, rt.OutputSchema) {
+		t.Errorf("schemas differ from the raw tool:\n%s\n%s", rt.InputSchema, raw.InputSchema)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(rt.InputSchema, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := schema["$schema"]; !ok {
+		t.Errorf("$schema dropped from read_text_file's input schema: %s", rt.InputSchema)
+	}
+	if rt.OutputSchema == nil {
+		t.Error("read_text_file lost its output schema")
+	}
+	if rt.Annotations.ReadOnlyHint == nil || !*rt.Annotations.ReadOnlyHint {
+		t.Errorf("annotations: %+v", rt.Annotations)
+	}
+	if len(rt.Hash) != 64 {
+		t.Errorf("hash %q", rt.Hash)
+	}
+	if et, _ := c.Tool("everything", "echo"); et.OutputSchema != nil || et.Title == "" {
+		t.Errorf("echo: output schema %s, title %q", et.OutputSchema, et.Title)
+	}
+
+	// The stub tree is on disk, and the tool knows where its stub is.
+	if rt.Stub.Import != "from servers.filesystem import read_text_file" || rt.Stub.Path != "servers/filesystem/read_text_file.py" {
+		t.Errorf("stub info %+v", rt.Stub)
+	}
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(stubs), rt.Stub.Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(src, []byte(stubgen.Marker)) || !bytes.Contains(src, []byte(`"read_text_file"`)) {
+		t.Errorf("stub source:\n%s", src)
+	}
+	if mem, _ := c.StubSource("filesystem/read_text_file"); !bytes.Equal(mem, src) {
+		t.Error("StubSource differs from the file on disk")
+	}
+	if et, _ := c.Tool("everything", "get-tiny-image"); et.Stub.Function != "get_tiny_image" {
+		t.Errorf("sanitized name: %+v", et.Stub)
+	}
+	for _, pkg := range []string{"filesystem", "memory", "everything"} {
+		if _, err := os.Stat(filepath.Join(stubs, pkg, "__init__.py")); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestEnvironmentIsolation(t *testing.T) {
+	t.Setenv("CEXEC_TEST_SECRET", "hunter2-must-not-leak")
+	data := t.TempDir()
+	c := start(t, Options{}, filesystemServer(t, data), everythingServer(t, map[string]string{"GIVEN_BY_BLOCK": "yes"}))
+
+	// The child's environment as the kernel has it.
+	st, _ := c.Server("filesystem")
+	environ, err := os.ReadFile("/proc/" + strconv.Itoa(st.PID) + "/environ")
+	if err != nil {
+		t.Skipf("cannot read the child's environment: %v", err)
+	}
+	var names []string
+	for _, kv := range strings.Split(strings.TrimRight(string(environ), "\x00"), "\x00") {
+		k, _, _ := strings.Cut(kv, "=")
+		names = append(names, k)
+	}
+	for _, k := range names {
+		if !slices.Contains(baseEnv, k) {
+			t.Errorf("filesystem server got %s from the daemon's environment (all: %v)", k, names)
+		}
+	}
+	if !slices.Contains(names, "PATH") {
+		t.Errorf("PATH missing: %v", names)
+	}
+
+	// And as the server itself reports it (server-everything's get-env).
+	res, err := c.Call(context.Background(), "everything", "get-env", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Content[0].(mcp.TextContent).Text
+	var env map[string]string
+	if err := json.Unmarshal([]byte(text), &env); err != nil {
+		t.Fatalf("get-env: %v: %s", err, text)
+	}
+	if _, ok := env["CEXEC_TEST_SECRET"]; ok {
+		t.Error("the daemon's secret reached the server")
+	}
+	if env["GIVEN_BY_BLOCK"] != "yes" {
+		t.Errorf("block env missing: %v", env)
+	}
+}
+
+func TestKillMidCall(t *testing.T) {
+	c := start(t, Options{}, everythingServer(t, nil))
+	before, _ := c.Server("everything")
+
+	errc := make(chan error, 1)
+	begun := time.Now()
+	go func() {
+		_, err := c.Call(context.Background(), "everything", "trigger-long-running-operation", json.RawMessage(`{"duration": 20, "steps": 2}`))
+		errc <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := <-errc
+	if !errors.Is(err, ErrConnectionLost) {
+		t.Fatalf("call in flight: %v, want ErrConnectionLost", err)
+	}
+	if d := time.Since(begun); d > 5*time.Second {
+		t.Errorf("the failed call took %s; it should fail as soon as the server dies", d)
+	}
+	t.Logf("call in flight failed with: %v", err)
+
+	// The next call waits for the reconnect and works.
+	res, err := c.Call(context.Background(), "everything", "echo", json.RawMessage(`{"message":"back"}`))
+	if err != nil {
+		t.Fatalf("call after restart: %v", err)
+	}
+	if txt := res.Content[0].(mcp.TextContent).Text; !strings.Contains(txt, "back") {
+		t.Errorf("echo: %q", txt)
+	}
+	after, _ := c.Server("everything")
+	if after.PID == before.PID || after.PID == 0 || after.Restarts != 1 || after.State != StateReady {
+		t.Errorf("after restart: %+v (before pid %d)", after, before.PID)
+	}
+}
+
+func TestCallTimeout(t *testing.T) {
+	s := everythingServer(t, nil)
+	s.Timeout = 300 * time.Millisecond
+	c := start(t, Options{}, s)
+	_, err := c.Call(context.Background(), "everything", "trigger-long-running-operation", json.RawMessage(`{"duration": 5, "steps": 1}`))
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("err = %v, want ErrTimeout", err)
+	}
+	// A timeout is the call's problem, not the connection's.
+	if st, _ := c.Server("everything"); st.State != StateReady || st.Restarts != 0 {
+		t.Errorf("after timeout: %+v", st)
+	}
+}
+
+func TestListChangedFromServer(t *testing.T) {
+	// server-everything registers its conditional tools once initialized and
+	// announces them with notifications/tools/list_changed.
+	c := start(t, Options{}, everythingServer(t, nil))
+	eventually(t, "a tools/list_changed notification", 10*time.Second, func() bool {
+		st, _ := c.Server("everything")
+		return st.ListChanged > 0
+	})
+	if _, ok := c.Tool("everything", "simulate-research-query"); !ok {
+		t.Error("tool registered after initialization is missing")
+	}
+}
+
+func TestOptionalAndRequiredFailures(t *testing.T) {
+	broken := func(name string, optional bool) *config.MCPServer {
+		return &config.MCPServer{Name: name, Transport: config.TransportStdio, Command: "/bin/sh",
+			Args: []string{"-c", "echo 'no such database' >&2; exit 3"}, Optional: optional}
+	}
+	t.Run("optional", func(t *testing.T) {
+		c := start(t, Options{}, broken("flaky", true), memoryServer(t, t.TempDir()))
+		st, _ := c.Server("flaky")
+		if st.State == StateReady || !strings.Contains(st.LastError, "no such database") {
+			t.Errorf("status %+v: want a failed state whose error quotes the server's stderr", st)
+		}
+		if st, _ := c.Server("memory"); st.State != StateReady {
+			t.Errorf("memory: %+v", st)
+		}
+		if _, err := c.Call(context.Background(), "flaky", "x", nil); !errors.Is(err, ErrUnavailable) {
+			t.Errorf("call to the failed server: %v", err)
+		}
+	})
+	t.Run("required", func(t *testing.T) {
+		cfg := &config.Config{Daemon: config.Daemon{DataDir: t.TempDir()}, MCPServers: []*config.MCPServer{broken("db", false)}}
+		c, err := New(cfg, Options{Logger: nil})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		err = c.Start(context.Background())
+		if err == nil || !strings.Contains(err.Error(), `mcp_server "db"`) {
+			t.Fatalf("Start: %v", err)
+		}
+	})
+	t.Run("unknown", func(t *testing.T) {
+		c := start(t, Options{})
+		if _, err := c.Call(context.Background(), "nope", "x", nil); !errors.Is(err, ErrUnknownServer) {
+			t.Errorf("err = %v", err)
+		}
+	})
+}
+
+func TestRemoteTransports(t *testing.T) {
+	bin := peer(t, "mcp-server-everything")
+	for _, tt := range []struct {
+		mode, transport, path string
+	}{
+		{"streamableHttp", config.TransportHTTP, "/mcp"},
+		{"sse", config.TransportSSE, "/sse"},
+	} {
+		t.Run(tt.transport, func(t *testing.T) {
+			port := freePort(t)
+			kill := runPeer(t, bin, port, tt.mode)
+			c := start(t, Options{}, &config.MCPServer{Name: "everything", Transport: tt.transport,
+				URL: "http://127.0.0.1:" + strconv.Itoa(port) + tt.path, Timeout: 20 * time.Second})
+			st, _ := c.Server("everything")
+			if st.State != StateReady || !mcp.IsValidProtocolVersion(st.ProtocolVersion) || st.PID != 0 {
+				t.Fatalf("status %+v", st)
+			}
+			t.Logf("%s: protocol %s, %d tools", tt.transport, st.ProtocolVersion, st.Tools)
+			tool, ok := c.Tool("everything", "get-sum")
+			if !ok || !bytes.Contains(tool.InputSchema, []byte(`"$schema"`)) {
+				t.Fatalf("get-sum over %s: %v %s", tt.transport, ok, tool.InputSchema)
+			}
+			res, err := c.Call(context.Background(), "everything", "get-sum", json.RawMessage(`{"a": 2, "b": 40}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if txt := res.Content[0].(mcp.TextContent).Text; !strings.Contains(txt, "42") {
+				t.Errorf("get-sum: %q", txt)
+			}
+
+			// The server goes away: calls fail with a clear error, and once
+			// it is back (a new process, which knows no old session) the
+			// catalog reconnects on its own.
+			kill()
+			_, err = c.Call(context.Background(), "everything", "get-sum", json.RawMessage(`{"a": 1, "b": 1}`))
+			if !errors.Is(err, ErrConnectionLost) && !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("call to a dead server: %v", err)
+			}
+			t.Logf("call to the dead server: %v", err)
+			runPeer(t, bin, port, tt.mode)
+			eventually(t, "the reconnect", 30*time.Second, func() bool {
+				_, err := c.Call(context.Background(), "everything", "get-sum", json.RawMessage(`{"a": 1, "b": 1}`))
+				return err == nil
+			})
+			if st, _ := c.Server("everything"); st.Restarts == 0 {
+				t.Errorf("status after the reconnect: %+v", st)
+			}
+		})
+	}
+}

@@ -1,0 +1,157 @@
+package catalog
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cexec/cexec/core/config"
+)
+
+// repoRoot is the repository's top directory.
+func repoRoot(t testing.TB) string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("cannot locate the test source")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// peer returns the path of a reference MCP server installed by
+// scripts/deps.sh, skipping the test when node or the package is missing.
+func peer(t testing.TB, name string) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed; run scripts/deps.sh to test against the reference MCP servers")
+	}
+	p := filepath.Join(repoRoot(t), "test", "peers", "node_modules", ".bin", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("%s is not installed (%v); run scripts/deps.sh", name, err)
+	}
+	return p
+}
+
+type tlogWriter struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func (w *tlogWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func (w *tlogWriter) stop() {
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
+}
+
+func filesystemServer(t testing.TB, dir string) *config.MCPServer {
+	return &config.MCPServer{Name: "filesystem", Transport: config.TransportStdio, Command: peer(t, "mcp-server-filesystem"), Args: []string{dir}, Timeout: 30 * time.Second}
+}
+
+func memoryServer(t testing.TB, dir string) *config.MCPServer {
+	return &config.MCPServer{Name: "memory", Transport: config.TransportStdio, Command: peer(t, "mcp-server-memory"),
+		Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "memory.jsonl")}, Timeout: 30 * time.Second}
+}
+
+func everythingServer(t testing.TB, env map[string]string) *config.MCPServer {
+	return &config.MCPServer{Name: "everything", Transport: config.TransportStdio, Command: peer(t, "mcp-server-everything"), Args: []string{"stdio"}, Env: env, Timeout: 30 * time.Second}
+}
+
+// start builds and starts a catalog of servers whose stubs go to a temp
+// servers directory, closing it when the test ends.
+func start(t testing.TB, opts Options, servers ...*config.MCPServer) *Catalog {
+	t.Helper()
+	if opts.Logger == nil {
+		w := &tlogWriter{t: t}
+		t.Cleanup(w.stop)
+		opts.Logger = hclog.New(&hclog.LoggerOptions{Name: "catalog", Level: hclog.Debug, Output: w})
+	}
+	if opts.ServersDir == "" {
+		opts.ServersDir = filepath.Join(t.TempDir(), "servers")
+	}
+	if opts.MinBackoff == 0 {
+		opts.MinBackoff = 50 * time.Millisecond
+	}
+	cfg := &config.Config{Daemon: config.Daemon{DataDir: t.TempDir()}, MCPServers: servers}
+	c, err := New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return c
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// runPeer starts a reference server as a plain process (for the HTTP and
+// SSE transports) and waits until its port accepts connections. kill stops
+// it at once (also done when the test ends).
+func runPeer(t testing.TB, bin string, port int, args ...string) (kill func()) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "PORT=" + strconv.Itoa(port)}
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	kill = func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(kill)
+	eventually(t, "the server to listen", 20*time.Second, func() bool {
+		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return kill
+}

@@ -1,0 +1,123 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cexec/cexec/core/catalog/stubgen"
+	"github.com/cexec/cexec/core/config"
+)
+
+func needBwrap(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bubblewrap is not installed; local tools are read only inside it (scripts/deps.sh installs it)")
+	}
+}
+
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestShippedLocalTools reads the repository's own servers/ directory.
+func TestShippedLocalTools(t *testing.T) {
+	needBwrap(t)
+	dir := filepath.Join(repoRoot(t), "servers")
+	c := start(t, Options{LocalServersDir: dir})
+	for _, tt := range []struct{ name, sig, doc string }{
+		{"word_count", "word_count(text: str, *, top: int = 10, min_length: int = 1) -> dict[str, Any]", "Count the words of a text."},
+		{"csv_summary", "csv_summary(text: str, *, delimiter: str | None = None, top: int = 3) -> dict[str, Any]", "Summarise CSV data"},
+	} {
+		tool, ok := c.Tool("textutils", tt.name)
+		if !ok {
+			t.Fatalf("textutils/%s missing; tools: %v", tt.name, c.Tools())
+		}
+		if tool.Stub.Signature != tt.sig || !strings.HasPrefix(tool.Description, tt.doc) {
+			t.Errorf("%s: signature %q, doc %q", tt.name, tool.Stub.Signature, tool.Description)
+		}
+		if tool.Stub.Import != "from servers.textutils import "+tt.name || tool.Local == nil ||
+			tool.Local.File != filepath.Join(dir, "textutils", "__init__.py") || !strings.Contains(tool.Local.Source, "def "+tt.name+"(") {
+			t.Errorf("%s: stub %+v local %+v", tt.name, tool.Stub, tool.Local)
+		}
+		if src, _ := c.StubSource(tool.ID); !strings.HasPrefix(string(src), "def "+tt.name) {
+			t.Errorf("StubSource: %q", src)
+		}
+	}
+	if _, ok := c.Tool("textutils", "_numbers"); ok {
+		t.Error("private helper listed as a tool")
+	}
+}
+
+func TestLocalToolRules(t *testing.T) {
+	needBwrap(t)
+	dir := filepath.Join(t.TempDir(), "servers")
+	writeFiles(t, dir, map[string]string{
+		"reports/__init__.py": "\"\"\"Reports.\"\"\"\n__all__ = ['monthly']\ndef monthly(year: int, month: int) -> str:\n    \"\"\"A monthly report.\"\"\"\n    return ''\ndef helper() -> None:\n    pass\n",
+		"reports/charts.py":   "import os\nos.system('touch /tmp/pwned')  # never executed: the scanner only parses\n@staticmethod\ndef bar(values: list[float], /, *, width: int = 40) -> str:\n    \"\"\"Draw a bar chart.\"\"\"\n    return ''\nasync def fetch(url, *urls, retries=3, **kw):\n    pass\nclass Chart:\n    def draw(self): ...\n",
+		"reports/_private.py": "def hidden(): pass\n",
+		"reports/broken.py":   "def oops(:\n",
+		"stubbed/__init__.py": stubgen.Marker + "\ndef generated(): pass\n",
+		"notapkg/tool.py":     "def lonely(): pass\n",
+		"memory/__init__.py":  "def shadowed(): pass\n",
+	})
+	// An mcp_server named memory: the local package of that name is skipped
+	// (a configured server is not connected here; Start is not called).
+	cfg := &config.Config{Daemon: config.Daemon{DataDir: t.TempDir()}, MCPServers: []*config.MCPServer{{Name: "memory", Transport: config.TransportStdio, Command: "/bin/false"}}}
+	c, err := New(cfg, Options{LocalServersDir: dir, ServersDir: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.RefreshLocal(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, tool := range c.Tools() {
+		ids = append(ids, tool.ID+" "+tool.Stub.Module)
+	}
+	want := []string{"reports/monthly servers.reports", "reports/bar servers.reports.charts", "reports/fetch servers.reports.charts"}
+	if strings.Join(ids, "\n") != strings.Join(want, "\n") {
+		t.Errorf("local tools:\n%s\nwant:\n%s", strings.Join(ids, "\n"), strings.Join(want, "\n"))
+	}
+	if bar, _ := c.Tool("reports", "bar"); bar.Stub.Signature != "bar(values: list[float], /, *, width: int = 40) -> str" || bar.Local.Line != 4 || !strings.HasPrefix(bar.Local.Source, "@staticmethod") {
+		t.Errorf("bar: %+v %+v", bar.Stub, bar.Local)
+	}
+	if f, _ := c.Tool("reports", "fetch"); f.Stub.Signature != "async fetch(url, *urls, retries=3, **kw)" {
+		t.Errorf("fetch: %q", f.Stub.Signature)
+	}
+	if _, err := os.Stat("/tmp/pwned"); err == nil {
+		t.Error("the scanner executed module code")
+	}
+}
+
+func TestLocalToolsNeedSandbox(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "servers")
+	writeFiles(t, dir, map[string]string{"pkg/__init__.py": "def f(): pass\n"})
+	cfg := &config.Config{Daemon: config.Daemon{DataDir: t.TempDir()}}
+	c, err := New(cfg, Options{LocalServersDir: dir, ServersDir: "-", Bwrap: "/nonexistent/bwrap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.RefreshLocal(context.Background()); !errors.Is(err, ErrNoSandbox) {
+		t.Fatalf("err = %v, want ErrNoSandbox", err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatalf("Start must go on without local tools: %v", err)
+	}
+	if len(c.Tools()) != 0 {
+		t.Errorf("tools read without a sandbox: %v", c.Tools())
+	}
+}

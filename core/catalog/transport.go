@@ -1,0 +1,169 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/cexec/cexec/core/config"
+)
+
+// rawSink collects the raw JSON results of the tools/list pages answered
+// while it rides in a request's context.
+type rawSink struct {
+	mu    sync.Mutex
+	pages []json.RawMessage
+}
+
+type rawSinkKey struct{}
+
+// withRawSink returns ctx carrying a new sink for tools/list results.
+func withRawSink(ctx context.Context) (context.Context, *rawSink) {
+	s := &rawSink{}
+	return context.WithValue(ctx, rawSinkKey{}, s), s
+}
+
+// tap records the raw result of a tools/list response into the request's
+// sink. mcp-go decodes tools into mcp.Tool, whose InputSchema and
+// OutputSchema are typed structs: the decode keeps only type, properties,
+// required, additionalProperties and $defs of each schema and drops
+// everything else ($schema, top-level description, anyOf, definitions, ...),
+// and RawInputSchema/RawOutputSchema are `json:"-"`, filled only by servers
+// building tools, never by decoding. So the catalog takes the schemas from
+// the bytes on the wire, seen here, and uses mcp-go's decoded list only to
+// know which tools the client accepted.
+func tap(ctx context.Context, req transport.JSONRPCRequest, resp *transport.JSONRPCResponse) {
+	if req.Method != "tools/list" || resp == nil || resp.Error != nil {
+		return
+	}
+	if s, ok := ctx.Value(rawSinkKey{}).(*rawSink); ok {
+		s.mu.Lock()
+		s.pages = append(s.pages, append(json.RawMessage(nil), resp.Result...))
+		s.mu.Unlock()
+	}
+}
+
+// The tapped transports embed the concrete mcp-go transports, so the client
+// sees exactly the optional interfaces each one implements (bidirectional
+// requests, HTTP protocol headers, legacy-only listening, connection-lost
+// callbacks) and only SendRequest is intercepted.
+
+type tappedStdio struct{ *transport.Stdio }
+
+func (t tappedStdio) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.Stdio.SendRequest(ctx, req)
+	if err == nil {
+		tap(ctx, req, resp)
+	}
+	return resp, err
+}
+
+type tappedHTTP struct{ *transport.StreamableHTTP }
+
+func (t tappedHTTP) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
+	if err == nil {
+		tap(ctx, req, resp)
+	}
+	return resp, err
+}
+
+type tappedSSE struct{ *transport.SSE }
+
+func (t tappedSSE) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.SSE.SendRequest(ctx, req)
+	if err == nil {
+		tap(ctx, req, resp)
+	}
+	return resp, err
+}
+
+// stdioProcess is what a stdio connection knows about its child.
+type stdioProcess struct {
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	stderr *lineLogger
+}
+
+func (p *stdioProcess) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// newTransport builds the mcp-go transport for one connection attempt to s.
+// listen asks a streamable HTTP transport for the standalone GET stream that
+// servers on protocol versions before 2026-07-28 send notifications on.
+func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Interface, *stdioProcess, error) {
+	log := newSlog(u.log)
+	switch s.Transport {
+	case config.TransportStdio:
+		env := childEnv(u.cat.opts.LookupEnv, s.Env)
+		path, err := lookPath(s.Command, env, s.Cwd)
+		if err != nil {
+			return nil, nil, err
+		}
+		proc := &stdioProcess{stderr: &lineLogger{log: u.log}}
+		build := func(ctx context.Context, _ string, _ []string, args []string) (*exec.Cmd, error) {
+			cmd := exec.CommandContext(ctx, path, args...)
+			cmd.Env = env // never os.Environ(): mcp-go's default would hand the daemon's secrets to the child
+			cmd.Dir = s.Cwd
+			cmd.Stderr = proc.stderr
+			// A grandchild holding stderr open must not stall Wait forever.
+			cmd.WaitDelay = 2 * time.Second
+			setProcAttrs(cmd)
+			proc.mu.Lock()
+			proc.cmd = cmd
+			proc.mu.Unlock()
+			return cmd, nil
+		}
+		t := transport.NewStdioWithOptions(path, env, s.Args,
+			transport.WithCommandFunc(build), transport.WithCommandLogger(log))
+		return tappedStdio{t}, proc, nil
+	case config.TransportHTTP:
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPLogger(log)}
+		if len(s.Headers) > 0 {
+			opts = append(opts, transport.WithHTTPHeaders(s.Headers))
+		}
+		if listen {
+			// Deprecated for 2026-07-28, which has subscriptions/listen
+			// instead; listen is only set for servers on earlier versions,
+			// where the GET stream is how notifications arrive.
+			//lint:ignore SA1019 used only with servers that predate 2026-07-28
+			opts = append(opts, transport.WithContinuousListening())
+		}
+		t, err := transport.NewStreamableHTTP(s.URL, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return tappedHTTP{t}, nil, nil
+	case config.TransportSSE:
+		opts := []transport.ClientOption{transport.WithSSELogger(log), transport.WithResponseTimeout(callTimeout(s))}
+		if len(s.Headers) > 0 {
+			opts = append(opts, transport.WithHeaders(s.Headers))
+		}
+		t, err := transport.NewSSE(s.URL, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return tappedSSE{t}, nil, nil
+	default:
+		return nil, nil, fmt.Errorf("unknown transport %q", s.Transport)
+	}
+}
+
+// callTimeout is the bound on one call to s.
+func callTimeout(s *config.MCPServer) time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	return DefaultCallTimeout
+}

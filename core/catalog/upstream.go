@@ -1,0 +1,450 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/version"
+)
+
+// State is an upstream server's connection state.
+type State string
+
+// Connection states.
+const (
+	// StateConnecting: the first connection attempt is under way.
+	StateConnecting State = "connecting"
+	// StateReady: connected; calls go through.
+	StateReady State = "ready"
+	// StateReconnecting: the connection was lost (process exit, HTTP
+	// failure) or the last attempt failed, and a new attempt is under way;
+	// calls wait for it.
+	StateReconnecting State = "reconnecting"
+	// StateBackoff: the last attempt failed; the next one starts after a
+	// backoff delay. Calls fail at once with the last error.
+	StateBackoff State = "backoff"
+	// StateClosed: the catalog was closed.
+	StateClosed State = "closed"
+)
+
+// stableAfter is how long a connection must have lived for its loss to
+// count as a fresh failure, restarting without delay.
+const stableAfter = 10 * time.Second
+
+// ServerStatus is a snapshot of one upstream server.
+type ServerStatus struct {
+	Name      string
+	Transport string
+	Optional  bool
+	State     State
+	// ProtocolVersion is the MCP protocol version negotiated with the server
+	// on the current (or last) connection.
+	ProtocolVersion string
+	// ServerName and ServerVersion are what the server reported.
+	ServerName    string
+	ServerVersion string
+	Tools         int
+	// PID is the stdio server's process id while it runs, else 0.
+	PID int
+	// Restarts counts connections lost and re-established.
+	Restarts int
+	// ListChanged counts tools/list_changed notifications followed.
+	ListChanged int
+	// LastError is why the last connection attempt failed or the last
+	// connection was lost.
+	LastError   string
+	ConnectedAt time.Time
+}
+
+// conn is one live connection to an upstream server.
+type conn struct {
+	client   *client.Client
+	proc     *stdioProcess
+	protocol string
+	info     mcp.Implementation
+	cancel   context.CancelFunc
+	stops    []func()
+	// kick is signalled by tools/list_changed notifications.
+	kick      chan struct{}
+	dead      chan struct{}
+	deadOnce  sync.Once
+	cause     error
+	closeOnce sync.Once
+}
+
+func newConn(cli *client.Client, proc *stdioProcess, cancel context.CancelFunc) *conn {
+	return &conn{client: cli, proc: proc, cancel: cancel, kick: make(chan struct{}, 1), dead: make(chan struct{})}
+}
+
+// markDead records that the connection is unusable; the supervisor then
+// replaces it.
+func (c *conn) markDead(err error) {
+	c.deadOnce.Do(func() {
+		c.cause = err
+		close(c.dead)
+	})
+}
+
+func (c *conn) isDead() bool {
+	select {
+	case <-c.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// close ends the connection: the client first, so a stdio server sees its
+// stdin close and exits on its own, then the context that kills it.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		c.markDead(errors.New("connection closed"))
+		for _, stop := range c.stops {
+			stop()
+		}
+		_ = c.client.Close()
+		c.cancel()
+		if c.proc != nil {
+			_ = c.proc.stderr.Close()
+		}
+	})
+}
+
+// upstream supervises the connection to one mcp_server.
+type upstream struct {
+	cat *Catalog
+	cfg *config.MCPServer
+	log hclog.Logger
+
+	mu          sync.Mutex
+	state       State
+	conn        *conn
+	wake        chan struct{} // closed and replaced on every state change
+	lastErr     error
+	protocol    string
+	info        mcp.Implementation
+	restarts    int
+	listChanged int
+	connectedAt time.Time
+	// listen: this streamable HTTP server speaks a protocol version before
+	// 2026-07-28 and announces tool list changes, so it needs the GET stream.
+	listen bool
+
+	// refreshMu orders tool listings so an older list never replaces a newer.
+	refreshMu sync.Mutex
+
+	first     chan struct{} // closed when the first attempt ended
+	firstErr  error
+	firstOnce sync.Once
+}
+
+func newUpstream(cat *Catalog, s *config.MCPServer) *upstream {
+	return &upstream{
+		cat:   cat,
+		cfg:   s,
+		log:   cat.log.Named(s.Name),
+		state: StateConnecting,
+		wake:  make(chan struct{}),
+		first: make(chan struct{}),
+	}
+}
+
+func (u *upstream) setState(st State, c *conn, err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.state, u.conn = st, c
+	if err != nil {
+		u.lastErr = err
+	}
+	if c != nil {
+		u.protocol, u.info, u.connectedAt = c.protocol, c.info, time.Now()
+	}
+	close(u.wake)
+	u.wake = make(chan struct{})
+}
+
+func (u *upstream) firstDone(err error) {
+	u.firstOnce.Do(func() {
+		u.firstErr = err
+		close(u.first)
+	})
+}
+
+// run keeps the server connected until ctx ends: connect, wait for the
+// connection to die, reconnect with exponential backoff.
+func (u *upstream) run(ctx context.Context) {
+	opts := &u.cat.opts
+	backoff := opts.MinBackoff
+	for {
+		c, err := u.connect(ctx)
+		if ctx.Err() != nil {
+			if c != nil {
+				c.close()
+			}
+			u.setState(StateClosed, nil, nil)
+			u.firstDone(fmt.Errorf("catalog closed: %w", ctx.Err()))
+			return
+		}
+		if err != nil {
+			u.setState(StateBackoff, nil, err)
+			u.firstDone(err)
+			u.log.Warn("connect failed", "error", err, "retry_in", backoff)
+			if !sleep(ctx, backoff) {
+				u.setState(StateClosed, nil, nil)
+				return
+			}
+			backoff = min(2*backoff, opts.MaxBackoff)
+			u.setState(StateReconnecting, nil, nil)
+			continue
+		}
+		u.setState(StateReady, c, nil)
+		u.firstDone(nil)
+		u.log.Info("connected", "protocol", c.protocol, "server", c.info.Name, "version", c.info.Version, "pid", pidOf(c))
+
+		select {
+		case <-c.dead:
+		case <-ctx.Done():
+			c.close()
+			u.setState(StateClosed, nil, nil)
+			return
+		}
+		u.mu.Lock()
+		lived := time.Since(u.connectedAt)
+		u.restarts++
+		u.mu.Unlock()
+		u.setState(StateReconnecting, nil, fmt.Errorf("connection lost: %w", c.cause))
+		u.log.Warn("connection lost; reconnecting", "error", c.cause)
+		c.close()
+		if lived >= stableAfter {
+			backoff = opts.MinBackoff
+			continue
+		}
+		if !sleep(ctx, backoff) {
+			u.setState(StateClosed, nil, nil)
+			return
+		}
+		backoff = min(2*backoff, opts.MaxBackoff)
+	}
+}
+
+func pidOf(c *conn) int {
+	if c.proc == nil {
+		return 0
+	}
+	return c.proc.pid()
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// connect makes one connection attempt, bounded by the connect timeout.
+func (u *upstream) connect(ctx context.Context) (*conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, u.cat.opts.ConnectTimeout)
+	defer cancel()
+	u.mu.Lock()
+	listen := u.listen
+	u.mu.Unlock()
+	c, relisten, err := u.dial(ctx, listen)
+	if relisten {
+		u.mu.Lock()
+		u.listen = true
+		u.mu.Unlock()
+		c, _, err = u.dial(ctx, true)
+	}
+	return c, err
+}
+
+// dial connects, negotiates the protocol version and lists the tools. It
+// reports relisten when a streamable HTTP server turned out to need the GET
+// stream for its notifications; the caller then dials again with listen.
+func (u *upstream) dial(ctx context.Context, listen bool) (_ *conn, relisten bool, _ error) {
+	t, proc, err := u.newTransport(u.cfg, listen)
+	if err != nil {
+		return nil, false, err
+	}
+	cli := client.NewClient(t)
+	// The connection's own context outlives this attempt: it bounds the
+	// stdio process and the HTTP streams, and ends only in close.
+	life, cancel := context.WithCancel(context.Background())
+	c := newConn(cli, proc, cancel)
+	cli.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == mcp.MethodNotificationToolsListChanged {
+			select {
+			case c.kick <- struct{}{}:
+			default: // a refresh is already pending; it will see this change too
+			}
+		}
+	})
+	cli.OnConnectionLost(func(err error) { c.markDead(fmt.Errorf("stream lost: %w", err)) })
+	fail := func(what string, err error) (*conn, bool, error) {
+		c.close()
+		if proc != nil {
+			if line := proc.stderr.lastLine(); line != "" {
+				return nil, false, fmt.Errorf("%s: %w (server's last stderr line: %q)", what, err, line)
+			}
+		}
+		return nil, false, fmt.Errorf("%s: %w", what, err)
+	}
+
+	if err := cli.Start(life); err != nil {
+		return fail("start", err)
+	}
+	if pid := pidOf(c); pid > 0 {
+		if stop, err := watchExit(pid, func() { c.markDead(fmt.Errorf("server process %d exited", pid)) }); err == nil {
+			c.stops = append(c.stops, stop)
+		} else {
+			u.log.Debug("cannot watch the server process; a crash is noticed on the next call", "error", err)
+		}
+	}
+	init, err := cli.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ClientInfo: mcp.Implementation{Name: "cexec", Version: version.Version},
+	}})
+	if err != nil {
+		return fail("initialize", err)
+	}
+	c.protocol, c.info = cli.ProtocolVersion(), init.ServerInfo
+	listChanged := init.Capabilities.Tools != nil && init.Capabilities.Tools.ListChanged
+	modern := mcp.IsModernProtocol(c.protocol)
+	if listChanged && !modern && !listen && u.cfg.Transport == config.TransportHTTP {
+		c.close()
+		return nil, true, nil
+	}
+	if listChanged && modern {
+		stop, err := cli.ListenAsync(life, mcp.SubscriptionFilter{ToolsListChanged: true}, func(err error) {
+			u.log.Warn("subscriptions/listen stream ended; tool list changes are not followed until reconnect", "error", err)
+		})
+		if err != nil {
+			return fail("subscribe to tool list changes", err)
+		}
+		c.stops = append(c.stops, stop)
+	}
+	if err := u.list(ctx, c); err != nil {
+		return fail("list tools", err)
+	}
+	go u.follow(life, c)
+	return c, false, nil
+}
+
+// follow refreshes the tool list whenever the server says it changed.
+func (u *upstream) follow(life context.Context, c *conn) {
+	for {
+		select {
+		case <-c.kick:
+		case <-c.dead:
+			return
+		case <-life.Done():
+			return
+		}
+		u.mu.Lock()
+		u.listChanged++
+		u.mu.Unlock()
+		ctx, cancel := context.WithTimeout(life, callTimeout(u.cfg))
+		err := u.list(ctx, c)
+		cancel()
+		if err != nil && !c.isDead() {
+			u.log.Warn("refresh after tools/list_changed failed", "error", err)
+			if isConnError(err) {
+				c.markDead(err)
+			}
+		}
+	}
+}
+
+// list fetches the server's tools over c and installs them in the catalog.
+func (u *upstream) list(ctx context.Context, c *conn) error {
+	u.refreshMu.Lock()
+	defer u.refreshMu.Unlock()
+	rctx, sink := withRawSink(ctx)
+	res, err := c.client.ListTools(rctx, mcp.ListToolsRequest{})
+	if err != nil {
+		return err
+	}
+	accept := make(map[string]bool, len(res.Tools))
+	for _, t := range res.Tools {
+		accept[t.Name] = true
+	}
+	sink.mu.Lock()
+	pages := sink.pages
+	sink.mu.Unlock()
+	tools, err := parseTools(u.cfg.Name, pages, accept)
+	if err != nil {
+		return err
+	}
+	u.cat.replaceTools(u.cfg.Name, tools)
+	return nil
+}
+
+// ready returns the live connection, waiting while one is being made;
+// while the server is in backoff after a failed attempt it fails at once.
+func (u *upstream) ready(ctx context.Context) (*conn, error) {
+	for {
+		u.mu.Lock()
+		st, c, wake, lastErr := u.state, u.conn, u.wake, u.lastErr
+		u.mu.Unlock()
+		switch {
+		case st == StateReady && !c.isDead():
+			return c, nil
+		case st == StateReady:
+			// Lost a moment ago (a call saw it first); the supervisor is
+			// about to reconnect, so wait like for a reconnect.
+			st = StateReconnecting
+		case st == StateBackoff:
+			return nil, fmt.Errorf("%w: server %s: %v", ErrUnavailable, u.cfg.Name, lastErr)
+		case st == StateClosed:
+			return nil, fmt.Errorf("%w: server %s: catalog closed", ErrUnavailable, u.cfg.Name)
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: server %s is %s: %w", ErrUnavailable, u.cfg.Name, st, ctx.Err())
+		}
+	}
+}
+
+func (u *upstream) status() ServerStatus {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	s := ServerStatus{
+		Name:            u.cfg.Name,
+		Transport:       u.cfg.Transport,
+		Optional:        u.cfg.Optional,
+		State:           u.state,
+		ProtocolVersion: u.protocol,
+		ServerName:      u.info.Name,
+		ServerVersion:   u.info.Version,
+		Restarts:        u.restarts,
+		ListChanged:     u.listChanged,
+		ConnectedAt:     u.connectedAt,
+	}
+	if u.lastErr != nil {
+		s.LastError = u.lastErr.Error()
+	}
+	if u.conn != nil && !u.conn.isDead() {
+		s.PID = pidOf(u.conn)
+	}
+	return s
+}
+
+// isConnError reports whether err is a failure of the connection itself
+// rather than an answer from the server.
+func isConnError(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) || errors.Is(err, transport.ErrTransportClosed)
+}
