@@ -92,6 +92,9 @@ func (e *Engine) Configure(_ context.Context, raw json.RawMessage, apiVersion st
 		d = newDense(e.log, s.emb, newOpenAIEmbedder(s.emb), e.retryBase)
 	}
 	e.swap(lex, d, s)
+	if s.emb != nil && s.emb.cacheDir == "" {
+		e.log.Warn("embeddings cache disabled (cache_dir empty or no user cache directory): every restart re-embeds all tools")
+	}
 	if s.emb != nil {
 		// Never log the API key.
 		e.log.Info("embeddings enabled", "base_url", s.emb.baseURL, "model", s.emb.model,
