@@ -46,7 +46,10 @@ type Stats struct {
 
 // Run is one start of cexecd.
 type Run struct {
-	ReadyMs       float64 `json:"ready_ms"`
+	ReadyMs float64 `json:"ready_ms"`
+	// StartCPUMs is the CPU time cexecd and its plugins had used when the
+	// socket answered: the start's cost independent of machine load.
+	StartCPUMs    float64 `json:"start_cpu_ms"`
 	IdleRSSMiB    float64 `json:"idle_rss_mib"`
 	PluginsRSSMiB float64 `json:"plugins_rss_mib"`
 	ShutdownMs    float64 `json:"shutdown_ms"`
@@ -63,6 +66,9 @@ type StartResult struct {
 	// ReadyMs is the time from spawning cexecd until Status answers on its
 	// socket (plugins are started before the socket is served).
 	ReadyMs Stats `json:"ready_ms"`
+	// StartCPUMs is user+system CPU of cexecd and its plugins until ready
+	// (10 ms resolution per process, from /proc).
+	StartCPUMs Stats `json:"start_cpu_ms"`
 	// IdleRSSMiB is cexecd's own VmRSS after IdleS seconds of idling.
 	IdleRSSMiB Stats `json:"idle_rss_mib"`
 	// PluginsRSSMiB is the VmRSS summed over the plugin processes.
@@ -73,6 +79,8 @@ type StartResult struct {
 }
 
 type startFlags struct {
+	// extra are cexecd flags given after "--".
+	extra   []string
 	config  string
 	cexecd  string
 	n       int
@@ -83,13 +91,17 @@ type startFlags struct {
 func start(env *cli.Env) *cobra.Command {
 	var f startFlags
 	cmd := &cobra.Command{
-		Use:   "start",
+		Use:   "start [-- CEXECD_FLAGS...]",
 		Short: "Start cexecd N times: time to socket ready, idle RSS, shutdown time",
 		Long: "Each run starts cexecd with --config on a private temporary socket and data directory,\n" +
 			"polls until Status answers, idles, reads VmRSS of cexecd and its plugins from /proc,\n" +
-			"then stops it with SIGTERM. A running daemon on the default socket is not disturbed.",
-		Args: cli.Args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+			"then stops it with SIGTERM. A running daemon on the default socket is not disturbed.\n" +
+			"Flags after -- go to cexecd, e.g. -- -plugin-dir bin.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() != 0 && len(args) > 0 {
+				return cli.UsageErrorf("unexpected argument %q; cexecd flags go after --", args[0])
+			}
+			f.extra = args
 			if f.n < 1 {
 				return cli.UsageErrorf("--n must be at least 1")
 			}
@@ -113,6 +125,7 @@ func start(env *cli.Env) *cobra.Command {
 				}
 			}
 			res.ReadyMs = summarise(res.Runs, func(r Run) float64 { return r.ReadyMs })
+			res.StartCPUMs = summarise(res.Runs, func(r Run) float64 { return r.StartCPUMs })
 			res.IdleRSSMiB = summarise(res.Runs, func(r Run) float64 { return r.IdleRSSMiB })
 			res.PluginsRSSMiB = summarise(res.Runs, func(r Run) float64 { return r.PluginsRSSMiB })
 			res.ShutdownMs = summarise(res.Runs, func(r Run) float64 { return r.ShutdownMs })
@@ -122,6 +135,7 @@ func start(env *cli.Env) *cobra.Command {
 			last := res.Runs[len(res.Runs)-1]
 			fmt.Fprintf(env.Stdout, "cexecd start -> socket ready (%d runs, %d plugins): p50 %.1f ms, p90 %.1f ms, min %.1f ms, max %.1f ms\n",
 				res.N, last.PluginsTotal, res.ReadyMs.P50, res.ReadyMs.P90, res.ReadyMs.Min, res.ReadyMs.Max)
+			fmt.Fprintf(env.Stdout, "CPU used by cexecd and plugins until ready: p50 %.0f ms, max %.0f ms\n", res.StartCPUMs.P50, res.StartCPUMs.Max)
 			fmt.Fprintf(env.Stdout, "cexecd idle RSS after %s: p50 %.1f MiB, max %.1f MiB (plugins together: p50 %.1f MiB)\n",
 				f.idle, res.IdleRSSMiB.P50, res.IdleRSSMiB.Max, res.PluginsRSSMiB.P50)
 			fmt.Fprintf(env.Stdout, "shutdown (SIGTERM -> exit): p50 %.1f ms, max %.1f ms\n", res.ShutdownMs.P50, res.ShutdownMs.Max)
@@ -186,7 +200,8 @@ func runOnce(ctx context.Context, bin, cfg string, f startFlags) (Run, error) {
 	defer func() { _ = os.RemoveAll(dir) }()
 	sock := filepath.Join(dir, "cexecd.sock")
 
-	cmd := exec.CommandContext(ctx, bin, "-config", cfg, "-socket", sock, "-data-dir", filepath.Join(dir, "data"), "-log-level", "warn")
+	args := append([]string{"-config", cfg, "-socket", sock, "-data-dir", filepath.Join(dir, "data"), "-log-level", "warn"}, f.extra...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	t0 := time.Now()
@@ -210,6 +225,9 @@ func runOnce(ctx context.Context, bin, cfg string, f startFlags) (Run, error) {
 	}
 	r.ReadyMs = ms(time.Since(t0))
 	defer func() { _ = c.Close() }()
+	if r.StartCPUMs, err = treeCPU(ctx, c, cmd.Process.Pid); err != nil {
+		return Run{}, err
+	}
 
 	select {
 	case <-time.After(f.idle):
@@ -281,6 +299,58 @@ func waitReady(ctx context.Context, sock string, exited <-chan error, timeout ti
 			return nil, fmt.Errorf("socket %s not ready after %s: %w", sock, timeout, err)
 		}
 	}
+}
+
+// treeCPU sums the CPU time of the daemon and its running plugins.
+func treeCPU(ctx context.Context, c *client.Client, pid int) (float64, error) {
+	total, err := cpuMs(pid)
+	if err != nil {
+		return 0, err
+	}
+	ps, err := c.ListPlugins(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range ps {
+		if p.GetPid() > 0 {
+			if ms, err := cpuMs(int(p.GetPid())); err == nil {
+				total += ms
+			}
+		}
+	}
+	return total, nil
+}
+
+// clockTick is USER_HZ, the unit of /proc/<pid>/stat times; 100 on every
+// Linux architecture Go supports.
+const clockTick = 100
+
+// cpuMs reads utime+stime of pid from /proc/<pid>/stat.
+func cpuMs(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read cpu of %d: %w", pid, err)
+	}
+	// The command name (field 2) may contain spaces; fields after its
+	// closing parenthesis are space-separated, utime and stime being the
+	// 14th and 15th of the whole line.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(f))
+	}
+	var ticks float64
+	for _, s := range f[11:13] {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
+		}
+		ticks += v
+	}
+	return ticks * 1000 / clockTick, nil
 }
 
 // vmRSS reads the resident set size of pid in MiB from /proc.

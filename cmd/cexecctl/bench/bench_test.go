@@ -3,6 +3,7 @@ package bench
 import (
 	"os"
 	"testing"
+	"time"
 )
 
 func TestSummarise(t *testing.T) {
@@ -41,5 +42,20 @@ func TestVMRSS(t *testing.T) {
 	}
 	if _, err := vmRSS(1 << 30); err == nil {
 		t.Error("no error for a pid that does not exist")
+	}
+}
+
+func TestCPUMs(t *testing.T) {
+	// Burn CPU so the figure is above the 10 ms tick.
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for n := 0; time.Now().Before(deadline); n++ {
+		_ = n * n
+	}
+	ms, err := cpuMs(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms < 10 || ms > 60_000 {
+		t.Errorf("cpu = %.0f ms after a 50 ms busy loop", ms)
 	}
 }
