@@ -51,6 +51,10 @@ proto:
 proto-check: proto
 	@git diff --exit-code -- pluginapi/proto api || { echo "generated protobuf code is stale: run make proto and commit"; exit 1; }
 
+# Tool-search quality on every set in ../shared/eval: plain BM25 beside the configured selector.
+eval-search:
+	$(GO) run ./core/searcheval/cmd/evalsearch -eval-dir ../shared/eval
+
 lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
