@@ -1,7 +1,5 @@
 package detect
 
-import "strings"
-
 // Byte classes, looked up in one table so the scanners' inner loops are a
 // load and a mask.
 const (
@@ -72,8 +70,8 @@ func wordAt(text string, i int) bool {
 // shapes that are too common to take on their own (bare nine-digit numbers
 // as SSNs, bare digit runs as phone numbers).
 func hasKeywordBefore(text string, pos, window int, keywords []string) bool {
-	from := max(0, pos-window)
 	var buf [64]byte
+	from := max(0, pos-min(window, len(buf)))
 	b := buf[:0]
 	for i := from; i < pos; i++ {
 		c := text[i]
@@ -82,9 +80,19 @@ func hasKeywordBefore(text string, pos, window int, keywords []string) bool {
 		}
 		b = append(b, c)
 	}
-	s := string(b)
 	for _, k := range keywords {
-		if strings.Contains(s, k) {
+		if containsBytes(b, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsBytes is strings.Contains for a byte slice, without converting it
+// (which would allocate).
+func containsBytes(b []byte, sub string) bool {
+	for i := 0; i+len(sub) <= len(b); i++ {
+		if string(b[i:i+len(sub)]) == sub {
 			return true
 		}
 	}

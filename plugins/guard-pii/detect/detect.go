@@ -246,7 +246,8 @@ func (d *Detector) Detect(ctx context.Context, text string, types []string) ([]S
 
 // parallelMin is the text size from which the local detectors run on
 // separate cores: below it, starting goroutines costs more than it saves.
-const parallelMin = 64 << 10
+// A variable so tests can force either path.
+var parallelMin = 64 << 10
 
 // local runs the enabled local detectors (all but Person) and returns their
 // spans, overlapping and unsorted. The three groups (numeric runs, token
@@ -275,8 +276,11 @@ func (d *Detector) local(text string) []Span {
 			return out
 		})
 	}
+	// Dense text holds a span every few hundred bytes; starting near that
+	// saves most of the slices' regrowth.
+	hint := len(text) / 512
 	if len(text) < parallelMin || len(groups) < 2 || runtime.GOMAXPROCS(0) < 2 {
-		var spans []Span
+		spans := make([]Span, 0, hint)
 		for _, g := range groups {
 			spans = g(spans)
 		}
@@ -285,7 +289,7 @@ func (d *Detector) local(text string) []Span {
 	results := make([][]Span, len(groups))
 	var wg sync.WaitGroup
 	for i, g := range groups {
-		wg.Go(func() { results[i] = g(nil) })
+		wg.Go(func() { results[i] = g(make([]Span, 0, hint)) })
 	}
 	wg.Wait()
 	return slices.Concat(results...)
@@ -307,19 +311,25 @@ func Resolve(spans []Span) []Span {
 		}
 		return better(a, b)
 	})
-	out := spans[:0:0]
 	// Overlapping spans form clusters along the text; resolution only has
-	// to compare spans within a cluster, which are few.
+	// to compare spans within a cluster, which are few. The result is
+	// written over spans: it never gets ahead of the cluster being read.
+	k := 0
 	for i := 0; i < len(spans); {
 		j, end := i+1, spans[i].End
 		for j < len(spans) && spans[j].Start < end {
 			end = max(end, spans[j].End)
 			j++
 		}
-		out = append(out, resolveCluster(spans[i:j])...)
+		if j == i+1 {
+			spans[k] = spans[i]
+			k++
+		} else {
+			k += copy(spans[k:], resolveCluster(spans[i:j]))
+		}
 		i = j
 	}
-	return out
+	return spans[:k]
 }
 
 // better orders a before b (negative) when a wins an overlap against b.
@@ -347,10 +357,8 @@ func better(a, b Span) int {
 	return 0
 }
 
+// resolveCluster returns the winners of a cluster in a new slice.
 func resolveCluster(c []Span) []Span {
-	if len(c) == 1 {
-		return c
-	}
 	cand := slices.Clone(c)
 	slices.SortStableFunc(cand, better)
 	var kept []Span

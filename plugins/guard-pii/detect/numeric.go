@@ -20,6 +20,8 @@ func (g group) digits() int { return g.end - g.start }
 
 type numRun struct {
 	groups []group
+	// digits counts the digits of all groups.
+	digits int
 	// glued: the run is directly followed by a letter, or by "-", "." or
 	// "/" and a letter ("555-1234abc", "12-34.txt"), so it is part of a
 	// larger token.
@@ -123,6 +125,7 @@ func scanNumeric(text string, fn func(r *numRun)) {
 			continue
 		}
 		r.groups = r.groups[:0]
+		r.digits = 0
 		pre := i
 		i += lead
 		for {
@@ -131,6 +134,7 @@ func scanNumeric(text string, fn func(r *numRun)) {
 				i++
 			}
 			r.groups = append(r.groups, group{start: start, end: i, pre: pre})
+			r.digits += i - start
 			j := i
 			for j < n && j-i < 3 && isSepByte(text[j]) {
 				j++
@@ -175,6 +179,12 @@ func (d *Detector) findNumeric(text string, out []Span) []Span {
 	}
 	ssn, card, ip := d.enabled[SSN], d.enabled[CreditCard], d.enabled[IPAddress]
 	scanNumeric(text, func(r *numRun) {
+		// Most runs are short numbers: amounts, counts, years. Nothing
+		// here takes fewer than seven digits except a dotted quad, which
+		// has four groups.
+		if r.digits < minPhoneDigits && len(r.groups) < 4 {
+			return
+		}
 		if ssn {
 			out = findSSNs(text, r, out)
 		}

@@ -118,7 +118,10 @@ func mutations(s string) []string {
 // TestFastPhoneMatchesLibrary holds the fast path to the library's verdict.
 func TestFastPhoneMatchesLibrary(t *testing.T) {
 	stride := 1
-	if testing.Short() {
+	switch {
+	case raceEnabled:
+		stride = 25
+	case testing.Short():
 		stride = 7
 	}
 	cases := phoneOracleCases(stride)

@@ -74,11 +74,25 @@ var prefixRules = []prefixRule{
 
 // rulesByFirstByte indexes prefixRules by their first byte, so the walk
 // over token runs checks only the rules that can match.
-var rulesByFirstByte = func() (t [256][]prefixRule) {
-	for _, r := range prefixRules {
+var rulesByFirstByte = func() (t [256][]*prefixRule) {
+	for i := range prefixRules {
+		r := &prefixRules[i]
 		t[r.prefix[0]] = append(t[r.prefix[0]], r)
 	}
 	return t
+}()
+
+// knownPair marks the two-byte beginnings of every known format (the
+// prefix rules, "eyJ" of a JWT, "hooks.slack.com"): most token runs are
+// words, and one table load rejects them.
+var knownPair = func() *[1 << 16]bool {
+	var t [1 << 16]bool
+	for _, r := range prefixRules {
+		t[uint16(r.prefix[0])<<8|uint16(r.prefix[1])] = true
+	}
+	t[uint16('e')<<8|'y'] = true
+	t[uint16('h')<<8|'o'] = true
+	return &t
 }()
 
 // secretOptions carry the high-entropy rule's settings into the walk.
@@ -165,6 +179,9 @@ var runByte = func() (t [256]uint8) {
 
 // knownAt appends the known-format secret starting at i, if any.
 func knownAt(text string, i int, out []Span) []Span {
+	if i+1 >= len(text) || !knownPair[uint16(text[i])<<8|uint16(text[i+1])] {
+		return out
+	}
 	c := text[i]
 	for _, r := range rulesByFirstByte[c] {
 		if end, ok := matchPrefix(text, i, r); ok {
@@ -185,7 +202,7 @@ func knownAt(text string, i int, out []Span) []Span {
 }
 
 // matchPrefix reports whether rule r matches at i and where its body ends.
-func matchPrefix(text string, i int, r prefixRule) (int, bool) {
+func matchPrefix(text string, i int, r *prefixRule) (int, bool) {
 	if !strings.HasPrefix(text[i:], r.prefix) || wordAt(text, i-1) || (i > 0 && text[i-1] == '-') {
 		return 0, false
 	}
