@@ -127,19 +127,25 @@ func readRegular(root *os.Root, name string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	// The file may grow between Stat and Read; never read past max.
-	limit := size + 1
-	if max > 0 && limit > max+1 {
-		limit = max + 1
+	// One read of the size Stat reported, plus one to see EOF; the file may
+	// grow meanwhile, but never past max.
+	buf := make([]byte, 0, size+1)
+	for {
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if max > 0 && int64(len(buf)) > max {
+			return nil, fmt.Errorf("%s grew past the limit of %s: %w", name, humanBytes(max), ErrTooLarge)
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit))
-	if err != nil {
-		return nil, err
-	}
-	if max > 0 && int64(len(data)) > max {
-		return nil, fmt.Errorf("%s grew past the limit of %s: %w", name, humanBytes(max), ErrTooLarge)
-	}
-	return data, nil
 }
 
 // removeTemps deletes leftovers of writes interrupted by a crash in dir.

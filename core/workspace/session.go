@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -275,7 +276,13 @@ func (t *Tenant) ListSessions() ([]SessionInfo, error) {
 		return nil, err
 	}
 	defer t.exit()
-	d, err := t.root.Open(sessionsDir)
+	// One root for the folder: reading each summary is then one openat.
+	dir, err := t.root.OpenRoot(sessionsDir)
+	if err != nil {
+		return nil, fmt.Errorf("tenant %s: list sessions: %w", t.id, err)
+	}
+	defer dir.Close()
+	d, err := dir.Open(".")
 	if err != nil {
 		return nil, fmt.Errorf("tenant %s: list sessions: %w", t.id, err)
 	}
@@ -294,7 +301,7 @@ func (t *Tenant) ListSessions() ([]SessionInfo, error) {
 		if err != nil {
 			continue // removed meanwhile
 		}
-		meta, err := t.readMeta(id)
+		meta, err := readMeta(dir, id)
 		if err != nil || meta.LogBytes != info.Size() {
 			if meta, err = t.refreshMeta(id); err != nil {
 				return nil, err
@@ -459,8 +466,14 @@ func (t *Tenant) refreshMeta(session string) (sessionMeta, error) {
 }
 
 func (t *Tenant) readMeta(session string) (sessionMeta, error) {
+	return readMeta(t.root, sessionsDir+"/"+session)
+}
+
+// readMeta reads the summary at prefix+".meta.json" inside root.
+func readMeta(root *os.Root, prefix string) (sessionMeta, error) {
 	var meta sessionMeta
-	data, err := t.root.ReadFile(sessionsDir + "/" + session + metaSuffix)
+	session := path.Base(prefix)
+	data, err := root.ReadFile(prefix + metaSuffix)
 	if err == nil {
 		err = json.Unmarshal(data, &meta)
 	}
