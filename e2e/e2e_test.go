@@ -17,13 +17,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // bins holds the binaries built once for all tests.
 var bins struct {
 	dir       string // cexecd and cexecctl
 	pluginDir string
-	// plugins are the real plugins that built, as "<kind>-<name>".
+	// plugins are the plugin blocks of the default cexec.hcl whose
+	// binaries were built.
 	plugins []string
 }
 
@@ -71,25 +75,29 @@ func build(dir string) error {
 			return err
 		}
 	}
-	// Real plugins join the run when they build; ones still being written
-	// (no main package yet) are left out with a note.
-	entries, err := os.ReadDir(filepath.Join(root, "plugins"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+	// The real plugins of the repository's default cexec.hcl join the
+	// run, with their blocks copied verbatim, once their code exists.
+	src, err := os.ReadFile(filepath.Join(root, "cexec.hcl"))
+	if err != nil {
+		return fmt.Errorf("read default config: %w", err)
 	}
-	for _, e := range entries {
-		if !e.IsDir() {
+	file, diags := hclsyntax.ParseConfig(src, "cexec.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		return fmt.Errorf("parse default config: %s", diags.Error())
+	}
+	for _, blk := range file.Body.(*hclsyntax.Body).Blocks {
+		if blk.Type != "plugin" || len(blk.Labels) != 2 {
 			continue
 		}
-		mains, _ := filepath.Glob(filepath.Join(root, "plugins", e.Name(), "main.go"))
-		if len(mains) == 0 {
-			fmt.Fprintf(os.Stderr, "e2e: plugins/%s has no main.go yet; not included\n", e.Name())
+		pkg := "./plugins/" + blk.Labels[0] + "-" + blk.Labels[1]
+		if _, err := os.Stat(filepath.Join(root, pkg, "main.go")); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: %s has no main.go yet; not included\n", pkg)
 			continue
 		}
-		if err := gobuild(filepath.Join(bins.pluginDir, "cexec-plugin-"+e.Name()), "./plugins/"+e.Name()); err != nil {
+		if err := gobuild(filepath.Join(bins.pluginDir, "cexec-plugin-"+blk.Labels[0]+"-"+blk.Labels[1]), pkg); err != nil {
 			return err
 		}
-		bins.plugins = append(bins.plugins, e.Name())
+		bins.plugins = append(bins.plugins, string(blk.Range().SliceBytes(src)))
 	}
 	return nil
 }
@@ -116,9 +124,8 @@ func newSetup(t *testing.T) setup {
 	fmt.Fprintf(&b, "cexec {\n  data_dir   = %q\n  socket     = %q\n  plugin_dir = %q\n  log_level  = \"debug\"\n}\n\n",
 		filepath.Join(dir, "data"), s.sock, bins.pluginDir)
 	b.WriteString("plugin \"selector\" \"keyword\" {\n  max_hits  = 10\n  stopwords = [\"the\", env(\"CEXEC_E2E_SECRET\")]\n}\n")
-	for _, p := range bins.plugins {
-		kind, name, _ := strings.Cut(p, "-")
-		fmt.Fprintf(&b, "\nplugin %q %q {}\n", kind, name)
+	for _, blk := range bins.plugins {
+		fmt.Fprintf(&b, "\n%s\n", blk)
 	}
 	// The example is the selector the tests kill and ping.
 	b.WriteString("\npipeline {\n  selector = \"keyword\"\n}\n")
