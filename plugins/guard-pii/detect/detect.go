@@ -250,28 +250,31 @@ func (d *Detector) Detect(ctx context.Context, text string, types []string) ([]S
 var parallelMin = 64 << 10
 
 // local runs the enabled local detectors (all but Person) and returns their
-// spans, overlapping and unsorted. The three groups (numeric runs, token
-// runs, the rest) each make one pass over the text; on large texts they run
-// in parallel.
+// spans, overlapping and unsorted. The three groups (numeric runs; token
+// runs for secrets and IBANs; emails and IPv6 by their "@" and ":") each
+// make one pass over the text; on large texts they run in parallel.
 func (d *Detector) local(text string) []Span {
 	var groups []func([]Span) []Span
 	if d.enabled[Phone] || d.enabled[SSN] || d.enabled[CreditCard] || d.enabled[IPAddress] {
 		groups = append(groups, func(out []Span) []Span { return d.findNumeric(text, out) })
 	}
-	if d.enabled[Secret] {
-		opt := secretOptions{entropy: d.entropy, threshold: d.entropyThreshold, minLen: d.entropyMinLength}
-		groups = append(groups, func(out []Span) []Span { return findSecrets(text, opt, out) })
+	if d.enabled[Secret] || d.enabled[IBAN] {
+		opt := tokenOptions{
+			secrets:   d.enabled[Secret],
+			entropy:   d.enabled[Secret] && d.entropy,
+			threshold: d.entropyThreshold,
+			minLen:    d.entropyMinLength,
+			iban:      d.enabled[IBAN],
+		}
+		groups = append(groups, func(out []Span) []Span { return findTokens(text, opt, out) })
 	}
-	if d.enabled[Email] || d.enabled[IPAddress] || d.enabled[IBAN] {
+	if d.enabled[Email] || d.enabled[IPAddress] {
 		groups = append(groups, func(out []Span) []Span {
 			if d.enabled[Email] {
 				out = findEmails(text, out)
 			}
 			if d.enabled[IPAddress] {
 				out = findIPv6(text, out)
-			}
-			if d.enabled[IBAN] {
-				out = findIBANs(text, out)
 			}
 			return out
 		})

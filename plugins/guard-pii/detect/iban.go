@@ -29,47 +29,44 @@ var ibanLen = func() (t [26][26]uint8) {
 	return t
 }()
 
-// findIBANs finds IBANs in electronic form (DE89370400440532013000) or
-// print form, in groups of four separated by single spaces (DE89 3704 0044
-// 0532 0130 00): upper-case country code with the registry's length, two
-// check digits, and a valid ISO 7064 mod-97 checksum.
-func findIBANs(text string, out []Span) []Span {
+// matchIBAN matches an IBAN at i, in electronic form
+// (DE89370400440532013000) or print form, in groups of four separated by
+// single spaces (DE89 3704 0044 0532 0130 00): upper-case country code with
+// the registry's length, two check digits, and a valid ISO 7064 mod-97
+// checksum. The caller has checked that i starts a word.
+func matchIBAN(text string, i int) (int, bool) {
 	n := len(text)
-	var buf [34]byte
-	for i := 0; i+4 <= n; i++ {
-		c0, c1 := text[i], text[i+1]
-		if c0 < 'A' || c0 > 'Z' || c1 < 'A' || c1 > 'Z' || !isDigit(text[i+2]) || !isDigit(text[i+3]) {
-			continue
-		}
-		want := int(ibanLen[c0-'A'][c1-'A'])
-		if want == 0 || wordAt(text, i-1) {
-			continue
-		}
-		// Collect want characters; a single space may follow every fourth.
-		got, j := 0, i
-		for j < n && got < want {
-			c := text[j]
-			if c == ' ' && got%4 == 0 && got > 0 && j+1 < n && is(text[j+1], cUpper|cDigit) {
-				j++
-				continue
-			}
-			if !is(c, cUpper|cDigit) {
-				break
-			}
-			buf[got] = c
-			got++
-			j++
-		}
-		if got != want || wordAt(text, j) {
-			continue
-		}
-		if !ibanChecksum(buf[:got]) {
-			continue
-		}
-		out = append(out, Span{Start: i, End: j, Type: IBAN, Score: 0.99})
-		i = j - 1
+	if i+4 > n {
+		return 0, false
 	}
-	return out
+	c0, c1 := text[i], text[i+1]
+	if c0 < 'A' || c0 > 'Z' || c1 < 'A' || c1 > 'Z' || !isDigit(text[i+2]) || !isDigit(text[i+3]) {
+		return 0, false
+	}
+	want := int(ibanLen[c0-'A'][c1-'A'])
+	if want == 0 {
+		return 0, false
+	}
+	// Collect want characters; a single space may follow every fourth.
+	var buf [34]byte
+	got, j := 0, i
+	for j < n && got < want {
+		c := text[j]
+		if c == ' ' && got%4 == 0 && got > 0 && j+1 < n && is(text[j+1], cUpper|cDigit) {
+			j++
+			continue
+		}
+		if !is(c, cUpper|cDigit) {
+			break
+		}
+		buf[got] = c
+		got++
+		j++
+	}
+	if got != want || wordAt(text, j) || !ibanChecksum(buf[:got]) {
+		return 0, false
+	}
+	return j, true
 }
 
 // ibanChecksum computes ISO 7064 mod 97-10 over the IBAN with its first

@@ -95,18 +95,20 @@ var knownPair = func() *[1 << 16]bool {
 	return &t
 }()
 
-// secretOptions carry the high-entropy rule's settings into the walk.
-type secretOptions struct {
-	entropy   bool
+// tokenOptions say what the walk over token runs looks for.
+type tokenOptions struct {
+	secrets   bool // known formats and PEM blocks
+	entropy   bool // the high-entropy rule (with secrets)
 	threshold float64
 	minLen    int
+	iban      bool
 }
 
-// findSecrets walks the text's token runs once: at the start of each run,
-// and after each "/" or "+" inside it, it looks for a known prefix, a JSON
-// Web Token, a Slack webhook or a PEM block; then it applies the
-// high-entropy rule to the run.
-func findSecrets(text string, opt secretOptions, out []Span) []Span {
+// findTokens walks the text's token runs once. At the start of each run it
+// looks for an IBAN; there, and after each "/" or "+" inside the run, for a
+// known secret format, a JSON Web Token, a Slack webhook or a PEM block;
+// then it applies the high-entropy rule to the run.
+func findTokens(text string, opt tokenOptions, out []Span) []Span {
 	n := len(text)
 	for i := 0; i < n; {
 		for i < n && runByte[text[i]] == 0 {
@@ -114,6 +116,17 @@ func findSecrets(text string, opt secretOptions, out []Span) []Span {
 		}
 		if i == n {
 			break
+		}
+		if opt.iban && text[i] >= 'A' && text[i] <= 'Z' {
+			if end, ok := matchIBAN(text, i); ok {
+				out = append(out, Span{Start: i, End: end, Type: IBAN, Score: 0.99})
+			}
+		}
+		if !opt.secrets {
+			for i < n && runByte[text[i]] != 0 {
+				i++
+			}
+			continue
 		}
 		if text[i] == '-' {
 			if end, private, complete, ok := matchPEM(text, i); ok {
@@ -158,7 +171,7 @@ func findSecrets(text string, opt secretOptions, out []Span) []Span {
 			}
 		}
 		if opt.entropy && i-start >= opt.minLen {
-			out = entropyRun(text, start, i, opt, out)
+			out = entropyRun(text, start, i, opt.threshold, opt.minLen, out)
 		}
 	}
 	return out
@@ -337,17 +350,17 @@ func matchSlackWebhook(text string, i int) (int, int, bool) {
 // Shannon entropy of at least threshold bits per character. "=" counts only
 // as trailing base64 padding, so "password=…" is read as its value. A run
 // that looks like a file path is judged segment by segment.
-func entropyRun(text string, start, end int, opt secretOptions, out []Span) []Span {
+func entropyRun(text string, start, end int, threshold float64, minLen int, out []Span) []Span {
 	run := text[start:end]
 	if !pathLike(run) {
-		if randomToken(run, opt.threshold) {
+		if randomToken(run, threshold) {
 			out = append(out, Span{Start: start, End: end, Type: Secret, Score: 0.7})
 		}
 		return out
 	}
 	off := start
 	for seg := range strings.SplitSeq(run, "/") {
-		if len(seg) >= opt.minLen && randomToken(seg, opt.threshold) {
+		if len(seg) >= minLen && randomToken(seg, threshold) {
 			out = append(out, Span{Start: off, End: off + len(seg), Type: Secret, Score: 0.6})
 		}
 		off += len(seg) + 1
