@@ -1,9 +1,10 @@
-// Package detecttest generates realistic mixed text for benchmarks of PII
-// detection and tokenization: prose, service logs, JSON records, CSV rows
-// and code, with the numbers that trip detectors up (dates, timestamps,
-// versions, prices, UUIDs, hashes, order numbers) and PII at the density of
-// a CRM export or an access log. The same size and seed always give the
-// same text.
+// Package detecttest generates realistic mixed text for benchmarks and
+// tests of PII detection and tokenization: prose, service logs, JSON
+// records, CSV rows and code, with the numbers that trip detectors up
+// (dates, timestamps, versions, prices, UUIDs, hashes, order numbers) and
+// PII at the density of a CRM export or an access log. Every PII value it
+// writes is recorded, so the text doubles as a labelled corpus. The same
+// size and seed always give the same text.
 package detecttest
 
 import (
@@ -29,14 +30,37 @@ var domains = []string{"example.com", "example.org", "mail.example.net", "corp.e
 const hexDigits = "0123456789abcdef"
 const b62 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
+// Planted is a PII value written into the text: text[Start:End], of a
+// detector type (EMAIL, PHONE, IP_ADDRESS, CREDIT_CARD, IBAN, US_SSN,
+// SECRET, PERSON).
+type Planted struct {
+	Start, End int
+	Type       string
+}
+
 type gen struct {
-	r *rand.Rand
-	b strings.Builder
+	r       *rand.Rand
+	b       strings.Builder
+	planted []Planted
+}
+
+// pii writes a PII value and records where it went.
+func (g *gen) pii(typ, value string) {
+	start := g.b.Len()
+	g.b.WriteString(value)
+	g.planted = append(g.planted, Planted{Start: start, End: g.b.Len(), Type: typ})
 }
 
 // Mixed returns about size bytes (never less) of mixed text generated from
 // seed.
 func Mixed(size int, seed uint64) string {
+	text, _ := MixedLabelled(size, seed)
+	return text
+}
+
+// MixedLabelled is Mixed with the PII values it planted, in text order.
+// Everything else in the text is meant not to be PII.
+func MixedLabelled(size int, seed uint64) (string, []Planted) {
 	g := &gen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 	g.b.Grow(size + 1024)
 	for g.b.Len() < size {
@@ -56,7 +80,7 @@ func Mixed(size int, seed uint64) string {
 		}
 		g.b.WriteByte('\n')
 	}
-	return g.b.String()
+	return g.b.String(), g.planted
 }
 
 func (g *gen) pick(xs []string) string { return xs[g.r.IntN(len(xs))] }
@@ -134,18 +158,25 @@ func (g *gen) prose() {
 
 func (g *gen) logLine() {
 	level := []string{"INFO", "INFO", "INFO", "WARN", "DEBUG", "ERROR"}[g.r.IntN(6)]
-	fmt.Fprintf(&g.b, "%s %-5s svc=api req=%s method=GET path=/api/v2/orders/%d status=%d dur=%d.%dms client=%s",
+	fmt.Fprintf(&g.b, "%s %-5s svc=api req=%s method=GET path=/api/v2/orders/%d status=%d dur=%d.%dms client=",
 		g.ts(), level, g.uuid(), 100000+g.r.IntN(900000), []int{200, 200, 201, 404, 500}[g.r.IntN(5)],
-		g.r.IntN(900), g.r.IntN(10), g.ip())
+		g.r.IntN(900), g.r.IntN(10))
+	g.pii("IP_ADDRESS", g.ip())
 	if g.r.IntN(8) == 0 {
-		fmt.Fprintf(&g.b, " user=%s", g.email())
+		g.b.WriteString(" user=")
+		g.pii("EMAIL", g.email())
 	}
 }
 
 func (g *gen) jsonRecord() {
-	fmt.Fprintf(&g.b, `{"id": %d, "name": %q, "email": %q, "phone": %q, "created": "2024-%02d-%02d", "amount": %d.%02d, "sku": "SKU-%04d-%s", "etag": "%s"}`,
-		g.r.IntN(10000000), g.pick(names), g.email(), g.phone(), 1+g.r.IntN(12), 1+g.r.IntN(28),
-		g.r.IntN(10000), g.r.IntN(100), g.r.IntN(10000), strings.ToUpper(g.hex(4)), g.hex(40))
+	fmt.Fprintf(&g.b, `{"id": %d, "name": "`, g.r.IntN(10000000))
+	g.pii("PERSON", g.pick(names))
+	g.b.WriteString(`", "email": "`)
+	g.pii("EMAIL", g.email())
+	g.b.WriteString(`", "phone": "`)
+	g.pii("PHONE", g.phone())
+	fmt.Fprintf(&g.b, `", "created": "2024-%02d-%02d", "amount": %d.%02d, "sku": "SKU-%04d-%s", "etag": "%s"}`,
+		1+g.r.IntN(12), 1+g.r.IntN(28), g.r.IntN(10000), g.r.IntN(100), g.r.IntN(10000), strings.ToUpper(g.hex(4)), g.hex(40))
 }
 
 func (g *gen) csvRow() {
@@ -170,16 +201,25 @@ func (g *gen) code() {
 func (g *gen) rare() {
 	switch g.r.IntN(4) {
 	case 0:
-		fmt.Fprintf(&g.b, "Payment card 4111 1111 1111 1111 charged for order %d.", g.r.IntN(1000000))
+		g.b.WriteString("Payment card ")
+		g.pii("CREDIT_CARD", "4111 1111 1111 1111")
+		fmt.Fprintf(&g.b, " charged for order %d.", g.r.IntN(1000000))
 	case 1:
-		fmt.Fprintf(&g.b, "Wire to IBAN DE89 3704 0044 0532 0130 00, reference %d.", g.r.IntN(100000))
+		g.b.WriteString("Wire to IBAN ")
+		g.pii("IBAN", "DE89 3704 0044 0532 0130 00")
+		fmt.Fprintf(&g.b, ", reference %d.", g.r.IntN(100000))
 	case 2:
-		fmt.Fprintf(&g.b, "Employee SSN: %03d-%02d-%04d on file.", 100+g.r.IntN(500), 10+g.r.IntN(89), 1000+g.r.IntN(8999))
+		g.b.WriteString("Employee SSN: ")
+		g.pii("US_SSN", fmt.Sprintf("%03d-%02d-%04d", 100+g.r.IntN(500), 10+g.r.IntN(89), 1000+g.r.IntN(8999)))
+		g.b.WriteString(" on file.")
 	default:
 		b := make([]byte, 40)
 		for i := range b {
 			b[i] = b62[g.r.IntN(len(b62))]
 		}
-		fmt.Fprintf(&g.b, "config: api_token = %q", "sk-"+string(b))
+		b[g.r.IntN(len(b))] = byte('0' + g.r.IntN(10)) // keys carry digits
+		g.b.WriteString(`config: api_token = "`)
+		g.pii("SECRET", "sk-"+string(b))
+		g.b.WriteString(`"`)
 	}
 }
