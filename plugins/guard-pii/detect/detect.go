@@ -178,6 +178,9 @@ func New(opts Options) (*Detector, error) {
 	for _, t := range types {
 		d.enabled[t] = true
 	}
+	if d.enabled[Phone] {
+		metaFor(0, d.region) // compile the region's patterns now, not in the first Detect
+	}
 	return d, nil
 }
 
