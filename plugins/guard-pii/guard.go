@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -189,6 +190,9 @@ func build(c config) (*state, pluginapi.Diagnostics) {
 	if len(c.Types) > 0 {
 		if err := detect.CheckTypes(c.Types, nerURL != ""); err != nil {
 			bad("types", "invalid type list", err)
+		} else if nerURL != "" && !slices.Contains(c.Types, detect.Person) {
+			diags = append(diags, pluginapi.Diagnostic{Severity: pluginapi.SeverityWarning, Attribute: "types",
+				Summary: "ner_url set but PERSON not in types", Detail: "the NER endpoint is only asked for PERSON; add it to types or remove ner_url"})
 		}
 	}
 	if err := detect.CheckRegion(opts.PhoneRegion); err != nil {

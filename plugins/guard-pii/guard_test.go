@@ -129,6 +129,10 @@ func TestConfigureWarnsAndRejectsVersion(t *testing.T) {
 	if len(diags) != 1 || diags[0].Severity != pluginapi.SeverityWarning || diags[0].Attribute != "ner_headers" {
 		t.Errorf("want one warning on ner_headers, got %v", diags)
 	}
+	diags = configure(t, g, `{"types":["EMAIL"],"ner_url":"http://127.0.0.1:9/"}`)
+	if len(diags) != 1 || diags[0].Severity != pluginapi.SeverityWarning || diags[0].Attribute != "types" {
+		t.Errorf("want one warning on types, got %v", diags)
+	}
 	diags, err := g.Configure(t.Context(), json.RawMessage(`{}`), "v2")
 	if err != nil || !diags.HasErrors() {
 		t.Errorf("API version v2 accepted: %v %v", diags, err)
