@@ -30,14 +30,20 @@ func tempName(name string) string {
 // the same directory, fsync, rename over the old file, fsync the directory.
 // A crash at any point leaves either the old or the new content, never a
 // mix; the temporary file is removed on error. Going through root means a
-// symlink planted by sandboxed code cannot redirect the write out of it.
-func writeAtomic(root *os.Root, dir, name string, data []byte, sync bool) error {
+// symlink planted by sandboxed code cannot redirect the write out of it. A
+// non-nil own gets the file.
+func writeAtomic(root *os.Root, dir, name string, data []byte, sync bool, own *Owner) error {
 	tmp := path.Join(dir, tempName(name))
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	if own != nil {
+		err = f.Chown(own.UID, own.GID)
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if err == nil && sync {
 		err = f.Sync()
 	}
@@ -163,11 +169,17 @@ func removeTemps(root *os.Root, dir string) {
 	}
 }
 
-// mkdirs creates directories inside root, tolerating existing ones.
-func mkdirs(root *os.Root, names ...string) error {
+// mkdirs creates directories (0700) inside root, tolerating existing ones,
+// and hands them to own when it is not nil.
+func mkdirs(root *os.Root, own *Owner, names ...string) error {
 	for _, n := range names {
 		if err := root.Mkdir(n, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
+		}
+		if own != nil {
+			if err := root.Lchown(n, own.UID, own.GID); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

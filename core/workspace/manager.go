@@ -38,6 +38,9 @@ const (
 	SyncNone
 )
 
+// Owner is a host user and group.
+type Owner struct{ UID, GID int }
+
 // Quota bounds one tenant. Zero values mean unlimited.
 type Quota struct {
 	// DiskBytes bounds the workspace: the sizes of all its files.
@@ -72,6 +75,13 @@ type Options struct {
 	MaxStateBytes int64
 	// LogSync is the session log fsync policy; default SyncEach.
 	LogSync SyncPolicy
+	// Owner, when set, is the host user sandboxed code runs as because it
+	// is not cexecd's own (cexecd runs as root and the sandbox backend as an
+	// unprivileged user). Workspace folders and the files cexecd writes in
+	// them are handed to it, and the folders leading to a workspace become
+	// 0711 (enter, not list) so it can reach its own; session logs stay
+	// cexecd's. Nil leaves everything owned by cexecd, mode 0700.
+	Owner *Owner
 	// Logger receives warnings (repaired logs, GC); nil discards them.
 	Logger hclog.Logger
 	// Now is the clock; nil means time.Now. Tests move it.
@@ -144,6 +154,9 @@ func New(opts Options) (*Manager, error) {
 	if err := os.MkdirAll(m.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("workspace: create tenants folder: %w", err)
 	}
+	if err := os.Chmod(m.dir, m.dirMode()); err != nil {
+		return nil, fmt.Errorf("workspace: tenants folder: %w", err)
+	}
 	names, err := readDirNames(m.dir)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: read tenants folder: %w", err)
@@ -204,6 +217,9 @@ func (m *Manager) open(id string, decl *config.Tenant) (*Tenant, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
+	if err := os.Chmod(dir, m.dirMode()); err != nil {
+		return nil, err
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
@@ -212,12 +228,17 @@ func (m *Manager) open(id string, decl *config.Tenant) (*Tenant, error) {
 	if decl != nil {
 		t.quota = Quota{DiskBytes: decl.DiskQuota, MaxConcurrent: decl.MaxConcurrent, AllowedServers: decl.AllowedServers}
 	}
-	if err := mkdirs(root, "workspace", "sessions"); err != nil {
+	own := m.opts.Owner
+	err = mkdirs(root, nil, "sessions")
+	if err == nil {
+		err = mkdirs(root, own, "workspace")
+	}
+	if err != nil {
 		root.Close()
 		return nil, err
 	}
 	if t.ws, err = root.OpenRoot("workspace"); err == nil {
-		err = mkdirs(t.ws, "state", "skills")
+		err = mkdirs(t.ws, own, "state", "skills")
 	}
 	if err != nil {
 		t.close()
@@ -234,7 +255,7 @@ func (m *Manager) open(id string, decl *config.Tenant) (*Tenant, error) {
 	if err != nil {
 		// First use, or a tenant.json lost to a crash: start the clock now.
 		meta = tenantMeta{ID: id, Created: now, LastUsed: now}
-		if err := writeAtomic(root, ".", tenantFile, mustJSON(meta), false); err != nil {
+		if err := writeAtomic(root, ".", tenantFile, mustJSON(meta), false, nil); err != nil {
 			t.close()
 			return nil, err
 		}
@@ -446,6 +467,15 @@ func (m *Manager) collect(id string, olderThan time.Duration, dryRun bool) (*GCE
 		delete(m.tenants, id)
 	}
 	return e, trash, nil
+}
+
+// dirMode is the mode of the tenants folder and of each tenant's folder:
+// private, unless a sandbox user must pass through them to its workspace.
+func (m *Manager) dirMode() os.FileMode {
+	if m.opts.Owner != nil {
+		return 0o711
+	}
+	return 0o700
 }
 
 func tempNameFor(prefix, name string) string {

@@ -205,7 +205,11 @@ func (t *Tenant) Append(session string, e Entry) (Entry, error) {
 	defer mu.Unlock()
 
 	logName := sessionsDir + "/" + session + logSuffix
-	f, err := t.root.OpenFile(logName, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := t.root.OpenFile(logName, os.O_WRONLY|os.O_APPEND, 0)
+	created := errors.Is(err, fs.ErrNotExist)
+	if created {
+		f, err = t.root.OpenFile(logName, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("tenant %s: open session log %s: %w", t.id, session, err)
 	}
@@ -237,7 +241,11 @@ func (t *Tenant) Append(session string, e Entry) (Entry, error) {
 		return Entry{}, fmt.Errorf("tenant %s: append to session log %s: %w", t.id, session, err)
 	}
 	if t.m.opts.LogSync == SyncEach {
-		if err := f.Sync(); err != nil {
+		err := f.Sync()
+		if err == nil && created {
+			err = syncDir(t.root, sessionsDir) // the new log's name must survive too
+		}
+		if err != nil {
 			return Entry{}, fmt.Errorf("tenant %s: sync session log %s: %w", t.id, session, err)
 		}
 	}
@@ -286,22 +294,28 @@ func (t *Tenant) ListSessions() ([]SessionInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tenant %s: list sessions: %w", t.id, err)
 	}
-	entries, err := d.ReadDir(-1)
+	// Names only: a stat per log, none per summary.
+	names, err := d.Readdirnames(-1)
 	d.Close()
 	if err != nil {
 		return nil, fmt.Errorf("tenant %s: list sessions: %w", t.id, err)
 	}
 	var out []SessionInfo
-	for _, de := range entries {
-		id, ok := strings.CutSuffix(de.Name(), logSuffix)
+	buf := make([]byte, 0, 4096)
+	for _, name := range names {
+		id, ok := strings.CutSuffix(name, logSuffix)
 		if !ok || ValidateSessionID(id) != nil {
 			continue
 		}
-		info, err := de.Info()
+		info, err := dir.Lstat(name)
 		if err != nil {
 			continue // removed meanwhile
 		}
-		meta, err := readMeta(dir, id)
+		var meta sessionMeta
+		buf, err = readSmall(dir, id+metaSuffix, buf)
+		if err == nil {
+			meta, err = parseMeta(buf, id)
+		}
 		if err != nil || meta.LogBytes != info.Size() {
 			if meta, err = t.refreshMeta(id); err != nil {
 				return nil, err
@@ -471,22 +485,50 @@ func (t *Tenant) readMeta(session string) (sessionMeta, error) {
 
 // readMeta reads the summary at prefix+".meta.json" inside root.
 func readMeta(root *os.Root, prefix string) (sessionMeta, error) {
-	var meta sessionMeta
-	session := path.Base(prefix)
 	data, err := root.ReadFile(prefix + metaSuffix)
-	if err == nil {
-		err = json.Unmarshal(data, &meta)
+	if err != nil {
+		return sessionMeta{}, err
 	}
+	return parseMeta(data, path.Base(prefix))
+}
+
+func parseMeta(data []byte, session string) (sessionMeta, error) {
+	var meta sessionMeta
+	err := json.Unmarshal(data, &meta)
 	if err == nil && meta.ID != session {
 		err = errors.New("summary of another session")
 	}
 	return meta, err
 }
 
+// readSmall reads a small file into buf, reusing its memory: open, read,
+// close, without the stat os.ReadFile does first.
+func readSmall(root *os.Root, name string, buf []byte) ([]byte, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		return buf[:0], err
+	}
+	defer f.Close()
+	buf = buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
 // writeMeta stores a summary without fsync: it is a cache, checked against
 // the log's size on every read.
 func (t *Tenant) writeMeta(meta *sessionMeta) {
-	if err := writeAtomic(t.root, sessionsDir, meta.ID+metaSuffix, mustJSON(meta), false); err != nil {
+	if err := writeAtomic(t.root, sessionsDir, meta.ID+metaSuffix, mustJSON(meta), false, nil); err != nil {
 		t.m.log.Warn("write session summary", "tenant", t.id, "session", meta.ID, "error", err)
 	}
 }

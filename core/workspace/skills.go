@@ -71,6 +71,7 @@ type CodeError struct {
 	Text string
 }
 
+// Error says where the code fails to compile.
 func (e *CodeError) Error() string {
 	if e.Line == 0 {
 		return "the code does not compile: " + e.Msg
@@ -215,14 +216,15 @@ func (t *Tenant) SaveSkill(ctx context.Context, name, description, code string) 
 func (t *Tenant) swapInSkill(name string, md, code []byte) error {
 	tmp := tempName(name)
 	tmpPath := path.Join(skillsDir, tmp)
-	if err := t.ws.Mkdir(tmpPath, 0o700); err != nil {
-		return err
-	}
+	own := t.m.opts.Owner
 	defer t.ws.RemoveAll(tmpPath) // after the exchange it holds the old version
-	if err := writeAtomic(t.ws, tmpPath, skillMD, md, true); err != nil {
+	if err := mkdirs(t.ws, own, tmpPath); err != nil {
 		return err
 	}
-	if err := writeAtomic(t.ws, tmpPath, skillCode, code, true); err != nil {
+	if err := writeAtomic(t.ws, tmpPath, skillMD, md, true, own); err != nil {
+		return err
+	}
+	if err := writeAtomic(t.ws, tmpPath, skillCode, code, true, own); err != nil {
 		return err
 	}
 	target := path.Join(skillsDir, name)

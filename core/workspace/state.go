@@ -211,7 +211,7 @@ func (t *Tenant) writeState(name, format string, data []byte) (StateInfo, error)
 	if err := t.reserve("state "+name, old, int64(len(data))); err != nil {
 		return StateInfo{}, err
 	}
-	if err := writeAtomic(t.ws, stateDir, name, data, !t.m.noStateSync); err != nil {
+	if err := writeAtomic(t.ws, stateDir, name, data, !t.m.noStateSync, t.m.opts.Owner); err != nil {
 		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 			return StateInfo{}, fmt.Errorf("tenant %s: save state %s: the disk is full, nothing was written: %w: %w", t.id, name, err, pluginapi.ErrResourceExhausted)
 		}

@@ -235,7 +235,7 @@ func (t *Tenant) touchLocked() {
 		return
 	}
 	meta := tenantMeta{ID: t.id, Created: t.created, LastUsed: now}
-	if err := writeAtomic(t.root, ".", tenantFile, mustJSON(meta), false); err != nil {
+	if err := writeAtomic(t.root, ".", tenantFile, mustJSON(meta), false, nil); err != nil {
 		t.m.log.Warn("persist tenant last-used time", "tenant", t.id, "error", err)
 		return
 	}

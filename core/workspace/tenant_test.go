@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -332,5 +334,69 @@ func TestIsolation(t *testing.T) {
 	b.SaveState("s.json", json.RawMessage(`"b's"`))
 	if v, _ := a.GetState("s.json"); string(v) != `"a's"` {
 		t.Errorf("b's write changed a's state: %s", v)
+	}
+}
+
+// TestOwner runs when cexecd's situation is root handing workspaces to an
+// unprivileged sandbox user: that user reads and writes its workspace and
+// nothing else of the tenant's.
+func TestOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to hand files to another user")
+	}
+	const nobody = 65534
+	dataDir := t.TempDir()
+	// Let the sandbox user through the test's own temporary folders.
+	for d := dataDir; d != filepath.Dir(d) && strings.HasPrefix(d, os.TempDir()+"/"); d = filepath.Dir(d) {
+		os.Chmod(d, 0o711)
+	}
+	m := newManager(t, Options{DataDir: dataDir, Owner: &Owner{UID: nobody, GID: nobody}})
+	tn := mustTenant(t, m, "acme")
+	if _, err := tn.SaveState("x.json", json.RawMessage(`{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tn.SaveSkill(context.Background(), "sk", "A skill.", "x = 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	tn.Append("s", Entry{Kind: KindExecution})
+	owner := func(p string) (uint32, os.FileMode) {
+		st, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Sys().(*syscall.Stat_t).Uid, st.Mode().Perm()
+	}
+	ws := tn.WorkspaceDir()
+	for _, p := range []string{ws, ws + "/state", ws + "/skills", ws + "/state/x.json", ws + "/skills/sk", ws + "/skills/sk/SKILL.md", ws + "/skills/sk/__init__.py"} {
+		if uid, _ := owner(p); uid != nobody {
+			t.Errorf("%s owned by %d, want %d", p, uid, nobody)
+		}
+	}
+	for p, want := range map[string]os.FileMode{tn.dir: 0o711, filepath.Dir(tn.dir): 0o711, tn.dir + "/sessions": 0o700, tn.dir + "/sessions/s.jsonl": 0o600} {
+		if uid, mode := owner(p); uid != 0 || mode != want {
+			t.Errorf("%s: owner %d mode %v, want root and %v", p, uid, mode, want)
+		}
+	}
+
+	// As the sandbox user: the workspace works, the session logs do not.
+	script := `
+import json, os, sys
+ws, sessions = sys.argv[1], sys.argv[2]
+print(json.load(open(ws + "/state/x.json"))["a"])
+json.dump({"b": 2}, open(ws + "/state/y.json", "w"))
+try:
+    os.listdir(sessions)
+    print("sessions readable")
+except PermissionError:
+    print("sessions private")
+`
+	cmd := exec.Command(DefaultPython, "-I", "-c", script, ws, tn.dir+"/sessions")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != "1\nsessions private\n" {
+		t.Fatalf("as the sandbox user: %v\n%s", err, out)
+	}
+	if v, err := tn.GetState("y.json"); err != nil || string(v) != `{"b": 2}` {
+		t.Errorf("GetState(y.json) = %s, %v", v, err)
 	}
 }
