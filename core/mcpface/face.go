@@ -1,0 +1,297 @@
+package mcpface
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/cexec/cexec/core/mcpface/mcpclient"
+)
+
+// Defaults of Options.
+const (
+	DefaultTenant      = "default"
+	DefaultMaxOutput   = 16 << 10
+	DefaultSearchLimit = 8
+	MaxSearchLimit     = 50
+	DefaultIdleTTL     = time.Hour
+)
+
+// protocolVersions are the MCP revisions the face serves. 2026-07-28 is left
+// out on purpose: it removed sessions, and a cexec session (its log, its PII
+// tokens) is the MCP session. Clients of that revision negotiate down.
+var protocolVersions = []string{
+	mcp.ProtocolVersion20251125,
+	mcp.ProtocolVersion20250618,
+	mcp.ProtocolVersion20250326,
+	mcp.ProtocolVersion20241105,
+}
+
+// Options are the face's services and transport settings.
+type Options struct {
+	Catalog  Catalog
+	Searcher Searcher
+	Executor Executor
+	// Tasks, when set, adds execute_task; set it when a code generator is
+	// configured.
+	Tasks  TaskRunner
+	State  StateStore
+	Skills SkillStore
+	// PII tokenizes everything that leaves through the face.
+	PII Tokenizer
+
+	// Tokens map bearer tokens to tenants. Without tokens, TCP is only
+	// served on loopback addresses, as DefaultTenant.
+	Tokens []Token
+	// AllowedOrigins are browser origins (scheme://host[:port]) allowed
+	// besides localhost ones.
+	AllowedOrigins []string
+	// SSE also serves the HTTP+SSE transport of protocol 2024-11-05.
+	SSE bool
+	// DefaultTenant is the tenant of unix socket requests without the
+	// tenant header and of TCP requests when no tokens are configured;
+	// default "default".
+	DefaultTenant string
+	// SessionIdleTTL ends streamable HTTP sessions idle for this long;
+	// default one hour.
+	SessionIdleTTL time.Duration
+	// OnSessionEnd, if set, is called when an MCP session ends (DELETE, idle
+	// timeout, SSE stream closed, shutdown), e.g. to drop the session's
+	// persistent interpreter.
+	OnSessionEnd func(Scope)
+
+	// MaxOutput caps the stdout returned by execute_code in bytes (stderr
+	// and tracebacks get a quarter of it); default 16 KiB.
+	MaxOutput int
+	// SearchLimit is search_tools' default limit; default 8.
+	SearchLimit int
+	// Version is reported to clients in serverInfo.
+	Version string
+	Logger  hclog.Logger
+}
+
+var tenantRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+
+// Face is cexecd's MCP server.
+type Face struct {
+	o        Options
+	log      hclog.Logger
+	srv      *server.MCPServer
+	http     *server.StreamableHTTPServer
+	sse      *server.SSEServer
+	sessions *sessionTable
+	tokens   []tokenEntry
+	origins  map[string]bool
+	hosts    map[string]bool
+	handler  http.Handler
+}
+
+// New checks o and builds the face. Serve it with Serve (or mount Handler
+// on an http.Server).
+func New(o Options) (*Face, error) {
+	var missing []string
+	for name, ok := range map[string]bool{
+		"Catalog": o.Catalog != nil, "Searcher": o.Searcher != nil, "Executor": o.Executor != nil,
+		"State": o.State != nil, "Skills": o.Skills != nil, "PII": o.PII != nil,
+	} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("mcp face: missing %s", strings.Join(sortedStrings(missing), ", "))
+	}
+	if o.DefaultTenant == "" {
+		o.DefaultTenant = DefaultTenant
+	}
+	if !tenantRE.MatchString(o.DefaultTenant) {
+		return nil, fmt.Errorf("mcp face: invalid default tenant %q", o.DefaultTenant)
+	}
+	if o.MaxOutput <= 0 {
+		o.MaxOutput = DefaultMaxOutput
+	}
+	if o.SearchLimit <= 0 {
+		o.SearchLimit = DefaultSearchLimit
+	}
+	o.SearchLimit = min(o.SearchLimit, MaxSearchLimit)
+	if o.SessionIdleTTL <= 0 {
+		o.SessionIdleTTL = DefaultIdleTTL
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	f := &Face{o: o, log: o.Logger, origins: map[string]bool{}, hosts: map[string]bool{}}
+
+	seen := map[[sha256.Size]byte]bool{}
+	for i, t := range o.Tokens {
+		if t.Token == "" {
+			return nil, fmt.Errorf("mcp face: token %d is empty", i+1)
+		}
+		if !tenantRE.MatchString(t.Tenant) {
+			return nil, fmt.Errorf("mcp face: token %d: invalid tenant %q", i+1, t.Tenant)
+		}
+		sum := sha256.Sum256([]byte(t.Token))
+		if seen[sum] {
+			return nil, fmt.Errorf("mcp face: token %d is a duplicate; each token maps to one tenant", i+1)
+		}
+		seen[sum] = true
+		f.tokens = append(f.tokens, tokenEntry{sum: sum, tenant: t.Tenant})
+	}
+	for _, s := range o.AllowedOrigins {
+		norm, err := normalizeOrigin(s)
+		if err != nil {
+			return nil, fmt.Errorf("mcp face: %w", err)
+		}
+		f.origins[norm] = true
+		if u, err := url.Parse(norm); err == nil {
+			f.hosts[u.Hostname()] = true
+		}
+	}
+
+	f.sessions = newSessionTable(o.OnSessionEnd)
+	hooks := &server.Hooks{}
+	hooks.AddAfterListResources(f.listResources)
+	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
+		// Streamable sessions outlive their GET streams; only an SSE
+		// session ends with its stream.
+		f.sessions.end(s.SessionID(), kindSSE)
+	})
+	f.srv = server.NewMCPServer("cexec", o.Version,
+		server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(false, true),
+		server.WithInstructions(instructions),
+		server.WithInputSchemaValidation(),
+		server.WithRecovery(),
+		server.WithResourceRecovery(),
+		server.WithHooks(hooks),
+	)
+	f.addTools()
+	f.addResources()
+
+	slogger := newSlog(f.log.Named("transport"))
+	f.http = server.NewStreamableHTTPServer(f.srv,
+		server.WithSessionIdManagerResolver(f.sessions),
+		server.WithSessionIdleTTL(o.SessionIdleTTL),
+		server.WithStreamableHTTPProtocolVersions(protocolVersions...),
+		// guard does the DNS rebinding checks, with the allow list.
+		server.WithDisableLocalhostProtection(true),
+		server.WithHeartbeatInterval(30*time.Second),
+		server.WithStreamableHTTPLogger(slogger),
+	)
+	mux := http.NewServeMux()
+	mux.Handle(mcpclient.EndpointPath, f.http)
+	if o.SSE {
+		f.sse = server.NewSSEServer(f.srv,
+			server.WithSSEEndpoint(mcpclient.SSEPath),
+			server.WithMessageEndpoint(mcpclient.MessagePath),
+			server.WithSSEDisableLocalhostProtection(true),
+			server.WithKeepAlive(true),
+			server.WithSessionIDGenerator(func(ctx context.Context, _ *http.Request) (string, error) {
+				tenant, _ := tenantFrom(ctx)
+				id := newSessionID()
+				f.sessions.add(id, tenant, kindSSE)
+				return id, nil
+			}),
+		)
+		mux.Handle(mcpclient.SSEPath, f.sse)
+		mux.Handle(mcpclient.MessagePath, f.sse)
+	}
+	f.handler = f.guard(mux)
+	return f, nil
+}
+
+// instructions is the server's description of itself in initialize: the
+// workflow, once, for clients that show it to the model.
+const instructions = "cexec runs your Python next to upstream MCP tools. " +
+	"Find tools with search_tools, read a stub with get_tool, then write one program for execute_code " +
+	"that calls the tools, filters the data and prints only what you need."
+
+// NotifyResourcesChanged tells connected clients that the stub tree or the
+// skills changed (resources/list_changed); call it when the catalog
+// regenerates stubs.
+func (f *Face) NotifyResourcesChanged() {
+	f.srv.SendNotificationToAllClients(string(mcp.MethodNotificationResourcesListChanged), nil)
+}
+
+// Sessions counts the live MCP sessions.
+func (f *Face) Sessions() int { return f.sessions.len() }
+
+// scope is the default scope of a call: the transport's tenant and the MCP
+// session.
+func (f *Face) scope(ctx context.Context) (Scope, error) {
+	tenant, ok := tenantFrom(ctx)
+	if !ok {
+		return Scope{}, errors.New("no tenant: the request did not come through the face's HTTP handler")
+	}
+	s := server.ClientSessionFromContext(ctx)
+	if s == nil || s.SessionID() == "" {
+		return Scope{}, errors.New("no MCP session: initialize a session first")
+	}
+	return Scope{Tenant: tenant, Session: s.SessionID()}, nil
+}
+
+// reply is what a tool handler produces; the face tokenizes it before it
+// leaves.
+type reply struct {
+	text       string
+	structured any
+	isError    bool
+}
+
+func textReply(format string, args ...any) reply {
+	return reply{text: fmt.Sprintf(format, args...)}
+}
+
+func errorReply(format string, args ...any) reply {
+	return reply{text: fmt.Sprintf(format, args...), isError: true}
+}
+
+// toolFunc handles one tool call. It may change the scope (execute_code's
+// session argument); the reply is tokenized for the scope as it is after
+// the call.
+type toolFunc func(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply
+
+// wrap turns a toolFunc into an mcp-go handler that resolves the scope and
+// passes the reply through the PII tokenizer. Failures are isError results,
+// never protocol errors, so the agent can read and act on them.
+func (f *Face) wrap(name string, fn toolFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		sc, err := f.scope(ctx)
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		r := fn(ctx, &sc, req)
+		text, err := f.o.PII.Tokenize(ctx, sc, r.text)
+		if err != nil {
+			f.log.Error("pii tokenizer failed; output withheld", "tool", name, "tenant", sc.Tenant, "session", sc.Session, "error", err)
+			return mcp.NewToolResultError("cexec withheld this output because the PII tokenizer failed; try again, and tell the operator if it persists"), nil
+		}
+		res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}, IsError: r.isError}
+		if r.structured != nil {
+			raw, err := json.Marshal(r.structured)
+			if err == nil {
+				raw, err = f.o.PII.TokenizeJSON(ctx, sc, raw)
+			}
+			if err != nil {
+				f.log.Error("structured result withheld", "tool", name, "tenant", sc.Tenant, "session", sc.Session, "error", err)
+				return mcp.NewToolResultError("cexec withheld this output because the PII tokenizer failed; try again, and tell the operator if it persists"), nil
+			}
+			res.StructuredContent = json.RawMessage(raw)
+		}
+		return res, nil
+	}
+}

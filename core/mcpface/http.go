@@ -1,0 +1,365 @@
+package mcpface
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/cexec/cexec/core/mcpface/mcpclient"
+)
+
+// Token maps a bearer token to a tenant.
+type Token struct {
+	// Token is the secret clients send as "Authorization: Bearer <token>".
+	Token  string
+	Tenant string
+}
+
+// tokenEntry keeps only a digest: comparing digests of equal length in
+// constant time leaks neither the tokens nor their lengths.
+type tokenEntry struct {
+	sum    [sha256.Size]byte
+	tenant string
+}
+
+type ctxKey struct{}
+
+// requestInfo is what the transport learned about a request.
+type requestInfo struct {
+	tenant string
+}
+
+func withTenant(ctx context.Context, tenant string) context.Context {
+	return context.WithValue(ctx, ctxKey{}, requestInfo{tenant: tenant})
+}
+
+func tenantFrom(ctx context.Context) (string, bool) {
+	ri, ok := ctx.Value(ctxKey{}).(requestInfo)
+	return ri.tenant, ok && ri.tenant != ""
+}
+
+// listenerKind is how a request reached the face.
+type listenerKind int
+
+const (
+	viaUnix     listenerKind = iota + 1 // the daemon's private socket
+	viaLoopback                         // TCP on a loopback address
+	viaNetwork                          // TCP on any other address
+)
+
+func kindOf(r *http.Request) listenerKind {
+	addr, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	switch {
+	case addr == nil:
+		// Only handlers driven without a server (tests with
+		// httptest.NewRecorder) get here; treat them as the strictest case.
+		return viaNetwork
+	case addr.Network() == "unix":
+		return viaUnix
+	case isLoopbackHost(addr.String()):
+		return viaLoopback
+	}
+	return viaNetwork
+}
+
+// isLoopbackHost reports whether a host or host:port names a loopback
+// interface: "localhost", 127.0.0.0/8 or ::1.
+func isLoopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// normalizeOrigin turns an origin or URL into "scheme://host[:port]" in lower
+// case, or fails for anything that is not an http(s) origin.
+func normalizeOrigin(s string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("invalid origin %q: want scheme://host[:port], e.g. https://app.example.com", s)
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), nil
+}
+
+// originAllowed applies the DNS rebinding rules to an Origin header: absent
+// (non-browser clients), a localhost origin, or one on the allow list.
+func (f *Face) originAllowed(origin string) bool {
+	if origin == "" {
+		return true
+	}
+	norm, err := normalizeOrigin(origin)
+	if err != nil {
+		return false
+	}
+	if f.origins[norm] {
+		return true
+	}
+	u, _ := url.Parse(norm)
+	return isLoopbackHost(u.Host)
+}
+
+// hostAllowed checks the Host header of a request that came in on a
+// loopback address: a DNS rebinding attack arrives there with the
+// attacker's host name.
+func (f *Face) hostAllowed(host string) bool {
+	if isLoopbackHost(host) {
+		return true
+	}
+	h := strings.ToLower(host)
+	if hh, _, err := net.SplitHostPort(h); err == nil {
+		h = hh
+	}
+	return f.hosts[h]
+}
+
+func (f *Face) lookupToken(token string) (string, bool) {
+	sum := sha256.Sum256([]byte(token))
+	tenant, found := "", 0
+	// Every entry is compared, so the time taken says nothing about which
+	// one matched.
+	for _, e := range f.tokens {
+		eq := subtle.ConstantTimeCompare(sum[:], e.sum[:])
+		if eq == 1 {
+			tenant = e.tenant
+		}
+		found |= eq
+	}
+	return tenant, found == 1
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	return strings.TrimSpace(h[len(prefix):]), true
+}
+
+// guard runs before mcp-go sees a request: DNS rebinding checks (Host on
+// loopback listeners, Origin everywhere), the tenant (bearer token over TCP,
+// the tenant header on the private unix socket), and that a session id
+// belongs to that tenant and is live.
+func (f *Face) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kind := kindOf(r)
+		if kind == viaLoopback && !f.hostAllowed(r.Host) {
+			f.deny(w, r, http.StatusForbidden, fmt.Sprintf("Host %q is not a local name (DNS rebinding?); to serve it, add its origin to mcp.allowed_origins", r.Host))
+			return
+		}
+		if origin := r.Header.Get("Origin"); !f.originAllowed(origin) {
+			f.deny(w, r, http.StatusForbidden, fmt.Sprintf("Origin %q is not allowed; add it to mcp.allowed_origins", origin))
+			return
+		}
+		tenant, status, msg := f.tenantOf(r, kind)
+		if status != 0 {
+			if status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="cexec"`)
+			}
+			f.deny(w, r, status, msg)
+			return
+		}
+		if status, msg := f.checkSession(r, tenant); status != 0 {
+			f.deny(w, r, status, msg)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(withTenant(r.Context(), tenant)))
+	})
+}
+
+func (f *Face) deny(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	f.log.Debug("refused request", "method", r.Method, "path", r.URL.Path, "status", status, "reason", msg)
+	http.Error(w, msg, status)
+}
+
+// tenantOf decides the tenant of a request, or the status and message to
+// refuse it with.
+func (f *Face) tenantOf(r *http.Request, kind listenerKind) (string, int, string) {
+	asked := r.Header.Get(mcpclient.TenantHeader)
+	if kind == viaUnix {
+		// The socket is only reachable by the daemon's user, who may act
+		// as any tenant.
+		tenant := asked
+		if tenant == "" {
+			tenant = f.o.DefaultTenant
+		}
+		if !tenantRE.MatchString(tenant) {
+			return "", http.StatusBadRequest, fmt.Sprintf("invalid tenant %q: use 1-64 characters of a-z, 0-9, _ and -", tenant)
+		}
+		return tenant, 0, ""
+	}
+	if len(f.tokens) == 0 {
+		if kind != viaLoopback {
+			return "", http.StatusForbidden, "MCP over a non-loopback address needs bearer tokens (mcp.tokens in cexec.hcl)"
+		}
+		if asked != "" && asked != f.o.DefaultTenant {
+			return "", http.StatusForbidden, fmt.Sprintf("choosing tenant %q over TCP needs a bearer token mapped to it (mcp.tokens in cexec.hcl)", asked)
+		}
+		return f.o.DefaultTenant, 0, ""
+	}
+	token, ok := bearer(r)
+	if !ok {
+		return "", http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <token>"
+	}
+	tenant, ok := f.lookupToken(token)
+	if !ok {
+		return "", http.StatusUnauthorized, "invalid bearer token"
+	}
+	if asked != "" && asked != tenant {
+		return "", http.StatusForbidden, fmt.Sprintf("this token belongs to tenant %q, not %q", tenant, asked)
+	}
+	return tenant, 0, ""
+}
+
+// checkSession refuses a session id of another tenant as if it did not
+// exist, and one that ended: mcp-go checks POSTs itself but would open a GET
+// stream for any id, and would clean up another tenant's session on DELETE.
+func (f *Face) checkSession(r *http.Request, tenant string) (int, string) {
+	var id string
+	switch r.URL.Path {
+	case mcpclient.EndpointPath:
+		id = r.Header.Get(server.HeaderKeySessionID)
+		if id == "" {
+			if r.Method == http.MethodGet || r.Method == http.MethodDelete {
+				return http.StatusBadRequest, "missing " + server.HeaderKeySessionID + " header: initialize a session first"
+			}
+			return 0, ""
+		}
+	case mcpclient.MessagePath:
+		id = r.URL.Query().Get("sessionId")
+		if id == "" {
+			return 0, ""
+		}
+	default:
+		return 0, ""
+	}
+	if owner, ok := f.sessions.owner(id); !ok || owner != tenant {
+		return http.StatusNotFound, "session not found: it ended or never existed; initialize a new one"
+	}
+	return 0, ""
+}
+
+// Handler returns the face's HTTP handler: streamable HTTP on
+// mcpclient.EndpointPath and, when Options.SSE is set, HTTP+SSE on
+// mcpclient.SSEPath and mcpclient.MessagePath. How a request is
+// authenticated depends on the listener it arrived on (see Serve), so the
+// handler must be served by an http.Server (which records the local
+// address), not called directly.
+func (f *Face) Handler() http.Handler { return f.handler }
+
+// Serve serves the face on ln until ctx ends, then shuts down: it stops
+// accepting, closes every session's streams and waits for in-flight calls
+// up to grace. On a unix socket the tenant comes from the
+// mcpclient.TenantHeader header (the socket must be private to the daemon's
+// user, as ListenUnix makes it); on TCP from the bearer token. Serve refuses
+// a non-loopback TCP listener when no tokens are configured.
+func (f *Face) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	if ln.Addr().Network() != "unix" && !isLoopbackHost(ln.Addr().String()) && len(f.tokens) == 0 {
+		return fmt.Errorf("serve mcp on %s: %w", ln.Addr(), ErrNoAuth)
+	}
+	hs := &http.Server{
+		Handler:           f.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          f.log.StandardLogger(nil),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve mcp on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	// Open GET and SSE streams never end by themselves.
+	f.closeStreams()
+	err := hs.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		f.log.Warn("mcp calls still running at shutdown; closing them", "grace", grace)
+		err = hs.Close()
+	}
+	<-served
+	return err
+}
+
+func (f *Face) closeStreams() {
+	f.http.CloseSessions(context.Background())
+	if f.sse != nil {
+		f.sse.CloseSessions()
+	}
+}
+
+// ErrNoAuth is returned when asked to serve MCP on a non-loopback address
+// without bearer tokens.
+var ErrNoAuth = errors.New("refusing to serve MCP on a non-loopback address without auth: configure mcp.tokens")
+
+// CheckListen reports whether addr (host:port) may be served with or
+// without tokens: a non-loopback address needs them.
+func CheckListen(addr string, haveTokens bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("invalid mcp listen address %q: %w", addr, err)
+	}
+	if !haveTokens && !isLoopbackHost(host) {
+		return fmt.Errorf("mcp listen address %q: %w", addr, ErrNoAuth)
+	}
+	return nil
+}
+
+// ListenTCP listens on addr after CheckListen, so a non-loopback address
+// without tokens never opens.
+func (f *Face) ListenTCP(addr string) (net.Listener, error) {
+	if err := CheckListen(addr, len(f.tokens) > 0); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for mcp on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// ListenUnix creates the unix socket at path with mode 0600, replacing a
+// stale one. Its directory must already be private (0700), as the
+// daemon's socket directory is, so there is no moment where others could
+// connect.
+func ListenUnix(path string) (net.Listener, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale mcp socket %s: %w", path, err)
+	}
+	st, err := os.Stat(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("mcp socket directory: %w", err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("mcp socket directory %s is accessible to others (mode %o); it must be 0700", filepath.Dir(path), st.Mode().Perm())
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen for mcp on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("chmod mcp socket %s: %w", path, err)
+	}
+	return ln, nil
+}

@@ -1,0 +1,454 @@
+package mcpface
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cexec/cexec/core/mcpface/mcpclient"
+)
+
+// rawClient speaks streamable HTTP by hand, to see status codes and headers.
+type rawClient struct {
+	t       testing.TB
+	hc      *http.Client
+	url     string
+	header  http.Header
+	session string
+}
+
+func newRaw(t testing.TB, hc *http.Client, url string) *rawClient {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &rawClient{t: t, hc: hc, url: url, header: http.Header{}}
+}
+
+func (c *rawClient) do(method, body string, extra ...string) (*http.Response, string) {
+	c.t.Helper()
+	req, err := http.NewRequest(method, c.url, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header = c.header.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.session != "" {
+		req.Header.Set("Mcp-Session-Id", c.session)
+		req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		if strings.EqualFold(extra[i], "Host") {
+			req.Host = extra[i+1]
+		} else {
+			req.Header.Set(extra[i], extra[i+1])
+		}
+	}
+	res, err := c.hc.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		// A response stream: its first event is the answer.
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				return res, d
+			}
+		}
+		return res, ""
+	}
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+const listBody = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+
+// initialize opens a session and returns the initialize response's status.
+func (c *rawClient) initialize(extra ...string) int {
+	c.t.Helper()
+	res, _ := c.do(http.MethodPost, initBody, extra...)
+	if res.StatusCode == http.StatusOK {
+		c.session = res.Header.Get("Mcp-Session-Id")
+		if r, _ := c.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, extra...); r.StatusCode != http.StatusAccepted {
+			c.t.Fatalf("initialized: %s", r.Status)
+		}
+	}
+	return res.StatusCode
+}
+
+// TestSessionDeadAfterDelete: after DELETE, the session id gets 404 for
+// every method, and the session's end is reported.
+func TestSessionDeadAfterDelete(t *testing.T) {
+	w := newWorld(t)
+	c := newRaw(t, nil, w.url+"/mcp")
+	if st := c.initialize(); st != http.StatusOK || c.session == "" {
+		t.Fatalf("initialize: %d, session %q", st, c.session)
+	}
+	if !validSessionID(c.session) {
+		t.Errorf("session id %q is not a valid workspace session id", c.session)
+	}
+	if res, body := c.do(http.MethodPost, listBody); res.StatusCode != http.StatusOK || !strings.Contains(body, "execute_code") {
+		t.Fatalf("tools/list: %s %s", res.Status, body)
+	}
+	if res, _ := c.do(http.MethodDelete, ""); res.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE: %s", res.Status)
+	}
+	select {
+	case sc := <-w.ended:
+		if sc.Session != c.session || sc.Tenant != DefaultTenant {
+			t.Errorf("ended %+v, want session %s of %s", sc, c.session, DefaultTenant)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the session's end was not reported")
+	}
+	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		if res, body := c.do(method, listBody); res.StatusCode != http.StatusNotFound {
+			t.Errorf("%s with a deleted session: %s %s", method, res.Status, body)
+		}
+	}
+	if n := w.face.Sessions(); n != 0 {
+		t.Errorf("%d sessions live after DELETE", n)
+	}
+}
+
+func TestOriginAndHost(t *testing.T) {
+	w := newWorld(t, func(o *Options, _ *world) { o.AllowedOrigins = []string{"https://app.example.com"} })
+	tests := []struct {
+		name   string
+		header []string
+		want   int
+	}{
+		{"no origin (not a browser)", nil, http.StatusOK},
+		{"localhost origin", []string{"Origin", "http://localhost:3000"}, http.StatusOK},
+		{"loopback ip origin", []string{"Origin", "http://127.0.0.1:8080"}, http.StatusOK},
+		{"ipv6 loopback origin", []string{"Origin", "http://[::1]:8080"}, http.StatusOK},
+		{"allowed origin", []string{"Origin", "https://APP.example.com"}, http.StatusOK},
+		{"other origin", []string{"Origin", "https://evil.example.com"}, http.StatusForbidden},
+		{"allowed host, other scheme", []string{"Origin", "http://app.example.com"}, http.StatusForbidden},
+		{"opaque origin", []string{"Origin", "null"}, http.StatusForbidden},
+		{"rebinding host", []string{"Host", "evil.example.com", "Origin", "http://evil.example.com"}, http.StatusForbidden},
+		{"rebinding host without origin", []string{"Host", "evil.example.com:80"}, http.StatusForbidden},
+		{"allowed origin's host", []string{"Host", "app.example.com", "Origin", "https://app.example.com"}, http.StatusOK},
+		{"localhost host", []string{"Host", "localhost:1234"}, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newRaw(t, nil, w.url+"/mcp")
+			if got := c.initialize(tt.header...); got != tt.want {
+				t.Errorf("status %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBearerTokens(t *testing.T) {
+	w := newWorld(t, func(o *Options, _ *world) {
+		o.Tokens = []Token{{Token: "tok-acme", Tenant: "acme"}, {Token: "tok-beta", Tenant: "beta"}}
+	})
+	tests := []struct {
+		name   string
+		header []string
+		want   int
+	}{
+		{"no token", nil, http.StatusUnauthorized},
+		{"wrong token", []string{"Authorization", "Bearer tok-nope"}, http.StatusUnauthorized},
+		{"prefix of a token", []string{"Authorization", "Bearer tok-acm"}, http.StatusUnauthorized},
+		{"basic auth", []string{"Authorization", "Basic dG9rLWFjbWU="}, http.StatusUnauthorized},
+		{"token", []string{"Authorization", "Bearer tok-acme"}, http.StatusOK},
+		{"lower-case scheme", []string{"Authorization", "bearer tok-beta"}, http.StatusOK},
+		{"token and its tenant", []string{"Authorization", "Bearer tok-acme", mcpclient.TenantHeader, "acme"}, http.StatusOK},
+		{"token and another tenant", []string{"Authorization", "Bearer tok-acme", mcpclient.TenantHeader, "beta"}, http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newRaw(t, nil, w.url+"/mcp")
+			res, _ := c.do(http.MethodPost, initBody, tt.header...)
+			if res.StatusCode != tt.want {
+				t.Errorf("status %s, want %d", res.Status, tt.want)
+			}
+			if tt.want == http.StatusUnauthorized && res.Header.Get("WWW-Authenticate") == "" {
+				t.Error("401 without WWW-Authenticate")
+			}
+		})
+	}
+
+	// A session belongs to the tenant that opened it.
+	acme := newRaw(t, nil, w.url+"/mcp")
+	acme.header.Set("Authorization", "Bearer tok-acme")
+	if st := acme.initialize(); st != http.StatusOK {
+		t.Fatalf("initialize: %d", st)
+	}
+	thief := newRaw(t, nil, w.url+"/mcp")
+	thief.header.Set("Authorization", "Bearer tok-beta")
+	thief.session = acme.session
+	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		if res, _ := thief.do(method, listBody); res.StatusCode != http.StatusNotFound {
+			t.Errorf("%s of acme's session with beta's token: %s", method, res.Status)
+		}
+	}
+	if res, body := acme.do(http.MethodPost, listBody); res.StatusCode != http.StatusOK {
+		t.Errorf("acme's session after beta's attempts: %s %s", res.Status, body)
+	}
+}
+
+func TestNoTokens(t *testing.T) {
+	w := newWorld(t)
+	c := newRaw(t, nil, w.url+"/mcp")
+	if st := c.initialize(mcpclient.TenantHeader, "acme"); st != http.StatusForbidden {
+		t.Errorf("choosing a tenant over TCP without tokens: %d", st)
+	}
+	if st := c.initialize(mcpclient.TenantHeader, DefaultTenant); st != http.StatusOK {
+		t.Errorf("naming the default tenant: %d", st)
+	}
+	f := w.face
+	tests := []struct {
+		kind   listenerKind
+		status int
+	}{
+		{viaLoopback, 0},
+		{viaNetwork, http.StatusForbidden},
+		{viaUnix, 0},
+	}
+	for _, tt := range tests {
+		r, _ := http.NewRequest(http.MethodPost, "/mcp", nil)
+		if _, st, msg := f.tenantOf(r, tt.kind); st != tt.status {
+			t.Errorf("kind %d: status %d (%s), want %d", tt.kind, st, msg, tt.status)
+		}
+	}
+}
+
+func TestCheckListen(t *testing.T) {
+	tests := []struct {
+		addr   string
+		tokens bool
+		ok     bool
+	}{
+		{"127.0.0.1:7797", false, true},
+		{"127.0.0.2:0", false, true},
+		{"localhost:0", false, true},
+		{"[::1]:0", false, true},
+		{"0.0.0.0:7797", false, false},
+		{":7797", false, false},
+		{"[::]:7797", false, false},
+		{"10.0.0.5:7797", false, false},
+		{"mcp.example.com:443", false, false},
+		{"0.0.0.0:7797", true, true},
+		{"127.0.0.1", false, false},
+	}
+	for _, tt := range tests {
+		err := CheckListen(tt.addr, tt.tokens)
+		if (err == nil) != tt.ok {
+			t.Errorf("CheckListen(%q, %v) = %v", tt.addr, tt.tokens, err)
+		}
+		if err != nil && tt.addr != "127.0.0.1" && !errors.Is(err, ErrNoAuth) {
+			t.Errorf("CheckListen(%q) = %v, want ErrNoAuth", tt.addr, err)
+		}
+	}
+	w := newWorld(t)
+	if _, err := w.face.ListenTCP("0.0.0.0:0"); !errors.Is(err, ErrNoAuth) {
+		t.Errorf("ListenTCP on all interfaces without tokens: %v", err)
+	}
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := w.face.Serve(context.Background(), ln, time.Second); !errors.Is(err, ErrNoAuth) {
+		t.Errorf("Serve on all interfaces without tokens: %v", err)
+	}
+}
+
+// TestUnixSocket: on the private socket the tenant header chooses the
+// tenant; the socket is 0600 and its directory must be private.
+func TestUnixSocket(t *testing.T) {
+	w := newWorld(t, func(_ *Options, w *world) { w.catalog.allowed["acme"] = []string{"memory"} })
+	dir, err := os.MkdirTemp("", "cexec-mcp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := mcpclient.SocketPath(filepath.Join(dir, "cexecd.sock"))
+	if filepath.Base(path) != "cexecd-mcp.sock" {
+		t.Errorf("SocketPath = %s", path)
+	}
+	if _, err := ListenUnix(path); err == nil || !strings.Contains(err.Error(), "must be 0700") {
+		t.Errorf("ListenUnix in a shared directory: %v", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A stale socket file is replaced.
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := ListenUnix(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode: %v %v", st.Mode(), err)
+	}
+	serve(t, w.face, ln)
+
+	hc := mcpclient.UnixClient(path)
+	acme := connect(t, mcpclient.UnixBaseURL+mcpclient.EndpointPath, transport.WithHTTPBasicClient(hc),
+		transport.WithHTTPHeaders(map[string]string{mcpclient.TenantHeader: "acme"}))
+	if text, _ := call(t, acme, ToolListServers, nil); strings.Contains(text, "everything") || !strings.Contains(text, "memory") {
+		t.Errorf("acme over the socket sees:\n%s", text)
+	}
+	def := connect(t, mcpclient.UnixBaseURL+mcpclient.EndpointPath, transport.WithHTTPBasicClient(hc))
+	if text, _ := call(t, def, ToolListServers, nil); !strings.Contains(text, "everything") {
+		t.Errorf("the default tenant over the socket sees:\n%s", text)
+	}
+	bad := newRaw(t, hc, mcpclient.UnixBaseURL+mcpclient.EndpointPath)
+	if st := bad.initialize(mcpclient.TenantHeader, "../etc"); st != http.StatusBadRequest {
+		t.Errorf("invalid tenant header: %d", st)
+	}
+}
+
+// TestSSE drives the HTTP+SSE transport with the real client.
+func TestSSE(t *testing.T) {
+	w := newWorld(t, func(o *Options, _ *world) {
+		o.Tokens = []Token{{Token: "tok-acme", Tenant: "acme"}, {Token: "tok-beta", Tenant: "beta"}}
+	})
+	c, err := mcpgo.NewSSEMCPClient(w.url+mcpclient.SSEPath, transport.WithHeaders(map[string]string{"Authorization": "Bearer tok-acme"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := initRequest()
+	req.Params.ProtocolVersion = mcp.ProtocolVersion20241105
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	text, res := call(t, c, ToolExecuteCode, map[string]any{"code": "print(6*7)"})
+	if res.IsError || !strings.HasPrefix(text, "42\n") {
+		t.Errorf("execute_code over SSE: %s", text)
+	}
+	// Another tenant cannot post into acme's SSE session.
+	endpoint := c.GetTransport().(*transport.SSE).GetEndpoint()
+	sessionID := endpoint.Query().Get("sessionId")
+	if owner, ok := w.face.sessions.owner(sessionID); !ok || owner != "acme" {
+		t.Fatalf("SSE session %q: owner %q, %v", sessionID, owner, ok)
+	}
+	post := newRaw(t, nil, w.url+mcpclient.MessagePath+"?sessionId="+sessionID)
+	post.header.Set("Authorization", "Bearer tok-beta")
+	if res, _ := post.do(http.MethodPost, listBody); res.StatusCode != http.StatusNotFound {
+		t.Errorf("beta posting to acme's SSE session: %s", res.Status)
+	}
+	_ = c.Close()
+	select {
+	case sc := <-w.ended:
+		if sc.Tenant != "acme" {
+			t.Errorf("ended %+v", sc)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the SSE session's end was not reported")
+	}
+}
+
+// TestResources lists and reads stubs and skills as MCP resources.
+func TestResources(t *testing.T) {
+	w := newWorld(t)
+	c := connect(t, w.url+"/mcp")
+	call(t, c, ToolSaveSkill, map[string]any{"name": "greet", "description": "Greets ann@example.com", "code": "def run():\n    return 'hi'\n"})
+	ctx := context.Background()
+	list, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uris := map[string]bool{}
+	for _, r := range list.Resources {
+		uris[r.URI] = true
+	}
+	for _, want := range []string{"cexec://servers/everything/get_sum.py", "cexec://servers/memory/read_graph.py", "cexec://skills/greet"} {
+		if !uris[want] {
+			t.Errorf("resources/list lacks %s (%d resources)", want, len(list.Resources))
+		}
+	}
+	if len(list.Resources) != 13+9+1 {
+		t.Errorf("%d resources, want 23", len(list.Resources))
+	}
+	templates, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
+	if err != nil || len(templates.ResourceTemplates) != 2 {
+		t.Errorf("templates: %v %v", templates, err)
+	}
+	tests := []struct {
+		uri  string
+		want string
+		err  bool
+	}{
+		{"cexec://servers/everything/get_sum.py", "def get_sum(", false},
+		{"cexec://skills/greet", "Greets [EMAIL_1]", false},
+		{"cexec://servers/everything/nope.py", "no stub at cexec://servers/everything/nope.py", true},
+		{"cexec://skills/nope", "no skill at cexec://skills/nope", true},
+	}
+	for _, tt := range tests {
+		req := mcp.ReadResourceRequest{}
+		req.Params.URI = tt.uri
+		res, err := c.ReadResource(ctx, req)
+		if tt.err {
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("read %s: %v", tt.uri, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("read %s: %v", tt.uri, err)
+			continue
+		}
+		tc, ok := res.Contents[0].(mcp.TextResourceContents)
+		if !ok || !strings.Contains(tc.Text, tt.want) {
+			t.Errorf("read %s: %+v", tt.uri, res.Contents)
+		}
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	w := newWorld(t)
+	base := w.face.o
+	tests := []struct {
+		name string
+		edit func(*Options)
+		want string
+	}{
+		{"no executor", func(o *Options) { o.Executor = nil }, "missing Executor"},
+		{"no tokenizer", func(o *Options) { o.PII = nil }, "missing PII"},
+		{"empty token", func(o *Options) { o.Tokens = []Token{{Token: "", Tenant: "a"}} }, "token 1 is empty"},
+		{"bad tenant", func(o *Options) { o.Tokens = []Token{{Token: "x", Tenant: "A/B"}} }, "invalid tenant"},
+		{"duplicate token", func(o *Options) { o.Tokens = []Token{{"x", "a"}, {"x", "b"}} }, "duplicate"},
+		{"bad origin", func(o *Options) { o.AllowedOrigins = []string{"app.example.com"} }, "invalid origin"},
+		{"origin with path", func(o *Options) { o.AllowedOrigins = []string{"https://app.example.com/x"} }, "invalid origin"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := base
+			tt.edit(&o)
+			if _, err := New(o); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("New: %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,126 @@
+package mcpface
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cexec/cexec/pluginapi"
+)
+
+// Resource URIs: the stub tree mirrors the files sandboxed code imports
+// (cexec://servers/<package>/<function>.py), skills are cexec://skills/<name>.
+const (
+	StubURITemplate  = "cexec://servers/{server}/{tool}.py"
+	SkillURITemplate = "cexec://skills/{name}"
+	stubURIPrefix    = "cexec://"
+	skillURIPrefix   = "cexec://skills/"
+	pythonMIME       = "text/x-python"
+	markdownMIME     = "text/markdown"
+)
+
+func (f *Face) addResources() {
+	f.srv.AddResourceTemplate(
+		mcp.NewResourceTemplate(StubURITemplate, "tool stub",
+			mcp.WithTemplateDescription("Python stub of an upstream tool, as sandboxed code imports it"),
+			mcp.WithTemplateMIMEType(pythonMIME)),
+		f.readStub)
+	f.srv.AddResourceTemplate(
+		mcp.NewResourceTemplate(SkillURITemplate, "skill",
+			mcp.WithTemplateDescription("A saved skill: instructions and code"),
+			mcp.WithTemplateMIMEType(markdownMIME)),
+		f.readSkill)
+}
+
+// listResources fills resources/list with the tenant's stubs and skills.
+// The lists are per tenant and change with the catalog, so they are built
+// per request rather than registered. A hook cannot fail the request, so a
+// failing service leaves its part out and is logged.
+func (f *Face) listResources(ctx context.Context, _ any, _ *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
+	sc, err := f.scope(ctx)
+	if err != nil {
+		f.log.Warn("resources/list without a scope", "error", err)
+		return
+	}
+	tools, err := f.o.Catalog.Tools(ctx, sc, "")
+	if err != nil {
+		f.log.Warn("resources/list: cannot list tools", "tenant", sc.Tenant, "error", err)
+	}
+	out := make([]mcp.Resource, 0, len(tools))
+	for i := range tools {
+		t := &tools[i]
+		if t.Path == "" {
+			continue
+		}
+		r := mcp.NewResource(stubURIPrefix+t.Path, t.Server+"/"+t.Name, mcp.WithMIMEType(pythonMIME))
+		out = append(out, r)
+	}
+	skills, err := f.o.Skills.ListSkills(ctx, sc)
+	if err != nil {
+		f.log.Warn("resources/list: cannot list skills", "tenant", sc.Tenant, "error", err)
+	}
+	for _, s := range skills {
+		out = append(out, mcp.NewResource(skillURIPrefix+s.Name, "skill "+s.Name, mcp.WithMIMEType(markdownMIME)))
+	}
+	res.Resources = append(res.Resources, out...)
+}
+
+// readStub serves cexec://servers/<package>/<function>.py.
+func (f *Face) readStub(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	sc, err := f.scope(ctx)
+	if err != nil {
+		return nil, err
+	}
+	uri := req.Params.URI
+	path := strings.TrimPrefix(uri, stubURIPrefix)
+	tools, err := f.o.Catalog.Tools(ctx, sc, "")
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", uri, err)
+	}
+	var t *Tool
+	for i := range tools {
+		if tools[i].Path == path {
+			t = &tools[i]
+			break
+		}
+	}
+	if t == nil {
+		return nil, fmt.Errorf("no stub at %s: resources/list or search_tools shows the tools there are", uri)
+	}
+	src, err := f.o.Catalog.StubSource(ctx, sc, t.Server, t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", uri, err)
+	}
+	return f.textContents(ctx, sc, uri, pythonMIME, src)
+}
+
+// readSkill serves cexec://skills/<name>.
+func (f *Face) readSkill(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	sc, err := f.scope(ctx)
+	if err != nil {
+		return nil, err
+	}
+	uri := req.Params.URI
+	name := strings.TrimPrefix(uri, skillURIPrefix)
+	s, err := f.o.Skills.GetSkill(ctx, sc, name)
+	if errors.Is(err, pluginapi.ErrNotFound) {
+		return nil, fmt.Errorf("no skill at %s: list_skills shows the skills there are", uri)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", uri, err)
+	}
+	return f.textContents(ctx, sc, uri, markdownMIME, renderSkill(&s))
+}
+
+// textContents passes a resource's text through the PII tokenizer.
+func (f *Face) textContents(ctx context.Context, sc Scope, uri, mime, text string) ([]mcp.ResourceContents, error) {
+	text, err := f.o.PII.Tokenize(ctx, sc, text)
+	if err != nil {
+		f.log.Error("pii tokenizer failed; resource withheld", "uri", uri, "tenant", sc.Tenant, "error", err)
+		return nil, errors.New("cexec withheld this resource because the PII tokenizer failed")
+	}
+	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: mime, Text: text}}, nil
+}

@@ -1,0 +1,133 @@
+package mcpface
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// sessionKind tells the transports' sessions apart: a streamable HTTP
+// session lives until DELETE or the idle timeout, an SSE session as long as
+// its stream.
+type sessionKind int
+
+const (
+	kindStreamable sessionKind = iota + 1
+	kindSSE
+)
+
+type sessionEntry struct {
+	tenant string
+	kind   sessionKind
+}
+
+// sessionTable binds every MCP session to the tenant that created it, so a
+// session id is worthless under another tenant's token, and reports ended
+// sessions. It is the streamable HTTP server's session id manager: an id is
+// live from initialize until DELETE or the idle sweep, then dead for good.
+type sessionTable struct {
+	mu    sync.Mutex
+	live  map[string]sessionEntry
+	onEnd func(Scope)
+}
+
+func newSessionTable(onEnd func(Scope)) *sessionTable {
+	return &sessionTable{live: map[string]sessionEntry{}, onEnd: onEnd}
+}
+
+// newSessionID returns an id that sorts by creation, carries 128 random
+// bits and is a valid workspace session id, so the MCP session id can name
+// the cexec session as it is.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+func (t *sessionTable) add(id, tenant string, kind sessionKind) {
+	t.mu.Lock()
+	t.live[id] = sessionEntry{tenant: tenant, kind: kind}
+	t.mu.Unlock()
+}
+
+// owner returns the tenant of a live session.
+func (t *sessionTable) owner(id string) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.live[id]
+	return e.tenant, ok
+}
+
+// end forgets a session of the given kind (0: any) and reports it.
+func (t *sessionTable) end(id string, kind sessionKind) {
+	t.mu.Lock()
+	e, ok := t.live[id]
+	if ok && (kind == 0 || e.kind == kind) {
+		delete(t.live, id)
+	} else {
+		ok = false
+	}
+	t.mu.Unlock()
+	if ok && t.onEnd != nil {
+		t.onEnd(Scope{Tenant: e.tenant, Session: id})
+	}
+}
+
+func (t *sessionTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.live)
+}
+
+// ResolveSessionIdManager implements server.SessionIdManagerResolver: the
+// manager it returns creates sessions for the request's tenant. A nil
+// request (the idle sweeper, shutdown) gets a manager that can only end
+// sessions.
+func (t *sessionTable) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
+	m := sessionManager{t: t}
+	if r != nil {
+		m.tenant, _ = tenantFrom(r.Context())
+	}
+	return m
+}
+
+type sessionManager struct {
+	t      *sessionTable
+	tenant string
+}
+
+var errUnknownSession = errors.New("unknown or ended session")
+
+func (m sessionManager) Generate() string {
+	id := newSessionID()
+	m.t.add(id, m.tenant, kindStreamable)
+	return id
+}
+
+func (m sessionManager) Validate(id string) (bool, error) {
+	owner, ok := m.t.owner(id)
+	if !ok || (m.tenant != "" && owner != m.tenant) {
+		return false, errUnknownSession
+	}
+	return false, nil
+}
+
+func (m sessionManager) Terminate(id string) (bool, error) {
+	m.t.end(id, kindStreamable)
+	return false, nil
+}
+
+// sessionIDRE is the workspace's session id rule: 1-128 characters of
+// A-Z, a-z, 0-9, ".", "_" and "-", starting with a letter or digit.
+var sessionIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+func validSessionID(id string) bool {
+	return sessionIDRE.MatchString(id) && !strings.Contains(id, "..")
+}

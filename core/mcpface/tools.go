@@ -1,0 +1,557 @@
+package mcpface
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cexec/cexec/pluginapi"
+)
+
+// Tool names, as agents see them.
+const (
+	ToolSearchTools    = "search_tools"
+	ToolListServers    = "list_servers"
+	ToolGetServerTools = "get_server_tools"
+	ToolGetTool        = "get_tool"
+	ToolExecuteCode    = "execute_code"
+	ToolExecuteTask    = "execute_task"
+	ToolGetState       = "get_state"
+	ToolSaveState      = "save_state"
+	ToolSaveSkill      = "save_skill"
+	ToolListSkills     = "list_skills"
+	ToolGetSkill       = "get_skill"
+)
+
+// Detail levels of search_tools.
+const (
+	DetailName        = "name"
+	DetailDescription = "description"
+	DetailFull        = "full"
+)
+
+// toolDef is one tool as listed: the descriptions teach the workflow
+// (search → read the stub → one program → print only what matters) and the
+// whole tools/list stays within a small token budget, which a test checks.
+type toolDef struct {
+	name, desc, schema string
+	readOnly           bool
+	fn                 func(f *Face, ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply
+}
+
+var toolDefs = []toolDef{
+	{ToolSearchTools,
+		"Find tools for a task among all upstream MCP servers. Workflow: search_tools, then get_tool to read a stub, then execute_code with one program that calls the tools and prints only what you need.",
+		`{"type":"object","properties":{"query":{"type":"string","description":"What you want to do"},"detail_level":{"type":"string","enum":["name","description","full"],"default":"description","description":"full adds import and signature"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":8}},"required":["query"]}`,
+		true, (*Face).searchTools},
+	{ToolListServers,
+		"List upstream servers with their Python package, tool count and status.",
+		`{"type":"object","properties":{}}`,
+		true, (*Face).listServers},
+	{ToolGetServerTools,
+		"List every tool of one server with a one-line summary.",
+		`{"type":"object","properties":{"server":{"type":"string"}},"required":["server"]}`,
+		true, (*Face).getServerTools},
+	{ToolGetTool,
+		"Show a tool's Python stub: import line, typed signature, docstring. Read it before calling the tool.",
+		`{"type":"object","properties":{"server":{"type":"string"},"tool":{"type":"string"}},"required":["server","tool"]}`,
+		true, (*Face).getTool},
+	{ToolExecuteCode,
+		"Run a Python 3 program in a sandbox; only its output comes back (capped). Import tools as get_tool shows and call them with keyword arguments: they return Python values and raise cexec.ToolError on failure. Filter and aggregate in the program; print only what matters. /workspace persists; cexec.result(obj) returns data; saved skills import from skills.<name>.",
+		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"Session to continue; default: this connection's"}},"required":["code"]}`,
+		false, (*Face).executeCode},
+	{ToolExecuteTask,
+		"Describe a task in words; cexec writes a program with the tools it finds, runs it and returns the output and the code. Prefer execute_code when you can write the program.",
+		`{"type":"object","properties":{"task_description":{"type":"string"}},"required":["task_description"]}`,
+		false, (*Face).executeTask},
+	{ToolGetState,
+		"Read a saved state value; without a name, list the state files.",
+		`{"type":"object","properties":{"name":{"type":"string"}}}`,
+		true, (*Face).getState},
+	{ToolSaveState,
+		"Save a JSON value under a name ending in .json or .yaml; programs see it in /workspace/state.",
+		`{"type":"object","properties":{"name":{"type":"string"},"value":{"description":"Any JSON value"}},"required":["name","value"]}`,
+		false, (*Face).saveState},
+	{ToolSaveSkill,
+		"Save reusable Python code as a skill; programs then import it from skills.<name>. Give functions docstrings.",
+		`{"type":"object","properties":{"name":{"type":"string","description":"snake_case"},"description":{"type":"string"},"code":{"type":"string"}},"required":["name","description","code"]}`,
+		false, (*Face).saveSkill},
+	{ToolListSkills,
+		"List saved skills.",
+		`{"type":"object","properties":{}}`,
+		true, (*Face).listSkills},
+	{ToolGetSkill,
+		"Show a skill's instructions and code.",
+		`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`,
+		true, (*Face).getSkill},
+}
+
+func (f *Face) addTools() {
+	for _, d := range toolDefs {
+		if d.name == ToolExecuteTask && f.o.Tasks == nil {
+			continue
+		}
+		t := mcp.NewToolWithRawSchema(d.name, d.desc, json.RawMessage(d.schema))
+		if d.readOnly {
+			t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(true)
+		}
+		fn := d.fn
+		f.srv.AddTool(t, f.wrap(d.name, func(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+			return fn(f, ctx, sc, req)
+		}))
+	}
+}
+
+// failure turns a service error into an isError reply; for ErrNotFound the
+// caller adds what exists.
+func failure(what string, err error) reply {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return errorReply("%s: cancelled", what)
+	case errors.Is(err, context.DeadlineExceeded):
+		return errorReply("%s: timed out: %v", what, err)
+	}
+	return errorReply("%s: %v", what, err)
+}
+
+func (f *Face) searchTools(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+	query := strings.TrimSpace(req.GetString("query", ""))
+	if query == "" {
+		return errorReply("query is empty: describe what you want to do, e.g. \"read a CSV file\"")
+	}
+	detail := req.GetString("detail_level", DetailDescription)
+	if detail != DetailName && detail != DetailDescription && detail != DetailFull {
+		return errorReply("detail_level must be name, description or full; got %q", detail)
+	}
+	limit := req.GetInt("limit", f.o.SearchLimit)
+	if limit < 1 || limit > MaxSearchLimit {
+		return errorReply("limit must be between 1 and %d; got %d", MaxSearchLimit, limit)
+	}
+	hits, err := f.o.Searcher.Search(ctx, *sc, query, limit)
+	if err != nil {
+		return failure("search_tools", err)
+	}
+	// Details come from the catalog, which also drops hits the tenant may
+	// not use.
+	all, err := f.o.Catalog.Tools(ctx, *sc, "")
+	if err != nil {
+		return failure("search_tools", err)
+	}
+	byID := make(map[string]*Tool, len(all))
+	for i := range all {
+		byID[all[i].Server+"/"+all[i].Name] = &all[i]
+	}
+	var b strings.Builder
+	n := 0
+	for _, h := range hits {
+		t := byID[h.Server+"/"+h.Tool]
+		if t == nil || n == limit {
+			continue
+		}
+		n++
+		writeTool(&b, t, detail)
+	}
+	if n == 0 {
+		return textReply("No tools match %q. Try other words, or list_servers and get_server_tools.", query)
+	}
+	return reply{text: b.String()}
+}
+
+// writeTool writes one tool at a detail level: "server/tool", a one-line
+// summary, or the import, signature and whole description.
+func writeTool(b *strings.Builder, t *Tool, detail string) {
+	b.WriteString(t.Server)
+	b.WriteByte('/')
+	b.WriteString(t.Name)
+	switch detail {
+	case DetailDescription:
+		if s := summary(t); s != "" {
+			b.WriteString(": ")
+			b.WriteString(s)
+		}
+	case DetailFull:
+		b.WriteByte('\n')
+		if t.Import != "" {
+			b.WriteString("  " + t.Import + "\n")
+		}
+		if t.Signature != "" {
+			b.WriteString("  " + t.Signature + "\n")
+		}
+		if d := strings.TrimSpace(t.Description); d != "" {
+			b.WriteString("  " + strings.ReplaceAll(d, "\n", "\n  ") + "\n")
+		}
+		return
+	}
+	b.WriteByte('\n')
+}
+
+// summary is a tool's first line of description (or title), cut short.
+func summary(t *Tool) string {
+	s := strings.TrimSpace(t.Description)
+	if s == "" {
+		s = t.Title
+	}
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[:i])
+	}
+	return cutRunes(s, 160)
+}
+
+func cutRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return strings.TrimSpace(string(r[:n-1])) + "…"
+}
+
+func (f *Face) listServers(ctx context.Context, sc *Scope, _ mcp.CallToolRequest) reply {
+	servers, err := f.o.Catalog.Servers(ctx, *sc)
+	if err != nil {
+		return failure("list_servers", err)
+	}
+	if len(servers) == 0 {
+		return textReply("No servers are available to tenant %s; the operator adds them as mcp_server blocks in cexec.hcl.", sc.Tenant)
+	}
+	var b strings.Builder
+	for _, s := range servers {
+		fmt.Fprintf(&b, "%s (servers.%s): %d tools, %s", s.Name, s.Package, s.Tools, s.State)
+		if s.Error != "" {
+			fmt.Fprintf(&b, ": %s", s.Error)
+		}
+		b.WriteByte('\n')
+	}
+	return reply{text: b.String()}
+}
+
+// unknownServer is the message for a server the tenant cannot see: it lists
+// the ones it can.
+func (f *Face) unknownServer(ctx context.Context, sc Scope, name string) reply {
+	servers, err := f.o.Catalog.Servers(ctx, sc)
+	if err != nil {
+		return failure("list servers", err)
+	}
+	names := make([]string, len(servers))
+	for i, s := range servers {
+		names[i] = s.Name
+	}
+	if len(names) == 0 {
+		return errorReply("unknown server %q: no servers are available", name)
+	}
+	return errorReply("unknown server %q; known servers: %s", name, strings.Join(names, ", "))
+}
+
+// serverTools returns the tools of a server named by its MCP name or its
+// Python package name, or an error reply listing the known servers.
+func (f *Face) serverTools(ctx context.Context, sc Scope, server string) ([]Tool, *reply) {
+	if server == "" {
+		r := errorReply("server is empty; list_servers shows the servers")
+		return nil, &r
+	}
+	tools, err := f.o.Catalog.Tools(ctx, sc, server)
+	if errors.Is(err, pluginapi.ErrNotFound) {
+		// Agents often pass the Python package name from an import line.
+		servers, serr := f.o.Catalog.Servers(ctx, sc)
+		if serr == nil {
+			for _, s := range servers {
+				if s.Package == server && s.Name != server {
+					tools, err = f.o.Catalog.Tools(ctx, sc, s.Name)
+					break
+				}
+			}
+		}
+	}
+	if errors.Is(err, pluginapi.ErrNotFound) {
+		r := f.unknownServer(ctx, sc, server)
+		return nil, &r
+	}
+	if err != nil {
+		r := failure("list tools of "+server, err)
+		return nil, &r
+	}
+	return tools, nil
+}
+
+func (f *Face) getServerTools(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+	server := strings.TrimSpace(req.GetString("server", ""))
+	tools, r := f.serverTools(ctx, *sc, server)
+	if r != nil {
+		return *r
+	}
+	if len(tools) == 0 {
+		return textReply("Server %s has no tools right now (list_servers shows its status).", server)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d tools; get_tool shows one's stub\n", tools[0].Server, len(tools))
+	for i := range tools {
+		b.WriteString(tools[i].Name)
+		if s := summary(&tools[i]); s != "" {
+			b.WriteString(": ")
+			b.WriteString(s)
+		}
+		b.WriteByte('\n')
+	}
+	return reply{text: b.String()}
+}
+
+// functionName is the Python name of a tool: its stub file's base name.
+func functionName(t *Tool) string {
+	base := t.Path[strings.LastIndexByte(t.Path, '/')+1:]
+	return strings.TrimSuffix(base, ".py")
+}
+
+func (f *Face) getTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+	server := strings.TrimSpace(req.GetString("server", ""))
+	name := strings.TrimSpace(req.GetString("tool", ""))
+	tools, r := f.serverTools(ctx, *sc, server)
+	if r != nil {
+		return *r
+	}
+	var t *Tool
+	for i := range tools {
+		// The MCP name or the Python function name both work.
+		if tools[i].Name == name || (tools[i].Path != "" && functionName(&tools[i]) == name) {
+			t = &tools[i]
+			break
+		}
+	}
+	if t == nil {
+		names := make([]string, len(tools))
+		for i := range tools {
+			names[i] = tools[i].Name
+		}
+		if guess := closest(name, names); guess != "" {
+			return errorReply("server %s has no tool %q; did you mean %q? get_server_tools(%q) lists them all", server, name, guess, server)
+		}
+		return errorReply("server %s has no tool %q; get_server_tools(%q) lists its tools", server, name, server)
+	}
+	src, err := f.o.Catalog.StubSource(ctx, *sc, t.Server, t.Name)
+	if err != nil {
+		return failure("get_tool", err)
+	}
+	var b strings.Builder
+	if t.Import != "" {
+		b.WriteString(t.Import + "\n\n")
+	}
+	b.WriteString(src)
+	return reply{text: b.String()}
+}
+
+// closest returns the candidate nearest to name by edit distance, if it is
+// near enough to be a likely typo.
+func closest(name string, candidates []string) string {
+	best, bestD := "", len(name)/2+2
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+func (f *Face) executeCode(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+	code := req.GetString("code", "")
+	if strings.TrimSpace(code) == "" {
+		return errorReply("code is empty: pass a Python program that prints what you need")
+	}
+	if s := strings.TrimSpace(req.GetString("session", "")); s != "" {
+		if !validSessionID(s) {
+			return errorReply("invalid session %q: use 1-128 characters of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit", cutRunes(s, 80))
+		}
+		sc.Session = s
+	}
+	ex, err := f.o.Executor.Execute(ctx, *sc, code)
+	if err != nil {
+		return failure("execute_code", err)
+	}
+	return f.executionReply(ex, sc.Session, nil)
+}
+
+func (f *Face) executeTask(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+	task := strings.TrimSpace(req.GetString("task_description", ""))
+	if task == "" {
+		return errorReply("task_description is empty: say what you want done")
+	}
+	res, err := f.o.Tasks.RunTask(ctx, *sc, task)
+	if err != nil {
+		return failure("execute_task", err)
+	}
+	return f.executionReply(res.Execution, sc.Session, &res)
+}
+
+func (f *Face) getState(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+	name := strings.TrimSpace(req.GetString("name", ""))
+	if name == "" {
+		files, err := f.o.State.ListState(ctx, *sc)
+		if err != nil {
+			return failure("get_state", err)
+		}
+		if len(files) == 0 {
+			return textReply("No state saved yet; save_state(name, value) or write files under /workspace/state.")
+		}
+		var b strings.Builder
+		for _, s := range files {
+			fmt.Fprintf(&b, "%s (%d bytes, %s)\n", s.Name, s.Size, s.Modified.UTC().Format("2006-01-02 15:04:05Z"))
+		}
+		return reply{text: b.String()}
+	}
+	v, err := f.o.State.GetState(ctx, *sc, name)
+	if errors.Is(err, pluginapi.ErrNotFound) {
+		files, lerr := f.o.State.ListState(ctx, *sc)
+		if lerr == nil && len(files) > 0 {
+			names := make([]string, len(files))
+			for i, s := range files {
+				names[i] = s.Name
+			}
+			return errorReply("no state named %q; saved: %s", name, strings.Join(names, ", "))
+		}
+		return errorReply("no state named %q; nothing is saved yet", name)
+	}
+	if err != nil {
+		return failure("get_state", err)
+	}
+	return reply{text: string(v)}
+}
+
+func (f *Face) saveState(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+	name := strings.TrimSpace(req.GetString("name", ""))
+	if name == "" {
+		return errorReply("name is empty: use a name ending in .json or .yaml, e.g. progress.json")
+	}
+	v, ok := req.GetArguments()["value"]
+	if !ok {
+		return errorReply("value is missing: pass any JSON value")
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return errorReply("value is not JSON: %v", err)
+	}
+	if err := f.o.State.SaveState(ctx, *sc, name, raw); err != nil {
+		return failure("save_state", err)
+	}
+	return textReply("Saved %s (%d bytes); programs read it from /workspace/state/%s.", name, len(raw), name)
+}
+
+func (f *Face) saveSkill(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+	name := strings.TrimSpace(req.GetString("name", ""))
+	desc := strings.TrimSpace(req.GetString("description", ""))
+	code := req.GetString("code", "")
+	switch {
+	case name == "":
+		return errorReply("name is empty: use a snake_case identifier, e.g. summarize_csv")
+	case desc == "":
+		return errorReply("description is empty: say in one line what the skill does, so search finds it")
+	case strings.TrimSpace(code) == "":
+		return errorReply("code is empty: pass the Python module's source")
+	}
+	s, err := f.o.Skills.SaveSkill(ctx, *sc, name, desc, code)
+	if err != nil {
+		return failure("save_skill", err)
+	}
+	imp := s.Import
+	if imp == "" {
+		imp = "skills." + s.Name
+	}
+	return textReply("Saved skill %s; programs use it with: from %s import ...", s.Name, imp)
+}
+
+func (f *Face) listSkills(ctx context.Context, sc *Scope, _ mcp.CallToolRequest) reply {
+	skills, err := f.o.Skills.ListSkills(ctx, *sc)
+	if err != nil {
+		return failure("list_skills", err)
+	}
+	if len(skills) == 0 {
+		return textReply("No skills yet; save_skill stores code for reuse.")
+	}
+	var b strings.Builder
+	for _, s := range skills {
+		b.WriteString(s.Name)
+		if s.Shared {
+			b.WriteString(" (shared)")
+		}
+		if s.Description != "" {
+			b.WriteString(": " + cutRunes(s.Description, 200))
+		}
+		b.WriteByte('\n')
+	}
+	return reply{text: b.String()}
+}
+
+func (f *Face) getSkill(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+	name := strings.TrimSpace(req.GetString("name", ""))
+	if name == "" {
+		return errorReply("name is empty; list_skills shows the skills")
+	}
+	s, err := f.o.Skills.GetSkill(ctx, *sc, name)
+	if errors.Is(err, pluginapi.ErrNotFound) {
+		return f.unknownSkill(ctx, *sc, name)
+	}
+	if err != nil {
+		return failure("get_skill", err)
+	}
+	return reply{text: renderSkill(&s)}
+}
+
+func (f *Face) unknownSkill(ctx context.Context, sc Scope, name string) reply {
+	skills, err := f.o.Skills.ListSkills(ctx, sc)
+	if err != nil || len(skills) == 0 {
+		return errorReply("no skill named %q; none are saved yet", name)
+	}
+	names := make([]string, len(skills))
+	for i, s := range skills {
+		names[i] = s.Name
+	}
+	if c := closest(name, names); c != "" {
+		return errorReply("no skill named %q; did you mean %q? known skills: %s", name, c, strings.Join(names, ", "))
+	}
+	return errorReply("no skill named %q; known skills: %s", name, strings.Join(names, ", "))
+}
+
+// renderSkill is a skill as Markdown: how to import it, its instructions
+// and its code.
+func renderSkill(s *Skill) string {
+	imp := s.Import
+	if imp == "" {
+		imp = "skills." + s.Name
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n%s\n\nImport: from %s import ...\n", s.Name, s.Description, imp)
+	if in := strings.TrimSpace(s.Instructions); in != "" {
+		b.WriteString("\n" + in + "\n")
+	}
+	if s.Code != "" {
+		b.WriteString("\n```python\n" + strings.TrimRight(s.Code, "\n") + "\n```\n")
+	}
+	return b.String()
+}
+
+func sortedStrings(s []string) []string {
+	slices.Sort(s)
+	return s
+}

@@ -1,0 +1,309 @@
+package mcpface
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+func TestToolsList(t *testing.T) {
+	tests := []struct {
+		name  string
+		tasks bool
+		want  []string
+	}{
+		{"with a code generator", true, []string{
+			ToolExecuteCode, ToolExecuteTask, ToolGetServerTools, ToolGetSkill, ToolGetState, ToolGetTool,
+			ToolListServers, ToolListSkills, ToolSaveSkill, ToolSaveState, ToolSearchTools}},
+		{"without one, no execute_task", false, []string{
+			ToolExecuteCode, ToolGetServerTools, ToolGetSkill, ToolGetState, ToolGetTool,
+			ToolListServers, ToolListSkills, ToolSaveSkill, ToolSaveState, ToolSearchTools}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, func(o *Options, _ *world) {
+				if !tt.tasks {
+					o.Tasks = nil
+				}
+			})
+			c := connect(t, w.url+"/mcp")
+			res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tool := range res.Tools {
+				got = append(got, tool.Name)
+				if tool.Description == "" {
+					t.Errorf("%s has no description", tool.Name)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("tools = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestTools drives every tool through a real client, good calls and bad
+// ones; failures must be isError results that say what to do.
+func TestTools(t *testing.T) {
+	w := newWorld(t)
+	c := connect(t, w.url+"/mcp")
+	tests := []struct {
+		name    string
+		tool    string
+		args    map[string]any
+		isError bool
+		want    []string // substrings of the text
+		notWant []string
+	}{
+		{"search by words", ToolSearchTools, map[string]any{"query": "sum of two numbers"}, false,
+			[]string{"everything/get-sum: Returns the sum of two numbers"}, nil},
+		{"search names only", ToolSearchTools, map[string]any{"query": "sum numbers", "detail_level": "name", "limit": 1}, false,
+			[]string{"everything/get-sum\n"}, []string{"Returns"}},
+		{"search full", ToolSearchTools, map[string]any{"query": "sum numbers", "detail_level": "full", "limit": 1}, false,
+			[]string{"from servers.everything import get_sum", "get_sum(*, a: float, b: float)"}, nil},
+		{"search nothing found", ToolSearchTools, map[string]any{"query": "zzzqqq"}, false, []string{"No tools match"}, nil},
+		{"search empty query", ToolSearchTools, map[string]any{"query": "  "}, true, []string{"query is empty"}, nil},
+		{"search bad detail", ToolSearchTools, map[string]any{"query": "sum", "detail_level": "all"}, true, nil, nil},
+		{"search limit too high", ToolSearchTools, map[string]any{"query": "sum", "limit": 500}, true, nil, nil},
+		{"list servers", ToolListServers, nil, false,
+			[]string{"everything (servers.everything): 13 tools, connected", "memory (servers.memory)"}, nil},
+		{"server tools", ToolGetServerTools, map[string]any{"server": "memory"}, false,
+			[]string{"memory: 9 tools", "read_graph: "}, nil},
+		{"server tools by package name", ToolGetServerTools, map[string]any{"server": "everything"}, false,
+			[]string{"get-sum: Returns the sum"}, nil},
+		{"unknown server lists known ones", ToolGetServerTools, map[string]any{"server": "github"}, true,
+			[]string{`unknown server "github"; known servers: everything, memory`}, nil},
+		{"get tool by MCP name", ToolGetTool, map[string]any{"server": "everything", "tool": "get-sum"}, false,
+			[]string{"from servers.everything import get_sum\n\n", "def get_sum(", "call_tool("}, nil},
+		{"get tool by Python name", ToolGetTool, map[string]any{"server": "everything", "tool": "get_sum"}, false,
+			[]string{"def get_sum("}, nil},
+		{"tool typo gets a suggestion", ToolGetTool, map[string]any{"server": "everything", "tool": "get-summ"}, true,
+			[]string{`did you mean "get-sum"?`}, nil},
+		{"unknown tool", ToolGetTool, map[string]any{"server": "everything", "tool": "launch_rockets"}, true,
+			[]string{`has no tool "launch_rockets"`, `get_server_tools("everything")`}, nil},
+		{"missing argument", ToolGetTool, map[string]any{"server": "everything"}, true, nil, nil},
+		{"execute", ToolExecuteCode, map[string]any{"code": "print(1+1)"}, false, []string{"2\n[ok in "}, nil},
+		{"execute empty", ToolExecuteCode, map[string]any{"code": ""}, true, []string{"code is empty"}, nil},
+		{"execute silent", ToolExecuteCode, map[string]any{"code": "x = 1"}, false, []string{"(no output: print what you need)"}, nil},
+		{"execute exception", ToolExecuteCode, map[string]any{"code": "print('before')\n1/0"}, true,
+			[]string{"before\n", "[error] ZeroDivisionError: division by zero", "Traceback", "[failed in "}, nil},
+		{"execute result", ToolExecuteCode, map[string]any{"code": "import cexec\ncexec.result({'n': 3})"}, false,
+			[]string{`[result] {"n":3}`}, []string{"no output"}},
+		{"execute stderr", ToolExecuteCode, map[string]any{"code": "import sys\nprint('warn', file=sys.stderr)"}, false,
+			[]string{"[stderr]\nwarn\n"}, nil},
+		{"execute bad session", ToolExecuteCode, map[string]any{"code": "print(1)", "session": "../x"}, true, []string{"invalid session"}, nil},
+		{"tool call to a server that is down", ToolExecuteCode, map[string]any{"code": "from servers.memory import read_graph\nread_graph()"}, true,
+			[]string{"[error] ToolError: server memory is not connected", "[1 tool call, ", "1 failed: memory/read_graph ×1 (1 failed: "}, nil},
+		{"task", ToolExecuteTask, map[string]any{"task_description": "say hi"}, false,
+			[]string{"[program, attempt 1]", "SAY HI\n"}, nil},
+		{"state list empty", ToolGetState, nil, false, []string{"No state saved yet"}, nil},
+		{"state bad name", ToolSaveState, map[string]any{"name": "x.pkl", "value": 1}, true, []string{"must end in .json"}, nil},
+		{"state save", ToolSaveState, map[string]any{"name": "p.json", "value": map[string]any{"done": 3}}, false, []string{"Saved p.json (10 bytes)"}, nil},
+		{"state get", ToolGetState, map[string]any{"name": "p.json"}, false, []string{`{"done":3}`}, nil},
+		{"state list", ToolGetState, map[string]any{}, false, []string{"p.json (10 bytes"}, nil},
+		{"state unknown lists saved", ToolGetState, map[string]any{"name": "q.json"}, true, []string{`no state named "q.json"; saved: p.json`}, nil},
+		{"skills empty", ToolListSkills, nil, false, []string{"No skills yet"}, nil},
+		{"skill bad code", ToolSaveSkill, map[string]any{"name": "bad", "description": "d", "code": "def f(:\n"}, true, []string{"does not compile"}, nil},
+		{"skill bad name", ToolSaveSkill, map[string]any{"name": "Bad-Name", "description": "d", "code": "x = 1\n"}, true, []string{"invalid skill name"}, nil},
+		{"skill save", ToolSaveSkill, map[string]any{"name": "double", "description": "Doubles a number", "code": "def run(x):\n    return 2 * x\n"}, false,
+			[]string{"Saved skill double", "from skills.double import"}, nil},
+		{"skills list", ToolListSkills, nil, false, []string{"double: Doubles a number"}, nil},
+		{"skill get", ToolGetSkill, map[string]any{"name": "double"}, false, []string{"# double", "```python\ndef run(x):"}, nil},
+		{"skill typo", ToolGetSkill, map[string]any{"name": "doubel"}, true, []string{`did you mean "double"?`}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text, res := call(t, c, tt.tool, tt.args)
+			if res.IsError != tt.isError {
+				t.Errorf("isError = %v, want %v; text:\n%s", res.IsError, tt.isError, text)
+			}
+			for _, s := range tt.want {
+				if !strings.Contains(text, s) {
+					t.Errorf("text lacks %q:\n%s", s, text)
+				}
+			}
+			for _, s := range tt.notWant {
+				if strings.Contains(text, s) {
+					t.Errorf("text has %q:\n%s", s, text)
+				}
+			}
+		})
+	}
+}
+
+// TestExecuteCodeStructured checks execute_code's structuredContent.
+func TestExecuteCodeStructured(t *testing.T) {
+	w := newWorld(t)
+	c := connect(t, w.url+"/mcp")
+	_, res := call(t, c, ToolExecuteCode, map[string]any{"code": "import cexec\nprint('hi')\ncexec.result([1, 2])\nraise ValueError('bad')"})
+	if !res.IsError {
+		t.Error("a program that raised is not an error result")
+	}
+	var out ExecOutput
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("structuredContent %s: %v", b, err)
+	}
+	if out.OK || out.Stdout != "hi\n" || string(out.Result) != "[1,2]" || out.Error == nil || out.Error.Type != "ValueError" ||
+		!strings.Contains(out.Error.Traceback, "raise ValueError('bad')") || out.DurationMS <= 0 || out.Session == "" {
+		t.Errorf("structuredContent = %s", b)
+	}
+	if out.Session != c.GetSessionId() {
+		t.Errorf("session = %q, want the MCP session %q", out.Session, c.GetSessionId())
+	}
+	_, res = call(t, c, ToolExecuteCode, map[string]any{"code": "print(1)", "session": "nightly-report"})
+	b, _ = json.Marshal(res.StructuredContent)
+	if !strings.Contains(string(b), `"session":"nightly-report"`) {
+		t.Errorf("session argument not used: %s", b)
+	}
+}
+
+// TestExecuteCodeCallsUpstream runs a program that imports a generated stub
+// and calls the real server-everything through it.
+func TestExecuteCodeCallsUpstream(t *testing.T) {
+	w := newWorld(t, withUpstream(t))
+	c := connect(t, w.url+"/mcp")
+	code := "from servers.everything import get_sum, echo\nprint(get_sum(a=2, b=3))\nprint(echo(message='hello'))"
+	text, res := call(t, c, ToolExecuteCode, map[string]any{"code": code})
+	if res.IsError {
+		t.Fatalf("error: %s", text)
+	}
+	for _, want := range []string{"5", "hello", "[2 tool calls, ", "everything/get-sum ×1; everything/echo ×1]"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+	var out ExecOutput
+	b, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(b, &out)
+	if out.ToolCalls.Calls != 2 || len(out.ToolCalls.Tools) != 2 || out.ToolCalls.Tools[0].Tool != "get-sum" {
+		t.Errorf("tool_calls = %+v", out.ToolCalls)
+	}
+}
+
+// TestOutputCaps checks that long output is cut, and says so.
+func TestOutputCaps(t *testing.T) {
+	w := newWorld(t, func(o *Options, _ *world) { o.MaxOutput = 1000 })
+	c := connect(t, w.url+"/mcp")
+	text, res := call(t, c, ToolExecuteCode, map[string]any{"code": "for i in range(1000): print('line', i)"})
+	if res.IsError {
+		t.Fatal(text)
+	}
+	for _, want := range []string{"line 0\n", "line 999\n", " bytes cut …]", "[stdout truncated: 8890 bytes, middle cut to fit 1000; print less"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+	if len(text) > 1400 {
+		t.Errorf("text is %d bytes with a cap of 1000", len(text))
+	}
+	text, _ = call(t, c, ToolExecuteCode, map[string]any{"code": "import cexec\ncexec.result('x' * 5000)"})
+	if !strings.Contains(text, "[result omitted: 5002 bytes of JSON; return less]") {
+		t.Errorf("big result not omitted:\n%s", text)
+	}
+}
+
+func TestCapMiddle(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		cut  bool
+		head string
+		tail string
+	}{
+		{"short", 10, false, "short", "short"},
+		{strings.Repeat("a", 100) + strings.Repeat("b", 100), 100, true, strings.Repeat("a", 75), strings.Repeat("b", 25)},
+		// A cut never splits a rune.
+		{strings.Repeat("é", 100), 101, true, strings.Repeat("é", 37), strings.Repeat("é", 12)},
+	}
+	for _, tt := range tests {
+		got, cut := capMiddle(tt.in, tt.max)
+		if cut != tt.cut || !strings.HasPrefix(got, tt.head) || !strings.HasSuffix(got, tt.tail) || !strings.ContainsRune(got, 'é') && strings.ContainsRune(tt.in, 'é') {
+			t.Errorf("capMiddle(%d bytes, %d) = %q, %v", len(tt.in), tt.max, got, cut)
+		}
+		if !isValidUTF8(got) {
+			t.Errorf("capMiddle split a rune: %q", got)
+		}
+	}
+}
+
+func isValidUTF8(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+// TestPIITokenized checks that every kind of output passes the tokenizer:
+// stdout, structured content, errors, stubs, state and resources.
+func TestPIITokenized(t *testing.T) {
+	w := newWorld(t)
+	c := connect(t, w.url+"/mcp")
+	text, res := call(t, c, ToolExecuteCode, map[string]any{"code": "import cexec\nprint('mail ann@example.com')\ncexec.result({'to': 'ann@example.com'})\nraise KeyError('bob@example.com')"})
+	b, _ := json.Marshal(res.StructuredContent)
+	if strings.Contains(text, "@example.com") || strings.Contains(string(b), "@example.com") {
+		t.Errorf("PII leaked:\n%s\n%s", text, b)
+	}
+	if !strings.Contains(text, "mail [EMAIL_1]") || !strings.Contains(text, "[EMAIL_2]") || !strings.Contains(string(b), `"to":"[EMAIL_1]"`) {
+		t.Errorf("not tokenized as expected:\n%s\n%s", text, b)
+	}
+	call(t, c, ToolSaveState, map[string]any{"name": "c.json", "value": "carl@example.com"})
+	if text, _ := call(t, c, ToolGetState, map[string]any{"name": "c.json"}); text != `"[EMAIL_3]"` {
+		t.Errorf("get_state = %s", text)
+	}
+	// A failing tokenizer withholds the output.
+	w.pii.mu.Lock()
+	w.pii.fail = true
+	w.pii.mu.Unlock()
+	text, res = call(t, c, ToolExecuteCode, map[string]any{"code": "print('dan@example.com')"})
+	if !res.IsError || strings.Contains(text, "dan@") || !strings.Contains(text, "withheld") {
+		t.Errorf("with a failing tokenizer: %v %s", res.IsError, text)
+	}
+}
+
+// TestTenantScope checks that a tenant sees only its servers.
+func TestTenantScope(t *testing.T) {
+	w := newWorld(t, func(o *Options, w *world) {
+		o.Tokens = []Token{{Token: "tok-acme", Tenant: "acme"}, {Token: "tok-beta", Tenant: "beta"}}
+		w.catalog.allowed["acme"] = []string{"memory"}
+	})
+	acme := connect(t, w.url+"/mcp", bearerOpt("tok-acme"))
+	beta := connect(t, w.url+"/mcp", bearerOpt("tok-beta"))
+	if text, _ := call(t, acme, ToolListServers, nil); strings.Contains(text, "everything") {
+		t.Errorf("acme sees everything:\n%s", text)
+	}
+	text, res := call(t, acme, ToolGetTool, map[string]any{"server": "everything", "tool": "echo"})
+	if !res.IsError || !strings.Contains(text, "known servers: memory") {
+		t.Errorf("acme get_tool everything/echo: %s", text)
+	}
+	if text, _ := call(t, beta, ToolListServers, nil); !strings.Contains(text, "everything") {
+		t.Errorf("beta does not see everything:\n%s", text)
+	}
+	call(t, acme, ToolSaveState, map[string]any{"name": "a.json", "value": 1})
+	if text, _ := call(t, beta, ToolGetState, nil); strings.Contains(text, "a.json") {
+		t.Errorf("beta sees acme's state: %s", text)
+	}
+}
+
+func TestExecuteCodeCancelled(t *testing.T) {
+	w := newWorld(t)
+	c := connect(t, w.url+"/mcp")
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = ToolExecuteCode
+	req.Params.Arguments = map[string]any{"code": "import time\ntime.sleep(30)"}
+	start := time.Now()
+	if _, err := c.CallTool(ctx, req); err == nil {
+		t.Error("a call past its deadline succeeded")
+	}
+	// The face must still answer; the executor ends the cancelled program.
+	text, _ := call(t, c, ToolExecuteCode, map[string]any{"code": "print('next')"})
+	if !strings.Contains(text, "next") {
+		t.Errorf("after a cancelled call: %s (%v)", text, time.Since(start))
+	}
+}
