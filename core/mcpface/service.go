@@ -98,10 +98,10 @@ type ExecError struct {
 
 // ToolStat sums the upstream calls one program made to one tool.
 type ToolStat struct {
-	Server string  `json:"server"`
-	Tool   string  `json:"tool"`
-	Calls  int     `json:"calls"`
-	Failed int     `json:"failed"`
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	Calls  int    `json:"calls"`
+	Failed int    `json:"failed"`
 	// TotalMS and MaxMS are the summed and the longest call time.
 	TotalMS float64 `json:"total_ms"`
 	MaxMS   float64 `json:"max_ms"`
