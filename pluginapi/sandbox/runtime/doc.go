@@ -18,7 +18,11 @@
 // session (process group), stdout and stderr replaced with new pipes by
 // dup2 (so output of subprocesses and C code is captured too), descriptor 3
 // a private channel socket to the zygote, nothing else open, cwd /workspace,
-// a new __main__ module. Frames never travel on the program's stdout. The
+// a new __main__ module. The zygote keeps one such child forked and warmed
+// up in advance (the spare), which receives the program on descriptor 3, so
+// that neither the fork nor its first copy-on-write faults delay an
+// execution; without a spare it forks on demand, compiling programs up to
+// 256 KiB before the fork. Frames never travel on the program's stdout. The
 // program's `from cexec import call_tool, result` talks over descriptor 3;
 // the zygote relays host calls to the host and replies back. When the child
 // exits, the zygote drains its output, kills its process group and, when it
@@ -70,6 +74,10 @@
 //	    make sure that nothing of the program survived, or the program died
 //	    in a way that suggests the sandbox is in trouble (a signal it did not
 //	    get from the runtime, such as the OOM killer's).
+//	{"op":"unclean","id":"x1","message":"..."}
+//	    The zygote reports a result as soon as the program has said how it
+//	    ended and closed its output, and kills what is left of it afterwards;
+//	    when that fails it sends unclean, and the sandbox is killed.
 //
 // The zygote enforces the execution's time limit and output limit (the sum
 // of stdout and stderr bytes) by killing the program; the Runner checks both

@@ -326,6 +326,13 @@ func (r *Runner) readLoop() {
 			}
 		case "call", "result":
 			r.deliver(f)
+		case "unclean":
+			// Sent after a result was already reported: something of that
+			// program survived, so the sandbox must go.
+			var msg struct{ Message string }
+			_ = json.Unmarshal(data, &msg)
+			r.kill(fmt.Errorf("sandbox runner could not clean up after an execution: %s", msg.Message))
+			return
 		default:
 			r.log.Debug("ignoring frame from sandbox runner", "op", f.msg.Op)
 		}

@@ -66,7 +66,7 @@ func Install(ctx context.Context, dir, python string) error {
 // within about 15 MiB RSS.
 var DefaultPreload = []string{
 	"typing", "re", "collections", "datetime", "math", "base64", "csv",
-	"pathlib", "dataclasses", "random", "hashlib", "textwrap", "string",
+	"pathlib", "random", "textwrap", "string",
 }
 
 // Rlimits are per-process limits the zygote applies to every execution.

@@ -14,10 +14,10 @@ as JSON next to stdout and stderr.
 
 from __future__ import annotations
 
+import _thread
 import builtins
 import json
 import os
-import threading
 from cexec import _proto
 
 TYPE_CHECKING = False
@@ -62,10 +62,13 @@ def _error(method: str, message: str, type_name: str) -> Exception:
 
 
 class _Waiter:
-    __slots__ = ("event", "reply")
+    """One pending call; done is held until the reply (or the end) comes."""
+
+    __slots__ = ("done", "reply")
 
     def __init__(self) -> None:
-        self.event = threading.Event()
+        self.done = _thread.allocate_lock()
+        self.done.acquire()
         self.reply: dict[str, Any] | None = None
 
 
@@ -74,16 +77,18 @@ class _Channel:
 
     Any thread may make host calls: writes are serialized by a lock and a
     reader thread, started on the first call, routes replies by call id.
+    It uses _thread rather than threading, which an idle sandbox then need
+    not import.
     """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._pid = os.getpid()
-        self._wlock = threading.Lock()
-        self._lock = threading.Lock()
+        self._wlock = _thread.allocate_lock()
+        self._lock = _thread.allocate_lock()
         self._pending: dict[int, _Waiter] = {}
         self._next_id = 0
-        self._reader: threading.Thread | None = None
+        self._reader = False
         self._closed = False
         self.result_json: str | None = None
 
@@ -98,9 +103,9 @@ class _Channel:
             call_id = self._next_id
             frame = _proto.encode_json({"op": "call", "id": call_id, "method": method, "params": params})
             self._pending[call_id] = waiter
-            if self._reader is None:
-                self._reader = threading.Thread(target=self._read_replies, name="cexec-host-replies", daemon=True)
-                self._reader.start()
+            if not self._reader:
+                _thread.start_new_thread(self._read_replies, ())
+                self._reader = True
         try:
             with self._wlock:
                 _proto.write_all(self._fd, frame)
@@ -108,7 +113,7 @@ class _Channel:
             with self._lock:
                 self._pending.pop(call_id, None)
             raise HostError(f"host connection lost: {e}") from None
-        waiter.event.wait()
+        waiter.done.acquire()
         reply = waiter.reply
         if reply is None:
             raise HostError("host connection lost before the call was answered")
@@ -133,7 +138,7 @@ class _Channel:
                     waiter = self._pending.pop(msg.get("id"), None)  # type: ignore[arg-type]
                 if waiter is not None:
                     waiter.reply = msg
-                    waiter.event.set()
+                    waiter.done.release()
         except (OSError, _proto.ProtocolError):
             pass
         finally:
@@ -141,7 +146,7 @@ class _Channel:
                 self._closed = True
                 pending, self._pending = self._pending, {}
             for waiter in pending.values():
-                waiter.event.set()
+                waiter.done.release()
             # The reader owns the descriptor once it runs, so that the number
             # is not reused while it may still read from it.
             try:
@@ -163,7 +168,7 @@ class _Channel:
         with self._lock:
             self._closed = True
             reader = self._reader
-        if reader is None:
+        if not reader:
             try:
                 os.close(self._fd)
             except OSError:

@@ -19,17 +19,12 @@ from __future__ import annotations
 import builtins
 import gc
 import importlib
-import linecache
 import os
 import resource
 import select
-import signal
-import socket
 import struct
 import sys
-import threading
 import time
-import traceback
 import types
 
 import cexec
@@ -37,7 +32,14 @@ from cexec import _proto
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time, to keep sandbox start fast
+    import signal
+    import socket
     from typing import Any
+else:
+    # The C modules behind signal and socket: the Python wrappers build
+    # enums that cost an idle sandbox about a megabyte.
+    import _signal as signal
+    import _socket as socket
 
 PROTOCOL = 1
 
@@ -51,6 +53,13 @@ _KILL_GRACE = 2.0
 
 _MAX_WORKERS = 4
 
+# Programs up to this size are compiled in the zygote before forking.
+_PRECOMPILE_LIMIT = 256 << 10
+
+# Referenced so that replacing __main__ in a child does not free the
+# bootstrap module (freeing touches, and so copies, the zygote's pages).
+_BOOT_MAIN = sys.modules.get("__main__")
+
 _RLIMITS = {
     "as": resource.RLIMIT_AS,
     "nproc": resource.RLIMIT_NPROC,
@@ -59,6 +68,12 @@ _RLIMITS = {
 }
 
 _POLLIN = select.POLLIN | select.POLLHUP | select.POLLERR
+
+_SIGNAL_NAMES: dict[int, str] = {
+    int(getattr(signal, name)): name
+    for name in ("SIGKILL", "SIGTERM", "SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE", "SIGILL", "SIGXCPU", "SIGXFSZ",
+                 "SIGINT", "SIGHUP", "SIGPIPE")
+}
 
 
 class HostGone(Exception):
@@ -113,6 +128,9 @@ def main(argv: list[str]) -> None:
     # As the pid namespace's init the zygote ignores signals it has no
     # handler for, so the default disposition is the robust one.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # Programs inherit this wrapper of fd 1 (their pipe after dup2); line
+    # buffering streams their output as it is printed.
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
     Zygote(opts).serve()
 
 
@@ -175,6 +193,18 @@ class Worker:
         self.alive = True
 
 
+class Spare:
+    """A child forked ahead of the next execution: set up, warmed up and
+    waiting on its channel for the program, so that neither the fork nor
+    the copy-on-write faults of its first steps delay the execution."""
+
+    def __init__(self, pid: int, out_r: int, err_r: int, chan: int) -> None:
+        self.pid = pid
+        self.out_r = out_r
+        self.err_r = err_r
+        self.chan = chan
+
+
 class Run:
     """The zygote's state of one execution."""
 
@@ -190,6 +220,7 @@ class Run:
         self.chan = -1
         self.chan_reader = _proto.Reader()
         self.outbox = bytearray()
+        self.eof = 0  # output pipes that reached end of file
         self.sent = 0
         self.truncated = False
         self.timed_out = False
@@ -213,6 +244,8 @@ class Zygote:
         self.is_init = os.getpid() == 1
         self.workers: dict[str, Worker] = {}
         self.hardened = False
+        self.frozen = False
+        self.spare: Spare | None = None
         self.preload = list(opts.preload)
         self.executions = 0
         self.wake_r, self.wake_w = os.pipe()
@@ -256,7 +289,7 @@ class Zygote:
         poller.register(self.ctl_in, _POLLIN)
         while True:
             if not self.inbox:
-                idle_work = not self.hardened or bool(self.preload)
+                idle_work = not self.hardened or not self.frozen or self.spare is None
                 if poller.poll(0 if idle_work else None):
                     if not self.read_host():
                         self.shutdown()
@@ -280,20 +313,28 @@ class Zygote:
             # that has already finished; they are dropped.
 
     def idle_step(self) -> None:
-        """Do one piece of warm-up work: hardening first, then one preload."""
+        """Do one piece of warm-up work: hardening first, then one preload,
+        then freezing the heap."""
         if not self.hardened:
             self.harden()
-            return
-        name = self.preload.pop(0)
-        try:
-            importlib.import_module(name)
-        except Exception as e:
-            print(f"cexec zygote: preload {name}: {e}", file=sys.stderr)
-        if not self.preload:
-            gc.collect()
-            # Objects that exist now are never collected, so forked children
-            # do not dirty their pages when the collector runs.
-            gc.freeze()
+        elif self.preload:
+            name = self.preload.pop(0)
+            try:
+                importlib.import_module(name)
+            except Exception as e:
+                print(f"cexec zygote: preload {name}: {e}", file=sys.stderr)
+        elif not self.frozen:
+            self.freeze()
+        else:
+            self.prefork()
+
+    def freeze(self) -> None:
+        """Move every object that exists now out of the collector's reach:
+        a forked child's collections then neither spend time on the
+        zygote's objects nor copy their pages."""
+        gc.collect()
+        gc.freeze()
+        self.frozen = True
 
     def harden(self) -> None:
         if not self.hardened:
@@ -301,6 +342,7 @@ class Zygote:
             self.hardened = True
 
     def shutdown(self) -> None:
+        self.drop_spare()
         for worker in list(self.workers.values()):
             self.kill_worker(worker)
         os._exit(0)
@@ -316,9 +358,16 @@ class Zygote:
             self.harden()
             if job.get("persistent"):
                 self.start_persistent(run, job)
-            else:
+            elif not self.take_spare(run, job):
                 self.start_child(run, job)
             self.pump(run)
+            if self.ended_cleanly(run):
+                # The program said how it ended and closed its output: report
+                # now, and clean up while the host handles the result.
+                self.close_fds(run)
+                self.report(run)
+                self.clean_up(run)
+                return
             self.collect(run)
         except HostGone:
             self.kill(run)
@@ -327,14 +376,107 @@ class Zygote:
             run.clean = False
             run.note = f"runner failure: {type(e).__name__}: {e}"
             self.kill(run)
-            self.sweep({w.pid for w in self.workers.values() if w.alive})
+            self.sweep(self.keep())
         finally:
-            for fd in (run.out_r, run.err_r, run.chan):
-                if fd >= 0:
-                    _close(fd)
+            self.close_fds(run)
         self.report(run)
 
+    def keep(self) -> set[int]:
+        """The processes a sweep spares: persistent workers and the spare."""
+        keep = {w.pid for w in self.workers.values() if w.alive}
+        if self.spare is not None:
+            keep.add(self.spare.pid)
+        return keep
+
+    def prefork(self) -> None:
+        """Fork the spare child for the next execution."""
+        importlib.invalidate_caches()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        chan, child_chan = _socketpair()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (out_r, out_w, err_r, err_w, chan, child_chan):
+                _close(fd)
+            # No spare: executions fork for themselves. Retried after the next one.
+            self.spare = Spare(0, -1, -1, -1)
+            return
+        if pid == 0:
+            self.enter_child(out_w, err_w, child_chan)
+            _spare_main()
+        for fd in (out_w, err_w, child_chan):
+            os.close(fd)
+        self.spare = Spare(pid, out_r, err_r, chan)
+
+    def drop_spare(self) -> None:
+        spare, self.spare = self.spare, None
+        if spare is None or spare.pid == 0:
+            return
+        for fd in (spare.out_r, spare.err_r, spare.chan):
+            _close(fd)
+        try:
+            os.kill(spare.pid, signal.SIGKILL)
+            os.waitpid(spare.pid, 0)
+        except OSError:
+            pass
+
+    def take_spare(self, run: Run, job: dict[str, Any]) -> bool:
+        """Hand the program to the spare child; False when there is none
+        (or it died), and the caller forks instead."""
+        spare, self.spare = self.spare, None
+        if spare is None or spare.pid == 0:
+            return False
+        try:
+            _proto.write_all(spare.chan, _proto.encode_json({"op": "exec", "code": job["code"]}))
+        except OSError:
+            self.spare = spare
+            self.drop_spare()
+            return False
+        run.pid, run.out_r, run.err_r, run.chan = spare.pid, spare.out_r, spare.err_r, spare.chan
+        return True
+
+    def close_fds(self, run: Run) -> None:
+        for fd in (run.out_r, run.err_r, run.chan):
+            if fd >= 0:
+                _close(fd)
+        run.out_r = run.err_r = run.chan = -1
+
+    def ended_cleanly(self, run: Run) -> bool:
+        """The program reported its end and both output pipes are at end of
+        file, so everything it printed has been relayed."""
+        return run.done is not None and run.eof == 2 and not run.killed
+
+    def clean_up(self, run: Run) -> None:
+        """After an early report: make sure nothing of the program survives,
+        and tell the host if that failed."""
+        if run.worker is None:
+            # It has nothing left to do but exit.
+            try:
+                os.killpg(run.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            deadline = time.monotonic() + _KILL_GRACE
+            while run.status is None and time.monotonic() < deadline:
+                self.check_exit(run)
+                if run.status is None:
+                    time.sleep(0.0005)
+        keep = self.keep()
+        if run.worker is None and run.status is None or not self.sweep(keep):
+            self.send({"op": "unclean", "id": run.id, "message": "some of the program's processes could not be killed"})
+
     def start_child(self, run: Run, job: dict[str, Any]) -> None:
+        code = str(job["code"])
+        # Compiling here, where the compiler's memory is warm, rather than in
+        # the child (whose first compile copies hundreds of pages) halves the
+        # cost of a small program. Failures are left to the child to report.
+        compiled = None
+        if len(code) <= _PRECOMPILE_LIMIT:
+            try:
+                compiled = compile(code, "<cexec>", "exec", dont_inherit=True)
+            except Exception:
+                compiled = None
+        importlib.invalidate_caches()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         chan, child_chan = _socketpair()
@@ -347,7 +489,7 @@ class Zygote:
             raise
         if pid == 0:
             self.enter_child(out_w, err_w, child_chan)
-            _run_child(str(job["code"]))
+            _run_child(code, compiled)
         run.pid = pid
         for fd in (out_w, err_w, child_chan):
             os.close(fd)
@@ -371,7 +513,6 @@ class Zygote:
                 if hard != resource.RLIM_INFINITY:
                     value = min(value, hard)
                 resource.setrlimit(res, (value, value))
-            sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
         except BaseException as e:
             try:
                 os.write(2, f"cexec: cannot start the program: {e}\n".encode())
@@ -459,7 +600,11 @@ class Zygote:
             _close(run.worker.sock)
 
     def finished(self, run: Run) -> bool:
+        if self.ended_cleanly(run):
+            return True
         if run.worker is not None and not run.killed and run.done is not None:
+            # The interpreter is done but something it started still holds
+            # the output pipes: collect() kills it.
             return True
         return run.status is not None
 
@@ -529,6 +674,7 @@ class Zygote:
         except BlockingIOError:
             return True
         if not data:
+            run.eof += 1
             return False
         room = run.limit - run.sent
         if len(data) > room:
@@ -663,7 +809,7 @@ class Zygote:
                 os.killpg(run.pid, signal.SIGKILL)
             except OSError:
                 pass
-        keep = {w.pid for w in self.workers.values() if w.alive}
+        keep = self.keep()
         if not self.sweep(keep):
             run.clean = False
             run.note = "some of the program's processes could not be killed"
@@ -701,13 +847,17 @@ class Zygote:
                     worker.alive = False
                     self.workers.pop(worker.session, None)
                     _close(worker.sock)
+            if self.spare is not None and self.spare.pid == pid:
+                spare, self.spare = self.spare, None
+                for fd in (spare.out_r, spare.err_r, spare.chan):
+                    _close(fd)
 
     def report(self, run: Run) -> None:
         done = run.done or {}
         msg: dict[str, Any] = {"op": "result", "id": run.id, "timed_out": run.timed_out,
                                "truncated": run.truncated, "cancelled": run.cancelled}
         sig = 0
-        if run.worker is not None and not run.killed and run.status is None:
+        if run.status is None and run.done is not None and not run.killed:
             code = done.get("exit_code")
             exit_code = code if isinstance(code, int) else 1
             msg["cpu_ms"] = done.get("cpu_ms", 0)
@@ -733,10 +883,7 @@ class Zygote:
         elif run.truncated:
             error = {"type": "OutputLimit", "message": f"the program's output exceeded {run.limit} bytes and was cut off"}
         elif sig and not run.killed:
-            try:
-                name = signal.Signals(sig).name
-            except ValueError:
-                name = f"signal {sig}"
+            name = _SIGNAL_NAMES.get(sig) or f"signal {sig} ({signal.strsignal(sig)})"
             hint = " (possibly out of memory)" if sig == signal.SIGKILL else ""
             error = {"type": "Killed", "message": f"the program was killed by {name}{hint}"}
             run.clean = False
@@ -790,7 +937,12 @@ def _exit_status(e: SystemExit) -> int:
     return 1
 
 
-def _describe(e: BaseException) -> dict[str, str]:
+def _describe(e: BaseException, filename: str, code: str) -> dict[str, str]:
+    # Imported here: only failing programs need them.
+    import linecache
+    import traceback
+
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     try:
         message = str(e)
     except Exception:
@@ -805,20 +957,20 @@ def _describe(e: BaseException) -> dict[str, str]:
     return {"type": type(e).__name__, "message": message[:_MAX_MESSAGE], "traceback": text[-_MAX_TRACEBACK:]}
 
 
-def _run_program(code: str, module: types.ModuleType, filename: str) -> dict[str, Any]:
+def _run_program(code: str, module: types.ModuleType, filename: str, compiled: types.CodeType | None = None) -> dict[str, Any]:
     """Run code as __main__ and describe how it ended."""
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     sys.modules["__main__"] = module
     exit_code = 0
     error = None
     try:
-        compiled = compile(code, filename, "exec", dont_inherit=True)
+        if compiled is None:
+            compiled = compile(code, filename, "exec", dont_inherit=True)
         exec(compiled, module.__dict__)
     except SystemExit as e:
         exit_code = _exit_status(e)
     except BaseException as e:
         exit_code = 1
-        error = _describe(e)
+        error = _describe(e, filename, code)
     return {"op": "done", "exit_code": exit_code, "error": error}
 
 
@@ -828,28 +980,57 @@ def _new_main() -> types.ModuleType:
     return module
 
 
-def _run_child(code: str) -> None:
+def _spare_main() -> None:
+    """Body of a spare child: warm up, wait for the program, run it."""
+    try:
+        # Touch what every execution touches (the compiler, a module, the
+        # JSON encoder), so that its copy-on-write faults happen now.
+        warm = compile("_x = [i * 2 for i in range(4)]\n_y = {'k': _x}\n", "<warm-up>", "exec", dont_inherit=True)
+        exec(warm, _new_main().__dict__)
+        _proto.dumps({"op": "done", "exit_code": 0, "error": None})
+        job = _proto.read_frame(3, _proto.Reader())
+    except BaseException:
+        os._exit(70)
+    if job is None:
+        os._exit(0)  # the zygote is gone or dropped this spare
+    try:
+        msg = _proto.decode_json(job[1])
+        code = str(msg["code"])
+    except Exception:
+        os._exit(71)
+    _run_child(code, None)
+
+
+def _run_child(code: str, compiled: types.CodeType | None) -> None:
     """Body of a forked execution: run the program once and exit."""
     pid = os.getpid()
     try:
         chan = cexec._Channel(3)
         cexec._channel = chan
         sys.argv = ["-c"]
-        importlib.invalidate_caches()
-        done = _run_program(code, _new_main(), "<cexec>")
+        done = _run_program(code, _new_main(), "<cexec>", compiled)
         if os.getpid() != pid:
             # The program forked and this copy fell off the end.
             _flush_std()
             os._exit(int(done["exit_code"]))
-        for t in threading.enumerate():
-            if t is not threading.main_thread() and not t.daemon:
-                t.join()
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            # As at interpreter exit, wait for the program's threads.
+            for t in threading.enumerate():
+                if t is not threading.main_thread() and not t.daemon:
+                    t.join()
         try:
             import atexit
             atexit._run_exitfuncs()
         except BaseException:
             pass
         _flush_std()
+        # Closing the output before saying done lets the zygote report as
+        # soon as it has relayed everything, without waiting for this
+        # process to be torn down.
+        os.close(1)
+        os.close(2)
+        _add_usage(done)
         try:
             chan.send(done, chan.result_json)
         except OSError:
@@ -857,6 +1038,15 @@ def _run_child(code: str) -> None:
         os._exit(int(done["exit_code"]))
     except BaseException:
         os._exit(70)
+
+
+def _add_usage(done: dict[str, Any]) -> None:
+    """Put the CPU time and peak memory of this process and its waited-for
+    children into a done message."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done["cpu_ms"] = int((me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime) * 1000)
+    done["max_rss"] = int(max(me.ru_maxrss, kids.ru_maxrss)) * 1024
 
 
 def _recv_job(sock: int, reader: _proto.Reader, fds: list[int]) -> dict[str, Any] | None:
@@ -901,8 +1091,14 @@ def _worker_main(sock: int) -> None:
             chan = cexec._Channel(chan_fd)
             cexec._channel = chan
             importlib.invalidate_caches()
+            code, filename = str(job.get("code")), f"<cexec:{job.get('n')}>"
+            # Functions from earlier executions may fail later: keep every
+            # execution's source for their tracebacks.
+            import linecache
+
+            linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
             before = resource.getrusage(resource.RUSAGE_SELF)
-            done = _run_program(str(job.get("code")), module, f"<cexec:{job.get('n')}>")
+            done = _run_program(code, module, filename)
             _flush_std()
             after = resource.getrusage(resource.RUSAGE_SELF)
             done["cpu_ms"] = int((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
