@@ -1,0 +1,144 @@
+package bwrap
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cexec/cexec/pluginapi/plugintest"
+	"github.com/cexec/cexec/pluginapi/sandbox"
+)
+
+func benchBackend(b *testing.B) *Plugin {
+	p := New(nil)
+	b.Cleanup(func() { _ = p.Close() })
+	if cfg := os.Getenv("CEXEC_BENCH_CONFIG"); cfg != "" {
+		if diags, err := p.Configure(context.Background(), []byte(cfg), sandbox.APIVersion); err != nil || diags.HasErrors() {
+			b.Fatal(diags, err)
+		}
+	}
+	caps, _ := p.Capabilities(context.Background())
+	if !caps.Available {
+		b.Skip(caps.UnavailableReason)
+	}
+	return p
+}
+
+func benchCreate(b *testing.B, sb sandbox.Sandbox, id string) {
+	ws := b.TempDir()
+	if _, err := sb.Create(context.Background(), sandbox.CreateRequest{ID: id, Mounts: []sandbox.Mount{{Source: ws, Target: "/workspace"}}}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func benchExec(b *testing.B, sb sandbox.Sandbox, id string) {
+	h := &plugintest.Host{}
+	res, err := sb.Exec(context.Background(), sandbox.ExecRequest{SandboxID: id, Code: "print(1+1)"}, h)
+	if err != nil || res.ExitCode != 0 || h.Stdout() != "2\n" {
+		b.Fatalf("exec: %v %+v %q", err, res, h.Stdout())
+	}
+}
+
+// reportLatency adds p50/p90/p99 in milliseconds to the benchmark output.
+func reportLatency(b *testing.B, lat []time.Duration) {
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(p int) float64 { return float64(lat[(len(lat)-1)*p/100].Microseconds()) / 1000 }
+	b.ReportMetric(pct(50), "p50-ms")
+	b.ReportMetric(pct(90), "p90-ms")
+	b.ReportMetric(pct(99), "p99-ms")
+}
+
+// BenchmarkWarmExec measures print(1+1) in a warm sandbox, calling the
+// backend directly and through in-process gRPC (what cexecd sees of the
+// plugin, without its own pipeline).
+func BenchmarkWarmExec(b *testing.B) {
+	for _, mode := range []string{"direct", "grpc"} {
+		b.Run(mode, func(b *testing.B) {
+			p := benchBackend(b)
+			var sb sandbox.Sandbox = p
+			if mode == "grpc" {
+				sb = plugintest.Sandbox(b, p)
+			}
+			benchCreate(b, sb, "warm")
+			// Let the zygote finish its idle warm-up (preloads).
+			time.Sleep(time.Second)
+			benchExec(b, sb, "warm")
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				benchExec(b, sb, "warm")
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			reportLatency(b, lat)
+		})
+	}
+}
+
+// BenchmarkColdExec measures creating a sandbox and running print(1+1) in
+// it (destroying it is not timed).
+func BenchmarkColdExec(b *testing.B) {
+	p := benchBackend(b)
+	benchCreate(b, p, "first") // installs the runtime, detects cgroups
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := "cold" + strconv.Itoa(i)
+		start := time.Now()
+		benchCreate(b, p, id)
+		benchExec(b, p, id)
+		lat = append(lat, time.Since(start))
+		b.StopTimer()
+		if err := p.Destroy(context.Background(), id); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	reportLatency(b, lat)
+}
+
+// BenchmarkIdleRSS reports the resident memory of an idle warm sandbox: the
+// zygote (what List reports), bwrap's monitor process, and the zygote's
+// proportional share (PSS) once forked children share its pages.
+func BenchmarkIdleRSS(b *testing.B) {
+	p := benchBackend(b)
+	for i := 0; i < b.N; i++ {
+		id := "idle" + strconv.Itoa(i)
+		benchCreate(b, p, id)
+		benchExec(b, p, id)
+		time.Sleep(time.Second)
+		bx, err := p.box(id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		zyg := float64(procRSS(bx.zygotePID)) / (1 << 20)
+		mon := float64(procRSS(bx.cmd.Process.Pid)) / (1 << 20)
+		b.ReportMetric(zyg, "zygote-RSS-MiB")
+		b.ReportMetric(mon, "bwrap-RSS-MiB")
+		b.ReportMetric(pss(bx.zygotePID), "zygote-PSS-MiB")
+		if err := p.Destroy(context.Background(), id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func pss(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pss:"); ok {
+			kb, _ := strconv.ParseFloat(strings.Fields(v)[0], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}

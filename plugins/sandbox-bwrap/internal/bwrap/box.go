@@ -1,0 +1,453 @@
+package bwrap
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
+
+	"github.com/cexec/cexec/pluginapi/sandbox"
+	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
+)
+
+// readyTimeout bounds how long a new sandbox may take to report ready.
+const readyTimeout = 20 * time.Second
+
+// box is one running sandbox: a bwrap process whose child (the pid
+// namespace's init) is the runtime's zygote.
+type box struct {
+	id      string
+	tenant  string
+	created time.Time
+	limits  sandbox.Limits
+	log     hclog.Logger
+
+	cmd       *exec.Cmd
+	zygotePID int
+	pidfd     int
+	cg        *sandboxCgroup
+	runner    *runtime.Runner
+	exited    chan struct{}
+	stderr    *tail
+	// stderrDone is closed when everything in the sandbox has closed its
+	// stderr, so stderr holds all that bwrap said.
+	stderrDone chan struct{}
+
+	executions atomic.Int64
+	busy       atomic.Bool
+	broken     atomic.Bool
+	killOnce   sync.Once
+}
+
+// startBox starts a sandbox and waits until its zygote is ready.
+func startBox(ctx context.Context, s *settings, spec *boxSpec, libDir, stageDir string, seccomp []byte, cg *sandboxCgroup, log hclog.Logger) (*box, error) {
+	b := &box{
+		id: spec.id, tenant: spec.tenant, created: time.Now(), limits: spec.limits,
+		log: log.With("sandbox", spec.id), cg: cg, pidfd: -1, exited: make(chan struct{}),
+		stderr: &tail{max: 4096}, stderrDone: make(chan struct{}),
+	}
+	var parentEnds, childEnds []*os.File
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	pipe := func() (*os.File, *os.File, error) {
+		r, w, err := os.Pipe()
+		return r, w, err
+	}
+	// dataPipe returns the read end of a pipe already holding data, which
+	// fits in the pipe buffer.
+	dataPipe := func(data []byte) (*os.File, error) {
+		r, w, err := pipe()
+		if err != nil {
+			return nil, err
+		}
+		_, err = w.Write(data)
+		w.Close()
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		return r, nil
+	}
+	fail := func(err error) (*box, error) {
+		closeAll(parentEnds)
+		closeAll(childEnds)
+		return nil, fmt.Errorf("start sandbox %s: %w", spec.id, err)
+	}
+
+	ctlInR, ctlInW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	parentEnds, childEnds = append(parentEnds, ctlInW), append(childEnds, ctlInR)
+	ctlOutR, ctlOutW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	parentEnds, childEnds = append(parentEnds, ctlOutR), append(childEnds, ctlOutW)
+	infoR, infoW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	parentEnds = append(parentEnds, infoR)
+	files := map[int]*os.File{fdCtlIn: ctlInR, fdCtlOut: ctlOutW, fdInfo: infoW}
+	childEnds = append(childEnds, infoW)
+	for fd, data := range map[int][]byte{fdSeccomp: seccomp, fdPasswd: []byte(passwdData), fdGroup: []byte(groupData), fdHosts: []byte(hostsData)} {
+		r, err := dataPipe(data)
+		if err != nil {
+			return fail(err)
+		}
+		files[fd] = r
+		childEnds = append(childEnds, r)
+	}
+	stderrR, stderrW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	parentEnds, childEnds = append(parentEnds, stderrR), append(childEnds, stderrW)
+
+	sources := make([]string, len(spec.mounts))
+	for i, m := range spec.mounts {
+		sources[i] = m.Source
+	}
+	if s.runAs != nil {
+		sources = stagedSources(stageDir, len(spec.mounts))
+	}
+	cmd := exec.Command(s.bwrap, bwrapArgs(s, spec, libDir, sources)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
+	cmd.Stderr = stderrW
+	for fd := fdCtlIn; fd <= fdHosts; fd++ {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, files[fd])
+	}
+	cmd.SysProcAttr = sysProcAttr(s)
+	var binds []sandbox.Mount
+	if s.runAs != nil {
+		binds = spec.mounts
+	}
+	if err := launch(cmd, stageDir, binds, b.exited); err != nil {
+		return fail(fmt.Errorf("run %s: %w", s.bwrap, err))
+	}
+	closeAll(childEnds)
+	b.cmd = cmd
+	go b.pumpStderr(stderrR)
+	abort := func(err error) (*box, error) {
+		b.kill()
+		<-b.exited
+		ctlInW.Close()
+		ctlOutR.Close()
+		return nil, fmt.Errorf("start sandbox %s: %w%s", spec.id, err, b.stderrText())
+	}
+
+	pid, err := b.readChildPID(ctx, infoR)
+	infoR.Close()
+	if err != nil {
+		return abort(err)
+	}
+	b.zygotePID = pid
+	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+		b.pidfd = fd
+	}
+	if cg != nil {
+		// The zygote forks nothing before its first execution, so every
+		// process of the program starts inside the cgroup.
+		if err := cg.add(pid); err != nil {
+			return abort(err)
+		}
+	}
+	b.runner = runtime.NewRunner(ctlInW, ctlOutR, runtime.Options{
+		Kill:        b.kill,
+		Logger:      b.log,
+		Timeout:     spec.limits.Timeout,
+		OutputLimit: spec.limits.OutputBytes,
+	})
+	rctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	if _, err := b.runner.Ready(rctx); err != nil {
+		_ = b.destroy(context.Background())
+		return nil, fmt.Errorf("start sandbox %s: %w%s", spec.id, err, b.stderrText())
+	}
+	return b, nil
+}
+
+// stagedSources are the paths at which launch mounts n sources for bwrap.
+func stagedSources(stageDir string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = filepath.Join(stageDir, strconv.Itoa(i))
+	}
+	return out
+}
+
+// launch starts cmd and closes exited once it has been waited for.
+//
+// With binds (the plugin is root and bwrap runs as run_as), bwrap could not
+// reach sources below directories closed to run_as, such as a 0700 data
+// directory. So cmd is started from a dedicated OS thread that has its own
+// mount namespace, in which a tmpfs covers stageDir and each bind's source
+// is mounted at stagedSources(stageDir)[i]. Nothing of this is visible on
+// the host. The thread lives until bwrap exits, because the kernel's parent
+// death signal (bwrap --die-with-parent, Pdeathsig) follows the thread that
+// forked.
+func launch(cmd *exec.Cmd, stageDir string, binds []sandbox.Mount, exited chan struct{}) error {
+	if len(binds) == 0 {
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		go func() {
+			_ = cmd.Wait()
+			close(exited)
+		}()
+		return nil
+	}
+	started := make(chan error, 1)
+	go func() {
+		// Never unlocked: when this goroutine returns, the thread and its
+		// mount namespace go away with it.
+		goruntime.LockOSThread()
+		if err := stage(stageDir, binds); err != nil {
+			started <- err
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	return <-started
+}
+
+// stage gives the calling thread a private mount namespace with binds
+// mounted below stageDir.
+func stage(stageDir string, binds []sandbox.Mount) error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("private mount namespace: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("private mount namespace: %w", err)
+	}
+	if err := unix.Mount("cexec-stage", stageDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0711,size=64k"); err != nil {
+		return fmt.Errorf("stage mounts: %w", err)
+	}
+	for i, m := range binds {
+		dst := filepath.Join(stageDir, strconv.Itoa(i))
+		var err error
+		if fi, serr := os.Stat(m.Source); serr == nil && !fi.IsDir() {
+			var f *os.File
+			if f, err = os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+				err = f.Close()
+			}
+		} else {
+			err = os.Mkdir(dst, 0o755)
+		}
+		if err == nil {
+			err = unix.Mount(m.Source, dst, "", unix.MS_BIND|unix.MS_REC, "")
+		}
+		if err != nil {
+			return fmt.Errorf("stage mount %s: %w", m.Source, err)
+		}
+	}
+	return nil
+}
+
+// sysProcAttr starts bwrap as the sandbox's host user: the plugin's own
+// user, or run_as when the plugin is root. Mapping the sandbox user to host
+// root would make programs the owner of kernel settings in /proc/sys and of
+// the host's device nodes.
+func sysProcAttr(s *settings) *syscall.SysProcAttr {
+	// bwrap's --die-with-parent covers the sandbox; this covers bwrap.
+	a := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if s.runAs != nil {
+		a.Credential = &syscall.Credential{Uid: s.runAs[0], Gid: s.runAs[1], Groups: []uint32{}}
+	}
+	return a
+}
+
+// readChildPID reads bwrap's --info-fd JSON, which names the sandbox's first
+// process (the zygote, thanks to --as-pid-1) by its pid on the host.
+func (b *box) readChildPID(ctx context.Context, r io.Reader) (int, error) {
+	type info struct {
+		ChildPID int `json:"child-pid"`
+	}
+	ch := make(chan info, 1)
+	errc := make(chan error, 1)
+	go func() {
+		var i info
+		// One JSON value only: the zygote inherits bwrap's write end, so
+		// the pipe never reaches end of file.
+		if err := json.NewDecoder(r).Decode(&i); err != nil {
+			errc <- fmt.Errorf("bwrap did not report its sandbox: %w", err)
+			return
+		}
+		ch <- i
+	}()
+	t := time.NewTimer(readyTimeout)
+	defer t.Stop()
+	select {
+	case i := <-ch:
+		if i.ChildPID <= 0 {
+			return 0, errors.New("bwrap reported no child pid")
+		}
+		return i.ChildPID, nil
+	case err := <-errc:
+		return 0, err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-t.C:
+		return 0, errors.New("bwrap did not start in time")
+	}
+}
+
+func (b *box) pumpStderr(r *os.File) {
+	defer close(b.stderrDone)
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 64<<10)
+	for sc.Scan() {
+		line := sc.Text()
+		b.stderr.add(line)
+		b.log.Debug("sandbox stderr", "line", line)
+	}
+}
+
+// stderrText waits briefly for the sandbox's stderr to end and returns
+// ": <its last lines>", or "".
+func (b *box) stderrText() string {
+	select {
+	case <-b.stderrDone:
+	case <-time.After(time.Second):
+	}
+	return b.stderr.suffix()
+}
+
+// kill kills the zygote, which as the pid namespace's init takes every
+// process of the sandbox with it, and bwrap.
+func (b *box) kill() {
+	b.killOnce.Do(func() {
+		b.broken.Store(true)
+		if b.pidfd >= 0 {
+			_ = unix.PidfdSendSignal(b.pidfd, unix.SIGKILL, nil, 0)
+		}
+		if b.cmd != nil && b.cmd.Process != nil {
+			_ = b.cmd.Process.Kill()
+		}
+		if b.cg != nil {
+			b.cg.kill()
+		}
+	})
+}
+
+// destroy kills the sandbox and releases everything it holds.
+func (b *box) destroy(ctx context.Context) error {
+	if b.runner != nil {
+		_ = b.runner.Close()
+	}
+	b.kill()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var err error
+	select {
+	case <-b.exited:
+	case <-ctx.Done():
+		err = fmt.Errorf("sandbox %s did not exit: %w", b.id, ctx.Err())
+	}
+	if b.pidfd >= 0 {
+		_ = unix.Close(b.pidfd)
+		b.pidfd = -1
+	}
+	if b.cg != nil {
+		if cerr := b.cg.remove(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// state is the sandbox's state for List.
+func (b *box) state() string {
+	select {
+	case <-b.exited:
+		return "exited"
+	default:
+	}
+	switch {
+	case b.broken.Load() || !b.runner.Healthy():
+		return "broken"
+	case b.busy.Load():
+		return "busy"
+	}
+	return "ready"
+}
+
+// rss is the zygote's resident set size in bytes, or 0.
+func (b *box) rss() int64 {
+	return procRSS(b.zygotePID)
+}
+
+// procRSS reads VmRSS of a process from /proc.
+func procRSS(pid int) int64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// tail keeps the last lines written, up to max bytes, for error messages.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf bytes.Buffer
+}
+
+func (t *tail) add(line string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf.WriteString(line)
+	t.buf.WriteByte('\n')
+	if over := t.buf.Len() - t.max; over > 0 {
+		t.buf.Next(over)
+	}
+}
+
+// suffix is ": <last stderr lines>" or "".
+func (t *tail) suffix() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.TrimSpace(t.buf.String())
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}

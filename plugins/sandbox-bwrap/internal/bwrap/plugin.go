@@ -1,0 +1,472 @@
+// Package bwrap is the sandbox-bwrap backend: every sandbox is a
+// bubblewrap container (all namespaces unshared, no network unless allowed,
+// a read-only minimal system, an unprivileged user, no capabilities, a
+// seccomp filter, cgroup or rlimit resource limits) whose first process is
+// the standard runtime's zygote.
+package bwrap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cexec/cexec/pluginapi"
+	"github.com/cexec/cexec/pluginapi/sandbox"
+	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
+)
+
+// Version of the plugin.
+const Version = "0.1.0"
+
+// cgroupPrefix names the plugin's parent cgroup, followed by its pid.
+const cgroupPrefix = "cexec-bwrap-"
+
+// Plugin implements sandbox.Sandbox with bubblewrap.
+type Plugin struct {
+	log hclog.Logger
+
+	mu       sync.Mutex
+	set      *settings
+	setDiags pluginapi.Diagnostics
+	probed   *availability
+	lib      string
+	libErr   error
+	stage    string
+	cgfs     *cgroupFS
+	cgErr    error
+	cgDone   bool
+	seccomp  map[bool][]byte
+	boxes    map[string]*box
+	closed   bool
+}
+
+type availability struct {
+	ok     bool
+	reason string
+}
+
+var _ sandbox.Sandbox = (*Plugin)(nil)
+
+// New returns the backend, configured with defaults until Configure.
+func New(log hclog.Logger) *Plugin {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Plugin{log: log, boxes: map[string]*box{}, seccomp: map[bool][]byte{}}
+}
+
+// Info describes the plugin and its configuration schema.
+func (p *Plugin) Info(context.Context) (pluginapi.Info, error) {
+	return pluginapi.Info{
+		Name:         "bwrap",
+		Kind:         pluginapi.KindSandbox,
+		Version:      Version,
+		APIVersions:  []string{sandbox.APIVersion},
+		ConfigSchema: configSchema,
+	}, nil
+}
+
+// Configure applies the plugin's block of cexec.hcl. Sandboxes created
+// before keep their settings.
+func (p *Plugin) Configure(ctx context.Context, config json.RawMessage, apiVersion string) (pluginapi.Diagnostics, error) {
+	if apiVersion != "" && apiVersion != sandbox.APIVersion {
+		return pluginapi.Diagnostics{pluginapi.Errorf("", "Unsupported sandbox API version", fmt.Sprintf("%q; this plugin speaks %s", apiVersion, sandbox.APIVersion))}, nil
+	}
+	s, diags := decodeConfig(ctx, config)
+	if diags.HasErrors() {
+		return diags, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.set, p.setDiags, p.probed = s, diags, nil
+	if p.cgfs != nil && len(p.boxes) == 0 {
+		p.cgfs.remove()
+		p.cgfs = nil
+	}
+	if p.cgfs == nil {
+		p.cgDone = false
+	}
+	return diags, nil
+}
+
+// settings returns the configuration, decoding the defaults when Configure
+// was never called (as in a bare test).
+func (p *Plugin) settings(ctx context.Context) (*settings, pluginapi.Diagnostics) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.set == nil {
+		p.set, p.setDiags = decodeConfig(ctx, nil)
+	}
+	return p.set, p.setDiags
+}
+
+// Capabilities reports what this machine allows; Available is false with a
+// plain reason when bubblewrap is missing or cannot create sandboxes here.
+func (p *Plugin) Capabilities(ctx context.Context) (sandbox.Capabilities, error) {
+	s, _ := p.settings(ctx)
+	a := p.availability(ctx, s)
+	return sandbox.Capabilities{
+		Isolation:             "namespaces",
+		Network:               s.allowNetwork,
+		PersistentInterpreter: true,
+		Available:             a.ok,
+		UnavailableReason:     a.reason,
+	}, nil
+}
+
+// availability checks, once per configuration, that a sandbox can start.
+func (p *Plugin) availability(ctx context.Context, s *settings) availability {
+	p.mu.Lock()
+	if p.probed != nil && p.set == s {
+		a := *p.probed
+		p.mu.Unlock()
+		return a
+	}
+	p.mu.Unlock()
+	a := probe(ctx, s)
+	p.mu.Lock()
+	if p.set == s {
+		p.probed = &a
+	}
+	p.mu.Unlock()
+	return a
+}
+
+func probe(ctx context.Context, s *settings) availability {
+	if s.bwrap == "" {
+		return availability{reason: "bubblewrap (bwrap) is not installed or not usable; install the bubblewrap package"}
+	}
+	if s.python == "" {
+		return availability{reason: "no usable Python interpreter; set python to a real interpreter such as /usr/bin/python3"}
+	}
+	if v, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(v)) == "0" {
+		return availability{reason: "user namespaces are disabled on this machine (sysctl user.max_user_namespaces = 0)"}
+	}
+	if v, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(v)) == "0" && os.Geteuid() != 0 {
+		return availability{reason: "unprivileged user namespaces are disabled on this machine (sysctl kernel.unprivileged_userns_clone = 0)"}
+	}
+	args := []string{"--unshare-all", "--unshare-user", "--uid", strconv.Itoa(sandboxUID), "--gid", strconv.Itoa(sandboxGID),
+		"--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL"}
+	for _, d := range systemDirs {
+		if fi, err := os.Lstat(d); err == nil {
+			if fi.Mode()&os.ModeSymlink != 0 {
+				if t, err := os.Readlink(d); err == nil {
+					args = append(args, "--symlink", t, d)
+				}
+			} else if fi.IsDir() {
+				args = append(args, "--ro-bind", d, d)
+			}
+		}
+	}
+	if s.pythonPrefix != "" {
+		args = append(args, "--ro-bind", s.pythonPrefix, s.pythonPrefix)
+	}
+	args = append(args, "--proc", "/proc", "--dev", "/dev", "--", s.python, "-I", "-S", "-c", "")
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.bwrap, args...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = sysProcAttr(s)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return availability{reason: fmt.Sprintf("bubblewrap cannot create a sandbox on this machine (%v): %s", err, strings.TrimSpace(string(out)))}
+	}
+	return availability{ok: true}
+}
+
+// libDir installs the runtime once per plugin process.
+func (p *Plugin) libDir(ctx context.Context, s *settings) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lib != "" || p.libErr != nil {
+		return p.lib, p.libErr
+	}
+	dir, err := os.MkdirTemp("", "cexec-bwrap-runtime-")
+	if err == nil {
+		// Readable by the sandbox user whatever the umask.
+		err = os.Chmod(dir, 0o755)
+	}
+	if err == nil {
+		err = runtime.Install(ctx, dir, s.python)
+	}
+	if err != nil {
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
+		return "", fmt.Errorf("install sandbox runtime: %w", err)
+	}
+	p.lib = dir
+	return dir, nil
+}
+
+// stageDir is an empty directory over which sandbox launches mount their
+// staging tmpfs (see launch); created once per plugin process.
+func (p *Plugin) stageDir() (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stage != "" {
+		return p.stage, nil
+	}
+	dir, err := os.MkdirTemp("", "cexec-bwrap-stage-")
+	if err == nil {
+		err = os.Chmod(dir, 0o711)
+	}
+	if err != nil {
+		return "", fmt.Errorf("create staging directory: %w", err)
+	}
+	p.stage = dir
+	return dir, nil
+}
+
+// cgroups returns the plugin's cgroup parent, detecting it once; nil
+// means rlimits, and the string says why.
+func (p *Plugin) cgroups(s *settings) (*cgroupFS, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !s.cgroups {
+		return nil, "cgroups are off in the configuration"
+	}
+	if !p.cgDone {
+		p.cgDone = true
+		p.cgfs, p.cgErr = detectCgroups("/proc", cgroupPrefix+strconv.Itoa(os.Getpid()), s.cgroupParent)
+		if p.cgfs != nil {
+			p.cgfs.removeStale(cgroupPrefix)
+		} else {
+			p.log.Warn("cgroups unavailable, limiting sandboxes with rlimits", "reason", p.cgErr)
+		}
+	}
+	if p.cgfs == nil {
+		return nil, p.cgErr.Error()
+	}
+	return p.cgfs, ""
+}
+
+func (p *Plugin) seccompProgram(network bool) ([]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if b, ok := p.seccomp[network]; ok {
+		return b, nil
+	}
+	prog, err := seccompFilter(network)
+	if err != nil {
+		return nil, err
+	}
+	b := seccompBytes(prog)
+	p.seccomp[network] = b
+	return b, nil
+}
+
+// Create starts a sandbox and warms its zygote. Invalid requests fail with
+// pluginapi.ErrInvalidArgument, an unusable machine with
+// pluginapi.ErrUnavailable; warnings (such as limits enforced by rlimits
+// only) come back as diagnostics.
+func (p *Plugin) Create(ctx context.Context, req sandbox.CreateRequest) (pluginapi.Diagnostics, error) {
+	s, _ := p.settings(ctx)
+	if a := p.availability(ctx, s); !a.ok {
+		return nil, fmt.Errorf("create sandbox %s: %w: %s", req.ID, pluginapi.ErrUnavailable, a.reason)
+	}
+	spec, err := checkRequest(s, req)
+	if err != nil {
+		return nil, fmt.Errorf("create sandbox: %w: %v", pluginapi.ErrInvalidArgument, err)
+	}
+	p.mu.Lock()
+	_, dup := p.boxes[req.ID]
+	closed := p.closed
+	if !dup && !closed {
+		p.boxes[req.ID] = nil // reserve the id while starting
+	}
+	p.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("create sandbox %s: %w", req.ID, pluginapi.ErrPluginShutdown)
+	}
+	if dup {
+		return nil, fmt.Errorf("create sandbox %s: %w: the id is in use", req.ID, pluginapi.ErrInvalidArgument)
+	}
+	b, diags, err := p.start(ctx, s, spec)
+	p.mu.Lock()
+	if err != nil || p.closed {
+		delete(p.boxes, req.ID)
+	} else {
+		p.boxes[req.ID] = b
+	}
+	closed = p.closed
+	p.mu.Unlock()
+	if err == nil && closed {
+		_ = b.destroy(ctx)
+		return nil, fmt.Errorf("create sandbox %s: %w", req.ID, pluginapi.ErrPluginShutdown)
+	}
+	return diags, err
+}
+
+func (p *Plugin) start(ctx context.Context, s *settings, spec *boxSpec) (*box, pluginapi.Diagnostics, error) {
+	var diags pluginapi.Diagnostics
+	lib, err := p.libDir(ctx, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	seccomp, err := p.seccompProgram(spec.network)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cg *sandboxCgroup
+	cgfs, why := p.cgroups(s)
+	if cgfs != nil {
+		cg, err = cgfs.create(spec.id, cgroupLimits{memory: spec.limits.MemoryBytes, pids: spec.limits.Pids, cpusMilli: spec.limits.CPUsMilli})
+		if err != nil {
+			return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.id, err)
+		}
+	} else {
+		spec.rlimits.AddressSpace = spec.limits.MemoryBytes
+		spec.rlimits.Processes = spec.limits.Pids
+		detail := "memory is limited per process (RLIMIT_AS) and processes per user (RLIMIT_NPROC): " + why
+		if os.Geteuid() == 0 {
+			detail += "; the plugin runs as root, for which the kernel does not enforce RLIMIT_NPROC, so the process limit does not hold"
+		}
+		diags = append(diags, pluginapi.Diagnostic{Severity: pluginapi.SeverityWarning, Summary: "Sandbox limits without cgroups", Detail: detail})
+	}
+	diags = append(diags, prepareMounts(s, spec)...)
+	if !s.hasTmpfsSize() {
+		diags = append(diags, pluginapi.Diagnostic{Severity: pluginapi.SeverityWarning, Summary: "Unbounded /tmp",
+			Detail: "bubblewrap older than 0.7 cannot cap the size of /tmp"})
+	}
+	stageDir, err := p.stageDir()
+	if err != nil {
+		if cg != nil {
+			_ = cg.remove()
+		}
+		return nil, nil, err
+	}
+	b, err := startBox(ctx, s, spec, lib, stageDir, seccomp, cg, p.log)
+	if err != nil {
+		if cg != nil {
+			_ = cg.remove()
+		}
+		return nil, nil, err
+	}
+	return b, diags, nil
+}
+
+func (p *Plugin) box(id string) (*box, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := p.boxes[id]
+	if b == nil {
+		return nil, fmt.Errorf("sandbox %q: %w", id, pluginapi.ErrNotFound)
+	}
+	return b, nil
+}
+
+// Exec runs one program in a sandbox. A result with SandboxOK false means
+// the sandbox must be destroyed rather than reused.
+func (p *Plugin) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbox.Host) (sandbox.ExecResult, error) {
+	b, err := p.box(req.SandboxID)
+	if err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	b.busy.Store(true)
+	defer b.busy.Store(false)
+	b.executions.Add(1)
+	res, err := b.runner.Exec(ctx, req, host)
+	if err != nil && !errors.Is(err, ctx.Err()) || !res.SandboxOK {
+		b.broken.Store(true)
+	}
+	if err != nil && errors.Is(err, pluginapi.ErrUnavailable) {
+		return res, fmt.Errorf("sandbox %s%s: %w", req.SandboxID, b.stderrText(), err)
+	}
+	return res, err
+}
+
+// Destroy kills a sandbox and everything in it and removes its cgroup.
+func (p *Plugin) Destroy(ctx context.Context, id string) error {
+	p.mu.Lock()
+	b := p.boxes[id]
+	if b != nil {
+		delete(p.boxes, id)
+	}
+	p.mu.Unlock()
+	if b == nil {
+		return fmt.Errorf("destroy sandbox %q: %w", id, pluginapi.ErrNotFound)
+	}
+	return b.destroy(ctx)
+}
+
+// List describes the live sandboxes; RSSBytes is the zygote's.
+func (p *Plugin) List(context.Context) ([]sandbox.Status, error) {
+	p.mu.Lock()
+	boxes := make([]*box, 0, len(p.boxes))
+	for _, b := range p.boxes {
+		if b != nil {
+			boxes = append(boxes, b)
+		}
+	}
+	p.mu.Unlock()
+	out := make([]sandbox.Status, 0, len(boxes))
+	for _, b := range boxes {
+		out = append(out, sandbox.Status{
+			ID: b.id, Tenant: b.tenant, State: b.state(), Created: b.created,
+			Executions: b.executions.Load(), RSSBytes: b.rss(),
+		})
+	}
+	return out, nil
+}
+
+// Health pings the sandbox's zygote.
+func (p *Plugin) Health(ctx context.Context, id string) error {
+	b, err := p.box(id)
+	if err != nil {
+		return err
+	}
+	if b.broken.Load() {
+		return fmt.Errorf("sandbox %s must be recycled: an execution left it in an unknown state", id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := b.runner.Ping(ctx); err != nil {
+		return fmt.Errorf("sandbox %s: %v", id, err)
+	}
+	return nil
+}
+
+// Close destroys every sandbox and removes the runtime and the cgroups.
+func (p *Plugin) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	boxes := p.boxes
+	p.boxes = map[string]*box{}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, b := range boxes {
+		if b == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = b.destroy(context.Background())
+		}()
+	}
+	wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cgfs != nil {
+		p.cgfs.remove()
+		p.cgfs = nil
+	}
+	if p.lib != "" {
+		_ = os.RemoveAll(p.lib)
+		p.lib = ""
+	}
+	if p.stage != "" {
+		_ = os.Remove(p.stage)
+		p.stage = ""
+	}
+	return nil
+}
