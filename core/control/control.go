@@ -171,6 +171,7 @@ func (s *Server) PingPlugin(ctx context.Context, req *cexecv1.PingPluginRequest)
 // CheckConfig loads a config file and returns its diagnostics with positions.
 func (s *Server) CheckConfig(ctx context.Context, req *cexecv1.CheckConfigRequest) (*cexecv1.CheckConfigResponse, error) {
 	path, diags := s.d.Config.Check(ctx, req.GetPath())
+	s.d.Log.Debug("config checked", "path", path, "errors", len(diags.Errs()), "diagnostics", len(diags))
 	return &cexecv1.CheckConfigResponse{Path: path, Diagnostics: DiagnosticsToProto(diags)}, nil
 }
 
@@ -188,7 +189,11 @@ func (s *Server) Exec(req *cexecv1.ExecRequest, stream grpc.ServerStreamingServe
 	if s.d.Exec == nil {
 		return status.Error(codes.Unimplemented, "exec: no sandbox backend wired into cexecd yet")
 	}
-	return pluginapi.ToStatus(s.d.Exec.Exec(stream.Context(), req, stream.Send))
+	if err := s.d.Exec.Exec(stream.Context(), req, stream.Send); err != nil {
+		s.d.Log.Warn("exec failed", "tenant", req.GetTenant(), "session", req.GetSession(), "error", err)
+		return pluginapi.ToStatus(err)
+	}
+	return nil
 }
 
 // DiagnosticsToProto converts HCL diagnostics, keeping file, line and column
