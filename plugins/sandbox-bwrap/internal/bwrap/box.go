@@ -330,6 +330,9 @@ func (b *box) pumpStderr(r *os.File) {
 		b.stderr.add(line)
 		b.log.Debug("sandbox stderr", "line", line)
 	}
+	// A line too long for the scanner: keep draining, so that nothing in
+	// the sandbox blocks on a full pipe.
+	_, _ = io.Copy(io.Discard, r)
 }
 
 // stderrText waits briefly for the sandbox's stderr to end and returns
@@ -347,16 +350,30 @@ func (b *box) stderrText() string {
 func (b *box) kill() {
 	b.killOnce.Do(func() {
 		b.broken.Store(true)
-		if b.pidfd >= 0 {
-			_ = unix.PidfdSendSignal(b.pidfd, unix.SIGKILL, nil, 0)
-		}
-		if b.cmd != nil && b.cmd.Process != nil {
-			_ = b.cmd.Process.Kill()
-		}
 		if b.cg != nil {
 			b.cg.kill()
 		}
+		if b.pidfd < 0 {
+			b.killBwrap()
+			return
+		}
+		_ = unix.PidfdSendSignal(b.pidfd, unix.SIGKILL, nil, 0)
+		// bwrap reaps the zygote and exits; killing bwrap first would leave
+		// the zygote's zombie to the host's init, which may be slow.
+		go func() {
+			select {
+			case <-b.exited:
+			case <-time.After(time.Second):
+				b.killBwrap()
+			}
+		}()
 	})
+}
+
+func (b *box) killBwrap() {
+	if b.cmd != nil && b.cmd.Process != nil {
+		_ = b.cmd.Process.Kill()
+	}
 }
 
 // destroy kills the sandbox and releases everything it holds.

@@ -1,0 +1,120 @@
+package bwrap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cexec/cexec/pluginapi"
+	"github.com/cexec/cexec/pluginapi/plugintest"
+	"github.com/cexec/cexec/pluginapi/sandbox"
+)
+
+func TestUnavailable(t *testing.T) {
+	tests := []struct {
+		name, config, reason string
+	}{
+		{"no bwrap", `{"bwrap": "/nonexistent/bwrap"}`, "bubblewrap"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := New(nil)
+			defer p.Close()
+			diags, err := p.Configure(context.Background(), json.RawMessage(tc.config), sandbox.APIVersion)
+			if err != nil || diags.HasErrors() {
+				t.Fatalf("configure: %v %v", diags, err)
+			}
+			caps, err := p.Capabilities(context.Background())
+			if err != nil || caps.Available || !strings.Contains(caps.UnavailableReason, tc.reason) {
+				t.Errorf("capabilities %+v %v", caps, err)
+			}
+			if _, err := p.Create(context.Background(), sandbox.CreateRequest{ID: "x"}); !errors.Is(err, pluginapi.ErrUnavailable) {
+				t.Errorf("create: %v", err)
+			}
+		})
+	}
+}
+
+// TestLifecycle checks that Destroy and Close leave nothing behind: no
+// processes, no cgroups, no runtime or staging directories.
+func TestLifecycle(t *testing.T) {
+	p := New(nil)
+	caps, _ := p.Capabilities(context.Background())
+	if !caps.Available {
+		t.Skip(caps.UnavailableReason)
+	}
+	ctx := context.Background()
+	for _, id := range []string{"a", "b"} {
+		if _, err := p.Create(ctx, sandbox.CreateRequest{ID: id, Mounts: []sandbox.Mount{{Source: t.TempDir(), Target: "/workspace"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _ := p.box("a")
+	b, _ := p.box("b")
+	res, err := p.Exec(ctx, sandbox.ExecRequest{SandboxID: "a", Code: "import subprocess\nsubprocess.Popen(['sleep', '60'])"}, &plugintest.Host{})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec: %+v %v", res, err)
+	}
+	if err := p.Health(ctx, "a"); err != nil {
+		t.Fatalf("health: %v", err)
+	}
+	cgDirs := func(bx *box) []string {
+		if bx.cg == nil {
+			return nil
+		}
+		return bx.cg.dirs
+	}
+	if err := p.Destroy(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Destroy(ctx, "a"); !errors.Is(err, pluginapi.ErrNotFound) {
+		t.Errorf("second destroy: %v", err)
+	}
+	gone := func(what string, pid int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s (pid %d) still running", what, pid)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	gone("zygote of a", a.zygotePID)
+	for _, d := range cgDirs(a) {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cgroup %s left behind", d)
+		}
+	}
+	lib, stage := p.lib, p.stage
+	var parents []string
+	if p.cgfs != nil {
+		for _, d := range p.cgfs.parent {
+			parents = append(parents, d)
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gone("zygote of b", b.zygotePID)
+	for _, d := range append(append(cgDirs(b), parents...), lib, stage) {
+		if d == "" {
+			continue
+		}
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left behind", d)
+		}
+	}
+	if _, err := p.Create(ctx, sandbox.CreateRequest{ID: "c"}); !errors.Is(err, pluginapi.ErrPluginShutdown) {
+		t.Errorf("create after close: %v", err)
+	}
+}
