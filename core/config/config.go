@@ -33,6 +33,8 @@ type Config struct {
 	Sandbox    Sandbox
 	MCPServers []*MCPServer
 	Tenants    []*Tenant
+	// MCP is cexecd's own MCP face (the mcp block).
+	MCP MCP
 
 	files map[string]*hcl.File
 	// sensitive holds paths into the MaskedJSON view whose values came from
@@ -50,6 +52,12 @@ type Daemon struct {
 	LogLevel string
 	// PluginDir is the only directory plugin binaries are run from (absolute).
 	PluginDir string
+	// ServersDir is the tool tree sandboxes import as `servers`: generated
+	// stubs (written by the daemon) beside hand-written local tool packages
+	// (never overwritten). Its last element must be "servers".
+	ServersDir string
+	// SkillsDir holds the shared, read-only skills (mounted at /cexec/skills).
+	SkillsDir string
 }
 
 // Overrides are the command-line flags of cexecd, which win over everything
@@ -203,6 +211,7 @@ func load(src []byte, filename string, ov Overrides) (*Config, hcl.Diagnostics) 
 	d.sandbox(cfg, raw.Sandbox, ov)
 	d.mcpServers(cfg, raw.MCPServers)
 	d.tenants(cfg, raw.Tenants)
+	d.mcp(cfg, raw.MCP)
 	cfg.sensitive = d.sensitive
 	return cfg, append(diags, d.diags...)
 }
@@ -229,6 +238,8 @@ func (d *decoder) daemon(cfg *Config, raw *rawDaemon, ov Overrides) {
 	dd.LogLevel = "info"
 	dd.Socket = defaultSocket(d.lookup)
 	dd.PluginDir = filepath.Join(d.dir, "bin")
+	dd.ServersDir = filepath.Join(d.dir, "servers")
+	dd.SkillsDir = filepath.Join(d.dir, "skills")
 	dataDirKnown := false
 	dd.DataDir, dataDirKnown = defaultDataDir(d.lookup)
 
@@ -248,6 +259,18 @@ func (d *decoder) daemon(cfg *Config, raw *rawDaemon, ov Overrides) {
 		}
 		if s, _, ok := d.str(raw.PluginDir, path("cexec", "plugin_dir")); ok {
 			dd.PluginDir = d.abs(s)
+		}
+		if s, _, ok := d.str(raw.ServersDir, path("cexec", "servers_dir")); ok {
+			if filepath.Base(s) != "servers" {
+				d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid servers_dir",
+					Detail:  fmt.Sprintf("%q must end in a directory named servers: sandboxed code imports tools as servers.<server>.", s),
+					Subject: raw.ServersDir.Expr.Range().Ptr()})
+			} else {
+				dd.ServersDir = d.abs(s)
+			}
+		}
+		if s, _, ok := d.str(raw.SkillsDir, path("cexec", "skills_dir")); ok {
+			dd.SkillsDir = d.abs(s)
 		}
 	}
 

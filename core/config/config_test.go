@@ -100,7 +100,7 @@ func TestLoadDefaults(t *testing.T) {
 			if len(diags) > 0 {
 				t.Fatalf("diags: %s", diags.Error())
 			}
-			want := Daemon{DataDir: tt.dataDir, Socket: tt.socket, LogLevel: "info", PluginDir: "/etc/cexec/bin"}
+			want := Daemon{DataDir: tt.dataDir, Socket: tt.socket, LogLevel: "info", PluginDir: "/etc/cexec/bin", ServersDir: "/etc/cexec/servers", SkillsDir: "/etc/cexec/skills"}
 			if cfg.Daemon != want {
 				t.Errorf("daemon = %+v, want %+v", cfg.Daemon, want)
 			}
@@ -147,11 +147,11 @@ sandbox {
 		want    Daemon
 		backend string
 	}{
-		{"file", src, nil, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"]}, "one"},
-		{"env over file", src, allEnv, Overrides{}, Daemon{"/env/data", "/env/sock", "warn", dirs["env"]}, "two"},
-		{"flags over env", src, allEnv, allFlags, Daemon{"/flag/data", "/flag/sock", "error", dirs["flag"]}, "three"},
-		{"empty env is unset", src, map[string]string{EnvLogLevel: ""}, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"]}, "one"},
-		{"mixed", src, map[string]string{EnvSocket: "/env/sock"}, Overrides{LogLevel: "trace"}, Daemon{"/file/data", "/env/sock", "trace", dirs["file"]}, "one"},
+		{"file", src, nil, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", ""}, "one"},
+		{"env over file", src, allEnv, Overrides{}, Daemon{"/env/data", "/env/sock", "warn", dirs["env"], "", ""}, "two"},
+		{"flags over env", src, allEnv, allFlags, Daemon{"/flag/data", "/flag/sock", "error", dirs["flag"], "", ""}, "three"},
+		{"empty env is unset", src, map[string]string{EnvLogLevel: ""}, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", ""}, "one"},
+		{"mixed", src, map[string]string{EnvSocket: "/env/sock"}, Overrides{LogLevel: "trace"}, Daemon{"/file/data", "/env/sock", "trace", dirs["file"], "", ""}, "one"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,8 +161,10 @@ sandbox {
 			if len(diags) > 0 {
 				t.Fatalf("diags: %s", diags.Error())
 			}
-			if cfg.Daemon != tt.want {
-				t.Errorf("daemon = %+v, want %+v", cfg.Daemon, tt.want)
+			got := cfg.Daemon
+			got.ServersDir, got.SkillsDir = "", "" // defaults beside the file; TestToolDirs covers them
+			if got != tt.want {
+				t.Errorf("daemon = %+v, want %+v", got, tt.want)
 			}
 			if cfg.Sandbox.Backend != tt.backend {
 				t.Errorf("backend = %q, want %q", cfg.Sandbox.Backend, tt.backend)
@@ -554,5 +556,34 @@ func TestJSONSyntax(t *testing.T) {
 	checkDiags(t, diags, []wantDiag{{3, "Invalid size", false}})
 	if p := cfg.Plugin(pluginapi.KindSandbox, "bwrap"); p == nil || p.Timeout != 5*time.Second || p.ResolvedCommand() == "" {
 		t.Errorf("plugin = %+v", p)
+	}
+}
+
+func TestToolDirs(t *testing.T) {
+	for _, tc := range []struct {
+		name, src       string
+		servers, skills string
+		wantErrLine     int
+	}{
+		{"defaults beside the file", "", "servers", "skills", 0},
+		{"set", "cexec {\n  servers_dir = \"tools/servers\"\n  skills_dir = \"shared\"\n}\n", "tools/servers", "shared", 0},
+		{"must end in servers", "cexec {\n  servers_dir = \"tools\"\n}\n", "", "", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg, diags := load([]byte(tc.src), filepath.Join(dir, "cexec.hcl"), Overrides{LookupEnv: fakeEnv(nil)})
+			if tc.wantErrLine > 0 {
+				if !diags.HasErrors() || diags[0].Subject.Start.Line != tc.wantErrLine || !strings.Contains(diags[0].Summary, "servers_dir") {
+					t.Fatalf("want a servers_dir error at line %d, got %v", tc.wantErrLine, diags)
+				}
+				return
+			}
+			if diags.HasErrors() {
+				t.Fatal(diags.Error())
+			}
+			if cfg.Daemon.ServersDir != filepath.Join(dir, tc.servers) || cfg.Daemon.SkillsDir != filepath.Join(dir, tc.skills) {
+				t.Fatalf("got %s and %s", cfg.Daemon.ServersDir, cfg.Daemon.SkillsDir)
+			}
+		})
 	}
 }

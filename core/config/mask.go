@@ -10,10 +10,10 @@ import (
 )
 
 // MaskedJSON is the effective config as indented JSON with every secret
-// replaced by "(sensitive)": values that came from env(), and all plugin env
-// values. Plugin-specific bodies are not shown, since without the plugin's
-// schema nothing tells which of their values are secret; use
-// MaskedJSONWithSchemas when the schemas are known.
+// replaced by "(sensitive)": values that came from env(), all plugin env
+// values and all mcp tokens. Plugin-specific bodies are not shown, since
+// without the plugin's schema nothing tells which of their values are
+// secret; use MaskedJSONWithSchemas when the schemas are known.
 func (c *Config) MaskedJSON() ([]byte, error) {
 	return c.MaskedJSONWithSchemas(nil)
 }
@@ -72,12 +72,18 @@ func (c *Config) MaskedJSONWithSchemas(schemas map[string]pluginapi.ConfigSchema
 			"allowed_servers": t.AllowedServers, "policy": t.Policy != nil,
 		}
 	}
+	// Tokens are secrets even when written in the file.
+	tokens := make([]any, len(c.MCP.Tokens))
+	for i, t := range c.MCP.Tokens {
+		tokens[i] = map[string]any{"token": maskedValue, "tenant": t.Tenant}
+	}
 	sb := c.Sandbox
 	root := map[string]any{
 		"path": c.Path,
 		"cexec": map[string]any{
 			"data_dir": c.Daemon.DataDir, "socket": c.Daemon.Socket,
 			"log_level": c.Daemon.LogLevel, "plugin_dir": c.Daemon.PluginDir,
+			"servers_dir": c.Daemon.ServersDir, "skills_dir": c.Daemon.SkillsDir,
 		},
 		"plugins": plugins,
 		"pipeline": map[string]any{
@@ -98,6 +104,10 @@ func (c *Config) MaskedJSONWithSchemas(schemas map[string]pluginapi.ConfigSchema
 		},
 		"mcp_servers": servers,
 		"tenants":     tenants,
+		"mcp": map[string]any{
+			"listen": c.MCP.Listen, "tokens": tokens,
+			"allowed_origins": nonNil(c.MCP.AllowedOrigins), "sse": c.MCP.SSE,
+		},
 	}
 
 	// A round trip through JSON turns every typed slice and map into

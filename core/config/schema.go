@@ -13,14 +13,17 @@ type rawFile struct {
 	Sandbox    *rawSandbox  `hcl:"sandbox,block"`
 	MCPServers []*rawMCP    `hcl:"mcp_server,block"`
 	Tenants    []*rawTenant `hcl:"tenant,block"`
+	MCP        *rawMCPFace  `hcl:"mcp,block"`
 }
 
 type rawDaemon struct {
 	DataDir   *hcl.Attribute `hcl:"data_dir,optional"`
 	Socket    *hcl.Attribute `hcl:"socket,optional"`
 	LogLevel  *hcl.Attribute `hcl:"log_level,optional"`
-	PluginDir *hcl.Attribute `hcl:"plugin_dir,optional"`
-	DeclRange hcl.Range      `hcl:",def_range"`
+	PluginDir  *hcl.Attribute `hcl:"plugin_dir,optional"`
+	ServersDir *hcl.Attribute `hcl:"servers_dir,optional"`
+	SkillsDir  *hcl.Attribute `hcl:"skills_dir,optional"`
+	DeclRange  hcl.Range      `hcl:",def_range"`
 }
 
 type rawPlugin struct {
@@ -103,4 +106,14 @@ type rawTenant struct {
 type rawPolicy struct {
 	Body      hcl.Body  `hcl:",remain"`
 	DeclRange hcl.Range `hcl:",def_range"`
+}
+
+// rawMCPFace is the `mcp` block: cexecd's own MCP face (not an upstream
+// mcp_server).
+type rawMCPFace struct {
+	Listen         *hcl.Attribute `hcl:"listen,optional"`
+	Tokens         *hcl.Attribute `hcl:"tokens,optional"`
+	AllowedOrigins *hcl.Attribute `hcl:"allowed_origins,optional"`
+	SSE            *hcl.Attribute `hcl:"sse,optional"`
+	DeclRange      hcl.Range      `hcl:",def_range"`
 }

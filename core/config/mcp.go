@@ -1,0 +1,149 @@
+package config
+
+import (
+	"net"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// DefaultMCPListen is where cexecd serves MCP over TCP when the mcp block
+// does not say: loopback only.
+const DefaultMCPListen = "127.0.0.1:7797"
+
+// MCP is the `mcp { ... }` block: how agents reach cexecd's MCP face over
+// the network. The face is always served on a unix socket next to the
+// control socket (for `cexecctl mcp`); the block adds a TCP listener.
+type MCP struct {
+	// Listen is the TCP address (host:port) of the streamable HTTP (and SSE)
+	// endpoint; "" when the block is absent or sets listen = "", which
+	// serves MCP on the unix socket only.
+	Listen string
+	// Tokens map bearer tokens to tenants. A non-loopback Listen requires
+	// at least one.
+	Tokens []MCPToken
+	// AllowedOrigins are browser origins (scheme://host[:port]) accepted
+	// besides localhost ones.
+	AllowedOrigins []string
+	// SSE also serves the HTTP+SSE transport older clients use.
+	SSE       bool
+	DeclRange hcl.Range
+}
+
+// MCPToken maps a bearer token (a secret: write it as env("NAME")) to a
+// tenant.
+type MCPToken struct {
+	Token  string
+	Tenant string
+}
+
+var mcpTokenType = cty.List(cty.Object(map[string]cty.Type{"token": cty.String, "tenant": cty.String}))
+
+func (d *decoder) mcp(cfg *Config, raw *rawMCPFace) {
+	m := &cfg.MCP
+	m.SSE = true
+	if raw == nil {
+		return
+	}
+	m.DeclRange = raw.DeclRange
+	m.Listen = DefaultMCPListen
+	base := path("mcp")
+	if s, _, ok := d.str(raw.Listen, append(base, "listen")); ok {
+		m.Listen = s
+	}
+	if b, ok := d.boolean(raw.SSE, append(base, "sse")); ok {
+		m.SSE = b
+	}
+	if l, ok := d.strList(raw.AllowedOrigins, append(base, "allowed_origins")); ok {
+		for i, o := range l {
+			if !validOrigin(o) {
+				d.errorf(elemRange(raw.AllowedOrigins.Expr, i).Ptr(), "Invalid origin",
+					"allowed_origins entries are scheme://host[:port] with scheme http or https and nothing after, like \"https://app.example.com\"; got %q.", o)
+				continue
+			}
+			m.AllowedOrigins = append(m.AllowedOrigins, o)
+		}
+	}
+	d.mcpTokens(m, raw.Tokens)
+	if m.Listen != "" {
+		d.checkMCPListen(m, raw)
+	}
+}
+
+func (d *decoder) mcpTokens(m *MCP, attr *hcl.Attribute) {
+	p := path("mcp", "tokens")
+	v, _, ok := d.eval(attr, mcpTokenType, p)
+	if !ok {
+		return
+	}
+	for i, e := range v.AsValueSlice() {
+		rng := elemRange(attr.Expr, i).Ptr()
+		tok, tenant := e.GetAttr("token"), e.GetAttr("tenant")
+		if tok.IsNull() || tok.AsString() == "" {
+			d.errorf(rng, "Empty token", "Every mcp token needs a non-empty token, e.g. token = env(\"CEXEC_MCP_TOKEN\").")
+			continue
+		}
+		if tenant.IsNull() {
+			d.errorf(rng, "Missing tenant", "Every mcp token names the tenant it acts as, e.g. tenant = \"default\".")
+			continue
+		}
+		// MaskedJSON masks every token, wherever it came from.
+		if !d.marked(append(slices.Clone(p), strconv.Itoa(i), "token")) {
+			d.warnf(rng, "Token written in the file", "Write mcp tokens as env(\"NAME\") so the secret stays out of cexec.hcl (and its backups and diffs).")
+		}
+		if err := ValidateTenantID(tenant.AsString()); err != nil {
+			d.errorf(rng, "Invalid tenant id", "%s.", err)
+			continue
+		}
+		if slices.ContainsFunc(m.Tokens, func(t MCPToken) bool { return t.Token == tok.AsString() }) {
+			d.errorf(rng, "Duplicate token", "The same token appears twice in mcp.tokens; each token maps to exactly one tenant.")
+			continue
+		}
+		m.Tokens = append(m.Tokens, MCPToken{Token: tok.AsString(), Tenant: tenant.AsString()})
+	}
+}
+
+// marked reports whether the value at p came from env().
+func (d *decoder) marked(p []string) bool {
+	return slices.ContainsFunc(d.sensitive, func(s []string) bool { return slices.Equal(s, p) })
+}
+
+func (d *decoder) checkMCPListen(m *MCP, raw *rawMCPFace) {
+	subject := raw.DeclRange.Ptr()
+	if raw.Listen != nil {
+		subject = raw.Listen.Expr.Range().Ptr()
+	}
+	host, port, err := net.SplitHostPort(m.Listen)
+	if err == nil {
+		if n, perr := strconv.Atoi(port); perr != nil || n < 0 || n > 65535 {
+			err = net.InvalidAddrError("bad port")
+		}
+	}
+	if err != nil {
+		d.errorf(subject, "Invalid listen address", "mcp listen must be host:port, like %q; got %q.", DefaultMCPListen, m.Listen)
+		return
+	}
+	if len(m.Tokens) == 0 && !loopbackHost(host) {
+		d.errorf(subject, "Refusing to serve MCP on a non-loopback address without auth",
+			"listen = %q is reachable from other machines; add tokens = [{ token = env(\"CEXEC_MCP_TOKEN\"), tenant = \"default\" }] to the mcp block, or listen on 127.0.0.1.", m.Listen)
+	}
+}
+
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+func validOrigin(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+		(u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == ""
+}
