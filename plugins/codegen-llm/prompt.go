@@ -10,7 +10,7 @@ import (
 )
 
 // systemPrompt teaches the program contract. It is sent with every request,
-// so every word costs: about 230 tokens (TestPromptBudget measures it).
+// so every word costs: about 200 tokens (TestPromptBudget measures it).
 const systemPrompt = `You write one Python 3 program that does the user's task. It runs unattended in a sandbox whose working directory is /workspace (the user's files); there is no network and nobody to ask.
 
 Rules:
