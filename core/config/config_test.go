@@ -26,10 +26,12 @@ func TestLoadValid(t *testing.T) {
 	}
 	here, _ := filepath.Abs("testdata")
 	if want := (Daemon{
-		DataDir:   filepath.Join(here, "state"),
-		Socket:    filepath.Join(here, "run", "cexecd.sock"),
-		LogLevel:  "debug",
-		PluginDir: dir,
+		DataDir:    filepath.Join(here, "state"),
+		Socket:     filepath.Join(here, "run", "cexecd.sock"),
+		LogLevel:   "debug",
+		PluginDir:  dir,
+		ServersDir: filepath.Join(here, "servers"),
+		SkillsDir:  filepath.Join(here, "skills"),
 	}); cfg.Daemon != want {
 		t.Errorf("daemon = %+v, want %+v", cfg.Daemon, want)
 	}
