@@ -65,36 +65,48 @@ func wordAt(text string, i int) bool {
 	return i >= 0 && i < len(text) && is(text[i], cWord)
 }
 
-// hasKeywordBefore reports whether one of keywords (lower case) occurs in the
-// window bytes before pos, case-insensitively. It is the context check for
-// shapes that are too common to take on their own (bare nine-digit numbers
-// as SSNs, bare digit runs as phone numbers).
-func hasKeywordBefore(text string, pos, window int, keywords []string) bool {
-	var buf [64]byte
-	from := max(0, pos-min(window, len(buf)))
-	b := buf[:0]
-	for i := from; i < pos; i++ {
-		c := text[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b = append(b, c)
+// keywordSet is a list of lower-case ASCII keywords indexed by first byte.
+// It is the context check for shapes that are too common to take on their
+// own (bare nine-digit numbers as SSNs, bare digit runs as phone numbers),
+// and runs once per such candidate, so it compares in place instead of
+// lower-casing a copy.
+type keywordSet [256][]string
+
+func newKeywordSet(words ...string) *keywordSet {
+	var k keywordSet
+	for _, w := range words {
+		k[w[0]] = append(k[w[0]], w)
 	}
-	for _, k := range keywords {
-		if containsBytes(b, k) {
-			return true
+	return &k
+}
+
+// before reports whether a keyword occurs, case-insensitively, within the
+// window bytes before pos.
+func (k *keywordSet) before(text string, pos, window int) bool {
+	for i := max(0, pos-window); i < pos; i++ {
+		for _, w := range k[lower(text[i])] {
+			if i+len(w) <= pos && equalFoldASCII(text[i:i+len(w)], w) {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// containsBytes is strings.Contains for a byte slice, without converting it
-// (which would allocate).
-func containsBytes(b []byte, sub string) bool {
-	for i := 0; i+len(sub) <= len(b); i++ {
-		if string(b[i:i+len(sub)]) == sub {
-			return true
+func lower(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// equalFoldASCII reports whether s equals the lower-case word w, ignoring
+// the case of ASCII letters in s.
+func equalFoldASCII(s, w string) bool {
+	for i := 0; i < len(w); i++ {
+		if lower(s[i]) != w[i] {
+			return false
 		}
 	}
-	return false
+	return true
 }

@@ -311,12 +311,12 @@ func Resolve(spans []Span) []Span {
 	if len(spans) < 2 {
 		return spans
 	}
-	slices.SortFunc(spans, func(a, b Span) int {
-		if a.Start != b.Start {
-			return a.Start - b.Start
-		}
-		return better(a, b)
-	})
+	// Only the order of starts matters here: spans with equal starts
+	// overlap, land in one cluster and are ranked there. The detectors emit
+	// in text order, so this is mostly merging presorted runs.
+	if !slices.IsSortedFunc(spans, byStart) {
+		slices.SortFunc(spans, byStart)
+	}
 	// Overlapping spans form clusters along the text; resolution only has
 	// to compare spans within a cluster, which are few. The result is
 	// written over spans: it never gets ahead of the cluster being read.
@@ -337,6 +337,8 @@ func Resolve(spans []Span) []Span {
 	}
 	return spans[:k]
 }
+
+func byStart(a, b Span) int { return a.Start - b.Start }
 
 // better orders a before b (negative) when a wins an overlap against b.
 func better(a, b Span) int {
@@ -373,6 +375,6 @@ func resolveCluster(c []Span) []Span {
 			kept = append(kept, s)
 		}
 	}
-	slices.SortFunc(kept, func(a, b Span) int { return a.Start - b.Start })
+	slices.SortFunc(kept, byStart)
 	return kept
 }

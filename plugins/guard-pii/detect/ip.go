@@ -7,7 +7,7 @@ import (
 
 // versionKeywords before a dotted quad mark it as a version ("version
 // 1.2.3.4"), not an address.
-var versionKeywords = []string{"version", "ver ", "ver.", "firmware"}
+var versionKeywords = newKeywordSet("version", "ver ", "ver.", "firmware")
 
 // findIPv4 finds dotted-quad IPv4 addresses in a numeric run: exactly four
 // groups joined by single dots, not part of a longer dotted sequence (an OID
@@ -38,7 +38,7 @@ func findIPv4(text string, r *numRun, out []Span) []Span {
 		}
 		s := text[g[a].start:g[b].end]
 		addr, err := netip.ParseAddr(s)
-		if err != nil || !addr.Is4() || hasKeywordBefore(text, g[a].start, 16, versionKeywords) {
+		if err != nil || !addr.Is4() || versionKeywords.before(text, g[a].start, 16) {
 			continue
 		}
 		out = append(out, Span{Start: g[a].start, End: g[b].end, Type: IPAddress, Score: 0.9})

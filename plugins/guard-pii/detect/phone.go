@@ -20,7 +20,7 @@ import (
 // phoneKeywords let a bare digit run ("4155552671") count as a phone
 // number. Without one, a run of digits is far more often an order number, an
 // id or an amount than a phone number.
-var phoneKeywords = []string{"phone", "tel", "call", "mobile", "cell", "fax", "whatsapp", "sms", "dial", "contact", "mob.", "ph."}
+var phoneKeywords = newKeywordSet("phone", "tel", "call", "mobile", "cell", "fax", "whatsapp", "sms", "dial", "contact", "mob.", "ph.")
 
 const (
 	minPhoneDigits = 7
@@ -66,7 +66,7 @@ func (p *phoneFinder) find(text string, r *numRun, out []Span) []Span {
 				continue
 			}
 			plus := text[g[a].pre] == '+'
-			if a == b && !plus && !hasKeywordBefore(text, g[a].pre, 32, phoneKeywords) {
+			if a == b && !plus && !phoneKeywords.before(text, g[a].pre, 32) {
 				continue
 			}
 			if !plausiblePhone(text, r, a, b) {

@@ -2,7 +2,7 @@ package detect
 
 // ssnKeywords make a bare nine-digit number, or one grouped with spaces, an
 // SSN; "123-45-6789" with dashes needs no context.
-var ssnKeywords = []string{"ssn", "social security", "soc sec", "ss#", "ss #", "taxpayer", "tin"}
+var ssnKeywords = newKeywordSet("ssn", "social security", "soc sec", "ss#", "ss #", "taxpayer", "tin")
 
 // findSSNs finds US social security numbers in a numeric run: AAA-GG-SSSS
 // (dashes), AAA GG SSSS or AAAGGSSSS after a keyword such as "SSN". Numbers
@@ -16,7 +16,7 @@ func findSSNs(text string, r *numRun, out []Span) []Span {
 		}
 		if g[a].digits() == 9 && r.openAfter(text, a) {
 			s := text[g[a].start:g[a].end]
-			if validSSN(s[0:3], s[3:5], s[5:9]) && hasKeywordBefore(text, g[a].start, 40, ssnKeywords) {
+			if validSSN(s[0:3], s[3:5], s[5:9]) && ssnKeywords.before(text, g[a].start, 40) {
 				out = append(out, Span{Start: g[a].start, End: g[a].end, Type: SSN, Score: 0.7})
 			}
 			continue
@@ -31,7 +31,7 @@ func findSSNs(text string, r *numRun, out []Span) []Span {
 		if !validSSN(text[g[a].start:g[a].end], text[g[a+1].start:g[a+1].end], text[g[a+2].start:g[a+2].end]) {
 			continue
 		}
-		context := hasKeywordBefore(text, g[a].start, 40, ssnKeywords)
+		context := ssnKeywords.before(text, g[a].start, 40)
 		if s1 == " " && !context {
 			continue
 		}
