@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,6 +69,11 @@ func BenchmarkWarmExec(b *testing.B) {
 			// Let the zygote finish its idle warm-up (preloads).
 			time.Sleep(time.Second)
 			benchExec(b, sb, "warm")
+			bx, err := p.box("warm")
+			if err != nil {
+				b.Fatal(err)
+			}
+			cpu0, self0 := procCPU(bx.zygotePID), selfCPU()
 			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -77,6 +83,11 @@ func BenchmarkWarmExec(b *testing.B) {
 			}
 			b.StopTimer()
 			reportLatency(b, lat)
+			// CPU time per execution, which unlike latency does not depend
+			// on how busy the machine is: the sandbox's processes, and this
+			// process (the plugin, and with grpc also the host's client).
+			b.ReportMetric(float64((procCPU(bx.zygotePID)-cpu0).Microseconds())/1000/float64(b.N), "sandbox-cpu-ms/op")
+			b.ReportMetric(float64((selfCPU()-self0).Microseconds())/1000/float64(b.N), "go-cpu-ms/op")
 		})
 	}
 }
@@ -127,6 +138,27 @@ func BenchmarkIdleRSS(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// procCPU is the CPU time of a process and its waited-for children.
+func procCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	var ticks int64
+	for _, v := range f[11:15] { // utime stime cutime cstime
+		n, _ := strconv.ParseInt(v, 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func pss(pid int) float64 {

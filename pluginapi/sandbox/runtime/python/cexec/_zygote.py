@@ -916,10 +916,13 @@ def _live_pids() -> list[int]:
 
 
 def _flush_std() -> None:
+    seen: list[object] = []
     for f in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        if f is None or any(f is s for s in seen):
+            continue
+        seen.append(f)
         try:
-            if f is not None:
-                f.flush()
+            f.flush()
         except Exception:
             pass
 
@@ -983,11 +986,18 @@ def _new_main() -> types.ModuleType:
 def _spare_main() -> None:
     """Body of a spare child: warm up, wait for the program, run it."""
     try:
-        # Touch what every execution touches (the compiler, a module, the
-        # JSON encoder), so that its copy-on-write faults happen now.
+        chan = cexec._Channel(3)
+        # Go through what every execution goes through (decoding the job,
+        # the compiler, a module, flushing, usage, encoding the done
+        # message), so that its copy-on-write faults happen now rather
+        # than while the program is waited for.
+        _proto.decode_json(b'{"op":"exec","code":"_x = 1"}')
         warm = compile("_x = [i * 2 for i in range(4)]\n_y = {'k': _x}\n", "<warm-up>", "exec", dont_inherit=True)
         exec(warm, _new_main().__dict__)
-        _proto.dumps({"op": "done", "exit_code": 0, "error": None})
+        _flush_std()
+        warm_done: dict[str, Any] = {"op": "done", "exit_code": 0, "error": None}
+        _add_usage(warm_done)
+        _proto.dumps(warm_done)
         job = _proto.read_frame(3, _proto.Reader())
     except BaseException:
         os._exit(70)
@@ -998,14 +1008,15 @@ def _spare_main() -> None:
         code = str(msg["code"])
     except Exception:
         os._exit(71)
-    _run_child(code, None)
+    _run_child(code, None, chan)
 
 
-def _run_child(code: str, compiled: types.CodeType | None) -> None:
+def _run_child(code: str, compiled: types.CodeType | None, chan: cexec._Channel | None = None) -> None:
     """Body of a forked execution: run the program once and exit."""
     pid = os.getpid()
     try:
-        chan = cexec._Channel(3)
+        if chan is None:
+            chan = cexec._Channel(3)
         cexec._channel = chan
         sys.argv = ["-c"]
         done = _run_program(code, _new_main(), "<cexec>", compiled)
@@ -1021,7 +1032,9 @@ def _run_child(code: str, compiled: types.CodeType | None) -> None:
                     t.join()
         try:
             import atexit
-            atexit._run_exitfuncs()
+
+            if atexit._ncallbacks():
+                atexit._run_exitfuncs()
         except BaseException:
             pass
         _flush_std()
