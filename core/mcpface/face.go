@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/mcpface/mcpclient"
 )
 
@@ -79,6 +81,17 @@ type Options struct {
 	// Version is reported to clients in serverInfo.
 	Version string
 	Logger  hclog.Logger
+}
+
+// ApplyConfig sets the transport options from cexec.hcl's mcp block. The
+// block's listen address is for the caller: see ListenTCP.
+func (o *Options) ApplyConfig(m config.MCP) {
+	o.AllowedOrigins = slices.Clone(m.AllowedOrigins)
+	o.SSE = m.SSE
+	o.Tokens = nil
+	for _, t := range m.Tokens {
+		o.Tokens = append(o.Tokens, Token{Token: t.Token, Tenant: t.Tenant})
+	}
 }
 
 var tenantRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)

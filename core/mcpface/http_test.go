@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/mcpface/mcpclient"
 )
 
@@ -450,5 +451,16 @@ func TestNewValidates(t *testing.T) {
 				t.Errorf("New: %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestApplyConfig(t *testing.T) {
+	var o Options
+	o.ApplyConfig(config.MCP{
+		Listen: "127.0.0.1:7797", SSE: true, AllowedOrigins: []string{"https://app.example.com"},
+		Tokens: []config.MCPToken{{Token: "t1", Tenant: "acme"}},
+	})
+	if !o.SSE || len(o.AllowedOrigins) != 1 || len(o.Tokens) != 1 || o.Tokens[0] != (Token{Token: "t1", Tenant: "acme"}) {
+		t.Errorf("options = %+v", o)
 	}
 }

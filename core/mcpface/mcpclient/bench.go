@@ -1,0 +1,141 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// BenchOptions configure BenchExecute.
+type BenchOptions struct {
+	// URL is the streamable HTTP endpoint: http://127.0.0.1:7797/mcp, or
+	// UnixBaseURL+EndpointPath with HTTPClient = UnixClient(socket).
+	URL        string
+	HTTPClient *http.Client
+	// Token is sent as a bearer token when set; Tenant as TenantHeader.
+	Token  string
+	Tenant string
+	// Code is the program; default "print(1+1)".
+	Code string
+	// Want is the stdout every call must start with; default "2\n" for the
+	// default program, nothing otherwise.
+	Want string
+	// N calls are measured after Warmup unmeasured ones (defaults 200, 10).
+	N, Warmup int
+}
+
+// BenchResult holds the latency of execute_code calls, as an agent sees it:
+// from sending tools/call to having the result.
+type BenchResult struct {
+	N                             int
+	Min, P50, P90, P99, Max, Mean time.Duration
+}
+
+// String formats the result on one line.
+func (r BenchResult) String() string {
+	return fmt.Sprintf("n=%d min=%s p50=%s p90=%s p99=%s max=%s mean=%s",
+		r.N, r.Min, r.P50, r.P90, r.P99, r.Max, r.Mean)
+}
+
+// BenchExecute opens one MCP session over streamable HTTP and calls
+// execute_code o.N times in a row, checking every result. It is what
+// `cexecctl bench mcp` runs against a daemon.
+func BenchExecute(ctx context.Context, o BenchOptions) (BenchResult, error) {
+	if o.Code == "" {
+		o.Code = "print(1+1)"
+		if o.Want == "" {
+			o.Want = "2\n"
+		}
+	}
+	if o.N <= 0 {
+		o.N = 200
+	}
+	if o.Warmup <= 0 {
+		o.Warmup = 10
+	}
+	headers := map[string]string{}
+	if o.Token != "" {
+		headers["Authorization"] = "Bearer " + o.Token
+	}
+	if o.Tenant != "" {
+		headers[TenantHeader] = o.Tenant
+	}
+	opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers)}
+	if o.HTTPClient != nil {
+		opts = append(opts, transport.WithHTTPBasicClient(o.HTTPClient))
+	}
+	c, err := client.NewStreamableHttpClient(o.URL, opts...)
+	if err != nil {
+		return BenchResult{}, fmt.Errorf("mcp client for %s: %w", o.URL, err)
+	}
+	defer func() { _ = c.Close() }()
+	if err := c.Start(ctx); err != nil {
+		return BenchResult{}, fmt.Errorf("connect to %s: %w", o.URL, err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "cexec-bench", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		return BenchResult{}, fmt.Errorf("initialize %s: %w", o.URL, err)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "execute_code"
+	req.Params.Arguments = map[string]any{"code": o.Code}
+	times := make([]time.Duration, 0, o.N)
+	for i := range o.Warmup + o.N {
+		start := time.Now()
+		res, err := c.CallTool(ctx, req)
+		d := time.Since(start)
+		if err != nil {
+			return BenchResult{}, fmt.Errorf("execute_code call %d: %w", i+1, err)
+		}
+		if err := check(res, o.Want); err != nil {
+			return BenchResult{}, fmt.Errorf("execute_code call %d: %w", i+1, err)
+		}
+		if i >= o.Warmup {
+			times = append(times, d)
+		}
+	}
+	return summarize(times), nil
+}
+
+func check(res *mcp.CallToolResult, want string) error {
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	if res.IsError {
+		return errors.New("error result: " + text.String())
+	}
+	if !strings.HasPrefix(text.String(), want) {
+		return fmt.Errorf("output %q does not start with %q", text.String(), want)
+	}
+	return nil
+}
+
+func summarize(times []time.Duration) BenchResult {
+	if len(times) == 0 {
+		return BenchResult{}
+	}
+	s := slices.Clone(times)
+	slices.Sort(s)
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	at := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
+	return BenchResult{
+		N: len(s), Min: s[0], P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: s[len(s)-1],
+		Mean: sum / time.Duration(len(s)),
+	}
+}
