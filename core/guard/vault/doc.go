@@ -33,7 +33,9 @@
 // and reserves it, so the vault never issues that token; when the text is
 // a token the vault did issue, it is itself replaced by a [LITERAL_N]
 // token. Untokenize only replaces tokens the vault issued. Together:
-// Untokenize(Tokenize(s)) == s for every s.
+// Untokenize(Tokenize(s)) == s for every s, except that a value written
+// two ways ("Alice@x.com", "alice@x.com") comes back in its first
+// spelling.
 //
 // Overlapping spans (several guards may report one value differently) are
 // merged, so no byte any guard flagged reaches the model. In JSON, every

@@ -53,8 +53,8 @@ func (v *Vault) check() error {
 // looks like a token is left alone when the vault never issued it (and it
 // is reserved, so the vault never will), and replaced by a LITERAL token
 // when the vault did issue it, so Untokenize(Tokenize(s)) == s for every
-// s. A detector error fails the call: the caller must not pass text on
-// untokenized.
+// s, up to the spelling of values that normalize alike. A detector error
+// fails the call: the caller must not pass text on untokenized.
 func (v *Vault) Tokenize(ctx context.Context, text string) (string, error) {
 	out, err := v.tokenize(ctx, []string{text})
 	if err != nil {
