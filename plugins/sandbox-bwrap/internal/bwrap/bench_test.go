@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -173,4 +174,32 @@ func pss(pid int) float64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkWarmThroughput runs print(1+1) in 8 warm sandboxes at once, one
+// execution per sandbox at a time as the pool does, and reports executions
+// per second.
+func BenchmarkWarmThroughput(b *testing.B) {
+	const sandboxes = 8
+	p := benchBackend(b)
+	ids := make(chan string, sandboxes)
+	for i := 0; i < sandboxes; i++ {
+		id := "tp" + strconv.Itoa(i)
+		benchCreate(b, p, id)
+		ids <- id
+	}
+	time.Sleep(time.Second)
+	// RunParallel starts parallelism × GOMAXPROCS goroutines.
+	b.SetParallelism(max(1, sandboxes/goruntime.GOMAXPROCS(0)))
+	start := time.Now()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := <-ids
+			benchExec(b, p, id)
+			ids <- id
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "execs/s")
 }
