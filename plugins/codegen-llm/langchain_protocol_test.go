@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The tests in this file run the langchaingo-backed providers over real
@@ -255,5 +257,42 @@ func TestGoogleAIProtocolServer_GenerateContent(t *testing.T) {
 	}
 	if sys := fmt.Sprint(r.body["systemInstruction"]); !strings.Contains(sys, "from servers.<server> import <function>") {
 		t.Errorf("systemInstruction = %s", sys)
+	}
+}
+
+// TestProtocolServer_CallerDeadline: when the caller's deadline passes
+// during a model request, Generate returns an error (not a diagnostic) and
+// returns promptly, also for mistral-go, which takes no context.
+func TestProtocolServer_CallerDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  func(url string) map[string]any
+	}{
+		{"openai", func(url string) map[string]any { return openAIConfig(url, nil) }},
+		{"mistral", func(url string) map[string]any {
+			return map[string]any{"provider": "mistral", "model": "codestral-latest", "api_key": testKey, "base_url": url}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			srv := newProtocolServer(t, func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+			})
+			defer close(release)
+			h := newHarness(t, tc.cfg(srv.srv.URL))
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			resp, err := h.c.Generate(ctx, sampleRequest(t))
+			if err == nil {
+				t.Fatalf("no error past the deadline: %+v", resp)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("Generate returned %v after the deadline", d)
+			}
+		})
 	}
 }
