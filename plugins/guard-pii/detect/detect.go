@@ -6,8 +6,9 @@
 // Detection returns typed spans (byte offsets, end exclusive) that never
 // overlap and come sorted by offset, so a tokenizer can replace them in one
 // pass. Detectors are prefiltered by cheap byte scans: the expensive checks
-// (the phone-number library, checksums, netip) only run on candidates, which
-// keeps a megabyte of text in the low milliseconds.
+// (phone-number metadata, checksums, netip) only run on candidates, and
+// three passes over the text (numeric runs, token runs, "@" and ":") do the
+// rest; BenchmarkDetect1MB measures a megabyte of mixed text.
 package detect
 
 import (

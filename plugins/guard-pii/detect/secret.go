@@ -144,18 +144,15 @@ func findTokens(text string, opt tokenOptions, out []Span) []Span {
 				continue
 			}
 		}
-		start, inner := i, false
+		start := i
+		var seen uint8 // the runByte classes in this run
 		for i < n {
-			switch runByte[text[i]] {
-			case 1:
-				i++
-				continue
-			case 2:
-				inner = true
-				i++
-				continue
+			v := runByte[text[i]]
+			if v == 0 {
+				break
 			}
-			break
+			seen |= v
+			i++
 		}
 		if i < n && text[i] == '=' && paddingFrom(text, i) {
 			for i < n && text[i] == '=' {
@@ -163,9 +160,9 @@ func findTokens(text string, opt tokenOptions, out []Span) []Span {
 			}
 		}
 		out = knownAt(text, start, out)
-		if inner {
+		if seen&2 != 0 {
 			for k := start + 1; k < i; k++ {
-				if runByte[text[k-1]] == 2 {
+				if runByte[text[k-1]]&2 != 0 {
 					out = knownAt(text, k, out)
 				}
 			}
@@ -178,15 +175,16 @@ func findTokens(text string, opt tokenOptions, out []Span) []Span {
 }
 
 // runByte classifies bytes for the walk: 0 ends a token run, 1 continues
-// it, 2 continues it and may be followed by a known prefix ("/" and "+").
-// "=" is 0: it only continues a run as trailing padding.
+// it, 3 continues it and may be followed by a known prefix ("/" and "+");
+// bit 2 marks the latter. "=" is 0: it only continues a run as trailing
+// padding.
 var runByte = func() (t [256]uint8) {
 	for c := 0; c < 256; c++ {
 		if is(byte(c), cToken) && c != '=' {
 			t[c] = 1
 		}
 	}
-	t['/'], t['+'] = 2, 2
+	t['/'], t['+'] = 3, 3
 	return t
 }()
 
