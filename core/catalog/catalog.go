@@ -5,7 +5,7 @@
 //
 // Use:
 //
-//	cat, err := catalog.New(cfg, catalog.Options{Logger: log, LocalServersDir: repo + "/servers"})
+//	cat, err := catalog.New(cfg, catalog.Options{Logger: log})
 //	if err := cat.Start(ctx); err != nil { ... } // a required server failed
 //	defer cat.Close()
 //	stop := cat.Subscribe(func(ch catalog.Change) { ... selector.Index ... })
@@ -68,14 +68,15 @@ var (
 // Options configure a Catalog. Zero values take the defaults.
 type Options struct {
 	Logger hclog.Logger
-	// ServersDir receives the generated stub packages (ServersDir/<package>/),
-	// default <data_dir>/servers; "-" keeps stubs in memory only. Its last
-	// element must be "servers", the namespace package sandboxed code
-	// imports from. Hand-written packages in it are never touched.
+	// ServersDir receives the generated stub packages (ServersDir/<package>/);
+	// default: the config's servers_dir (cfg.Daemon.ServersDir), else
+	// <data_dir>/servers; "-" keeps stubs in memory only. Its last element
+	// must be "servers", the namespace package sandboxed code imports from.
+	// Hand-written packages in it are never touched.
 	ServersDir string
-	// LocalServersDir holds hand-written local tool packages (the
-	// repository's servers/ directory); "" means none. Its last element
-	// must be "servers" too.
+	// LocalServersDir holds the hand-written local tool packages; default:
+	// ServersDir itself (generated packages are told apart by their
+	// marker); "-" means none. Its last element must be "servers" too.
 	LocalServersDir string
 	// Python reads local tools' signatures and docstrings (with its ast
 	// module, inside bubblewrap); default /usr/bin/python3.
@@ -123,7 +124,11 @@ func New(cfg *config.Config, opts Options) (*Catalog, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	if opts.ServersDir == "" {
+	switch {
+	case opts.ServersDir != "":
+	case cfg.Daemon.ServersDir != "":
+		opts.ServersDir = cfg.Daemon.ServersDir
+	default:
 		opts.ServersDir = filepath.Join(cfg.Daemon.DataDir, "servers")
 	}
 	if opts.ServersDir != "-" {
@@ -131,7 +136,10 @@ func New(cfg *config.Config, opts Options) (*Catalog, error) {
 			return nil, fmt.Errorf("stub directory: %w", err)
 		}
 	}
-	if opts.LocalServersDir != "" {
+	if opts.LocalServersDir == "" {
+		opts.LocalServersDir = opts.ServersDir
+	}
+	if opts.LocalServersDir != "-" {
 		if err := checkServersDir(opts.LocalServersDir); err != nil {
 			return nil, fmt.Errorf("local servers directory: %w", err)
 		}

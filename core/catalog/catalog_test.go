@@ -218,6 +218,61 @@ func TestListChangedFromServer(t *testing.T) {
 	if _, ok := c.Tool("everything", "simulate-research-query"); !ok {
 		t.Error("tool registered after initialization is missing")
 	}
+
+	// An explicit refresh lists again; nothing changed, so subscribers hear
+	// nothing beyond their initial reset.
+	var got changes
+	stop := c.Subscribe(got.add)
+	defer stop()
+	before := len(c.Tools())
+	if err := c.Refresh(context.Background(), "everything"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Refresh(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Refresh(context.Background(), "nope"); !errors.Is(err, ErrUnknownServer) {
+		t.Errorf("refresh of an unknown server: %v", err)
+	}
+	eventually(t, "the initial reset", 5*time.Second, func() bool { return got.find(func(ch Change) bool { return ch.Reset }) })
+	if got.find(func(ch Change) bool { return !ch.Reset }) || len(c.Tools()) != before {
+		t.Errorf("a refresh without upstream changes produced changes: %+v", got.all)
+	}
+}
+
+func TestCloseStopsServers(t *testing.T) {
+	cfg := &config.Config{Daemon: config.Daemon{DataDir: t.TempDir()}, MCPServers: []*config.MCPServer{memoryServer(t, t.TempDir()), everythingServer(t, nil)}}
+	c, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, s := range c.Servers() {
+		pids = append(pids, s.PID)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		// Reaped by Close, so the pid is gone (or reused, rarely, by an
+		// unrelated process that is not our child).
+		if err := syscall.Kill(pid, 0); err == nil {
+			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.Contains(string(b), "mcp-server") {
+				t.Errorf("server process %d still runs after Close", pid)
+			}
+		}
+	}
+	for _, s := range c.Servers() {
+		if s.State != StateClosed {
+			t.Errorf("%s: state %s after Close", s.Name, s.State)
+		}
+	}
+	if _, err := c.Call(context.Background(), "memory", "read_graph", nil); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("call after Close: %v", err)
+	}
 }
 
 func TestOptionalAndRequiredFailures(t *testing.T) {
@@ -304,6 +359,40 @@ func TestRemoteTransports(t *testing.T) {
 			})
 			if st, _ := c.Server("everything"); st.Restarts == 0 {
 				t.Errorf("status after the reconnect: %+v", st)
+			}
+		})
+	}
+}
+
+func TestNewDirectories(t *testing.T) {
+	for _, tt := range []struct {
+		name               string
+		daemon             config.Daemon
+		opts               Options
+		wantStubs, wantLoc string
+		err                string
+	}{
+		{"config servers_dir", config.Daemon{DataDir: "/d", ServersDir: "/repo/servers"}, Options{}, "/repo/servers", "/repo/servers", ""},
+		{"data dir", config.Daemon{DataDir: "/d"}, Options{}, "/d/servers", "/d/servers", ""},
+		{"explicit", config.Daemon{DataDir: "/d"}, Options{ServersDir: "/x/servers", LocalServersDir: "/y/servers"}, "/x/servers", "/y/servers", ""},
+		{"memory only", config.Daemon{DataDir: "/d"}, Options{ServersDir: "-"}, "-", "-", ""},
+		{"bad name", config.Daemon{DataDir: "/d"}, Options{ServersDir: "/x/stubs"}, "", "", "must be named servers"},
+		{"relative", config.Daemon{}, Options{}, "", "", "not an absolute path"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New(&config.Config{Daemon: tt.daemon}, tt.opts)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if c.opts.ServersDir != tt.wantStubs || c.opts.LocalServersDir != tt.wantLoc {
+				t.Errorf("dirs %q %q, want %q %q", c.opts.ServersDir, c.opts.LocalServersDir, tt.wantStubs, tt.wantLoc)
 			}
 		})
 	}

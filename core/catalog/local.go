@@ -83,7 +83,7 @@ func (c *Catalog) RefreshLocal(ctx context.Context) error {
 // cexecd. There is deliberately no unsandboxed fallback.
 func (c *Catalog) readLocal(ctx context.Context) ([]Tool, error) {
 	dir := c.opts.LocalServersDir
-	if dir == "" {
+	if dir == "-" {
 		return nil, nil
 	}
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {

@@ -121,3 +121,37 @@ func TestLocalToolsNeedSandbox(t *testing.T) {
 		t.Errorf("tools read without a sandbox: %v", c.Tools())
 	}
 }
+
+// TestSharedServersDir is the default layout: generated stubs and local
+// tool packages side by side in one servers directory.
+func TestSharedServersDir(t *testing.T) {
+	needBwrap(t)
+	dir := filepath.Join(t.TempDir(), "servers")
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), "servers", "textutils", "__init__.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, map[string]string{"textutils/__init__.py": string(src)})
+	c := start(t, Options{ServersDir: dir}, memoryServer(t, t.TempDir()))
+
+	if _, err := os.Stat(filepath.Join(dir, "memory", "read_graph.py")); err != nil {
+		t.Errorf("stubs: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "textutils", "__init__.py")); string(got) != string(src) {
+		t.Error("the local package was modified")
+	}
+	var local, generated int
+	for _, tool := range c.Tools() {
+		switch {
+		case tool.Local != nil && tool.Server == "textutils":
+			local++
+		case tool.Local == nil && tool.Server == "memory":
+			generated++
+		default:
+			t.Errorf("unexpected tool %s (local %v)", tool.ID, tool.Local != nil)
+		}
+	}
+	if local != 2 || generated == 0 {
+		t.Errorf("%d local and %d memory tools", local, generated)
+	}
+}

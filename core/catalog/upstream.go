@@ -338,7 +338,13 @@ func (u *upstream) dial(ctx context.Context, listen bool) (_ *conn, relisten boo
 	if err := u.list(ctx, c); err != nil {
 		return fail("list tools", err)
 	}
-	go u.follow(life, c)
+	// Counted in the catalog's WaitGroup (run, which is counted, is still
+	// going), so Close waits for a refresh in progress.
+	u.cat.wg.Add(1)
+	go func() {
+		defer u.cat.wg.Done()
+		u.follow(life, c)
+	}()
 	return c, false, nil
 }
 
