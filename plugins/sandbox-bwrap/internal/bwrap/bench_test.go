@@ -117,8 +117,9 @@ func BenchmarkColdExec(b *testing.B) {
 }
 
 // BenchmarkIdleRSS reports the resident memory of an idle warm sandbox: the
-// zygote (what List reports), bwrap's monitor process, and the zygote's
-// proportional share (PSS) once forked children share its pages.
+// zygote (what List reports), bwrap's monitor process, the zygote's
+// proportional share (PSS, its pages being shared with its spare child) and
+// the PSS of the whole sandbox.
 func BenchmarkIdleRSS(b *testing.B) {
 	p := benchBackend(b)
 	for i := 0; i < b.N; i++ {
@@ -135,6 +136,13 @@ func BenchmarkIdleRSS(b *testing.B) {
 		b.ReportMetric(zyg, "zygote-RSS-MiB")
 		b.ReportMetric(mon, "bwrap-RSS-MiB")
 		b.ReportMetric(pss(bx.zygotePID), "zygote-PSS-MiB")
+		// Everything the sandbox holds, each shared page counted once
+		// across its processes: bwrap, the zygote and its spare child.
+		total := pss(bx.cmd.Process.Pid) + pss(bx.zygotePID)
+		for _, c := range children(bx.zygotePID) {
+			total += pss(c)
+		}
+		b.ReportMetric(total, "sandbox-PSS-MiB")
 		if err := p.Destroy(context.Background(), id); err != nil {
 			b.Fatal(err)
 		}
@@ -160,6 +168,17 @@ func selfCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func children(pid int) []int {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	var out []int
+	for _, f := range strings.Fields(string(data)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func pss(pid int) float64 {

@@ -334,8 +334,13 @@ func (p *Plugin) start(ctx context.Context, s *settings, spec *boxSpec) (*box, p
 	}
 	diags = append(diags, prepareMounts(s, spec)...)
 	if !s.hasTmpfsSize() {
+		// Without a size for the tmpfs, at least no single file may grow
+		// beyond it.
+		if spec.rlimits.FileSize == 0 {
+			spec.rlimits.FileSize = spec.limits.TmpBytes
+		}
 		diags = append(diags, pluginapi.Diagnostic{Severity: pluginapi.SeverityWarning, Summary: "Unbounded /tmp",
-			Detail: "bubblewrap older than 0.7 cannot cap the size of /tmp"})
+			Detail: "bubblewrap older than 0.7 cannot cap the size of /tmp; files are limited to its size instead"})
 	}
 	stageDir, err := p.stageDir()
 	if err != nil {
