@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -127,5 +128,13 @@ func TestStaleFramesDropped(t *testing.T) {
 	}
 	if res.ExitCode != 0 || string(res.Result) != `{"n":1}` || !res.SandboxOK || killed.Load() {
 		t.Errorf("result %+v", res)
+	}
+}
+
+func TestProgramTooLarge(t *testing.T) {
+	r, killed := fakeZygote(t, Options{}, func(in *bufio.Reader, _ io.Writer) { _, _ = io.Copy(io.Discard, in) })
+	_, err := r.Exec(context.Background(), sandbox.ExecRequest{Code: strings.Repeat("\x01", MaxFrame/4)}, &recHost{})
+	if !errors.Is(err, pluginapi.ErrInvalidArgument) || killed.Load() || !r.Healthy() {
+		t.Errorf("exec: %v (killed %v)", err, killed.Load())
 	}
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -247,11 +248,16 @@ func (r *Runner) kill(err error) {
 // send queues a JSON frame for the writer goroutine, so that no caller
 // blocks on a zygote that stopped reading.
 func (r *Runner) send(msg any) {
-	b, err := json.Marshal(msg)
+	b, err := encode(msg)
 	if err != nil {
 		r.kill(fmt.Errorf("encode frame: %w", err))
 		return
 	}
+	r.queue1(b)
+}
+
+// queue1 queues one encoded JSON message.
+func (r *Runner) queue1(b []byte) {
 	r.wmu.Lock()
 	r.queue = append(r.queue, appendFrame(nil, kindJSON, b))
 	r.wmu.Unlock()
@@ -259,6 +265,18 @@ func (r *Runner) send(msg any) {
 	case r.wake <- struct{}{}:
 	default:
 	}
+}
+
+// encode is json.Marshal without HTML escaping, which would only make
+// programs (full of < and >) bigger.
+func encode(msg any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(msg); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func (r *Runner) writeLoop() {
@@ -409,8 +427,9 @@ type replyMsg struct {
 // Exec runs one program and returns its result. A result with SandboxOK
 // false means the sandbox must not be reused. The error is non-nil only
 // when nothing could run (the zygote is gone: pluginapi.ErrUnavailable),
-// ctx ended before the execution started, or host.Output failed (the
-// program was then cancelled; the result describes it).
+// ctx ended before the execution started, the program does not fit in a
+// frame (pluginapi.ErrInvalidArgument), or host.Output failed (the program
+// was then cancelled; the result describes it).
 func (r *Runner) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbox.Host) (sandbox.ExecResult, error) {
 	select {
 	case r.execSem <- struct{}{}:
@@ -427,9 +446,18 @@ func (r *Runner) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbox
 	if timeout <= 0 {
 		timeout = r.opts.Timeout
 	}
+	id := "x" + strconv.FormatUint(r.seq.Add(1), 10)
+	start, err := encode(execMsg{Op: "exec", ID: id, Code: req.Code, TimeoutMS: timeout.Milliseconds(),
+		OutputLimit: r.opts.OutputLimit, Persistent: req.Persistent, Session: req.Session})
+	if err != nil {
+		return sandbox.ExecResult{}, fmt.Errorf("encode program: %w: %v", pluginapi.ErrInvalidArgument, err)
+	}
+	if len(start) > MaxFrame {
+		return sandbox.ExecResult{}, fmt.Errorf("program of %d bytes: %w: too large for the sandbox runner", len(req.Code), pluginapi.ErrInvalidArgument)
+	}
 	e := &execution{
 		r:       r,
-		id:      "x" + strconv.FormatUint(r.seq.Add(1), 10),
+		id:      id,
 		host:    host,
 		st:      &execState{frames: make(chan frame, 64), done: make(chan struct{})},
 		replies: make(chan replyMsg, r.opts.MaxCalls),
@@ -448,11 +476,10 @@ func (r *Runner) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbox
 	var cancelCalls context.CancelFunc
 	e.callCtx, cancelCalls = context.WithCancel(ctx)
 	defer cancelCalls()
-	start := time.Now()
-	r.send(execMsg{Op: "exec", ID: e.id, Code: req.Code, TimeoutMS: timeout.Milliseconds(),
-		OutputLimit: r.opts.OutputLimit, Persistent: req.Persistent, Session: req.Session})
+	began := time.Now()
+	r.queue1(start)
 	res, err := e.run(ctx)
-	res.Duration = time.Since(start)
+	res.Duration = time.Since(began)
 	return res, err
 }
 
