@@ -519,8 +519,7 @@ func (e *execution) run(ctx context.Context) (sandbox.ExecResult, error) {
 			case "call":
 				go e.call(f.msg)
 			case "result":
-				var id string
-				if json.Unmarshal(f.msg.ID, &id) != nil || id != e.id {
+				if !e.ours(f) {
 					r.log.Debug("dropping result of another execution", "id", string(f.msg.ID))
 					continue
 				}
@@ -532,6 +531,9 @@ func (e *execution) run(ctx context.Context) (sandbox.ExecResult, error) {
 			done = nil
 			e.cancel(deadline)
 		case <-r.dead:
+			if m := e.queuedResult(); m != nil {
+				return e.result(m), e.outputErr
+			}
 			return e.broken("Killed", fmt.Sprintf("the sandbox's runner stopped during the execution: %v", r.err)), e.outputErr
 		case <-deadline.C:
 			if e.cancelled {
@@ -542,6 +544,27 @@ func (e *execution) run(ctx context.Context) (sandbox.ExecResult, error) {
 			res := e.broken("Timeout", fmt.Sprintf("the program ran longer than its %s limit; the sandbox was killed", e.timeout))
 			res.TimedOut = true
 			return res, e.outputErr
+		}
+	}
+}
+
+// ours reports whether f is this execution's result.
+func (e *execution) ours(f frame) bool {
+	var id string
+	return f.kind == kindJSON && f.msg.Op == "result" && json.Unmarshal(f.msg.ID, &id) == nil && id == e.id
+}
+
+// queuedResult returns the result if it arrived just before the zygote
+// went away, and is still queued.
+func (e *execution) queuedResult() *inMsg {
+	for {
+		select {
+		case f := <-e.st.frames:
+			if e.ours(f) {
+				return f.msg
+			}
+		default:
+			return nil
 		}
 	}
 }
