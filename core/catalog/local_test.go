@@ -13,9 +13,24 @@ import (
 	"github.com/cexec/cexec/core/config"
 )
 
+// needBwrap skips the test when bubblewrap is missing or cannot make a
+// sandbox here (user namespaces disabled): local tools are read only
+// inside one.
 func needBwrap(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("bubblewrap is not installed; local tools are read only inside it (scripts/deps.sh installs it)")
+	}
+	dir := filepath.Join(t.TempDir(), "servers")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(&config.Config{}, Options{ServersDir: "-", LocalServersDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.RefreshLocal(context.Background()); err != nil {
+		t.Skipf("bubblewrap cannot make a sandbox on this machine: %v", err)
 	}
 }
 
