@@ -16,6 +16,7 @@ import (
 	"github.com/cexec/cexec/cmd/cexecctl/bench"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
 	"github.com/cexec/cexec/cmd/cexecctl/config"
+	"github.com/cexec/cexec/cmd/cexecctl/mcp"
 	"github.com/cexec/cexec/cmd/cexecctl/plugins"
 	"github.com/cexec/cexec/cmd/cexecctl/status"
 	"github.com/cexec/cexec/cmd/cexecctl/version"
@@ -52,6 +53,7 @@ func root(env *cli.Env) *cobra.Command {
 		config.Command(env),
 		version.Command(env),
 		bench.Command(env),
+		mcp.Command(env),
 	)
 	return cmd
 }
