@@ -36,7 +36,8 @@
 // # Frames
 //
 // The control channel is a pair of byte streams, host to zygote and zygote
-// to host (file descriptors 3 and 4 by default). Both carry frames:
+// to host (file descriptors 3 and 4 by default, stdin and stdout with
+// ZygoteConfig.StdioControl). Both carry frames:
 //
 //	uint32 big-endian payload length | 1 byte kind | payload
 //

@@ -84,11 +84,18 @@ func libDir(t testing.TB) string {
 // not a pid namespace init, so it does not sweep).
 func startZygote(t testing.TB, opts Options) (*Runner, string) {
 	t.Helper()
+	return startZygoteWith(t, opts, false)
+}
+
+// startZygoteWith starts a zygote with its control channel on descriptors
+// 3 and 4, or on stdin and stdout.
+func startZygoteWith(t testing.TB, opts Options, stdio bool) (*Runner, string) {
+	t.Helper()
 	if _, err := os.Stat(python); err != nil {
 		t.Skip("no " + python)
 	}
 	ws := t.TempDir()
-	cfg := ZygoteConfig{Python: python, LibDir: libDir(t), Path: []string{ws}, Workdir: ws, Preload: []string{}}
+	cfg := ZygoteConfig{Python: python, LibDir: libDir(t), Path: []string{ws}, Workdir: ws, Preload: []string{}, StdioControl: stdio}
 	argv := cfg.Command()
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -102,7 +109,11 @@ func startZygote(t testing.TB, opts Options) (*Runner, string) {
 	for k, v := range cfg.Env() {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.ExtraFiles = []*os.File{inR, outW}
+	if stdio {
+		cmd.Stdin, cmd.Stdout = inR, outW
+	} else {
+		cmd.ExtraFiles = []*os.File{inR, outW}
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -431,5 +442,21 @@ func TestPythonTypes(t *testing.T) {
 	cmd.Dir = "python"
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("mypy: %v\n%s", err, out)
+	}
+}
+
+// TestStdioControl runs the zygote the way a backend with only stdio would:
+// programs must not reach the control channel through their stdin.
+func TestStdioControl(t *testing.T) {
+	r, _ := startZygoteWith(t, Options{}, true)
+	h := &recHost{fn: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`"answer"`), nil
+	}}
+	res := exec1(t, r, "import sys, os\nprint(repr(sys.stdin.read()), os.read(0, 10))\nfrom cexec import call_tool\nprint(call_tool('s', 't'))", h)
+	if out, errOut := h.out(); out != "'' b''\nanswer\n" || res.ExitCode != 0 {
+		t.Errorf("stdout %q stderr %q result %+v", out, errOut, res)
+	}
+	if res := exec1(t, r, "print(2)", nil); res.ExitCode != 0 || !r.Healthy() {
+		t.Errorf("second execution %+v", res)
 	}
 }

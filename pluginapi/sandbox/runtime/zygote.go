@@ -99,6 +99,11 @@ type ZygoteConfig struct {
 	// CtlIn and CtlOut are the zygote's control descriptors (host to zygote
 	// and zygote to host); default 3 and 4.
 	CtlIn, CtlOut int
+	// StdioControl puts the control channel on the zygote's stdin and
+	// stdout instead, for backends that can only give it stdio (a remote
+	// exec). Programs still never see it: their stdin is /dev/null, their
+	// stdout and stderr fresh pipes.
+	StdioControl bool
 }
 
 func (c ZygoteConfig) withDefaults() ZygoteConfig {
@@ -117,11 +122,11 @@ func (c ZygoteConfig) withDefaults() ZygoteConfig {
 	if c.Preload == nil {
 		c.Preload = DefaultPreload
 	}
-	if c.CtlIn == 0 {
-		c.CtlIn = 3
-	}
-	if c.CtlOut == 0 {
-		c.CtlOut = 4
+	switch {
+	case c.StdioControl:
+		c.CtlIn, c.CtlOut = 0, 1
+	case c.CtlIn == 0 && c.CtlOut == 0:
+		c.CtlIn, c.CtlOut = 3, 4
 	}
 	return c
 }

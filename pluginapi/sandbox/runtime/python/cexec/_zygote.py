@@ -119,8 +119,30 @@ def parse_args(argv: list[str]) -> Options:
     return opts
 
 
+def _move_control(opts: Options) -> None:
+    """Move a control channel on stdio out of the way: stray output of the
+    zygote (a preloaded module printing) must not corrupt frames."""
+    if opts.ctl_in <= 2:
+        fd = os.dup(opts.ctl_in)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), opts.ctl_in)
+        opts.ctl_in = fd
+    if opts.ctl_out <= 2:
+        fd = os.dup(opts.ctl_out)
+        os.dup2(2 if opts.ctl_out != 2 else os.open(os.devnull, os.O_WRONLY), opts.ctl_out)
+        opts.ctl_out = fd
+
+
 def main(argv: list[str]) -> None:
     opts = parse_args(argv)
+    _move_control(opts)
+    # Nothing the sandbox's launcher left open (bwrap's info pipe, say)
+    # stays in the zygote.
+    low = 3
+    for fd in sorted({opts.ctl_in, opts.ctl_out}):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 1 << 20)
     sys.path[1:1] = opts.paths
     sys.dont_write_bytecode = True
     os.chdir(opts.cwd)
@@ -503,6 +525,9 @@ class Zygote:
             for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
                 signal.signal(sig, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
+            # stdin is /dev/null: the zygote's own may be its control
+            # channel (backends with only stdio use descriptors 0 and 1).
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
             os.dup2(chan, 3, inheritable=False)
