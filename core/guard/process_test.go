@@ -1,0 +1,154 @@
+package guard_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/cexec/cexec/core/guard"
+	"github.com/cexec/cexec/core/guard/policy"
+	"github.com/cexec/cexec/core/guard/vault"
+	"github.com/cexec/cexec/pluginapi"
+	guardapi "github.com/cexec/cexec/pluginapi/guard"
+)
+
+var (
+	buildOnce sync.Once
+	builtPII  string
+	buildErr  error
+)
+
+// guardPIIBinary builds plugins/guard-pii once per test binary; TestMain
+// removes it.
+func guardPIIBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the guard-pii plugin")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "guard-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtPII = filepath.Join(dir, "cexec-plugin-guard-pii")
+		out, err := exec.Command("go", "build", "-o", builtPII, "github.com/cexec/cexec/plugins/guard-pii").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build guard-pii: %v", buildErr)
+	}
+	return builtPII
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtPII != "" {
+		_ = os.RemoveAll(filepath.Dir(builtPII))
+	}
+	os.Exit(code)
+}
+
+// TestStrictWithKilledPluginProcess runs the real guard-pii plugin as a
+// process, the way cexecd does (go-plugin, gRPC, the guard adapter),
+// tokenizes through it, kills it with SIGKILL and checks that a strict
+// tenant's output is withheld while a non-strict tenant's goes out with a
+// warning.
+func TestStrictWithKilledPluginProcess(t *testing.T) {
+	bin := guardPIIBinary(t)
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  pluginapi.Handshake,
+		VersionedPlugins: map[int]plugin.PluginSet{pluginapi.ProtocolVersion: {string(pluginapi.KindGuard): &guardapi.GRPCPlugin{}}},
+		Cmd:              exec.Command(bin),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Logger:           hclog.NewNullLogger(),
+	})
+	t.Cleanup(client.Kill)
+	rpc, err := client.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := rpc.Dispense(string(pluginapi.KindGuard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pii := raw.(guardapi.Guard)
+	if diags, err := pii.Configure(t.Context(), []byte(`{}`), guardapi.APIVersion); err != nil || diags.HasErrors() {
+		t.Fatalf("Configure = %v, %v", diags, err)
+	}
+
+	var logs logBuffer
+	store, err := vault.NewStore(vault.Options{DataDir: t.TempDir(), Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr, err := guard.New(guard.Options{
+		Guards:   []guard.Named{{Name: "pii", Plugin: pii}},
+		Policies: map[string]*policy.Policy{"strict": {Strict: true}, "lenient": {}},
+		Vaults:   store,
+		Logger:   logs.logger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict, err := gr.Open("strict", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer strict.Close()
+	lenient, err := gr.Open("lenient", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lenient.Close()
+
+	const text = "contact alice@example.com or (212) 555-0100"
+	for _, s := range []*guard.Session{strict, lenient} {
+		out, err := s.Tokenize(t.Context(), text)
+		if err != nil || out != "contact [EMAIL_1] or [PHONE_1]" {
+			t.Fatalf("Tokenize through the plugin = %q, %v", out, err)
+		}
+	}
+
+	pid := client.ReattachConfig().Pid
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !client.Exited(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the plugin did not exit")
+		}
+	}
+
+	out, err := strict.Tokenize(t.Context(), "new value bob@example.org")
+	var d *guard.Denial
+	if out != "" || !errors.As(err, &d) || d.Guard != "pii" || !errors.Is(err, pluginapi.ErrPluginShutdown) {
+		t.Errorf("strict Tokenize after the kill = %q, %v; want no output and a Denial wrapping ErrPluginShutdown", out, err)
+	}
+	// The non-strict tenant gets its text unchecked, with a warning; its
+	// vault still restores the tokens it issued.
+	out, err = lenient.Tokenize(t.Context(), "new value bob@example.org")
+	if err != nil || out != "new value bob@example.org" {
+		t.Errorf("non-strict Tokenize after the kill = %q, %v", out, err)
+	}
+	if back, err := lenient.Untokenize("[EMAIL_1]"); err != nil || back != "alice@example.com" {
+		t.Errorf("vault after the plugin died: %q, %v", back, err)
+	}
+	if !logs.contains(`"guard unavailable, continuing without it (policy not strict)"`) {
+		t.Errorf("no warning for the non-strict tenant:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "alice@example.com") || strings.Contains(logs.String(), "bob@example.org") {
+		t.Errorf("logs contain a value:\n%s", logs.String())
+	}
+}
