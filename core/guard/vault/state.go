@@ -30,7 +30,7 @@ type state struct {
 
 	mu       sync.RWMutex
 	entries  []entry
-	byKey    map[string]int // type + "\x00" + normalized value → index
+	byKey    map[valueKey]int
 	byToken  map[string]int // "[TYPE_N]" → index
 	reserved map[string]bool
 	next     map[string]uint64 // lowest number per type not yet tried
@@ -45,7 +45,7 @@ type state struct {
 func newState(tenant, session, path string, maxEntries int, log hclog.Logger) *state {
 	return &state{
 		tenant: tenant, session: session, path: path, maxEntries: maxEntries, log: log,
-		byKey: map[string]int{}, byToken: map[string]int{}, reserved: map[string]bool{}, next: map[string]uint64{},
+		byKey: map[valueKey]int{}, byToken: map[string]int{}, reserved: map[string]bool{}, next: map[string]uint64{},
 	}
 }
 
@@ -81,13 +81,16 @@ func (st *state) restore(f fileFormat) error {
 	return nil
 }
 
-func (st *state) hasKey(k string) bool {
+func (st *state) hasKey(k valueKey) bool {
 	_, ok := st.byKey[k]
 	return ok
 }
 
-func key(typ, value string) string {
-	return typ + "\x00" + normalize(typ, value)
+// valueKey identifies a value: equal keys share a token.
+type valueKey struct{ typ, norm string }
+
+func key(typ, value string) valueKey {
+	return valueKey{typ, normalize(typ, value)}
 }
 
 // tokenFor returns the token of a value, issuing one if the value is new.
