@@ -101,8 +101,8 @@ func (st *state) tokenFor(typ, value string) (string, error) {
 		e := st.entries[i]
 		return tokenText(e.Type, e.N), nil
 	}
-	if len(st.entries) >= st.maxEntries {
-		return "", fmt.Errorf("vault %s/%s holds %d values, the limit: %w", st.tenant, st.session, st.maxEntries, pluginapi.ErrResourceExhausted)
+	if err := st.full(); err != nil {
+		return "", err
 	}
 	n := max(st.next[typ], 1)
 	tok := tokenText(typ, n)
@@ -118,13 +118,28 @@ func (st *state) tokenFor(typ, value string) (string, error) {
 	return tok, nil
 }
 
+// full fails when the vault holds MaxEntries values and reservations:
+// text from a tool can make a vault grow, and must not make it grow
+// without bound.
+func (st *state) full() error {
+	if len(st.entries)+len(st.reserved) >= st.maxEntries {
+		return fmt.Errorf("vault %s/%s holds %d values and reservations, the limit: %w", st.tenant, st.session, st.maxEntries, pluginapi.ErrResourceExhausted)
+	}
+	return nil
+}
+
 // reserve keeps a token-shaped string from ever being issued. The caller
 // holds st.mu for writing and has checked that tok is not issued.
-func (st *state) reserve(tok string) {
-	if !st.reserved[tok] {
-		st.reserved[tok] = true
-		st.gen++
+func (st *state) reserve(tok string) error {
+	if st.reserved[tok] {
+		return nil
 	}
+	if err := st.full(); err != nil {
+		return err
+	}
+	st.reserved[tok] = true
+	st.gen++
+	return nil
 }
 
 // lookup returns the value of an issued token. The caller holds st.mu.

@@ -46,9 +46,9 @@ type Options struct {
 	// Types restricts detection to these types (nil: whatever the
 	// detectors report).
 	Types []string
-	// MaxEntries bounds the values one vault holds (0:
-	// DefaultMaxEntries). Tokenizing beyond it fails rather than pass a
-	// value through in the clear.
+	// MaxEntries bounds the values plus reserved token-shaped strings one
+	// vault holds (0: DefaultMaxEntries). Tokenizing beyond it fails
+	// rather than pass a value through in the clear.
 	MaxEntries int
 	// Logger receives lifecycle messages (never a value or a token).
 	Logger hclog.Logger

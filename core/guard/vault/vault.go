@@ -112,19 +112,20 @@ func (v *Vault) tokenize(ctx context.Context, segs []string) ([]string, error) {
 	st := v.st
 	st.mu.Lock()
 	// Reserve first, so no token issued below equals text in the input.
+	var err error
 	for i, lits := range literals {
 		for _, l := range lits {
-			if tok := segs[i][l.start:l.end]; !st.isIssued(tok) {
-				st.reserve(tok)
+			if tok := segs[i][l.start:l.end]; err == nil && !st.isIssued(tok) {
+				err = st.reserve(tok)
 			}
 		}
 	}
 	out := make([]string, len(segs))
-	var err error
 	for i, s := range segs {
-		if out[i], err = st.rewrite(s, perSeg[i], literals[i]); err != nil {
+		if err != nil {
 			break
 		}
+		out[i], err = st.rewrite(s, perSeg[i], literals[i])
 	}
 	var data []byte
 	var gen uint64

@@ -190,6 +190,11 @@ func TestMaxEntries(t *testing.T) {
 	if got := tokenize(t, v, "b@example.com"); got != "[EMAIL_2]" {
 		t.Errorf("known values still tokenize: %q", got)
 	}
+	// Reservations count too: token-shaped text cannot grow a vault
+	// without bound either.
+	if out, err := v.Tokenize(t.Context(), "[EMAIL_7]"); !errors.Is(err, pluginapi.ErrResourceExhausted) || out != "" {
+		t.Errorf("reservation past the limit: %q, %v", out, err)
+	}
 }
 
 func TestClosed(t *testing.T) {
