@@ -291,7 +291,7 @@ func (f *Face) Serve(ctx context.Context, ln net.Listener, grace time.Duration) 
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	// Open GET and SSE streams never end by themselves.
-	f.closeStreams()
+	f.closeStreams(sctx)
 	err := hs.Shutdown(sctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		f.log.Warn("mcp calls still running at shutdown; closing them", "grace", grace)
@@ -301,8 +301,11 @@ func (f *Face) Serve(ctx context.Context, ln net.Listener, grace time.Duration) 
 	return err
 }
 
-func (f *Face) closeStreams() {
-	f.http.CloseSessions(context.Background())
+// closeStreams ends every session's streams and the idle sweeper.
+func (f *Face) closeStreams(ctx context.Context) {
+	if err := f.http.Shutdown(ctx); err != nil {
+		f.log.Warn("closing mcp sessions", "error", err)
+	}
 	if f.sse != nil {
 		f.sse.CloseSessions()
 	}

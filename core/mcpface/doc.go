@@ -1,0 +1,76 @@
+// Package mcpface is cexecd's MCP server (ARCHITECTURE §6): what agents see
+// instead of hundreds of upstream tools. It offers eleven tools
+// (search_tools, list_servers, get_server_tools, get_tool, execute_code,
+// execute_task when a code generator is configured, get_state, save_state,
+// save_skill, list_skills, get_skill) whose descriptions teach the workflow
+// (search → read the stub → write one program → print only what matters)
+// in about 750 tokens, and the stub tree (cexec://servers/<pkg>/<tool>.py)
+// and skills (cexec://skills/<name>) as resources. It is built on
+// github.com/mark3labs/mcp-go.
+//
+// # Services
+//
+// The face owns no state beyond sessions; core.Run gives it the daemon's
+// parts through small interfaces (service.go): Catalog (servers, tools,
+// stub source), Searcher, Executor (execute_code), TaskRunner
+// (execute_task, optional), StateStore, SkillStore and Tokenizer (the PII
+// vault). Every method gets a Scope: the tenant and the session.
+// Everything a tool or resource returns passes Tokenizer; identifiers
+// (server, tool, skill names and URIs) are left as they are so they can be
+// used again.
+//
+// # Transports and tenants
+//
+// One http.Handler serves streamable HTTP on /mcp and, with Options.SSE,
+// the 2024-11-05 HTTP+SSE transport on /sse and /message. Serve it on two
+// kinds of listener:
+//
+//   - ListenUnix(mcpclient.SocketPath(cfg.Daemon.Socket)): a 0600 socket in
+//     the daemon's private socket directory. Only the daemon's user reaches
+//     it, so the X-Cexec-Tenant header picks the tenant (default
+//     Options.DefaultTenant). `cexecctl mcp` relays stdio here.
+//   - ListenTCP(cfg.MCP.Listen) when the mcp block sets one: the bearer
+//     token decides the tenant (tokens compared in constant time); without
+//     tokens only loopback addresses are served, as the default tenant.
+//     ListenTCP and Serve refuse a non-loopback address without tokens.
+//
+// On every listener the Origin header must be absent, a localhost origin
+// or in Options.AllowedOrigins, and on loopback listeners the Host header
+// must be a local name (DNS rebinding). A session id is bound to the tenant
+// that opened it and is the cexec session id (a valid workspace session
+// id); it dies on DELETE, after Options.SessionIdleTTL idle, or at
+// shutdown, and Options.OnSessionEnd hears of it. Protocol revisions
+// 2024-11-05 to 2025-11-25 are served; 2026-07-28 removed sessions, so its
+// clients negotiate down.
+//
+// # Wiring in core.Run
+//
+//	o := mcpface.Options{
+//		Catalog: catalogView, Searcher: searchView, Executor: pipelineExec,
+//		Tasks: taskRunner, // nil when no codegen plugin is configured
+//		State: stateView, Skills: skillView, PII: vaultTokenizer,
+//		Version: version.Version, Logger: log.Named("mcp"),
+//		SearchLimit: cfg.Pipeline.SearchLimit,
+//		OnSessionEnd: func(sc mcpface.Scope) { /* drop the session's interpreter, close its vault */ },
+//	}
+//	o.ApplyConfig(cfg.MCP)
+//	face, err := mcpface.New(o)
+//	ln, err := mcpface.ListenUnix(mcpclient.SocketPath(cfg.Daemon.Socket)) // after claiming the control socket
+//	go face.Serve(ctx, ln, grace)
+//	if cfg.MCP.Listen != "" {
+//		tcp, err := face.ListenTCP(cfg.MCP.Listen)
+//		go face.Serve(ctx, tcp, grace)
+//	}
+//	catalog.Subscribe(func(catalog.Change) { face.NotifyResourcesChanged() })
+//
+// Remove the MCP socket at shutdown, like the control socket.
+//
+// # Results
+//
+// Failures are isError results with a message that says what to do (an
+// unknown server lists the known ones, a mistyped tool gets a suggestion).
+// execute_code returns stdout (its middle cut above Options.MaxOutput, and
+// saying so), stderr, the cexec.result() value, the error with its
+// traceback, a summary of the tool calls and the duration, as text and as
+// ExecOutput in structuredContent.
+package mcpface
