@@ -176,6 +176,19 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("create data dir: %w", err)
 	}
 
+	svc, err := newServices(cfg, log)
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout/2)
+		defer cancel()
+		svc.close(stopCtx)
+	}()
+	if err != nil {
+		return err
+	}
+	// Upstream MCP servers connect while the plugins start.
+	catalogStarted := make(chan error, 1)
+	go func() { catalogStarted <- svc.catalog.Start(ctx) }()
+
 	host := pluginhost.New(cfg, log.Named("plugins"))
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout/2)
@@ -191,6 +204,18 @@ func Run(ctx context.Context, o Options) error {
 	if err := report(&o, cfg, diags); err != nil {
 		return fmt.Errorf("start plugins: %w", err)
 	}
+	// Only required upstream servers hold up serving; optional ones
+	// (optional = true) keep connecting in the background.
+	if requiresUpstream(cfg) {
+		if err := <-catalogStarted; err != nil {
+			return fmt.Errorf("connect upstream MCP servers: %w", err)
+		}
+	}
+	if err := svc.startExec(host); err != nil {
+		return err
+	}
+	// Sandboxes are destroyed before their backend plugin stops.
+	defer svc.closePool(context.WithoutCancel(ctx), o.ShutdownTimeout/2)
 	schemas := &schemaCache{}
 	schemas.fill(ctx, cfg, host, log)
 
@@ -202,6 +227,7 @@ func Run(ctx context.Context, o Options) error {
 		PID:     os.Getpid(),
 		Plugins: pluginsView{host},
 		Config:  &configView{cfg: cfg, ov: o.Overrides, schemas: schemas, log: log},
+		Exec:    execService{svc.exec},
 		Log:     log.Named("control"),
 	}).Register(srv)
 
@@ -222,6 +248,15 @@ func Run(ctx context.Context, o Options) error {
 	}
 	stopServer(srv, o.ShutdownTimeout/2, log)
 	return nil
+}
+
+func requiresUpstream(cfg *config.Config) bool {
+	for _, s := range cfg.MCPServers {
+		if !s.Optional {
+			return true
+		}
+	}
+	return false
 }
 
 // stopServer stops accepting and waits up to grace for in-flight calls

@@ -16,6 +16,7 @@ import (
 	"github.com/cexec/cexec/cmd/cexecctl/bench"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
 	"github.com/cexec/cexec/cmd/cexecctl/config"
+	"github.com/cexec/cexec/cmd/cexecctl/exec"
 	"github.com/cexec/cexec/cmd/cexecctl/mcp"
 	"github.com/cexec/cexec/cmd/cexecctl/plugins"
 	"github.com/cexec/cexec/cmd/cexecctl/status"
@@ -51,6 +52,7 @@ func root(env *cli.Env) *cobra.Command {
 		status.Command(env),
 		plugins.Command(env),
 		config.Command(env),
+		exec.Command(env),
 		version.Command(env),
 		bench.Command(env),
 		mcp.Command(env),

@@ -1084,8 +1084,13 @@ type ExecResult struct {
 	TimedOut        bool                   `protobuf:"varint,8,opt,name=timed_out,json=timedOut,proto3" json:"timed_out,omitempty"`
 	ToolCalls       []*ToolCallRecord      `protobuf:"bytes,9,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	SandboxId       string                 `protobuf:"bytes,10,opt,name=sandbox_id,json=sandboxId,proto3" json:"sandbox_id,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// session is the session the execution was logged in.
+	Session string `protobuf:"bytes,11,opt,name=session,proto3" json:"session,omitempty"`
+	// warnings about the execution that did not fail it (workspace over its
+	// disk quota).
+	Warnings      []string `protobuf:"bytes,12,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecResult) Reset() {
@@ -1186,6 +1191,20 @@ func (x *ExecResult) GetSandboxId() string {
 		return x.SandboxId
 	}
 	return ""
+}
+
+func (x *ExecResult) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *ExecResult) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
 }
 
 type ExecEvent struct {
@@ -1357,7 +1376,7 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\tExecError\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1c\n" +
-	"\ttraceback\x18\x03 \x01(\tR\ttraceback\"\xf1\x02\n" +
+	"\ttraceback\x18\x03 \x01(\tR\ttraceback\"\xa7\x03\n" +
 	"\n" +
 	"ExecResult\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x1f\n" +
@@ -1374,7 +1393,9 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"tool_calls\x18\t \x03(\v2\x18.cexec.v1.ToolCallRecordR\ttoolCalls\x12\x1d\n" +
 	"\n" +
 	"sandbox_id\x18\n" +
-	" \x01(\tR\tsandboxId\"p\n" +
+	" \x01(\tR\tsandboxId\x12\x18\n" +
+	"\asession\x18\v \x01(\tR\asession\x12\x1a\n" +
+	"\bwarnings\x18\f \x03(\tR\bwarnings\"p\n" +
 	"\tExecEvent\x12*\n" +
 	"\x06output\x18\x01 \x01(\v2\x10.cexec.v1.OutputH\x00R\x06output\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x14.cexec.v1.ExecResultH\x00R\x06resultB\a\n" +

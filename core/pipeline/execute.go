@@ -1,0 +1,230 @@
+// Package pipeline orchestrates executions: execute_code runs a program in a
+// pooled sandbox with its host calls (tool calls, checkpoints, skills)
+// answered by the daemon; execute_task adds tool selection, code generation
+// and repair in front of it.
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cexec/cexec/core/bridge"
+	"github.com/cexec/cexec/core/pool"
+	"github.com/cexec/cexec/core/workspace"
+	"github.com/cexec/cexec/pluginapi/sandbox"
+)
+
+// Leaser hands out pooled sandboxes (core/pool).
+type Leaser interface {
+	Acquire(ctx context.Context, tenant string) (*pool.Lease, error)
+}
+
+// Runner runs a program in a sandbox (the sandbox backend plugin).
+type Runner interface {
+	Exec(ctx context.Context, req sandbox.ExecRequest, host sandbox.Host) (sandbox.ExecResult, error)
+}
+
+// Tools starts the tool-call bookkeeping of one execution (core/bridge).
+type Tools interface {
+	NewExecution(opts bridge.ExecOptions) *bridge.Execution
+}
+
+// CodeRequest is one program to run.
+type CodeRequest struct {
+	Tenant  string
+	Session string
+	Code    string
+	// Timeout overrides the sandbox default when non-zero.
+	Timeout    time.Duration
+	Persistent bool
+	// Task is the task description when the code was generated for one.
+	Task string
+	// MaxToolCalls bounds the program's tool calls (0: the bridge default).
+	MaxToolCalls int
+	// BeforeToolCall may rewrite or refuse each tool call's arguments
+	// (untokenizing PII, policy).
+	BeforeToolCall func(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error)
+	// Output, when set, receives stdout and stderr as they happen. It is
+	// called from one goroutine at a time.
+	Output func(stream sandbox.Stream, data []byte)
+}
+
+// CodeResult is the outcome of one execution.
+type CodeResult struct {
+	sandbox.ExecResult
+	// Stdout and Stderr hold what the program printed, as far as the
+	// sandbox's output cap let through.
+	Stdout, Stderr []byte
+	SandboxID      string
+	// Session is the session the execution was logged in (new when the
+	// request named none).
+	Session string
+	// QuotaError is set when the tenant's workspace is over its disk quota
+	// after the execution; the execution itself completed.
+	QuotaError error
+	// Warm is true when the sandbox came warm from the pool.
+	Warm      bool
+	ToolCalls []bridge.CallRecord
+	Summary   bridge.Summary
+	// Elapsed is the whole execution as the daemon saw it, lease included.
+	Elapsed time.Duration
+}
+
+// Workspaces are the tenants' workspaces (core/workspace).
+type Workspaces interface {
+	Tenant(id string) (*workspace.Tenant, error)
+	HandleHostCall(ctx context.Context, tenant, session, method string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// Executor runs programs. It is safe for concurrent use.
+type Executor struct {
+	Pool       Leaser
+	Sandbox    Runner
+	Workspaces Workspaces
+	// Tools may be nil when no upstream server is configured; call_tool
+	// then fails with ToolNotFound.
+	Tools Tools
+	Log   hclog.Logger
+}
+
+// ExecuteCode runs req.Code in a sandbox of req.Tenant's and waits for it.
+// An error means the program could not be run at all (pool full, backend
+// down); a program that failed is a result with Error set.
+func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResult, error) {
+	start := time.Now()
+	t, err := x.Workspaces.Tenant(req.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	run, err := t.Begin(req.Session)
+	if err != nil {
+		return nil, err
+	}
+	req.Session = run.Session()
+	out, err := x.execute(ctx, t, req)
+	entry := workspace.Entry{Task: req.Task, Code: req.Code, Result: logResult(out, err)}
+	if out != nil {
+		for _, c := range out.ToolCalls {
+			entry.ToolCalls = append(entry.ToolCalls, workspace.ToolCall{Server: c.Server, Tool: c.Tool,
+				Duration: workspace.Duration(c.Duration), OK: c.OK, Error: c.Error})
+		}
+	}
+	_, ferr := run.Finish(entry)
+	if err != nil {
+		return nil, err
+	}
+	out.Session = req.Session
+	out.Elapsed = time.Since(start)
+	if ferr != nil {
+		if errors.Is(ferr, workspace.ErrQuotaExceeded) {
+			out.QuotaError = ferr
+		} else {
+			x.Log.Warn("log execution", "tenant", req.Tenant, "session", req.Session, "error", ferr)
+		}
+	}
+	return out, nil
+}
+
+func (x *Executor) execute(ctx context.Context, t *workspace.Tenant, req CodeRequest) (*CodeResult, error) {
+	lease, err := x.Pool.Acquire(ctx, req.Tenant)
+	if err != nil {
+		return nil, fmt.Errorf("get a sandbox for tenant %s: %w", req.Tenant, err)
+	}
+	var exec *bridge.Execution
+	if x.Tools != nil {
+		exec = x.Tools.NewExecution(bridge.ExecOptions{
+			MaxCalls:       req.MaxToolCalls,
+			AllowedServers: t.Quota().AllowedServers,
+			Before:         req.BeforeToolCall,
+		})
+	}
+	h := &host{req: &req, exec: exec, ws: x.Workspaces}
+	res, err := x.Sandbox.Exec(ctx, sandbox.ExecRequest{
+		SandboxID:  lease.ID,
+		Code:       req.Code,
+		Timeout:    req.Timeout,
+		Persistent: req.Persistent,
+		Session:    req.Session,
+	}, h)
+	lease.Release(err == nil && res.SandboxOK)
+	if err != nil {
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("run in sandbox %s: %w", lease.ID, err)
+	}
+	out := &CodeResult{
+		ExecResult: res,
+		Stdout:     h.stdout.Bytes(),
+		Stderr:     h.stderr.Bytes(),
+		SandboxID:  lease.ID,
+		Warm:       lease.Reused,
+	}
+	if exec != nil {
+		out.ToolCalls = exec.Calls()
+		out.Summary = exec.Summary()
+	}
+	return out, nil
+}
+
+// logResult is what the session log keeps of an execution.
+func logResult(out *CodeResult, err error) *workspace.Result {
+	if err != nil {
+		return &workspace.Result{ErrorType: "HostError", Error: err.Error()}
+	}
+	r := &workspace.Result{
+		OK:       out.Error == nil && out.ExitCode == 0,
+		ExitCode: out.ExitCode,
+		Output:   string(out.Stdout),
+		Value:    out.Result,
+		TimedOut: out.TimedOut,
+	}
+	if out.Error != nil {
+		r.ErrorType, r.Error = out.Error.Type, out.Error.Message
+	}
+	return r
+}
+
+// host is the daemon's side of one execution.
+type host struct {
+	req  *CodeRequest
+	exec *bridge.Execution
+	ws   Workspaces
+
+	mu             sync.Mutex
+	stdout, stderr bytes.Buffer
+}
+
+func (h *host) Output(stream sandbox.Stream, data []byte) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if stream == sandbox.Stderr {
+		h.stderr.Write(data)
+	} else {
+		h.stdout.Write(data)
+	}
+	if h.req.Output != nil {
+		h.req.Output(stream, data)
+	}
+	return nil
+}
+
+func (h *host) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if method == bridge.MethodCallTool {
+		if h.exec == nil {
+			return nil, &sandbox.CallError{Type: bridge.TypeToolNotFound, Message: "no upstream MCP servers are configured (add mcp_server blocks to cexec.hcl)"}
+		}
+		return h.exec.HandleHostCall(ctx, method, params)
+	}
+	if workspace.HandlesMethod(method) {
+		return h.ws.HandleHostCall(ctx, h.req.Tenant, h.req.Session, method, params)
+	}
+	return nil, &sandbox.CallError{Type: "HostError", Message: fmt.Sprintf("unknown host call %q", method)}
+}

@@ -1,0 +1,159 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cexec/cexec/core/bridge"
+	"github.com/cexec/cexec/core/catalog"
+	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/pipeline"
+	"github.com/cexec/cexec/core/pluginhost"
+	"github.com/cexec/cexec/core/pool"
+	"github.com/cexec/cexec/core/workspace"
+	"github.com/cexec/cexec/pluginapi"
+	"github.com/cexec/cexec/pluginapi/sandbox"
+)
+
+// DefaultTenant is the tenant of requests that name none.
+const DefaultTenant = "default"
+
+// sandboxServers is where the servers directory is mounted; the runtime puts
+// /cexec on sys.path, so `servers` is importable from it.
+const sandboxServers = "/cexec/servers"
+
+// services are the daemon's long-lived components beyond the plugins.
+type services struct {
+	log       hclog.Logger
+	cfg       *config.Config
+	catalog   *catalog.Catalog
+	bridge    *bridge.Bridge
+	workspace *workspace.Manager
+	// pool and exec are nil when no sandbox backend is configured.
+	pool *pool.Pool
+	exec *pipeline.Executor
+}
+
+// newServices opens the workspaces and prepares the catalog; Start on the
+// catalog connects the upstream servers, startExec builds the pool and the
+// executor once the plugins run. On error, call close.
+func newServices(cfg *config.Config, log hclog.Logger) (_ *services, err error) {
+	s := &services{log: log, cfg: cfg}
+
+	wsOpts := workspace.OptionsFromConfig(cfg)
+	wsOpts.Logger = log.Named("workspace")
+	if fi, err := os.Stat(cfg.Daemon.SkillsDir); err == nil && fi.IsDir() {
+		wsOpts.SharedSkillsDir = cfg.Daemon.SkillsDir
+	}
+	if os.Geteuid() == 0 {
+		// Sandbox backends never run programs as root; the bwrap plugin's
+		// default host user is nobody (run_as_uid/run_as_gid).
+		wsOpts.Owner = &workspace.Owner{UID: 65534, GID: 65534}
+	}
+	if s.workspace, err = workspace.New(wsOpts); err != nil {
+		return s, fmt.Errorf("open workspaces: %w", err)
+	}
+
+	if err := os.MkdirAll(cfg.Daemon.ServersDir, 0o755); err != nil {
+		return s, fmt.Errorf("create servers_dir: %w", err)
+	}
+	s.catalog, err = catalog.New(cfg, catalog.Options{
+		Logger:          log.Named("catalog"),
+		ServersDir:      cfg.Daemon.ServersDir,
+		LocalServersDir: cfg.Daemon.ServersDir,
+	})
+	if err != nil {
+		return s, fmt.Errorf("prepare tool catalog: %w", err)
+	}
+	s.bridge = bridge.New(s.catalog, log.Named("bridge"))
+	return s, nil
+}
+
+// startExec builds the sandbox pool and the executor over the configured
+// sandbox backend. Without a running backend, exec stays unavailable.
+func (s *services) startExec(host *pluginhost.Host) (err error) {
+	cfg, log := s.cfg, s.log
+	if cfg.Sandbox.Backend == "" {
+		log.Warn("no sandbox backend configured: exec and execute_code are unavailable")
+		return nil
+	}
+	sb, err := host.Sandbox(cfg.Sandbox.Backend)
+	if err != nil {
+		if errors.Is(err, pluginapi.ErrNotFound) || errors.Is(err, pluginapi.ErrPluginShutdown) {
+			log.Warn("sandbox backend is not running: exec is unavailable", "backend", cfg.Sandbox.Backend, "error", err)
+			return nil
+		}
+		return fmt.Errorf("sandbox backend %s: %w", cfg.Sandbox.Backend, err)
+	}
+	pc := cfg.Sandbox.Pool
+	s.pool, err = pool.New(sb, pool.Config{
+		Warm:        pc.Warm,
+		MaxTotal:    pc.MaxTotal,
+		IdleTimeout: pc.IdleTimeout,
+		MaxUses:     pc.MaxUses,
+		Template:    s.sandboxTemplate,
+	}, log.Named("pool"))
+	if err != nil {
+		return err
+	}
+	host.OnRestart(func(kind pluginapi.Kind, name string) {
+		if kind == pluginapi.KindSandbox && name == cfg.Sandbox.Backend {
+			log.Warn("sandbox backend restarted: its sandboxes died with it; refilling the pool")
+			s.pool.Flush()
+		}
+	})
+	s.pool.Prewarm(DefaultTenant)
+	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec")}
+	return nil
+}
+
+// sandboxTemplate is what every sandbox of tenant is created with.
+func (s *services) sandboxTemplate(tenant string) (sandbox.CreateRequest, error) {
+	t, err := s.workspace.Tenant(tenant)
+	if err != nil {
+		return sandbox.CreateRequest{}, err
+	}
+	lim := s.cfg.Sandbox.Limits
+	return sandbox.CreateRequest{
+		Mounts: append(t.Mounts(), sandbox.Mount{Source: s.cfg.Daemon.ServersDir, Target: sandboxServers, ReadOnly: true}),
+		Limits: sandbox.Limits{
+			MemoryBytes: lim.Memory,
+			Pids:        int64(lim.PIDs),
+			Timeout:     lim.Timeout,
+			OutputBytes: lim.Output,
+			TmpBytes:    lim.Tmp,
+		},
+		Network: s.cfg.Sandbox.Network,
+	}, nil
+}
+
+// closePool destroys every sandbox, waiting up to grace.
+func (s *services) closePool(ctx context.Context, grace time.Duration) {
+	if s.pool == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	if err := s.pool.Close(ctx); err != nil {
+		s.log.Warn("close sandbox pool", "error", err)
+	}
+}
+
+func (s *services) close(ctx context.Context) {
+	s.closePool(ctx, 5*time.Second)
+	if s.catalog != nil {
+		if err := s.catalog.Close(); err != nil {
+			s.log.Warn("close tool catalog", "error", err)
+		}
+	}
+	if s.workspace != nil {
+		if err := s.workspace.Close(); err != nil {
+			s.log.Warn("close workspaces", "error", err)
+		}
+	}
+}
