@@ -17,9 +17,9 @@ type rawFile struct {
 }
 
 type rawDaemon struct {
-	DataDir   *hcl.Attribute `hcl:"data_dir,optional"`
-	Socket    *hcl.Attribute `hcl:"socket,optional"`
-	LogLevel  *hcl.Attribute `hcl:"log_level,optional"`
+	DataDir    *hcl.Attribute `hcl:"data_dir,optional"`
+	Socket     *hcl.Attribute `hcl:"socket,optional"`
+	LogLevel   *hcl.Attribute `hcl:"log_level,optional"`
 	PluginDir  *hcl.Attribute `hcl:"plugin_dir,optional"`
 	ServersDir *hcl.Attribute `hcl:"servers_dir,optional"`
 	SkillsDir  *hcl.Attribute `hcl:"skills_dir,optional"`
