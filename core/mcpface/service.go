@@ -11,6 +11,9 @@ import (
 // pipeline, workspace, PII vault) with a few lines, and tests can supply
 // their own.
 //
+// Implementations must be safe for concurrent use: the face serves many
+// sessions at once.
+//
 // Errors: return errors wrapping pluginapi.ErrNotFound for unknown names,
 // pluginapi.ErrInvalidArgument for bad input, pluginapi.ErrDenied for policy
 // refusals and pluginapi.ErrResourceExhausted for limits. The face turns
@@ -211,4 +214,18 @@ type Tokenizer interface {
 	Tokenize(ctx context.Context, sc Scope, text string) (string, error)
 	// TokenizeJSON tokenizes every string in a JSON value, keys included.
 	TokenizeJSON(ctx context.Context, sc Scope, value json.RawMessage) (json.RawMessage, error)
+}
+
+// Untokenized is the Tokenizer of a daemon without a guard plugin: nothing
+// detects PII, so text leaves as it is.
+type Untokenized struct{}
+
+// Tokenize returns text unchanged.
+func (Untokenized) Tokenize(_ context.Context, _ Scope, text string) (string, error) {
+	return text, nil
+}
+
+// TokenizeJSON returns value unchanged.
+func (Untokenized) TokenizeJSON(_ context.Context, _ Scope, value json.RawMessage) (json.RawMessage, error) {
+	return value, nil
 }

@@ -106,14 +106,6 @@ func (s *services) SaveSkill(context.Context, mcpface.Scope, string, string, str
 	return mcpface.Skill{}, pluginapi.ErrInvalidArgument
 }
 
-// plain is the tokenizer of a deployment without a guard.
-type plain struct{}
-
-func (plain) Tokenize(_ context.Context, _ mcpface.Scope, s string) (string, error) { return s, nil }
-func (plain) TokenizeJSON(_ context.Context, _ mcpface.Scope, v json.RawMessage) (json.RawMessage, error) {
-	return v, nil
-}
-
 // daemon is a face served on <dir>/cexecd-mcp.sock, as cexecd serves it
 // next to <dir>/cexecd.sock.
 type daemon struct {
@@ -134,7 +126,7 @@ func startFace(t *testing.T) *daemon {
 		t.Fatal(err)
 	}
 	svc := &services{}
-	f, err := mcpface.New(mcpface.Options{Catalog: svc, Searcher: svc, Executor: svc, State: svc, Skills: svc, PII: plain{}})
+	f, err := mcpface.New(mcpface.Options{Catalog: svc, Searcher: svc, Executor: svc, State: svc, Skills: svc, PII: mcpface.Untokenized{}})
 	if err != nil {
 		t.Fatal(err)
 	}
