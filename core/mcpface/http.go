@@ -166,8 +166,12 @@ func (f *Face) guard(next http.Handler) http.Handler {
 			f.deny(w, r, http.StatusForbidden, fmt.Sprintf("Host %q is not a local name (DNS rebinding?); to serve it, add its origin to mcp.allowed_origins", r.Host))
 			return
 		}
-		if origin := r.Header.Get("Origin"); !f.originAllowed(origin) {
+		origin := r.Header.Get("Origin")
+		if !f.originAllowed(origin) {
 			f.deny(w, r, http.StatusForbidden, fmt.Sprintf("Origin %q is not allowed; add it to mcp.allowed_origins", origin))
+			return
+		}
+		if origin != "" && allowCORS(w, r, origin) {
 			return
 		}
 		tenant, status, msg := f.tenantOf(r, kind)
@@ -184,6 +188,25 @@ func (f *Face) guard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(withTenant(r.Context(), tenant)))
 	})
+}
+
+// allowCORS lets a browser page of an allowed origin use the endpoints: it
+// answers the preflight (which carries no credentials, so it comes before
+// the token check) and marks real responses as readable by that origin. It
+// reports whether it answered the request.
+func allowCORS(w http.ResponseWriter, r *http.Request, origin string) bool {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate")
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, "+mcpclient.TenantHeader)
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+	return true
 }
 
 func (f *Face) deny(w http.ResponseWriter, r *http.Request, status int, msg string) {

@@ -464,3 +464,38 @@ func TestApplyConfig(t *testing.T) {
 		t.Errorf("options = %+v", o)
 	}
 }
+
+// TestCORS: a page of an allowed origin can preflight without credentials
+// and read the answers; other origins get nothing.
+func TestCORS(t *testing.T) {
+	w := newWorld(t, func(o *Options, _ *world) {
+		o.AllowedOrigins = []string{"https://app.example.com"}
+		o.Tokens = []Token{{Token: "tok", Tenant: "acme"}}
+	})
+	preflight := func(origin string) *http.Response {
+		req, _ := http.NewRequest(http.MethodOptions, w.url+"/mcp", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "authorization, content-type, mcp-session-id")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	res := preflight("https://app.example.com")
+	if res.StatusCode != http.StatusNoContent || res.Header.Get("Access-Control-Allow-Origin") != "https://app.example.com" ||
+		!strings.Contains(res.Header.Get("Access-Control-Allow-Headers"), "Mcp-Session-Id") {
+		t.Errorf("preflight from the allowed origin: %s %v", res.Status, res.Header)
+	}
+	if res := preflight("https://evil.example.com"); res.StatusCode != http.StatusForbidden || res.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("preflight from another origin: %s %v", res.Status, res.Header)
+	}
+	c := newRaw(t, nil, w.url+"/mcp")
+	res, _ = c.do(http.MethodPost, initBody, "Origin", "https://app.example.com", "Authorization", "Bearer tok")
+	if res.StatusCode != http.StatusOK || res.Header.Get("Access-Control-Allow-Origin") != "https://app.example.com" ||
+		!strings.Contains(res.Header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") {
+		t.Errorf("request from the allowed origin: %s %v", res.Status, res.Header)
+	}
+}
