@@ -1289,6 +1289,2665 @@ func (*ExecEvent_Output) isExecEvent_Event() {}
 
 func (*ExecEvent_Result) isExecEvent_Event() {}
 
+type ServerInfo struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Name            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Transport       string                 `protobuf:"bytes,2,opt,name=transport,proto3" json:"transport,omitempty"` // stdio, http, sse, local
+	State           string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`         // connecting, ok, reconnecting, failed
+	ProtocolVersion string                 `protobuf:"bytes,4,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
+	ServerName      string                 `protobuf:"bytes,5,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	ServerVersion   string                 `protobuf:"bytes,6,opt,name=server_version,json=serverVersion,proto3" json:"server_version,omitempty"`
+	Tools           int32                  `protobuf:"varint,7,opt,name=tools,proto3" json:"tools,omitempty"`
+	Pid             int32                  `protobuf:"varint,8,opt,name=pid,proto3" json:"pid,omitempty"`
+	Restarts        int32                  `protobuf:"varint,9,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	LastError       string                 `protobuf:"bytes,10,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	Optional        bool                   `protobuf:"varint,11,opt,name=optional,proto3" json:"optional,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ServerInfo) Reset() {
+	*x = ServerInfo{}
+	mi := &file_cexec_v1_control_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerInfo) ProtoMessage() {}
+
+func (x *ServerInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
+func (*ServerInfo) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ServerInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetTransport() string {
+	if x != nil {
+		return x.Transport
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetProtocolVersion() string {
+	if x != nil {
+		return x.ProtocolVersion
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetServerName() string {
+	if x != nil {
+		return x.ServerName
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetServerVersion() string {
+	if x != nil {
+		return x.ServerVersion
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetTools() int32 {
+	if x != nil {
+		return x.Tools
+	}
+	return 0
+}
+
+func (x *ServerInfo) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *ServerInfo) GetRestarts() int32 {
+	if x != nil {
+		return x.Restarts
+	}
+	return 0
+}
+
+func (x *ServerInfo) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetOptional() bool {
+	if x != nil {
+		return x.Optional
+	}
+	return false
+}
+
+type ListServersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListServersRequest) Reset() {
+	*x = ListServersRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListServersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListServersRequest) ProtoMessage() {}
+
+func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListServersRequest.ProtoReflect.Descriptor instead.
+func (*ListServersRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{20}
+}
+
+type ListServersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Servers       []*ServerInfo          `protobuf:"bytes,1,rep,name=servers,proto3" json:"servers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListServersResponse) Reset() {
+	*x = ListServersResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListServersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListServersResponse) ProtoMessage() {}
+
+func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
+func (*ListServersResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ListServersResponse) GetServers() []*ServerInfo {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+type ToolInfo struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"` // server/name
+	Server      string                 `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	Name        string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Title       string                 `protobuf:"bytes,4,opt,name=title,proto3" json:"title,omitempty"`
+	Description string                 `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
+	// import is the Python line that brings the stub in, for example
+	// "from servers.filesystem import read_text_file".
+	Import        string `protobuf:"bytes,6,opt,name=import,proto3" json:"import,omitempty"`
+	Signature     string `protobuf:"bytes,7,opt,name=signature,proto3" json:"signature,omitempty"`
+	Local         bool   `protobuf:"varint,8,opt,name=local,proto3" json:"local,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolInfo) Reset() {
+	*x = ToolInfo{}
+	mi := &file_cexec_v1_control_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolInfo) ProtoMessage() {}
+
+func (x *ToolInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
+func (*ToolInfo) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ToolInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetImport() string {
+	if x != nil {
+		return x.Import
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetSignature() string {
+	if x != nil {
+		return x.Signature
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetLocal() bool {
+	if x != nil {
+		return x.Local
+	}
+	return false
+}
+
+type ListToolsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"` // "" lists every server's tools
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListToolsRequest) Reset() {
+	*x = ListToolsRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListToolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListToolsRequest) ProtoMessage() {}
+
+func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
+func (*ListToolsRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ListToolsRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+type ListToolsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tools         []*ToolInfo            `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListToolsResponse) Reset() {
+	*x = ListToolsResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListToolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListToolsResponse) ProtoMessage() {}
+
+func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
+func (*ListToolsResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ListToolsResponse) GetTools() []*ToolInfo {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+type GetToolRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"` // server/name
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetToolRequest) Reset() {
+	*x = GetToolRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetToolRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetToolRequest) ProtoMessage() {}
+
+func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
+func (*GetToolRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *GetToolRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetToolResponse struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Tool             *ToolInfo              `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	StubSource       string                 `protobuf:"bytes,2,opt,name=stub_source,json=stubSource,proto3" json:"stub_source,omitempty"`
+	InputSchemaJson  []byte                 `protobuf:"bytes,3,opt,name=input_schema_json,json=inputSchemaJson,proto3" json:"input_schema_json,omitempty"`
+	OutputSchemaJson []byte                 `protobuf:"bytes,4,opt,name=output_schema_json,json=outputSchemaJson,proto3" json:"output_schema_json,omitempty"`
+	AnnotationsJson  []byte                 `protobuf:"bytes,5,opt,name=annotations_json,json=annotationsJson,proto3" json:"annotations_json,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *GetToolResponse) Reset() {
+	*x = GetToolResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetToolResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetToolResponse) ProtoMessage() {}
+
+func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
+func (*GetToolResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetToolResponse) GetTool() *ToolInfo {
+	if x != nil {
+		return x.Tool
+	}
+	return nil
+}
+
+func (x *GetToolResponse) GetStubSource() string {
+	if x != nil {
+		return x.StubSource
+	}
+	return ""
+}
+
+func (x *GetToolResponse) GetInputSchemaJson() []byte {
+	if x != nil {
+		return x.InputSchemaJson
+	}
+	return nil
+}
+
+func (x *GetToolResponse) GetOutputSchemaJson() []byte {
+	if x != nil {
+		return x.OutputSchemaJson
+	}
+	return nil
+}
+
+func (x *GetToolResponse) GetAnnotationsJson() []byte {
+	if x != nil {
+		return x.AnnotationsJson
+	}
+	return nil
+}
+
+type RefreshToolsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"` // "" refreshes every server
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefreshToolsRequest) Reset() {
+	*x = RefreshToolsRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefreshToolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefreshToolsRequest) ProtoMessage() {}
+
+func (x *RefreshToolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefreshToolsRequest.ProtoReflect.Descriptor instead.
+func (*RefreshToolsRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *RefreshToolsRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+type RefreshToolsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tools         int32                  `protobuf:"varint,1,opt,name=tools,proto3" json:"tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefreshToolsResponse) Reset() {
+	*x = RefreshToolsResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefreshToolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefreshToolsResponse) ProtoMessage() {}
+
+func (x *RefreshToolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefreshToolsResponse.ProtoReflect.Descriptor instead.
+func (*RefreshToolsResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *RefreshToolsResponse) GetTools() int32 {
+	if x != nil {
+		return x.Tools
+	}
+	return 0
+}
+
+type SearchToolsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Query string                 `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// detail_level is name, description or full (stub source and schema).
+	DetailLevel   string   `protobuf:"bytes,2,opt,name=detail_level,json=detailLevel,proto3" json:"detail_level,omitempty"`
+	Limit         int32    `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	Servers       []string `protobuf:"bytes,4,rep,name=servers,proto3" json:"servers,omitempty"`
+	Tenant        string   `protobuf:"bytes,5,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchToolsRequest) Reset() {
+	*x = SearchToolsRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchToolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchToolsRequest) ProtoMessage() {}
+
+func (x *SearchToolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchToolsRequest.ProtoReflect.Descriptor instead.
+func (*SearchToolsRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *SearchToolsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchToolsRequest) GetDetailLevel() string {
+	if x != nil {
+		return x.DetailLevel
+	}
+	return ""
+}
+
+func (x *SearchToolsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *SearchToolsRequest) GetServers() []string {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+func (x *SearchToolsRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+type SearchHit struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Kind            string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"` // tool or skill
+	Score           float64                `protobuf:"fixed64,3,opt,name=score,proto3" json:"score,omitempty"`
+	Server          string                 `protobuf:"bytes,4,opt,name=server,proto3" json:"server,omitempty"`
+	Name            string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	Import          string                 `protobuf:"bytes,6,opt,name=import,proto3" json:"import,omitempty"`
+	Description     string                 `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`                                  // description and full
+	StubSource      string                 `protobuf:"bytes,8,opt,name=stub_source,json=stubSource,proto3" json:"stub_source,omitempty"`                  // full
+	InputSchemaJson []byte                 `protobuf:"bytes,9,opt,name=input_schema_json,json=inputSchemaJson,proto3" json:"input_schema_json,omitempty"` // full
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SearchHit) Reset() {
+	*x = SearchHit{}
+	mi := &file_cexec_v1_control_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchHit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchHit) ProtoMessage() {}
+
+func (x *SearchHit) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchHit.ProtoReflect.Descriptor instead.
+func (*SearchHit) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SearchHit) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SearchHit) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *SearchHit) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *SearchHit) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *SearchHit) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SearchHit) GetImport() string {
+	if x != nil {
+		return x.Import
+	}
+	return ""
+}
+
+func (x *SearchHit) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *SearchHit) GetStubSource() string {
+	if x != nil {
+		return x.StubSource
+	}
+	return ""
+}
+
+func (x *SearchHit) GetInputSchemaJson() []byte {
+	if x != nil {
+		return x.InputSchemaJson
+	}
+	return nil
+}
+
+type SearchToolsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Hits  []*SearchHit           `protobuf:"bytes,1,rep,name=hits,proto3" json:"hits,omitempty"`
+	// warnings such as a fallback from embeddings to BM25.
+	Warnings      []string `protobuf:"bytes,2,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchToolsResponse) Reset() {
+	*x = SearchToolsResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchToolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchToolsResponse) ProtoMessage() {}
+
+func (x *SearchToolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchToolsResponse.ProtoReflect.Descriptor instead.
+func (*SearchToolsResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *SearchToolsResponse) GetHits() []*SearchHit {
+	if x != nil {
+		return x.Hits
+	}
+	return nil
+}
+
+func (x *SearchToolsResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
+type GetStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStateRequest) Reset() {
+	*x = GetStateRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStateRequest) ProtoMessage() {}
+
+func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
+func (*GetStateRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *GetStateRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *GetStateRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type GetStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"` // the file's bytes, JSON or YAML as stored
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStateResponse) Reset() {
+	*x = GetStateResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStateResponse) ProtoMessage() {}
+
+func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
+func (*GetStateResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *GetStateResponse) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type PutStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Data          []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutStateRequest) Reset() {
+	*x = PutStateRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutStateRequest) ProtoMessage() {}
+
+func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutStateRequest.ProtoReflect.Descriptor instead.
+func (*PutStateRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *PutStateRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *PutStateRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PutStateRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type StateInfo struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Bytes          int64                  `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	ModifiedUnixMs int64                  `protobuf:"varint,3,opt,name=modified_unix_ms,json=modifiedUnixMs,proto3" json:"modified_unix_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *StateInfo) Reset() {
+	*x = StateInfo{}
+	mi := &file_cexec_v1_control_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StateInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StateInfo) ProtoMessage() {}
+
+func (x *StateInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StateInfo.ProtoReflect.Descriptor instead.
+func (*StateInfo) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *StateInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *StateInfo) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *StateInfo) GetModifiedUnixMs() int64 {
+	if x != nil {
+		return x.ModifiedUnixMs
+	}
+	return 0
+}
+
+type PutStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	State         *StateInfo             `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutStateResponse) Reset() {
+	*x = PutStateResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutStateResponse) ProtoMessage() {}
+
+func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutStateResponse.ProtoReflect.Descriptor instead.
+func (*PutStateResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *PutStateResponse) GetState() *StateInfo {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+type ListStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListStateRequest) Reset() {
+	*x = ListStateRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListStateRequest) ProtoMessage() {}
+
+func (x *ListStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListStateRequest.ProtoReflect.Descriptor instead.
+func (*ListStateRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ListStateRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+type ListStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	States        []*StateInfo           `protobuf:"bytes,1,rep,name=states,proto3" json:"states,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListStateResponse) Reset() {
+	*x = ListStateResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListStateResponse) ProtoMessage() {}
+
+func (x *ListStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListStateResponse.ProtoReflect.Descriptor instead.
+func (*ListStateResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListStateResponse) GetStates() []*StateInfo {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+type DeleteStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteStateRequest) Reset() {
+	*x = DeleteStateRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteStateRequest) ProtoMessage() {}
+
+func (x *DeleteStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteStateRequest.ProtoReflect.Descriptor instead.
+func (*DeleteStateRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *DeleteStateRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *DeleteStateRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteStateResponse) Reset() {
+	*x = DeleteStateResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteStateResponse) ProtoMessage() {}
+
+func (x *DeleteStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteStateResponse.ProtoReflect.Descriptor instead.
+func (*DeleteStateResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{40}
+}
+
+type SessionInfo struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Entries        int64                  `protobuf:"varint,2,opt,name=entries,proto3" json:"entries,omitempty"`
+	StartedUnixMs  int64                  `protobuf:"varint,3,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
+	LastUnixMs     int64                  `protobuf:"varint,4,opt,name=last_unix_ms,json=lastUnixMs,proto3" json:"last_unix_ms,omitempty"`
+	LastCheckpoint string                 `protobuf:"bytes,5,opt,name=last_checkpoint,json=lastCheckpoint,proto3" json:"last_checkpoint,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SessionInfo) Reset() {
+	*x = SessionInfo{}
+	mi := &file_cexec_v1_control_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionInfo) ProtoMessage() {}
+
+func (x *SessionInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
+func (*SessionInfo) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *SessionInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetEntries() int64 {
+	if x != nil {
+		return x.Entries
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetStartedUnixMs() int64 {
+	if x != nil {
+		return x.StartedUnixMs
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetLastUnixMs() int64 {
+	if x != nil {
+		return x.LastUnixMs
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetLastCheckpoint() string {
+	if x != nil {
+		return x.LastCheckpoint
+	}
+	return ""
+}
+
+type ListSessionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsRequest) Reset() {
+	*x = ListSessionsRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsRequest) ProtoMessage() {}
+
+func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
+func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ListSessionsRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+type ListSessionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sessions      []*SessionInfo         `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsResponse) Reset() {
+	*x = ListSessionsResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsResponse) ProtoMessage() {}
+
+func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
+func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+type GetSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Session       string                 `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSessionRequest) Reset() {
+	*x = GetSessionRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSessionRequest) ProtoMessage() {}
+
+func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
+func (*GetSessionRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *GetSessionRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *GetSessionRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+type GetSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// entries_jsonl is the session log, one JSON entry per line.
+	EntriesJsonl []byte `protobuf:"bytes,1,opt,name=entries_jsonl,json=entriesJsonl,proto3" json:"entries_jsonl,omitempty"`
+	// skipped counts damaged lines that were left out (a torn last line).
+	Skipped       int32 `protobuf:"varint,2,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSessionResponse) Reset() {
+	*x = GetSessionResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSessionResponse) ProtoMessage() {}
+
+func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
+func (*GetSessionResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *GetSessionResponse) GetEntriesJsonl() []byte {
+	if x != nil {
+		return x.EntriesJsonl
+	}
+	return nil
+}
+
+func (x *GetSessionResponse) GetSkipped() int32 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+type ResumeSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Session       string                 `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeSessionRequest) Reset() {
+	*x = ResumeSessionRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeSessionRequest) ProtoMessage() {}
+
+func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeSessionRequest.ProtoReflect.Descriptor instead.
+func (*ResumeSessionRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ResumeSessionRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ResumeSessionRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+type ResumeSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// resume_json is the last checkpoint, a summary and the last entries.
+	ResumeJson    []byte `protobuf:"bytes,1,opt,name=resume_json,json=resumeJson,proto3" json:"resume_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeSessionResponse) Reset() {
+	*x = ResumeSessionResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeSessionResponse) ProtoMessage() {}
+
+func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeSessionResponse.ProtoReflect.Descriptor instead.
+func (*ResumeSessionResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ResumeSessionResponse) GetResumeJson() []byte {
+	if x != nil {
+		return x.ResumeJson
+	}
+	return nil
+}
+
+type Skill struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description   string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	Shared        bool                   `protobuf:"varint,3,opt,name=shared,proto3" json:"shared,omitempty"`
+	Import        string                 `protobuf:"bytes,4,opt,name=import,proto3" json:"import,omitempty"`
+	Instructions  string                 `protobuf:"bytes,5,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	Code          string                 `protobuf:"bytes,6,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Skill) Reset() {
+	*x = Skill{}
+	mi := &file_cexec_v1_control_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Skill) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Skill) ProtoMessage() {}
+
+func (x *Skill) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Skill.ProtoReflect.Descriptor instead.
+func (*Skill) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *Skill) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Skill) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Skill) GetShared() bool {
+	if x != nil {
+		return x.Shared
+	}
+	return false
+}
+
+func (x *Skill) GetImport() string {
+	if x != nil {
+		return x.Import
+	}
+	return ""
+}
+
+func (x *Skill) GetInstructions() string {
+	if x != nil {
+		return x.Instructions
+	}
+	return ""
+}
+
+func (x *Skill) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+type ListSkillsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSkillsRequest) Reset() {
+	*x = ListSkillsRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSkillsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSkillsRequest) ProtoMessage() {}
+
+func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSkillsRequest.ProtoReflect.Descriptor instead.
+func (*ListSkillsRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ListSkillsRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+type ListSkillsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Skills        []*Skill               `protobuf:"bytes,1,rep,name=skills,proto3" json:"skills,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSkillsResponse) Reset() {
+	*x = ListSkillsResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSkillsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSkillsResponse) ProtoMessage() {}
+
+func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSkillsResponse.ProtoReflect.Descriptor instead.
+func (*ListSkillsResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ListSkillsResponse) GetSkills() []*Skill {
+	if x != nil {
+		return x.Skills
+	}
+	return nil
+}
+
+type GetSkillRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSkillRequest) Reset() {
+	*x = GetSkillRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSkillRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSkillRequest) ProtoMessage() {}
+
+func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
+func (*GetSkillRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *GetSkillRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *GetSkillRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type GetSkillResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Skill         *Skill                 `protobuf:"bytes,1,opt,name=skill,proto3" json:"skill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSkillResponse) Reset() {
+	*x = GetSkillResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSkillResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSkillResponse) ProtoMessage() {}
+
+func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
+func (*GetSkillResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *GetSkillResponse) GetSkill() *Skill {
+	if x != nil {
+		return x.Skill
+	}
+	return nil
+}
+
+type SaveSkillRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Description   string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	Code          string                 `protobuf:"bytes,4,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveSkillRequest) Reset() {
+	*x = SaveSkillRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveSkillRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveSkillRequest) ProtoMessage() {}
+
+func (x *SaveSkillRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveSkillRequest.ProtoReflect.Descriptor instead.
+func (*SaveSkillRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *SaveSkillRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SaveSkillRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SaveSkillRequest) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *SaveSkillRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+type SaveSkillResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Skill         *Skill                 `protobuf:"bytes,1,opt,name=skill,proto3" json:"skill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveSkillResponse) Reset() {
+	*x = SaveSkillResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveSkillResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveSkillResponse) ProtoMessage() {}
+
+func (x *SaveSkillResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveSkillResponse.ProtoReflect.Descriptor instead.
+func (*SaveSkillResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *SaveSkillResponse) GetSkill() *Skill {
+	if x != nil {
+		return x.Skill
+	}
+	return nil
+}
+
+type TenantInfo struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Declared       bool                   `protobuf:"varint,2,opt,name=declared,proto3" json:"declared,omitempty"`
+	DiskBytes      int64                  `protobuf:"varint,3,opt,name=disk_bytes,json=diskBytes,proto3" json:"disk_bytes,omitempty"`
+	DiskQuota      int64                  `protobuf:"varint,4,opt,name=disk_quota,json=diskQuota,proto3" json:"disk_quota,omitempty"`
+	Running        int32                  `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`
+	LastUsedUnixMs int64                  `protobuf:"varint,6,opt,name=last_used_unix_ms,json=lastUsedUnixMs,proto3" json:"last_used_unix_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TenantInfo) Reset() {
+	*x = TenantInfo{}
+	mi := &file_cexec_v1_control_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TenantInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TenantInfo) ProtoMessage() {}
+
+func (x *TenantInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TenantInfo.ProtoReflect.Descriptor instead.
+func (*TenantInfo) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *TenantInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TenantInfo) GetDeclared() bool {
+	if x != nil {
+		return x.Declared
+	}
+	return false
+}
+
+func (x *TenantInfo) GetDiskBytes() int64 {
+	if x != nil {
+		return x.DiskBytes
+	}
+	return 0
+}
+
+func (x *TenantInfo) GetDiskQuota() int64 {
+	if x != nil {
+		return x.DiskQuota
+	}
+	return 0
+}
+
+func (x *TenantInfo) GetRunning() int32 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *TenantInfo) GetLastUsedUnixMs() int64 {
+	if x != nil {
+		return x.LastUsedUnixMs
+	}
+	return 0
+}
+
+type ListTenantsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTenantsRequest) Reset() {
+	*x = ListTenantsRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTenantsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTenantsRequest) ProtoMessage() {}
+
+func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
+func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{56}
+}
+
+type ListTenantsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenants       []*TenantInfo          `protobuf:"bytes,1,rep,name=tenants,proto3" json:"tenants,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTenantsResponse) Reset() {
+	*x = ListTenantsResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTenantsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTenantsResponse) ProtoMessage() {}
+
+func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
+func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *ListTenantsResponse) GetTenants() []*TenantInfo {
+	if x != nil {
+		return x.Tenants
+	}
+	return nil
+}
+
+type GCTenantsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	OlderThanMs   int64                  `protobuf:"varint,1,opt,name=older_than_ms,json=olderThanMs,proto3" json:"older_than_ms,omitempty"`
+	DryRun        bool                   `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GCTenantsRequest) Reset() {
+	*x = GCTenantsRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GCTenantsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GCTenantsRequest) ProtoMessage() {}
+
+func (x *GCTenantsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GCTenantsRequest.ProtoReflect.Descriptor instead.
+func (*GCTenantsRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *GCTenantsRequest) GetOlderThanMs() int64 {
+	if x != nil {
+		return x.OlderThanMs
+	}
+	return 0
+}
+
+func (x *GCTenantsRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type GCTenantsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Removed       []*TenantInfo          `protobuf:"bytes,1,rep,name=removed,proto3" json:"removed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GCTenantsResponse) Reset() {
+	*x = GCTenantsResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GCTenantsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GCTenantsResponse) ProtoMessage() {}
+
+func (x *GCTenantsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GCTenantsResponse.ProtoReflect.Descriptor instead.
+func (*GCTenantsResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *GCTenantsResponse) GetRemoved() []*TenantInfo {
+	if x != nil {
+		return x.Removed
+	}
+	return nil
+}
+
+type PoolStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolStatusRequest) Reset() {
+	*x = PoolStatusRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolStatusRequest) ProtoMessage() {}
+
+func (x *PoolStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolStatusRequest.ProtoReflect.Descriptor instead.
+func (*PoolStatusRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{60}
+}
+
+type PoolStatusResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Idle          map[string]int32       `protobuf:"bytes,1,rep,name=idle,proto3" json:"idle,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"` // tenant -> idle sandboxes
+	Busy          int32                  `protobuf:"varint,2,opt,name=busy,proto3" json:"busy,omitempty"`
+	Creating      int32                  `protobuf:"varint,3,opt,name=creating,proto3" json:"creating,omitempty"`
+	MaxTotal      int32                  `protobuf:"varint,4,opt,name=max_total,json=maxTotal,proto3" json:"max_total,omitempty"`
+	Backend       string                 `protobuf:"bytes,5,opt,name=backend,proto3" json:"backend,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolStatusResponse) Reset() {
+	*x = PoolStatusResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolStatusResponse) ProtoMessage() {}
+
+func (x *PoolStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolStatusResponse.ProtoReflect.Descriptor instead.
+func (*PoolStatusResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *PoolStatusResponse) GetIdle() map[string]int32 {
+	if x != nil {
+		return x.Idle
+	}
+	return nil
+}
+
+func (x *PoolStatusResponse) GetBusy() int32 {
+	if x != nil {
+		return x.Busy
+	}
+	return 0
+}
+
+func (x *PoolStatusResponse) GetCreating() int32 {
+	if x != nil {
+		return x.Creating
+	}
+	return 0
+}
+
+func (x *PoolStatusResponse) GetMaxTotal() int32 {
+	if x != nil {
+		return x.MaxTotal
+	}
+	return 0
+}
+
+func (x *PoolStatusResponse) GetBackend() string {
+	if x != nil {
+		return x.Backend
+	}
+	return ""
+}
+
+type ExecuteTaskRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Session       string                 `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	Task          string                 `protobuf:"bytes,3,opt,name=task,proto3" json:"task,omitempty"`
+	TimeoutMs     int64                  `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecuteTaskRequest) Reset() {
+	*x = ExecuteTaskRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecuteTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecuteTaskRequest) ProtoMessage() {}
+
+func (x *ExecuteTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecuteTaskRequest.ProtoReflect.Descriptor instead.
+func (*ExecuteTaskRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *ExecuteTaskRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ExecuteTaskRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *ExecuteTaskRequest) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *ExecuteTaskRequest) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type TaskAttempt struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generator     string                 `protobuf:"bytes,1,opt,name=generator,proto3" json:"generator,omitempty"`
+	Code          string                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskAttempt) Reset() {
+	*x = TaskAttempt{}
+	mi := &file_cexec_v1_control_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskAttempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskAttempt) ProtoMessage() {}
+
+func (x *TaskAttempt) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskAttempt.ProtoReflect.Descriptor instead.
+func (*TaskAttempt) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *TaskAttempt) GetGenerator() string {
+	if x != nil {
+		return x.Generator
+	}
+	return ""
+}
+
+func (x *TaskAttempt) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *TaskAttempt) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type ExecuteTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// stdout is what the final program printed.
+	Stdout string      `protobuf:"bytes,1,opt,name=stdout,proto3" json:"stdout,omitempty"`
+	Result *ExecResult `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	// generator wrote the final program (e.g. "rules", "llm").
+	Generator        string         `protobuf:"bytes,3,opt,name=generator,proto3" json:"generator,omitempty"`
+	Model            string         `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	Code             string         `protobuf:"bytes,5,opt,name=code,proto3" json:"code,omitempty"`
+	PromptTokens     int64          `protobuf:"varint,6,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	CompletionTokens int64          `protobuf:"varint,7,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	ToolsDiscovered  int32          `protobuf:"varint,8,opt,name=tools_discovered,json=toolsDiscovered,proto3" json:"tools_discovered,omitempty"`
+	ToolsSelected    int32          `protobuf:"varint,9,opt,name=tools_selected,json=toolsSelected,proto3" json:"tools_selected,omitempty"`
+	Attempts         []*TaskAttempt `protobuf:"bytes,10,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	Repairs          int32          `protobuf:"varint,11,opt,name=repairs,proto3" json:"repairs,omitempty"`
+	// pipeline_overhead_us is the time spent outside model calls and the
+	// execution itself.
+	PipelineOverheadUs int64 `protobuf:"varint,12,opt,name=pipeline_overhead_us,json=pipelineOverheadUs,proto3" json:"pipeline_overhead_us,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *ExecuteTaskResponse) Reset() {
+	*x = ExecuteTaskResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecuteTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecuteTaskResponse) ProtoMessage() {}
+
+func (x *ExecuteTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecuteTaskResponse.ProtoReflect.Descriptor instead.
+func (*ExecuteTaskResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *ExecuteTaskResponse) GetStdout() string {
+	if x != nil {
+		return x.Stdout
+	}
+	return ""
+}
+
+func (x *ExecuteTaskResponse) GetResult() *ExecResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *ExecuteTaskResponse) GetGenerator() string {
+	if x != nil {
+		return x.Generator
+	}
+	return ""
+}
+
+func (x *ExecuteTaskResponse) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ExecuteTaskResponse) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *ExecuteTaskResponse) GetPromptTokens() int64 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
+func (x *ExecuteTaskResponse) GetCompletionTokens() int64 {
+	if x != nil {
+		return x.CompletionTokens
+	}
+	return 0
+}
+
+func (x *ExecuteTaskResponse) GetToolsDiscovered() int32 {
+	if x != nil {
+		return x.ToolsDiscovered
+	}
+	return 0
+}
+
+func (x *ExecuteTaskResponse) GetToolsSelected() int32 {
+	if x != nil {
+		return x.ToolsSelected
+	}
+	return 0
+}
+
+func (x *ExecuteTaskResponse) GetAttempts() []*TaskAttempt {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+func (x *ExecuteTaskResponse) GetRepairs() int32 {
+	if x != nil {
+		return x.Repairs
+	}
+	return 0
+}
+
+func (x *ExecuteTaskResponse) GetPipelineOverheadUs() int64 {
+	if x != nil {
+		return x.PipelineOverheadUs
+	}
+	return 0
+}
+
 var File_cexec_v1_control_proto protoreflect.FileDescriptor
 
 const file_cexec_v1_control_proto_rawDesc = "" +
@@ -1399,7 +4058,193 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\tExecEvent\x12*\n" +
 	"\x06output\x18\x01 \x01(\v2\x10.cexec.v1.OutputH\x00R\x06output\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x14.cexec.v1.ExecResultH\x00R\x06resultB\a\n" +
-	"\x05event2\xa6\x03\n" +
+	"\x05event\"\xc6\x02\n" +
+	"\n" +
+	"ServerInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
+	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12)\n" +
+	"\x10protocol_version\x18\x04 \x01(\tR\x0fprotocolVersion\x12\x1f\n" +
+	"\vserver_name\x18\x05 \x01(\tR\n" +
+	"serverName\x12%\n" +
+	"\x0eserver_version\x18\x06 \x01(\tR\rserverVersion\x12\x14\n" +
+	"\x05tools\x18\a \x01(\x05R\x05tools\x12\x10\n" +
+	"\x03pid\x18\b \x01(\x05R\x03pid\x12\x1a\n" +
+	"\brestarts\x18\t \x01(\x05R\brestarts\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\n" +
+	" \x01(\tR\tlastError\x12\x1a\n" +
+	"\boptional\x18\v \x01(\bR\boptional\"\x14\n" +
+	"\x12ListServersRequest\"E\n" +
+	"\x13ListServersResponse\x12.\n" +
+	"\aservers\x18\x01 \x03(\v2\x14.cexec.v1.ServerInfoR\aservers\"\xca\x01\n" +
+	"\bToolInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06server\x18\x02 \x01(\tR\x06server\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
+	"\x05title\x18\x04 \x01(\tR\x05title\x12 \n" +
+	"\vdescription\x18\x05 \x01(\tR\vdescription\x12\x16\n" +
+	"\x06import\x18\x06 \x01(\tR\x06import\x12\x1c\n" +
+	"\tsignature\x18\a \x01(\tR\tsignature\x12\x14\n" +
+	"\x05local\x18\b \x01(\bR\x05local\"*\n" +
+	"\x10ListToolsRequest\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\"=\n" +
+	"\x11ListToolsResponse\x12(\n" +
+	"\x05tools\x18\x01 \x03(\v2\x12.cexec.v1.ToolInfoR\x05tools\" \n" +
+	"\x0eGetToolRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xdf\x01\n" +
+	"\x0fGetToolResponse\x12&\n" +
+	"\x04tool\x18\x01 \x01(\v2\x12.cexec.v1.ToolInfoR\x04tool\x12\x1f\n" +
+	"\vstub_source\x18\x02 \x01(\tR\n" +
+	"stubSource\x12*\n" +
+	"\x11input_schema_json\x18\x03 \x01(\fR\x0finputSchemaJson\x12,\n" +
+	"\x12output_schema_json\x18\x04 \x01(\fR\x10outputSchemaJson\x12)\n" +
+	"\x10annotations_json\x18\x05 \x01(\fR\x0fannotationsJson\"-\n" +
+	"\x13RefreshToolsRequest\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\",\n" +
+	"\x14RefreshToolsResponse\x12\x14\n" +
+	"\x05tools\x18\x01 \x01(\x05R\x05tools\"\x95\x01\n" +
+	"\x12SearchToolsRequest\x12\x14\n" +
+	"\x05query\x18\x01 \x01(\tR\x05query\x12!\n" +
+	"\fdetail_level\x18\x02 \x01(\tR\vdetailLevel\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x18\n" +
+	"\aservers\x18\x04 \x03(\tR\aservers\x12\x16\n" +
+	"\x06tenant\x18\x05 \x01(\tR\x06tenant\"\xf8\x01\n" +
+	"\tSearchHit\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05score\x18\x03 \x01(\x01R\x05score\x12\x16\n" +
+	"\x06server\x18\x04 \x01(\tR\x06server\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\x12\x16\n" +
+	"\x06import\x18\x06 \x01(\tR\x06import\x12 \n" +
+	"\vdescription\x18\a \x01(\tR\vdescription\x12\x1f\n" +
+	"\vstub_source\x18\b \x01(\tR\n" +
+	"stubSource\x12*\n" +
+	"\x11input_schema_json\x18\t \x01(\fR\x0finputSchemaJson\"Z\n" +
+	"\x13SearchToolsResponse\x12'\n" +
+	"\x04hits\x18\x01 \x03(\v2\x13.cexec.v1.SearchHitR\x04hits\x12\x1a\n" +
+	"\bwarnings\x18\x02 \x03(\tR\bwarnings\"=\n" +
+	"\x0fGetStateRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"&\n" +
+	"\x10GetStateResponse\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"Q\n" +
+	"\x0fPutStateRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\"_\n" +
+	"\tStateInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12(\n" +
+	"\x10modified_unix_ms\x18\x03 \x01(\x03R\x0emodifiedUnixMs\"=\n" +
+	"\x10PutStateResponse\x12)\n" +
+	"\x05state\x18\x01 \x01(\v2\x13.cexec.v1.StateInfoR\x05state\"*\n" +
+	"\x10ListStateRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"@\n" +
+	"\x11ListStateResponse\x12+\n" +
+	"\x06states\x18\x01 \x03(\v2\x13.cexec.v1.StateInfoR\x06states\"@\n" +
+	"\x12DeleteStateRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\x15\n" +
+	"\x13DeleteStateResponse\"\xaa\x01\n" +
+	"\vSessionInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\aentries\x18\x02 \x01(\x03R\aentries\x12&\n" +
+	"\x0fstarted_unix_ms\x18\x03 \x01(\x03R\rstartedUnixMs\x12 \n" +
+	"\flast_unix_ms\x18\x04 \x01(\x03R\n" +
+	"lastUnixMs\x12'\n" +
+	"\x0flast_checkpoint\x18\x05 \x01(\tR\x0elastCheckpoint\"-\n" +
+	"\x13ListSessionsRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"I\n" +
+	"\x14ListSessionsResponse\x121\n" +
+	"\bsessions\x18\x01 \x03(\v2\x15.cexec.v1.SessionInfoR\bsessions\"E\n" +
+	"\x11GetSessionRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x18\n" +
+	"\asession\x18\x02 \x01(\tR\asession\"S\n" +
+	"\x12GetSessionResponse\x12#\n" +
+	"\rentries_jsonl\x18\x01 \x01(\fR\fentriesJsonl\x12\x18\n" +
+	"\askipped\x18\x02 \x01(\x05R\askipped\"H\n" +
+	"\x14ResumeSessionRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x18\n" +
+	"\asession\x18\x02 \x01(\tR\asession\"8\n" +
+	"\x15ResumeSessionResponse\x12\x1f\n" +
+	"\vresume_json\x18\x01 \x01(\fR\n" +
+	"resumeJson\"\xa5\x01\n" +
+	"\x05Skill\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x16\n" +
+	"\x06shared\x18\x03 \x01(\bR\x06shared\x12\x16\n" +
+	"\x06import\x18\x04 \x01(\tR\x06import\x12\"\n" +
+	"\finstructions\x18\x05 \x01(\tR\finstructions\x12\x12\n" +
+	"\x04code\x18\x06 \x01(\tR\x04code\"+\n" +
+	"\x11ListSkillsRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"=\n" +
+	"\x12ListSkillsResponse\x12'\n" +
+	"\x06skills\x18\x01 \x03(\v2\x0f.cexec.v1.SkillR\x06skills\"=\n" +
+	"\x0fGetSkillRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"9\n" +
+	"\x10GetSkillResponse\x12%\n" +
+	"\x05skill\x18\x01 \x01(\v2\x0f.cexec.v1.SkillR\x05skill\"t\n" +
+	"\x10SaveSkillRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x12\n" +
+	"\x04code\x18\x04 \x01(\tR\x04code\":\n" +
+	"\x11SaveSkillResponse\x12%\n" +
+	"\x05skill\x18\x01 \x01(\v2\x0f.cexec.v1.SkillR\x05skill\"\xbb\x01\n" +
+	"\n" +
+	"TenantInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\bdeclared\x18\x02 \x01(\bR\bdeclared\x12\x1d\n" +
+	"\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\x12\x1d\n" +
+	"\n" +
+	"disk_quota\x18\x04 \x01(\x03R\tdiskQuota\x12\x18\n" +
+	"\arunning\x18\x05 \x01(\x05R\arunning\x12)\n" +
+	"\x11last_used_unix_ms\x18\x06 \x01(\x03R\x0elastUsedUnixMs\"\x14\n" +
+	"\x12ListTenantsRequest\"E\n" +
+	"\x13ListTenantsResponse\x12.\n" +
+	"\atenants\x18\x01 \x03(\v2\x14.cexec.v1.TenantInfoR\atenants\"O\n" +
+	"\x10GCTenantsRequest\x12\"\n" +
+	"\rolder_than_ms\x18\x01 \x01(\x03R\volderThanMs\x12\x17\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"C\n" +
+	"\x11GCTenantsResponse\x12.\n" +
+	"\aremoved\x18\x01 \x03(\v2\x14.cexec.v1.TenantInfoR\aremoved\"\x13\n" +
+	"\x11PoolStatusRequest\"\xf0\x01\n" +
+	"\x12PoolStatusResponse\x12:\n" +
+	"\x04idle\x18\x01 \x03(\v2&.cexec.v1.PoolStatusResponse.IdleEntryR\x04idle\x12\x12\n" +
+	"\x04busy\x18\x02 \x01(\x05R\x04busy\x12\x1a\n" +
+	"\bcreating\x18\x03 \x01(\x05R\bcreating\x12\x1b\n" +
+	"\tmax_total\x18\x04 \x01(\x05R\bmaxTotal\x12\x18\n" +
+	"\abackend\x18\x05 \x01(\tR\abackend\x1a7\n" +
+	"\tIdleEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"y\n" +
+	"\x12ExecuteTaskRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x18\n" +
+	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
+	"\x04task\x18\x03 \x01(\tR\x04task\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs\"U\n" +
+	"\vTaskAttempt\x12\x1c\n" +
+	"\tgenerator\x18\x01 \x01(\tR\tgenerator\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xc6\x03\n" +
+	"\x13ExecuteTaskResponse\x12\x16\n" +
+	"\x06stdout\x18\x01 \x01(\tR\x06stdout\x12,\n" +
+	"\x06result\x18\x02 \x01(\v2\x14.cexec.v1.ExecResultR\x06result\x12\x1c\n" +
+	"\tgenerator\x18\x03 \x01(\tR\tgenerator\x12\x14\n" +
+	"\x05model\x18\x04 \x01(\tR\x05model\x12\x12\n" +
+	"\x04code\x18\x05 \x01(\tR\x04code\x12#\n" +
+	"\rprompt_tokens\x18\x06 \x01(\x03R\fpromptTokens\x12+\n" +
+	"\x11completion_tokens\x18\a \x01(\x03R\x10completionTokens\x12)\n" +
+	"\x10tools_discovered\x18\b \x01(\x05R\x0ftoolsDiscovered\x12%\n" +
+	"\x0etools_selected\x18\t \x01(\x05R\rtoolsSelected\x121\n" +
+	"\battempts\x18\n" +
+	" \x03(\v2\x15.cexec.v1.TaskAttemptR\battempts\x12\x18\n" +
+	"\arepairs\x18\v \x01(\x05R\arepairs\x120\n" +
+	"\x14pipeline_overhead_us\x18\f \x01(\x03R\x12pipelineOverheadUs2\x8e\x0e\n" +
 	"\aControl\x12;\n" +
 	"\x06Status\x12\x17.cexec.v1.StatusRequest\x1a\x18.cexec.v1.StatusResponse\x12J\n" +
 	"\vListPlugins\x12\x1c.cexec.v1.ListPluginsRequest\x1a\x1d.cexec.v1.ListPluginsResponse\x12G\n" +
@@ -1408,7 +4253,29 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\vCheckConfig\x12\x1c.cexec.v1.CheckConfigRequest\x1a\x1d.cexec.v1.CheckConfigResponse\x12G\n" +
 	"\n" +
 	"ShowConfig\x12\x1b.cexec.v1.ShowConfigRequest\x1a\x1c.cexec.v1.ShowConfigResponse\x124\n" +
-	"\x04Exec\x12\x15.cexec.v1.ExecRequest\x1a\x13.cexec.v1.ExecEvent0\x01B-Z+github.com/cexec/cexec/api/cexec/v1;cexecv1b\x06proto3"
+	"\x04Exec\x12\x15.cexec.v1.ExecRequest\x1a\x13.cexec.v1.ExecEvent0\x01\x12J\n" +
+	"\vListServers\x12\x1c.cexec.v1.ListServersRequest\x1a\x1d.cexec.v1.ListServersResponse\x12D\n" +
+	"\tListTools\x12\x1a.cexec.v1.ListToolsRequest\x1a\x1b.cexec.v1.ListToolsResponse\x12>\n" +
+	"\aGetTool\x12\x18.cexec.v1.GetToolRequest\x1a\x19.cexec.v1.GetToolResponse\x12M\n" +
+	"\fRefreshTools\x12\x1d.cexec.v1.RefreshToolsRequest\x1a\x1e.cexec.v1.RefreshToolsResponse\x12J\n" +
+	"\vSearchTools\x12\x1c.cexec.v1.SearchToolsRequest\x1a\x1d.cexec.v1.SearchToolsResponse\x12A\n" +
+	"\bGetState\x12\x19.cexec.v1.GetStateRequest\x1a\x1a.cexec.v1.GetStateResponse\x12A\n" +
+	"\bPutState\x12\x19.cexec.v1.PutStateRequest\x1a\x1a.cexec.v1.PutStateResponse\x12D\n" +
+	"\tListState\x12\x1a.cexec.v1.ListStateRequest\x1a\x1b.cexec.v1.ListStateResponse\x12J\n" +
+	"\vDeleteState\x12\x1c.cexec.v1.DeleteStateRequest\x1a\x1d.cexec.v1.DeleteStateResponse\x12M\n" +
+	"\fListSessions\x12\x1d.cexec.v1.ListSessionsRequest\x1a\x1e.cexec.v1.ListSessionsResponse\x12G\n" +
+	"\n" +
+	"GetSession\x12\x1b.cexec.v1.GetSessionRequest\x1a\x1c.cexec.v1.GetSessionResponse\x12P\n" +
+	"\rResumeSession\x12\x1e.cexec.v1.ResumeSessionRequest\x1a\x1f.cexec.v1.ResumeSessionResponse\x12G\n" +
+	"\n" +
+	"ListSkills\x12\x1b.cexec.v1.ListSkillsRequest\x1a\x1c.cexec.v1.ListSkillsResponse\x12A\n" +
+	"\bGetSkill\x12\x19.cexec.v1.GetSkillRequest\x1a\x1a.cexec.v1.GetSkillResponse\x12D\n" +
+	"\tSaveSkill\x12\x1a.cexec.v1.SaveSkillRequest\x1a\x1b.cexec.v1.SaveSkillResponse\x12J\n" +
+	"\vListTenants\x12\x1c.cexec.v1.ListTenantsRequest\x1a\x1d.cexec.v1.ListTenantsResponse\x12D\n" +
+	"\tGCTenants\x12\x1a.cexec.v1.GCTenantsRequest\x1a\x1b.cexec.v1.GCTenantsResponse\x12G\n" +
+	"\n" +
+	"PoolStatus\x12\x1b.cexec.v1.PoolStatusRequest\x1a\x1c.cexec.v1.PoolStatusResponse\x12J\n" +
+	"\vExecuteTask\x12\x1c.cexec.v1.ExecuteTaskRequest\x1a\x1d.cexec.v1.ExecuteTaskResponseB-Z+github.com/cexec/cexec/api/cexec/v1;cexecv1b\x06proto3"
 
 var (
 	file_cexec_v1_control_proto_rawDescOnce sync.Once
@@ -1422,27 +4289,74 @@ func file_cexec_v1_control_proto_rawDescGZIP() []byte {
 	return file_cexec_v1_control_proto_rawDescData
 }
 
-var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_cexec_v1_control_proto_goTypes = []any{
-	(*StatusRequest)(nil),       // 0: cexec.v1.StatusRequest
-	(*PluginSummary)(nil),       // 1: cexec.v1.PluginSummary
-	(*StatusResponse)(nil),      // 2: cexec.v1.StatusResponse
-	(*ListPluginsRequest)(nil),  // 3: cexec.v1.ListPluginsRequest
-	(*PluginStatus)(nil),        // 4: cexec.v1.PluginStatus
-	(*ListPluginsResponse)(nil), // 5: cexec.v1.ListPluginsResponse
-	(*PingPluginRequest)(nil),   // 6: cexec.v1.PingPluginRequest
-	(*PingPluginResponse)(nil),  // 7: cexec.v1.PingPluginResponse
-	(*Diagnostic)(nil),          // 8: cexec.v1.Diagnostic
-	(*CheckConfigRequest)(nil),  // 9: cexec.v1.CheckConfigRequest
-	(*CheckConfigResponse)(nil), // 10: cexec.v1.CheckConfigResponse
-	(*ShowConfigRequest)(nil),   // 11: cexec.v1.ShowConfigRequest
-	(*ShowConfigResponse)(nil),  // 12: cexec.v1.ShowConfigResponse
-	(*ExecRequest)(nil),         // 13: cexec.v1.ExecRequest
-	(*Output)(nil),              // 14: cexec.v1.Output
-	(*ToolCallRecord)(nil),      // 15: cexec.v1.ToolCallRecord
-	(*ExecError)(nil),           // 16: cexec.v1.ExecError
-	(*ExecResult)(nil),          // 17: cexec.v1.ExecResult
-	(*ExecEvent)(nil),           // 18: cexec.v1.ExecEvent
+	(*StatusRequest)(nil),         // 0: cexec.v1.StatusRequest
+	(*PluginSummary)(nil),         // 1: cexec.v1.PluginSummary
+	(*StatusResponse)(nil),        // 2: cexec.v1.StatusResponse
+	(*ListPluginsRequest)(nil),    // 3: cexec.v1.ListPluginsRequest
+	(*PluginStatus)(nil),          // 4: cexec.v1.PluginStatus
+	(*ListPluginsResponse)(nil),   // 5: cexec.v1.ListPluginsResponse
+	(*PingPluginRequest)(nil),     // 6: cexec.v1.PingPluginRequest
+	(*PingPluginResponse)(nil),    // 7: cexec.v1.PingPluginResponse
+	(*Diagnostic)(nil),            // 8: cexec.v1.Diagnostic
+	(*CheckConfigRequest)(nil),    // 9: cexec.v1.CheckConfigRequest
+	(*CheckConfigResponse)(nil),   // 10: cexec.v1.CheckConfigResponse
+	(*ShowConfigRequest)(nil),     // 11: cexec.v1.ShowConfigRequest
+	(*ShowConfigResponse)(nil),    // 12: cexec.v1.ShowConfigResponse
+	(*ExecRequest)(nil),           // 13: cexec.v1.ExecRequest
+	(*Output)(nil),                // 14: cexec.v1.Output
+	(*ToolCallRecord)(nil),        // 15: cexec.v1.ToolCallRecord
+	(*ExecError)(nil),             // 16: cexec.v1.ExecError
+	(*ExecResult)(nil),            // 17: cexec.v1.ExecResult
+	(*ExecEvent)(nil),             // 18: cexec.v1.ExecEvent
+	(*ServerInfo)(nil),            // 19: cexec.v1.ServerInfo
+	(*ListServersRequest)(nil),    // 20: cexec.v1.ListServersRequest
+	(*ListServersResponse)(nil),   // 21: cexec.v1.ListServersResponse
+	(*ToolInfo)(nil),              // 22: cexec.v1.ToolInfo
+	(*ListToolsRequest)(nil),      // 23: cexec.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 24: cexec.v1.ListToolsResponse
+	(*GetToolRequest)(nil),        // 25: cexec.v1.GetToolRequest
+	(*GetToolResponse)(nil),       // 26: cexec.v1.GetToolResponse
+	(*RefreshToolsRequest)(nil),   // 27: cexec.v1.RefreshToolsRequest
+	(*RefreshToolsResponse)(nil),  // 28: cexec.v1.RefreshToolsResponse
+	(*SearchToolsRequest)(nil),    // 29: cexec.v1.SearchToolsRequest
+	(*SearchHit)(nil),             // 30: cexec.v1.SearchHit
+	(*SearchToolsResponse)(nil),   // 31: cexec.v1.SearchToolsResponse
+	(*GetStateRequest)(nil),       // 32: cexec.v1.GetStateRequest
+	(*GetStateResponse)(nil),      // 33: cexec.v1.GetStateResponse
+	(*PutStateRequest)(nil),       // 34: cexec.v1.PutStateRequest
+	(*StateInfo)(nil),             // 35: cexec.v1.StateInfo
+	(*PutStateResponse)(nil),      // 36: cexec.v1.PutStateResponse
+	(*ListStateRequest)(nil),      // 37: cexec.v1.ListStateRequest
+	(*ListStateResponse)(nil),     // 38: cexec.v1.ListStateResponse
+	(*DeleteStateRequest)(nil),    // 39: cexec.v1.DeleteStateRequest
+	(*DeleteStateResponse)(nil),   // 40: cexec.v1.DeleteStateResponse
+	(*SessionInfo)(nil),           // 41: cexec.v1.SessionInfo
+	(*ListSessionsRequest)(nil),   // 42: cexec.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 43: cexec.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),     // 44: cexec.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),    // 45: cexec.v1.GetSessionResponse
+	(*ResumeSessionRequest)(nil),  // 46: cexec.v1.ResumeSessionRequest
+	(*ResumeSessionResponse)(nil), // 47: cexec.v1.ResumeSessionResponse
+	(*Skill)(nil),                 // 48: cexec.v1.Skill
+	(*ListSkillsRequest)(nil),     // 49: cexec.v1.ListSkillsRequest
+	(*ListSkillsResponse)(nil),    // 50: cexec.v1.ListSkillsResponse
+	(*GetSkillRequest)(nil),       // 51: cexec.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),      // 52: cexec.v1.GetSkillResponse
+	(*SaveSkillRequest)(nil),      // 53: cexec.v1.SaveSkillRequest
+	(*SaveSkillResponse)(nil),     // 54: cexec.v1.SaveSkillResponse
+	(*TenantInfo)(nil),            // 55: cexec.v1.TenantInfo
+	(*ListTenantsRequest)(nil),    // 56: cexec.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),   // 57: cexec.v1.ListTenantsResponse
+	(*GCTenantsRequest)(nil),      // 58: cexec.v1.GCTenantsRequest
+	(*GCTenantsResponse)(nil),     // 59: cexec.v1.GCTenantsResponse
+	(*PoolStatusRequest)(nil),     // 60: cexec.v1.PoolStatusRequest
+	(*PoolStatusResponse)(nil),    // 61: cexec.v1.PoolStatusResponse
+	(*ExecuteTaskRequest)(nil),    // 62: cexec.v1.ExecuteTaskRequest
+	(*TaskAttempt)(nil),           // 63: cexec.v1.TaskAttempt
+	(*ExecuteTaskResponse)(nil),   // 64: cexec.v1.ExecuteTaskResponse
+	nil,                           // 65: cexec.v1.PoolStatusResponse.IdleEntry
 }
 var file_cexec_v1_control_proto_depIdxs = []int32{
 	1,  // 0: cexec.v1.StatusResponse.plugins:type_name -> cexec.v1.PluginSummary
@@ -1452,23 +4366,76 @@ var file_cexec_v1_control_proto_depIdxs = []int32{
 	15, // 4: cexec.v1.ExecResult.tool_calls:type_name -> cexec.v1.ToolCallRecord
 	14, // 5: cexec.v1.ExecEvent.output:type_name -> cexec.v1.Output
 	17, // 6: cexec.v1.ExecEvent.result:type_name -> cexec.v1.ExecResult
-	0,  // 7: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
-	3,  // 8: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
-	6,  // 9: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
-	9,  // 10: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
-	11, // 11: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
-	13, // 12: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
-	2,  // 13: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
-	5,  // 14: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
-	7,  // 15: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
-	10, // 16: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
-	12, // 17: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
-	18, // 18: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
-	13, // [13:19] is the sub-list for method output_type
-	7,  // [7:13] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	19, // 7: cexec.v1.ListServersResponse.servers:type_name -> cexec.v1.ServerInfo
+	22, // 8: cexec.v1.ListToolsResponse.tools:type_name -> cexec.v1.ToolInfo
+	22, // 9: cexec.v1.GetToolResponse.tool:type_name -> cexec.v1.ToolInfo
+	30, // 10: cexec.v1.SearchToolsResponse.hits:type_name -> cexec.v1.SearchHit
+	35, // 11: cexec.v1.PutStateResponse.state:type_name -> cexec.v1.StateInfo
+	35, // 12: cexec.v1.ListStateResponse.states:type_name -> cexec.v1.StateInfo
+	41, // 13: cexec.v1.ListSessionsResponse.sessions:type_name -> cexec.v1.SessionInfo
+	48, // 14: cexec.v1.ListSkillsResponse.skills:type_name -> cexec.v1.Skill
+	48, // 15: cexec.v1.GetSkillResponse.skill:type_name -> cexec.v1.Skill
+	48, // 16: cexec.v1.SaveSkillResponse.skill:type_name -> cexec.v1.Skill
+	55, // 17: cexec.v1.ListTenantsResponse.tenants:type_name -> cexec.v1.TenantInfo
+	55, // 18: cexec.v1.GCTenantsResponse.removed:type_name -> cexec.v1.TenantInfo
+	65, // 19: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
+	17, // 20: cexec.v1.ExecuteTaskResponse.result:type_name -> cexec.v1.ExecResult
+	63, // 21: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
+	0,  // 22: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
+	3,  // 23: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
+	6,  // 24: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
+	9,  // 25: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
+	11, // 26: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
+	13, // 27: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
+	20, // 28: cexec.v1.Control.ListServers:input_type -> cexec.v1.ListServersRequest
+	23, // 29: cexec.v1.Control.ListTools:input_type -> cexec.v1.ListToolsRequest
+	25, // 30: cexec.v1.Control.GetTool:input_type -> cexec.v1.GetToolRequest
+	27, // 31: cexec.v1.Control.RefreshTools:input_type -> cexec.v1.RefreshToolsRequest
+	29, // 32: cexec.v1.Control.SearchTools:input_type -> cexec.v1.SearchToolsRequest
+	32, // 33: cexec.v1.Control.GetState:input_type -> cexec.v1.GetStateRequest
+	34, // 34: cexec.v1.Control.PutState:input_type -> cexec.v1.PutStateRequest
+	37, // 35: cexec.v1.Control.ListState:input_type -> cexec.v1.ListStateRequest
+	39, // 36: cexec.v1.Control.DeleteState:input_type -> cexec.v1.DeleteStateRequest
+	42, // 37: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
+	44, // 38: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
+	46, // 39: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
+	49, // 40: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
+	51, // 41: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
+	53, // 42: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
+	56, // 43: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
+	58, // 44: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
+	60, // 45: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
+	62, // 46: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
+	2,  // 47: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
+	5,  // 48: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
+	7,  // 49: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
+	10, // 50: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
+	12, // 51: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
+	18, // 52: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
+	21, // 53: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
+	24, // 54: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
+	26, // 55: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
+	28, // 56: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
+	31, // 57: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
+	33, // 58: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
+	36, // 59: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
+	38, // 60: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
+	40, // 61: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
+	43, // 62: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
+	45, // 63: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
+	47, // 64: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
+	50, // 65: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
+	52, // 66: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
+	54, // 67: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
+	57, // 68: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
+	59, // 69: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
+	61, // 70: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
+	64, // 71: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
+	47, // [47:72] is the sub-list for method output_type
+	22, // [22:47] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_cexec_v1_control_proto_init() }
@@ -1486,7 +4453,7 @@ func file_cexec_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cexec_v1_control_proto_rawDesc), len(file_cexec_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,12 +22,31 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Control_Status_FullMethodName      = "/cexec.v1.Control/Status"
-	Control_ListPlugins_FullMethodName = "/cexec.v1.Control/ListPlugins"
-	Control_PingPlugin_FullMethodName  = "/cexec.v1.Control/PingPlugin"
-	Control_CheckConfig_FullMethodName = "/cexec.v1.Control/CheckConfig"
-	Control_ShowConfig_FullMethodName  = "/cexec.v1.Control/ShowConfig"
-	Control_Exec_FullMethodName        = "/cexec.v1.Control/Exec"
+	Control_Status_FullMethodName        = "/cexec.v1.Control/Status"
+	Control_ListPlugins_FullMethodName   = "/cexec.v1.Control/ListPlugins"
+	Control_PingPlugin_FullMethodName    = "/cexec.v1.Control/PingPlugin"
+	Control_CheckConfig_FullMethodName   = "/cexec.v1.Control/CheckConfig"
+	Control_ShowConfig_FullMethodName    = "/cexec.v1.Control/ShowConfig"
+	Control_Exec_FullMethodName          = "/cexec.v1.Control/Exec"
+	Control_ListServers_FullMethodName   = "/cexec.v1.Control/ListServers"
+	Control_ListTools_FullMethodName     = "/cexec.v1.Control/ListTools"
+	Control_GetTool_FullMethodName       = "/cexec.v1.Control/GetTool"
+	Control_RefreshTools_FullMethodName  = "/cexec.v1.Control/RefreshTools"
+	Control_SearchTools_FullMethodName   = "/cexec.v1.Control/SearchTools"
+	Control_GetState_FullMethodName      = "/cexec.v1.Control/GetState"
+	Control_PutState_FullMethodName      = "/cexec.v1.Control/PutState"
+	Control_ListState_FullMethodName     = "/cexec.v1.Control/ListState"
+	Control_DeleteState_FullMethodName   = "/cexec.v1.Control/DeleteState"
+	Control_ListSessions_FullMethodName  = "/cexec.v1.Control/ListSessions"
+	Control_GetSession_FullMethodName    = "/cexec.v1.Control/GetSession"
+	Control_ResumeSession_FullMethodName = "/cexec.v1.Control/ResumeSession"
+	Control_ListSkills_FullMethodName    = "/cexec.v1.Control/ListSkills"
+	Control_GetSkill_FullMethodName      = "/cexec.v1.Control/GetSkill"
+	Control_SaveSkill_FullMethodName     = "/cexec.v1.Control/SaveSkill"
+	Control_ListTenants_FullMethodName   = "/cexec.v1.Control/ListTenants"
+	Control_GCTenants_FullMethodName     = "/cexec.v1.Control/GCTenants"
+	Control_PoolStatus_FullMethodName    = "/cexec.v1.Control/PoolStatus"
+	Control_ExecuteTask_FullMethodName   = "/cexec.v1.Control/ExecuteTask"
 )
 
 // ControlClient is the client API for Control service.
@@ -46,6 +65,29 @@ type ControlClient interface {
 	ShowConfig(ctx context.Context, in *ShowConfigRequest, opts ...grpc.CallOption) (*ShowConfigResponse, error)
 	// Exec runs Python in a pooled sandbox and streams its output.
 	Exec(ctx context.Context, in *ExecRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExecEvent], error)
+	// Tools: upstream servers, the catalog, stubs and search.
+	ListServers(ctx context.Context, in *ListServersRequest, opts ...grpc.CallOption) (*ListServersResponse, error)
+	ListTools(ctx context.Context, in *ListToolsRequest, opts ...grpc.CallOption) (*ListToolsResponse, error)
+	GetTool(ctx context.Context, in *GetToolRequest, opts ...grpc.CallOption) (*GetToolResponse, error)
+	RefreshTools(ctx context.Context, in *RefreshToolsRequest, opts ...grpc.CallOption) (*RefreshToolsResponse, error)
+	SearchTools(ctx context.Context, in *SearchToolsRequest, opts ...grpc.CallOption) (*SearchToolsResponse, error)
+	// Workspaces: state files, sessions, skills, tenants.
+	GetState(ctx context.Context, in *GetStateRequest, opts ...grpc.CallOption) (*GetStateResponse, error)
+	PutState(ctx context.Context, in *PutStateRequest, opts ...grpc.CallOption) (*PutStateResponse, error)
+	ListState(ctx context.Context, in *ListStateRequest, opts ...grpc.CallOption) (*ListStateResponse, error)
+	DeleteState(ctx context.Context, in *DeleteStateRequest, opts ...grpc.CallOption) (*DeleteStateResponse, error)
+	ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error)
+	GetSession(ctx context.Context, in *GetSessionRequest, opts ...grpc.CallOption) (*GetSessionResponse, error)
+	ResumeSession(ctx context.Context, in *ResumeSessionRequest, opts ...grpc.CallOption) (*ResumeSessionResponse, error)
+	ListSkills(ctx context.Context, in *ListSkillsRequest, opts ...grpc.CallOption) (*ListSkillsResponse, error)
+	GetSkill(ctx context.Context, in *GetSkillRequest, opts ...grpc.CallOption) (*GetSkillResponse, error)
+	SaveSkill(ctx context.Context, in *SaveSkillRequest, opts ...grpc.CallOption) (*SaveSkillResponse, error)
+	ListTenants(ctx context.Context, in *ListTenantsRequest, opts ...grpc.CallOption) (*ListTenantsResponse, error)
+	GCTenants(ctx context.Context, in *GCTenantsRequest, opts ...grpc.CallOption) (*GCTenantsResponse, error)
+	// PoolStatus reports the warm sandbox pool.
+	PoolStatus(ctx context.Context, in *PoolStatusRequest, opts ...grpc.CallOption) (*PoolStatusResponse, error)
+	// ExecuteTask selects tools, generates a program, runs and repairs it.
+	ExecuteTask(ctx context.Context, in *ExecuteTaskRequest, opts ...grpc.CallOption) (*ExecuteTaskResponse, error)
 }
 
 type controlClient struct {
@@ -125,6 +167,196 @@ func (c *controlClient) Exec(ctx context.Context, in *ExecRequest, opts ...grpc.
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Control_ExecClient = grpc.ServerStreamingClient[ExecEvent]
 
+func (c *controlClient) ListServers(ctx context.Context, in *ListServersRequest, opts ...grpc.CallOption) (*ListServersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListServersResponse)
+	err := c.cc.Invoke(ctx, Control_ListServers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) ListTools(ctx context.Context, in *ListToolsRequest, opts ...grpc.CallOption) (*ListToolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListToolsResponse)
+	err := c.cc.Invoke(ctx, Control_ListTools_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) GetTool(ctx context.Context, in *GetToolRequest, opts ...grpc.CallOption) (*GetToolResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetToolResponse)
+	err := c.cc.Invoke(ctx, Control_GetTool_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) RefreshTools(ctx context.Context, in *RefreshToolsRequest, opts ...grpc.CallOption) (*RefreshToolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RefreshToolsResponse)
+	err := c.cc.Invoke(ctx, Control_RefreshTools_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) SearchTools(ctx context.Context, in *SearchToolsRequest, opts ...grpc.CallOption) (*SearchToolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchToolsResponse)
+	err := c.cc.Invoke(ctx, Control_SearchTools_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) GetState(ctx context.Context, in *GetStateRequest, opts ...grpc.CallOption) (*GetStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetStateResponse)
+	err := c.cc.Invoke(ctx, Control_GetState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) PutState(ctx context.Context, in *PutStateRequest, opts ...grpc.CallOption) (*PutStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutStateResponse)
+	err := c.cc.Invoke(ctx, Control_PutState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) ListState(ctx context.Context, in *ListStateRequest, opts ...grpc.CallOption) (*ListStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListStateResponse)
+	err := c.cc.Invoke(ctx, Control_ListState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) DeleteState(ctx context.Context, in *DeleteStateRequest, opts ...grpc.CallOption) (*DeleteStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteStateResponse)
+	err := c.cc.Invoke(ctx, Control_DeleteState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSessionsResponse)
+	err := c.cc.Invoke(ctx, Control_ListSessions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) GetSession(ctx context.Context, in *GetSessionRequest, opts ...grpc.CallOption) (*GetSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSessionResponse)
+	err := c.cc.Invoke(ctx, Control_GetSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) ResumeSession(ctx context.Context, in *ResumeSessionRequest, opts ...grpc.CallOption) (*ResumeSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResumeSessionResponse)
+	err := c.cc.Invoke(ctx, Control_ResumeSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) ListSkills(ctx context.Context, in *ListSkillsRequest, opts ...grpc.CallOption) (*ListSkillsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSkillsResponse)
+	err := c.cc.Invoke(ctx, Control_ListSkills_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) GetSkill(ctx context.Context, in *GetSkillRequest, opts ...grpc.CallOption) (*GetSkillResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSkillResponse)
+	err := c.cc.Invoke(ctx, Control_GetSkill_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) SaveSkill(ctx context.Context, in *SaveSkillRequest, opts ...grpc.CallOption) (*SaveSkillResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SaveSkillResponse)
+	err := c.cc.Invoke(ctx, Control_SaveSkill_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) ListTenants(ctx context.Context, in *ListTenantsRequest, opts ...grpc.CallOption) (*ListTenantsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTenantsResponse)
+	err := c.cc.Invoke(ctx, Control_ListTenants_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) GCTenants(ctx context.Context, in *GCTenantsRequest, opts ...grpc.CallOption) (*GCTenantsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GCTenantsResponse)
+	err := c.cc.Invoke(ctx, Control_GCTenants_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) PoolStatus(ctx context.Context, in *PoolStatusRequest, opts ...grpc.CallOption) (*PoolStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PoolStatusResponse)
+	err := c.cc.Invoke(ctx, Control_PoolStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) ExecuteTask(ctx context.Context, in *ExecuteTaskRequest, opts ...grpc.CallOption) (*ExecuteTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExecuteTaskResponse)
+	err := c.cc.Invoke(ctx, Control_ExecuteTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ControlServer is the server API for Control service.
 // All implementations must embed UnimplementedControlServer
 // for forward compatibility.
@@ -141,6 +373,29 @@ type ControlServer interface {
 	ShowConfig(context.Context, *ShowConfigRequest) (*ShowConfigResponse, error)
 	// Exec runs Python in a pooled sandbox and streams its output.
 	Exec(*ExecRequest, grpc.ServerStreamingServer[ExecEvent]) error
+	// Tools: upstream servers, the catalog, stubs and search.
+	ListServers(context.Context, *ListServersRequest) (*ListServersResponse, error)
+	ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error)
+	GetTool(context.Context, *GetToolRequest) (*GetToolResponse, error)
+	RefreshTools(context.Context, *RefreshToolsRequest) (*RefreshToolsResponse, error)
+	SearchTools(context.Context, *SearchToolsRequest) (*SearchToolsResponse, error)
+	// Workspaces: state files, sessions, skills, tenants.
+	GetState(context.Context, *GetStateRequest) (*GetStateResponse, error)
+	PutState(context.Context, *PutStateRequest) (*PutStateResponse, error)
+	ListState(context.Context, *ListStateRequest) (*ListStateResponse, error)
+	DeleteState(context.Context, *DeleteStateRequest) (*DeleteStateResponse, error)
+	ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error)
+	GetSession(context.Context, *GetSessionRequest) (*GetSessionResponse, error)
+	ResumeSession(context.Context, *ResumeSessionRequest) (*ResumeSessionResponse, error)
+	ListSkills(context.Context, *ListSkillsRequest) (*ListSkillsResponse, error)
+	GetSkill(context.Context, *GetSkillRequest) (*GetSkillResponse, error)
+	SaveSkill(context.Context, *SaveSkillRequest) (*SaveSkillResponse, error)
+	ListTenants(context.Context, *ListTenantsRequest) (*ListTenantsResponse, error)
+	GCTenants(context.Context, *GCTenantsRequest) (*GCTenantsResponse, error)
+	// PoolStatus reports the warm sandbox pool.
+	PoolStatus(context.Context, *PoolStatusRequest) (*PoolStatusResponse, error)
+	// ExecuteTask selects tools, generates a program, runs and repairs it.
+	ExecuteTask(context.Context, *ExecuteTaskRequest) (*ExecuteTaskResponse, error)
 	mustEmbedUnimplementedControlServer()
 }
 
@@ -168,6 +423,63 @@ func (UnimplementedControlServer) ShowConfig(context.Context, *ShowConfigRequest
 }
 func (UnimplementedControlServer) Exec(*ExecRequest, grpc.ServerStreamingServer[ExecEvent]) error {
 	return status.Error(codes.Unimplemented, "method Exec not implemented")
+}
+func (UnimplementedControlServer) ListServers(context.Context, *ListServersRequest) (*ListServersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListServers not implemented")
+}
+func (UnimplementedControlServer) ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTools not implemented")
+}
+func (UnimplementedControlServer) GetTool(context.Context, *GetToolRequest) (*GetToolResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetTool not implemented")
+}
+func (UnimplementedControlServer) RefreshTools(context.Context, *RefreshToolsRequest) (*RefreshToolsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RefreshTools not implemented")
+}
+func (UnimplementedControlServer) SearchTools(context.Context, *SearchToolsRequest) (*SearchToolsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchTools not implemented")
+}
+func (UnimplementedControlServer) GetState(context.Context, *GetStateRequest) (*GetStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetState not implemented")
+}
+func (UnimplementedControlServer) PutState(context.Context, *PutStateRequest) (*PutStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutState not implemented")
+}
+func (UnimplementedControlServer) ListState(context.Context, *ListStateRequest) (*ListStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListState not implemented")
+}
+func (UnimplementedControlServer) DeleteState(context.Context, *DeleteStateRequest) (*DeleteStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteState not implemented")
+}
+func (UnimplementedControlServer) ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSessions not implemented")
+}
+func (UnimplementedControlServer) GetSession(context.Context, *GetSessionRequest) (*GetSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSession not implemented")
+}
+func (UnimplementedControlServer) ResumeSession(context.Context, *ResumeSessionRequest) (*ResumeSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResumeSession not implemented")
+}
+func (UnimplementedControlServer) ListSkills(context.Context, *ListSkillsRequest) (*ListSkillsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSkills not implemented")
+}
+func (UnimplementedControlServer) GetSkill(context.Context, *GetSkillRequest) (*GetSkillResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSkill not implemented")
+}
+func (UnimplementedControlServer) SaveSkill(context.Context, *SaveSkillRequest) (*SaveSkillResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SaveSkill not implemented")
+}
+func (UnimplementedControlServer) ListTenants(context.Context, *ListTenantsRequest) (*ListTenantsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTenants not implemented")
+}
+func (UnimplementedControlServer) GCTenants(context.Context, *GCTenantsRequest) (*GCTenantsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GCTenants not implemented")
+}
+func (UnimplementedControlServer) PoolStatus(context.Context, *PoolStatusRequest) (*PoolStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PoolStatus not implemented")
+}
+func (UnimplementedControlServer) ExecuteTask(context.Context, *ExecuteTaskRequest) (*ExecuteTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExecuteTask not implemented")
 }
 func (UnimplementedControlServer) mustEmbedUnimplementedControlServer() {}
 func (UnimplementedControlServer) testEmbeddedByValue()                 {}
@@ -291,6 +603,348 @@ func _Control_Exec_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Control_ExecServer = grpc.ServerStreamingServer[ExecEvent]
 
+func _Control_ListServers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListServersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).ListServers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_ListServers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).ListServers(ctx, req.(*ListServersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_ListTools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListToolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).ListTools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_ListTools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).ListTools(ctx, req.(*ListToolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_GetTool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetToolRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).GetTool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_GetTool_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).GetTool(ctx, req.(*GetToolRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_RefreshTools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RefreshToolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).RefreshTools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_RefreshTools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).RefreshTools(ctx, req.(*RefreshToolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_SearchTools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchToolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).SearchTools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_SearchTools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).SearchTools(ctx, req.(*SearchToolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_GetState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).GetState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_GetState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).GetState(ctx, req.(*GetStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_PutState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).PutState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_PutState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).PutState(ctx, req.(*PutStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_ListState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).ListState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_ListState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).ListState(ctx, req.(*ListStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_DeleteState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).DeleteState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_DeleteState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).DeleteState(ctx, req.(*DeleteStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_ListSessions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSessionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).ListSessions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_ListSessions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).ListSessions(ctx, req.(*ListSessionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_GetSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).GetSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_GetSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).GetSession(ctx, req.(*GetSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_ResumeSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResumeSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).ResumeSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_ResumeSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).ResumeSession(ctx, req.(*ResumeSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_ListSkills_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSkillsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).ListSkills(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_ListSkills_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).ListSkills(ctx, req.(*ListSkillsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_GetSkill_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSkillRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).GetSkill(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_GetSkill_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).GetSkill(ctx, req.(*GetSkillRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_SaveSkill_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SaveSkillRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).SaveSkill(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_SaveSkill_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).SaveSkill(ctx, req.(*SaveSkillRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_ListTenants_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTenantsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).ListTenants(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_ListTenants_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).ListTenants(ctx, req.(*ListTenantsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_GCTenants_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GCTenantsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).GCTenants(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_GCTenants_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).GCTenants(ctx, req.(*GCTenantsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_PoolStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PoolStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).PoolStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_PoolStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).PoolStatus(ctx, req.(*PoolStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_ExecuteTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExecuteTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).ExecuteTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_ExecuteTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).ExecuteTask(ctx, req.(*ExecuteTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Control_ServiceDesc is the grpc.ServiceDesc for Control service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -317,6 +971,82 @@ var Control_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ShowConfig",
 			Handler:    _Control_ShowConfig_Handler,
+		},
+		{
+			MethodName: "ListServers",
+			Handler:    _Control_ListServers_Handler,
+		},
+		{
+			MethodName: "ListTools",
+			Handler:    _Control_ListTools_Handler,
+		},
+		{
+			MethodName: "GetTool",
+			Handler:    _Control_GetTool_Handler,
+		},
+		{
+			MethodName: "RefreshTools",
+			Handler:    _Control_RefreshTools_Handler,
+		},
+		{
+			MethodName: "SearchTools",
+			Handler:    _Control_SearchTools_Handler,
+		},
+		{
+			MethodName: "GetState",
+			Handler:    _Control_GetState_Handler,
+		},
+		{
+			MethodName: "PutState",
+			Handler:    _Control_PutState_Handler,
+		},
+		{
+			MethodName: "ListState",
+			Handler:    _Control_ListState_Handler,
+		},
+		{
+			MethodName: "DeleteState",
+			Handler:    _Control_DeleteState_Handler,
+		},
+		{
+			MethodName: "ListSessions",
+			Handler:    _Control_ListSessions_Handler,
+		},
+		{
+			MethodName: "GetSession",
+			Handler:    _Control_GetSession_Handler,
+		},
+		{
+			MethodName: "ResumeSession",
+			Handler:    _Control_ResumeSession_Handler,
+		},
+		{
+			MethodName: "ListSkills",
+			Handler:    _Control_ListSkills_Handler,
+		},
+		{
+			MethodName: "GetSkill",
+			Handler:    _Control_GetSkill_Handler,
+		},
+		{
+			MethodName: "SaveSkill",
+			Handler:    _Control_SaveSkill_Handler,
+		},
+		{
+			MethodName: "ListTenants",
+			Handler:    _Control_ListTenants_Handler,
+		},
+		{
+			MethodName: "GCTenants",
+			Handler:    _Control_GCTenants_Handler,
+		},
+		{
+			MethodName: "PoolStatus",
+			Handler:    _Control_PoolStatus_Handler,
+		},
+		{
+			MethodName: "ExecuteTask",
+			Handler:    _Control_ExecuteTask_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
