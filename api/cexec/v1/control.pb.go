@@ -2130,9 +2130,12 @@ func (x *SearchToolsResponse) GetWarnings() []string {
 }
 
 type GetStateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name   string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// as_json returns the value as JSON instead of the bytes as stored: YAML
+	// is converted, keeping key order and the text of numbers.
+	AsJson        bool `protobuf:"varint,3,opt,name=as_json,json=asJson,proto3" json:"as_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2181,6 +2184,13 @@ func (x *GetStateRequest) GetName() string {
 	return ""
 }
 
+func (x *GetStateRequest) GetAsJson() bool {
+	if x != nil {
+		return x.AsJson
+	}
+	return false
+}
+
 type GetStateResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"` // the file's bytes, JSON or YAML as stored
@@ -2226,10 +2236,14 @@ func (x *GetStateResponse) GetData() []byte {
 }
 
 type PutStateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	Data          []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name   string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Data   []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	// from_json says data is a JSON value to store in the format of the
+	// name's extension (converted to YAML for .yaml and .yml names). Without
+	// it data must already be in that format.
+	FromJson      bool `protobuf:"varint,4,opt,name=from_json,json=fromJson,proto3" json:"from_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2285,11 +2299,19 @@ func (x *PutStateRequest) GetData() []byte {
 	return nil
 }
 
+func (x *PutStateRequest) GetFromJson() bool {
+	if x != nil {
+		return x.FromJson
+	}
+	return false
+}
+
 type StateInfo struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Bytes          int64                  `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	ModifiedUnixMs int64                  `protobuf:"varint,3,opt,name=modified_unix_ms,json=modifiedUnixMs,proto3" json:"modified_unix_ms,omitempty"`
+	Format         string                 `protobuf:"bytes,4,opt,name=format,proto3" json:"format,omitempty"` // json or yaml
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -2343,6 +2365,13 @@ func (x *StateInfo) GetModifiedUnixMs() int64 {
 		return x.ModifiedUnixMs
 	}
 	return 0
+}
+
+func (x *StateInfo) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
 }
 
 type PutStateResponse struct {
@@ -2572,8 +2601,18 @@ type SessionInfo struct {
 	StartedUnixMs  int64                  `protobuf:"varint,3,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
 	LastUnixMs     int64                  `protobuf:"varint,4,opt,name=last_unix_ms,json=lastUnixMs,proto3" json:"last_unix_ms,omitempty"`
 	LastCheckpoint string                 `protobuf:"bytes,5,opt,name=last_checkpoint,json=lastCheckpoint,proto3" json:"last_checkpoint,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	Executions     int64                  `protobuf:"varint,6,opt,name=executions,proto3" json:"executions,omitempty"`
+	// failures counts executions that did not end well.
+	Failures    int64 `protobuf:"varint,7,opt,name=failures,proto3" json:"failures,omitempty"`
+	Checkpoints int64 `protobuf:"varint,8,opt,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	// last_task is the task (or first code line) of the last execution.
+	LastTask string `protobuf:"bytes,9,opt,name=last_task,json=lastTask,proto3" json:"last_task,omitempty"`
+	LogBytes int64  `protobuf:"varint,10,opt,name=log_bytes,json=logBytes,proto3" json:"log_bytes,omitempty"`
+	// bad_lines counts log lines that could not be read (a torn last line
+	// left by a crash, until the next append repairs it).
+	BadLines      int64 `protobuf:"varint,11,opt,name=bad_lines,json=badLines,proto3" json:"bad_lines,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionInfo) Reset() {
@@ -2639,6 +2678,48 @@ func (x *SessionInfo) GetLastCheckpoint() string {
 		return x.LastCheckpoint
 	}
 	return ""
+}
+
+func (x *SessionInfo) GetExecutions() int64 {
+	if x != nil {
+		return x.Executions
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetFailures() int64 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetCheckpoints() int64 {
+	if x != nil {
+		return x.Checkpoints
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetLastTask() string {
+	if x != nil {
+		return x.LastTask
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetLogBytes() int64 {
+	if x != nil {
+		return x.LogBytes
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetBadLines() int64 {
+	if x != nil {
+		return x.BadLines
+	}
+	return 0
 }
 
 type ListSessionsRequest struct {
@@ -2932,6 +3013,128 @@ func (x *ResumeSessionResponse) GetResumeJson() []byte {
 	return nil
 }
 
+type CheckpointRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Tenant  string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Session string                 `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	Step    string                 `protobuf:"bytes,3,opt,name=step,proto3" json:"step,omitempty"`
+	// context_json is any JSON value to resume from (at most 1 MiB); empty
+	// means null.
+	ContextJson   []byte `protobuf:"bytes,4,opt,name=context_json,json=contextJson,proto3" json:"context_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointRequest) Reset() {
+	*x = CheckpointRequest{}
+	mi := &file_cexec_v1_control_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointRequest) ProtoMessage() {}
+
+func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
+func (*CheckpointRequest) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *CheckpointRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *CheckpointRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *CheckpointRequest) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
+}
+
+func (x *CheckpointRequest) GetContextJson() []byte {
+	if x != nil {
+		return x.ContextJson
+	}
+	return nil
+}
+
+type CheckpointResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	Seq           int64                  `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointResponse) Reset() {
+	*x = CheckpointResponse{}
+	mi := &file_cexec_v1_control_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointResponse) ProtoMessage() {}
+
+func (x *CheckpointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointResponse.ProtoReflect.Descriptor instead.
+func (*CheckpointResponse) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *CheckpointResponse) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *CheckpointResponse) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 type Skill struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2946,7 +3149,7 @@ type Skill struct {
 
 func (x *Skill) Reset() {
 	*x = Skill{}
-	mi := &file_cexec_v1_control_proto_msgTypes[48]
+	mi := &file_cexec_v1_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2958,7 +3161,7 @@ func (x *Skill) String() string {
 func (*Skill) ProtoMessage() {}
 
 func (x *Skill) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[48]
+	mi := &file_cexec_v1_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2971,7 +3174,7 @@ func (x *Skill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Skill.ProtoReflect.Descriptor instead.
 func (*Skill) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{48}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Skill) GetName() string {
@@ -3025,7 +3228,7 @@ type ListSkillsRequest struct {
 
 func (x *ListSkillsRequest) Reset() {
 	*x = ListSkillsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[49]
+	mi := &file_cexec_v1_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3037,7 +3240,7 @@ func (x *ListSkillsRequest) String() string {
 func (*ListSkillsRequest) ProtoMessage() {}
 
 func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[49]
+	mi := &file_cexec_v1_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3050,7 +3253,7 @@ func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsRequest.ProtoReflect.Descriptor instead.
 func (*ListSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{49}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListSkillsRequest) GetTenant() string {
@@ -3069,7 +3272,7 @@ type ListSkillsResponse struct {
 
 func (x *ListSkillsResponse) Reset() {
 	*x = ListSkillsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[50]
+	mi := &file_cexec_v1_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3081,7 +3284,7 @@ func (x *ListSkillsResponse) String() string {
 func (*ListSkillsResponse) ProtoMessage() {}
 
 func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[50]
+	mi := &file_cexec_v1_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3094,7 +3297,7 @@ func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsResponse.ProtoReflect.Descriptor instead.
 func (*ListSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{50}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListSkillsResponse) GetSkills() []*Skill {
@@ -3114,7 +3317,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[51]
+	mi := &file_cexec_v1_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3126,7 +3329,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[51]
+	mi := &file_cexec_v1_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3139,7 +3342,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{51}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetSkillRequest) GetTenant() string {
@@ -3165,7 +3368,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[52]
+	mi := &file_cexec_v1_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3177,7 +3380,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[52]
+	mi := &file_cexec_v1_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3190,7 +3393,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{52}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GetSkillResponse) GetSkill() *Skill {
@@ -3212,7 +3415,7 @@ type SaveSkillRequest struct {
 
 func (x *SaveSkillRequest) Reset() {
 	*x = SaveSkillRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[53]
+	mi := &file_cexec_v1_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3224,7 +3427,7 @@ func (x *SaveSkillRequest) String() string {
 func (*SaveSkillRequest) ProtoMessage() {}
 
 func (x *SaveSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[53]
+	mi := &file_cexec_v1_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3237,7 +3440,7 @@ func (x *SaveSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSkillRequest.ProtoReflect.Descriptor instead.
 func (*SaveSkillRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{53}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SaveSkillRequest) GetTenant() string {
@@ -3277,7 +3480,7 @@ type SaveSkillResponse struct {
 
 func (x *SaveSkillResponse) Reset() {
 	*x = SaveSkillResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[54]
+	mi := &file_cexec_v1_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3289,7 +3492,7 @@ func (x *SaveSkillResponse) String() string {
 func (*SaveSkillResponse) ProtoMessage() {}
 
 func (x *SaveSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[54]
+	mi := &file_cexec_v1_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3302,7 +3505,7 @@ func (x *SaveSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSkillResponse.ProtoReflect.Descriptor instead.
 func (*SaveSkillResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{54}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SaveSkillResponse) GetSkill() *Skill {
@@ -3320,13 +3523,15 @@ type TenantInfo struct {
 	DiskQuota      int64                  `protobuf:"varint,4,opt,name=disk_quota,json=diskQuota,proto3" json:"disk_quota,omitempty"`
 	Running        int32                  `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`
 	LastUsedUnixMs int64                  `protobuf:"varint,6,opt,name=last_used_unix_ms,json=lastUsedUnixMs,proto3" json:"last_used_unix_ms,omitempty"`
+	Sessions       int32                  `protobuf:"varint,7,opt,name=sessions,proto3" json:"sessions,omitempty"`
+	CreatedUnixMs  int64                  `protobuf:"varint,8,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TenantInfo) Reset() {
 	*x = TenantInfo{}
-	mi := &file_cexec_v1_control_proto_msgTypes[55]
+	mi := &file_cexec_v1_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3338,7 +3543,7 @@ func (x *TenantInfo) String() string {
 func (*TenantInfo) ProtoMessage() {}
 
 func (x *TenantInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[55]
+	mi := &file_cexec_v1_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3351,7 +3556,7 @@ func (x *TenantInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantInfo.ProtoReflect.Descriptor instead.
 func (*TenantInfo) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{55}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *TenantInfo) GetId() string {
@@ -3396,6 +3601,20 @@ func (x *TenantInfo) GetLastUsedUnixMs() int64 {
 	return 0
 }
 
+func (x *TenantInfo) GetSessions() int32 {
+	if x != nil {
+		return x.Sessions
+	}
+	return 0
+}
+
+func (x *TenantInfo) GetCreatedUnixMs() int64 {
+	if x != nil {
+		return x.CreatedUnixMs
+	}
+	return 0
+}
+
 type ListTenantsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -3404,7 +3623,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[56]
+	mi := &file_cexec_v1_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3416,7 +3635,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[56]
+	mi := &file_cexec_v1_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3429,7 +3648,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{56}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{58}
 }
 
 type ListTenantsResponse struct {
@@ -3441,7 +3660,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[57]
+	mi := &file_cexec_v1_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3453,7 +3672,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[57]
+	mi := &file_cexec_v1_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3466,7 +3685,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{57}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListTenantsResponse) GetTenants() []*TenantInfo {
@@ -3486,7 +3705,7 @@ type GCTenantsRequest struct {
 
 func (x *GCTenantsRequest) Reset() {
 	*x = GCTenantsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[58]
+	mi := &file_cexec_v1_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3498,7 +3717,7 @@ func (x *GCTenantsRequest) String() string {
 func (*GCTenantsRequest) ProtoMessage() {}
 
 func (x *GCTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[58]
+	mi := &file_cexec_v1_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3511,7 +3730,7 @@ func (x *GCTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCTenantsRequest.ProtoReflect.Descriptor instead.
 func (*GCTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{58}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GCTenantsRequest) GetOlderThanMs() int64 {
@@ -3537,7 +3756,7 @@ type GCTenantsResponse struct {
 
 func (x *GCTenantsResponse) Reset() {
 	*x = GCTenantsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[59]
+	mi := &file_cexec_v1_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3549,7 +3768,7 @@ func (x *GCTenantsResponse) String() string {
 func (*GCTenantsResponse) ProtoMessage() {}
 
 func (x *GCTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[59]
+	mi := &file_cexec_v1_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3562,7 +3781,7 @@ func (x *GCTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCTenantsResponse.ProtoReflect.Descriptor instead.
 func (*GCTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{59}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GCTenantsResponse) GetRemoved() []*TenantInfo {
@@ -3580,7 +3799,7 @@ type PoolStatusRequest struct {
 
 func (x *PoolStatusRequest) Reset() {
 	*x = PoolStatusRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[60]
+	mi := &file_cexec_v1_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3592,7 +3811,7 @@ func (x *PoolStatusRequest) String() string {
 func (*PoolStatusRequest) ProtoMessage() {}
 
 func (x *PoolStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[60]
+	mi := &file_cexec_v1_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3605,7 +3824,7 @@ func (x *PoolStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolStatusRequest.ProtoReflect.Descriptor instead.
 func (*PoolStatusRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{60}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{62}
 }
 
 type PoolStatusResponse struct {
@@ -3621,7 +3840,7 @@ type PoolStatusResponse struct {
 
 func (x *PoolStatusResponse) Reset() {
 	*x = PoolStatusResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[61]
+	mi := &file_cexec_v1_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3633,7 +3852,7 @@ func (x *PoolStatusResponse) String() string {
 func (*PoolStatusResponse) ProtoMessage() {}
 
 func (x *PoolStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[61]
+	mi := &file_cexec_v1_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3646,7 +3865,7 @@ func (x *PoolStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolStatusResponse.ProtoReflect.Descriptor instead.
 func (*PoolStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{61}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PoolStatusResponse) GetIdle() map[string]int32 {
@@ -3696,7 +3915,7 @@ type ExecuteTaskRequest struct {
 
 func (x *ExecuteTaskRequest) Reset() {
 	*x = ExecuteTaskRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[62]
+	mi := &file_cexec_v1_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3708,7 +3927,7 @@ func (x *ExecuteTaskRequest) String() string {
 func (*ExecuteTaskRequest) ProtoMessage() {}
 
 func (x *ExecuteTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[62]
+	mi := &file_cexec_v1_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3721,7 +3940,7 @@ func (x *ExecuteTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteTaskRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteTaskRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{62}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ExecuteTaskRequest) GetTenant() string {
@@ -3763,7 +3982,7 @@ type TaskAttempt struct {
 
 func (x *TaskAttempt) Reset() {
 	*x = TaskAttempt{}
-	mi := &file_cexec_v1_control_proto_msgTypes[63]
+	mi := &file_cexec_v1_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3775,7 +3994,7 @@ func (x *TaskAttempt) String() string {
 func (*TaskAttempt) ProtoMessage() {}
 
 func (x *TaskAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[63]
+	mi := &file_cexec_v1_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3788,7 +4007,7 @@ func (x *TaskAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAttempt.ProtoReflect.Descriptor instead.
 func (*TaskAttempt) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{63}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *TaskAttempt) GetGenerator() string {
@@ -3836,7 +4055,7 @@ type ExecuteTaskResponse struct {
 
 func (x *ExecuteTaskResponse) Reset() {
 	*x = ExecuteTaskResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	mi := &file_cexec_v1_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3848,7 +4067,7 @@ func (x *ExecuteTaskResponse) String() string {
 func (*ExecuteTaskResponse) ProtoMessage() {}
 
 func (x *ExecuteTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	mi := &file_cexec_v1_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3861,7 +4080,7 @@ func (x *ExecuteTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteTaskResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteTaskResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{64}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ExecuteTaskResponse) GetStdout() string {
@@ -4123,20 +4342,23 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\x11input_schema_json\x18\t \x01(\fR\x0finputSchemaJson\"Z\n" +
 	"\x13SearchToolsResponse\x12'\n" +
 	"\x04hits\x18\x01 \x03(\v2\x13.cexec.v1.SearchHitR\x04hits\x12\x1a\n" +
-	"\bwarnings\x18\x02 \x03(\tR\bwarnings\"=\n" +
+	"\bwarnings\x18\x02 \x03(\tR\bwarnings\"V\n" +
 	"\x0fGetStateRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"&\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x17\n" +
+	"\aas_json\x18\x03 \x01(\bR\x06asJson\"&\n" +
 	"\x10GetStateResponse\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\fR\x04data\"Q\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"n\n" +
 	"\x0fPutStateRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
-	"\x04data\x18\x03 \x01(\fR\x04data\"_\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x12\x1b\n" +
+	"\tfrom_json\x18\x04 \x01(\bR\bfromJson\"w\n" +
 	"\tStateInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12(\n" +
-	"\x10modified_unix_ms\x18\x03 \x01(\x03R\x0emodifiedUnixMs\"=\n" +
+	"\x10modified_unix_ms\x18\x03 \x01(\x03R\x0emodifiedUnixMs\x12\x16\n" +
+	"\x06format\x18\x04 \x01(\tR\x06format\"=\n" +
 	"\x10PutStateResponse\x12)\n" +
 	"\x05state\x18\x01 \x01(\v2\x13.cexec.v1.StateInfoR\x05state\"*\n" +
 	"\x10ListStateRequest\x12\x16\n" +
@@ -4146,14 +4368,23 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\x12DeleteStateRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"\x15\n" +
-	"\x13DeleteStateResponse\"\xaa\x01\n" +
+	"\x13DeleteStateResponse\"\xdf\x02\n" +
 	"\vSessionInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aentries\x18\x02 \x01(\x03R\aentries\x12&\n" +
 	"\x0fstarted_unix_ms\x18\x03 \x01(\x03R\rstartedUnixMs\x12 \n" +
 	"\flast_unix_ms\x18\x04 \x01(\x03R\n" +
 	"lastUnixMs\x12'\n" +
-	"\x0flast_checkpoint\x18\x05 \x01(\tR\x0elastCheckpoint\"-\n" +
+	"\x0flast_checkpoint\x18\x05 \x01(\tR\x0elastCheckpoint\x12\x1e\n" +
+	"\n" +
+	"executions\x18\x06 \x01(\x03R\n" +
+	"executions\x12\x1a\n" +
+	"\bfailures\x18\a \x01(\x03R\bfailures\x12 \n" +
+	"\vcheckpoints\x18\b \x01(\x03R\vcheckpoints\x12\x1b\n" +
+	"\tlast_task\x18\t \x01(\tR\blastTask\x12\x1b\n" +
+	"\tlog_bytes\x18\n" +
+	" \x01(\x03R\blogBytes\x12\x1b\n" +
+	"\tbad_lines\x18\v \x01(\x03R\bbadLines\"-\n" +
 	"\x13ListSessionsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"I\n" +
 	"\x14ListSessionsResponse\x121\n" +
@@ -4169,7 +4400,15 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\asession\x18\x02 \x01(\tR\asession\"8\n" +
 	"\x15ResumeSessionResponse\x12\x1f\n" +
 	"\vresume_json\x18\x01 \x01(\fR\n" +
-	"resumeJson\"\xa5\x01\n" +
+	"resumeJson\"|\n" +
+	"\x11CheckpointRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x18\n" +
+	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
+	"\x04step\x18\x03 \x01(\tR\x04step\x12!\n" +
+	"\fcontext_json\x18\x04 \x01(\fR\vcontextJson\"@\n" +
+	"\x12CheckpointResponse\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x03R\x03seq\"\xa5\x01\n" +
 	"\x05Skill\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x16\n" +
@@ -4192,7 +4431,7 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x12\n" +
 	"\x04code\x18\x04 \x01(\tR\x04code\":\n" +
 	"\x11SaveSkillResponse\x12%\n" +
-	"\x05skill\x18\x01 \x01(\v2\x0f.cexec.v1.SkillR\x05skill\"\xbb\x01\n" +
+	"\x05skill\x18\x01 \x01(\v2\x0f.cexec.v1.SkillR\x05skill\"\xff\x01\n" +
 	"\n" +
 	"TenantInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
@@ -4202,7 +4441,9 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\n" +
 	"disk_quota\x18\x04 \x01(\x03R\tdiskQuota\x12\x18\n" +
 	"\arunning\x18\x05 \x01(\x05R\arunning\x12)\n" +
-	"\x11last_used_unix_ms\x18\x06 \x01(\x03R\x0elastUsedUnixMs\"\x14\n" +
+	"\x11last_used_unix_ms\x18\x06 \x01(\x03R\x0elastUsedUnixMs\x12\x1a\n" +
+	"\bsessions\x18\a \x01(\x05R\bsessions\x12&\n" +
+	"\x0fcreated_unix_ms\x18\b \x01(\x03R\rcreatedUnixMs\"\x14\n" +
 	"\x12ListTenantsRequest\"E\n" +
 	"\x13ListTenantsResponse\x12.\n" +
 	"\atenants\x18\x01 \x03(\v2\x14.cexec.v1.TenantInfoR\atenants\"O\n" +
@@ -4244,7 +4485,7 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\battempts\x18\n" +
 	" \x03(\v2\x15.cexec.v1.TaskAttemptR\battempts\x12\x18\n" +
 	"\arepairs\x18\v \x01(\x05R\arepairs\x120\n" +
-	"\x14pipeline_overhead_us\x18\f \x01(\x03R\x12pipelineOverheadUs2\x8e\x0e\n" +
+	"\x14pipeline_overhead_us\x18\f \x01(\x03R\x12pipelineOverheadUs2\xd7\x0e\n" +
 	"\aControl\x12;\n" +
 	"\x06Status\x12\x17.cexec.v1.StatusRequest\x1a\x18.cexec.v1.StatusResponse\x12J\n" +
 	"\vListPlugins\x12\x1c.cexec.v1.ListPluginsRequest\x1a\x1d.cexec.v1.ListPluginsResponse\x12G\n" +
@@ -4268,6 +4509,8 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"GetSession\x12\x1b.cexec.v1.GetSessionRequest\x1a\x1c.cexec.v1.GetSessionResponse\x12P\n" +
 	"\rResumeSession\x12\x1e.cexec.v1.ResumeSessionRequest\x1a\x1f.cexec.v1.ResumeSessionResponse\x12G\n" +
 	"\n" +
+	"Checkpoint\x12\x1b.cexec.v1.CheckpointRequest\x1a\x1c.cexec.v1.CheckpointResponse\x12G\n" +
+	"\n" +
 	"ListSkills\x12\x1b.cexec.v1.ListSkillsRequest\x1a\x1c.cexec.v1.ListSkillsResponse\x12A\n" +
 	"\bGetSkill\x12\x19.cexec.v1.GetSkillRequest\x1a\x1a.cexec.v1.GetSkillResponse\x12D\n" +
 	"\tSaveSkill\x12\x1a.cexec.v1.SaveSkillRequest\x1a\x1b.cexec.v1.SaveSkillResponse\x12J\n" +
@@ -4289,7 +4532,7 @@ func file_cexec_v1_control_proto_rawDescGZIP() []byte {
 	return file_cexec_v1_control_proto_rawDescData
 }
 
-var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_cexec_v1_control_proto_goTypes = []any{
 	(*StatusRequest)(nil),         // 0: cexec.v1.StatusRequest
 	(*PluginSummary)(nil),         // 1: cexec.v1.PluginSummary
@@ -4339,24 +4582,26 @@ var file_cexec_v1_control_proto_goTypes = []any{
 	(*GetSessionResponse)(nil),    // 45: cexec.v1.GetSessionResponse
 	(*ResumeSessionRequest)(nil),  // 46: cexec.v1.ResumeSessionRequest
 	(*ResumeSessionResponse)(nil), // 47: cexec.v1.ResumeSessionResponse
-	(*Skill)(nil),                 // 48: cexec.v1.Skill
-	(*ListSkillsRequest)(nil),     // 49: cexec.v1.ListSkillsRequest
-	(*ListSkillsResponse)(nil),    // 50: cexec.v1.ListSkillsResponse
-	(*GetSkillRequest)(nil),       // 51: cexec.v1.GetSkillRequest
-	(*GetSkillResponse)(nil),      // 52: cexec.v1.GetSkillResponse
-	(*SaveSkillRequest)(nil),      // 53: cexec.v1.SaveSkillRequest
-	(*SaveSkillResponse)(nil),     // 54: cexec.v1.SaveSkillResponse
-	(*TenantInfo)(nil),            // 55: cexec.v1.TenantInfo
-	(*ListTenantsRequest)(nil),    // 56: cexec.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),   // 57: cexec.v1.ListTenantsResponse
-	(*GCTenantsRequest)(nil),      // 58: cexec.v1.GCTenantsRequest
-	(*GCTenantsResponse)(nil),     // 59: cexec.v1.GCTenantsResponse
-	(*PoolStatusRequest)(nil),     // 60: cexec.v1.PoolStatusRequest
-	(*PoolStatusResponse)(nil),    // 61: cexec.v1.PoolStatusResponse
-	(*ExecuteTaskRequest)(nil),    // 62: cexec.v1.ExecuteTaskRequest
-	(*TaskAttempt)(nil),           // 63: cexec.v1.TaskAttempt
-	(*ExecuteTaskResponse)(nil),   // 64: cexec.v1.ExecuteTaskResponse
-	nil,                           // 65: cexec.v1.PoolStatusResponse.IdleEntry
+	(*CheckpointRequest)(nil),     // 48: cexec.v1.CheckpointRequest
+	(*CheckpointResponse)(nil),    // 49: cexec.v1.CheckpointResponse
+	(*Skill)(nil),                 // 50: cexec.v1.Skill
+	(*ListSkillsRequest)(nil),     // 51: cexec.v1.ListSkillsRequest
+	(*ListSkillsResponse)(nil),    // 52: cexec.v1.ListSkillsResponse
+	(*GetSkillRequest)(nil),       // 53: cexec.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),      // 54: cexec.v1.GetSkillResponse
+	(*SaveSkillRequest)(nil),      // 55: cexec.v1.SaveSkillRequest
+	(*SaveSkillResponse)(nil),     // 56: cexec.v1.SaveSkillResponse
+	(*TenantInfo)(nil),            // 57: cexec.v1.TenantInfo
+	(*ListTenantsRequest)(nil),    // 58: cexec.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),   // 59: cexec.v1.ListTenantsResponse
+	(*GCTenantsRequest)(nil),      // 60: cexec.v1.GCTenantsRequest
+	(*GCTenantsResponse)(nil),     // 61: cexec.v1.GCTenantsResponse
+	(*PoolStatusRequest)(nil),     // 62: cexec.v1.PoolStatusRequest
+	(*PoolStatusResponse)(nil),    // 63: cexec.v1.PoolStatusResponse
+	(*ExecuteTaskRequest)(nil),    // 64: cexec.v1.ExecuteTaskRequest
+	(*TaskAttempt)(nil),           // 65: cexec.v1.TaskAttempt
+	(*ExecuteTaskResponse)(nil),   // 66: cexec.v1.ExecuteTaskResponse
+	nil,                           // 67: cexec.v1.PoolStatusResponse.IdleEntry
 }
 var file_cexec_v1_control_proto_depIdxs = []int32{
 	1,  // 0: cexec.v1.StatusResponse.plugins:type_name -> cexec.v1.PluginSummary
@@ -4373,14 +4618,14 @@ var file_cexec_v1_control_proto_depIdxs = []int32{
 	35, // 11: cexec.v1.PutStateResponse.state:type_name -> cexec.v1.StateInfo
 	35, // 12: cexec.v1.ListStateResponse.states:type_name -> cexec.v1.StateInfo
 	41, // 13: cexec.v1.ListSessionsResponse.sessions:type_name -> cexec.v1.SessionInfo
-	48, // 14: cexec.v1.ListSkillsResponse.skills:type_name -> cexec.v1.Skill
-	48, // 15: cexec.v1.GetSkillResponse.skill:type_name -> cexec.v1.Skill
-	48, // 16: cexec.v1.SaveSkillResponse.skill:type_name -> cexec.v1.Skill
-	55, // 17: cexec.v1.ListTenantsResponse.tenants:type_name -> cexec.v1.TenantInfo
-	55, // 18: cexec.v1.GCTenantsResponse.removed:type_name -> cexec.v1.TenantInfo
-	65, // 19: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
+	50, // 14: cexec.v1.ListSkillsResponse.skills:type_name -> cexec.v1.Skill
+	50, // 15: cexec.v1.GetSkillResponse.skill:type_name -> cexec.v1.Skill
+	50, // 16: cexec.v1.SaveSkillResponse.skill:type_name -> cexec.v1.Skill
+	57, // 17: cexec.v1.ListTenantsResponse.tenants:type_name -> cexec.v1.TenantInfo
+	57, // 18: cexec.v1.GCTenantsResponse.removed:type_name -> cexec.v1.TenantInfo
+	67, // 19: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
 	17, // 20: cexec.v1.ExecuteTaskResponse.result:type_name -> cexec.v1.ExecResult
-	63, // 21: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
+	65, // 21: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
 	0,  // 22: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
 	3,  // 23: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
 	6,  // 24: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
@@ -4399,40 +4644,42 @@ var file_cexec_v1_control_proto_depIdxs = []int32{
 	42, // 37: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
 	44, // 38: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
 	46, // 39: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
-	49, // 40: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
-	51, // 41: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
-	53, // 42: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
-	56, // 43: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
-	58, // 44: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
-	60, // 45: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
-	62, // 46: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
-	2,  // 47: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
-	5,  // 48: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
-	7,  // 49: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
-	10, // 50: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
-	12, // 51: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
-	18, // 52: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
-	21, // 53: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
-	24, // 54: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
-	26, // 55: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
-	28, // 56: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
-	31, // 57: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
-	33, // 58: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
-	36, // 59: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
-	38, // 60: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
-	40, // 61: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
-	43, // 62: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
-	45, // 63: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
-	47, // 64: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
-	50, // 65: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
-	52, // 66: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
-	54, // 67: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
-	57, // 68: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
-	59, // 69: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
-	61, // 70: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
-	64, // 71: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
-	47, // [47:72] is the sub-list for method output_type
-	22, // [22:47] is the sub-list for method input_type
+	48, // 40: cexec.v1.Control.Checkpoint:input_type -> cexec.v1.CheckpointRequest
+	51, // 41: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
+	53, // 42: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
+	55, // 43: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
+	58, // 44: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
+	60, // 45: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
+	62, // 46: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
+	64, // 47: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
+	2,  // 48: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
+	5,  // 49: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
+	7,  // 50: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
+	10, // 51: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
+	12, // 52: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
+	18, // 53: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
+	21, // 54: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
+	24, // 55: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
+	26, // 56: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
+	28, // 57: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
+	31, // 58: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
+	33, // 59: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
+	36, // 60: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
+	38, // 61: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
+	40, // 62: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
+	43, // 63: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
+	45, // 64: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
+	47, // 65: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
+	49, // 66: cexec.v1.Control.Checkpoint:output_type -> cexec.v1.CheckpointResponse
+	52, // 67: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
+	54, // 68: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
+	56, // 69: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
+	59, // 70: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
+	61, // 71: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
+	63, // 72: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
+	66, // 73: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
+	48, // [48:74] is the sub-list for method output_type
+	22, // [22:48] is the sub-list for method input_type
 	22, // [22:22] is the sub-list for extension type_name
 	22, // [22:22] is the sub-list for extension extendee
 	0,  // [0:22] is the sub-list for field type_name
@@ -4453,7 +4700,7 @@ func file_cexec_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cexec_v1_control_proto_rawDesc), len(file_cexec_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   66,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -40,6 +40,7 @@ const (
 	Control_ListSessions_FullMethodName  = "/cexec.v1.Control/ListSessions"
 	Control_GetSession_FullMethodName    = "/cexec.v1.Control/GetSession"
 	Control_ResumeSession_FullMethodName = "/cexec.v1.Control/ResumeSession"
+	Control_Checkpoint_FullMethodName    = "/cexec.v1.Control/Checkpoint"
 	Control_ListSkills_FullMethodName    = "/cexec.v1.Control/ListSkills"
 	Control_GetSkill_FullMethodName      = "/cexec.v1.Control/GetSkill"
 	Control_SaveSkill_FullMethodName     = "/cexec.v1.Control/SaveSkill"
@@ -79,6 +80,9 @@ type ControlClient interface {
 	ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error)
 	GetSession(ctx context.Context, in *GetSessionRequest, opts ...grpc.CallOption) (*GetSessionResponse, error)
 	ResumeSession(ctx context.Context, in *ResumeSessionRequest, opts ...grpc.CallOption) (*ResumeSessionResponse, error)
+	// Checkpoint records a step of a session and the context to resume from,
+	// as cexec.checkpoint() does from sandboxed code.
+	Checkpoint(ctx context.Context, in *CheckpointRequest, opts ...grpc.CallOption) (*CheckpointResponse, error)
 	ListSkills(ctx context.Context, in *ListSkillsRequest, opts ...grpc.CallOption) (*ListSkillsResponse, error)
 	GetSkill(ctx context.Context, in *GetSkillRequest, opts ...grpc.CallOption) (*GetSkillResponse, error)
 	SaveSkill(ctx context.Context, in *SaveSkillRequest, opts ...grpc.CallOption) (*SaveSkillResponse, error)
@@ -287,6 +291,16 @@ func (c *controlClient) ResumeSession(ctx context.Context, in *ResumeSessionRequ
 	return out, nil
 }
 
+func (c *controlClient) Checkpoint(ctx context.Context, in *CheckpointRequest, opts ...grpc.CallOption) (*CheckpointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckpointResponse)
+	err := c.cc.Invoke(ctx, Control_Checkpoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *controlClient) ListSkills(ctx context.Context, in *ListSkillsRequest, opts ...grpc.CallOption) (*ListSkillsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListSkillsResponse)
@@ -387,6 +401,9 @@ type ControlServer interface {
 	ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error)
 	GetSession(context.Context, *GetSessionRequest) (*GetSessionResponse, error)
 	ResumeSession(context.Context, *ResumeSessionRequest) (*ResumeSessionResponse, error)
+	// Checkpoint records a step of a session and the context to resume from,
+	// as cexec.checkpoint() does from sandboxed code.
+	Checkpoint(context.Context, *CheckpointRequest) (*CheckpointResponse, error)
 	ListSkills(context.Context, *ListSkillsRequest) (*ListSkillsResponse, error)
 	GetSkill(context.Context, *GetSkillRequest) (*GetSkillResponse, error)
 	SaveSkill(context.Context, *SaveSkillRequest) (*SaveSkillResponse, error)
@@ -459,6 +476,9 @@ func (UnimplementedControlServer) GetSession(context.Context, *GetSessionRequest
 }
 func (UnimplementedControlServer) ResumeSession(context.Context, *ResumeSessionRequest) (*ResumeSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResumeSession not implemented")
+}
+func (UnimplementedControlServer) Checkpoint(context.Context, *CheckpointRequest) (*CheckpointResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Checkpoint not implemented")
 }
 func (UnimplementedControlServer) ListSkills(context.Context, *ListSkillsRequest) (*ListSkillsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListSkills not implemented")
@@ -819,6 +839,24 @@ func _Control_ResumeSession_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Control_Checkpoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckpointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).Checkpoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_Checkpoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).Checkpoint(ctx, req.(*CheckpointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Control_ListSkills_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListSkillsRequest)
 	if err := dec(in); err != nil {
@@ -1019,6 +1057,10 @@ var Control_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResumeSession",
 			Handler:    _Control_ResumeSession_Handler,
+		},
+		{
+			MethodName: "Checkpoint",
+			Handler:    _Control_Checkpoint_Handler,
 		},
 		{
 			MethodName: "ListSkills",
