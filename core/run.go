@@ -229,6 +229,9 @@ func Run(ctx context.Context, o Options) error {
 		Config:  &configView{cfg: cfg, ov: o.Overrides, schemas: schemas, log: log},
 		Exec:    execService{svc.exec},
 		Log:     log.Named("control"),
+
+		Workspaces:    svc.workspace,
+		DefaultTenant: DefaultTenant,
 	}).Register(srv)
 
 	ln, err := claim.listen()

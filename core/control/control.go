@@ -81,7 +81,12 @@ type Deps struct {
 	// Exec may be nil while no sandbox backend is wired; Exec then answers
 	// codes.Unimplemented.
 	Exec Executor
-	Log  hclog.Logger
+	// Workspaces serves state, sessions, skills and tenants; nil answers
+	// codes.Unimplemented.
+	Workspaces Workspaces
+	// DefaultTenant is the tenant of workspace requests that name none.
+	DefaultTenant string
+	Log           hclog.Logger
 }
 
 // Server is the Control service.
