@@ -808,12 +808,16 @@ func (x *ShowConfigResponse) GetConfigJson() []byte {
 }
 
 type ExecRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	Code          string                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
-	TimeoutMs     int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
-	Session       string                 `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
-	Persistent    bool                   `protobuf:"varint,5,opt,name=persistent,proto3" json:"persistent,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Tenant     string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Code       string                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	TimeoutMs  int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	Session    string                 `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
+	Persistent bool                   `protobuf:"varint,5,opt,name=persistent,proto3" json:"persistent,omitempty"`
+	// fresh_sandbox runs the program in a sandbox created for it alone and
+	// destroyed afterwards (a cold start) instead of a warm pooled one. It
+	// counts against the pool's max_total.
+	FreshSandbox  bool `protobuf:"varint,6,opt,name=fresh_sandbox,json=freshSandbox,proto3" json:"fresh_sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -879,6 +883,13 @@ func (x *ExecRequest) GetSession() string {
 func (x *ExecRequest) GetPersistent() bool {
 	if x != nil {
 		return x.Persistent
+	}
+	return false
+}
+
+func (x *ExecRequest) GetFreshSandbox() bool {
+	if x != nil {
+		return x.FreshSandbox
 	}
 	return false
 }
@@ -1088,7 +1099,10 @@ type ExecResult struct {
 	Session string `protobuf:"bytes,11,opt,name=session,proto3" json:"session,omitempty"`
 	// warnings about the execution that did not fail it (workspace over its
 	// disk quota).
-	Warnings      []string `protobuf:"bytes,12,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	Warnings []string `protobuf:"bytes,12,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// warm is true when the sandbox came warm from the pool, false when it
+	// was created for this execution.
+	Warm          bool `protobuf:"varint,13,opt,name=warm,proto3" json:"warm,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1205,6 +1219,13 @@ func (x *ExecResult) GetWarnings() []string {
 		return x.Warnings
 	}
 	return nil
+}
+
+func (x *ExecResult) GetWarm() bool {
+	if x != nil {
+		return x.Warm
+	}
+	return false
 }
 
 type ExecEvent struct {
@@ -3828,12 +3849,21 @@ func (*PoolStatusRequest) Descriptor() ([]byte, []int) {
 }
 
 type PoolStatusResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Idle          map[string]int32       `protobuf:"bytes,1,rep,name=idle,proto3" json:"idle,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"` // tenant -> idle sandboxes
-	Busy          int32                  `protobuf:"varint,2,opt,name=busy,proto3" json:"busy,omitempty"`
-	Creating      int32                  `protobuf:"varint,3,opt,name=creating,proto3" json:"creating,omitempty"`
-	MaxTotal      int32                  `protobuf:"varint,4,opt,name=max_total,json=maxTotal,proto3" json:"max_total,omitempty"`
-	Backend       string                 `protobuf:"bytes,5,opt,name=backend,proto3" json:"backend,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Idle     map[string]int32       `protobuf:"bytes,1,rep,name=idle,proto3" json:"idle,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"` // tenant -> idle sandboxes
+	Busy     int32                  `protobuf:"varint,2,opt,name=busy,proto3" json:"busy,omitempty"`
+	Creating int32                  `protobuf:"varint,3,opt,name=creating,proto3" json:"creating,omitempty"`
+	MaxTotal int32                  `protobuf:"varint,4,opt,name=max_total,json=maxTotal,proto3" json:"max_total,omitempty"`
+	Backend  string                 `protobuf:"bytes,5,opt,name=backend,proto3" json:"backend,omitempty"`
+	// warm is the configured number of idle sandboxes per active tenant.
+	Warm int32 `protobuf:"varint,6,opt,name=warm,proto3" json:"warm,omitempty"`
+	// targets is, per active tenant, how many sandboxes (idle and busy) the
+	// pool keeps for it: warm beyond its busy ones, or its recent peak of
+	// concurrent executions when that is more.
+	Targets map[string]int32 `protobuf:"bytes,7,rep,name=targets,proto3" json:"targets,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// sandboxes lists every sandbox of the pool with what the backend
+	// reports about it.
+	Sandboxes     []*PoolSandbox `protobuf:"bytes,8,rep,name=sandboxes,proto3" json:"sandboxes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3903,6 +3933,132 @@ func (x *PoolStatusResponse) GetBackend() string {
 	return ""
 }
 
+func (x *PoolStatusResponse) GetWarm() int32 {
+	if x != nil {
+		return x.Warm
+	}
+	return 0
+}
+
+func (x *PoolStatusResponse) GetTargets() map[string]int32 {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
+}
+
+func (x *PoolStatusResponse) GetSandboxes() []*PoolSandbox {
+	if x != nil {
+		return x.Sandboxes
+	}
+	return nil
+}
+
+type PoolSandbox struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Tenant string                 `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// state is "idle" (warm, ready for its tenant) or "busy".
+	State string `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	// fresh sandboxes serve one execution and are destroyed after it.
+	Fresh bool `protobuf:"varint,4,opt,name=fresh,proto3" json:"fresh,omitempty"`
+	// uses counts the executions the sandbox has finished.
+	Uses           int32 `protobuf:"varint,5,opt,name=uses,proto3" json:"uses,omitempty"`
+	LastUsedUnixMs int64 `protobuf:"varint,6,opt,name=last_used_unix_ms,json=lastUsedUnixMs,proto3" json:"last_used_unix_ms,omitempty"`
+	// rss_bytes is the resident memory the backend reports for the sandbox
+	// (0 when it reports none).
+	RssBytes      int64 `protobuf:"varint,7,opt,name=rss_bytes,json=rssBytes,proto3" json:"rss_bytes,omitempty"`
+	CreatedUnixMs int64 `protobuf:"varint,8,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolSandbox) Reset() {
+	*x = PoolSandbox{}
+	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolSandbox) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolSandbox) ProtoMessage() {}
+
+func (x *PoolSandbox) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolSandbox.ProtoReflect.Descriptor instead.
+func (*PoolSandbox) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *PoolSandbox) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PoolSandbox) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *PoolSandbox) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *PoolSandbox) GetFresh() bool {
+	if x != nil {
+		return x.Fresh
+	}
+	return false
+}
+
+func (x *PoolSandbox) GetUses() int32 {
+	if x != nil {
+		return x.Uses
+	}
+	return 0
+}
+
+func (x *PoolSandbox) GetLastUsedUnixMs() int64 {
+	if x != nil {
+		return x.LastUsedUnixMs
+	}
+	return 0
+}
+
+func (x *PoolSandbox) GetRssBytes() int64 {
+	if x != nil {
+		return x.RssBytes
+	}
+	return 0
+}
+
+func (x *PoolSandbox) GetCreatedUnixMs() int64 {
+	if x != nil {
+		return x.CreatedUnixMs
+	}
+	return 0
+}
+
 type ExecuteTaskRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
@@ -3915,7 +4071,7 @@ type ExecuteTaskRequest struct {
 
 func (x *ExecuteTaskRequest) Reset() {
 	*x = ExecuteTaskRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	mi := &file_cexec_v1_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3927,7 +4083,7 @@ func (x *ExecuteTaskRequest) String() string {
 func (*ExecuteTaskRequest) ProtoMessage() {}
 
 func (x *ExecuteTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	mi := &file_cexec_v1_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3940,7 +4096,7 @@ func (x *ExecuteTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteTaskRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteTaskRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{64}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ExecuteTaskRequest) GetTenant() string {
@@ -3982,7 +4138,7 @@ type TaskAttempt struct {
 
 func (x *TaskAttempt) Reset() {
 	*x = TaskAttempt{}
-	mi := &file_cexec_v1_control_proto_msgTypes[65]
+	mi := &file_cexec_v1_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3994,7 +4150,7 @@ func (x *TaskAttempt) String() string {
 func (*TaskAttempt) ProtoMessage() {}
 
 func (x *TaskAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[65]
+	mi := &file_cexec_v1_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4007,7 +4163,7 @@ func (x *TaskAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAttempt.ProtoReflect.Descriptor instead.
 func (*TaskAttempt) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{65}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *TaskAttempt) GetGenerator() string {
@@ -4055,7 +4211,7 @@ type ExecuteTaskResponse struct {
 
 func (x *ExecuteTaskResponse) Reset() {
 	*x = ExecuteTaskResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[66]
+	mi := &file_cexec_v1_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4067,7 +4223,7 @@ func (x *ExecuteTaskResponse) String() string {
 func (*ExecuteTaskResponse) ProtoMessage() {}
 
 func (x *ExecuteTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[66]
+	mi := &file_cexec_v1_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4080,7 +4236,7 @@ func (x *ExecuteTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteTaskResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteTaskResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{66}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ExecuteTaskResponse) GetStdout() string {
@@ -4231,7 +4387,7 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\x12ShowConfigResponse\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1f\n" +
 	"\vconfig_json\x18\x02 \x01(\fR\n" +
-	"configJson\"\x92\x01\n" +
+	"configJson\"\xb7\x01\n" +
 	"\vExecRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x1d\n" +
@@ -4240,7 +4396,8 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\asession\x18\x04 \x01(\tR\asession\x12\x1e\n" +
 	"\n" +
 	"persistent\x18\x05 \x01(\bR\n" +
-	"persistent\"4\n" +
+	"persistent\x12#\n" +
+	"\rfresh_sandbox\x18\x06 \x01(\bR\ffreshSandbox\"4\n" +
 	"\x06Output\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\"\x83\x01\n" +
@@ -4254,7 +4411,7 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\tExecError\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1c\n" +
-	"\ttraceback\x18\x03 \x01(\tR\ttraceback\"\xa7\x03\n" +
+	"\ttraceback\x18\x03 \x01(\tR\ttraceback\"\xbb\x03\n" +
 	"\n" +
 	"ExecResult\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x1f\n" +
@@ -4273,7 +4430,8 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"sandbox_id\x18\n" +
 	" \x01(\tR\tsandboxId\x12\x18\n" +
 	"\asession\x18\v \x01(\tR\asession\x12\x1a\n" +
-	"\bwarnings\x18\f \x03(\tR\bwarnings\"p\n" +
+	"\bwarnings\x18\f \x03(\tR\bwarnings\x12\x12\n" +
+	"\x04warm\x18\r \x01(\bR\x04warm\"p\n" +
 	"\tExecEvent\x12*\n" +
 	"\x06output\x18\x01 \x01(\v2\x10.cexec.v1.OutputH\x00R\x06output\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x14.cexec.v1.ExecResultH\x00R\x06resultB\a\n" +
@@ -4452,16 +4610,31 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"C\n" +
 	"\x11GCTenantsResponse\x12.\n" +
 	"\aremoved\x18\x01 \x03(\v2\x14.cexec.v1.TenantInfoR\aremoved\"\x13\n" +
-	"\x11PoolStatusRequest\"\xf0\x01\n" +
+	"\x11PoolStatusRequest\"\xba\x03\n" +
 	"\x12PoolStatusResponse\x12:\n" +
 	"\x04idle\x18\x01 \x03(\v2&.cexec.v1.PoolStatusResponse.IdleEntryR\x04idle\x12\x12\n" +
 	"\x04busy\x18\x02 \x01(\x05R\x04busy\x12\x1a\n" +
 	"\bcreating\x18\x03 \x01(\x05R\bcreating\x12\x1b\n" +
 	"\tmax_total\x18\x04 \x01(\x05R\bmaxTotal\x12\x18\n" +
-	"\abackend\x18\x05 \x01(\tR\abackend\x1a7\n" +
+	"\abackend\x18\x05 \x01(\tR\abackend\x12\x12\n" +
+	"\x04warm\x18\x06 \x01(\x05R\x04warm\x12C\n" +
+	"\atargets\x18\a \x03(\v2).cexec.v1.PoolStatusResponse.TargetsEntryR\atargets\x123\n" +
+	"\tsandboxes\x18\b \x03(\v2\x15.cexec.v1.PoolSandboxR\tsandboxes\x1a7\n" +
 	"\tIdleEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"y\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\x1a:\n" +
+	"\fTargetsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xe5\x01\n" +
+	"\vPoolSandbox\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x14\n" +
+	"\x05fresh\x18\x04 \x01(\bR\x05fresh\x12\x12\n" +
+	"\x04uses\x18\x05 \x01(\x05R\x04uses\x12)\n" +
+	"\x11last_used_unix_ms\x18\x06 \x01(\x03R\x0elastUsedUnixMs\x12\x1b\n" +
+	"\trss_bytes\x18\a \x01(\x03R\brssBytes\x12&\n" +
+	"\x0fcreated_unix_ms\x18\b \x01(\x03R\rcreatedUnixMs\"y\n" +
 	"\x12ExecuteTaskRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
@@ -4532,7 +4705,7 @@ func file_cexec_v1_control_proto_rawDescGZIP() []byte {
 	return file_cexec_v1_control_proto_rawDescData
 }
 
-var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
+var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
 var file_cexec_v1_control_proto_goTypes = []any{
 	(*StatusRequest)(nil),         // 0: cexec.v1.StatusRequest
 	(*PluginSummary)(nil),         // 1: cexec.v1.PluginSummary
@@ -4598,10 +4771,12 @@ var file_cexec_v1_control_proto_goTypes = []any{
 	(*GCTenantsResponse)(nil),     // 61: cexec.v1.GCTenantsResponse
 	(*PoolStatusRequest)(nil),     // 62: cexec.v1.PoolStatusRequest
 	(*PoolStatusResponse)(nil),    // 63: cexec.v1.PoolStatusResponse
-	(*ExecuteTaskRequest)(nil),    // 64: cexec.v1.ExecuteTaskRequest
-	(*TaskAttempt)(nil),           // 65: cexec.v1.TaskAttempt
-	(*ExecuteTaskResponse)(nil),   // 66: cexec.v1.ExecuteTaskResponse
-	nil,                           // 67: cexec.v1.PoolStatusResponse.IdleEntry
+	(*PoolSandbox)(nil),           // 64: cexec.v1.PoolSandbox
+	(*ExecuteTaskRequest)(nil),    // 65: cexec.v1.ExecuteTaskRequest
+	(*TaskAttempt)(nil),           // 66: cexec.v1.TaskAttempt
+	(*ExecuteTaskResponse)(nil),   // 67: cexec.v1.ExecuteTaskResponse
+	nil,                           // 68: cexec.v1.PoolStatusResponse.IdleEntry
+	nil,                           // 69: cexec.v1.PoolStatusResponse.TargetsEntry
 }
 var file_cexec_v1_control_proto_depIdxs = []int32{
 	1,  // 0: cexec.v1.StatusResponse.plugins:type_name -> cexec.v1.PluginSummary
@@ -4623,66 +4798,68 @@ var file_cexec_v1_control_proto_depIdxs = []int32{
 	50, // 16: cexec.v1.SaveSkillResponse.skill:type_name -> cexec.v1.Skill
 	57, // 17: cexec.v1.ListTenantsResponse.tenants:type_name -> cexec.v1.TenantInfo
 	57, // 18: cexec.v1.GCTenantsResponse.removed:type_name -> cexec.v1.TenantInfo
-	67, // 19: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
-	17, // 20: cexec.v1.ExecuteTaskResponse.result:type_name -> cexec.v1.ExecResult
-	65, // 21: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
-	0,  // 22: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
-	3,  // 23: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
-	6,  // 24: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
-	9,  // 25: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
-	11, // 26: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
-	13, // 27: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
-	20, // 28: cexec.v1.Control.ListServers:input_type -> cexec.v1.ListServersRequest
-	23, // 29: cexec.v1.Control.ListTools:input_type -> cexec.v1.ListToolsRequest
-	25, // 30: cexec.v1.Control.GetTool:input_type -> cexec.v1.GetToolRequest
-	27, // 31: cexec.v1.Control.RefreshTools:input_type -> cexec.v1.RefreshToolsRequest
-	29, // 32: cexec.v1.Control.SearchTools:input_type -> cexec.v1.SearchToolsRequest
-	32, // 33: cexec.v1.Control.GetState:input_type -> cexec.v1.GetStateRequest
-	34, // 34: cexec.v1.Control.PutState:input_type -> cexec.v1.PutStateRequest
-	37, // 35: cexec.v1.Control.ListState:input_type -> cexec.v1.ListStateRequest
-	39, // 36: cexec.v1.Control.DeleteState:input_type -> cexec.v1.DeleteStateRequest
-	42, // 37: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
-	44, // 38: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
-	46, // 39: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
-	48, // 40: cexec.v1.Control.Checkpoint:input_type -> cexec.v1.CheckpointRequest
-	51, // 41: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
-	53, // 42: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
-	55, // 43: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
-	58, // 44: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
-	60, // 45: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
-	62, // 46: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
-	64, // 47: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
-	2,  // 48: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
-	5,  // 49: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
-	7,  // 50: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
-	10, // 51: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
-	12, // 52: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
-	18, // 53: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
-	21, // 54: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
-	24, // 55: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
-	26, // 56: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
-	28, // 57: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
-	31, // 58: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
-	33, // 59: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
-	36, // 60: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
-	38, // 61: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
-	40, // 62: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
-	43, // 63: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
-	45, // 64: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
-	47, // 65: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
-	49, // 66: cexec.v1.Control.Checkpoint:output_type -> cexec.v1.CheckpointResponse
-	52, // 67: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
-	54, // 68: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
-	56, // 69: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
-	59, // 70: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
-	61, // 71: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
-	63, // 72: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
-	66, // 73: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
-	48, // [48:74] is the sub-list for method output_type
-	22, // [22:48] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	68, // 19: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
+	69, // 20: cexec.v1.PoolStatusResponse.targets:type_name -> cexec.v1.PoolStatusResponse.TargetsEntry
+	64, // 21: cexec.v1.PoolStatusResponse.sandboxes:type_name -> cexec.v1.PoolSandbox
+	17, // 22: cexec.v1.ExecuteTaskResponse.result:type_name -> cexec.v1.ExecResult
+	66, // 23: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
+	0,  // 24: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
+	3,  // 25: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
+	6,  // 26: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
+	9,  // 27: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
+	11, // 28: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
+	13, // 29: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
+	20, // 30: cexec.v1.Control.ListServers:input_type -> cexec.v1.ListServersRequest
+	23, // 31: cexec.v1.Control.ListTools:input_type -> cexec.v1.ListToolsRequest
+	25, // 32: cexec.v1.Control.GetTool:input_type -> cexec.v1.GetToolRequest
+	27, // 33: cexec.v1.Control.RefreshTools:input_type -> cexec.v1.RefreshToolsRequest
+	29, // 34: cexec.v1.Control.SearchTools:input_type -> cexec.v1.SearchToolsRequest
+	32, // 35: cexec.v1.Control.GetState:input_type -> cexec.v1.GetStateRequest
+	34, // 36: cexec.v1.Control.PutState:input_type -> cexec.v1.PutStateRequest
+	37, // 37: cexec.v1.Control.ListState:input_type -> cexec.v1.ListStateRequest
+	39, // 38: cexec.v1.Control.DeleteState:input_type -> cexec.v1.DeleteStateRequest
+	42, // 39: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
+	44, // 40: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
+	46, // 41: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
+	48, // 42: cexec.v1.Control.Checkpoint:input_type -> cexec.v1.CheckpointRequest
+	51, // 43: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
+	53, // 44: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
+	55, // 45: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
+	58, // 46: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
+	60, // 47: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
+	62, // 48: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
+	65, // 49: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
+	2,  // 50: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
+	5,  // 51: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
+	7,  // 52: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
+	10, // 53: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
+	12, // 54: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
+	18, // 55: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
+	21, // 56: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
+	24, // 57: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
+	26, // 58: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
+	28, // 59: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
+	31, // 60: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
+	33, // 61: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
+	36, // 62: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
+	38, // 63: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
+	40, // 64: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
+	43, // 65: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
+	45, // 66: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
+	47, // 67: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
+	49, // 68: cexec.v1.Control.Checkpoint:output_type -> cexec.v1.CheckpointResponse
+	52, // 69: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
+	54, // 70: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
+	56, // 71: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
+	59, // 72: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
+	61, // 73: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
+	63, // 74: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
+	67, // 75: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
+	50, // [50:76] is the sub-list for method output_type
+	24, // [24:50] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_cexec_v1_control_proto_init() }
@@ -4700,7 +4877,7 @@ func file_cexec_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cexec_v1_control_proto_rawDesc), len(file_cexec_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   68,
+			NumMessages:   70,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
