@@ -3,11 +3,22 @@
 // A sandbox is created for one tenant and only ever handed to that tenant.
 // Acquire returns an idle sandbox (after a health check) or creates one;
 // Release puts it back, or destroys it when it crashed, timed out or has
-// served MaxUses executions. A background loop tops each active tenant up to
-// Warm idle sandboxes and destroys sandboxes idle for longer than
-// IdleTimeout. When MaxTotal sandboxes exist and none is idle, Acquire fails
-// with an error wrapping pluginapi.ErrResourceExhausted instead of queueing
-// without bound.
+// served MaxUses executions. AcquireFresh creates a sandbox for one
+// execution only (a cold start) and destroys it on Release.
+//
+// A background loop keeps each active tenant warm and destroys sandboxes
+// idle for longer than IdleTimeout. Warm means Warm idle sandboxes beyond
+// the tenant's current leases, and, when the tenant recently ran more
+// executions at once than that covers, as many sandboxes as its peak
+// concurrency within the last IdleTimeout: a tenant that runs 8 programs at
+// a time then finds 8 warm sandboxes instead of paying cold starts whenever
+// one is recycled (MaxUses, a crash) or its burst outgrows Warm. The peak
+// is forgotten after IdleTimeout without reaching it again, just before the
+// sandboxes it kept become idle long enough to be reaped.
+//
+// When MaxTotal sandboxes exist and none is idle, Acquire fails with an
+// error wrapping pluginapi.ErrResourceExhausted instead of queueing without
+// bound.
 package pool
 
 import (
@@ -56,6 +67,20 @@ type entry struct {
 	// stale sandboxes belong to a backend incarnation that is gone; they
 	// are destroyed on release instead of reused.
 	stale bool
+	// fresh sandboxes serve one execution and are destroyed on release.
+	fresh bool
+}
+
+// demand is one tenant's recent concurrency, which sizes its warm set.
+type demand struct {
+	// leased counts the tenant's pooled leases plus on-demand creations
+	// for its executions (fresh leases are not pooled and not counted).
+	leased int
+	// peak is the most leased at once since the window began.
+	peak int
+	// since is when leased last reached peak; the peak is forgotten
+	// IdleTimeout later.
+	since time.Time
 }
 
 // Pool is safe for concurrent use.
@@ -69,6 +94,7 @@ type Pool struct {
 	busy     map[string]*entry    // id -> leased sandbox
 	creating int                  // creations in flight, counted against MaxTotal
 	active   map[string]time.Time // tenant -> last Acquire, for warming
+	demand   map[string]*demand   // tenant -> recent concurrency
 	closed   bool
 
 	kick chan struct{}
@@ -115,6 +141,7 @@ func New(backend Backend, cfg Config, log hclog.Logger) (*Pool, error) {
 		idle:    map[string][]*entry{},
 		busy:    map[string]*entry{},
 		active:  map[string]time.Time{},
+		demand:  map[string]*demand{},
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -138,13 +165,17 @@ func (p *Pool) Acquire(ctx context.Context, tenant string) (*Lease, error) {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			return nil, fmt.Errorf("sandbox pool is shut down: %w", pluginapi.ErrPluginShutdown)
+			return nil, errShutdown()
 		}
 		p.active[tenant] = time.Now()
 		if e := p.popIdleLocked(tenant); e != nil {
 			p.busy[e.id] = e
+			p.leaseLocked(tenant, 1)
 			p.mu.Unlock()
 			if err := p.backend.Health(ctx, e.id); err != nil && !errors.Is(err, pluginapi.ErrUnimplemented) {
+				p.mu.Lock()
+				p.leaseLocked(tenant, -1)
+				p.mu.Unlock()
 				if ctx.Err() != nil {
 					p.putBack(e)
 					return nil, ctx.Err()
@@ -156,25 +187,73 @@ func (p *Pool) Acquire(ctx context.Context, tenant string) (*Lease, error) {
 			p.poke()
 			return &Lease{ID: e.id, Tenant: tenant, Reused: true, p: p, e: e}, nil
 		}
-		if !p.reserveLocked() {
-			total := len(p.busy) + p.idleCountLocked() + p.creating
-			p.mu.Unlock()
-			return nil, fmt.Errorf("sandbox pool is full: %d of %d sandboxes are busy; retry later or raise sandbox.pool.max_total: %w",
-				total, p.cfg.MaxTotal, pluginapi.ErrResourceExhausted)
-		}
-		p.mu.Unlock()
-
-		e, err := p.create(ctx, tenant)
-		p.mu.Lock()
-		p.creating--
-		if err != nil {
+		if err := p.reserveLocked(); err != nil {
 			p.mu.Unlock()
 			return nil, err
 		}
-		p.busy[e.id] = e
+		// Counted as leased while it is created, so that warming does not
+		// build a second sandbox for the same execution.
+		p.leaseLocked(tenant, 1)
 		p.mu.Unlock()
 		p.poke()
-		return &Lease{ID: e.id, Tenant: tenant, p: p, e: e}, nil
+		l, err := p.createLease(ctx, tenant, false)
+		if err != nil {
+			p.mu.Lock()
+			p.leaseLocked(tenant, -1)
+			p.mu.Unlock()
+		}
+		return l, err
+	}
+}
+
+// AcquireFresh creates a sandbox for tenant that serves this lease only
+// and is destroyed on Release: a cold start, for executions that must not
+// share a zygote with earlier ones and for measuring start-up. It counts
+// against MaxTotal like any sandbox, but not towards the tenant's warm
+// demand.
+func (p *Pool) AcquireFresh(ctx context.Context, tenant string) (*Lease, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errShutdown()
+	}
+	if err := p.reserveLocked(); err != nil {
+		p.mu.Unlock()
+		return nil, err
+	}
+	p.mu.Unlock()
+	return p.createLease(ctx, tenant, true)
+}
+
+// createLease creates a sandbox in a slot reserved by reserveLocked.
+func (p *Pool) createLease(ctx context.Context, tenant string, fresh bool) (*Lease, error) {
+	e, err := p.create(ctx, tenant)
+	p.mu.Lock()
+	p.creating--
+	if err != nil {
+		p.mu.Unlock()
+		return nil, err
+	}
+	e.fresh = fresh
+	p.busy[e.id] = e
+	p.mu.Unlock()
+	return &Lease{ID: e.id, Tenant: tenant, p: p, e: e}, nil
+}
+
+func errShutdown() error {
+	return fmt.Errorf("sandbox pool is shut down: %w", pluginapi.ErrPluginShutdown)
+}
+
+// leaseLocked adds n to tenant's leases, recording a new peak.
+func (p *Pool) leaseLocked(tenant string, n int) {
+	d := p.demand[tenant]
+	if d == nil {
+		d = &demand{}
+		p.demand[tenant] = d
+	}
+	d.leased += n
+	if d.leased >= d.peak {
+		d.peak, d.since = d.leased, time.Now()
 	}
 }
 
@@ -186,9 +265,12 @@ func (l *Lease) Release(healthy bool) {
 		p := l.p
 		p.mu.Lock()
 		delete(p.busy, l.e.id)
+		if !l.e.fresh {
+			p.leaseLocked(l.e.tenant, -1)
+		}
 		l.e.uses++
 		l.e.lastUsed = time.Now()
-		recycle := !healthy || p.closed || l.e.stale || (p.cfg.MaxUses > 0 && l.e.uses >= p.cfg.MaxUses)
+		recycle := !healthy || p.closed || l.e.stale || l.e.fresh || (p.cfg.MaxUses > 0 && l.e.uses >= p.cfg.MaxUses)
 		if !recycle {
 			p.idle[l.e.tenant] = append(p.idle[l.e.tenant], l.e)
 		}
@@ -222,23 +304,68 @@ func (p *Pool) Flush() {
 
 // Stats is a snapshot of the pool.
 type Stats struct {
+	// Idle counts idle sandboxes per tenant (tenants with none omitted).
 	Idle     map[string]int
 	Busy     int
 	Creating int
 	MaxTotal int
+	// Warm is the configured number of idle sandboxes per active tenant.
+	Warm int
+	// Targets is, per active tenant, how many sandboxes the pool keeps for
+	// it, idle and leased: Warm beyond its leases, or its recent peak of
+	// concurrent executions when that is more.
+	Targets map[string]int
+	// Sandboxes lists every sandbox the pool holds, idle and leased.
+	Sandboxes []SandboxStats
 }
 
-// Stats returns a snapshot of the pool's counts.
+// SandboxStats describes one sandbox of the pool.
+type SandboxStats struct {
+	ID     string
+	Tenant string
+	// Leased is true while an execution holds the sandbox.
+	Leased bool
+	// Fresh sandboxes serve one execution (AcquireFresh).
+	Fresh bool
+	// Uses counts the executions the sandbox has finished.
+	Uses     int
+	LastUsed time.Time
+}
+
+// Stats returns a snapshot of the pool.
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := Stats{Idle: map[string]int{}, Busy: len(p.busy), Creating: p.creating, MaxTotal: p.cfg.MaxTotal}
+	s := Stats{Idle: map[string]int{}, Busy: len(p.busy), Creating: p.creating, MaxTotal: p.cfg.MaxTotal,
+		Warm: p.cfg.Warm, Targets: map[string]int{}}
 	for t, es := range p.idle {
 		if len(es) > 0 {
 			s.Idle[t] = len(es)
 		}
+		for _, e := range es {
+			s.Sandboxes = append(s.Sandboxes, e.stats(false))
+		}
+	}
+	for _, e := range p.busy {
+		s.Sandboxes = append(s.Sandboxes, e.stats(true))
+	}
+	for t := range p.active {
+		s.Targets[t] = p.targetLocked(t)
 	}
 	return s
+}
+
+func (e *entry) stats(leased bool) SandboxStats {
+	return SandboxStats{ID: e.id, Tenant: e.tenant, Leased: leased, Fresh: e.fresh, Uses: e.uses, LastUsed: e.lastUsed}
+}
+
+// targetLocked is how many sandboxes, idle and leased, tenant should have.
+func (p *Pool) targetLocked(tenant string) int {
+	leased, peak := 0, 0
+	if d := p.demand[tenant]; d != nil {
+		leased, peak = d.leased, d.peak
+	}
+	return max(p.cfg.Warm+leased, peak)
 }
 
 // Close stops maintenance and destroys every idle sandbox; busy sandboxes
@@ -291,11 +418,13 @@ func (p *Pool) idleCountLocked() int {
 }
 
 // reserveLocked claims a creation slot, evicting another tenant's idle
-// sandbox when the pool is at its maximum.
-func (p *Pool) reserveLocked() bool {
-	if len(p.busy)+p.idleCountLocked()+p.creating < p.cfg.MaxTotal {
+// sandbox when the pool is at its maximum. When every sandbox is busy it
+// returns the back-pressure error.
+func (p *Pool) reserveLocked() error {
+	total := len(p.busy) + p.idleCountLocked() + p.creating
+	if total < p.cfg.MaxTotal {
 		p.creating++
-		return true
+		return nil
 	}
 	var victim *entry
 	for _, es := range p.idle {
@@ -306,7 +435,8 @@ func (p *Pool) reserveLocked() bool {
 		}
 	}
 	if victim == nil {
-		return false
+		return fmt.Errorf("sandbox pool is full: %d of %d sandboxes are busy; retry later or raise sandbox.pool.max_total: %w",
+			total, p.cfg.MaxTotal, pluginapi.ErrResourceExhausted)
 	}
 	es := p.idle[victim.tenant]
 	for i, e := range es {
@@ -321,7 +451,7 @@ func (p *Pool) reserveLocked() bool {
 		defer p.wg.Done()
 		p.destroy(victim)
 	}()
-	return true
+	return nil
 }
 
 func (p *Pool) putBack(e *entry) {
@@ -393,6 +523,16 @@ func (p *Pool) reap() {
 	now := time.Now()
 	var drop []*entry
 	p.mu.Lock()
+	// Peaks are forgotten first: the sandboxes a peak kept were released
+	// after it, so they are reaped in a later pass, not rebuilt by warm.
+	for t, d := range p.demand {
+		if now.Sub(d.since) > p.cfg.IdleTimeout {
+			d.peak, d.since = d.leased, now
+		}
+		if d.leased == 0 && d.peak == 0 {
+			delete(p.demand, t)
+		}
+	}
 	for t, es := range p.idle {
 		kept := es[:0]
 		for _, e := range es {
@@ -415,9 +555,9 @@ func (p *Pool) reap() {
 	}
 }
 
-// warm creates sandboxes, one at a time, until every active tenant has Warm
-// idle ones or the pool is full. Creations run outside the lock so that
-// executions are never held up by warming.
+// warm creates sandboxes, one at a time, until every active tenant has its
+// target (see targetLocked) or the pool is full. Creations run outside the
+// lock so that executions are never held up by warming.
 func (p *Pool) warm() {
 	for {
 		p.mu.Lock()
@@ -427,7 +567,11 @@ func (p *Pool) warm() {
 		}
 		tenant := ""
 		for t := range p.active {
-			if len(p.idle[t]) < p.cfg.Warm {
+			leased := 0
+			if d := p.demand[t]; d != nil {
+				leased = d.leased
+			}
+			if len(p.idle[t])+leased < p.targetLocked(t) {
 				tenant = t
 				break
 			}

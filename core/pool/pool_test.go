@@ -60,6 +60,13 @@ func (m *memBackend) Health(_ context.Context, id string) error {
 	return nil
 }
 
+func (m *memBackend) isLive(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.live[id]
+	return ok
+}
+
 func (m *memBackend) liveCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -176,7 +183,10 @@ func TestRecycling(t *testing.T) {
 				t.Fatalf("reused = %v, want %v", got, tc.reused)
 			}
 			if !tc.reused {
-				waitFor(t, "recycled sandbox destroyed", func() bool { return b.liveCount() == 1 })
+				// The pool may build a replacement in the background (the
+				// tenant's peak demand was one sandbox); the recycled one
+				// must be gone.
+				waitFor(t, "recycled sandbox destroyed", func() bool { return !b.isLive(first) })
 			}
 		})
 	}
@@ -268,7 +278,9 @@ func TestFlushAndClose(t *testing.T) {
 	idle.Release(true)
 	p.Flush()
 	busy.Release(true)
-	waitFor(t, "flushed sandboxes destroyed", func() bool { return b.liveCount() == 0 })
+	// The pool refills to the tenant's recent demand; the flushed
+	// sandboxes themselves must be gone.
+	waitFor(t, "flushed sandboxes destroyed", func() bool { return !b.isLive(idle.ID) && !b.isLive(busy.ID) })
 
 	l, _ := p.Acquire(ctx, "t")
 	l.Release(true)
@@ -320,4 +332,116 @@ func TestConcurrentLeasesNeverShared(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
+}
+
+func TestAcquireFresh(t *testing.T) {
+	b := newMem()
+	p := newPool(t, b, Config{MaxTotal: 2, Warm: 1})
+	ctx := context.Background()
+	warm, err := p.Acquire(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm.Release(true)
+	waitFor(t, "one idle sandbox", func() bool { return p.Stats().Idle["t"] == 1 })
+
+	seen := map[string]bool{warm.ID: true}
+	for range 3 {
+		l, err := p.AcquireFresh(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Reused || seen[l.ID] {
+			t.Fatalf("fresh lease %s is a sandbox used before (reused %v)", l.ID, l.Reused)
+		}
+		seen[l.ID] = true
+		st := p.Stats()
+		if st.Busy != 1 || len(st.Sandboxes) != 2 {
+			t.Fatalf("stats with a fresh lease: %+v", st)
+		}
+		l.Release(true)
+		waitFor(t, "fresh sandbox destroyed on release", func() bool { return !b.isLive(l.ID) })
+	}
+	if st := p.Stats(); st.Idle["t"] != 1 || st.Targets["t"] != 1 {
+		t.Fatalf("fresh leases changed the warm set: %+v", st)
+	}
+
+	// A fresh sandbox takes a slot like any other.
+	l1, _ := p.AcquireFresh(ctx, "t")
+	l2, _ := p.Acquire(ctx, "t")
+	if _, err := p.AcquireFresh(ctx, "t"); !errors.Is(err, pluginapi.ErrResourceExhausted) {
+		t.Fatalf("fresh lease beyond max_total: %v", err)
+	}
+	l1.Release(true)
+	l2.Release(true)
+}
+
+func TestWarmFollowsPeakConcurrency(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		warm, max int
+		peak      int
+		want      int // sandboxes kept after the burst
+	}{
+		{"peak above warm", 1, 8, 4, 4},
+		{"peak below warm", 3, 8, 2, 3},
+		{"peak capped by max_total", 1, 3, 3, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newMem()
+			idle := 300 * time.Millisecond
+			p := newPool(t, b, Config{MaxTotal: tc.max, Warm: tc.warm, IdleTimeout: idle})
+			ctx := context.Background()
+			var leases []*Lease
+			for range tc.peak {
+				l, err := p.Acquire(ctx, "t")
+				if err != nil {
+					t.Fatal(err)
+				}
+				leases = append(leases, l)
+			}
+			if got := p.Stats().Targets["t"]; got != max(tc.warm+tc.peak, tc.peak) {
+				t.Fatalf("target during the burst = %d", got)
+			}
+			// Recycle one: the pool replaces it to keep the peak warm.
+			leases[0].Release(false)
+			for _, l := range leases[1:] {
+				l.Release(true)
+			}
+			waitFor(t, fmt.Sprintf("%d warm sandboxes", tc.want), func() bool {
+				st := p.Stats()
+				return st.Idle["t"] == tc.want && st.Creating == 0 && b.liveCount() == tc.want
+			})
+			if got := p.Stats().Targets["t"]; got != tc.want {
+				t.Fatalf("target after the burst = %d, want %d", got, tc.want)
+			}
+			// Without executions the peak is forgotten and idle sandboxes
+			// reaped.
+			waitFor(t, "idle sandboxes reaped", func() bool { return b.liveCount() == 0 })
+		})
+	}
+}
+
+func TestStatsListsSandboxes(t *testing.T) {
+	b := newMem()
+	p := newPool(t, b, Config{MaxTotal: 3})
+	ctx := context.Background()
+	a, _ := p.Acquire(ctx, "alice")
+	bob, _ := p.Acquire(ctx, "bob")
+	bob.Release(true)
+	st := p.Stats()
+	got := map[string]SandboxStats{}
+	for _, s := range st.Sandboxes {
+		got[s.ID] = s
+	}
+	if s := got[a.ID]; !s.Leased || s.Tenant != "alice" || s.Uses != 0 {
+		t.Errorf("alice's leased sandbox: %+v", s)
+	}
+	if s := got[bob.ID]; s.Leased || s.Tenant != "bob" || s.Uses != 1 || s.LastUsed.IsZero() {
+		t.Errorf("bob's idle sandbox: %+v", s)
+	}
+	if len(got) != 2 || st.Busy != 1 || st.Idle["bob"] != 1 || st.MaxTotal != 3 {
+		t.Errorf("stats: %+v", st)
+	}
+	a.Release(true)
 }
