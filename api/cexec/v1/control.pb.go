@@ -4128,12 +4128,25 @@ func (x *ExecuteTaskRequest) GetTimeoutMs() int64 {
 }
 
 type TaskAttempt struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Generator     string                 `protobuf:"bytes,1,opt,name=generator,proto3" json:"generator,omitempty"`
-	Code          string                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
-	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Generator string                 `protobuf:"bytes,1,opt,name=generator,proto3" json:"generator,omitempty"`
+	Code      string                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	Error     string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Model     string                 `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	// round is 0 for the first program and n for the n-th repair.
+	Round int32 `protobuf:"varint,5,opt,name=round,proto3" json:"round,omitempty"`
+	// tools is how many tools the generator was shown; wide is set when it
+	// was shown the wide scope (a model-free generator that wrote nothing
+	// with the selected tools is asked again with every tool of a small
+	// catalog).
+	Tools int32 `protobuf:"varint,6,opt,name=tools,proto3" json:"tools,omitempty"`
+	Wide  bool  `protobuf:"varint,7,opt,name=wide,proto3" json:"wide,omitempty"`
+	// generate_us is the Generate call.
+	GenerateUs       int64 `protobuf:"varint,8,opt,name=generate_us,json=generateUs,proto3" json:"generate_us,omitempty"`
+	PromptTokens     int64 `protobuf:"varint,9,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	CompletionTokens int64 `protobuf:"varint,10,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *TaskAttempt) Reset() {
@@ -4187,6 +4200,134 @@ func (x *TaskAttempt) GetError() string {
 	return ""
 }
 
+func (x *TaskAttempt) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *TaskAttempt) GetRound() int32 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+func (x *TaskAttempt) GetTools() int32 {
+	if x != nil {
+		return x.Tools
+	}
+	return 0
+}
+
+func (x *TaskAttempt) GetWide() bool {
+	if x != nil {
+		return x.Wide
+	}
+	return false
+}
+
+func (x *TaskAttempt) GetGenerateUs() int64 {
+	if x != nil {
+		return x.GenerateUs
+	}
+	return 0
+}
+
+func (x *TaskAttempt) GetPromptTokens() int64 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
+func (x *TaskAttempt) GetCompletionTokens() int64 {
+	if x != nil {
+		return x.CompletionTokens
+	}
+	return 0
+}
+
+// TaskTimings split an ExecuteTask's wall-clock time.
+type TaskTimings struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	SearchUs int64                  `protobuf:"varint,1,opt,name=search_us,json=searchUs,proto3" json:"search_us,omitempty"`
+	// generate_us sums the Generate calls (the model calls of an LLM).
+	GenerateUs int64 `protobuf:"varint,2,opt,name=generate_us,json=generateUs,proto3" json:"generate_us,omitempty"`
+	GuardUs    int64 `protobuf:"varint,3,opt,name=guard_us,json=guardUs,proto3" json:"guard_us,omitempty"`
+	// execute_us sums the executions, sandbox lease and session log included.
+	ExecuteUs     int64 `protobuf:"varint,4,opt,name=execute_us,json=executeUs,proto3" json:"execute_us,omitempty"`
+	TotalUs       int64 `protobuf:"varint,5,opt,name=total_us,json=totalUs,proto3" json:"total_us,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskTimings) Reset() {
+	*x = TaskTimings{}
+	mi := &file_cexec_v1_control_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskTimings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskTimings) ProtoMessage() {}
+
+func (x *TaskTimings) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskTimings.ProtoReflect.Descriptor instead.
+func (*TaskTimings) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *TaskTimings) GetSearchUs() int64 {
+	if x != nil {
+		return x.SearchUs
+	}
+	return 0
+}
+
+func (x *TaskTimings) GetGenerateUs() int64 {
+	if x != nil {
+		return x.GenerateUs
+	}
+	return 0
+}
+
+func (x *TaskTimings) GetGuardUs() int64 {
+	if x != nil {
+		return x.GuardUs
+	}
+	return 0
+}
+
+func (x *TaskTimings) GetExecuteUs() int64 {
+	if x != nil {
+		return x.ExecuteUs
+	}
+	return 0
+}
+
+func (x *TaskTimings) GetTotalUs() int64 {
+	if x != nil {
+		return x.TotalUs
+	}
+	return 0
+}
+
 type ExecuteTaskResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// stdout is what the final program printed.
@@ -4205,13 +4346,22 @@ type ExecuteTaskResponse struct {
 	// pipeline_overhead_us is the time spent outside model calls and the
 	// execution itself.
 	PipelineOverheadUs int64 `protobuf:"varint,12,opt,name=pipeline_overhead_us,json=pipelineOverheadUs,proto3" json:"pipeline_overhead_us,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// status is "ok" (the last program ran without an exception), "failed"
+	// (it raised, timed out or exited non-zero, and no repair was left or
+	// possible), "no_code" (no generator wrote a program) or "denied" (a
+	// guard refused the program).
+	Status string `protobuf:"bytes,13,opt,name=status,proto3" json:"status,omitempty"`
+	// diagnostics say why for no_code and denied, and carry warnings such as
+	// a failed tool search.
+	Diagnostics   []*Diagnostic `protobuf:"bytes,14,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	Timings       *TaskTimings  `protobuf:"bytes,15,opt,name=timings,proto3" json:"timings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecuteTaskResponse) Reset() {
 	*x = ExecuteTaskResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[67]
+	mi := &file_cexec_v1_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4223,7 +4373,7 @@ func (x *ExecuteTaskResponse) String() string {
 func (*ExecuteTaskResponse) ProtoMessage() {}
 
 func (x *ExecuteTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[67]
+	mi := &file_cexec_v1_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4236,7 +4386,7 @@ func (x *ExecuteTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteTaskResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteTaskResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{67}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ExecuteTaskResponse) GetStdout() string {
@@ -4321,6 +4471,27 @@ func (x *ExecuteTaskResponse) GetPipelineOverheadUs() int64 {
 		return x.PipelineOverheadUs
 	}
 	return 0
+}
+
+func (x *ExecuteTaskResponse) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *ExecuteTaskResponse) GetDiagnostics() []*Diagnostic {
+	if x != nil {
+		return x.Diagnostics
+	}
+	return nil
+}
+
+func (x *ExecuteTaskResponse) GetTimings() *TaskTimings {
+	if x != nil {
+		return x.Timings
+	}
+	return nil
 }
 
 var File_cexec_v1_control_proto protoreflect.FileDescriptor
@@ -4640,11 +4811,28 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
 	"\x04task\x18\x03 \x01(\tR\x04task\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs\"U\n" +
+	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs\"\x9e\x02\n" +
 	"\vTaskAttempt\x12\x1c\n" +
 	"\tgenerator\x18\x01 \x01(\tR\tgenerator\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xc6\x03\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x14\n" +
+	"\x05model\x18\x04 \x01(\tR\x05model\x12\x14\n" +
+	"\x05round\x18\x05 \x01(\x05R\x05round\x12\x14\n" +
+	"\x05tools\x18\x06 \x01(\x05R\x05tools\x12\x12\n" +
+	"\x04wide\x18\a \x01(\bR\x04wide\x12\x1f\n" +
+	"\vgenerate_us\x18\b \x01(\x03R\n" +
+	"generateUs\x12#\n" +
+	"\rprompt_tokens\x18\t \x01(\x03R\fpromptTokens\x12+\n" +
+	"\x11completion_tokens\x18\n" +
+	" \x01(\x03R\x10completionTokens\"\xa0\x01\n" +
+	"\vTaskTimings\x12\x1b\n" +
+	"\tsearch_us\x18\x01 \x01(\x03R\bsearchUs\x12\x1f\n" +
+	"\vgenerate_us\x18\x02 \x01(\x03R\n" +
+	"generateUs\x12\x19\n" +
+	"\bguard_us\x18\x03 \x01(\x03R\aguardUs\x12\x1d\n" +
+	"\n" +
+	"execute_us\x18\x04 \x01(\x03R\texecuteUs\x12\x19\n" +
+	"\btotal_us\x18\x05 \x01(\x03R\atotalUs\"\xc7\x04\n" +
 	"\x13ExecuteTaskResponse\x12\x16\n" +
 	"\x06stdout\x18\x01 \x01(\tR\x06stdout\x12,\n" +
 	"\x06result\x18\x02 \x01(\v2\x14.cexec.v1.ExecResultR\x06result\x12\x1c\n" +
@@ -4658,7 +4846,10 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\battempts\x18\n" +
 	" \x03(\v2\x15.cexec.v1.TaskAttemptR\battempts\x12\x18\n" +
 	"\arepairs\x18\v \x01(\x05R\arepairs\x120\n" +
-	"\x14pipeline_overhead_us\x18\f \x01(\x03R\x12pipelineOverheadUs2\xd7\x0e\n" +
+	"\x14pipeline_overhead_us\x18\f \x01(\x03R\x12pipelineOverheadUs\x12\x16\n" +
+	"\x06status\x18\r \x01(\tR\x06status\x126\n" +
+	"\vdiagnostics\x18\x0e \x03(\v2\x14.cexec.v1.DiagnosticR\vdiagnostics\x12/\n" +
+	"\atimings\x18\x0f \x01(\v2\x15.cexec.v1.TaskTimingsR\atimings2\xd7\x0e\n" +
 	"\aControl\x12;\n" +
 	"\x06Status\x12\x17.cexec.v1.StatusRequest\x1a\x18.cexec.v1.StatusResponse\x12J\n" +
 	"\vListPlugins\x12\x1c.cexec.v1.ListPluginsRequest\x1a\x1d.cexec.v1.ListPluginsResponse\x12G\n" +
@@ -4705,7 +4896,7 @@ func file_cexec_v1_control_proto_rawDescGZIP() []byte {
 	return file_cexec_v1_control_proto_rawDescData
 }
 
-var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
+var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
 var file_cexec_v1_control_proto_goTypes = []any{
 	(*StatusRequest)(nil),         // 0: cexec.v1.StatusRequest
 	(*PluginSummary)(nil),         // 1: cexec.v1.PluginSummary
@@ -4774,9 +4965,10 @@ var file_cexec_v1_control_proto_goTypes = []any{
 	(*PoolSandbox)(nil),           // 64: cexec.v1.PoolSandbox
 	(*ExecuteTaskRequest)(nil),    // 65: cexec.v1.ExecuteTaskRequest
 	(*TaskAttempt)(nil),           // 66: cexec.v1.TaskAttempt
-	(*ExecuteTaskResponse)(nil),   // 67: cexec.v1.ExecuteTaskResponse
-	nil,                           // 68: cexec.v1.PoolStatusResponse.IdleEntry
-	nil,                           // 69: cexec.v1.PoolStatusResponse.TargetsEntry
+	(*TaskTimings)(nil),           // 67: cexec.v1.TaskTimings
+	(*ExecuteTaskResponse)(nil),   // 68: cexec.v1.ExecuteTaskResponse
+	nil,                           // 69: cexec.v1.PoolStatusResponse.IdleEntry
+	nil,                           // 70: cexec.v1.PoolStatusResponse.TargetsEntry
 }
 var file_cexec_v1_control_proto_depIdxs = []int32{
 	1,  // 0: cexec.v1.StatusResponse.plugins:type_name -> cexec.v1.PluginSummary
@@ -4798,68 +4990,70 @@ var file_cexec_v1_control_proto_depIdxs = []int32{
 	50, // 16: cexec.v1.SaveSkillResponse.skill:type_name -> cexec.v1.Skill
 	57, // 17: cexec.v1.ListTenantsResponse.tenants:type_name -> cexec.v1.TenantInfo
 	57, // 18: cexec.v1.GCTenantsResponse.removed:type_name -> cexec.v1.TenantInfo
-	68, // 19: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
-	69, // 20: cexec.v1.PoolStatusResponse.targets:type_name -> cexec.v1.PoolStatusResponse.TargetsEntry
+	69, // 19: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
+	70, // 20: cexec.v1.PoolStatusResponse.targets:type_name -> cexec.v1.PoolStatusResponse.TargetsEntry
 	64, // 21: cexec.v1.PoolStatusResponse.sandboxes:type_name -> cexec.v1.PoolSandbox
 	17, // 22: cexec.v1.ExecuteTaskResponse.result:type_name -> cexec.v1.ExecResult
 	66, // 23: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
-	0,  // 24: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
-	3,  // 25: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
-	6,  // 26: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
-	9,  // 27: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
-	11, // 28: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
-	13, // 29: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
-	20, // 30: cexec.v1.Control.ListServers:input_type -> cexec.v1.ListServersRequest
-	23, // 31: cexec.v1.Control.ListTools:input_type -> cexec.v1.ListToolsRequest
-	25, // 32: cexec.v1.Control.GetTool:input_type -> cexec.v1.GetToolRequest
-	27, // 33: cexec.v1.Control.RefreshTools:input_type -> cexec.v1.RefreshToolsRequest
-	29, // 34: cexec.v1.Control.SearchTools:input_type -> cexec.v1.SearchToolsRequest
-	32, // 35: cexec.v1.Control.GetState:input_type -> cexec.v1.GetStateRequest
-	34, // 36: cexec.v1.Control.PutState:input_type -> cexec.v1.PutStateRequest
-	37, // 37: cexec.v1.Control.ListState:input_type -> cexec.v1.ListStateRequest
-	39, // 38: cexec.v1.Control.DeleteState:input_type -> cexec.v1.DeleteStateRequest
-	42, // 39: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
-	44, // 40: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
-	46, // 41: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
-	48, // 42: cexec.v1.Control.Checkpoint:input_type -> cexec.v1.CheckpointRequest
-	51, // 43: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
-	53, // 44: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
-	55, // 45: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
-	58, // 46: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
-	60, // 47: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
-	62, // 48: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
-	65, // 49: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
-	2,  // 50: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
-	5,  // 51: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
-	7,  // 52: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
-	10, // 53: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
-	12, // 54: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
-	18, // 55: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
-	21, // 56: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
-	24, // 57: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
-	26, // 58: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
-	28, // 59: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
-	31, // 60: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
-	33, // 61: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
-	36, // 62: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
-	38, // 63: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
-	40, // 64: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
-	43, // 65: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
-	45, // 66: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
-	47, // 67: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
-	49, // 68: cexec.v1.Control.Checkpoint:output_type -> cexec.v1.CheckpointResponse
-	52, // 69: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
-	54, // 70: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
-	56, // 71: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
-	59, // 72: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
-	61, // 73: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
-	63, // 74: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
-	67, // 75: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
-	50, // [50:76] is the sub-list for method output_type
-	24, // [24:50] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	8,  // 24: cexec.v1.ExecuteTaskResponse.diagnostics:type_name -> cexec.v1.Diagnostic
+	67, // 25: cexec.v1.ExecuteTaskResponse.timings:type_name -> cexec.v1.TaskTimings
+	0,  // 26: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
+	3,  // 27: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
+	6,  // 28: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
+	9,  // 29: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
+	11, // 30: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
+	13, // 31: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
+	20, // 32: cexec.v1.Control.ListServers:input_type -> cexec.v1.ListServersRequest
+	23, // 33: cexec.v1.Control.ListTools:input_type -> cexec.v1.ListToolsRequest
+	25, // 34: cexec.v1.Control.GetTool:input_type -> cexec.v1.GetToolRequest
+	27, // 35: cexec.v1.Control.RefreshTools:input_type -> cexec.v1.RefreshToolsRequest
+	29, // 36: cexec.v1.Control.SearchTools:input_type -> cexec.v1.SearchToolsRequest
+	32, // 37: cexec.v1.Control.GetState:input_type -> cexec.v1.GetStateRequest
+	34, // 38: cexec.v1.Control.PutState:input_type -> cexec.v1.PutStateRequest
+	37, // 39: cexec.v1.Control.ListState:input_type -> cexec.v1.ListStateRequest
+	39, // 40: cexec.v1.Control.DeleteState:input_type -> cexec.v1.DeleteStateRequest
+	42, // 41: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
+	44, // 42: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
+	46, // 43: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
+	48, // 44: cexec.v1.Control.Checkpoint:input_type -> cexec.v1.CheckpointRequest
+	51, // 45: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
+	53, // 46: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
+	55, // 47: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
+	58, // 48: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
+	60, // 49: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
+	62, // 50: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
+	65, // 51: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
+	2,  // 52: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
+	5,  // 53: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
+	7,  // 54: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
+	10, // 55: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
+	12, // 56: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
+	18, // 57: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
+	21, // 58: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
+	24, // 59: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
+	26, // 60: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
+	28, // 61: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
+	31, // 62: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
+	33, // 63: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
+	36, // 64: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
+	38, // 65: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
+	40, // 66: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
+	43, // 67: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
+	45, // 68: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
+	47, // 69: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
+	49, // 70: cexec.v1.Control.Checkpoint:output_type -> cexec.v1.CheckpointResponse
+	52, // 71: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
+	54, // 72: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
+	56, // 73: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
+	59, // 74: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
+	61, // 75: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
+	63, // 76: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
+	68, // 77: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
+	52, // [52:78] is the sub-list for method output_type
+	26, // [26:52] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_cexec_v1_control_proto_init() }
@@ -4877,7 +5071,7 @@ func file_cexec_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cexec_v1_control_proto_rawDesc), len(file_cexec_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   70,
+			NumMessages:   71,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
