@@ -1,0 +1,682 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cexec/cexec/core/catalog"
+	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/workspace"
+	"github.com/cexec/cexec/pluginapi"
+	"github.com/cexec/cexec/pluginapi/codegen"
+	"github.com/cexec/cexec/pluginapi/guard"
+)
+
+// Outcomes of a task (TaskResult.Status).
+const (
+	// TaskOK: the last program ran to the end without an exception.
+	TaskOK = "ok"
+	// TaskFailed: the last program failed and no repair was left or
+	// possible (a timeout, a killed sandbox, max_repairs reached, or no
+	// generator wrote a different program).
+	TaskFailed = "failed"
+	// TaskNoCode: no generator of the chain wrote a program; Diagnostics
+	// say why for each.
+	TaskNoCode = "no_code"
+	// TaskDenied: a guard refused the program; Diagnostics are its reasons.
+	TaskDenied = "denied"
+)
+
+// Defaults of TaskConfig.
+const (
+	DefaultSearchLimit     = 8
+	DefaultGenerateTimeout = 30 * time.Second
+	// DefaultWideCatalog is the catalog size up to which a model-free
+	// generator is shown every tool (see Tasks).
+	DefaultWideCatalog = 100
+	// maxListing bounds the workspace listing handed to generators: it is a
+	// hint for the prompt, and a workspace may hold millions of files.
+	maxListing = 200
+	// maxSkills bounds the skills handed to generators.
+	maxSkills = 3
+)
+
+// CodeRunner runs one program (*Executor).
+type CodeRunner interface {
+	ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResult, error)
+}
+
+// ToolSearch ranks the catalog for a task (core/search over the selector
+// plugin).
+type ToolSearch interface {
+	// SearchTools returns up to limit tool ids ("server/name") and skill
+	// ids ("skills/name"), best first, from the given servers only when
+	// servers is not empty.
+	SearchTools(ctx context.Context, query string, limit int, servers []string) ([]string, error)
+}
+
+// ToolCatalog is the tool catalog (*catalog.Catalog).
+type ToolCatalog interface {
+	Tool(server, name string) (catalog.Tool, bool)
+	Tools() []catalog.Tool
+	StubSource(id string) ([]byte, bool)
+}
+
+// TaskPlugins resolves the configured generators and guards by name
+// (*pluginhost.Host). Handles are looked up per task, so a plugin that
+// restarted or failed is seen as it is now.
+type TaskPlugins interface {
+	Codegen(name string) (codegen.Codegen, error)
+	Guard(name string) (guard.Guard, error)
+}
+
+// Tenants opens tenants' workspaces (*workspace.Manager).
+type Tenants interface {
+	Tenant(id string) (*workspace.Tenant, error)
+}
+
+// TaskConfig is the pipeline block of cexec.hcl, resolved.
+type TaskConfig struct {
+	// Codegen is the generator chain, tried in order.
+	Codegen []string
+	// Guards check each program before it runs, in order.
+	Guards []string
+	// MaxRepairs is how many times a program that raised is regenerated
+	// with its traceback.
+	MaxRepairs int
+	// SearchLimit is how many tools the search hands to the generators.
+	SearchLimit int
+	// GenerateTimeouts bound one Generate call per generator (the plugin
+	// block's timeout); missing names get DefaultGenerateTimeout.
+	GenerateTimeouts map[string]time.Duration
+	// WideCatalog is the catalog size up to which a model-free generator
+	// that found nothing to do with the selected tools is shown every tool;
+	// 0 means DefaultWideCatalog.
+	WideCatalog int
+}
+
+// TaskConfigFrom resolves cfg's pipeline block and its generators'
+// timeouts.
+func TaskConfigFrom(cfg *config.Config) TaskConfig {
+	tc := TaskConfig{
+		Codegen:          cfg.Pipeline.Codegen,
+		Guards:           cfg.Pipeline.Guards,
+		MaxRepairs:       cfg.Pipeline.MaxRepairs,
+		SearchLimit:      cfg.Pipeline.SearchLimit,
+		GenerateTimeouts: map[string]time.Duration{},
+	}
+	for _, name := range cfg.Pipeline.Codegen {
+		if p := cfg.Plugin(pluginapi.KindCodegen, name); p != nil && p.Timeout > 0 {
+			tc.GenerateTimeouts[name] = p.Timeout
+		}
+	}
+	return tc
+}
+
+// Tasks runs execute_task: search → the codegen chain → guards → execute →
+// repair. It is safe for concurrent use; each task is independent.
+//
+// # Which tools a generator sees
+//
+// Generators get the SearchLimit best tools: for a model, the stubs are the
+// prompt, and the point of search is to keep it small. A rule-based
+// generator is different: a rule needs exact tool ids, and what it matches
+// on is the wording of the task, which a lexical ranking of tool
+// descriptions does not see ("remember that Alice works at Acme" ranks no
+// memory tool at all, because no memory tool says "remember"). So when a
+// generator writes no code without spending any model tokens, it is
+// deterministic over its input and another call costs no tokens: it is
+// asked once more with the wide scope, which is every tool the tenant may
+// use when the catalog has at most WideCatalog tools, and otherwise the
+// selected tools plus the other tools of their servers, up to WideCatalog.
+// Model-based generators never see the wide scope, so search_limit keeps
+// bounding their prompts.
+type Tasks struct {
+	Exec    CodeRunner
+	Search  ToolSearch
+	Catalog ToolCatalog
+	Plugins TaskPlugins
+	Tenants Tenants
+	Config  TaskConfig
+	Log     hclog.Logger
+}
+
+// TaskRequest is one task in words.
+type TaskRequest struct {
+	Tenant  string
+	Session string
+	Task    string
+	// Timeout bounds each program's run, as CodeRequest.Timeout does (zero:
+	// the sandbox's default). Generators have their own deadline.
+	Timeout time.Duration
+}
+
+// Attempt is one call of a generator and what became of its program.
+type Attempt struct {
+	Generator string
+	Model     string
+	// Round is 0 for the first program and n for the n-th repair.
+	Round int
+	// Wide is set when the generator was shown the wide scope.
+	Wide bool
+	// Tools is how many tools the generator was shown.
+	Tools int
+	// Code is empty when the generator wrote none.
+	Code string
+	// Error says why the attempt did not answer the task: the generator's
+	// failure, why it wrote no code, the guard's denial, or the program's
+	// traceback. Empty for the attempt whose program succeeded.
+	Error       string
+	Diagnostics pluginapi.Diagnostics
+	Usage       codegen.Usage
+	// Duration is the Generate call.
+	Duration time.Duration
+}
+
+// TaskTimings split a task's wall-clock time.
+type TaskTimings struct {
+	Search time.Duration
+	// Generate sums the Generate calls (model calls for an LLM).
+	Generate time.Duration
+	Guard    time.Duration
+	// Execute sums the executions, sandbox lease and session log included.
+	Execute time.Duration
+	Total   time.Duration
+}
+
+// Overhead is the pipeline's own time: everything but the generators and
+// the executions.
+func (t TaskTimings) Overhead() time.Duration {
+	return t.Total - t.Generate - t.Execute
+}
+
+// TaskResult is the outcome of a task.
+type TaskResult struct {
+	// Status is one of the Task* constants.
+	Status string
+	// Code is the program that ran last; Generator and Model wrote it.
+	Code      string
+	Generator string
+	Model     string
+	// Usage sums the tokens of every generator call.
+	Usage codegen.Usage
+	// ToolsDiscovered is the size of the catalog the search ranked;
+	// ToolsSelected how many tools the generator of Code was shown (the
+	// selection when no program was written).
+	ToolsDiscovered int
+	ToolsSelected   int
+	Attempts        []Attempt
+	// Repairs counts the regenerated programs that ran after one raised.
+	Repairs int
+	// Exec is the last execution; nil when nothing ran.
+	Exec *CodeResult
+	// Session is the session the executions were logged in.
+	Session     string
+	Diagnostics pluginapi.Diagnostics
+	Timings     TaskTimings
+}
+
+// ExecuteTask turns req.Task into a program and runs it. An error means the
+// task could not be carried out at all (bad request, sandbox backend down,
+// context ended); a task that produced no program, was denied or whose
+// program failed is a result with Status saying so.
+func (p *Tasks) ExecuteTask(ctx context.Context, req TaskRequest) (*TaskResult, error) {
+	start := time.Now()
+	if strings.TrimSpace(req.Task) == "" {
+		return nil, fmt.Errorf("execute task: the task is empty: %w", pluginapi.ErrInvalidArgument)
+	}
+	t, err := p.Tenants.Tenant(req.Tenant)
+	if err != nil {
+		return nil, fmt.Errorf("execute task: %w", err)
+	}
+	r := &taskRun{p: p, req: req, tenant: t, log: p.log(), res: &TaskResult{Session: req.Session}}
+	err = r.run(ctx)
+	for _, a := range r.attempts {
+		r.res.Attempts = append(r.res.Attempts, *a)
+	}
+	r.res.Timings.Total = time.Since(start)
+	if err != nil {
+		return nil, err
+	}
+	r.log.Debug("task done", "tenant", req.Tenant, "session", r.res.Session, "status", r.res.Status,
+		"generator", r.res.Generator, "attempts", len(r.res.Attempts), "repairs", r.res.Repairs,
+		"overhead", r.res.Timings.Overhead())
+	return r.res, nil
+}
+
+func (p *Tasks) log() hclog.Logger {
+	if p.Log == nil {
+		return hclog.NewNullLogger()
+	}
+	return p.Log
+}
+
+// taskRun is the state of one task.
+type taskRun struct {
+	p      *Tasks
+	req    TaskRequest
+	tenant *workspace.Tenant
+	log    hclog.Logger
+	res    *TaskResult
+
+	all    []catalog.Tool
+	narrow []codegen.Tool
+	skills []codegen.Skill
+	// wide is computed on first use; wideDone says it was.
+	wide     []codegen.Tool
+	wideDone bool
+	listing  []string
+	attempts []*Attempt
+}
+
+func (r *taskRun) run(ctx context.Context) error {
+	r.search(ctx)
+	r.listing = listWorkspace(r.tenant.WorkspaceDir(), maxListing)
+	r.res.ToolsSelected = len(r.narrow)
+
+	var prev *codegen.Attempt
+	failed := map[string]bool{}
+	for round := 0; ; round++ {
+		code, att := r.generate(ctx, round, prev, failed)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("execute task: %w", err)
+		}
+		if att == nil {
+			if round == 0 {
+				r.res.Status = TaskNoCode
+				r.res.Diagnostics = append(r.res.Diagnostics, r.noCode()...)
+			} else {
+				// Every generator gave up on the repair: the last program's
+				// failure stands.
+				r.res.Status = TaskFailed
+				r.res.Diagnostics = append(r.res.Diagnostics, pluginapi.Errorf("",
+					"no generator wrote a different program", "the program of the previous round still fails"))
+			}
+			return nil
+		}
+		if round > 0 {
+			r.res.Repairs++
+		}
+		r.res.Code, r.res.Generator, r.res.Model = code, att.Generator, att.Model
+		r.res.ToolsSelected = att.Tools
+		if denied := r.check(ctx, att, code); denied {
+			r.res.Status = TaskDenied
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("execute task: %w", err)
+		}
+		out, err := r.execute(ctx, code)
+		if err != nil {
+			att.Error = err.Error()
+			return fmt.Errorf("execute task: %w", err)
+		}
+		r.res.Exec = out
+		r.res.Session = out.Session
+		if out.Error == nil && !out.TimedOut && out.ExitCode == 0 {
+			r.res.Status = TaskOK
+			return nil
+		}
+		att.Error = failure(out)
+		r.res.Status = TaskFailed
+		if !repairable(out) || round >= r.p.Config.MaxRepairs {
+			return nil
+		}
+		failed[code] = true
+		prev = &codegen.Attempt{Code: code, Error: att.Error}
+	}
+}
+
+// search ranks the catalog and resolves the selected tools and skills. A
+// failed search is a warning: model-free generators still get the wide
+// scope, and arithmetic needs no tools at all.
+func (r *taskRun) search(ctx context.Context) {
+	start := time.Now()
+	defer func() { r.res.Timings.Search = time.Since(start) }()
+	all := r.allowedTools()
+	r.res.ToolsDiscovered = len(all)
+	if r.p.Search == nil {
+		return
+	}
+	limit := r.p.Config.SearchLimit
+	if limit <= 0 {
+		limit = DefaultSearchLimit
+	}
+	// A tenant limited to some servers searches those only, so that
+	// forbidden tools do not take the selection's places.
+	var servers []string
+	if r.tenant.Quota().AllowedServers != nil {
+		if len(all) == 0 {
+			return
+		}
+		for _, t := range all {
+			if !slices.Contains(servers, t.Server) {
+				servers = append(servers, t.Server)
+			}
+		}
+	}
+	ids, err := r.p.Search.SearchTools(ctx, r.req.Task, limit+maxSkills, servers)
+	if err != nil {
+		r.log.Warn("tool search failed; generating without a selection", "tenant", r.req.Tenant, "error", err)
+		r.res.Diagnostics = append(r.res.Diagnostics, pluginapi.Diagnostic{Severity: pluginapi.SeverityWarning,
+			Summary: "tool search failed", Detail: err.Error()})
+		return
+	}
+	for _, id := range ids {
+		if name, ok := strings.CutPrefix(id, "skills/"); ok {
+			if len(r.skills) == maxSkills {
+				continue
+			}
+			if s, err := r.tenant.GetSkill(name); err == nil {
+				r.skills = append(r.skills, codegen.Skill{Name: s.Name, Description: s.Description, Source: s.Code})
+			}
+			continue
+		}
+		if len(r.narrow) == limit {
+			continue
+		}
+		server, name, ok := strings.Cut(id, "/")
+		if !ok || !r.tenant.Allowed(server) {
+			continue
+		}
+		if t, ok := r.p.Catalog.Tool(server, name); ok {
+			r.narrow = append(r.narrow, r.toolFor(t))
+		}
+	}
+}
+
+// allowedTools is the catalog as the tenant sees it, read once per task.
+func (r *taskRun) allowedTools() []catalog.Tool {
+	if r.all != nil {
+		return r.all
+	}
+	all := r.p.Catalog.Tools()
+	out := make([]catalog.Tool, 0, len(all))
+	for _, t := range all {
+		if r.tenant.Allowed(t.Server) {
+			out = append(out, t)
+		}
+	}
+	r.all = out
+	return out
+}
+
+// wideScope is the selection plus what a model-free generator may also
+// need (see Tasks): the whole catalog when it is small, else the other
+// tools of the selected tools' servers.
+func (r *taskRun) wideScope() []codegen.Tool {
+	if r.wideDone {
+		return r.wide
+	}
+	r.wideDone = true
+	limit := r.p.Config.WideCatalog
+	if limit <= 0 {
+		limit = DefaultWideCatalog
+	}
+	all := r.allowedTools()
+	have := make(map[string]bool, len(r.narrow))
+	servers := map[string]bool{}
+	for _, t := range r.narrow {
+		have[t.ID] = true
+		servers[t.Server] = true
+	}
+	small := len(all) <= limit
+	r.wide = append([]codegen.Tool(nil), r.narrow...)
+	for _, t := range all {
+		if len(r.wide) >= limit {
+			break
+		}
+		if !have[t.ID] && (small || servers[t.Server]) {
+			r.wide = append(r.wide, r.toolFor(t))
+		}
+	}
+	return r.wide
+}
+
+// toolFor is a catalog tool as generators see it: imported from its
+// server's package, the way agents import it.
+func (r *taskRun) toolFor(t catalog.Tool) codegen.Tool {
+	module := t.Stub.Module
+	if rest, ok := strings.CutPrefix(t.Stub.Import, "from "); ok {
+		if m, _, ok := strings.Cut(rest, " import "); ok {
+			module = m
+		}
+	}
+	src, _ := r.p.Catalog.StubSource(t.ID)
+	return codegen.Tool{
+		ID:          t.ID,
+		Server:      t.Server,
+		Name:        t.Name,
+		Description: t.Description,
+		Module:      module,
+		Function:    t.Stub.Function,
+		StubSource:  string(src),
+		InputSchema: t.InputSchema,
+	}
+}
+
+// generate runs the chain once, in config order, and returns the first
+// program that is not one that already failed, with its attempt (nil when
+// no generator wrote one).
+func (r *taskRun) generate(ctx context.Context, round int, prev *codegen.Attempt, failed map[string]bool) (string, *Attempt) {
+	base := codegen.GenerateRequest{
+		Task:             r.req.Task,
+		Skills:           r.skills,
+		Language:         "python",
+		Previous:         prev,
+		WorkspaceListing: r.listing,
+	}
+	for _, name := range r.p.Config.Codegen {
+		if ctx.Err() != nil {
+			return "", nil
+		}
+		gen, err := r.p.Plugins.Codegen(name)
+		if err != nil {
+			r.attempt(&Attempt{Generator: name, Round: round, Error: err.Error()})
+			continue
+		}
+		att, answered := r.call(ctx, name, gen, base, round, false)
+		if answered && att.Code == "" && att.Usage == (codegen.Usage{}) {
+			if wide := r.wideScope(); len(wide) > len(r.narrow) {
+				att, _ = r.call(ctx, name, gen, base, round, true)
+			}
+		}
+		if att.Code == "" {
+			continue
+		}
+		if failed[att.Code] {
+			att.Error = "wrote the program that already failed"
+			continue
+		}
+		return att.Code, att
+	}
+	return "", nil
+}
+
+// call asks one generator for a program within its deadline and records
+// the attempt. answered is false when the call itself failed.
+func (r *taskRun) call(ctx context.Context, name string, gen codegen.Codegen, req codegen.GenerateRequest, round int, wide bool) (att *Attempt, answered bool) {
+	req.Tools = r.narrow
+	if wide {
+		req.Tools = r.wide
+	}
+	timeout := r.p.Config.GenerateTimeouts[name]
+	if timeout <= 0 {
+		timeout = DefaultGenerateTimeout
+	}
+	gctx, cancel := context.WithTimeout(ctx, timeout)
+	start := time.Now()
+	resp, err := gen.Generate(gctx, req)
+	elapsed := time.Since(start)
+	cancel()
+	r.res.Timings.Generate += elapsed
+	att = r.attempt(&Attempt{Generator: name, Round: round, Wide: wide, Tools: len(req.Tools), Duration: elapsed})
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("no answer within %s (the plugin's timeout): %w", timeout, err)
+		}
+		att.Error = fmt.Sprintf("generate: %v", err)
+		r.log.Warn("generator failed; trying the next", "generator", name, "error", err)
+		return att, false
+	}
+	att.Model, att.Usage, att.Diagnostics, att.Code = resp.Model, resp.Usage, resp.Diagnostics, resp.Code
+	r.res.Usage.PromptTokens += resp.Usage.PromptTokens
+	r.res.Usage.CompletionTokens += resp.Usage.CompletionTokens
+	if resp.Code == "" {
+		att.Error = noCodeReason(resp.Diagnostics)
+	}
+	return att, true
+}
+
+// attempt records a; later outcomes (the program's failure) land on it.
+func (r *taskRun) attempt(a *Attempt) *Attempt {
+	r.attempts = append(r.attempts, a)
+	return a
+}
+
+// noCode explains, per generator, why the chain wrote no program.
+func (r *taskRun) noCode() pluginapi.Diagnostics {
+	if len(r.p.Config.Codegen) == 0 {
+		return pluginapi.Diagnostics{pluginapi.Errorf("", "no code generator is configured",
+			"add a plugin \"codegen\" block (rules works offline) and name it in pipeline.codegen")}
+	}
+	var out pluginapi.Diagnostics
+	for _, a := range r.attempts {
+		if a.Error != "" && !(a.Code == "" && !a.Wide && r.retriedWide(a)) {
+			out = append(out, pluginapi.Errorf("", "codegen "+a.Generator, a.Error))
+		}
+	}
+	return out
+}
+
+// retriedWide reports whether a's generator was asked again, wide, in the
+// same round: only the wide answer then explains the outcome.
+func (r *taskRun) retriedWide(a *Attempt) bool {
+	for _, b := range r.attempts {
+		if b.Wide && b.Generator == a.Generator && b.Round == a.Round {
+			return true
+		}
+	}
+	return false
+}
+
+func noCodeReason(d pluginapi.Diagnostics) string {
+	if msg := d.Error(); msg != "" {
+		return "wrote no program: " + msg
+	}
+	return "wrote no program"
+}
+
+// check asks every configured guard whether code may run. A guard that
+// does not check code is skipped; one that fails is logged and skipped
+// (the sandbox is the boundary; code checks are defence in depth), unless
+// the task's context ended. It reports whether a guard denied.
+func (r *taskRun) check(ctx context.Context, att *Attempt, code string) bool {
+	start := time.Now()
+	defer func() { r.res.Timings.Guard += time.Since(start) }()
+	req := guard.CheckCodeRequest{Tenant: r.req.Tenant, Session: r.res.Session, Code: code}
+	for _, name := range r.p.Config.Guards {
+		g, err := r.p.Plugins.Guard(name)
+		if err != nil {
+			r.log.Warn("guard unavailable, checking code without it", "guard", name, "error", err)
+			continue
+		}
+		d, err := g.CheckCode(ctx, req)
+		switch {
+		case errors.Is(err, pluginapi.ErrUnimplemented):
+			continue
+		case err != nil:
+			if ctx.Err() == nil {
+				r.log.Warn("guard failed, checking code without it", "guard", name, "error", err)
+			}
+			continue
+		case d.Allow:
+			continue
+		}
+		diags := d.Diagnostics
+		if len(diags) == 0 {
+			diags = pluginapi.Diagnostics{pluginapi.Errorf("", "guard "+name+" refused the program", "")}
+		}
+		for i := range diags {
+			diags[i].Summary = "guard " + name + ": " + diags[i].Summary
+		}
+		r.res.Diagnostics = append(r.res.Diagnostics, diags...)
+		att.Error = "denied: " + diags.Error()
+		return true
+	}
+	return false
+}
+
+func (r *taskRun) execute(ctx context.Context, code string) (*CodeResult, error) {
+	start := time.Now()
+	defer func() { r.res.Timings.Execute += time.Since(start) }()
+	return r.p.Exec.ExecuteCode(ctx, CodeRequest{
+		Tenant:  r.req.Tenant,
+		Session: r.res.Session,
+		Code:    code,
+		Timeout: r.req.Timeout,
+		Task:    r.req.Task,
+	})
+}
+
+// repairable says whether a failed program is worth regenerating: it raised
+// an exception. Timeouts, output limits and killed sandboxes are not the
+// program's logic going wrong in a way a traceback can explain.
+func repairable(out *CodeResult) bool {
+	if out.Error == nil || out.TimedOut {
+		return false
+	}
+	switch out.Error.Type {
+	case "Timeout", "OutputLimit", "Killed":
+		return false
+	}
+	return true
+}
+
+// failure describes a failed program for the attempt and for the repair
+// prompt: the traceback, which ends with the exception.
+func failure(out *CodeResult) string {
+	switch {
+	case out.Error != nil && out.Error.Traceback != "":
+		return out.Error.Traceback
+	case out.Error != nil:
+		return out.Error.Type + ": " + out.Error.Message
+	case out.TimedOut:
+		return "the program timed out"
+	}
+	return fmt.Sprintf("the program exited with status %d", out.ExitCode)
+}
+
+// listWorkspace lists up to max paths under dir, relative to it,
+// directories with a trailing slash, in lexical order. Symlinks are listed,
+// not followed: sandboxed code may have planted them.
+func listWorkspace(dir string, max int) []string {
+	var out []string
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return nil
+		}
+		if len(out) >= max {
+			return fs.SkipAll
+		}
+		rel, rerr := filepath.Rel(dir, path)
+		if rerr != nil {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			rel += "/"
+		}
+		out = append(out, rel)
+		return nil
+	})
+	return out
+}
