@@ -135,6 +135,7 @@ func Validate(ctx context.Context, o Options) error {
 	// worth reporting in the same pass.
 	if cfg != nil {
 		diags = dedupe(append(diags, pluginhost.Validate(ctx, cfg, log)...))
+		diags = append(diags, policyDiags(cfg)...)
 	}
 	return report(&o, cfg, diags)
 }
@@ -162,6 +163,10 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if err := report(&o, cfg, diags); err != nil {
+		return err
+	}
+	// Tenant policies fail here, with their lines, before anything starts.
+	if err := report(&o, cfg, policyDiags(cfg)); err != nil {
 		return err
 	}
 	log.SetLevel(hclog.LevelFromString(cfg.Daemon.LogLevel))

@@ -12,6 +12,7 @@ import (
 	"github.com/cexec/cexec/core/bridge"
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/pipeline"
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/core/pool"
@@ -37,6 +38,11 @@ type services struct {
 	// pool and exec are nil when no sandbox backend is configured.
 	pool *pool.Pool
 	exec *pipeline.Executor
+	// guards is the daemon's one guard layer (policies, guard plugins, PII
+	// vaults), built by startGuards. Everything that tokenizes or enforces
+	// policy uses it, the MCP face included: a second vault.Store over the
+	// same data_dir would issue conflicting tokens for one session.
+	guards *guard.Guardrails
 }
 
 // newServices opens the workspaces and prepares the catalog; Start on the
@@ -78,6 +84,9 @@ func newServices(cfg *config.Config, log hclog.Logger) (_ *services, err error) 
 // sandbox backend. Without a running backend, exec stays unavailable.
 func (s *services) startExec(host *pluginhost.Host) (err error) {
 	cfg, log := s.cfg, s.log
+	if err := s.startGuards(host); err != nil {
+		return err
+	}
 	if cfg.Sandbox.Backend == "" {
 		log.Warn("no sandbox backend configured: exec and execute_code are unavailable")
 		return nil
