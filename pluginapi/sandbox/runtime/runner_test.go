@@ -96,6 +96,13 @@ func startZygoteWith(t testing.TB, opts Options, stdio bool) (*Runner, string) {
 	}
 	ws := t.TempDir()
 	cfg := ZygoteConfig{Python: python, LibDir: libDir(t), Path: []string{ws}, Workdir: ws, Preload: []string{}, StdioControl: stdio}
+	return runZygote(t, opts, cfg), ws
+}
+
+// runZygote starts a zygote with cfg as a plain child process.
+func runZygote(t testing.TB, opts Options, cfg ZygoteConfig) *Runner {
+	t.Helper()
+	stdio := cfg.StdioControl
 	argv := cfg.Command()
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -139,7 +146,7 @@ func startZygoteWith(t testing.TB, opts Options, stdio bool) (*Runner, string) {
 	if _, err := r.Ready(ctx); err != nil {
 		t.Fatalf("zygote not ready: %v (stderr %s)", err, stderr.String())
 	}
-	return r, ws
+	return r
 }
 
 func exec1(t *testing.T, r *Runner, code string, h *recHost) sandbox.ExecResult {

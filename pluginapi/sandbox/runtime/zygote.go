@@ -69,6 +69,10 @@ var DefaultPreload = []string{
 	"pathlib", "random", "textwrap", "string",
 }
 
+// DefaultPath is ZygoteConfig.Path's default: the tenant's workspace
+// before the shared /cexec tree (see ZygoteConfig.Path).
+var DefaultPath = []string{"/workspace", "/cexec"}
+
 // Rlimits are per-process limits the zygote applies to every execution.
 // Zero leaves a limit unchanged. Backends use them where cgroups are not
 // available.
@@ -87,9 +91,14 @@ type ZygoteConfig struct {
 	// LibDir is where Install's directory is mounted; default /cexec/lib.
 	LibDir string
 	// Path is prepended to sys.path after LibDir, in order; default
-	// /cexec and /workspace, which makes servers and skills importable as
-	// namespace packages from /cexec/servers, /cexec/skills and
-	// /workspace/skills.
+	// /workspace, then /cexec, which makes servers and skills importable as
+	// namespace packages from /cexec/servers, /workspace/skills and
+	// /cexec/skills. /workspace comes first so that a tenant's skill wins
+	// over a shared one of the same name, as the daemon's skill listing
+	// reports. servers still resolves to /cexec/servers, since a workspace
+	// has no servers folder; code that makes one can shadow stubs, but only
+	// in its own tenant's sandboxes (tool calls are checked by the host
+	// either way).
 	Path []string
 	// Workdir is the programs' working directory; default /workspace.
 	Workdir string
@@ -114,7 +123,7 @@ func (c ZygoteConfig) withDefaults() ZygoteConfig {
 		c.LibDir = "/cexec/lib"
 	}
 	if c.Path == nil {
-		c.Path = []string{"/cexec", "/workspace"}
+		c.Path = DefaultPath
 	}
 	if c.Workdir == "" {
 		c.Workdir = "/workspace"

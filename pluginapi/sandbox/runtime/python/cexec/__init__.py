@@ -10,6 +10,20 @@ call_tool asks the host to call an upstream MCP tool and returns its result
 ToolError, or the exception class the host names when Python knows it.
 result(obj) records the execution's structured result, which the host gets
 as JSON next to stdout and stderr.
+
+The tenant's workspace outlives the execution:
+
+    from cexec import get_state, save_state, checkpoint, save_skill
+
+    seen = get_state("progress.json", default={"page": 0})
+    save_state("progress.json", {"page": seen["page"] + 1})
+    checkpoint("page fetched", {"page": seen["page"] + 1})
+    save_skill("shout", "Upper-case text", "def shout(s):\n    return s.upper()\n")
+
+State files are JSON or YAML by the name's extension and are the files under
+/workspace/state. A missing file raises KeyError unless a default is given.
+checkpoint records a step of the session for a later resume; a saved skill
+is importable from the next execution on as skills.<name>.
 """
 
 from __future__ import annotations
@@ -24,7 +38,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time, to keep sandbox start fast
     from typing import Any, Mapping
 
-__all__ = ["HostError", "ToolError", "call_tool", "result"]
+__all__ = ["HostError", "ToolError", "call_tool", "checkpoint", "get_state", "result", "save_skill", "save_state"]
 
 # Largest accepted cexec.result() value, as JSON.
 MAX_RESULT_BYTES = 16 << 20
@@ -206,3 +220,49 @@ def result(obj: Any) -> None:
     if ch is None:
         raise HostError("not connected to a cexec host: result() works only inside a cexec execution")
     ch.result_json = encoded
+
+
+class _Missing:
+    """The type of _MISSING, get_state's "no default given"."""
+
+    def __repr__(self) -> str:
+        return "<no default>"
+
+
+_MISSING: Any = _Missing()
+
+
+def get_state(name: str, default: Any = _MISSING) -> Any:
+    """Return the value of the state file name (e.g. "progress.json" or
+    "config.yaml", under /workspace/state). A missing file raises KeyError,
+    unless default is given: then default is returned."""
+    params: dict[str, Any] = {"name": name}
+    if default is not _MISSING:
+        params["default"] = default
+    return _host_call("get_state", params)
+
+
+def save_state(name: str, value: Any) -> dict[str, Any]:
+    """Store value (anything JSON can hold) as the state file name, in JSON
+    or YAML by the name's extension. The write is atomic and durable, and
+    refused with a HostError of type QuotaExceeded when the tenant's
+    workspace would exceed its disk quota. Returns {"name", "bytes"}."""
+    out: dict[str, Any] = _host_call("save_state", {"name": name, "value": value})
+    return out
+
+
+def checkpoint(step: str, context: Any = None) -> int:
+    """Record step (a short description of what is done) and context (any
+    JSON value needed to resume from here) in the session's log. Returns the
+    log entry's sequence number."""
+    out = _host_call("checkpoint", {"step": step, "context": context})
+    return int(out["seq"])
+
+
+def save_skill(name: str, description: str, code: str) -> dict[str, Any]:
+    """Save code as one of the tenant's skills, importable from the next
+    execution on with `from skills.<name> import ...`. name is a lowercase
+    Python identifier; the code must compile (SyntaxError otherwise).
+    Returns {"name", "import", "path"}."""
+    out: dict[str, Any] = _host_call("save_skill", {"name": name, "description": description, "code": code})
+    return out
