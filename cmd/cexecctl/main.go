@@ -19,7 +19,11 @@ import (
 	"github.com/cexec/cexec/cmd/cexecctl/exec"
 	"github.com/cexec/cexec/cmd/cexecctl/mcp"
 	"github.com/cexec/cexec/cmd/cexecctl/plugins"
+	"github.com/cexec/cexec/cmd/cexecctl/sessions"
+	"github.com/cexec/cexec/cmd/cexecctl/skills"
+	"github.com/cexec/cexec/cmd/cexecctl/state"
 	"github.com/cexec/cexec/cmd/cexecctl/status"
+	"github.com/cexec/cexec/cmd/cexecctl/tenants"
 	"github.com/cexec/cexec/cmd/cexecctl/version"
 )
 
@@ -56,6 +60,10 @@ func root(env *cli.Env) *cobra.Command {
 		version.Command(env),
 		bench.Command(env),
 		mcp.Command(env),
+		state.Command(env),
+		sessions.Command(env),
+		skills.Command(env),
+		tenants.Command(env),
 	)
 	return cmd
 }

@@ -1,0 +1,136 @@
+// Package tenants is `cexecctl tenants`: list tenants with their disk use
+// and activity, and remove inactive ones.
+package tenants
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
+	"github.com/cexec/cexec/client"
+	"github.com/cexec/cexec/cmd/cexecctl/cli"
+)
+
+// DefaultGCAge is how long a tenant must have been unused before gc
+// removes it, unless --older-than says otherwise.
+const DefaultGCAge = 720 * time.Hour
+
+// Command returns the tenants command and its subcommands.
+func Command(env *cli.Env) *cobra.Command {
+	cmd := cli.Group(&cobra.Command{
+		Use:   "tenants",
+		Short: "List tenants and remove inactive ones",
+	})
+	cmd.AddCommand(ls(env), gc(env))
+	return cmd
+}
+
+func ls(env *cli.Env) *cobra.Command {
+	return &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List tenants: ID DECLARED DISK QUOTA RUNNING SESSIONS LAST-USED",
+		Long: `List the tenants declared in cexec.hcl and those with a workspace. Declared
+tenants are never removed by gc; a declared tenant that never ran shows "-"
+as its last use.`,
+		Args: cli.Args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return env.Do(cmd.Context(), func(c *client.Client) error {
+				ts, err := c.ListTenants(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if env.JSON {
+					return env.PrintProto(&cexecv1.ListTenantsResponse{Tenants: ts})
+				}
+				tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tDECLARED\tDISK\tQUOTA\tRUNNING\tSESSIONS\tLAST-USED")
+				for _, t := range ts {
+					quota := "-"
+					if t.GetDiskQuota() > 0 {
+						quota = cli.Bytes(t.GetDiskQuota())
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", t.GetId(), yesNo(t.GetDeclared()), cli.Bytes(t.GetDiskBytes()), quota,
+						t.GetRunning(), t.GetSessions(), cli.UnixMs(t.GetLastUsedUnixMs()))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func gc(env *cli.Env) *cobra.Command {
+	var (
+		olderThan time.Duration
+		dryRun    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "gc [--older-than 720h] [--dry-run]",
+		Short: "Remove tenants unused for longer than --older-than: workspace, state, skills and sessions",
+		Long: `Remove every tenant that has been unused (no execution, no state, skill or
+session write) for longer than --older-than, with its workspace, state,
+skills and session logs. Tenants declared in cexec.hcl and tenants with an
+execution running are kept. --dry-run only lists what would go.`,
+		Args: cli.Args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if olderThan <= 0 {
+				return cli.UsageErrorf("--older-than must be positive, got %s", olderThan)
+			}
+			return env.Do(cmd.Context(), func(c *client.Client) error {
+				removed, err := c.GCTenants(cmd.Context(), olderThan, dryRun)
+				if err != nil {
+					return err
+				}
+				if env.JSON {
+					return env.PrintJSON(gcJSON{DryRun: dryRun, OlderThan: olderThan.String(), Removed: removedJSON(removed)})
+				}
+				verb := "removed"
+				if dryRun {
+					verb = "would remove"
+				}
+				if len(removed) == 0 {
+					_, err := fmt.Fprintf(env.Stdout, "no tenant unused for more than %s\n", olderThan)
+					return err
+				}
+				for _, t := range removed {
+					fmt.Fprintf(env.Stdout, "%s %s (%s, last used %s)\n", verb, t.GetId(), cli.Bytes(t.GetDiskBytes()), cli.UnixMs(t.GetLastUsedUnixMs()))
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&olderThan, "older-than", DefaultGCAge, "remove tenants unused for longer than this")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only list the tenants that would be removed")
+	return cmd
+}
+
+// gcJSON is gc's --json output.
+type gcJSON struct {
+	DryRun    bool          `json:"dry_run"`
+	OlderThan string        `json:"older_than"`
+	Removed   []removedInfo `json:"removed"`
+}
+
+type removedInfo struct {
+	ID         string `json:"id"`
+	DiskBytes  int64  `json:"disk_bytes"`
+	LastUsedMs int64  `json:"last_used_unix_ms"`
+}
+
+func removedJSON(ts []*cexecv1.TenantInfo) []removedInfo {
+	out := make([]removedInfo, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, removedInfo{ID: t.GetId(), DiskBytes: t.GetDiskBytes(), LastUsedMs: t.GetLastUsedUnixMs()})
+	}
+	return out
+}
