@@ -118,6 +118,9 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 	})
 	s.pool.Prewarm(DefaultTenant)
 	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec")}
+	if s.guards != nil {
+		s.exec.Guard = s.guards
+	}
 	return nil
 }
 

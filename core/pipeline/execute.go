@@ -48,12 +48,26 @@ type CodeRequest struct {
 	Task string
 	// MaxToolCalls bounds the program's tool calls (0: the bridge default).
 	MaxToolCalls int
-	// BeforeToolCall may rewrite or refuse each tool call's arguments
-	// (untokenizing PII, policy).
+	// BeforeToolCall may rewrite or refuse each tool call's arguments. With
+	// Executor.Guard set it runs after the guard layer's checks, on the real
+	// (untokenized) arguments.
 	BeforeToolCall func(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error)
 	// Output, when set, receives stdout and stderr as they happen. It is
-	// called from one goroutine at a time.
+	// called from one goroutine at a time, and never for a ModelFacing
+	// request under a guard layer: raw chunks cannot be tokenized.
 	Output func(stream sandbox.Stream, data []byte)
+	// ModelFacing says the result goes to a model (the MCP face,
+	// execute_task and its code generators): with Executor.Guard set, the
+	// result's stdout, stderr, structured result, error and tool call
+	// errors are tokenized ([EMAIL_1]) and held to the tenant's max_output,
+	// and the session log keeps that form. Operator requests (cexecctl
+	// exec) leave it false and get the raw output.
+	//
+	// Do not tokenize a ModelFacing result again: the vault turns tokens it
+	// issued, met in new text, into [LITERAL_n]. A caller that tokenizes on
+	// its own can restore the raw text with the session's Untokenize, which
+	// inverts Tokenize exactly; its own pass then issues the same tokens.
+	ModelFacing bool
 }
 
 // CodeResult is the outcome of one execution.
@@ -75,6 +89,9 @@ type CodeResult struct {
 	Summary   bridge.Summary
 	// Elapsed is the whole execution as the daemon saw it, lease included.
 	Elapsed time.Duration
+	// Tokenized is set when the texts above are the model-facing ones
+	// (CodeRequest.ModelFacing under a guard layer).
+	Tokenized bool
 }
 
 // Workspaces are the tenants' workspaces (core/workspace).
@@ -92,6 +109,10 @@ type Executor struct {
 	// then fails with ToolNotFound.
 	Tools Tools
 	Log   hclog.Logger
+	// Guard, when set, puts every execution under the tenant's policy and
+	// the guard plugins, restores PII tokens in code and tool arguments,
+	// and tokenizes model-facing results (core/guard).
+	Guard Guardrails
 }
 
 // ExecuteCode runs req.Code in a sandbox of req.Tenant's and waits for it.
@@ -108,7 +129,7 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 		return nil, err
 	}
 	req.Session = run.Session()
-	out, err := x.execute(ctx, t, req)
+	out, err := x.guarded(ctx, t, req)
 	entry := workspace.Entry{Task: req.Task, Code: req.Code, Result: logResult(out, err)}
 	if out != nil {
 		for _, c := range out.ToolCalls {
