@@ -36,6 +36,11 @@ import (
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
+// DefaultHealthCheckAfter is Config.HealthCheckAfter's default. A zygote
+// that dies within it, which takes an outside kill, fails the next
+// execution with a sandbox error and is recycled.
+const DefaultHealthCheckAfter = time.Second
+
 // Backend is the part of a sandbox plugin the pool needs.
 type Backend interface {
 	Create(ctx context.Context, req sandbox.CreateRequest) (pluginapi.Diagnostics, error)
@@ -54,6 +59,13 @@ type Config struct {
 	IdleTimeout time.Duration
 	// MaxUses recycles a sandbox after this many executions (0: no limit).
 	MaxUses int
+	// HealthCheckAfter is how long an idle sandbox stays trusted without a
+	// health check: one that finished a clean execution (or was created)
+	// less than this long ago proved its zygote alive then, and checking
+	// again would add a round trip into the sandbox to every warm
+	// execution. 0 means DefaultHealthCheckAfter; negative checks before
+	// every reuse.
+	HealthCheckAfter time.Duration
 	// Template returns the create request for a tenant's sandbox (mounts,
 	// limits, env). The pool fills in the ID and Tenant.
 	Template func(tenant string) (sandbox.CreateRequest, error)
@@ -131,6 +143,9 @@ func New(backend Backend, cfg Config, log hclog.Logger) (*Pool, error) {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 5 * time.Minute
 	}
+	if cfg.HealthCheckAfter == 0 {
+		cfg.HealthCheckAfter = DefaultHealthCheckAfter
+	}
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
@@ -159,7 +174,9 @@ func (p *Pool) Prewarm(tenant string) {
 	p.poke()
 }
 
-// Acquire returns a healthy sandbox for tenant, warm when one is idle.
+// Acquire returns a healthy sandbox for tenant, warm when one is idle. An
+// idle sandbox is health-checked first unless it proved itself within
+// HealthCheckAfter.
 func (p *Pool) Acquire(ctx context.Context, tenant string) (*Lease, error) {
 	for {
 		p.mu.Lock()
@@ -171,8 +188,9 @@ func (p *Pool) Acquire(ctx context.Context, tenant string) (*Lease, error) {
 		if e := p.popIdleLocked(tenant); e != nil {
 			p.busy[e.id] = e
 			p.leaseLocked(tenant, 1)
+			check := p.cfg.HealthCheckAfter < 0 || time.Since(e.lastUsed) >= p.cfg.HealthCheckAfter
 			p.mu.Unlock()
-			if err := p.backend.Health(ctx, e.id); err != nil && !errors.Is(err, pluginapi.ErrUnimplemented) {
+			if err := p.health(ctx, e, check); err != nil {
 				p.mu.Lock()
 				p.leaseLocked(tenant, -1)
 				p.mu.Unlock()
@@ -204,6 +222,17 @@ func (p *Pool) Acquire(ctx context.Context, tenant string) (*Lease, error) {
 		}
 		return l, err
 	}
+}
+
+// health checks e when check is set; backends without health checks pass.
+func (p *Pool) health(ctx context.Context, e *entry, check bool) error {
+	if !check {
+		return nil
+	}
+	if err := p.backend.Health(ctx, e.id); err != nil && !errors.Is(err, pluginapi.ErrUnimplemented) {
+		return err
+	}
+	return nil
 }
 
 // AcquireFresh creates a sandbox for tenant that serves this lease only

@@ -22,6 +22,7 @@ type memBackend struct {
 	destroyed int
 	unhealthy map[string]bool
 	failNext  error
+	checks    int
 }
 
 func newMem() *memBackend {
@@ -54,6 +55,7 @@ func (m *memBackend) Destroy(_ context.Context, id string) error {
 func (m *memBackend) Health(_ context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.checks++
 	if m.unhealthy[id] {
 		return errors.New("zygote gone")
 	}
@@ -194,7 +196,7 @@ func TestRecycling(t *testing.T) {
 
 func TestHealthCheckReplacesBrokenSandbox(t *testing.T) {
 	b := newMem()
-	p := newPool(t, b, Config{MaxTotal: 2})
+	p := newPool(t, b, Config{MaxTotal: 2, HealthCheckAfter: -1})
 	ctx := context.Background()
 	l, _ := p.Acquire(ctx, "t")
 	broken := l.ID
@@ -444,4 +446,41 @@ func TestStatsListsSandboxes(t *testing.T) {
 		t.Errorf("stats: %+v", st)
 	}
 	a.Release(true)
+}
+
+func TestHealthCheckAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		after      time.Duration
+		pause      time.Duration
+		wantChecks int
+	}{
+		{"always", -1, 0, 3},
+		{"trusted right after a clean run", time.Hour, 0, 0},
+		{"checked once idle for a while", 20 * time.Millisecond, 40 * time.Millisecond, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newMem()
+			p := newPool(t, b, Config{MaxTotal: 1, HealthCheckAfter: tc.after})
+			ctx := context.Background()
+			l, err := p.Acquire(ctx, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Release(true)
+			for range 3 {
+				time.Sleep(tc.pause)
+				l, err := p.Acquire(ctx, "t")
+				if err != nil || !l.Reused {
+					t.Fatalf("reuse: %v (reused %v)", err, l != nil && l.Reused)
+				}
+				l.Release(true)
+			}
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if b.checks != tc.wantChecks {
+				t.Fatalf("%d health checks, want %d", b.checks, tc.wantChecks)
+			}
+		})
+	}
 }
