@@ -239,6 +239,14 @@ func Run(ctx context.Context, o Options) error {
 		DefaultTenant: DefaultTenant,
 	}).Register(srv)
 
+	// The MCP face listens before the control socket, so a daemon that
+	// answers Status also serves MCP; it stops before the pool and plugins.
+	face, err := startMCP(ctx, cfg, svc, log, o.ShutdownTimeout/2)
+	if err != nil {
+		return err
+	}
+	defer face.stop()
+
 	ln, err := claim.listen()
 	if err != nil {
 		return err
