@@ -433,6 +433,19 @@ func TestWorkspaceImports(t *testing.T) {
 	if out, _ := h.out(); out != "demo ran\n" {
 		t.Errorf("stdout %q, result %+v", out, res)
 	}
+	// A module one execution writes is importable in the next ones, right
+	// away: the zygote's import caches must not hide it.
+	for i := range 3 {
+		h = &recHost{}
+		code := fmt.Sprintf("open('helper%d.py', 'w').write('X = %d')\n", i, i)
+		if i > 0 {
+			code += fmt.Sprintf("import helper%d\nprint(helper%d.X)\n", i-1, i-1)
+		}
+		res = exec1(t, r, code, h)
+		if out, _ := h.out(); i > 0 && out != fmt.Sprintf("%d\n", i-1) {
+			t.Errorf("execution %d: stdout %q, result %+v %+v", i, out, res, res.Error)
+		}
+	}
 }
 
 // TestPythonTypes type-checks the runtime's Python with mypy --strict when

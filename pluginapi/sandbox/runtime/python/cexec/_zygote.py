@@ -411,8 +411,11 @@ class Zygote:
         return keep
 
     def prefork(self) -> None:
-        """Fork the spare child for the next execution."""
-        importlib.invalidate_caches()
+        """Fork the spare child for the next execution.
+
+        Import caches are not invalidated here: path finders notice new
+        modules in /workspace by the directory's modification time, and
+        invalidating them on every execution costs dozens of page copies."""
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         chan, child_chan = _socketpair()
@@ -498,7 +501,6 @@ class Zygote:
                 compiled = compile(code, "<cexec>", "exec", dont_inherit=True)
             except Exception:
                 compiled = None
-        importlib.invalidate_caches()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         chan, child_chan = _socketpair()
