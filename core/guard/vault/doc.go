@@ -37,6 +37,10 @@
 // two ways ("Alice@x.com", "alice@x.com") comes back in its first
 // spelling.
 //
+// The session's own id is never tokenized, even when a detector flags it
+// (a random id looks like a secret): the model holds it already and
+// passes it back to continue the session.
+//
 // Overlapping spans (several guards may report one value differently) are
 // merged, so no byte any guard flagged reaches the model. In JSON, every
 // string is tokenized, object keys included, with one detector call per

@@ -86,6 +86,10 @@ func (v *Vault) tokenize(ctx context.Context, segs []string) ([]string, error) {
 			return nil, fmt.Errorf("vault %s/%s: detect: %w", v.st.tenant, v.st.session, err)
 		}
 		found = mergeSpans(text, raw)
+		// The session's own id is cexec's identifier, which the model
+		// holds already and must be able to pass back; random ids look
+		// like secrets to an entropy detector.
+		found = slices.DeleteFunc(found, func(s span) bool { return text[s.start:s.end] == v.st.session })
 	}
 	if len(found) == 0 && strings.IndexByte(text, '[') < 0 {
 		return segs, nil
