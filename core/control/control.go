@@ -86,7 +86,11 @@ type Deps struct {
 	Workspaces Workspaces
 	// DefaultTenant is the tenant of workspace requests that name none.
 	DefaultTenant string
-	Log           hclog.Logger
+	// Tools and Search may be nil; their RPCs then answer
+	// codes.Unimplemented.
+	Tools  Tools
+	Search Searcher
+	Log    hclog.Logger
 }
 
 // Server is the Control service.
