@@ -31,11 +31,12 @@ func (e execService) Exec(ctx context.Context, req *cexecv1.ExecRequest, send fu
 	defer cancel()
 	var sendErr error
 	res, err := e.exec.ExecuteCode(ctx, pipeline.CodeRequest{
-		Tenant:     tenant,
-		Session:    req.GetSession(),
-		Code:       req.GetCode(),
-		Timeout:    time.Duration(req.GetTimeoutMs()) * time.Millisecond,
-		Persistent: req.GetPersistent(),
+		Tenant:       tenant,
+		Session:      req.GetSession(),
+		Code:         req.GetCode(),
+		Timeout:      time.Duration(req.GetTimeoutMs()) * time.Millisecond,
+		Persistent:   req.GetPersistent(),
+		FreshSandbox: req.GetFreshSandbox(),
 		Output: func(stream sandbox.Stream, data []byte) {
 			if sendErr != nil {
 				return
@@ -71,6 +72,7 @@ func resultProto(r *pipeline.CodeResult) *cexecv1.ExecResult {
 		TimedOut:        r.TimedOut,
 		SandboxId:       r.SandboxID,
 		Session:         r.Session,
+		Warm:            r.Warm,
 	}
 	if r.Error != nil {
 		out.Error = &cexecv1.ExecError{Type: r.Error.Type, Message: r.Error.Message, Traceback: r.Error.Traceback}

@@ -24,6 +24,8 @@ import (
 // Leaser hands out pooled sandboxes (core/pool).
 type Leaser interface {
 	Acquire(ctx context.Context, tenant string) (*pool.Lease, error)
+	// AcquireFresh creates a sandbox used once and destroyed on release.
+	AcquireFresh(ctx context.Context, tenant string) (*pool.Lease, error)
 }
 
 // Runner runs a program in a sandbox (the sandbox backend plugin).
@@ -44,6 +46,9 @@ type CodeRequest struct {
 	// Timeout overrides the sandbox default when non-zero.
 	Timeout    time.Duration
 	Persistent bool
+	// FreshSandbox runs in a sandbox created for this execution and
+	// destroyed after it (a cold start) instead of a warm pooled one.
+	FreshSandbox bool
 	// Task is the task description when the code was generated for one.
 	Task string
 	// MaxToolCalls bounds the program's tool calls (0: the bridge default).
@@ -154,7 +159,11 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 }
 
 func (x *Executor) execute(ctx context.Context, t *workspace.Tenant, req CodeRequest) (*CodeResult, error) {
-	lease, err := x.Pool.Acquire(ctx, req.Tenant)
+	acquire := x.Pool.Acquire
+	if req.FreshSandbox {
+		acquire = x.Pool.AcquireFresh
+	}
+	lease, err := acquire(ctx, req.Tenant)
 	if err != nil {
 		return nil, fmt.Errorf("get a sandbox for tenant %s: %w", req.Tenant, err)
 	}
