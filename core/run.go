@@ -237,6 +237,7 @@ func Run(ctx context.Context, o Options) error {
 
 		Workspaces:    svc.workspace,
 		DefaultTenant: DefaultTenant,
+		Pool:          svc.poolView(),
 	}).Register(srv)
 
 	// The MCP face listens before the control socket, so a daemon that

@@ -38,6 +38,8 @@ type services struct {
 	// pool and exec are nil when no sandbox backend is configured.
 	pool *pool.Pool
 	exec *pipeline.Executor
+	// sandbox is the backend's supervised handle, when pool is set.
+	sandbox sandbox.Sandbox
 	// guards is the daemon's one guard layer (policies, guard plugins, PII
 	// vaults), built by startGuards. Everything that tokenizes or enforces
 	// policy uses it, the MCP face included: a second vault.Store over the
@@ -116,6 +118,7 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 			s.pool.Flush()
 		}
 	})
+	s.sandbox = sb
 	s.pool.Prewarm(DefaultTenant)
 	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec")}
 	if s.guards != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/cexec/cexec/cmd/cexecctl/exec"
 	"github.com/cexec/cexec/cmd/cexecctl/mcp"
 	"github.com/cexec/cexec/cmd/cexecctl/plugins"
+	"github.com/cexec/cexec/cmd/cexecctl/pool"
 	"github.com/cexec/cexec/cmd/cexecctl/sessions"
 	"github.com/cexec/cexec/cmd/cexecctl/skills"
 	"github.com/cexec/cexec/cmd/cexecctl/state"
@@ -55,6 +56,7 @@ func root(env *cli.Env) *cobra.Command {
 	cmd.AddCommand(
 		status.Command(env),
 		plugins.Command(env),
+		pool.Command(env),
 		config.Command(env),
 		exec.Command(env),
 		version.Command(env),

@@ -86,6 +86,9 @@ type Deps struct {
 	Workspaces Workspaces
 	// DefaultTenant is the tenant of workspace requests that name none.
 	DefaultTenant string
+	// Pool may be nil while no sandbox backend runs; PoolStatus then
+	// answers codes.FailedPrecondition.
+	Pool Pool
 	// Tools and Search may be nil; their RPCs then answer
 	// codes.Unimplemented.
 	Tools  Tools
