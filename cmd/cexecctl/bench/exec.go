@@ -1,0 +1,481 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
+	"github.com/cexec/cexec/client"
+	"github.com/cexec/cexec/cmd/cexecctl/cli"
+)
+
+// defaultBenchCode is the program of the project's latency targets.
+const defaultBenchCode = "print(1+1)"
+
+// Latency summarises one phase's end-to-end latencies, measured in this
+// process around each Exec call on the daemon's socket.
+type Latency struct {
+	N      int     `json:"n"`
+	P50    float64 `json:"p50_ms"`
+	P90    float64 `json:"p90_ms"`
+	P99    float64 `json:"p99_ms"`
+	Min    float64 `json:"min_ms"`
+	Max    float64 `json:"max_ms"`
+	Mean   float64 `json:"mean_ms"`
+	Daemon float64 `json:"daemon_p50_ms"`
+	// Warm counts executions that got a warm sandbox from the pool.
+	Warm int `json:"warm"`
+}
+
+// Concurrent is the throughput phase.
+type Concurrent struct {
+	Latency
+	Concurrency int     `json:"concurrency"`
+	WallS       float64 `json:"wall_s"`
+}
+
+// RSS summarises the resident memory of idle warm sandboxes as the sandbox
+// backend reports it.
+type RSS struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50_mib"`
+	Max float64 `json:"max_mib"`
+}
+
+// ExecResult is the output of `cexecctl bench exec --json`.
+type ExecResult struct {
+	Tenant string `json:"tenant"`
+	// Session is the session every execution was logged in; "" means a
+	// new one each time.
+	Session string `json:"session,omitempty"`
+	Code    string `json:"code"`
+	// Warm: one execution at a time in pooled sandboxes.
+	Warm Latency `json:"warm"`
+	// Cold: one execution at a time, each in a sandbox created for it and
+	// destroyed after it.
+	Cold Latency `json:"cold"`
+	// Concurrent: the same program from Concurrency clients at once.
+	Concurrent     Concurrent `json:"concurrent"`
+	ThroughputPerS float64    `json:"throughput_per_s"`
+	IdleRSS        RSS        `json:"idle_sandbox_rss"`
+	// CPUPerExecMs is CPU time per execution in the warm phase, which
+	// unlike latency does not depend on how busy the machine is.
+	CPUPerExecMs CPUPerExec `json:"cpu_per_exec_ms"`
+	Pool         PoolFacts  `json:"pool"`
+	// LoadAvg is /proc/loadavg's 1-minute figure before and after: the
+	// machine's load weighs on every figure above.
+	LoadAvg  [2]float64 `json:"load_avg_1m"`
+	CPUs     int        `json:"cpus"`
+	Failures int        `json:"failures"`
+}
+
+// CPUPerExec splits the CPU time of one warm execution by process, from
+// /proc (10 ms ticks, averaged over the phase).
+type CPUPerExec struct {
+	Cexecd float64 `json:"cexecd"`
+	// Plugin is the sandbox plugin process, without its sandboxes.
+	Plugin float64 `json:"sandbox_plugin"`
+	// Program is the forked child that ran the program, as the backend
+	// reports it (1 ms resolution).
+	Program float64 `json:"program"`
+	Client  float64 `json:"client"`
+}
+
+// PoolFacts is the pool as it stood after the warm phases.
+type PoolFacts struct {
+	Backend  string `json:"backend"`
+	Warm     int32  `json:"warm"`
+	MaxTotal int32  `json:"max_total"`
+	// Target is how many sandboxes the pool kept for the tenant.
+	Target int32 `json:"target"`
+	Idle   int32 `json:"idle"`
+}
+
+type execBenchFlags struct {
+	n, cold, concurrency, warmup  int
+	tenant, session, code, expect string
+	settle                        time.Duration
+}
+
+func execBench(env *cli.Env) *cobra.Command {
+	var f execBenchFlags
+	cmd := &cobra.Command{
+		Use:   "exec",
+		Short: "Measure executions through the daemon: warm and cold latency, throughput, idle sandbox memory",
+		Long: `Runs a program (default print(1+1)) through the running daemon, end to end as
+cexecctl exec does (client -> cexecd -> sandbox plugin -> sandbox -> back),
+timing each execution in this process:
+
+  warmup   --warmup executions at --concurrency, not measured, so that the
+           pool holds a warm sandbox per concurrent client
+  warm     --n executions one at a time, in pooled sandboxes
+  throughput
+           --n executions from --concurrency clients at once
+  cold     --cold executions one at a time, each in a fresh sandbox created
+           for it and destroyed after (ExecRequest.fresh_sandbox)
+
+and reads the idle sandboxes' resident memory from the pool status. Every
+execution must exit 0 (and print --expect); failures are counted and make
+the command fail after printing the figures.`,
+		Args: cli.Args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.n < 1 || f.concurrency < 1 || f.cold < 0 || f.warmup < 0 {
+				return cli.UsageErrorf("--n and --concurrency must be at least 1, --cold and --warmup at least 0")
+			}
+			if !cmd.Flags().Changed("expect") && f.code != defaultBenchCode {
+				f.expect = ""
+			}
+			if !cmd.Flags().Changed("warmup") {
+				f.warmup = 4 * f.concurrency
+			}
+			return env.Do(cmd.Context(), func(c *client.Client) error {
+				res, err := benchExec(cmd.Context(), env, c, f)
+				if err != nil {
+					return err
+				}
+				if env.JSON {
+					err = env.PrintJSON(res)
+				} else {
+					printExec(env, res)
+				}
+				if err == nil && res.Failures > 0 {
+					err = fmt.Errorf("%d executions failed", res.Failures)
+				}
+				return err
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.n, "n", 500, "executions in the warm phase and again in the throughput phase")
+	fl.IntVar(&f.cold, "cold", 30, "executions in fresh sandboxes")
+	fl.IntVar(&f.concurrency, "concurrency", 8, "clients at once in the throughput phase")
+	fl.IntVar(&f.warmup, "warmup", 0, "unmeasured executions first (default 4 x --concurrency)")
+	fl.StringVar(&f.tenant, "tenant", os.Getenv("CEXEC_TENANT"), "tenant to run as (default $CEXEC_TENANT, else the daemon's default tenant)")
+	fl.StringVar(&f.session, "session", "", "session to log every execution in (default: a new session per execution, as cexecctl exec does)")
+	fl.StringVar(&f.code, "code", defaultBenchCode, "program to run")
+	fl.StringVar(&f.expect, "expect", "2\n", "stdout every execution must print (default for the default program only)")
+	fl.DurationVar(&f.settle, "settle", 30*time.Second, "longest wait for the pool to finish warming before measuring")
+	return cmd
+}
+
+// sample is one execution as the client saw it.
+type sample struct {
+	latency time.Duration
+	daemon  time.Duration
+	cpu     time.Duration
+	warm    bool
+	sandbox string
+	err     error
+}
+
+func benchExec(ctx context.Context, env *cli.Env, c *client.Client, f execBenchFlags) (*ExecResult, error) {
+	res := &ExecResult{Code: f.code, Session: f.session, CPUs: runtime.NumCPU()}
+	res.LoadAvg[0] = loadAvg()
+	progress := func(format string, args ...any) {
+		if !env.JSON {
+			fmt.Fprintf(env.Stderr, format+"\n", args...)
+		}
+	}
+	req := &cexecv1.ExecRequest{Tenant: f.tenant, Code: f.code, Session: f.session}
+	var failures []error
+	tally := func(ss []sample) {
+		for _, s := range ss {
+			if s.err != nil {
+				failures = append(failures, s.err)
+			}
+		}
+	}
+
+	progress("warming up: %d executions at concurrency %d", f.warmup, f.concurrency)
+	ss, _ := runConcurrent(ctx, c, req, f, f.warmup)
+	tally(ss)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tenant, err := settle(ctx, c, ss, f.settle)
+	if err != nil {
+		return nil, err
+	}
+	if tenant == "" {
+		tenant = f.tenant
+	}
+	res.Tenant = tenant
+
+	progress("warm: %d executions one at a time", f.n)
+	pids, err := processes(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	cpu0 := cpuOf(pids)
+	ss = make([]sample, 0, f.n)
+	for range f.n {
+		ss = append(ss, runOne(ctx, c, req, f.expect))
+	}
+	cpu1 := cpuOf(pids)
+	tally(ss)
+	res.Warm = summariseSamples(ss)
+	per := func(i int) float64 { return math.Round((cpu1[i]-cpu0[i])/float64(f.n)*1000) / 1000 }
+	res.CPUPerExecMs = CPUPerExec{Cexecd: per(0), Plugin: per(1), Client: per(2)}
+	for _, s := range ss {
+		res.CPUPerExecMs.Program += ms(s.cpu) / float64(f.n)
+	}
+
+	progress("throughput: %d executions at concurrency %d", f.n, f.concurrency)
+	ss, wall := runConcurrent(ctx, c, req, f, f.n)
+	tally(ss)
+	res.Concurrent = Concurrent{Latency: summariseSamples(ss), Concurrency: f.concurrency, WallS: wall.Seconds()}
+	if wall > 0 {
+		res.ThroughputPerS = float64(f.n) / wall.Seconds()
+	}
+
+	// The pool as it stands after the warm phases: its idle sandboxes have
+	// each run programs and are back at rest.
+	if _, err := settle(ctx, c, nil, f.settle); err != nil {
+		return nil, err
+	}
+	st, err := c.PoolStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.Pool = PoolFacts{Backend: st.GetBackend(), Warm: st.GetWarm(), MaxTotal: st.GetMaxTotal(),
+		Target: st.GetTargets()[tenant], Idle: st.GetIdle()[tenant]}
+	var rss []float64
+	for _, s := range st.GetSandboxes() {
+		if s.GetTenant() == tenant && s.GetState() == "idle" && s.GetRssBytes() > 0 {
+			rss = append(rss, float64(s.GetRssBytes())/(1<<20))
+		}
+	}
+	if len(rss) > 0 {
+		slices.Sort(rss)
+		res.IdleRSS = RSS{N: len(rss), P50: rank(rss, 0.5), Max: rss[len(rss)-1]}
+	}
+
+	if f.cold > 0 {
+		progress("cold: %d executions, each in a fresh sandbox", f.cold)
+		fresh := &cexecv1.ExecRequest{Tenant: f.tenant, Code: f.code, Session: f.session, FreshSandbox: true}
+		ss = make([]sample, 0, f.cold)
+		for range f.cold {
+			s := runOne(ctx, c, fresh, f.expect)
+			if s.err == nil && s.warm {
+				s.err = fmt.Errorf("fresh execution ran in warm sandbox %s", s.sandbox)
+			}
+			ss = append(ss, s)
+		}
+		tally(ss)
+		res.Cold = summariseSamples(ss)
+	}
+	res.LoadAvg[1] = loadAvg()
+	res.Failures = len(failures)
+	for i, err := range failures {
+		if i == 5 {
+			fmt.Fprintf(env.Stderr, "... and %d more failures\n", len(failures)-i)
+			break
+		}
+		fmt.Fprintf(env.Stderr, "cexecctl: bench exec: %v\n", err)
+	}
+	return res, ctx.Err()
+}
+
+// runOne runs req once and checks that it succeeded.
+func runOne(ctx context.Context, c *client.Client, req *cexecv1.ExecRequest, expect string) sample {
+	var out strings.Builder
+	var r *cexecv1.ExecResult
+	start := time.Now()
+	for ev, err := range c.Exec(ctx, req) {
+		if err != nil {
+			return sample{err: err}
+		}
+		switch e := ev.GetEvent().(type) {
+		case *cexecv1.ExecEvent_Output:
+			if e.Output.GetStream() == "stdout" {
+				out.Write(e.Output.GetData())
+			}
+		case *cexecv1.ExecEvent_Result:
+			r = e.Result
+		}
+	}
+	s := sample{latency: time.Since(start)}
+	switch {
+	case r == nil:
+		s.err = errors.New("the daemon ended the stream without a result")
+	case r.GetError() != nil:
+		s.err = fmt.Errorf("program failed: %s: %s", r.GetError().GetType(), r.GetError().GetMessage())
+	case r.GetExitCode() != 0:
+		s.err = fmt.Errorf("program exited %d", r.GetExitCode())
+	case expect != "" && out.String() != expect:
+		s.err = fmt.Errorf("program printed %q, want %q", out.String(), expect)
+	}
+	if r != nil {
+		s.daemon = time.Duration(r.GetDurationUs()) * time.Microsecond
+		s.cpu = time.Duration(r.GetCpuMs()) * time.Millisecond
+		s.warm = r.GetWarm()
+		s.sandbox = r.GetSandboxId()
+	}
+	return s
+}
+
+// runConcurrent runs req n times from f.concurrency goroutines sharing the
+// client's connection, and returns the samples and the wall time.
+func runConcurrent(ctx context.Context, c *client.Client, req *cexecv1.ExecRequest, f execBenchFlags, n int) ([]sample, time.Duration) {
+	ss := make([]sample, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range min(f.concurrency, n) {
+		wg.Go(func() {
+			for i := range next {
+				ss[i] = runOne(ctx, c, req, f.expect)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return ss, time.Since(start)
+}
+
+// settle waits until the pool creates no sandbox any more, so that
+// measurements do not compete with warming, and returns the tenant the
+// samples' sandboxes belong to (the daemon's default when none was named).
+func settle(ctx context.Context, c *client.Client, ss []sample, limit time.Duration) (string, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		st, err := c.PoolStatus(ctx)
+		if err != nil {
+			return "", err
+		}
+		tenant := ""
+		for _, sb := range st.GetSandboxes() {
+			for _, s := range ss {
+				if s.sandbox == sb.GetId() {
+					tenant = sb.GetTenant()
+				}
+			}
+		}
+		if st.GetCreating() == 0 || time.Now().After(deadline) {
+			return tenant, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func summariseSamples(ss []sample) Latency {
+	var lat, daemon []float64
+	l := Latency{}
+	for _, s := range ss {
+		if s.err != nil {
+			continue
+		}
+		lat = append(lat, ms(s.latency))
+		daemon = append(daemon, ms(s.daemon))
+		if s.warm {
+			l.Warm++
+		}
+	}
+	if len(lat) == 0 {
+		return l
+	}
+	slices.Sort(lat)
+	slices.Sort(daemon)
+	sum := 0.0
+	for _, x := range lat {
+		sum += x
+	}
+	l.N = len(lat)
+	l.P50, l.P90, l.P99 = rank(lat, 0.5), rank(lat, 0.9), rank(lat, 0.99)
+	l.Min, l.Max = lat[0], lat[len(lat)-1]
+	l.Mean = math.Round(sum/float64(len(lat))*1000) / 1000
+	l.Daemon = rank(daemon, 0.5)
+	return l
+}
+
+// rank is the nearest-rank percentile p of sorted xs.
+func rank(xs []float64, p float64) float64 {
+	i := int(math.Ceil(p*float64(len(xs)))) - 1
+	return xs[max(i, 0)]
+}
+
+// processes returns the pids of cexecd, its sandbox plugin and this
+// process, for CPU accounting (0 for one not found).
+func processes(ctx context.Context, c *client.Client) ([3]int, error) {
+	pids := [3]int{0, 0, os.Getpid()}
+	st, err := c.Status(ctx)
+	if err != nil {
+		return pids, err
+	}
+	pids[0] = int(st.GetPid())
+	pool, err := c.PoolStatus(ctx)
+	if err != nil {
+		return pids, err
+	}
+	ps, err := c.ListPlugins(ctx)
+	if err != nil {
+		return pids, err
+	}
+	for _, p := range ps {
+		if p.GetKind() == "sandbox" && p.GetName() == pool.GetBackend() {
+			pids[1] = int(p.GetPid())
+		}
+	}
+	return pids, nil
+}
+
+// cpuOf reads the CPU milliseconds of each pid (0 when unreadable, as for a
+// daemon on another machine).
+func cpuOf(pids [3]int) [3]float64 {
+	var out [3]float64
+	for i, pid := range pids {
+		if pid > 0 {
+			out[i], _ = cpuMs(pid)
+		}
+	}
+	return out
+}
+
+// loadAvg is the 1-minute load average, 0 when unknown.
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+func printExec(env *cli.Env, r *ExecResult) {
+	w := env.Stdout
+	line := func(name string, l Latency) {
+		fmt.Fprintf(w, "%-11s n=%-4d p50 %7.2f ms  p90 %7.2f ms  p99 %7.2f ms  max %7.2f ms  (daemon p50 %.2f ms, %d warm)\n",
+			name, l.N, l.P50, l.P90, l.P99, l.Max, l.Daemon, l.Warm)
+	}
+	fmt.Fprintf(w, "%s as tenant %s on %s (%d CPUs, load %.1f -> %.1f)\n", r.Code, r.Tenant, r.Pool.Backend, r.CPUs, r.LoadAvg[0], r.LoadAvg[1])
+	line("warm", r.Warm)
+	line(fmt.Sprintf("conc. %d", r.Concurrent.Concurrency), r.Concurrent.Latency)
+	line("cold", r.Cold)
+	fmt.Fprintf(w, "throughput  %.0f executions/s at concurrency %d\n", r.ThroughputPerS, r.Concurrent.Concurrency)
+	fmt.Fprintf(w, "CPU per warm execution: cexecd %.2f ms, sandbox plugin %.2f ms, program %.2f ms, client %.2f ms\n",
+		r.CPUPerExecMs.Cexecd, r.CPUPerExecMs.Plugin, r.CPUPerExecMs.Program, r.CPUPerExecMs.Client)
+	fmt.Fprintf(w, "idle warm sandbox RSS: p50 %.1f MiB, max %.1f MiB over %d sandboxes (pool: %d idle, target %d, warm %d, max_total %d)\n",
+		r.IdleRSS.P50, r.IdleRSS.Max, r.IdleRSS.N, r.Pool.Idle, r.Pool.Target, r.Pool.Warm, r.Pool.MaxTotal)
+}
