@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,5 +117,45 @@ func TestLifecycle(t *testing.T) {
 	}
 	if _, err := p.Create(ctx, sandbox.CreateRequest{ID: "c"}); !errors.Is(err, pluginapi.ErrPluginShutdown) {
 		t.Errorf("create after close: %v", err)
+	}
+}
+
+// TestZygoteDies checks a sandbox whose zygote was killed from outside (as
+// the OOM killer might): the backend reports it and keeps serving.
+func TestZygoteDies(t *testing.T) {
+	p := New(nil)
+	defer p.Close()
+	caps, _ := p.Capabilities(context.Background())
+	if !caps.Available {
+		t.Skip(caps.UnavailableReason)
+	}
+	ctx := context.Background()
+	if _, err := p.Create(ctx, sandbox.CreateRequest{ID: "victim"}); err != nil {
+		t.Fatal(err)
+	}
+	bx, _ := p.box("victim")
+	if err := syscall.Kill(bx.zygotePID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-bx.exited
+	if err := p.Health(ctx, "victim"); err == nil {
+		t.Error("health of a dead sandbox passed")
+	}
+	if _, err := p.Exec(ctx, sandbox.ExecRequest{SandboxID: "victim", Code: "print(1)"}, &plugintest.Host{}); !errors.Is(err, pluginapi.ErrUnavailable) {
+		t.Errorf("exec in a dead sandbox: %v", err)
+	}
+	list, _ := p.List(ctx)
+	if len(list) != 1 || list[0].State != "exited" {
+		t.Errorf("list %+v", list)
+	}
+	if err := p.Destroy(ctx, "victim"); err != nil {
+		t.Errorf("destroy: %v", err)
+	}
+	if _, err := p.Create(ctx, sandbox.CreateRequest{ID: "next"}); err != nil {
+		t.Fatal(err)
+	}
+	h := &plugintest.Host{}
+	if res, err := p.Exec(ctx, sandbox.ExecRequest{SandboxID: "next", Code: "print(3)"}, h); err != nil || h.Stdout() != "3\n" {
+		t.Errorf("next sandbox: %+v %v %q", res, err, h.Stdout())
 	}
 }
