@@ -1,0 +1,704 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// workspaceSetup is a setup whose daemon shares the repository's skills/
+// and declares tenant "capped" with a small disk quota.
+func workspaceSetup(t *testing.T) setup {
+	t.Helper()
+	s := newSetup(t)
+	skills, err := filepath.Abs("../skills")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(s.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(b), "cexec {\n", fmt.Sprintf("cexec {\n  skills_dir = %q\n", skills), 1)
+	cfg += "\ntenant \"capped\" {\n  disk_quota = \"64KiB\"\n}\n"
+	if err := os.WriteFile(s.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// requireSandbox skips the test when the daemon has no working sandbox
+// backend (the bwrap plugin not built, or no user namespaces here).
+func requireSandbox(t *testing.T, s setup) {
+	t.Helper()
+	if p, ok := listPlugins(t, s)["sandbox/bwrap"]; !ok || p.Status != "ok" {
+		t.Skipf("no running sandbox backend (sandbox/bwrap: %+v)", p)
+	}
+	out, errOut, code := ctl(t, s, "exec", "-c", "print('sandbox ok')")
+	if code != 0 || out != "sandbox ok\n" {
+		t.Skipf("sandboxed execution does not work here: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// run is cexecctl with optional stdin, returning an error instead of
+// failing the test, so that goroutines may use it.
+func run(s setup, stdin string, args ...string) (stdout, stderr string, code int, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bins.dir, "cexecctl"), args...)
+	cmd.Env = append(os.Environ(), "CEXECD_ADDRESS="+s.sock, "CEXEC_TENANT=")
+	cmd.Stdin = strings.NewReader(stdin)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return o.String(), e.String(), ee.ExitCode(), nil
+	}
+	if err != nil {
+		return o.String(), e.String(), -1, err
+	}
+	return o.String(), e.String(), 0, nil
+}
+
+// must is run that fails the test unless cexecctl exits 0.
+func must(t *testing.T, s setup, stdin string, args ...string) string {
+	t.Helper()
+	out, errOut, code, err := run(s, stdin, args...)
+	if err != nil || code != 0 {
+		t.Fatalf("cexecctl %v: exit %d, %v\nstdout: %s\nstderr: %s", args, code, err, out, errOut)
+	}
+	return out
+}
+
+// fails runs cexecctl, expecting exit code want and wantErr in stderr.
+func fails(t *testing.T, s setup, want int, wantErr string, args ...string) {
+	t.Helper()
+	out, errOut, code, err := run(s, "", args...)
+	if err != nil || code != want || !strings.Contains(errOut, wantErr) {
+		t.Errorf("cexecctl %v: exit %d (%v), want %d with %q\nstdout: %s\nstderr: %s", args, code, err, want, wantErr, out, errOut)
+	}
+}
+
+func decode[T any](t *testing.T, out string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("decode %T: %v\n%s", v, err, out)
+	}
+	return v
+}
+
+type stateList struct {
+	States []struct {
+		Name   string `json:"name"`
+		Bytes  string `json:"bytes"`
+		Format string `json:"format"`
+	} `json:"states"`
+}
+
+func (l stateList) names() []string {
+	var out []string
+	for _, s := range l.States {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+type sessionList struct {
+	Sessions []struct {
+		ID             string `json:"id"`
+		Entries        string `json:"entries"`
+		Executions     string `json:"executions"`
+		Checkpoints    string `json:"checkpoints"`
+		LastCheckpoint string `json:"last_checkpoint"`
+	} `json:"sessions"`
+}
+
+type logEntry struct {
+	Seq    int64  `json:"seq"`
+	Kind   string `json:"kind"`
+	Code   string `json:"code"`
+	Step   string `json:"step"`
+	Skill  string `json:"skill"`
+	Result *struct {
+		OK     bool   `json:"ok"`
+		Output string `json:"output"`
+	} `json:"result"`
+	Context    json.RawMessage `json:"context"`
+	StateFiles []string        `json:"state_files"`
+}
+
+type sessionShow struct {
+	Entries []logEntry `json:"entries"`
+	Skipped int        `json:"skipped"`
+}
+
+type skillList struct {
+	Skills []struct {
+		Name   string `json:"name"`
+		Shared bool   `json:"shared"`
+		Import string `json:"import"`
+	} `json:"skills"`
+}
+
+type resumeOut struct {
+	Session struct {
+		ID          string   `json:"id"`
+		Executions  int      `json:"executions"`
+		Checkpoints int      `json:"checkpoints"`
+		StateFiles  []string `json:"state_files"`
+	} `json:"session"`
+	Checkpoint logEntry   `json:"checkpoint"`
+	Recent     []logEntry `json:"recent"`
+}
+
+type tenantList struct {
+	Tenants []struct {
+		ID       string `json:"id"`
+		Declared bool   `json:"declared"`
+	} `json:"tenants"`
+}
+
+func (l skillList) find(name string) (shared bool, ok bool) {
+	for _, s := range l.Skills {
+		if s.Name == name {
+			return s.Shared, true
+		}
+	}
+	return false, false
+}
+
+func TestWorkspaces(t *testing.T) {
+	s := workspaceSetup(t)
+	startDaemon(t, s)
+	requireSandbox(t, s)
+	in := filepath.Join(s.dir, "in")
+	if err := os.MkdirAll(in, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	progress := `{"page": 3, "seen": ["a", "b"]}`
+	conf := "name: demo\nlimits:\n  rows: 10\n"
+	if err := os.WriteFile(filepath.Join(in, "progress.json"), []byte(progress), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("state round trip", func(t *testing.T) {
+		must(t, s, "", "state", "put", "progress.json", filepath.Join(in, "progress.json"))
+		// From stdin, the name's extension says YAML.
+		must(t, s, conf, "state", "put", "conf.yaml", "-")
+		// JSON input for a YAML name is converted; from stdin the input is
+		// taken to be in the name's format (JSON is YAML too).
+		if err := os.WriteFile(filepath.Join(in, "conv.json"), []byte(`{"b": 2, "a": [1]}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		must(t, s, "", "state", "put", "conv.yml", filepath.Join(in, "conv.json"))
+		must(t, s, `{"raw": true}`, "state", "put", "raw.yaml")
+		if got := must(t, s, "", "state", "get", "raw.yaml"); got != `{"raw": true}`+"\n" {
+			t.Errorf("get raw.yaml = %q", got)
+		}
+		must(t, s, "", "state", "rm", "raw.yaml")
+		if got := must(t, s, "", "state", "get", "progress.json"); got != progress+"\n" {
+			t.Errorf("get progress.json = %q", got)
+		}
+		if got := must(t, s, "", "state", "get", "conf.yaml"); got != conf {
+			t.Errorf("get conf.yaml = %q", got)
+		}
+		if got := decode[map[string]any](t, must(t, s, "", "state", "get", "conf.yaml", "--json")); fmt.Sprint(got) != "map[limits:map[rows:10] name:demo]" {
+			t.Errorf("get conf.yaml --json = %v", got)
+		}
+		if got := must(t, s, "", "state", "get", "conv.yml"); got != "b: 2\na:\n  - 1\n" {
+			t.Errorf("get conv.yml = %q", got)
+		}
+		ls := decode[stateList](t, must(t, s, "", "state", "ls", "--json"))
+		if got := strings.Join(ls.names(), " "); got != "conf.yaml conv.yml progress.json" || ls.States[0].Format != "yaml" {
+			t.Errorf("state ls = %+v", ls)
+		}
+		if out := must(t, s, "", "state", "ls"); !strings.Contains(out, "progress.json") || !strings.HasPrefix(out, "NAME") {
+			t.Errorf("state ls table:\n%s", out)
+		}
+		must(t, s, "", "state", "rm", "conv.yml")
+		fails(t, s, 1, "not found", "state", "get", "conv.yml")
+		fails(t, s, 1, "not found", "state", "rm", "conv.yml")
+		fails(t, s, 1, "InvalidArgument", "state", "put", "../escape.json", filepath.Join(in, "progress.json"))
+		fails(t, s, 1, "not valid JSON", "state", "put", "bad.json", "-")
+		fails(t, s, 2, "name it", "state", "put", "x.json", filepath.Join(in, "x.yaml"))
+		// Over the declared tenant's quota nothing is written.
+		big := `"` + strings.Repeat("x", 70<<10) + `"`
+		if _, errOut, code, _ := run(s, big, "state", "put", "big.json", "--tenant", "capped"); code != 1 || !strings.Contains(errOut, "quota") {
+			t.Errorf("put over quota: exit %d %s", code, errOut)
+		}
+		if ls := decode[stateList](t, must(t, s, "", "state", "ls", "--tenant", "capped", "--json")); len(ls.States) != 0 {
+			t.Errorf("after a refused put: %v", ls.names())
+		}
+	})
+
+	t.Run("sandbox sees the same state files", func(t *testing.T) {
+		code := `import cexec, json, os
+with open("/workspace/state/progress.json") as f:
+    print(json.load(f)["page"], cexec.get_state("progress.json")["seen"], cexec.get_state("conf.yaml")["limits"]["rows"])
+with open("/workspace/state/fromcode.json", "w") as f:
+    json.dump({"written": "by code"}, f)
+cexec.save_state("api.yaml", {"via": "save_state", "n": [1, 2]})
+print(cexec.get_state("missing.json", default="fallback"))
+try:
+    cexec.get_state("missing.json")
+except KeyError:
+    print("KeyError")
+`
+		if out := must(t, s, "", "exec", "-c", code); out != "3 ['a', 'b'] 10\nfallback\nKeyError\n" {
+			t.Errorf("exec output %q", out)
+		}
+		if got := must(t, s, "", "state", "get", "fromcode.json"); got != `{"written": "by code"}`+"\n" {
+			t.Errorf("file written by code, read by the CLI: %q", got)
+		}
+		if got := must(t, s, "", "state", "get", "api.yaml"); got != "via: save_state\nn:\n  - 1\n  - 2\n" {
+			t.Errorf("save_state from code, read by the CLI: %q", got)
+		}
+	})
+
+	t.Run("checkpoint and resume", func(t *testing.T) {
+		code := `import cexec
+cexec.checkpoint("fetched", {"page": 7, "cursor": "abc"})
+cexec.save_state("work.json", {"done": 7})
+print(cexec.checkpoint("saved"))
+`
+		if out := must(t, s, "", "exec", "--session", "work1", "-c", code); out != "2\n" {
+			t.Errorf("exec output %q", out)
+		}
+		must(t, s, "", "sessions", "checkpoint", "work1", "reviewed", "--context", `{"by": "operator"}`)
+		r := decode[resumeOut](t, must(t, s, "", "sessions", "resume", "work1", "--json"))
+		if r.Session.ID != "work1" || r.Session.Executions != 1 || r.Session.Checkpoints != 3 || !slices.Equal(r.Session.StateFiles, []string{"work.json"}) {
+			t.Errorf("resume summary %+v", r.Session)
+		}
+		if r.Checkpoint.Step != "reviewed" || compact(r.Checkpoint.Context) != `{"by":"operator"}` || r.Checkpoint.Seq != 4 {
+			t.Errorf("last checkpoint %+v", r.Checkpoint)
+		}
+		if len(r.Recent) != 4 || r.Recent[0].Step != "fetched" || compact(r.Recent[0].Context) != `{"page":7,"cursor":"abc"}` || r.Recent[2].Kind != "execution" {
+			t.Errorf("recent entries %+v", r.Recent)
+		}
+		text := must(t, s, "", "sessions", "resume", "work1")
+		for _, want := range []string{"session work1: 4 entries, 1 executions (0 failed), 3 checkpoints", "last checkpoint: #4 reviewed", `"by": "operator"`, "#1 ", "fetched"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("sessions resume lacks %q:\n%s", want, text)
+			}
+		}
+	})
+
+	t.Run("sessions ls after several execs", func(t *testing.T) {
+		for i := range 3 {
+			must(t, s, "", "exec", "--session", "multi", "-c", fmt.Sprintf("print(%d)", i))
+		}
+		before := decode[sessionList](t, must(t, s, "", "sessions", "ls", "--json"))
+		must(t, s, "", "exec", "-c", "print('a session of its own')")
+		after := decode[sessionList](t, must(t, s, "", "sessions", "ls", "--json"))
+		if len(after.Sessions) != len(before.Sessions)+1 {
+			t.Errorf("an exec without --session made %d new sessions", len(after.Sessions)-len(before.Sessions))
+		}
+		found := false
+		for _, ss := range after.Sessions {
+			if ss.ID == "multi" {
+				found = ss.Executions == "3" && ss.Entries == "3"
+			}
+		}
+		if !found {
+			t.Errorf("session multi missing or wrong: %+v", after)
+		}
+		show := decode[sessionShow](t, must(t, s, "", "sessions", "show", "multi", "--json"))
+		if len(show.Entries) != 3 || show.Skipped != 0 || show.Entries[2].Code != "print(2)" || show.Entries[2].Result == nil || show.Entries[2].Result.Output != "2\n" {
+			t.Errorf("sessions show multi: %+v", show)
+		}
+		if out := must(t, s, "", "sessions", "show", "multi"); !strings.Contains(out, "#3 ") || !strings.Contains(out, "code:   print(2)") {
+			t.Errorf("sessions show text:\n%s", out)
+		}
+		fails(t, s, 1, "not found", "sessions", "show", "no-such-session")
+	})
+
+	t.Run("skills", func(t *testing.T) {
+		code := `import cexec
+cexec.save_skill("shouter", "Upper-case text and add an exclamation mark", "def shout(text: str) -> str:\n    \"\"\"Shout text.\"\"\"\n    return text.upper() + '!'\n")
+try:
+    cexec.save_skill("broken", "does not compile", "def f(:\n")
+except SyntaxError as e:
+    print("SyntaxError", "line 1" in str(e))
+`
+		if out := must(t, s, "", "exec", "--session", "skilled", "-c", code); out != "SyntaxError True\n" {
+			t.Errorf("save_skill output %q", out)
+		}
+		code = `from skills.shouter import shout
+from skills.csv_report import summarize
+from skills.json_query import get
+print(shout("hi"), summarize("a,b\n1,2\n3,4\n")["rows"], get({"x": {"y": 5}}, "x.y"))
+import servers
+print(list(servers.__path__))
+`
+		if out := must(t, s, "", "exec", "-c", code); out != "HI! 2 5\n['/cexec/servers']\n" {
+			t.Errorf("importing skills: %q", out)
+		}
+		ls := decode[skillList](t, must(t, s, "", "skills", "ls", "--json"))
+		if shared, ok := ls.find("shouter"); !ok || shared {
+			t.Errorf("skills ls lacks the tenant's shouter: %+v", ls)
+		}
+		for _, name := range []string{"csv_report", "json_query", "text_diff"} {
+			if shared, ok := ls.find(name); !ok || !shared {
+				t.Errorf("skills ls lacks shared %s: %+v", name, ls)
+			}
+		}
+		if _, ok := ls.find("broken"); ok {
+			t.Error("a skill that does not compile was saved")
+		}
+		if out := must(t, s, "", "skills", "show", "shouter"); !strings.Contains(out, "from skills.shouter import") || !strings.Contains(out, "return text.upper() + '!'") {
+			t.Errorf("skills show:\n%s", out)
+		}
+		show := decode[sessionShow](t, must(t, s, "", "sessions", "show", "skilled", "--json"))
+		if len(show.Entries) != 2 || show.Entries[0].Kind != "skill" || show.Entries[0].Skill != "shouter" {
+			t.Errorf("session log of the skill save: %+v", show.Entries)
+		}
+		// From the CLI, then importable too.
+		src := filepath.Join(in, "adder.py")
+		if err := os.WriteFile(src, []byte("def add(a, b):\n    return a + b\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		must(t, s, "", "skills", "save", "adder", "--description", "Add two numbers", src)
+		if out := must(t, s, "", "exec", "-c", "from skills.adder import add\nprint(add(2, 3))"); out != "5\n" {
+			t.Errorf("skill saved by the CLI: %q", out)
+		}
+		fails(t, s, 1, "shared skill", "skills", "save", "csv_report", "--description", "clash", src)
+		fails(t, s, 2, "--description", "skills", "save", "nodesc", src)
+	})
+
+	t.Run("tenant isolation", func(t *testing.T) {
+		b := []string{"--tenant", "beta"}
+		fails(t, s, 1, "not found", append([]string{"state", "get", "progress.json"}, b...)...)
+		if ls := decode[stateList](t, must(t, s, "", append([]string{"state", "ls", "--json"}, b...)...)); len(ls.States) != 0 {
+			t.Errorf("beta lists state %v", ls.names())
+		}
+		fails(t, s, 1, "not found", append([]string{"state", "rm", "progress.json"}, b...)...)
+		fails(t, s, 1, "not found", append([]string{"sessions", "show", "work1"}, b...)...)
+		fails(t, s, 1, "not found", append([]string{"sessions", "resume", "work1"}, b...)...)
+		fails(t, s, 1, "not found", append([]string{"skills", "show", "shouter"}, b...)...)
+		if ls := decode[sessionList](t, must(t, s, "", append([]string{"sessions", "ls", "--json"}, b...)...)); len(ls.Sessions) != 0 {
+			t.Errorf("beta lists sessions %+v", ls)
+		}
+		if ls := decode[skillList](t, must(t, s, "", append([]string{"skills", "ls", "--json"}, b...)...)); len(ls.Skills) != 3 {
+			t.Errorf("beta's skills should be the 3 shared ones: %+v", ls)
+		}
+		// The same from beta's sandboxed code: its /workspace is its own,
+		// nothing of default's is reachable by path or by API.
+		code := fmt.Sprintf(`import cexec, os
+print(sorted(os.listdir("/workspace/state")), os.path.exists(%q))
+try:
+    cexec.get_state("progress.json")
+except KeyError:
+    print("no state")
+try:
+    from skills.shouter import shout
+except ImportError:
+    print("no skill")
+try:
+    cexec.get_state("../../default/workspace/state/progress.json")
+except ValueError:
+    print("bad name")
+cexec.save_state("beta.json", {"mine": True})
+`, filepath.Join(s.dir, "data"))
+		if out := must(t, s, "", append([]string{"exec", "-c", code}, b...)...); out != "[] False\nno state\nno skill\nbad name\n" {
+			t.Errorf("beta's sandbox: %q", out)
+		}
+		fails(t, s, 1, "not found", "state", "get", "beta.json")
+		if got := must(t, s, "", append([]string{"state", "get", "beta.json"}, b...)...); got != `{"mine":true}`+"\n" {
+			t.Errorf("beta's own state: %q", got)
+		}
+		fails(t, s, 1, "InvalidArgument", "state", "ls", "--tenant", "../default")
+	})
+
+	t.Run("tenants", func(t *testing.T) {
+		r := decode[tenantList](t, must(t, s, "", "tenants", "ls", "--json"))
+		ids := map[string]bool{}
+		for _, tn := range r.Tenants {
+			ids[tn.ID] = tn.Declared
+		}
+		if !ids["capped"] || ids["beta"] || ids["default"] {
+			t.Errorf("tenants: %+v", r.Tenants)
+		}
+		if _, ok := ids["beta"]; !ok {
+			t.Errorf("tenants lacks beta: %+v", r.Tenants)
+		}
+		// Everything was used just now: nothing is old enough.
+		gc := decode[struct {
+			Removed []struct{ ID string } `json:"removed"`
+		}](t, must(t, s, "", "tenants", "gc", "--older-than", "1h", "--dry-run", "--json"))
+		if len(gc.Removed) != 0 {
+			t.Errorf("gc --dry-run would remove %+v", gc.Removed)
+		}
+		fails(t, s, 2, "positive", "tenants", "gc", "--older-than", "0s")
+	})
+}
+
+// crashLog is what the writers of TestWorkspaceCrash got acknowledged.
+type crashLog struct {
+	mu sync.Mutex
+	// puts maps a state file to the bytes a successful `state put` wrote.
+	puts map[string]string
+	// hotAcked and hotTried are, per writer, the last value of its hot
+	// file that a put acknowledged and the last one it attempted.
+	hotAcked, hotTried [2]int
+	// execs maps a session to the indexes of executions that returned
+	// their result.
+	execs map[string][]int
+	// steps are the checkpoints `sessions checkpoint` acknowledged.
+	steps []int
+	// unexpected are failures before the kill.
+	unexpected []string
+}
+
+func (l *crashLog) fail(killed *atomic.Bool, what, out, errOut string, code int, err error) {
+	if killed.Load() {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.unexpected = append(l.unexpected, fmt.Sprintf("%s: exit %d %v\n%s%s", what, code, err, out, errOut))
+}
+
+func (l *crashLog) counts() (puts, execs, steps int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.execs {
+		execs += len(e)
+	}
+	return len(l.puts), execs, len(l.steps)
+}
+
+// TestWorkspaceCrash is issue 7's crash test at the daemon level: state
+// puts, executions that save state and make checkpoints, and checkpoints
+// through the API run concurrently until cexecd is killed with SIGKILL in
+// the middle of them. After a restart every acknowledged write must be
+// there, intact, and the session logs readable up to at most a torn last
+// line, which the next append repairs.
+func TestWorkspaceCrash(t *testing.T) {
+	s := workspaceSetup(t)
+	d := startDaemon(t, s)
+	requireSandbox(t, s)
+	var pluginPIDs []int
+	for _, p := range listPlugins(t, s) {
+		pluginPIDs = append(pluginPIDs, p.PID)
+	}
+
+	l := &crashLog{puts: map[string]string{}, execs: map[string][]int{}, hotAcked: [2]int{-1, -1}, hotTried: [2]int{-1, -1}}
+	var killed atomic.Bool
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Go(func() {
+			for i := 0; !killed.Load(); i++ {
+				name := fmt.Sprintf("w%d-%04d.json", g, i)
+				data := fmt.Sprintf(`{"writer":%d,"i":%d,"pad":%q}`, g, i, strings.Repeat("p", 1000+37*i))
+				out, errOut, code, err := run(s, data, "state", "put", name, "-")
+				if err != nil || code != 0 {
+					l.fail(&killed, "put "+name, out, errOut, code, err)
+					return
+				}
+				l.mu.Lock()
+				l.puts[name] = data
+				l.hotTried[g] = i
+				l.mu.Unlock()
+				out, errOut, code, err = run(s, fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("h", 20000)), "state", "put", fmt.Sprintf("hot%d.json", g), "-")
+				if err != nil || code != 0 {
+					l.fail(&killed, "put hot", out, errOut, code, err)
+					return
+				}
+				l.mu.Lock()
+				l.hotAcked[g] = i
+				l.mu.Unlock()
+			}
+		})
+	}
+	for _, session := range []string{"crash-a", "crash-b"} {
+		wg.Go(func() {
+			for i := 0; !killed.Load(); i++ {
+				code := fmt.Sprintf(`import cexec
+cexec.save_state("%s-%04d.json", {"i": %d, "blob": "b" * 50000})
+cexec.checkpoint("step %d", {"i": %d, "pad": "c" * 20000})
+cexec.save_state("%s-last.yaml", {"i": %d})
+print("done %d")
+`, session, i, i, i, i, session, i, i)
+				out, errOut, rc, err := run(s, "", "exec", "--session", session, "-c", code)
+				if err != nil || rc != 0 || out != fmt.Sprintf("done %d\n", i) {
+					l.fail(&killed, "exec in "+session, out, errOut, rc, err)
+					return
+				}
+				l.mu.Lock()
+				l.execs[session] = append(l.execs[session], i)
+				l.mu.Unlock()
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := 0; !killed.Load(); i++ {
+			out, errOut, code, err := run(s, "", "sessions", "checkpoint", "crash-api", fmt.Sprintf("api %d", i), "--context", fmt.Sprintf(`{"i":%d}`, i))
+			if err != nil || code != 0 {
+				l.fail(&killed, "sessions checkpoint", out, errOut, code, err)
+				return
+			}
+			l.mu.Lock()
+			l.steps = append(l.steps, i)
+			l.mu.Unlock()
+		}
+	})
+
+	// Kill once every kind of write has been acknowledged a few times, in
+	// the middle of the next ones.
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		puts, execs, steps := l.counts()
+		if puts >= 40 && execs >= 6 && steps >= 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Logf("after 3 minutes only %d puts, %d execs and %d checkpoints were acknowledged; killing now", puts, execs, steps)
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(120 * time.Millisecond)
+	killed.Store(true)
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-d.exited
+	wg.Wait()
+	// Plugins outlive a killed host only until they notice; make sure none
+	// is left (each was checked to still be one of ours).
+	left := 0
+	for _, pid := range pluginPIDs {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && bytes.Contains(b, []byte("cexec-plugin-")) {
+			left++
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	t.Logf("%d of %d plugin processes outlived the killed daemon", left, len(pluginPIDs))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.unexpected) > 0 {
+		t.Fatalf("writes failed before the kill:\n%s", strings.Join(l.unexpected, "\n"))
+	}
+	nExecs := len(l.execs["crash-a"]) + len(l.execs["crash-b"])
+	t.Logf("SIGKILL after %d acknowledged puts, %d executions and %d API checkpoints", len(l.puts), nExecs, len(l.steps))
+	if len(l.puts) == 0 || nExecs == 0 || len(l.steps) == 0 {
+		t.Fatal("some kind of write was never acknowledged before the kill; nothing to check")
+	}
+
+	startDaemon(t, s)
+
+	// Every acknowledged put, byte for byte.
+	for name, data := range l.puts {
+		if got := must(t, s, "", "state", "get", name); got != data+"\n" {
+			t.Errorf("state %s after the crash: %.80q, want %.80q", name, got, data)
+		}
+	}
+	// Overwritten files hold the last acknowledged value or the one in
+	// flight, whole.
+	for g := range 2 {
+		var hot struct{ I int }
+		if err := json.Unmarshal([]byte(must(t, s, "", "state", "get", fmt.Sprintf("hot%d.json", g), "--json")), &hot); err != nil {
+			t.Errorf("hot%d.json: %v", g, err)
+		} else if hot.I != l.hotAcked[g] && hot.I != l.hotTried[g] {
+			t.Errorf("hot%d.json holds %d; acknowledged %d, last tried %d", g, hot.I, l.hotAcked[g], l.hotTried[g])
+		}
+	}
+
+	for session, acked := range l.execs {
+		show := decode[sessionShow](t, must(t, s, "", "sessions", "show", session, "--json"))
+		checkSeqs(t, session, show)
+		t.Logf("session %s: %d executions acknowledged, %d entries logged, %d torn line(s)", session, len(acked), len(show.Entries), show.Skipped)
+		steps, done := map[string]bool{}, map[string]bool{}
+		for _, e := range show.Entries {
+			switch {
+			case e.Kind == "checkpoint":
+				steps[e.Step] = true
+			case e.Kind == "execution" && e.Result != nil && e.Result.OK:
+				done[e.Result.Output] = true
+			}
+		}
+		for _, i := range acked {
+			if !steps[fmt.Sprintf("step %d", i)] || !done[fmt.Sprintf("done %d\n", i)] {
+				t.Errorf("session %s lost acknowledged execution %d (checkpoint %v, execution %v)", session, i, steps[fmt.Sprintf("step %d", i)], done[fmt.Sprintf("done %d\n", i)])
+			}
+		}
+		// The state those executions saved, checked inside the sandbox.
+		code := fmt.Sprintf(`import cexec
+bad = []
+for i in %s:
+    v = cexec.get_state("%s-%%04d.json" %% i)
+    if v["i"] != i or v["blob"] != "b" * 50000:
+        bad.append(i)
+last = cexec.get_state("%s-last.yaml")["i"]
+print(bad, last >= %d)
+`, pyList(acked), session, session, acked[len(acked)-1])
+		if out := must(t, s, "", "exec", "-c", code); out != "[] True\n" {
+			t.Errorf("state saved by %s's acknowledged executions: %q", session, out)
+		}
+	}
+	api := decode[sessionShow](t, must(t, s, "", "sessions", "show", "crash-api", "--json"))
+	checkSeqs(t, "crash-api", api)
+	have := map[string]bool{}
+	for _, e := range api.Entries {
+		have[e.Step+" "+compact(e.Context)] = true
+	}
+	for _, i := range l.steps {
+		if !have[fmt.Sprintf(`api %d {"i":%d}`, i, i)] {
+			t.Errorf("acknowledged API checkpoint %d is missing", i)
+		}
+	}
+
+	// The next append repairs a torn tail: the log reads cleanly again.
+	for _, session := range []string{"crash-a", "crash-b", "crash-api"} {
+		before := decode[sessionShow](t, must(t, s, "", "sessions", "show", session, "--json"))
+		must(t, s, "", "sessions", "checkpoint", session, "after restart")
+		after := decode[sessionShow](t, must(t, s, "", "sessions", "show", session, "--json"))
+		checkSeqs(t, session, after)
+		if after.Skipped != 0 || len(after.Entries) != len(before.Entries)+1 || after.Entries[len(after.Entries)-1].Step != "after restart" {
+			t.Errorf("session %s after an append past the crash: %d entries (was %d), %d skipped", session, len(after.Entries), len(before.Entries), after.Skipped)
+		}
+	}
+}
+
+// checkSeqs checks that a session log's entries are numbered 1, 2, 3, ...
+// with nothing lost in between and at most a torn last line skipped.
+func checkSeqs(t *testing.T, session string, show sessionShow) {
+	t.Helper()
+	if show.Skipped > 1 {
+		t.Errorf("session %s: %d damaged lines; a crash may tear only the last", session, show.Skipped)
+	}
+	for i, e := range show.Entries {
+		if e.Seq != int64(i+1) {
+			t.Errorf("session %s: entry %d has seq %d; earlier lines were lost or damaged", session, i+1, e.Seq)
+			return
+		}
+	}
+}
+
+// compact removes the indentation --json output adds.
+func compact(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func pyList(xs []int) string {
+	b, _ := json.Marshal(xs)
+	return string(b)
+}
