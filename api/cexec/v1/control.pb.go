@@ -4255,7 +4255,10 @@ type TaskTimings struct {
 	SearchUs int64                  `protobuf:"varint,1,opt,name=search_us,json=searchUs,proto3" json:"search_us,omitempty"`
 	// generate_us sums the Generate calls (the model calls of an LLM).
 	GenerateUs int64 `protobuf:"varint,2,opt,name=generate_us,json=generateUs,proto3" json:"generate_us,omitempty"`
-	GuardUs    int64 `protobuf:"varint,3,opt,name=guard_us,json=guardUs,proto3" json:"guard_us,omitempty"`
+	// guard_us is the guard layer outside the executions (tokenizing the task
+	// for the generators, restoring the answer); the code checks run inside
+	// each execution.
+	GuardUs int64 `protobuf:"varint,3,opt,name=guard_us,json=guardUs,proto3" json:"guard_us,omitempty"`
 	// execute_us sums the executions, sandbox lease and session log included.
 	ExecuteUs     int64 `protobuf:"varint,4,opt,name=execute_us,json=executeUs,proto3" json:"execute_us,omitempty"`
 	TotalUs       int64 `protobuf:"varint,5,opt,name=total_us,json=totalUs,proto3" json:"total_us,omitempty"`
