@@ -61,7 +61,7 @@ var configSchema = pluginapi.ConfigSchema{Attributes: []pluginapi.Attribute{
 	{Name: "cpus", Type: "number", Description: "Default CPU limit in CPUs, for example 0.5 (cgroup cpu controller). Default: no limit."},
 	{Name: "max_file_mb", Type: "number", Description: "Largest file a program may write, in MiB (RLIMIT_FSIZE). Default: no limit."},
 	{Name: "cgroups", Type: "string", Description: "\"auto\" (default) to limit memory and processes with cgroups v2 or v1 when they are writable, \"off\" to use rlimits only."},
-	{Name: "cgroup_parent", Type: "string", Description: "Cgroup directory (under /sys/fs/cgroup) to create sandbox cgroups in, for a cgroups v2 delegated subtree. Default: the plugin's own cgroup."},
+	{Name: "cgroup_parent", Type: "string", Description: "Cgroup to create sandbox cgroups in, as a path within the hierarchy like those of /proc/self/cgroup (for example /system.slice/cexecd.service/sandboxes), for a delegated cgroups v2 subtree. Default: the plugin's own cgroup."},
 	{Name: "preload", Type: "list(string)", Description: "Python modules a warm sandbox imports before its first execution. Default: typing, re, json, collections, datetime and similar."},
 	{Name: "ro_paths", Type: "list(string)", Description: "Extra host directories to show read-only at the same path inside sandboxes, for example an interpreter installed under /opt."},
 	{Name: "run_as_uid", Type: "number", Description: "Host uid sandboxes run as when the plugin runs as root (never as root itself: that would let programs change kernel settings and device files). Default 65534."},
@@ -158,7 +158,7 @@ func decodeConfig(ctx context.Context, raw json.RawMessage) (*settings, pluginap
 		diags = append(diags, pluginapi.Errorf("cgroups", "Invalid cgroups", fmt.Sprintf("%q: use \"auto\" or \"off\"", c.Cgroups)))
 	}
 	if c.CgroupParent != "" && !filepath.IsAbs(c.CgroupParent) {
-		diags = append(diags, pluginapi.Errorf("cgroup_parent", "Invalid cgroup_parent", "must be an absolute path under /sys/fs/cgroup"))
+		diags = append(diags, pluginapi.Errorf("cgroup_parent", "Invalid cgroup_parent", "must be a path within the cgroup hierarchy starting with /, like those in /proc/self/cgroup"))
 	}
 	for _, m := range c.Preload {
 		if !modulePattern.MatchString(m) {
