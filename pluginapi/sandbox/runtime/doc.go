@@ -9,10 +9,15 @@
 //
 // Install writes the runtime's Python package into a directory that the
 // backend mounts read-only at /cexec/lib. ZygoteConfig.Command is the command
-// line to start the zygote with, ZygoteConfig.Env its environment. The zygote
-// imports the runtime, reports ready, then (while idle) drops its dumpable
-// flag and imports the preload modules, so that forked children start with
-// them loaded.
+// line to start the zygote with, ZygoteConfig.Env its environment. The
+// interpreter runs with -I (isolated: PYTHON* variables, the user site and
+// the current directory are ignored) but without -S, so the interpreter's
+// own site-packages stay importable; the zygote puts /cexec/lib and the
+// ZygoteConfig.Path entries on sys.path itself (PYTHONPATH in Env gives
+// Python subprocesses the same). The zygote imports the runtime, reports
+// ready, then (while idle) drops its dumpable flag, imports the preload
+// modules, freezes its heap and forks the spare child, so that executions
+// start with all of that done.
 //
 // Each execution runs in a fresh child forked from the zygote: its own
 // session (process group), stdout and stderr replaced with new pipes by
