@@ -228,7 +228,8 @@ func (x *Execution) Output(ctx context.Context, text string) (string, error) {
 
 // OutputJSON tokenizes a JSON value the execution returns (its structured
 // result) and charges it to the max_output budget. JSON cannot be cut, so
-// a value past the budget is an error (a *policy.Violation).
+// a value past the budget is an error (a *policy.Violation), and its bytes
+// are given back: what is not sent leaves room for the rest.
 func (x *Execution) OutputJSON(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 	tok, err := x.s.vault.TokenizeJSON(ctx, raw)
 	if err != nil {
@@ -236,6 +237,7 @@ func (x *Execution) OutputJSON(ctx context.Context, raw json.RawMessage) (json.R
 	}
 	used := x.out.Add(int64(len(tok)))
 	if err := x.s.policy.CheckOutput(int(used)); err != nil {
+		x.out.Add(-int64(len(tok)))
 		x.s.denied("output denied", err)
 		return nil, err
 	}

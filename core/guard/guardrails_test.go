@@ -256,6 +256,14 @@ func TestOutputBudget(t *testing.T) {
 	} else {
 		checkDenied(t, "OutputJSON past the budget", err, "max_output")
 	}
+	// A refused value does not use the budget.
+	z := s.Begin()
+	if _, err := z.OutputJSON(ctx, json.RawMessage(`"`+strings.Repeat("j", 300)+`"`)); err == nil {
+		t.Error("OutputJSON over max_output succeeded")
+	}
+	if out, err := z.Output(ctx, first); err != nil || out != first {
+		t.Errorf("after a refused value: %q, %v; want the whole text", out, err)
+	}
 	// Another tenant has no limit.
 	y := h.open(t, "other", "s1").Begin()
 	long := strings.Repeat("z", 10000)
