@@ -1,0 +1,176 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cexec/cexec/core/bridge"
+	"github.com/cexec/cexec/core/guard"
+	"github.com/cexec/cexec/core/guard/policy"
+	"github.com/cexec/cexec/core/guard/vault"
+	"github.com/cexec/cexec/pluginapi"
+	guardapi "github.com/cexec/cexec/pluginapi/guard"
+	"github.com/cexec/cexec/pluginapi/sandbox"
+	"github.com/cexec/cexec/plugins/guard-pii/detect"
+)
+
+// piiGuard is the guard-pii detectors in process; it has no code or tool
+// call checks.
+type piiGuard struct{ d *detect.Detector }
+
+func (piiGuard) CheckCode(context.Context, guardapi.CheckCodeRequest) (guardapi.Decision, error) {
+	return guardapi.Decision{}, pluginapi.ErrUnimplemented
+}
+
+func (piiGuard) CheckToolCall(context.Context, guardapi.CheckToolCallRequest) (guardapi.Decision, error) {
+	return guardapi.Decision{}, pluginapi.ErrUnimplemented
+}
+
+func (g piiGuard) Detect(ctx context.Context, req guardapi.DetectRequest) ([]guardapi.Span, error) {
+	return g.d.Detect(ctx, req.Text, req.Types)
+}
+
+// openGuard returns a session of tenant "acme" under p, with the real
+// detectors or, when down, a guard that fails every call.
+func openGuard(t *testing.T, p *policy.Policy, down bool) *guard.Session {
+	t.Helper()
+	var plugin guard.Plugin = guard.Missing(errors.New("guard-pii was killed"))
+	if !down {
+		d, err := detect.New(detect.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plugin = piiGuard{d}
+	}
+	store, err := vault.NewStore(vault.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr, err := guard.New(guard.Options{Guards: []guard.Named{{Name: "pii", Plugin: plugin}},
+		Policies: map[string]*policy.Policy{"acme": p}, Vaults: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := gr.Open("acme", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// TestTokenizeResult checks the model-facing form of results: every text
+// tokenized with the session's tokens, max_output enforced, and nothing
+// returned when the output cannot be checked.
+func TestTokenizeResult(t *testing.T) {
+	const email, phone = "jane.roe@example.com", "+1 650-253-0000"
+	full := func() *CodeResult {
+		return &CodeResult{
+			ExecResult: sandbox.ExecResult{
+				ExitCode: 1,
+				Result:   json.RawMessage(`{"to":"` + email + `","n":3}`),
+				Error:    &sandbox.ExecError{Type: "ValueError", Message: "cannot reach " + email, Traceback: "line 3: mail(" + email + ")"},
+			},
+			Stdout:    []byte("sending to " + email + "\n"),
+			Stderr:    []byte("call " + phone + "\n"),
+			ToolCalls: []bridge.CallRecord{{Server: "mail", Tool: "send", Error: "unknown address " + email}},
+			Summary:   bridge.Summary{Calls: 1, Failed: 1, Tools: []bridge.ToolSummary{{Server: "mail", Tool: "send", Calls: 1, Failed: 1, LastError: "unknown address " + email}}},
+		}
+	}
+	ok := func() *CodeResult {
+		r := full()
+		r.ExitCode, r.Error = 0, nil
+		return r
+	}
+	for _, tc := range []struct {
+		name   string
+		policy policy.Policy
+		down   bool
+		in     *CodeResult
+		// want* are the texts after tokenizing; wantError is
+		// "Type: Message".
+		wantStdout, wantStderr, wantResult, wantError, wantCallError string
+	}{
+		{
+			name:          "every text tokenized alike",
+			in:            full(),
+			wantStdout:    "sending to [EMAIL_1]\n",
+			wantStderr:    "call [PHONE_1]\n",
+			wantResult:    `{"to":"[EMAIL_1]","n":3}`,
+			wantError:     "ValueError: cannot reach [EMAIL_1]",
+			wantCallError: "unknown address [EMAIL_1]",
+		},
+		{
+			name:       "stdout cut at max_output after the result",
+			policy:     policy.Policy{MaxOutput: 90},
+			in:         &CodeResult{ExecResult: sandbox.ExecResult{Result: json.RawMessage(`"` + email + `"`)}, Stdout: []byte(strings.Repeat("mail "+email+"\n", 10))},
+			wantStdout: "mail [EMAIL_1]\nmai\n(output truncated: 71 more bytes exceed max_output 90 bytes)",
+			wantResult: `"[EMAIL_1]"`,
+		},
+		{
+			name:   "result over max_output is withheld",
+			policy: policy.Policy{MaxOutput: 10},
+			in:     ok(),
+			// The refused result leaves the budget to stdout.
+			wantStdout:    "\n(output truncated: 11 more bytes exceed max_output 10 bytes)",
+			wantStderr:    "\n(output truncated: 26 more bytes exceed max_output 10 bytes)",
+			wantError:     "PermissionError: the result was withheld: policy: output of 24 bytes exceeds max_output (10 bytes)",
+			wantCallError: "unknown address [EMAIL_1]",
+		},
+		{
+			name:   "result over max_output beside the program's error",
+			policy: policy.Policy{MaxOutput: 10},
+			in:     full(),
+			// The error's own texts used the budget first.
+			wantStdout:    "\n(output truncated: 56 more bytes exceed max_output 10 bytes)",
+			wantStderr:    "\n(output truncated: 71 more bytes exceed max_output 10 bytes)\ncexec: the result was withheld: policy: output of 24 bytes exceeds max_output (10 bytes)",
+			wantError:     "ValueError: \n(output truncated: 12 more bytes exceed max_output 10 bytes)",
+			wantCallError: "unknown address [EMAIL_1]",
+		},
+		{
+			name:      "strict tenant, guard down: nothing returned",
+			policy:    policy.Policy{Strict: true},
+			down:      true,
+			in:        full(),
+			wantError: "OutputWithheld: cexec withheld this execution's output because it could not be checked for sensitive data: vault acme/s1: detect: guard pii: unavailable, and the tenant's policy is strict, so Detect fails closed: plugin is not running: guard-pii was killed",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openGuard(t, &tc.policy, tc.down)
+			out := tokenizeResult(t.Context(), s, s.Begin(), tc.in)
+			if !out.Tokenized {
+				t.Error("Tokenized is not set")
+			}
+			gotErr := ""
+			if out.Error != nil {
+				gotErr = out.Error.Type + ": " + out.Error.Message
+			}
+			for _, c := range []struct{ what, got, want string }{
+				{"stdout", string(out.Stdout), tc.wantStdout},
+				{"stderr", string(out.Stderr), tc.wantStderr},
+				{"result", string(out.Result), tc.wantResult},
+				{"error", gotErr, tc.wantError},
+			} {
+				if c.got != c.want {
+					t.Errorf("%s\n  %q\nwant\n  %q", c.what, c.got, c.want)
+				}
+			}
+			for _, c := range out.ToolCalls {
+				if c.Error != tc.wantCallError {
+					t.Errorf("tool call error %q, want %q", c.Error, tc.wantCallError)
+				}
+			}
+			for _, c := range out.Summary.Tools {
+				if c.LastError != tc.wantCallError {
+					t.Errorf("summary last error %q, want %q", c.LastError, tc.wantCallError)
+				}
+			}
+			if tb := out.Error; tb != nil && strings.Contains(tb.Traceback, email) {
+				t.Errorf("traceback keeps the address: %q", tb.Traceback)
+			}
+		})
+	}
+}
