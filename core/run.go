@@ -221,6 +221,10 @@ func Run(ctx context.Context, o Options) error {
 	}
 	// Sandboxes are destroyed before their backend plugin stops.
 	defer svc.closePool(context.WithoutCancel(ctx), o.ShutdownTimeout/2)
+	// The selector's index follows the catalog; indexing stops before the
+	// plugins do.
+	svc.startSearch(host)
+	defer svc.search.Close()
 	schemas := &schemaCache{}
 	schemas.fill(ctx, cfg, host, log)
 
@@ -238,6 +242,9 @@ func Run(ctx context.Context, o Options) error {
 		Workspaces:    svc.workspace,
 		DefaultTenant: DefaultTenant,
 		Pool:          svc.poolView(),
+
+		Tools:  toolsView{Catalog: svc.catalog, search: svc.search},
+		Search: svc.search,
 	}).Register(srv)
 
 	// The MCP face listens before the control socket, so a daemon that

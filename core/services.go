@@ -16,6 +16,7 @@ import (
 	"github.com/cexec/cexec/core/pipeline"
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/core/pool"
+	"github.com/cexec/cexec/core/search"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -45,6 +46,8 @@ type services struct {
 	// policy uses it, the MCP face included: a second vault.Store over the
 	// same data_dir would issue conflicting tokens for one session.
 	guards *guard.Guardrails
+	// search is search_tools and the selector's index; set by startSearch.
+	search *search.Service
 }
 
 // newServices opens the workspaces and prepares the catalog; Start on the
@@ -161,6 +164,9 @@ func (s *services) closePool(ctx context.Context, grace time.Duration) {
 
 func (s *services) close(ctx context.Context) {
 	s.closePool(ctx, 5*time.Second)
+	if s.search != nil {
+		s.search.Close()
+	}
 	if s.catalog != nil {
 		if err := s.catalog.Close(); err != nil {
 			s.log.Warn("close tool catalog", "error", err)
