@@ -295,10 +295,7 @@ func (f *Face) wrap(name string, fn toolFunc) server.ToolHandlerFunc {
 		}
 		res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}, IsError: r.isError}
 		if r.structured != nil {
-			raw, err := json.Marshal(r.structured)
-			if err == nil {
-				raw, err = f.o.PII.TokenizeJSON(ctx, sc, raw)
-			}
+			raw, err := f.tokenizeStructured(ctx, sc, r.structured)
 			if err != nil {
 				f.log.Error("structured result withheld", "tool", name, "tenant", sc.Tenant, "session", sc.Session, "error", err)
 				return mcp.NewToolResultError("cexec withheld this output because the PII tokenizer failed; try again, and tell the operator if it persists"), nil
@@ -307,4 +304,29 @@ func (f *Face) wrap(name string, fn toolFunc) server.ToolHandlerFunc {
 		}
 		return res, nil
 	}
+}
+
+// tokenizeStructured marshals and tokenizes a structured result. The
+// session id of an execution is an identifier the agent passes back, not
+// data: a detector may take its random part for a secret, so it is left out
+// of tokenization and put back.
+func (f *Face) tokenizeStructured(ctx context.Context, sc Scope, v any) (json.RawMessage, error) {
+	out, isExec := v.(ExecOutput)
+	session := out.Session
+	if isExec {
+		out.Session = ""
+		v = out
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if raw, err = f.o.PII.TokenizeJSON(ctx, sc, raw); err != nil || !isExec {
+		return raw, err
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	out.Session = session
+	return json.Marshal(out)
 }
