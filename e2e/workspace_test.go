@@ -165,6 +165,18 @@ type resumeOut struct {
 	Recent     []logEntry `json:"recent"`
 }
 
+type benchStateOut struct {
+	Bytes    int `json:"bytes"`
+	SaveLoad struct {
+		N   int     `json:"n"`
+		P50 float64 `json:"p50_ms"`
+	} `json:"save_load"`
+	ListSessions struct {
+		N int `json:"n"`
+	} `json:"list_sessions"`
+	Sessions int `json:"sessions"`
+}
+
 type tenantList struct {
 	Tenants []struct {
 		ID       string `json:"id"`
@@ -421,6 +433,18 @@ cexec.save_state("beta.json", {"mine": True})
 			t.Errorf("beta's own state: %q", got)
 		}
 		fails(t, s, 1, "InvalidArgument", "state", "ls", "--tenant", "../default")
+	})
+
+	t.Run("bench state", func(t *testing.T) {
+		r := decode[benchStateOut](t, must(t, s, "", "bench", "state", "--n", "5", "--list", "2", "--json"))
+		if r.Bytes < 100_000 || r.SaveLoad.N != 5 || r.SaveLoad.P50 <= 0 || r.ListSessions.N != 2 || r.Sessions < 5 {
+			t.Errorf("bench state: %+v", r)
+		}
+		for _, n := range decode[stateList](t, must(t, s, "", "state", "ls", "--json")).names() {
+			if strings.HasPrefix(n, "bench-state-") {
+				t.Errorf("bench state left %s behind", n)
+			}
+		}
 	})
 
 	t.Run("tenants", func(t *testing.T) {
