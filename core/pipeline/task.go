@@ -8,16 +8,17 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
-	"github.com/cexec/cexec/pluginapi/guard"
 )
 
 // Outcomes of a task (TaskResult.Status).
@@ -31,7 +32,8 @@ const (
 	// TaskNoCode: no generator of the chain wrote a program; Diagnostics
 	// say why for each.
 	TaskNoCode = "no_code"
-	// TaskDenied: a guard refused the program; Diagnostics are its reasons.
+	// TaskDenied: the guard layer (the tenant's policy or a guard plugin)
+	// refused the program; Diagnostics say why.
 	TaskDenied = "denied"
 )
 
@@ -70,12 +72,11 @@ type ToolCatalog interface {
 	StubSource(id string) ([]byte, bool)
 }
 
-// TaskPlugins resolves the configured generators and guards by name
+// TaskPlugins resolves the configured generators by name
 // (*pluginhost.Host). Handles are looked up per task, so a plugin that
 // restarted or failed is seen as it is now.
 type TaskPlugins interface {
 	Codegen(name string) (codegen.Codegen, error)
-	Guard(name string) (guard.Guard, error)
 }
 
 // Tenants opens tenants' workspaces (*workspace.Manager).
@@ -87,8 +88,6 @@ type Tenants interface {
 type TaskConfig struct {
 	// Codegen is the generator chain, tried in order.
 	Codegen []string
-	// Guards check each program before it runs, in order.
-	Guards []string
 	// MaxRepairs is how many times a program that raised is regenerated
 	// with its traceback.
 	MaxRepairs int
@@ -108,7 +107,6 @@ type TaskConfig struct {
 func TaskConfigFrom(cfg *config.Config) TaskConfig {
 	tc := TaskConfig{
 		Codegen:          cfg.Pipeline.Codegen,
-		Guards:           cfg.Pipeline.Guards,
 		MaxRepairs:       cfg.Pipeline.MaxRepairs,
 		SearchLimit:      cfg.Pipeline.SearchLimit,
 		GenerateTimeouts: map[string]time.Duration{},
@@ -124,6 +122,20 @@ func TaskConfigFrom(cfg *config.Config) TaskConfig {
 // Tasks runs execute_task: search → the codegen chain → guards → execute →
 // repair. It is safe for concurrent use; each task is independent.
 //
+// # Guards and PII
+//
+// The programs run through the executor's guard layer (Executor.Guard),
+// which checks each program against the tenant's policy and the guard
+// plugins' CheckCode before it runs; a refusal ends the task as denied,
+// without repair. The pipeline does not check the code a second time.
+//
+// Generators are models, so with Guard set they see what a model sees: the
+// task with its PII tokenized ([EMAIL_1]) and the failed program's
+// traceback as the executor tokenized it (executions are ModelFacing).
+// Tokens in the generated code are restored by the guard layer before the
+// code runs. The answer is restored for operator requests (the control
+// API) and stays tokenized for ModelFacing ones (the MCP face).
+//
 // # Which tools a generator sees
 //
 // Generators get the SearchLimit best tools: for a model, the stubs are the
@@ -132,21 +144,28 @@ func TaskConfigFrom(cfg *config.Config) TaskConfig {
 // on is the wording of the task, which a lexical ranking of tool
 // descriptions does not see ("remember that Alice works at Acme" ranks no
 // memory tool at all, because no memory tool says "remember"). So when a
-// generator writes no code without spending any model tokens, it is
-// deterministic over its input and another call costs no tokens: it is
-// asked once more with the wide scope, which is every tool the tenant may
-// use when the catalog has at most WideCatalog tools, and otherwise the
-// selected tools plus the other tools of their servers, up to WideCatalog.
-// Model-based generators never see the wide scope, so search_limit keeps
-// bounding their prompts.
+// generator writes no code without using a model, it is deterministic over
+// its input and another call costs no tokens: it is asked once more with
+// the wide scope, which is every tool the tenant may use when the catalog
+// has at most WideCatalog tools, and otherwise the selected tools plus the
+// other tools of their servers, up to WideCatalog. Model-based generators
+// never see the wide scope, so search_limit keeps bounding their prompts: a
+// generator counts as model-based when its answer reports tokens or names a
+// model, or when any earlier answer of it reported tokens.
 type Tasks struct {
 	Exec    CodeRunner
 	Search  ToolSearch
 	Catalog ToolCatalog
 	Plugins TaskPlugins
 	Tenants Tenants
-	Config  TaskConfig
-	Log     hclog.Logger
+	// Guard is the guard layer the executor runs under (core/guard); nil
+	// means no tokenization.
+	Guard  Guardrails
+	Config TaskConfig
+	Log    hclog.Logger
+
+	// usesModel remembers the generators that reported token usage.
+	usesModel sync.Map
 }
 
 // TaskRequest is one task in words.
@@ -157,6 +176,10 @@ type TaskRequest struct {
 	// Timeout bounds each program's run, as CodeRequest.Timeout does (zero:
 	// the sandbox's default). Generators have their own deadline.
 	Timeout time.Duration
+	// ModelFacing says the result goes to a model (the MCP face): its texts
+	// stay tokenized. Operator requests leave it false and get them
+	// restored.
+	ModelFacing bool
 }
 
 // Attempt is one call of a generator and what became of its program.
@@ -186,7 +209,10 @@ type TaskTimings struct {
 	Search time.Duration
 	// Generate sums the Generate calls (model calls for an LLM).
 	Generate time.Duration
-	Guard    time.Duration
+	// Guard is the guard layer outside the executions: opening the
+	// session's vault, tokenizing the task, restoring the answer. The code
+	// checks are part of each execution.
+	Guard time.Duration
 	// Execute sums the executions, sandbox lease and session log included.
 	Execute time.Duration
 	Total   time.Duration
@@ -233,14 +259,40 @@ func (p *Tasks) ExecuteTask(ctx context.Context, req TaskRequest) (*TaskResult, 
 	if strings.TrimSpace(req.Task) == "" {
 		return nil, fmt.Errorf("execute task: the task is empty: %w", pluginapi.ErrInvalidArgument)
 	}
+	// The session is fixed up front: the task's tokens live in its vault,
+	// where the executions find them.
+	if req.Session == "" {
+		req.Session = workspace.NewSessionID()
+	} else if err := workspace.ValidateSessionID(req.Session); err != nil {
+		return nil, fmt.Errorf("execute task: %w", err)
+	}
 	t, err := p.Tenants.Tenant(req.Tenant)
 	if err != nil {
 		return nil, fmt.Errorf("execute task: %w", err)
 	}
-	r := &taskRun{p: p, req: req, tenant: t, log: p.log(), res: &TaskResult{Session: req.Session}}
+	r := &taskRun{p: p, req: req, tenant: t, log: p.log(), task: req.Task, res: &TaskResult{Session: req.Session}}
+	if p.Guard != nil {
+		gs, err := p.Guard.Open(req.Tenant, req.Session)
+		if err != nil {
+			return nil, fmt.Errorf("execute task: open guard session: %w", err)
+		}
+		defer func() {
+			if err := gs.Close(); err != nil {
+				r.log.Warn("close guard session", "tenant", req.Tenant, "session", req.Session, "error", err)
+			}
+		}()
+		r.gs = gs
+		if r.task, err = gs.Tokenize(ctx, req.Task); err != nil {
+			return nil, fmt.Errorf("execute task: tokenize the task: %w", err)
+		}
+		r.res.Timings.Guard = time.Since(start)
+	}
 	err = r.run(ctx)
 	for _, a := range r.attempts {
 		r.res.Attempts = append(r.res.Attempts, *a)
+	}
+	if err == nil && r.gs != nil && !req.ModelFacing {
+		r.restore()
 	}
 	r.res.Timings.Total = time.Since(start)
 	if err != nil {
@@ -266,6 +318,10 @@ type taskRun struct {
 	tenant *workspace.Tenant
 	log    hclog.Logger
 	res    *TaskResult
+	// gs is the guard session when there is a guard layer; task is the
+	// task as search and the generators see it (tokenized under gs).
+	gs   *guard.Session
+	task string
 
 	all    []catalog.Tool
 	narrow []codegen.Tool
@@ -307,20 +363,18 @@ func (r *taskRun) run(ctx context.Context) error {
 		}
 		r.res.Code, r.res.Generator, r.res.Model = code, att.Generator, att.Model
 		r.res.ToolsSelected = att.Tools
-		if denied := r.check(ctx, att, code); denied {
-			r.res.Status = TaskDenied
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("execute task: %w", err)
-		}
 		out, err := r.execute(ctx, code)
 		if err != nil {
 			att.Error = err.Error()
 			return fmt.Errorf("execute task: %w", err)
 		}
 		r.res.Exec = out
-		r.res.Session = out.Session
+		if denied(out) {
+			r.res.Status = TaskDenied
+			att.Error = "denied: " + out.Error.Message
+			r.res.Diagnostics = append(r.res.Diagnostics, pluginapi.Errorf("", "the guard layer refused the program", out.Error.Message))
+			return nil
+		}
 		if out.Error == nil && !out.TimedOut && out.ExitCode == 0 {
 			r.res.Status = TaskOK
 			return nil
@@ -363,7 +417,7 @@ func (r *taskRun) search(ctx context.Context) {
 			}
 		}
 	}
-	ids, err := r.p.Search.SearchTools(ctx, r.req.Task, limit+maxSkills, servers)
+	ids, err := r.p.Search.SearchTools(ctx, r.task, limit+maxSkills, servers)
 	if err != nil {
 		r.log.Warn("tool search failed; generating without a selection", "tenant", r.req.Tenant, "error", err)
 		r.res.Diagnostics = append(r.res.Diagnostics, pluginapi.Diagnostic{Severity: pluginapi.SeverityWarning,
@@ -468,7 +522,7 @@ func (r *taskRun) toolFor(t catalog.Tool) codegen.Tool {
 // no generator wrote one).
 func (r *taskRun) generate(ctx context.Context, round int, prev *codegen.Attempt, failed map[string]bool) (string, *Attempt) {
 	base := codegen.GenerateRequest{
-		Task:             r.req.Task,
+		Task:             r.task,
 		Skills:           r.skills,
 		Language:         "python",
 		Previous:         prev,
@@ -484,7 +538,7 @@ func (r *taskRun) generate(ctx context.Context, round int, prev *codegen.Attempt
 			continue
 		}
 		att, answered := r.call(ctx, name, gen, base, round, false)
-		if answered && att.Code == "" && att.Usage == (codegen.Usage{}) {
+		if answered && att.Code == "" && r.p.modelFree(name, att) {
 			if wide := r.wideScope(); len(wide) > len(r.narrow) {
 				att, _ = r.call(ctx, name, gen, base, round, true)
 			}
@@ -528,12 +582,28 @@ func (r *taskRun) call(ctx context.Context, name string, gen codegen.Codegen, re
 		return att, false
 	}
 	att.Model, att.Usage, att.Diagnostics, att.Code = resp.Model, resp.Usage, resp.Diagnostics, resp.Code
+	if resp.Usage != (codegen.Usage{}) {
+		r.p.usesModel.Store(name, true)
+	}
 	r.res.Usage.PromptTokens += resp.Usage.PromptTokens
 	r.res.Usage.CompletionTokens += resp.Usage.CompletionTokens
 	if resp.Code == "" {
 		att.Error = noCodeReason(resp.Diagnostics)
 	}
 	return att, true
+}
+
+// modelFree says whether a generator that wrote no code is model-free, and
+// so may be asked again with the wide scope: it spent no tokens, named no
+// model (an LLM generator names its model even when its request failed;
+// the rules generator names a rule only when one wrote code) and has never
+// reported token usage.
+func (p *Tasks) modelFree(name string, a *Attempt) bool {
+	if a.Usage != (codegen.Usage{}) || a.Model != "" {
+		return false
+	}
+	_, uses := p.usesModel.Load(name)
+	return !uses
 }
 
 // attempt records a; later outcomes (the program's failure) land on it.
@@ -575,46 +645,6 @@ func noCodeReason(d pluginapi.Diagnostics) string {
 	return "wrote no program"
 }
 
-// check asks every configured guard whether code may run. A guard that
-// does not check code is skipped; one that fails is logged and skipped
-// (the sandbox is the boundary; code checks are defence in depth), unless
-// the task's context ended. It reports whether a guard denied.
-func (r *taskRun) check(ctx context.Context, att *Attempt, code string) bool {
-	start := time.Now()
-	defer func() { r.res.Timings.Guard += time.Since(start) }()
-	req := guard.CheckCodeRequest{Tenant: r.req.Tenant, Session: r.res.Session, Code: code}
-	for _, name := range r.p.Config.Guards {
-		g, err := r.p.Plugins.Guard(name)
-		if err != nil {
-			r.log.Warn("guard unavailable, checking code without it", "guard", name, "error", err)
-			continue
-		}
-		d, err := g.CheckCode(ctx, req)
-		switch {
-		case errors.Is(err, pluginapi.ErrUnimplemented):
-			continue
-		case err != nil:
-			if ctx.Err() == nil {
-				r.log.Warn("guard failed, checking code without it", "guard", name, "error", err)
-			}
-			continue
-		case d.Allow:
-			continue
-		}
-		diags := d.Diagnostics
-		if len(diags) == 0 {
-			diags = pluginapi.Diagnostics{pluginapi.Errorf("", "guard "+name+" refused the program", "")}
-		}
-		for i := range diags {
-			diags[i].Summary = "guard " + name + ": " + diags[i].Summary
-		}
-		r.res.Diagnostics = append(r.res.Diagnostics, diags...)
-		att.Error = "denied: " + diags.Error()
-		return true
-	}
-	return false
-}
-
 func (r *taskRun) execute(ctx context.Context, code string) (*CodeResult, error) {
 	start := time.Now()
 	defer func() { r.res.Timings.Execute += time.Since(start) }()
@@ -623,8 +653,62 @@ func (r *taskRun) execute(ctx context.Context, code string) (*CodeResult, error)
 		Session: r.res.Session,
 		Code:    code,
 		Timeout: r.req.Timeout,
-		Task:    r.req.Task,
+		Task:    r.task,
+		// The failure goes back to the generators, which are models.
+		ModelFacing: true,
 	})
+}
+
+// denied reports a program the guard layer refused before it ran: such a
+// result comes from no sandbox.
+func denied(out *CodeResult) bool {
+	return out.Error != nil && out.Error.Type == TypeDenied && out.SandboxID == ""
+}
+
+// restore puts the real values back into everything the result shows an
+// operator: the executions and the generators only saw tokens.
+func (r *taskRun) restore() {
+	start := time.Now()
+	defer func() { r.res.Timings.Guard += time.Since(start) }()
+	un := func(s *string) {
+		if u, err := r.gs.Untokenize(*s); err == nil {
+			*s = u
+		}
+	}
+	un(&r.res.Code)
+	for i := range r.res.Attempts {
+		un(&r.res.Attempts[i].Code)
+		un(&r.res.Attempts[i].Error)
+	}
+	for i := range r.res.Diagnostics {
+		un(&r.res.Diagnostics[i].Detail)
+	}
+	out := r.res.Exec
+	if out == nil || !out.Tokenized {
+		return
+	}
+	for _, b := range []*[]byte{&out.Stdout, &out.Stderr} {
+		s := string(*b)
+		un(&s)
+		*b = []byte(s)
+	}
+	if e := out.Error; e != nil {
+		restored := *e
+		un(&restored.Message)
+		un(&restored.Traceback)
+		out.Error = &restored
+	}
+	if len(out.Result) > 0 {
+		if u, err := r.gs.UntokenizeJSON(out.Result); err == nil {
+			out.Result = u
+		}
+	}
+	calls := slices.Clone(out.ToolCalls)
+	for i := range calls {
+		un(&calls[i].Error)
+	}
+	out.ToolCalls = calls
+	out.Tokenized = false
 }
 
 // repairable says whether a failed program is worth regenerating: it raised

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/config"
+	coreguard "github.com/cexec/cexec/core/guard"
+	"github.com/cexec/cexec/core/guard/vault"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
@@ -24,7 +27,7 @@ import (
 
 // The fakes below stand in for the plugins and the sandbox at their Go
 // interfaces: these tests are about the orchestration (chain order,
-// scopes, repair, guards, timings). e2e/task_test.go runs the real plugins,
+// scopes, repair, denials, tokens, timings). e2e/task_test.go runs the real plugins,
 // sandbox and reference servers.
 
 type fakeGen struct {
@@ -63,29 +66,22 @@ func code(src string) func(context.Context, codegen.GenerateRequest) (codegen.Ge
 	}
 }
 
-type fakeGuard struct {
-	guard.Unimplemented
-	check func(req guard.CheckCodeRequest) (guard.Decision, error)
-}
+// emailGuard is a guard plugin that detects e-mail addresses, for a real
+// guard layer (core/guard with a vault) in the tests.
+type emailGuard struct{ guard.Unimplemented }
 
-func (g *fakeGuard) Info(context.Context) (pluginapi.Info, error) {
-	return pluginapi.Info{Kind: pluginapi.KindGuard}, nil
-}
+var emailRE = regexp.MustCompile(`[a-z]+@[a-z]+\.[a-z]+`)
 
-func (g *fakeGuard) Configure(context.Context, json.RawMessage, string) (pluginapi.Diagnostics, error) {
-	return nil, nil
-}
-
-func (g *fakeGuard) CheckCode(_ context.Context, req guard.CheckCodeRequest) (guard.Decision, error) {
-	if g.check == nil {
-		return guard.Decision{}, pluginapi.ErrUnimplemented
+func (emailGuard) Detect(_ context.Context, req guard.DetectRequest) ([]guard.Span, error) {
+	var out []guard.Span
+	for _, m := range emailRE.FindAllStringIndex(req.Text, -1) {
+		out = append(out, guard.Span{Start: m[0], End: m[1], Type: "EMAIL", Score: 1})
 	}
-	return g.check(req)
+	return out, nil
 }
 
 type fakePlugins struct {
-	gens   map[string]*fakeGen
-	guards map[string]guard.Guard
+	gens map[string]*fakeGen
 }
 
 func (p *fakePlugins) Codegen(name string) (codegen.Codegen, error) {
@@ -93,13 +89,6 @@ func (p *fakePlugins) Codegen(name string) (codegen.Codegen, error) {
 		return g, nil
 	}
 	return nil, fmt.Errorf("plugin codegen.%s is failed (exit status 1): %w", name, pluginapi.ErrPluginShutdown)
-}
-
-func (p *fakePlugins) Guard(name string) (guard.Guard, error) {
-	if g, ok := p.guards[name]; ok {
-		return g, nil
-	}
-	return nil, fmt.Errorf("plugin guard.%s is not configured: %w", name, pluginapi.ErrNotFound)
 }
 
 // fakeRunner answers each execution with the next scripted result (the
@@ -121,9 +110,6 @@ func (f *fakeRunner) ExecuteCode(_ context.Context, req CodeRequest) (*CodeResul
 	}
 	r := *f.results[min(len(f.reqs), len(f.results))-1]
 	r.Session = req.Session
-	if r.Session == "" {
-		r.Session = "s-new"
-	}
 	return &r, nil
 }
 
@@ -201,7 +187,7 @@ func newFixture(t *testing.T, quota workspace.Quota) *fixture {
 	f := &fixture{
 		runner:  &fakeRunner{results: []*CodeResult{ok("done\n")}},
 		search:  &fakeSearch{ids: []string{"fs/read_text_file", "fs/list_directory"}},
-		plugins: &fakePlugins{gens: map[string]*fakeGen{}, guards: map[string]guard.Guard{}},
+		plugins: &fakePlugins{gens: map[string]*fakeGen{}},
 		ws:      ws,
 	}
 	f.tasks = &Tasks{
@@ -271,6 +257,14 @@ func TestTaskChain(t *testing.T) {
 			},
 			wantGenerator: "second", wantAttempts: 2, wantFirstErr: "wrote no program: the reply holds no program",
 			wantUsage: usage,
+		},
+		{
+			name: "first, a model whose request failed, writes no code: not asked again",
+			first: func(context.Context, codegen.GenerateRequest) (codegen.GenerateResponse, error) {
+				return codegen.GenerateResponse{Model: "gpt", Diagnostics: pluginapi.Diagnostics{
+					pluginapi.Errorf("", "openai request failed", "status 500")}}, nil
+			},
+			wantGenerator: "second", wantAttempts: 2, wantFirstErr: "wrote no program: openai request failed: status 500",
 		},
 		{
 			name: "first, model-free, writes no code: asked again with every tool",
@@ -363,6 +357,27 @@ func TestTaskScopes(t *testing.T) {
 	}
 }
 
+// TestTaskModelLearned: a generator that once reported tokens is a model,
+// even when a later failed answer names none.
+func TestTaskModelLearned(t *testing.T) {
+	f := newFixture(t, workspace.Quota{})
+	calls := 0
+	g := f.gen("llm", func(context.Context, codegen.GenerateRequest) (codegen.GenerateResponse, error) {
+		calls++
+		if calls == 1 {
+			return codegen.GenerateResponse{Code: "print(1)", Usage: codegen.Usage{PromptTokens: 5, CompletionTokens: 1}}, nil
+		}
+		return codegen.GenerateResponse{}, nil
+	})
+	if res := f.run(t, "one"); res.Status != TaskOK {
+		t.Fatalf("status %s", res.Status)
+	}
+	res := f.run(t, "two")
+	if res.Status != TaskNoCode || len(g.requests()) != 2 {
+		t.Errorf("status %s after %d calls: a model must not be asked again with every tool", res.Status, len(g.requests()))
+	}
+}
+
 func TestTaskTenantScope(t *testing.T) {
 	f := newFixture(t, workspace.Quota{AllowedServers: []string{"memory", "github"}})
 	f.search.ids = []string{"fs/read_text_file", "memory/open_nodes"}
@@ -406,8 +421,8 @@ func TestTaskRepair(t *testing.T) {
 	if !strings.Contains(res.Attempts[0].Error, "KeyError") || res.Attempts[1].Round != 1 {
 		t.Errorf("attempts %+v", res.Attempts)
 	}
-	if f.runner.reqs[0].Session != "" || f.runner.reqs[1].Session != "s-new" || res.Session != "s-new" {
-		t.Errorf("the repair should run in the first execution's session: %q, %q", f.runner.reqs[0].Session, f.runner.reqs[1].Session)
+	if res.Session == "" || f.runner.reqs[0].Session != res.Session || f.runner.reqs[1].Session != res.Session {
+		t.Errorf("both executions should run in the task's session %q: %q, %q", res.Session, f.runner.reqs[0].Session, f.runner.reqs[1].Session)
 	}
 	if res.Usage != (codegen.Usage{PromptTokens: 20, CompletionTokens: 10}) {
 		t.Errorf("usage %+v", res.Usage)
@@ -459,48 +474,94 @@ func TestTaskRepairStops(t *testing.T) {
 	}
 }
 
-func TestTaskGuards(t *testing.T) {
-	deny := &fakeGuard{check: func(req guard.CheckCodeRequest) (guard.Decision, error) {
-		if strings.Contains(req.Code, "write_file") {
-			return guard.Decision{Diagnostics: pluginapi.Diagnostics{pluginapi.Errorf("", "writes are not allowed", "rule no_writes")}}, nil
-		}
-		return guard.Decision{Allow: true}, nil
-	}}
-	broken := &fakeGuard{check: func(guard.CheckCodeRequest) (guard.Decision, error) {
-		return guard.Decision{}, fmt.Errorf("guard crashed: %w", pluginapi.ErrPluginShutdown)
-	}}
+func TestTaskDenied(t *testing.T) {
+	refused := &CodeResult{ExecResult: sandbox.ExecResult{ExitCode: 1, SandboxOK: true, Error: &sandbox.ExecError{
+		Type: TypeDenied, Message: "the code was not run: guard pii: no_writes: writes need a human"}}}
+	// A PermissionError raised while the program ran (a refused tool call,
+	// a read-only file) is the program's failure: it came from a sandbox.
+	raisedInside := raised(TypeDenied, "tool filesystem/write_file is not allowed")
+	raisedInside.SandboxID = "sbx-1"
 	tests := []struct {
 		name       string
-		guards     []string
-		code       string
+		result     *CodeResult
 		wantStatus string
+		wantExecs  int
 	}{
-		{name: "denied", guards: []string{"silent", "pii"}, code: "write_file(path='x')", wantStatus: TaskDenied},
-		{name: "allowed", guards: []string{"pii"}, code: "print(1)", wantStatus: TaskOK},
-		{name: "no CheckCode hook", guards: []string{"silent"}, code: "write_file(path='x')", wantStatus: TaskOK},
-		{name: "failing guard is skipped", guards: []string{"broken", "missing"}, code: "write_file(path='x')", wantStatus: TaskOK},
+		{name: "refused before running", result: refused, wantStatus: TaskDenied, wantExecs: 1},
+		{name: "raised while running", result: raisedInside, wantStatus: TaskFailed, wantExecs: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, workspace.Quota{})
-			f.plugins.guards = map[string]guard.Guard{"pii": deny, "silent": &fakeGuard{}, "broken": broken}
-			f.tasks.Config.Guards = tt.guards
-			f.gen("g", code(tt.code))
+			f.runner.results = []*CodeResult{tt.result}
+			n := 0
+			f.gen("g", func(context.Context, codegen.GenerateRequest) (codegen.GenerateResponse, error) {
+				n++
+				return codegen.GenerateResponse{Code: fmt.Sprintf("write_file(path='%d')", n)}, nil
+			})
 			res := f.run(t, "go")
-			if res.Status != tt.wantStatus {
-				t.Fatalf("status %s, want %s", res.Status, tt.wantStatus)
+			if res.Status != tt.wantStatus || len(f.runner.reqs) != tt.wantExecs {
+				t.Fatalf("status %s after %d executions, want %s after %d", res.Status, len(f.runner.reqs), tt.wantStatus, tt.wantExecs)
 			}
 			if tt.wantStatus != TaskDenied {
 				return
 			}
-			if len(f.runner.reqs) != 0 || res.Exec != nil {
-				t.Error("denied code ran")
-			}
-			if got := res.Diagnostics.Error(); got != "guard pii: writes are not allowed: rule no_writes" {
+			if got := res.Diagnostics.Error(); got != "the guard layer refused the program: the code was not run: guard pii: no_writes: writes need a human" {
 				t.Errorf("diagnostics %q", got)
 			}
-			if !strings.HasPrefix(res.Attempts[0].Error, "denied: guard pii") || res.Code != tt.code {
+			if !strings.HasPrefix(res.Attempts[0].Error, "denied: the code was not run") || res.Repairs != 0 {
 				t.Errorf("attempt %+v", res.Attempts[0])
+			}
+		})
+	}
+}
+
+// TestTaskPII runs under a real guard layer: the generators see the task
+// tokenized, the executions are model-facing, and the operator gets the
+// answer restored while a model-facing caller keeps the tokens.
+func TestTaskPII(t *testing.T) {
+	f := newFixture(t, workspace.Quota{})
+	store, err := vault.NewStore(vault.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr, err := coreguard.New(coreguard.Options{Guards: []coreguard.Named{{Name: "pii", Plugin: emailGuard{}}}, Vaults: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.tasks.Guard = gr
+	// What a model-facing execution returns: the program printed the
+	// address, the executor tokenized it.
+	f.runner.results = []*CodeResult{{Stdout: []byte("remembered: [EMAIL_1] is Bob's address\n"), Tokenized: true,
+		ExecResult: sandbox.ExecResult{SandboxOK: true}}}
+	g := f.gen("llm", func(_ context.Context, req codegen.GenerateRequest) (codegen.GenerateResponse, error) {
+		name := strings.Fields(req.Task)[2]
+		return codegen.GenerateResponse{Code: fmt.Sprintf("remember(%q)", name), Usage: codegen.Usage{PromptTokens: 1}}, nil
+	})
+	for _, modelFacing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("model facing %v", modelFacing), func(t *testing.T) {
+			res, err := f.tasks.ExecuteTask(context.Background(), TaskRequest{Tenant: "acme", ModelFacing: modelFacing,
+				Task: "remember that bob@example.com is Bob's address"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs := g.requests()
+			if got := reqs[len(reqs)-1].Task; got != "remember that [EMAIL_1] is Bob's address" {
+				t.Errorf("the generator saw %q", got)
+			}
+			run := f.runner.reqs[len(f.runner.reqs)-1]
+			if !run.ModelFacing || run.Code != `remember("[EMAIL_1]")` || run.Session != res.Session || run.Task != "remember that [EMAIL_1] is Bob's address" {
+				t.Errorf("execution request %+v", run)
+			}
+			wantOut, wantCode := "remembered: bob@example.com is Bob's address\n", `remember("bob@example.com")`
+			if modelFacing {
+				wantOut, wantCode = "remembered: [EMAIL_1] is Bob's address\n", `remember("[EMAIL_1]")`
+			}
+			if string(res.Exec.Stdout) != wantOut || res.Code != wantCode || res.Attempts[0].Code != wantCode {
+				t.Errorf("stdout %q, code %q; want %q, %q", res.Exec.Stdout, res.Code, wantOut, wantCode)
+			}
+			if res.Timings.Guard <= 0 {
+				t.Errorf("guard time %s", res.Timings.Guard)
 			}
 		})
 	}
@@ -605,6 +666,7 @@ func TestTaskErrors(t *testing.T) {
 	}{
 		{name: "empty task", req: TaskRequest{Tenant: "acme", Task: "  "}, want: pluginapi.ErrInvalidArgument},
 		{name: "bad tenant", req: TaskRequest{Tenant: "../x", Task: "go"}, want: pluginapi.ErrInvalidArgument},
+		{name: "bad session", req: TaskRequest{Tenant: "acme", Session: "../s", Task: "go"}, want: pluginapi.ErrInvalidArgument},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := f.tasks.ExecuteTask(context.Background(), tt.req); !errors.Is(err, tt.want) {
@@ -654,7 +716,7 @@ func TestTaskConfigFrom(t *testing.T) {
 		},
 	}
 	tc := TaskConfigFrom(cfg)
-	if !slices.Equal(tc.Codegen, []string{"llm", "rules"}) || !slices.Equal(tc.Guards, []string{"pii"}) ||
+	if !slices.Equal(tc.Codegen, []string{"llm", "rules"}) ||
 		tc.MaxRepairs != 3 || tc.SearchLimit != 5 ||
 		tc.GenerateTimeouts["llm"] != 3*time.Minute || tc.GenerateTimeouts["rules"] != 10*time.Second || len(tc.GenerateTimeouts) != 2 {
 		t.Errorf("%+v", tc)
