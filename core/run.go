@@ -237,6 +237,7 @@ func Run(ctx context.Context, o Options) error {
 		Plugins: pluginsView{host},
 		Config:  &configView{cfg: cfg, ov: o.Overrides, schemas: schemas, log: log},
 		Exec:    execService{svc.exec},
+		Tasks:   taskService{svc.newTasks(host)},
 		Log:     log.Named("control"),
 
 		Workspaces:    svc.workspace,

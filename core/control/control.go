@@ -81,6 +81,9 @@ type Deps struct {
 	// Exec may be nil while no sandbox backend is wired; Exec then answers
 	// codes.Unimplemented.
 	Exec Executor
+	// Tasks may be nil while no task pipeline is wired; ExecuteTask then
+	// answers codes.Unimplemented.
+	Tasks TaskRunner
 	// Workspaces serves state, sessions, skills and tenants; nil answers
 	// codes.Unimplemented.
 	Workspaces Workspaces
