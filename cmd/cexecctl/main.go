@@ -24,6 +24,7 @@ import (
 	"github.com/cexec/cexec/cmd/cexecctl/skills"
 	"github.com/cexec/cexec/cmd/cexecctl/state"
 	"github.com/cexec/cexec/cmd/cexecctl/status"
+	"github.com/cexec/cexec/cmd/cexecctl/task"
 	"github.com/cexec/cexec/cmd/cexecctl/tenants"
 	"github.com/cexec/cexec/cmd/cexecctl/version"
 )
@@ -67,5 +68,10 @@ func root(env *cli.Env) *cobra.Command {
 		skills.Command(env),
 		tenants.Command(env),
 	)
+	cmd.AddCommand(task.Command(env))
+	// bench task lives with the command it measures.
+	if b, _, err := cmd.Find([]string{"bench"}); err == nil {
+		b.AddCommand(task.BenchCommand(env))
+	}
 	return cmd
 }
