@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -520,5 +521,47 @@ func TestGuardStrict(t *testing.T) {
 
 	if r := ctlExec(t, e.setup, "default", "print('ran')\n"); r.Error != nil || r.Stdout != "ran\n" {
 		t.Errorf("a tenant that is not strict stopped with the guard down: %+v", r)
+	}
+}
+
+// TestGuardPolicyDiagnostics: a mistake in a tenant's policy is reported
+// with its line by `cexecd validate`, and stops the daemon before it
+// serves.
+func TestGuardPolicyDiagnostics(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cexec.hcl")
+	body := fmt.Sprintf(`cexec {
+  data_dir   = %q
+  socket     = %q
+  plugin_dir = %q
+}
+
+tenant "acme" {
+  policy {
+    max_tool_calls = 0
+    deny           = ["filesystem/["]
+  }
+}
+`, filepath.Join(dir, "data"), filepath.Join(dir, "cexecd.sock"), bins.pluginDir)
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		cfg + ":9:22: error: Invalid max_tool_calls",
+		cfg + `:10:23: error: Invalid tool pattern`,
+	}
+	for _, args := range [][]string{{"validate", "-config", cfg}, {"-config", cfg}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		b, err := exec.CommandContext(ctx, filepath.Join(bins.dir, "cexecd"), args...).CombinedOutput()
+		cancel()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Errorf("cexecd %v: %v, want exit 1\n%s", args, err, b)
+		}
+		for _, w := range want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("cexecd %v lacks %q:\n%s", args, w, b)
+			}
+		}
 	}
 }
