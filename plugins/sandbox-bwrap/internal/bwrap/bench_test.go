@@ -77,7 +77,13 @@ func BenchmarkWarmExec(b *testing.B) {
 			cpu0, self0 := procCPU(bx.zygotePID), selfCPU()
 			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
+			gap, _ := time.ParseDuration(os.Getenv("CEXEC_BENCH_GAP"))
 			for i := 0; i < b.N; i++ {
+				if gap > 0 {
+					b.StopTimer()
+					time.Sleep(gap)
+					b.StartTimer()
+				}
 				start := time.Now()
 				benchExec(b, sb, "warm")
 				lat = append(lat, time.Since(start))

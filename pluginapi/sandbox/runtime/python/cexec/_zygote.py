@@ -481,11 +481,8 @@ class Zygote:
                 os.killpg(run.pid, signal.SIGKILL)
             except OSError:
                 pass
-            deadline = time.monotonic() + _KILL_GRACE
-            while run.status is None and time.monotonic() < deadline:
-                self.check_exit(run)
-                if run.status is None:
-                    time.sleep(0.0005)
+            _wait_exit(run.pid, _KILL_GRACE)
+            self.check_exit(run)
         keep = self.keep()
         if run.worker is None and run.status is None or not self.sweep(keep):
             self.send({"op": "unclean", "id": run.id, "message": "some of the program's processes could not be killed"})
@@ -926,6 +923,32 @@ class Zygote:
         self.send(msg)
 
 
+def _wait_exit(pid: int, timeout: float) -> None:
+    """Wait until process pid (a child) has exited, at most timeout
+    seconds, without reaping it."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        fd = -1
+    if fd >= 0:
+        try:
+            p = select.poll()
+            p.register(fd, select.POLLIN)
+            p.poll(int(timeout * 1000))
+        finally:
+            os.close(fd)
+        return
+    # No pidfd (old kernel): poll its state.
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.0005)
+
+
 def _live_pids() -> list[int]:
     pids = []
     for name in os.listdir("/proc"):
@@ -1010,6 +1033,25 @@ def _new_main() -> types.ModuleType:
     return module
 
 
+def _warm_compile() -> None:
+    warm = compile("_x = [i * 2 for i in range(4)]\n_y = {'k': _x}\n", "<warm-up>", "exec", dont_inherit=True)
+    exec(warm, _new_main().__dict__)
+
+
+def _warm_done() -> None:
+    done: dict[str, Any] = {"op": "done", "exit_code": 0, "error": None}
+    _add_usage(done)
+    _proto.dumps(done)
+
+
+_WARM_UP = (
+    lambda: _proto.decode_json(b'{"op":"exec","code":"_x = 1"}'),
+    _warm_compile,
+    _flush_std,
+    _warm_done,
+)
+
+
 def _spare_main() -> None:
     """Body of a spare child: warm up, wait for the program, run it."""
     try:
@@ -1017,14 +1059,14 @@ def _spare_main() -> None:
         # Go through what every execution goes through (decoding the job,
         # the compiler, a module, flushing, usage, encoding the done
         # message), so that its copy-on-write faults happen now rather
-        # than while the program is waited for.
-        _proto.decode_json(b'{"op":"exec","code":"_x = 1"}')
-        warm = compile("_x = [i * 2 for i in range(4)]\n_y = {'k': _x}\n", "<warm-up>", "exec", dont_inherit=True)
-        exec(warm, _new_main().__dict__)
-        _flush_std()
-        warm_done: dict[str, Any] = {"op": "done", "exit_code": 0, "error": None}
-        _add_usage(warm_done)
-        _proto.dumps(warm_done)
+        # than while the program is waited for; stop as soon as the
+        # program arrives.
+        pending = select.poll()
+        pending.register(3, select.POLLIN)
+        for step in _WARM_UP:
+            if pending.poll(0):
+                break
+            step()
         job = _proto.read_frame(3, _proto.Reader())
     except BaseException:
         os._exit(70)
