@@ -20,12 +20,14 @@ import (
 	"github.com/cexec/cexec/cmd/cexecctl/mcp"
 	"github.com/cexec/cexec/cmd/cexecctl/plugins"
 	"github.com/cexec/cexec/cmd/cexecctl/pool"
+	"github.com/cexec/cexec/cmd/cexecctl/servers"
 	"github.com/cexec/cexec/cmd/cexecctl/sessions"
 	"github.com/cexec/cexec/cmd/cexecctl/skills"
 	"github.com/cexec/cexec/cmd/cexecctl/state"
 	"github.com/cexec/cexec/cmd/cexecctl/status"
 	"github.com/cexec/cexec/cmd/cexecctl/task"
 	"github.com/cexec/cexec/cmd/cexecctl/tenants"
+	"github.com/cexec/cexec/cmd/cexecctl/tools"
 	"github.com/cexec/cexec/cmd/cexecctl/version"
 )
 
@@ -63,6 +65,8 @@ func root(env *cli.Env) *cobra.Command {
 		version.Command(env),
 		bench.Command(env),
 		mcp.Command(env),
+		tools.Command(env),
+		servers.Command(env),
 		state.Command(env),
 		sessions.Command(env),
 		skills.Command(env),
