@@ -16,7 +16,8 @@
 // Test knobs: FAKEMSB_CPUINFO and FAKEMSB_KVM replace /proc/cpuinfo and
 // /dev/kvm in doctor's checks (a boot fails whenever doctor would);
 // FAKEMSB_BOOT_FAIL=1 makes boots fail like a VM that dies at start;
-// FAKEMSB_VERSION replaces the version --version prints.
+// FAKEMSB_BOOT_DELAY (a Go duration) makes a successful boot take that
+// long; FAKEMSB_VERSION replaces the version --version prints.
 package main
 
 import (
@@ -429,6 +430,10 @@ func create(args []string) int {
 		}
 		if err := save(r); err != nil {
 			return fail(err.Error())
+		}
+		if d, err := time.ParseDuration(os.Getenv("FAKEMSB_BOOT_DELAY")); err == nil {
+			// msb records the sandbox before its VM is up.
+			time.Sleep(d)
 		}
 		if f.last("name") == "" {
 			fmt.Println(name)

@@ -422,6 +422,39 @@ func TestFakeMSB_Cleanup(t *testing.T) {
 	}
 }
 
+// TestFakeMSB_CloseDuringCreate checks that closing the plugin while a VM
+// boots cancels the boot and removes the VM.
+func TestFakeMSB_CloseDuringCreate(t *testing.T) {
+	home := fakeHost(t)
+	t.Setenv("FAKEMSB_BOOT_DELAY", "20s")
+	p := New(nil)
+	must(t, diagsErr(p.Configure(t.Context(), fakeConfig(home, nil), sandbox.APIVersion)))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Create(context.Background(), sandbox.CreateRequest{ID: "slow", Mounts: []sandbox.Mount{{Source: t.TempDir(), Target: "/workspace"}}})
+		errc <- err
+	}()
+	name := sandboxName("slow")
+	deadline := time.Now().Add(10 * time.Second)
+	for fakeList(t, home)[name] == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the boot never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	began := time.Now()
+	must(t, p.Close())
+	if d := time.Since(began); d > 10*time.Second {
+		t.Errorf("close took %s", d)
+	}
+	if err := <-errc; err == nil {
+		t.Errorf("create succeeded after close")
+	}
+	if left := fakeList(t, home); len(left) != 0 {
+		t.Errorf("sandboxes left behind: %v", left)
+	}
+}
+
 func diagsErr(d pluginapi.Diagnostics, err error) error {
 	if err != nil {
 		return err

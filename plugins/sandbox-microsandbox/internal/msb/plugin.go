@@ -87,6 +87,11 @@ type Plugin struct {
 	libErr  error
 	entries map[string]*entry
 	closed  bool
+	// closing ends creations in flight when the plugin closes; inflight
+	// counts them, so that Close removes what they leave.
+	closing  context.Context
+	shutdown context.CancelFunc
+	inflight sync.WaitGroup
 }
 
 var _ sandbox.Sandbox = (*Plugin)(nil)
@@ -96,7 +101,8 @@ func New(log hclog.Logger) *Plugin {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Plugin{log: log, entries: map[string]*entry{}}
+	closing, shutdown := context.WithCancel(context.Background())
+	return &Plugin{log: log, entries: map[string]*entry{}, closing: closing, shutdown: shutdown}
 }
 
 // Info describes the plugin and its configuration schema.
@@ -217,6 +223,8 @@ func (p *Plugin) Create(ctx context.Context, req sandbox.CreateRequest) (plugina
 	closed := p.closed
 	if !dup && !closed {
 		p.entries[req.ID] = nil // reserve the id while booting
+		p.inflight.Add(1)
+		defer p.inflight.Done()
 	}
 	p.mu.Unlock()
 	if closed {
@@ -225,6 +233,10 @@ func (p *Plugin) Create(ctx context.Context, req sandbox.CreateRequest) (plugina
 	if dup {
 		return nil, fmt.Errorf("create sandbox %s: %w: the id is in use", req.ID, pluginapi.ErrInvalidArgument)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(p.closing, cancel)
+	defer stop()
 	b, err := be.create(ctx, sp)
 	p.mu.Lock()
 	if err != nil || p.closed {
@@ -375,10 +387,15 @@ func (p *Plugin) libDir(ctx context.Context) (string, error) {
 	return dir, nil
 }
 
-// Close destroys every sandbox and removes the installed runtime.
+// Close destroys every sandbox, after cancelling creations in flight, and
+// removes the installed runtime.
 func (p *Plugin) Close() error {
 	p.mu.Lock()
 	p.closed = true
+	p.mu.Unlock()
+	p.shutdown()
+	p.inflight.Wait()
+	p.mu.Lock()
 	entries := p.entries
 	p.entries = map[string]*entry{}
 	be := p.be
