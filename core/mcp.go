@@ -1,7 +1,6 @@
 package core
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +23,8 @@ import (
 	"github.com/cexec/cexec/core/mcpface"
 	"github.com/cexec/cexec/core/mcpface/mcpclient"
 	"github.com/cexec/cexec/core/pipeline"
+	"github.com/cexec/cexec/core/pluginhost"
+	"github.com/cexec/cexec/core/search"
 	"github.com/cexec/cexec/core/version"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
@@ -44,7 +44,7 @@ type mcpServer struct {
 
 // startMCP builds the face over the daemon's parts and starts serving it.
 // Call stop at shutdown; it waits up to grace for calls in flight.
-func startMCP(ctx context.Context, cfg *config.Config, svc *services, log hclog.Logger, grace time.Duration) (*mcpServer, error) {
+func startMCP(ctx context.Context, cfg *config.Config, svc *services, host *pluginhost.Host, log hclog.Logger, grace time.Duration) (*mcpServer, error) {
 	log = log.Named("mcp")
 	m := &mcpServer{sock: mcpclient.SocketPath(cfg.Daemon.Socket), log: log}
 	cv := catalogView{cat: svc.catalog, ws: svc.workspace}
@@ -60,7 +60,7 @@ func startMCP(ctx context.Context, cfg *config.Config, svc *services, log hclog.
 	}
 	o := mcpface.Options{
 		Catalog:     cv,
-		Searcher:    catalogSearch{cv},
+		Searcher:    searchView{svc: svc.search, v: cv},
 		Executor:    mcpExecutor{exec: svc.exec, pii: m.pii},
 		State:       stateView{ws: svc.workspace, pii: m.pii},
 		Skills:      skillView{ws: svc.workspace, pii: m.pii},
@@ -74,6 +74,10 @@ func startMCP(ctx context.Context, cfg *config.Config, svc *services, log hclog.
 			}
 		},
 		DefaultTenant: DefaultTenant,
+	}
+	// execute_task is offered when a code generator is configured.
+	if tasks := svc.newTasks(host); tasks != nil && len(cfg.Pipeline.Codegen) > 0 {
+		o.Tasks = taskView{tasks}
 	}
 	o.ApplyConfig(cfg.MCP)
 	var err error
@@ -412,59 +416,43 @@ func (v catalogView) StubSource(_ context.Context, sc mcpface.Scope, server, too
 	return string(src), nil
 }
 
-// catalogSearch ranks the tenant's tools by the query words their names and
-// descriptions contain. It answers search_tools until the search service
-// over the selector plugin (core/search) is wired in.
-type catalogSearch struct{ v catalogView }
+// searchView is search_tools over the search service (the selector
+// plugin, or its substring fallback), limited to the tenant's servers.
+type searchView struct {
+	svc *search.Service
+	v   catalogView
+}
 
-// Search returns the best matches, at most limit.
-func (s catalogSearch) Search(ctx context.Context, sc mcpface.Scope, query string, limit int) ([]mcpface.Hit, error) {
-	tools, err := s.v.Tools(ctx, sc, "")
+// Search returns up to limit tools, best first. The face keeps only the
+// hits the tenant may use, so a few more are asked for, in case its policy
+// hides some.
+func (s searchView) Search(ctx context.Context, sc mcpface.Scope, query string, limit int) ([]mcpface.Hit, error) {
+	ten, err := s.v.ws.Tenant(sc.Tenant)
 	if err != nil {
 		return nil, err
 	}
-	words := queryWords(query)
-	var hits []mcpface.Hit
-	for _, t := range tools {
-		name := strings.ToLower(t.Name)
-		text := name + " " + strings.NewReplacer("-", " ", "_", " ").Replace(name) + " " + strings.ToLower(t.Description)
-		score := 0.0
-		for _, w := range words {
-			switch {
-			case strings.Contains(name, w):
-				score += 2
-			case strings.Contains(text, w):
-				score++
-			}
+	req := search.Request{Query: query, Detail: search.DetailName, Limit: min(2*limit, search.MaxLimit), Kinds: []string{search.KindTool}}
+	if ten.Quota().AllowedServers != nil {
+		servers, err := s.v.Servers(ctx, sc)
+		if err != nil {
+			return nil, err
 		}
-		if score > 0 {
-			hits = append(hits, mcpface.Hit{Server: t.Server, Tool: t.Name, Score: score})
+		if len(servers) == 0 {
+			return nil, nil
+		}
+		for _, srv := range servers {
+			req.Servers = append(req.Servers, srv.Name)
 		}
 	}
-	// Stable: equal scores keep catalog order.
-	slices.SortStableFunc(hits, func(a, b mcpface.Hit) int { return cmp.Compare(b.Score, a.Score) })
-	if len(hits) > limit {
-		hits = hits[:limit]
+	res, err := s.svc.Search(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	hits := make([]mcpface.Hit, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		hits = append(hits, mcpface.Hit{Server: h.Server, Tool: h.Name, Score: h.Score})
 	}
 	return hits, nil
-}
-
-// queryWords are the query's lower-case words of three letters or more,
-// with a plural s dropped.
-func queryWords(q string) []string {
-	var out []string
-	for _, w := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
-	}) {
-		if len(w) < 3 {
-			continue
-		}
-		if len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") {
-			w = w[:len(w)-1]
-		}
-		out = append(out, w)
-	}
-	return out
 }
 
 // mcpExecutor is execute_code: MCP sessions are cexec sessions, and the
@@ -489,6 +477,43 @@ func (e mcpExecutor) Execute(ctx context.Context, sc mcpface.Scope, code string)
 		return mcpface.Execution{}, err
 	}
 	return faceExecution(res), nil
+}
+
+// taskView is execute_task: the pipeline searches, generates, guards,
+// runs and repairs in the MCP session's cexec session. Generators only see
+// the task tokenized; the result comes back restored and the face
+// tokenizes it once, as everything else it returns.
+type taskView struct{ tasks *pipeline.Tasks }
+
+// RunTask turns task into a program and runs it.
+func (t taskView) RunTask(ctx context.Context, sc mcpface.Scope, task string) (mcpface.TaskResult, error) {
+	res, err := t.tasks.ExecuteTask(ctx, pipeline.TaskRequest{Tenant: sc.Tenant, Session: sc.Session, Task: task})
+	if err != nil {
+		return mcpface.TaskResult{}, err
+	}
+	out := mcpface.TaskResult{Code: res.Code}
+	var why []string
+	for _, a := range res.Attempts {
+		if a.Code != "" {
+			out.Attempts++
+		}
+		if a.Error != "" {
+			why = append(why, a.Generator+": "+a.Error)
+		}
+	}
+	if res.Exec == nil {
+		for _, d := range res.Diagnostics {
+			why = append(why, strings.TrimSpace(d.Summary+": "+d.Detail))
+		}
+		sentinel := pluginapi.ErrInvalidArgument
+		if res.Status == pipeline.TaskDenied {
+			sentinel = pluginapi.ErrDenied
+		}
+		return mcpface.TaskResult{}, fmt.Errorf("no program ran (%s): %s; write one with execute_code instead: %w",
+			res.Status, strings.Join(why, "; "), sentinel)
+	}
+	out.Execution = faceExecution(res.Exec)
+	return out, nil
 }
 
 func faceExecution(res *pipeline.CodeResult) mcpface.Execution {

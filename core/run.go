@@ -250,7 +250,7 @@ func Run(ctx context.Context, o Options) error {
 
 	// The MCP face listens before the control socket, so a daemon that
 	// answers Status also serves MCP; it stops before the pool and plugins.
-	face, err := startMCP(ctx, cfg, svc, log, o.ShutdownTimeout/2)
+	face, err := startMCP(ctx, cfg, svc, host, log, o.ShutdownTimeout/2)
 	if err != nil {
 		return err
 	}

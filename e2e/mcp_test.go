@@ -136,10 +136,9 @@ func TestMCPFace(t *testing.T) {
 		for _, tl := range tools.Tools {
 			names = append(names, tl.Name)
 		}
-		// codegen-rules is configured, so execute_task is offered once the
-		// task pipeline is wired; the rest always are.
+		// codegen-rules is configured, so execute_task is offered.
 		for _, want := range []string{"search_tools", "list_servers", "get_server_tools", "get_tool", "execute_code",
-			"get_state", "save_state", "save_skill", "list_skills", "get_skill"} {
+			"execute_task", "get_state", "save_state", "save_skill", "list_skills", "get_skill"} {
 			if !slices.Contains(names, want) {
 				t.Errorf("tools/list lacks %s: %v", want, names)
 			}
@@ -175,6 +174,12 @@ func TestMCPFace(t *testing.T) {
 		}
 		if !out.OK || out.ToolCalls.Calls != 1 || out.Session != c.GetSessionId() {
 			t.Errorf("structuredContent = %s; want ok, one tool call, and the MCP session %s as the cexec session", b, c.GetSessionId())
+		}
+		// execute_task: the rules generator writes the program, the face
+		// shows it with its output.
+		task := mcpCall(ctx, t, c, "execute_task", map[string]any{"task_description": "what is 6 * 7"})
+		if tt := mcpText(task); task.IsError || !strings.Contains(tt, "```python") || !strings.Contains(tt, "\n42\n") {
+			t.Errorf("execute_task:\n%s", tt)
 		}
 		// The MCP session is the cexec session: its log is in the tenant's
 		// sessions folder under the MCP session id.
