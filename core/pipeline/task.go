@@ -272,6 +272,7 @@ func (p *Tasks) ExecuteTask(ctx context.Context, req TaskRequest) (*TaskResult, 
 	}
 	r := &taskRun{p: p, req: req, tenant: t, log: p.log(), task: req.Task, res: &TaskResult{Session: req.Session}}
 	if p.Guard != nil {
+		gstart := time.Now()
 		gs, err := p.Guard.Open(req.Tenant, req.Session)
 		if err != nil {
 			return nil, fmt.Errorf("execute task: open guard session: %w", err)
@@ -285,7 +286,7 @@ func (p *Tasks) ExecuteTask(ctx context.Context, req TaskRequest) (*TaskResult, 
 		if r.task, err = gs.Tokenize(ctx, req.Task); err != nil {
 			return nil, fmt.Errorf("execute task: tokenize the task: %w", err)
 		}
-		r.res.Timings.Guard = time.Since(start)
+		r.res.Timings.Guard = time.Since(gstart)
 	}
 	err = r.run(ctx)
 	for _, a := range r.attempts {
