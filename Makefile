@@ -33,6 +33,8 @@ test: deps build proto-check lint
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(BIN)/cexecctl bench tools --json
+	$(BIN)/cexecctl bench search --dataset ../shared/eval/livemcpbench --scale --json
 
 # Generators are pinned as go.mod tool dependencies; protoc comes from Debian's protobuf-compiler.
 proto:
