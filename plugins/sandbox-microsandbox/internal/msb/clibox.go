@@ -201,7 +201,7 @@ func (b *cliBackend) create(ctx context.Context, sp *spec) (box, error) {
 		cleanup()
 		return nil, err
 	}
-	bx, err := startCLIBox(bctx, c, b.log.With("sandbox", name), name, zc, env, sp.limits)
+	bx, err := startCLIBox(bctx, c, b.log.With("sandbox", name), name, zc, b.s.pidNamespace, env, sp.limits)
 	if err != nil {
 		cleanup()
 		return nil, err
@@ -229,6 +229,20 @@ func (b *cliBackend) usage(ctx context.Context) (map[string]usage, error) {
 		out[e.Name] = usage{running: e.Status == "Running", rssBytes: m[e.Name].MemoryBytes}
 	}
 	return out, nil
+}
+
+// pidnsLauncher starts the zygote (its arguments) as init of a new pid
+// namespace with its own /proc, where the guest allows it, so that it
+// kills whatever a program leaves running, as under bubblewrap; where
+// unshare is missing or refused, the zygote runs as it is.
+const pidnsLauncher = `if unshare --pid --fork --kill-child --mount-proc true 2>/dev/null; then exec unshare --pid --fork --kill-child --mount-proc -- "$@"; fi; exec "$@"`
+
+// zygoteCommand is the command msb exec runs in the guest.
+func zygoteCommand(zc runtime.ZygoteConfig, pidns bool) []string {
+	if !pidns {
+		return zc.Command()
+	}
+	return append([]string{"/bin/sh", "-c", pidnsLauncher, "sh"}, zc.Command()...)
 }
 
 // GuestExitError is the end of the runtime inside the guest, as `msb
@@ -264,13 +278,13 @@ type cliBox struct {
 }
 
 // startCLIBox runs the zygote in VM name and waits until it is ready.
-func startCLIBox(ctx context.Context, c *cli, log hclog.Logger, name string, zc runtime.ZygoteConfig, env map[string]string, lim sandbox.Limits) (*cliBox, error) {
+func startCLIBox(ctx context.Context, c *cli, log hclog.Logger, name string, zc runtime.ZygoteConfig, pidns bool, env map[string]string, lim sandbox.Limits) (*cliBox, error) {
 	b := &cliBox{c: c, vmName: name, log: log, exited: make(chan struct{}), stderr: &tail{max: 4096}, stderrDone: make(chan struct{})}
 	args := []string{"exec", "--quiet", "--stream", "--workdir", guestWorkspace}
 	for _, k := range sortedKeys(env) {
 		args = append(args, "--env", k+"="+env[k])
 	}
-	args = append(append(args, name, "--"), zc.Command()...)
+	args = append(append(args, name, "--"), zygoteCommand(zc, pidns)...)
 	// Not bound to ctx: the session lives as long as the sandbox. Plain
 	// pipes rather than cmd's, which Wait would close under the Runner.
 	cmd := c.command(context.Background(), args...)

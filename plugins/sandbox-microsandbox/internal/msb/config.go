@@ -29,6 +29,7 @@ type Config struct {
 	BootTimeout  string   `json:"boot_timeout"`
 	OutputKB     int64    `json:"output_kb"`
 	Preload      []string `json:"preload"`
+	PIDNamespace *bool    `json:"pid_namespace"`
 
 	URL           string `json:"url"`
 	APIKey        string `json:"api_key"`
@@ -80,6 +81,7 @@ var configSchema = pluginapi.ConfigSchema{Attributes: []pluginapi.Attribute{
 	{Name: "boot_timeout", Type: "string", Description: "How long creating a sandbox may take, including pulling the image the first time. Default 5m."},
 	{Name: "output_kb", Type: "number", Description: "Default cap on the stdout plus stderr of one execution in KiB. Default 1024."},
 	{Name: "preload", Type: "list(string)", Description: "Python modules a warm sandbox imports before its first execution. Default: the runtime's list."},
+	{Name: "pid_namespace", Type: "bool", Description: "CLI mode: run the runtime as init of its own pid namespace in the guest (unshare, as root), so that nothing a program starts outlives its execution. Falls back to a plain start where the image or kernel does not allow it. Default true."},
 	{Name: "url", Type: "string", Description: "Server mode: base URL of the msb server, for example http://127.0.0.1:5555."},
 	{Name: "api_key", Type: "string", Sensitive: true, Description: "Server mode: the server's API key (`msb server keygen`), sent as a Bearer token. Write env(\"MSB_API_KEY\")."},
 	{Name: "accept_network", Type: "bool", Description: "Server mode: the 0.2 server gives every sandbox public network access and cannot turn it off; server mode is refused unless this is true."},
@@ -104,6 +106,7 @@ type settings struct {
 	bootTimeout  time.Duration
 	output       int64
 	preload      []string
+	pidNamespace bool
 
 	url           string
 	apiKey        string
@@ -138,6 +141,7 @@ func decodeConfig(raw json.RawMessage) (*settings, pluginapi.Diagnostics) {
 		bootTimeout:   defaultBootTimeout,
 		output:        orDefault(c.OutputKB, defaultOutputKB) << 10,
 		preload:       c.Preload,
+		pidNamespace:  c.PIDNamespace == nil || *c.PIDNamespace,
 		url:           strings.TrimRight(c.URL, "/"),
 		apiKey:        c.APIKey,
 		acceptNetwork: c.AcceptNetwork,
@@ -190,7 +194,7 @@ func decodeConfig(raw json.RawMessage) (*settings, pluginapi.Diagnostics) {
 	cliOnly := []struct {
 		name string
 		set  bool
-	}{{"msb", c.MSB != ""}, {"msb_home", c.MSBHome != ""}, {"tmp_mb", c.TmpMB != 0}}
+	}{{"msb", c.MSB != ""}, {"msb_home", c.MSBHome != ""}, {"tmp_mb", c.TmpMB != 0}, {"pid_namespace", c.PIDNamespace != nil}}
 	switch s.api {
 	case apiCLI:
 		for _, a := range serverOnly {

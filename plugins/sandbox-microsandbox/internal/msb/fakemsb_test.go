@@ -281,12 +281,34 @@ func TestFakeMSB_Crash(t *testing.T) {
 	})
 
 	t.Run("guest runtime killed", func(t *testing.T) {
+		// Without a pid namespace: as its init the zygote cannot be
+		// killed from inside.
+		_, sb := configured(t, fakeConfig(home, map[string]any{"pid_namespace": false}))
 		id, _ := create(t, sb, sandbox.Limits{})
 		res := run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(5)"}, nil)
 		if res.SandboxOK || res.Error == nil || res.Error.Type != "Killed" || !strings.Contains(res.Error.Message, "the runtime in the guest exited with status 137") {
 			t.Errorf("result %+v (error %+v)", res, res.Error)
 		}
 	})
+}
+
+// TestFakeMSB_PidNamespace checks that nothing a program starts outlives
+// its execution where the runtime is its pid namespace's init (here when
+// this machine lets the fake's unshare make one, as a guest's root can).
+func TestFakeMSB_PidNamespace(t *testing.T) {
+	home := fakeHost(t)
+	_, sb := configured(t, fakeConfig(home, nil))
+	id, _ := create(t, sb, sandbox.Limits{})
+	h := &plugintest.Host{}
+	run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "import os, subprocess\nsubprocess.Popen(['sleep', '100'], start_new_session=True)\nprint(os.getppid())"}, h)
+	if h.Stdout() != "1\n" {
+		t.Skipf("the runtime is not a pid namespace's init here (unshare refused); its parent is %q", h.Stdout())
+	}
+	h = &plugintest.Host{}
+	run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "import os\nprint(len([p for p in os.listdir('/proc') if p.isdigit()]))"}, h)
+	if h.Stdout() != "2\n" {
+		t.Errorf("processes after an execution that left one running: %q, want the runtime and the program only", h.Stdout())
+	}
 }
 
 func TestFakeMSB_CreateFailures(t *testing.T) {
@@ -296,11 +318,16 @@ func TestFakeMSB_CreateFailures(t *testing.T) {
 		config map[string]any
 		env    string
 		want   string
-		code   int
+		// msb is true for failures msb reports itself, false for exit
+		// statuses of the guest's runtime.
+		msb  bool
+		code int
 	}{
-		{name: "VM does not boot", env: "FAKEMSB_BOOT_FAIL", want: `msb create failed (exit status 1): failed to start "cexec-`, code: 1},
-		{name: "no Python in the image", config: map[string]any{"python": "/opt/nopython/bin/python3"},
-			want: `msb exec failed (exit status 127): failed to exec "/opt/nopython/bin/python3" (not found:`, code: 127},
+		{name: "VM does not boot", env: "FAKEMSB_BOOT_FAIL", want: `msb create failed (exit status 1): failed to start "cexec-`, msb: true, code: 1},
+		{name: "no Python in the image", config: map[string]any{"python": "/opt/nopython/bin/python3", "pid_namespace": false},
+			want: `msb exec failed (exit status 127): failed to exec "/opt/nopython/bin/python3" (not found:`, msb: true, code: 127},
+		{name: "no Python in the image, through unshare", config: map[string]any{"python": "/opt/nopython/bin/python3"},
+			want: `the runtime in the guest exited with status 127: `, code: 127},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,8 +342,14 @@ func TestFakeMSB_CreateFailures(t *testing.T) {
 			}
 			_, err = p.Create(t.Context(), sandbox.CreateRequest{ID: newID(), Mounts: []sandbox.Mount{{Source: t.TempDir(), Target: "/workspace"}}})
 			var ce *CommandError
-			if !errors.As(err, &ce) || ce.ExitCode != tc.code || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("create: %v, want a *CommandError with exit status %d: %s", err, tc.code, tc.want)
+			var ge *GuestExitError
+			switch {
+			case tc.msb && (!errors.As(err, &ce) || ce.ExitCode != tc.code):
+				t.Errorf("create: %v, want a *CommandError with exit status %d", err, tc.code)
+			case !tc.msb && (!errors.As(err, &ge) || ge.ExitCode != tc.code || !strings.Contains(ge.Stderr, "/opt/nopython/bin/python3")):
+				t.Errorf("create: %v, want a *GuestExitError with exit status %d", err, tc.code)
+			case !strings.Contains(err.Error(), tc.want):
+				t.Errorf("create: %v, want %q", err, tc.want)
 			}
 			if left := fakeList(t, home); len(left) != 0 {
 				t.Errorf("sandboxes left behind: %v", left)

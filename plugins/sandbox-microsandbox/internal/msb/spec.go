@@ -69,8 +69,8 @@ func checkRequest(s *settings, req sandbox.CreateRequest) (*spec, pluginapi.Diag
 			return nil, nil, fmt.Errorf("mount source: %w", err)
 		}
 		// msb and the 0.2 server split SOURCE:DEST at a colon.
-		if strings.ContainsAny(src, ":,\n") {
-			return nil, nil, fmt.Errorf("mount source %q: microsandbox cannot mount paths containing ':', ',' or newlines", src)
+		if strings.ContainsAny(src, ":\n") {
+			return nil, nil, fmt.Errorf("mount source %q: microsandbox cannot mount paths containing ':' or newlines", src)
 		}
 		sp.mounts = append(sp.mounts, sandbox.Mount{Source: src, Target: m.Target, ReadOnly: m.ReadOnly})
 	}
@@ -117,7 +117,7 @@ func reservedTarget(p string) string {
 	if !path.IsAbs(p) || path.Clean(p) != p {
 		return "not an absolute, clean path"
 	}
-	if strings.ContainsAny(p, ":,\n") {
+	if strings.ContainsAny(p, ":\n") {
 		return "microsandbox cannot mount at paths containing ':', ',' or newlines"
 	}
 	if p == "/" || p == guestCexec {
