@@ -165,7 +165,13 @@ mcp_server "memory" {
 #   disk_quota      = "1GiB"          # workspace size limit
 #   max_concurrent  = 4               # simultaneous executions
 #   allowed_servers = ["filesystem"]  # upstream servers it may call (default: all)
-#   policy {
-#     # allow/deny lists and argument constraints, see the guardrails docs
+#   policy {                        # see README.md, "PII tokens and policies"
+#     strict         = true         # refuse when a guard plugin is down
+#     max_tool_calls = 50           # per execution
+#     deny           = ["filesystem/move_file"]
+#     constraint "filesystem/write_file" {
+#       argument = "path"
+#       prefix   = "/srv/data/out/"
+#     }
 #   }
 # }

@@ -288,10 +288,14 @@ cexec.result(dict(line.split(": ", 1) for line in text.splitlines() if ": " in l
 		fmt.Fprintf(&content, "%s: %s\n", p.field, tokens[p.field])
 	}
 	copyPath := filepath.Join(e.files, "out", "copy.txt")
+	// The second file's content is a token built at run time, so only
+	// call_tool's arguments can restore it, not the code's literals.
+	builtPath := filepath.Join(e.files, "out", "built.txt")
 	write := fmt.Sprintf(`from servers.filesystem import write_file, read_text_file
 write_file(path=%q, content=%q)
+write_file(path=%q, content="".join(["[", %q, "]"]))
 print(read_text_file(path=%q)["content"], end="")
-`, copyPath, content.String(), copyPath)
+`, copyPath, content.String(), builtPath, strings.Trim(tokens["Email"], "[]"), copyPath)
 	c2 := mcpSession(t, e.setup, "default")
 	second := executeCode(t, c2, write, session)
 	if second.isError || second.out.Error != nil {
@@ -311,6 +315,9 @@ print(read_text_file(path=%q)["content"], end="")
 	}
 	if string(got) != want.String() {
 		t.Errorf("file on disk:\n%s\nwant the real values:\n%s", got, want.String())
+	}
+	if got, err := os.ReadFile(builtPath); err != nil || string(got) != pii[0].value {
+		t.Errorf("file written with a token built at run time: %q, %v; want %q", got, err, pii[0].value)
 	}
 
 	// Error texts are model-facing too, and keep the session's tokens.
