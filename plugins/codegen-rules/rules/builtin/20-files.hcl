@@ -138,13 +138,15 @@ rule "files_containing" {
 rule "write_file" {
   description = "Write text to a file"
   pattern     = "(?i)^(?:write|save|put) [\"'](?P<content>.*)[\"'] (?:to|into|in) (?:the file )?(?P<path>[^\\s?]+)\\s*[.!]?$"
-  requires    = ["filesystem/write_file"]
+  requires    = ["filesystem/write_file", "filesystem/create_directory"]
   examples    = ["write \"hello\" to notes/hello.txt", "save 'buy milk' into notes/todo.txt"]
   template    = <<-PY
     {{ template "fs" . }}
-    from servers.filesystem import write_file
+    from servers.filesystem import create_directory, write_file
 
     target = _path({{ .path }})
+    # create_directory is mkdir -p on the server: a no-op when it exists.
+    create_directory(path=posixpath.dirname(target))
     write_file(path=target, content={{ .content }})
     print("wrote", len({{ .content }}), "characters to", {{ .path }})
   PY
