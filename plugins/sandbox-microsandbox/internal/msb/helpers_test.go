@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 
 // fakeHost prepares a machine the fake msb believes can boot microVMs
 // (a CPU with vmx, a usable /dev/kvm) and returns MSB_HOME.
-func fakeHost(t *testing.T) string {
+func fakeHost(t testing.TB) string {
 	t.Helper()
 	if _, err := os.Stat(python); err != nil {
 		t.Skip("no " + python + " to run the runtime with")
@@ -214,7 +214,7 @@ func containsAll(s string, subs ...string) bool {
 	return true
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

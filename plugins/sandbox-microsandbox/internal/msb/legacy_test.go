@@ -56,7 +56,7 @@ type legacySandbox struct {
 	repl  *legacyREPL
 }
 
-func newLegacyServer(t *testing.T) *legacyServer {
+func newLegacyServer(t testing.TB) *legacyServer {
 	t.Helper()
 	if _, err := os.Stat(python); err != nil {
 		t.Skip("no " + python + " to run commands with")
@@ -516,15 +516,19 @@ func (s *legacyServer) count() int {
 	return len(s.sandboxes)
 }
 
-// serverConfig is the plugin's server mode configuration for s.
-func (s *legacyServer) config(t *testing.T, extra map[string]any) json.RawMessage {
+// config is the plugin's server mode configuration for s.
+func (s *legacyServer) config(t testing.TB, extra map[string]any) json.RawMessage {
+	b, _ := json.Marshal(s.configMap(t, extra))
+	return b
+}
+
+func (s *legacyServer) configMap(t testing.TB, extra map[string]any) map[string]any {
 	c := map[string]any{"api": "server", "url": s.srv.URL, "api_key": s.key, "accept_network": true,
 		"guest_dir": filepath.Join(t.TempDir(), "guest"), "python": python, "exec_timeout": "20s"}
 	for k, v := range extra {
 		c[k] = v
 	}
-	b, _ := json.Marshal(c)
-	return b
+	return c
 }
 
 func TestLegacyServer_Config(t *testing.T) {

@@ -118,7 +118,7 @@ func reservedTarget(p string) string {
 		return "not an absolute, clean path"
 	}
 	if strings.ContainsAny(p, ":\n") {
-		return "microsandbox cannot mount at paths containing ':', ',' or newlines"
+		return "microsandbox cannot mount at paths containing ':' or newlines"
 	}
 	if p == "/" || p == guestCexec {
 		return "would hide the sandbox's system"
