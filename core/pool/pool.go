@@ -105,9 +105,13 @@ type Pool struct {
 	idle     map[string][]*entry  // tenant -> idle sandboxes, most recently used last
 	busy     map[string]*entry    // id -> leased sandbox
 	creating int                  // creations in flight, counted against MaxTotal
+	warming  int                  // those of creating that warm (no execution waits on them)
 	active   map[string]time.Time // tenant -> last Acquire, for warming
 	demand   map[string]*demand   // tenant -> recent concurrency
 	closed   bool
+	// warmed is closed and replaced whenever a warming creation ends, for
+	// Acquire calls that found the pool full only because of them.
+	warmed chan struct{}
 
 	kick chan struct{}
 	stop chan struct{}
@@ -157,6 +161,7 @@ func New(backend Backend, cfg Config, log hclog.Logger) (*Pool, error) {
 		busy:    map[string]*entry{},
 		active:  map[string]time.Time{},
 		demand:  map[string]*demand{},
+		warmed:  make(chan struct{}),
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -206,6 +211,18 @@ func (p *Pool) Acquire(ctx context.Context, tenant string) (*Lease, error) {
 			return &Lease{ID: e.id, Tenant: tenant, Reused: true, p: p, e: e}, nil
 		}
 		if err := p.reserveLocked(); err != nil {
+			// A sandbox being warmed will be idle in a moment: this
+			// tenant's to use, another's to evict.
+			if p.warming > 0 {
+				warmed := p.warmed
+				p.mu.Unlock()
+				select {
+				case <-warmed:
+					continue
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
 			p.mu.Unlock()
 			return nil, err
 		}
@@ -464,8 +481,8 @@ func (p *Pool) reserveLocked() error {
 		}
 	}
 	if victim == nil {
-		return fmt.Errorf("sandbox pool is full: %d of %d sandboxes are busy; retry later or raise sandbox.pool.max_total: %w",
-			total, p.cfg.MaxTotal, pluginapi.ErrResourceExhausted)
+		return fmt.Errorf("sandbox pool is full: %d of %d sandboxes are busy (%d starting); retry later or raise sandbox.pool.max_total: %w",
+			total, p.cfg.MaxTotal, p.creating, pluginapi.ErrResourceExhausted)
 	}
 	es := p.idle[victim.tenant]
 	for i, e := range es {
@@ -610,6 +627,7 @@ func (p *Pool) warm() {
 			return
 		}
 		p.creating++
+		p.warming++
 		p.mu.Unlock()
 
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -617,6 +635,9 @@ func (p *Pool) warm() {
 		cancel()
 		p.mu.Lock()
 		p.creating--
+		p.warming--
+		close(p.warmed)
+		p.warmed = make(chan struct{})
 		if err == nil {
 			if p.closed {
 				p.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +24,8 @@ type memBackend struct {
 	unhealthy map[string]bool
 	failNext  error
 	checks    int
+	// gate, when set, holds every Create until it is closed.
+	gate chan struct{}
 }
 
 func newMem() *memBackend {
@@ -30,6 +33,12 @@ func newMem() *memBackend {
 }
 
 func (m *memBackend) Create(_ context.Context, req sandbox.CreateRequest) (pluginapi.Diagnostics, error) {
+	m.mu.Lock()
+	gate := m.gate
+	m.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.failNext; err != nil {
@@ -482,5 +491,62 @@ func TestHealthCheckAfter(t *testing.T) {
 				t.Fatalf("%d health checks, want %d", b.checks, tc.wantChecks)
 			}
 		})
+	}
+}
+
+// TestAcquireWaitsForWarming: a pool full only of sandboxes being warmed
+// is not full for long; Acquire waits for them instead of failing.
+func TestAcquireWaitsForWarming(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tenant string
+		reused bool
+	}{
+		{"same tenant gets the warmed sandbox", "t", true},
+		{"another tenant evicts it", "u", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newMem()
+			b.gate = make(chan struct{})
+			p := newPool(t, b, Config{MaxTotal: 1, Warm: 1})
+			p.Prewarm("t")
+			waitFor(t, "warming under way", func() bool { return p.Stats().Creating == 1 })
+
+			got := make(chan error, 1)
+			var l *Lease
+			go func() {
+				var err error
+				l, err = p.Acquire(context.Background(), tc.tenant)
+				got <- err
+			}()
+			select {
+			case err := <-got:
+				t.Fatalf("Acquire returned while the only sandbox was warming: %v", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			b.mu.Lock()
+			close(b.gate)
+			b.gate = nil
+			b.mu.Unlock()
+			if err := <-got; err != nil {
+				t.Fatal(err)
+			}
+			if l.Reused != tc.reused || l.Tenant != tc.tenant {
+				t.Fatalf("lease %+v, want reused %v", l, tc.reused)
+			}
+			l.Release(true)
+		})
+	}
+	// A pool full of busy sandboxes still fails at once, saying so.
+	b := newMem()
+	p := newPool(t, b, Config{MaxTotal: 1})
+	l, err := p.Acquire(context.Background(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(true)
+	_, err = p.Acquire(context.Background(), "t")
+	if !errors.Is(err, pluginapi.ErrResourceExhausted) || !strings.Contains(err.Error(), "sandbox pool is full: 1 of 1 sandboxes are busy (0 starting)") {
+		t.Fatalf("full pool: %v", err)
 	}
 }
