@@ -53,6 +53,9 @@ _KILL_GRACE = 2.0
 
 _MAX_WORKERS = 4
 
+# How long the zygote stays idle after an execution before forking a spare.
+_SPARE_DELAY = 0.002
+
 # Programs up to this size are compiled in the zygote before forking.
 _PRECOMPILE_LIMIT = 256 << 10
 
@@ -268,6 +271,7 @@ class Zygote:
         self.hardened = False
         self.frozen = False
         self.spare: Spare | None = None
+        self.last_end = 0.0
         self.preload = list(opts.preload)
         self.executions = 0
         self.wake_r, self.wake_w = os.pipe()
@@ -311,11 +315,11 @@ class Zygote:
         poller.register(self.ctl_in, _POLLIN)
         while True:
             if not self.inbox:
-                idle_work = not self.hardened or not self.frozen or self.spare is None
-                if poller.poll(0 if idle_work else None):
+                wait = self.idle_wait()
+                if poller.poll(wait):
                     if not self.read_host():
                         self.shutdown()
-                elif idle_work:
+                elif wait is not None:
                     self.idle_step()
                 continue
             msg = self.inbox.pop(0)
@@ -333,6 +337,18 @@ class Zygote:
                 self.shutdown()
             # Replies and cancels arriving while idle belong to an execution
             # that has already finished; they are dropped.
+
+    def idle_wait(self) -> int | None:
+        """How long (ms) the idle loop may block before its next piece of
+        warm-up work; None when there is none left. A new spare waits a
+        little after an execution: programs that come back to back are
+        better served by forking on demand (with the program compiled before
+        the fork) than by a spare whose warm-up competes with them."""
+        if not self.hardened or not self.frozen:
+            return 0
+        if self.spare is not None:
+            return None
+        return max(0, int((self.last_end + _SPARE_DELAY - time.monotonic()) * 1000))
 
     def idle_step(self) -> None:
         """Do one piece of warm-up work: hardening first, then one preload,
@@ -372,6 +388,12 @@ class Zygote:
     # executions
 
     def execute(self, job: dict[str, Any]) -> None:
+        try:
+            self.run_job(job)
+        finally:
+            self.last_end = time.monotonic()
+
+    def run_job(self, job: dict[str, Any]) -> None:
         run = Run(job)
         self.executions += 1
         try:
@@ -411,7 +433,7 @@ class Zygote:
         return keep
 
     def prefork(self) -> None:
-        """Fork the spare child for the next execution.
+        """Fork the spare child for the next execution (see idle_wait).
 
         Import caches are not invalidated here: path finders notice new
         modules in /workspace by the directory's modification time, and
