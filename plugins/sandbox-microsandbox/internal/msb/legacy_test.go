@@ -748,7 +748,7 @@ func TestLegacyServer_REPL(t *testing.T) {
 	ls := newLegacyServer(t)
 	_, sb := configured(t, ls.config(t, map[string]any{"server_exec": "repl"}))
 	caps, err := sb.Capabilities(t.Context())
-	if err != nil || !caps.Available || caps.PersistentInterpreter {
+	if err != nil || !caps.Available || !caps.PersistentInterpreter {
 		t.Errorf("capabilities %+v %v", caps, err)
 	}
 	servers, skills := stubTree(t)
@@ -764,6 +764,19 @@ func TestLegacyServer_REPL(t *testing.T) {
 	if err := sb.Health(t.Context(), id); err != nil {
 		t.Errorf("health: %v", err)
 	}
+	t.Run("persistent", func(t *testing.T) {
+		for i, want := range []string{"1\n", "2\n", "1\n"} {
+			h := &plugintest.Host{}
+			session := "s"
+			if i == 2 {
+				session = "other"
+			}
+			run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "n = globals().get('n', 0) + 1\nprint(n)", Persistent: true, Session: session}, h)
+			if h.Stdout() != want {
+				t.Fatalf("run %d: %q, want %q", i, h.Stdout(), want)
+			}
+		}
+	})
 	t.Run("timeout", func(t *testing.T) {
 		res := run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "import time\ntime.sleep(30)"}, nil)
 		if !res.TimedOut || res.Error == nil || res.Error.Type != "Timeout" || res.SandboxOK {

@@ -175,7 +175,7 @@ func (p *Plugin) Capabilities(ctx context.Context) (sandbox.Capabilities, error)
 	caps := sandbox.Capabilities{
 		Isolation:             "microvm",
 		Network:               s.allowNetwork || s.api == apiServer,
-		PersistentInterpreter: s.api == apiCLI || s.serverExec == serverExecRelay,
+		PersistentInterpreter: true,
 		Available:             true,
 	}
 	if err := p.availability(ctx, s, be); err != nil {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"slices"
 	"strings"
 	"time"
 
@@ -180,10 +179,9 @@ func (b *serverBackend) usage(ctx context.Context) (map[string]usage, error) {
 
 // envArgs turns an environment into `env` arguments, sorted.
 func envArgs(env map[string]string) []string {
-	keys := sortedKeys(env)
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
+	out := make([]string, 0, len(env))
+	for _, k := range sortedKeys(env) {
 		out = append(out, k+"="+env[k])
 	}
-	return slices.Clip(out)
+	return out
 }
