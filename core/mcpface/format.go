@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -31,26 +32,27 @@ type ExecOutput struct {
 }
 
 // capMiddle cuts s to at most max bytes (plus a marker) by dropping its
-// middle at line or rune boundaries (the end of a program's output often holds its summary). It
-// reports whether it cut.
+// middle (the end of a program's output often holds its summary). It reports
+// whether it cut. Cuts fall between lines, or between words when a line is
+// longer than the budget, never inside a word: the reply is tokenized after
+// this, and half a value (an e-mail address cut at the "@") would no longer
+// be recognised as PII.
 func capMiddle(s string, max int) (string, bool) {
 	if len(s) <= max {
 		return s, false
 	}
-	head, tail := max*3/4, max/4
-	for head > 0 && !utf8.RuneStart(s[head]) {
-		head--
-	}
-	start := len(s) - tail
-	for start < len(s) && !utf8.RuneStart(s[start]) {
-		start++
-	}
-	// Whole lines read better, when one ends nearby.
-	if i := strings.LastIndexByte(s[:head], '\n'); i >= head/2 {
+	head, start := max*3/4, len(s)-max/4
+	if i := strings.LastIndexByte(s[:head], '\n'); i >= 0 {
 		head = i + 1
+	} else {
+		head = strings.LastIndexFunc(s[:head], unicode.IsSpace) + 1
 	}
-	if i := strings.IndexByte(s[start:], '\n'); i >= 0 && i < tail/2 {
+	if i := strings.IndexByte(s[start:], '\n'); i >= 0 {
 		start += i + 1
+	} else if i := strings.IndexFunc(s[start:], unicode.IsSpace); i >= 0 {
+		start += i + 1
+	} else {
+		start = len(s)
 	}
 	return s[:head] + fmt.Sprintf("\n[… %d bytes cut …]\n", start-head) + s[start:], true
 }

@@ -3,6 +3,7 @@ package mcpface
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -213,26 +214,51 @@ func TestOutputCaps(t *testing.T) {
 }
 
 func TestCapMiddle(t *testing.T) {
+	var lines, words []string
+	for i := 0; i < 40; i++ {
+		lines = append(lines, fmt.Sprintf("row %d: alice.smith@example.com paid", i))
+		words = append(words, "alice.smith@example.com", "é")
+	}
 	tests := []struct {
+		name string
 		in   string
 		max  int
 		cut  bool
-		head string
-		tail string
 	}{
-		{"short", 10, false, "short", "short"},
-		{strings.Repeat("a", 100) + strings.Repeat("b", 100), 100, true, strings.Repeat("a", 75), strings.Repeat("b", 25)},
-		// A cut never splits a rune.
-		{strings.Repeat("é", 100), 101, true, strings.Repeat("é", 37), strings.Repeat("é", 12)},
+		{"short", "short", 10, false},
+		{"lines", strings.Join(lines, "\n"), 300, true},
+		{"one long line", strings.Join(words, " "), 300, true},
+		{"one giant word", strings.Repeat("a", 200), 100, true},
 	}
 	for _, tt := range tests {
-		got, cut := capMiddle(tt.in, tt.max)
-		if cut != tt.cut || !strings.HasPrefix(got, tt.head) || !strings.HasSuffix(got, tt.tail) || !strings.ContainsRune(got, 'é') && strings.ContainsRune(tt.in, 'é') {
-			t.Errorf("capMiddle(%d bytes, %d) = %q, %v", len(tt.in), tt.max, got, cut)
-		}
-		if !isValidUTF8(got) {
-			t.Errorf("capMiddle split a rune: %q", got)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			got, cut := capMiddle(tt.in, tt.max)
+			if cut != tt.cut {
+				t.Fatalf("cut = %v, want %v", cut, tt.cut)
+			}
+			if !isValidUTF8(got) {
+				t.Fatalf("capMiddle split a rune: %q", got)
+			}
+			if !cut {
+				return
+			}
+			marker := strings.Index(got, "\n[… ")
+			if marker < 0 || len(got)-len(tt.in) > 0 {
+				t.Fatalf("no marker or not shorter: %q", got)
+			}
+			// Every kept word is a whole word of the input: a value is
+			// never cut in half.
+			whole := map[string]bool{}
+			for _, w := range strings.Fields(tt.in) {
+				whole[w] = true
+			}
+			kept := got[:marker] + " " + got[strings.Index(got[marker+1:], "\n")+marker+2:]
+			for _, w := range strings.Fields(kept) {
+				if !whole[w] {
+					t.Fatalf("kept a partial word %q in %q", w, got)
+				}
+			}
+		})
 	}
 }
 
