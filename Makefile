@@ -33,6 +33,13 @@ test: deps build proto-check lint
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	scripts/bench.sh
+
+# Only executions through a real cexecd (warm, cold, throughput, idle
+# sandbox RSS); flags go to cexecctl bench exec: make bench-exec ARGS="--n 100".
+.PHONY: bench-exec
+bench-exec: build
+	scripts/bench.sh $(ARGS)
 	$(BIN)/cexecctl bench tools --json
 	$(BIN)/cexecctl bench search --dataset ../shared/eval/livemcpbench --scale --json
 

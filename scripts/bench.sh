@@ -1,0 +1,49 @@
+#!/bin/sh
+# Measures executions through a real daemon, end to end: starts cexecd with
+# the default config (cexec.hcl) on a private socket and data directory,
+# runs `cexecctl bench exec` against it and stops it. A daemon on the
+# default socket is not disturbed.
+#
+#   scripts/bench.sh                 # --n 500 --concurrency 8 --json
+#   scripts/bench.sh --n 100 --cold 10
+#
+# Needs `make build` first (make bench does it).
+set -eu
+cd "$(dirname "$0")/.."
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/cexec-bench-XXXXXX")
+sock="$tmp/cexecd.sock"
+bin/cexecd -config cexec.hcl -socket "$sock" -data-dir "$tmp/data" -log-level warn 2>"$tmp/cexecd.log" &
+pid=$!
+stop() {
+	kill -TERM "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap stop EXIT
+trap 'exit 130' INT TERM
+
+# Plugins start before the socket is served; on a busy machine that takes a
+# while.
+tries=0
+until bin/cexecctl --address "$sock" status >/dev/null 2>&1; do
+	if ! kill -0 "$pid" 2>/dev/null; then
+		echo "bench: cexecd exited before its socket was ready:" >&2
+		cat "$tmp/cexecd.log" >&2
+		exit 1
+	fi
+	tries=$((tries + 1))
+	if [ "$tries" -ge 1200 ]; then
+		echo "bench: cexecd socket not ready after 120s:" >&2
+		tail -n 50 "$tmp/cexecd.log" >&2
+		exit 1
+	fi
+	sleep 0.1
+done
+
+[ "$#" -gt 0 ] || set -- --n 500 --concurrency 8 --json
+if ! bin/cexecctl --address "$sock" bench exec "$@"; then
+	echo "bench: cexecctl bench exec failed; cexecd log:" >&2
+	tail -n 50 "$tmp/cexecd.log" >&2
+	exit 1
+fi
