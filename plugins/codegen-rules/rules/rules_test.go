@@ -138,7 +138,7 @@ func TestValueLiterals(t *testing.T) {
 func TestLoadDirDiagnostics(t *testing.T) {
 	for _, tc := range []struct {
 		name, src, want string
-		line           int
+		line            int
 	}{
 		{"bad regexp", "rule \"x\" {\n  pattern = \"(\"\n  template = \"print(1)\"\n}\n", "invalid pattern", 1},
 		{"no matcher", "\n\nrule \"x\" {\n  template = \"print(1)\"\n}\n", "needs a pattern or keywords", 3},
