@@ -65,7 +65,15 @@ var installOnce struct {
 	err error
 }
 
-// libDir installs the runtime once per test binary.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if installOnce.dir != "" {
+		_ = os.RemoveAll(installOnce.dir)
+	}
+	os.Exit(code)
+}
+
+// libDir installs the runtime once per test binary (removed by TestMain).
 func libDir(t testing.TB) string {
 	installOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "cexec-runtime-test-")
