@@ -24,8 +24,13 @@ build:
 	done
 
 # Runs the daemon in the foreground on the repository's default config.
-run: deps build
+run: deps build data
 	$(BIN)/cexecd -config cexec.hcl
+
+# The files the default cexec.hcl's filesystem server serves: a copy of
+# examples/data made once (data/ is git-ignored, so the demo may change it).
+data:
+	cp -R examples/data data
 
 # Tests need the binaries (end-to-end tests start cexecd and its plugins).
 test: deps build proto-check lint

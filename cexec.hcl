@@ -141,7 +141,8 @@ sandbox {
 #
 # Both servers below need Node.js (npx); without it they are skipped.
 
-# Files under ./data, next to this file.
+# Files under ./data, next to this file. `make run` creates it as a copy of
+# examples/data; without it, the server is skipped until the folder exists.
 mcp_server "filesystem" {
   command  = "npx"
   args     = ["-y", "@modelcontextprotocol/server-filesystem", "./data"]
