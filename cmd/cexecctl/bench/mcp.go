@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -30,6 +32,22 @@ type MCPResult struct {
 	P99Ms    float64 `json:"p99_ms"`
 	MaxMs    float64 `json:"max_ms"`
 	MeanMs   float64 `json:"mean_ms"`
+	// CPUPerCallMs is CPU time per call (warmup included), which unlike
+	// latency does not depend on how busy the machine is; measured on the
+	// MCP socket of a local daemon only.
+	CPUPerCallMs *MCPCPU `json:"cpu_per_call_ms,omitempty"`
+	// LoadAvg is /proc/loadavg's 1-minute figure before and after.
+	LoadAvg [2]float64 `json:"load_avg_1m"`
+	CPUs    int        `json:"cpus"`
+}
+
+// MCPCPU splits the CPU time of one execute_code call by process, from
+// /proc (10 ms ticks, averaged over all calls).
+type MCPCPU struct {
+	Cexecd float64 `json:"cexecd"`
+	// Plugin is the sandbox plugin process, without its sandboxes.
+	Plugin float64 `json:"sandbox_plugin"`
+	Client float64 `json:"client"`
 }
 
 type mcpFlags struct {
@@ -42,7 +60,7 @@ func mcpBench(env *cli.Env) *cobra.Command {
 	var f mcpFlags
 	cmd := &cobra.Command{
 		Use:   "mcp",
-		Short: "Time execute_code over the running daemon's MCP face (streamable HTTP)",
+		Short: "Time execute_code over the running daemon's MCP face (streamable HTTP), with CPU per call",
 		Long: "Opens one MCP session on the daemon's MCP socket (next to its control socket, see\n" +
 			"--address) or on --url, runs --warmup unmeasured execute_code calls, then --n measured\n" +
 			"ones, checking each result. The default program is print(1+1); the target is p50 <= 5 ms.",
@@ -77,21 +95,42 @@ func mcpBench(env *cli.Env) *cobra.Command {
 				ctx, cancel = context.WithTimeout(ctx, f.timeout)
 				defer cancel()
 			}
+			// The daemon's and its sandbox plugin's pids, for CPU per call,
+			// when it is a local daemon.
+			var pids [3]int
+			if f.url == "" {
+				if c, err := env.Client(ctx); err == nil {
+					pids, _ = processes(ctx, c)
+					_ = c.Close()
+				}
+			}
+			load0, cpu0 := loadAvg(), cpuOf(pids)
 			r, err := mcpclient.BenchExecute(ctx, o)
 			if err != nil {
 				return err
 			}
+			cpu1, load1 := cpuOf(pids), loadAvg()
 			code := f.code
 			if code == "" {
 				code = "print(1+1)"
 			}
 			res := MCPResult{Endpoint: endpoint, Code: code, Tenant: f.tenant, N: r.N, Warmup: f.warmup,
-				MinMs: ms(r.Min), P50Ms: ms(r.P50), P90Ms: ms(r.P90), P99Ms: ms(r.P99), MaxMs: ms(r.Max), MeanMs: ms(r.Mean)}
+				MinMs: ms(r.Min), P50Ms: ms(r.P50), P90Ms: ms(r.P90), P99Ms: ms(r.P99), MaxMs: ms(r.Max), MeanMs: ms(r.Mean),
+				LoadAvg: [2]float64{load0, load1}, CPUs: runtime.NumCPU()}
+			if pids[0] > 0 {
+				calls := float64(r.N + f.warmup)
+				per := func(i int) float64 { return math.Round((cpu1[i]-cpu0[i])/calls*1000) / 1000 }
+				res.CPUPerCallMs = &MCPCPU{Cexecd: per(0), Plugin: per(1), Client: per(2)}
+			}
 			if env.JSON {
 				return env.PrintJSON(res)
 			}
 			fmt.Fprintf(env.Stdout, "execute_code %q over MCP (%s), %d calls: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, min %.2f ms, max %.2f ms\n",
 				code, endpoint, res.N, res.P50Ms, res.P90Ms, res.P99Ms, res.MinMs, res.MaxMs)
+			if c := res.CPUPerCallMs; c != nil {
+				fmt.Fprintf(env.Stdout, "CPU per call: cexecd %.2f ms, sandbox plugin %.2f ms, client %.2f ms\n", c.Cexecd, c.Plugin, c.Client)
+			}
+			fmt.Fprintf(env.Stdout, "%d CPUs, load %.1f -> %.1f\n", res.CPUs, load0, load1)
 			return nil
 		},
 	}
@@ -105,4 +144,3 @@ func mcpBench(env *cli.Env) *cobra.Command {
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up after this long")
 	return cmd
 }
-
