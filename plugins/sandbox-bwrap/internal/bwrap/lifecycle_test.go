@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -157,5 +158,26 @@ func TestZygoteDies(t *testing.T) {
 	h := &plugintest.Host{}
 	if res, err := p.Exec(ctx, sandbox.ExecRequest{SandboxID: "next", Code: "print(3)"}, h); err != nil || h.Stdout() != "3\n" {
 		t.Errorf("next sandbox: %+v %v %q", res, err, h.Stdout())
+	}
+}
+
+func TestRemoveStaleTemp(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	// A pid that cannot exist (above pid_max), one that does (ours, the
+	// current process being skipped) and one of a live process (pid 1).
+	dead := filepath.Join(os.TempDir(), "cexec-bwrap-runtime-999999999-abc")
+	ours := filepath.Join(os.TempDir(), "cexec-bwrap-runtime-"+strconv.Itoa(os.Getpid())+"-abc")
+	live := filepath.Join(os.TempDir(), "cexec-bwrap-runtime-1-abc")
+	other := filepath.Join(os.TempDir(), "something-else-999999999-abc")
+	for _, d := range []string{dead, ours, live, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeStaleTemp("cexec-bwrap-runtime-")
+	for d, want := range map[string]bool{dead: false, ours: true, live: true, other: true} {
+		if _, err := os.Stat(d); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", d, err == nil, want)
+		}
 	}
 }

@@ -12,9 +12,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -189,7 +191,8 @@ func (p *Plugin) libDir(ctx context.Context, s *settings) (string, error) {
 	if p.lib != "" || p.libErr != nil {
 		return p.lib, p.libErr
 	}
-	dir, err := os.MkdirTemp("", "cexec-bwrap-runtime-")
+	removeStaleTemp("cexec-bwrap-runtime-")
+	dir, err := os.MkdirTemp("", tempPattern("cexec-bwrap-runtime-"))
 	if err == nil {
 		// Readable by the sandbox user whatever the umask.
 		err = os.Chmod(dir, 0o755)
@@ -215,7 +218,8 @@ func (p *Plugin) stageDir() (string, error) {
 	if p.stage != "" {
 		return p.stage, nil
 	}
-	dir, err := os.MkdirTemp("", "cexec-bwrap-stage-")
+	removeStaleTemp("cexec-bwrap-stage-")
+	dir, err := os.MkdirTemp("", tempPattern("cexec-bwrap-stage-"))
 	if err == nil {
 		err = os.Chmod(dir, 0o711)
 	}
@@ -224,6 +228,35 @@ func (p *Plugin) stageDir() (string, error) {
 	}
 	p.stage = dir
 	return dir, nil
+}
+
+// tempPattern names a temporary directory of this plugin process: prefix,
+// the pid, then MkdirTemp's random part.
+func tempPattern(prefix string) string {
+	return prefix + strconv.Itoa(os.Getpid()) + "-*"
+}
+
+// removeStaleTemp removes temporary directories that plugin processes
+// killed before they could clean up (their pid is gone) left behind.
+func removeStaleTemp(prefix string) {
+	entries, _ := os.ReadDir(os.TempDir())
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		pidText, _, found := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || !found || err != nil || !e.IsDir() || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+			continue // that process still runs
+		}
+		if info, err := e.Info(); err == nil {
+			if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+				continue // not ours to remove
+			}
+		}
+		_ = os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
+	}
 }
 
 // cgroups returns the plugin's cgroup parent, detecting it once; nil
