@@ -1,11 +1,11 @@
 #!/bin/sh
 # Measures executions through a real daemon, end to end: starts cexecd with
 # the default config (cexec.hcl) on a private socket and data directory,
-# runs `cexecctl bench exec` against it and stops it. A daemon on the
-# default socket is not disturbed.
+# runs `cexecctl bench exec` and `cexecctl bench mcp` against it and stops
+# it. A daemon on the default socket is not disturbed.
 #
 #   scripts/bench.sh                 # --n 500 --concurrency 8 --json
-#   scripts/bench.sh --n 100 --cold 10
+#   scripts/bench.sh --n 100 --cold 10   # arguments go to bench exec
 #
 # Needs `make build` first (make bench does it).
 set -eu
@@ -44,6 +44,14 @@ done
 [ "$#" -gt 0 ] || set -- --n 500 --concurrency 8 --json
 if ! bin/cexecctl --address "$sock" bench exec "$@"; then
 	echo "bench: cexecctl bench exec failed; cexecd log:" >&2
+	tail -n 50 "$tmp/cexecd.log" >&2
+	exit 1
+fi
+
+# execute_code of print(1+1) as an agent sends it: MCP over streamable HTTP
+# on the daemon's private MCP socket (target p50 <= 5 ms).
+if ! bin/cexecctl --address "$sock" bench mcp --json; then
+	echo "bench: cexecctl bench mcp failed; cexecd log:" >&2
 	tail -n 50 "$tmp/cexecd.log" >&2
 	exit 1
 fi
