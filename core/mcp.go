@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -33,8 +34,10 @@ import (
 // mcpServer is the MCP face as cexecd serves it: on the private unix socket
 // next to the control socket and, with an mcp block, on TCP.
 type mcpServer struct {
-	face   *mcpface.Face
-	sock   string
+	face *mcpface.Face
+	sock string
+	// unix is set when the socket is served (its directory is private).
+	unix   bool
 	pii    *sessionVaults // nil without guardrails
 	cancel context.CancelFunc
 	served sync.WaitGroup
@@ -85,18 +88,25 @@ func startMCP(ctx context.Context, cfg *config.Config, svc *services, host *plug
 		return nil, err
 	}
 
-	unix, err := mcpface.ListenUnix(m.sock)
-	if err != nil {
+	var unix, tcp net.Listener
+	if err := ownerOnly(filepath.Dir(m.sock)); err != nil {
+		// The unix socket trusts its tenant header, so only the daemon's
+		// user may reach it. The control socket asks less of its
+		// directory, and the daemon stays useful without MCP.
+		log.Error("not serving MCP on the unix socket: cexecctl mcp cannot connect", "socket", m.sock, "error", err)
+	} else if unix, err = mcpface.ListenUnix(m.sock); err != nil {
 		return nil, err
 	}
-	var tcp net.Listener
 	if cfg.MCP.Listen != "" {
 		if tcp, err = m.face.ListenTCP(cfg.MCP.Listen); err != nil {
-			_ = unix.Close()
-			m.removeSocket()
+			if unix != nil {
+				_ = unix.Close()
+				m.removeSocket()
+			}
 			return nil, err
 		}
 	}
+	m.unix = unix != nil
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.cancel = cancel
 	for _, ln := range []net.Listener{unix, tcp} {
@@ -111,7 +121,10 @@ func startMCP(ctx context.Context, cfg *config.Config, svc *services, host *plug
 	}
 	// Stubs are resources: clients re-list them when the catalog changes.
 	m.unsub = svc.catalog.Subscribe(func(catalog.Change) { m.face.NotifyResourcesChanged() })
-	args := []any{"socket", m.sock, "pii_tokens", pii != mcpface.Tokenizer(mcpface.Untokenized{})}
+	args := []any{"pii_tokens", pii != mcpface.Tokenizer(mcpface.Untokenized{})}
+	if unix != nil {
+		args = append(args, "socket", m.sock)
+	}
 	if tcp != nil {
 		args = append(args, "listen", tcp.Addr().String())
 	}
@@ -128,8 +141,22 @@ func (m *mcpServer) stop() {
 	if m.pii != nil {
 		m.pii.closeAll()
 	}
-	m.removeSocket()
+	if m.unix {
+		m.removeSocket()
+	}
 	m.log.Info("mcp face stopped")
+}
+
+// ownerOnly checks that dir is accessible to its owner alone (mode 0700).
+func ownerOnly(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("its directory %s has mode %04o; make it 0700 (under systemd: RuntimeDirectoryMode=0700)", dir, perm)
+	}
+	return nil
 }
 
 func (m *mcpServer) removeSocket() {

@@ -341,3 +341,22 @@ func TestSessionVaults(t *testing.T) {
 		t.Errorf("s2's vault is still open after closeAll: %v", err)
 	}
 }
+
+// TestMCPSocketNeedsPrivateDir: a socket directory others can enter (as
+// systemd's RuntimeDirectory= makes by default) is enough for the control
+// socket but not for the MCP socket, whose tenant header is trusted. The
+// daemon serves without it and says why.
+func TestMCPSocketNeedsPrivateDir(t *testing.T) {
+	dir := t.TempDir()
+	mkdir(t, filepath.Join(dir, "run"), 0o755)
+	sock := filepath.Join(dir, "run", "cexecd.sock")
+	cfg := writeConfig(t, dir, "cexec {\n  data_dir = \"data\"\n  socket   = \"run/cexecd.sock\"\n}\n")
+	d := start(t, Options{ConfigFile: cfg})
+	d.ready(t, sock)
+	if _, err := os.Lstat(mcpclient.SocketPath(sock)); !os.IsNotExist(err) {
+		t.Errorf("MCP socket served in a directory of mode 0755: %v", err)
+	}
+	if log := d.stderr.String(); !strings.Contains(log, "not serving MCP on the unix socket") || !strings.Contains(log, "make it 0700") {
+		t.Errorf("the log does not say why MCP is not served:\n%s", log)
+	}
+}
