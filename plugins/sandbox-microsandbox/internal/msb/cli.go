@@ -251,11 +251,23 @@ func (c *cli) metrics(ctx context.Context) (map[string]metricsEntry, error) {
 
 // remove stops a sandbox if it runs and removes it. A sandbox that does
 // not exist is not an error: removal is how every failure is cleaned up.
+// A removal racing a stop that a kill started is tried once more.
 func (c *cli) remove(ctx context.Context, name string) error {
-	_, err := c.run(ctx, "remove", "--force", name)
-	var ce *CommandError
-	if errors.As(err, &ce) && ce.notFound() {
-		return nil
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		_, err = c.run(ctx, "remove", "--force", name)
+		var ce *CommandError
+		switch {
+		case err == nil || errors.As(err, &ce) && ce.notFound():
+			return nil
+		case ce == nil:
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 	return err
 }

@@ -256,12 +256,19 @@ func TestFakeMSB_Crash(t *testing.T) {
 
 	t.Run("VM stopped during an execution", func(t *testing.T) {
 		id, _ := create(t, sb, sandbox.Limits{})
+		h := newStartedHost()
 		go func() {
-			time.Sleep(700 * time.Millisecond)
-			_, _ = fakeCLI(t, home, "stop", sandboxName(id))
+			<-h.started
+			cmd := exec.Command(fakeMSB, "stop", sandboxName(id))
+			cmd.Env = append(os.Environ(), "MSB_HOME="+home)
+			_ = cmd.Run()
 		}()
-		h := &plugintest.Host{}
-		res := run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "import time\nprint('started', flush=True)\ntime.sleep(30)"}, h)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		res, err := sb.Exec(ctx, sandbox.ExecRequest{SandboxID: id, Code: "import time\nprint('started', flush=True)\ntime.sleep(30)"}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if res.SandboxOK || res.Error == nil || res.Error.Type != "Killed" || !strings.Contains(res.Error.Message, "msb exec failed (exit status 1): exec session ended without exit event") {
 			t.Errorf("result %+v (error %+v)", res, res.Error)
 		}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -219,4 +220,22 @@ func must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startedHost is a Host that closes started when the program first
+// writes to stdout, for tests that act on a running program.
+type startedHost struct {
+	plugintest.Host
+	once    sync.Once
+	started chan struct{}
+}
+
+func newStartedHost() *startedHost { return &startedHost{started: make(chan struct{})} }
+
+func (h *startedHost) Output(s sandbox.Stream, data []byte) error {
+	err := h.Host.Output(s, data)
+	if s == sandbox.Stdout {
+		h.once.Do(func() { close(h.started) })
+	}
+	return err
 }

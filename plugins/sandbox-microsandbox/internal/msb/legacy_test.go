@@ -712,12 +712,18 @@ func TestLegacyServer_Relay(t *testing.T) {
 	})
 	t.Run("crash", func(t *testing.T) {
 		id, _ := create(t, sb, sandbox.Limits{})
+		h := newStartedHost()
 		go func() {
-			time.Sleep(time.Second)
+			<-h.started
 			c := &rpcClient{url: ls.srv.URL, key: ls.key, hc: http.DefaultClient}
 			_ = c.stop(context.Background(), serverName(id))
 		}()
-		res := run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "import time\ntime.sleep(30)"}, nil)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		res, err := sb.Exec(ctx, sandbox.ExecRequest{SandboxID: id, Code: "import time\nprint('started', flush=True)\ntime.sleep(30)"}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if res.SandboxOK || res.Error == nil || res.Error.Type != "Killed" {
 			t.Errorf("result %+v (error %+v)", res, res.Error)
 		}
@@ -752,7 +758,7 @@ func TestLegacyServer_REPL(t *testing.T) {
 		t.Errorf("capabilities %+v %v", caps, err)
 	}
 	servers, skills := stubTree(t)
-	id, _ := create(t, sb, sandbox.Limits{Timeout: 2 * time.Second},
+	id, _ := create(t, sb, sandbox.Limits{Timeout: 20 * time.Second},
 		sandbox.Mount{Source: servers, Target: "/cexec/servers", ReadOnly: true},
 		sandbox.Mount{Source: skills, Target: "/cexec/skills", ReadOnly: true})
 	cases := append(append([]execCase{}, commonCases...),
@@ -778,7 +784,7 @@ func TestLegacyServer_REPL(t *testing.T) {
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
-		res := run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "import time\ntime.sleep(30)"}, nil)
+		res := run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "import time\ntime.sleep(30)", Timeout: time.Second}, nil)
 		if !res.TimedOut || res.Error == nil || res.Error.Type != "Timeout" || res.SandboxOK {
 			t.Errorf("result %+v (error %+v)", res, res.Error)
 		}
