@@ -100,11 +100,14 @@ sandbox {
   # The sandbox plugin (default: the only one configured).
   backend = "bwrap"
 
-  # The interpreter inside the sandbox (a real path, not a pyenv shim).
-  python = "/usr/bin/python3"
+  # The interpreter is the sandbox plugin's setting: `python` in its plugin
+  # block above (default /usr/bin/python3, resolved to a real path; pyenv
+  # shims are refused).
 
   # Sandboxed code has no network unless this is true. Tool calls still
-  # work: they go through cexecd, which holds the credentials.
+  # work: they go through cexecd, which holds the credentials. The bwrap
+  # plugin must also allow it (allow_network = true in its block): either
+  # side can keep the network off.
   network = false
 
   # Warm sandboxes, per tenant, so an execution does not wait for a start.

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -37,8 +36,6 @@ type Sandbox struct {
 	// Backend names the sandbox plugin; it defaults to the only one
 	// configured.
 	Backend string
-	// Python is the interpreter inside the sandbox (an absolute path).
-	Python string
 	// Network allows sandboxed code to reach the network.
 	Network bool
 	Pool    Pool
@@ -200,7 +197,6 @@ func (d *decoder) onlyOne(cfg *Config, kind pluginapi.Kind, block, attr string, 
 
 func (d *decoder) sandbox(cfg *Config, raw *rawSandbox, ov Overrides) {
 	sb := &cfg.Sandbox
-	sb.Python = "/usr/bin/python3"
 	sb.Pool = Pool{Warm: 2, MaxTotal: 16, IdleTimeout: 5 * time.Minute, MaxUses: 100}
 	sb.Limits = Limits{Memory: 256 << 20, PIDs: 128, Timeout: 30 * time.Second, Output: 1 << 20, Tmp: 64 << 20}
 
@@ -208,13 +204,6 @@ func (d *decoder) sandbox(cfg *Config, raw *rawSandbox, ov Overrides) {
 	var block *hcl.Range
 	if raw != nil {
 		backend, block = raw.Backend, raw.DeclRange.Ptr()
-		if s, marked, ok := d.str(raw.Python, path("sandbox", "python")); ok {
-			if filepath.IsAbs(s) {
-				sb.Python = filepath.Clean(s)
-			} else {
-				d.errorf(raw.Python.Expr.Range().Ptr(), "Relative python path", "python must be an absolute path inside the sandbox, like \"/usr/bin/python3\"; got %s.", shown(s, marked))
-			}
-		}
 		if b, ok := d.boolean(raw.Network, path("sandbox", "network")); ok {
 			sb.Network = b
 		}

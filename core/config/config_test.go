@@ -51,7 +51,7 @@ func TestLoadValid(t *testing.T) {
 		t.Errorf("pipeline = %+v, want %+v", cfg.Pipeline, want)
 	}
 	if want := (Sandbox{
-		Backend: "bwrap", Python: "/usr/bin/python3", Network: true,
+		Backend: "bwrap", Network: true,
 		Pool:   Pool{Warm: 1, MaxTotal: 4, IdleTimeout: 90 * time.Second, MaxUses: 10},
 		Limits: Limits{Memory: 512 << 20, PIDs: 64, Timeout: time.Minute, Output: 65536, Tmp: 1_000_000_000},
 	}); !reflect.DeepEqual(cfg.Sandbox, want) {
@@ -215,7 +215,7 @@ func TestPipelineDefaults(t *testing.T) {
 		{"two backends need a choice", "plugin \"sandbox\" \"bwrap\" {}\nplugin \"sandbox\" \"msb\" {}\nsandbox {}\n", []string{"3:Ambiguous sandbox plugin"}},
 		{"codegen chain defaults to file order", "plugin \"codegen\" \"y\" {}\nplugin \"codegen\" \"x\" {}\n", nil},
 		{"warm above max", "sandbox {\n  pool {\n    warm = 5\n    max_total = 2\n  }\n}\n", []string{"3:Pool warm count above maximum"}},
-		{"relative python", "sandbox {\n  python = \"python3\"\n}\n", []string{"2:Relative python path"}},
+		{"python belongs to the sandbox plugin", "sandbox {\n  python = \"/usr/bin/python3\"\n}\n", []string{"2:Unsupported argument"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

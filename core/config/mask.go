@@ -92,7 +92,7 @@ func (c *Config) MaskedJSONWithSchemas(schemas map[string]pluginapi.ConfigSchema
 			"search_limit": c.Pipeline.SearchLimit,
 		},
 		"sandbox": map[string]any{
-			"backend": sb.Backend, "python": sb.Python, "network": sb.Network,
+			"backend": sb.Backend, "network": sb.Network,
 			"pool": map[string]any{
 				"warm": sb.Pool.Warm, "max_total": sb.Pool.MaxTotal,
 				"idle_timeout": sb.Pool.IdleTimeout.String(), "max_uses": sb.Pool.MaxUses,

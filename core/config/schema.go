@@ -52,7 +52,6 @@ type rawPipeline struct {
 
 type rawSandbox struct {
 	Backend   *hcl.Attribute `hcl:"backend,optional"`
-	Python    *hcl.Attribute `hcl:"python,optional"`
 	Network   *hcl.Attribute `hcl:"network,optional"`
 	Pool      *rawPool       `hcl:"pool,block"`
 	Limits    *rawLimits     `hcl:"limits,block"`

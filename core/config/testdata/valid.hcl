@@ -33,7 +33,6 @@ pipeline {
 
 sandbox {
   backend = "bwrap"
-  python  = "/usr/bin/python3"
   network = true
   pool {
     warm         = 1
