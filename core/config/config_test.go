@@ -70,7 +70,7 @@ func TestLoadValid(t *testing.T) {
 		t.Errorf("streamable transport = %q", s.Transport)
 	}
 	acme := cfg.Tenant("acme")
-	if acme.DiskQuota != 1<<30 || acme.MaxConcurrent != 2 || !reflect.DeepEqual(acme.AllowedServers, []string{"filesystem"}) || acme.Policy == nil || acme.PolicyRange.Start.Line != 76 {
+	if acme.DiskQuota != 1<<30 || acme.MaxConcurrent != 2 || !reflect.DeepEqual(acme.AllowedServers, []string{"filesystem"}) || acme.Policy == nil || acme.PolicyRange.Start.Line != 75 {
 		t.Errorf("tenant acme = %+v", acme)
 	}
 	if def := cfg.Tenant("default"); def.AllowedServers != nil || def.Policy != nil || def.DiskQuota != 0 {
