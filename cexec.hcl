@@ -161,6 +161,19 @@ mcp_server "memory" {
 }
 
 # ---------------------------------------------------------------------------
+# The MCP face agents connect to. It is always served on a private unix
+# socket next to cexecd's socket, for `cexecctl mcp` (stdio). An mcp block
+# also serves it over TCP: streamable HTTP on /mcp and SSE on /sse.
+#
+# mcp {
+#   listen          = "127.0.0.1:7797"   # loopback only, unless tokens are set
+#   allowed_origins = ["https://app.example.com"]  # browsers, besides localhost
+#   tokens = [
+#     { token = env("CEXEC_MCP_TOKEN_ACME"), tenant = "acme" },
+#   ]
+# }
+
+# ---------------------------------------------------------------------------
 # Tenants get separate workspaces, state, sessions and skills; a tenant
 # block sets one tenant's quotas. Ids are 1-64 characters of a-z, 0-9, _
 # and -. Example:
