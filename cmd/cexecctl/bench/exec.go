@@ -203,12 +203,9 @@ func benchExec(ctx context.Context, env *cli.Env, c *client.Client, f execBenchF
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	tenant, err := settle(ctx, c, ss, f.settle)
+	tenant, err := settle(ctx, c, f.tenant, ss, f.settle)
 	if err != nil {
 		return nil, err
-	}
-	if tenant == "" {
-		tenant = f.tenant
 	}
 	res.Tenant = tenant
 
@@ -227,9 +224,11 @@ func benchExec(ctx context.Context, env *cli.Env, c *client.Client, f execBenchF
 	res.Warm = summariseSamples(ss)
 	per := func(i int) float64 { return math.Round((cpu1[i]-cpu0[i])/float64(f.n)*1000) / 1000 }
 	res.CPUPerExecMs = CPUPerExec{Cexecd: per(0), Plugin: per(1), Client: per(2)}
+	var program time.Duration
 	for _, s := range ss {
-		res.CPUPerExecMs.Program += ms(s.cpu) / float64(f.n)
+		program += s.cpu
 	}
+	res.CPUPerExecMs.Program = math.Round(ms(program)/float64(f.n)*1000) / 1000
 
 	progress("throughput: %d executions at concurrency %d", f.n, f.concurrency)
 	ss, wall := runConcurrent(ctx, c, req, f, f.n)
@@ -241,7 +240,7 @@ func benchExec(ctx context.Context, env *cli.Env, c *client.Client, f execBenchF
 
 	// The pool as it stands after the warm phases: its idle sandboxes have
 	// each run programs and are back at rest.
-	if _, err := settle(ctx, c, nil, f.settle); err != nil {
+	if _, err := settle(ctx, c, tenant, nil, f.settle); err != nil {
 		return nil, err
 	}
 	st, err := c.PoolStatus(ctx)
@@ -347,25 +346,29 @@ func runConcurrent(ctx context.Context, c *client.Client, req *cexecv1.ExecReque
 	return ss, time.Since(start)
 }
 
-// settle waits until the pool creates no sandbox any more, so that
-// measurements do not compete with warming, and returns the tenant the
-// samples' sandboxes belong to (the daemon's default when none was named).
-func settle(ctx context.Context, c *client.Client, ss []sample, limit time.Duration) (string, error) {
+// settle waits until the pool holds the tenant's target of sandboxes and
+// creates none, so that measurements do not compete with warming. It
+// returns the tenant: the given one, else the owner of the samples'
+// sandboxes (the daemon's default when none was named).
+func settle(ctx context.Context, c *client.Client, tenant string, ss []sample, limit time.Duration) (string, error) {
 	deadline := time.Now().Add(limit)
 	for {
 		st, err := c.PoolStatus(ctx)
 		if err != nil {
 			return "", err
 		}
-		tenant := ""
+		have := 0
 		for _, sb := range st.GetSandboxes() {
 			for _, s := range ss {
-				if s.sandbox == sb.GetId() {
+				if tenant == "" && s.sandbox == sb.GetId() {
 					tenant = sb.GetTenant()
 				}
 			}
+			if sb.GetTenant() == tenant && !sb.GetFresh() {
+				have++
+			}
 		}
-		if st.GetCreating() == 0 || time.Now().After(deadline) {
+		if st.GetCreating() == 0 && have >= int(st.GetTargets()[tenant]) || time.Now().After(deadline) {
 			return tenant, nil
 		}
 		select {
