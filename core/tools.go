@@ -86,6 +86,10 @@ func (v sharedSkills) SkillCode(_ context.Context, name string) (string, error) 
 	if err != nil {
 		return "", err
 	}
+	if !sk.Shared {
+		// GetSkill prefers the tenant's own skill of that name.
+		return "", fmt.Errorf("skill %s: the default tenant's own skill of that name hides the shared one", name)
+	}
 	return sk.Code, nil
 }
 

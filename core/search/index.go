@@ -47,9 +47,13 @@ func (s *Service) Reindex() {
 	if s.o.Selector == nil {
 		return
 	}
+	// Under mu, so that Close never waits while a re-index is being added.
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
 	s.synced = false
-	s.mu.Unlock()
 	s.wg.Go(func() {
 		s.idx.Lock()
 		defer s.idx.Unlock()

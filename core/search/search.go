@@ -184,6 +184,8 @@ type Service struct {
 	skills []Skill
 	// syncErr is why the selector's index is not in step.
 	syncErr error
+	// closed: Close was called; no more background work starts.
+	closed bool
 }
 
 // New returns a service; Start begins following the catalog.
@@ -226,6 +228,9 @@ func (s *Service) Start() {
 
 // Close stops following the catalog and waits for indexing in progress.
 func (s *Service) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.stop()
 	s.idx.Lock()
 	cancel := s.cancelSub

@@ -506,3 +506,14 @@ func TestNoSelector(t *testing.T) {
 		}
 	}
 }
+
+func TestReindexAfterClose(t *testing.T) {
+	f := newFixture(t, true)
+	f.sel.takeCalls()
+	f.svc.Close()
+	f.svc.Reindex()
+	f.svc.Close() // waits for background work, were there any
+	if calls := f.sel.takeCalls(); len(calls) != 0 {
+		t.Errorf("index calls after Close: %+v", calls)
+	}
+}
