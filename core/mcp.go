@@ -51,8 +51,9 @@ func startMCP(ctx context.Context, cfg *config.Config, svc *services, host *plug
 	log = log.Named("mcp")
 	m := &mcpServer{sock: mcpclient.SocketPath(cfg.Daemon.Socket), log: log}
 	cv := catalogView{cat: svc.catalog, ws: svc.workspace}
-	// Policies apply to what MCP sessions run whether or not a guard
-	// plugin is configured; tokens only exist when one detects PII.
+	// The guard layer hides the tools a tenant's policy denies and restores
+	// tokens in what agents save; the executor applies it to what they run.
+	// Replies carry tokens only when a guard plugin detects PII.
 	var pii mcpface.Tokenizer = mcpface.Untokenized{}
 	if svc.guards != nil {
 		cv.policy = svc.guards.Policy
@@ -454,6 +455,9 @@ type searchView struct {
 // hits the tenant may use, so a few more are asked for, in case its policy
 // hides some.
 func (s searchView) Search(ctx context.Context, sc mcpface.Scope, query string, limit int) ([]mcpface.Hit, error) {
+	if s.svc == nil {
+		return nil, fmt.Errorf("tool search is not running; list_servers and get_server_tools still work: %w", pluginapi.ErrUnavailable)
+	}
 	ten, err := s.v.ws.Tenant(sc.Tenant)
 	if err != nil {
 		return nil, err
