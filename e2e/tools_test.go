@@ -468,6 +468,31 @@ print(echo(message="back again"))
 		}
 	})
 
+	t.Run("selector restarted", func(t *testing.T) {
+		before := listPlugins(t, s)["selector/embeddings"]
+		if before.PID == 0 {
+			t.Fatalf("selector plugin: %+v", before)
+		}
+		if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// A restarted plugin starts with an empty index: searches fall
+		// back (with a warning) until cexecd has indexed the catalog again.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			p := listPlugins(t, s)["selector/embeddings"]
+			r := searchTools(t, s, "read a file", "--detail", "name", "--limit", "3")
+			found := slices.ContainsFunc(r.Hits, func(h searchHit) bool { return h.ID == "filesystem/read_text_file" })
+			if p.Restarts > before.Restarts && p.Status == "ok" && len(r.Warnings) == 0 && found {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after the selector's restart: plugin %+v, search %+v", p, r)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+
 	t.Run("tools refresh", func(t *testing.T) {
 		out := mustCtl(t, s, "tools", "refresh", "memory", "--json")
 		var r struct {
