@@ -193,11 +193,14 @@ func plural(noun string, items []string) string {
 	}
 }
 
+// quoteList quotes names in sorted order: the validator collects them from
+// a map, and a message should not change from one call to the next.
 func quoteList(names []string) string {
 	q := make([]string, len(names))
 	for i, n := range names {
 		q[i] = fmt.Sprintf("%q", n)
 	}
+	slices.Sort(q)
 	return strings.Join(q, ", ")
 }
 
