@@ -38,6 +38,8 @@ test: deps build proto-check lint
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(BIN)/cexecctl bench tools --json
+	$(BIN)/cexecctl bench search --dataset ../shared/eval/livemcpbench --scale --json
 	scripts/bench.sh
 
 # Only executions through a real cexecd (warm, cold, throughput, idle
@@ -45,8 +47,6 @@ bench: build
 .PHONY: bench-exec
 bench-exec: build
 	scripts/bench.sh $(ARGS)
-	$(BIN)/cexecctl bench tools --json
-	$(BIN)/cexecctl bench search --dataset ../shared/eval/livemcpbench --scale --json
 
 # Generators are pinned as go.mod tool dependencies; protoc comes from Debian's protobuf-compiler.
 proto:
