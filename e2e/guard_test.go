@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cexec/cexec/internal/testpeers"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,13 +49,7 @@ type guardEnv struct {
 // guardCommand names the guard plugin's binary; tenants are extra blocks.
 func newGuardEnv(t *testing.T, guardCommand, tenants string) guardEnv {
 	t.Helper()
-	fsServer, err := filepath.Abs("../test/peers/node_modules/.bin/mcp-server-filesystem")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(fsServer); err != nil {
-		t.Skipf("the filesystem reference server is not installed (%v); run scripts/deps.sh", err)
-	}
+	fsServer := testpeers.Bin(t, "mcp-server-filesystem")
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed; run scripts/deps.sh")
 	}

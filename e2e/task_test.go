@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/cexec/cexec/internal/testpeers"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -74,19 +75,6 @@ type toolCallJSON struct {
 	OK     bool   `json:"ok"`
 }
 
-// peer is a pinned reference server from test/peers.
-func peer(t *testing.T, name string) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "test", "peers", "node_modules", ".bin", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("reference server %s is not installed (make deps): %v", name, err)
-	}
-	return p
-}
-
 var extraBuilds sync.Map // plugin name -> error of its build
 
 // buildPlugin builds a plugin the default cexec.hcl does not name into the
@@ -118,7 +106,7 @@ var sampleFiles = map[string]string{
 // codegen, extra plugin blocks, and the two reference servers.
 func newTaskSetup(t *testing.T, codegen []string, extra string) taskSetup {
 	t.Helper()
-	fsServer, memServer := peer(t, "mcp-server-filesystem"), peer(t, "mcp-server-memory")
+	fsServer, memServer := testpeers.Bin(t, "mcp-server-filesystem"), testpeers.Bin(t, "mcp-server-memory")
 	for _, p := range []string{"sandbox-bwrap", "selector-embeddings", "guard-pii", "codegen-rules"} {
 		if _, err := os.Stat(filepath.Join(bins.pluginDir, "cexec-plugin-"+p)); err != nil {
 			t.Skipf("plugin %s was not built: %v", p, err)

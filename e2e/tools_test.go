@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/cexec/cexec/internal/testpeers"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,15 +30,10 @@ type toolsSetup struct {
 
 func newToolsSetup(t *testing.T) toolsSetup {
 	t.Helper()
-	peers, err := filepath.Abs(filepath.Join("..", "test", "peers", "node_modules", ".bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, p := range []string{"mcp-server-filesystem", "mcp-server-memory", "mcp-server-everything"} {
-		if _, err := os.Stat(filepath.Join(peers, p)); err != nil {
-			t.Skipf("reference MCP servers not installed (%v): run make deps", err)
-		}
+		testpeers.Bin(t, p)
 	}
+	peers := testpeers.Dir()
 	var blocks []string
 	for _, want := range []string{`plugin "sandbox" "bwrap"`, `plugin "selector" "embeddings"`} {
 		i := slices.IndexFunc(bins.plugins, func(b string) bool { return strings.HasPrefix(b, want) })
@@ -510,13 +506,7 @@ print(echo(message="back again"))
 // TestBenchTools runs `cexecctl bench tools` briefly: its private daemon,
 // the reference memory server and the LiveMCPBench tools.
 func TestBenchTools(t *testing.T) {
-	mem, err := filepath.Abs(filepath.Join("..", "test", "peers", "node_modules", ".bin", "mcp-server-memory"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(mem); err != nil {
-		t.Skipf("reference MCP servers not installed (%v): run make deps", err)
-	}
+	mem := testpeers.Bin(t, "mcp-server-memory")
 	dataset, err := filepath.Abs(filepath.Join("..", "..", "shared", "eval", "livemcpbench"))
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"github.com/cexec/cexec/internal/testpeers"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,13 +29,13 @@ var (
 // memoryBridge is a bridge over a catalog holding only server-memory, and
 // the directory holding its generated servers package.
 func memoryBridge(b *testing.B) (*Bridge, string) {
-	bin := peer(b, "mcp-server-memory")
+	bin := testpeers.Bin(b, "mcp-server-memory")
 	cfg := &config.Config{Daemon: config.Daemon{DataDir: b.TempDir()}, MCPServers: []*config.MCPServer{{
 		Name: "memory", Transport: config.TransportStdio, Command: bin,
 		Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(b.TempDir(), "memory.jsonl")}, Timeout: 30 * time.Second,
 	}}}
 	stubs := filepath.Join(b.TempDir(), "servers")
-	cat, err := catalog.New(cfg, catalog.Options{Logger: testLogger(b, hclog.Warn), ServersDir: stubs})
+	cat, err := catalog.New(cfg, catalog.Options{Logger: testpeers.Logger(b, "", hclog.Warn), ServersDir: stubs})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func memoryBridge(b *testing.B) (*Bridge, string) {
 // client and returns a function calling it.
 func directMemory(b *testing.B) func(name string, args json.RawMessage) {
 	ctx := context.Background()
-	direct := client.NewClient(transport.NewStdio(peer(b, "mcp-server-memory"), []string{"MEMORY_FILE_PATH=" + filepath.Join(b.TempDir(), "memory.jsonl")}))
+	direct := client.NewClient(transport.NewStdio(testpeers.Bin(b, "mcp-server-memory"), []string{"MEMORY_FILE_PATH=" + filepath.Join(b.TempDir(), "memory.jsonl")}))
 	if err := direct.Start(ctx); err != nil {
 		b.Fatal(err)
 	}

@@ -3,12 +3,10 @@ package bridge
 import (
 	"context"
 	"errors"
-	"os"
+	"github.com/cexec/cexec/internal/testpeers"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,47 +25,6 @@ func repoRoot(t testing.TB) string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// peer returns the path of a reference MCP server installed by
-// scripts/deps.sh, skipping the test when node or the package is missing.
-func peer(t testing.TB, name string) string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed; run scripts/deps.sh to test against the reference MCP servers")
-	}
-	p := filepath.Join(repoRoot(t), "test", "peers", "node_modules", ".bin", name)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("%s is not installed (%v); run scripts/deps.sh", name, err)
-	}
-	return p
-}
-
-type tlogWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *tlogWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *tlogWriter) stop() {
-	w.mu.Lock()
-	w.done = true
-	w.mu.Unlock()
-}
-
-func testLogger(t testing.TB, level hclog.Level) hclog.Logger {
-	w := &tlogWriter{t: t}
-	t.Cleanup(w.stop)
-	return hclog.New(&hclog.LoggerOptions{Level: level, Output: w})
-}
-
 // fixture is a catalog of the three reference servers and a bridge over it.
 type fixture struct {
 	cat   *catalog.Catalog
@@ -84,12 +41,12 @@ func newFixture(t testing.TB, local bool) *fixture {
 		t.Fatal(err)
 	}
 	servers := []*config.MCPServer{
-		{Name: "filesystem", Transport: config.TransportStdio, Command: peer(t, "mcp-server-filesystem"), Args: []string{f.data}, Timeout: 30 * time.Second},
-		{Name: "memory", Transport: config.TransportStdio, Command: peer(t, "mcp-server-memory"),
+		{Name: "filesystem", Transport: config.TransportStdio, Command: testpeers.Bin(t, "mcp-server-filesystem"), Args: []string{f.data}, Timeout: 30 * time.Second},
+		{Name: "memory", Transport: config.TransportStdio, Command: testpeers.Bin(t, "mcp-server-memory"),
 			Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}, Timeout: 30 * time.Second},
-		{Name: "everything", Transport: config.TransportStdio, Command: peer(t, "mcp-server-everything"), Args: []string{"stdio"}, Timeout: 30 * time.Second},
+		{Name: "everything", Transport: config.TransportStdio, Command: testpeers.Bin(t, "mcp-server-everything"), Args: []string{"stdio"}, Timeout: 30 * time.Second},
 	}
-	opts := catalog.Options{Logger: testLogger(t, hclog.Warn), ServersDir: f.stubs, MinBackoff: 50 * time.Millisecond}
+	opts := catalog.Options{Logger: testpeers.Logger(t, "", hclog.Warn), ServersDir: f.stubs, MinBackoff: 50 * time.Millisecond}
 	if local {
 		if _, err := exec.LookPath("bwrap"); err == nil {
 			opts.LocalServersDir = filepath.Join(repoRoot(t), "servers")
@@ -106,7 +63,7 @@ func newFixture(t testing.TB, local bool) *fixture {
 	if err := f.cat.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f.b = New(f.cat, testLogger(t, hclog.Warn))
+	f.b = New(f.cat, testpeers.Logger(t, "", hclog.Warn))
 	return f
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/cexec/cexec/internal/testpeers"
 	"os"
 	"path/filepath"
 	"slices"
@@ -314,7 +315,7 @@ func TestOptionalAndRequiredFailures(t *testing.T) {
 }
 
 func TestRemoteTransports(t *testing.T) {
-	bin := peer(t, "mcp-server-everything")
+	bin := testpeers.Bin(t, "mcp-server-everything")
 	for _, tt := range []struct {
 		mode, transport, path string
 	}{

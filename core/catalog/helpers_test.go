@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"github.com/cexec/cexec/internal/testpeers"
 	"io"
 	"net"
 	"os"
@@ -9,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,52 +28,17 @@ func repoRoot(t testing.TB) string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// peer returns the path of a reference MCP server installed by
-// scripts/deps.sh, skipping the test when node or the package is missing.
-func peer(t testing.TB, name string) string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed; run scripts/deps.sh to test against the reference MCP servers")
-	}
-	p := filepath.Join(repoRoot(t), "test", "peers", "node_modules", ".bin", name)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("%s is not installed (%v); run scripts/deps.sh", name, err)
-	}
-	return p
-}
-
-type tlogWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *tlogWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *tlogWriter) stop() {
-	w.mu.Lock()
-	w.done = true
-	w.mu.Unlock()
-}
-
 func filesystemServer(t testing.TB, dir string) *config.MCPServer {
-	return &config.MCPServer{Name: "filesystem", Transport: config.TransportStdio, Command: peer(t, "mcp-server-filesystem"), Args: []string{dir}, Timeout: 30 * time.Second}
+	return &config.MCPServer{Name: "filesystem", Transport: config.TransportStdio, Command: testpeers.Bin(t, "mcp-server-filesystem"), Args: []string{dir}, Timeout: 30 * time.Second}
 }
 
 func memoryServer(t testing.TB, dir string) *config.MCPServer {
-	return &config.MCPServer{Name: "memory", Transport: config.TransportStdio, Command: peer(t, "mcp-server-memory"),
+	return &config.MCPServer{Name: "memory", Transport: config.TransportStdio, Command: testpeers.Bin(t, "mcp-server-memory"),
 		Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "memory.jsonl")}, Timeout: 30 * time.Second}
 }
 
 func everythingServer(t testing.TB, env map[string]string) *config.MCPServer {
-	return &config.MCPServer{Name: "everything", Transport: config.TransportStdio, Command: peer(t, "mcp-server-everything"), Args: []string{"stdio"}, Env: env, Timeout: 30 * time.Second}
+	return &config.MCPServer{Name: "everything", Transport: config.TransportStdio, Command: testpeers.Bin(t, "mcp-server-everything"), Args: []string{"stdio"}, Env: env, Timeout: 30 * time.Second}
 }
 
 // start builds and starts a catalog of servers whose stubs go to a temp
@@ -81,9 +46,7 @@ func everythingServer(t testing.TB, env map[string]string) *config.MCPServer {
 func start(t testing.TB, opts Options, servers ...*config.MCPServer) *Catalog {
 	t.Helper()
 	if opts.Logger == nil {
-		w := &tlogWriter{t: t}
-		t.Cleanup(w.stop)
-		opts.Logger = hclog.New(&hclog.LoggerOptions{Name: "catalog", Level: hclog.Debug, Output: w})
+		opts.Logger = testpeers.Logger(t, "catalog", hclog.Debug)
 	}
 	if opts.ServersDir == "" {
 		opts.ServersDir = filepath.Join(t.TempDir(), "servers")
