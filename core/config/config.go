@@ -58,6 +58,11 @@ type Daemon struct {
 	ServersDir string
 	// SkillsDir holds the shared, read-only skills (mounted at /cexec/skills).
 	SkillsDir string
+	// Sync is how state writes and session logs reach the disk: "batched"
+	// (state contents fsynced before they replace the old ones, folder
+	// entries and log lines fsynced in the background every 200 ms) or
+	// "always" (every write fsynced with its folder before it returns).
+	Sync string
 }
 
 // Overrides are the command-line flags of cexecd, which win over everything
@@ -240,6 +245,7 @@ func (d *decoder) daemon(cfg *Config, raw *rawDaemon, ov Overrides) {
 	dd.PluginDir = filepath.Join(d.dir, "bin")
 	dd.ServersDir = filepath.Join(d.dir, "servers")
 	dd.SkillsDir = filepath.Join(d.dir, "skills")
+	dd.Sync = "batched"
 	dataDirKnown := false
 	dd.DataDir, dataDirKnown = defaultDataDir(d.lookup)
 
@@ -271,6 +277,15 @@ func (d *decoder) daemon(cfg *Config, raw *rawDaemon, ov Overrides) {
 		}
 		if s, _, ok := d.str(raw.SkillsDir, path("cexec", "skills_dir")); ok {
 			dd.SkillsDir = d.abs(s)
+		}
+		if s, _, ok := d.str(raw.Sync, path("cexec", "sync")); ok {
+			if s != "batched" && s != "always" {
+				d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid sync",
+					Detail:  fmt.Sprintf("%q is not a sync policy: use \"batched\" (the default) or \"always\".", s),
+					Subject: raw.Sync.Expr.Range().Ptr()})
+			} else {
+				dd.Sync = s
+			}
 		}
 	}
 

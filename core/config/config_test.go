@@ -32,6 +32,7 @@ func TestLoadValid(t *testing.T) {
 		PluginDir:  dir,
 		ServersDir: filepath.Join(here, "servers"),
 		SkillsDir:  filepath.Join(here, "skills"),
+		Sync:       "batched",
 	}); cfg.Daemon != want {
 		t.Errorf("daemon = %+v, want %+v", cfg.Daemon, want)
 	}
@@ -102,7 +103,7 @@ func TestLoadDefaults(t *testing.T) {
 			if len(diags) > 0 {
 				t.Fatalf("diags: %s", diags.Error())
 			}
-			want := Daemon{DataDir: tt.dataDir, Socket: tt.socket, LogLevel: "info", PluginDir: "/etc/cexec/bin", ServersDir: "/etc/cexec/servers", SkillsDir: "/etc/cexec/skills"}
+			want := Daemon{DataDir: tt.dataDir, Socket: tt.socket, LogLevel: "info", PluginDir: "/etc/cexec/bin", ServersDir: "/etc/cexec/servers", SkillsDir: "/etc/cexec/skills", Sync: "batched"}
 			if cfg.Daemon != want {
 				t.Errorf("daemon = %+v, want %+v", cfg.Daemon, want)
 			}
@@ -149,11 +150,11 @@ sandbox {
 		want    Daemon
 		backend string
 	}{
-		{"file", src, nil, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", ""}, "one"},
-		{"env over file", src, allEnv, Overrides{}, Daemon{"/env/data", "/env/sock", "warn", dirs["env"], "", ""}, "two"},
-		{"flags over env", src, allEnv, allFlags, Daemon{"/flag/data", "/flag/sock", "error", dirs["flag"], "", ""}, "three"},
-		{"empty env is unset", src, map[string]string{EnvLogLevel: ""}, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", ""}, "one"},
-		{"mixed", src, map[string]string{EnvSocket: "/env/sock"}, Overrides{LogLevel: "trace"}, Daemon{"/file/data", "/env/sock", "trace", dirs["file"], "", ""}, "one"},
+		{"file", src, nil, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", "", "batched"}, "one"},
+		{"env over file", src, allEnv, Overrides{}, Daemon{"/env/data", "/env/sock", "warn", dirs["env"], "", "", "batched"}, "two"},
+		{"flags over env", src, allEnv, allFlags, Daemon{"/flag/data", "/flag/sock", "error", dirs["flag"], "", "", "batched"}, "three"},
+		{"empty env is unset", src, map[string]string{EnvLogLevel: ""}, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", "", "batched"}, "one"},
+		{"mixed", src, map[string]string{EnvSocket: "/env/sock"}, Overrides{LogLevel: "trace"}, Daemon{"/file/data", "/env/sock", "trace", dirs["file"], "", "", "batched"}, "one"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

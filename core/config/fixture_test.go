@@ -65,6 +65,9 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{13, "Invalid size", false},
 			{19, "Invalid duration", false},
 		}},
+		{"bad_sync.hcl", []wantDiag{
+			{4, "Invalid sync", false},
+		}},
 		{"duplicate_plugin.hcl", []wantDiag{
 			{5, "Duplicate plugin", false},
 			{13, "Duplicate mcp_server", false},

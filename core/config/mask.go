@@ -84,6 +84,7 @@ func (c *Config) MaskedJSONWithSchemas(schemas map[string]pluginapi.ConfigSchema
 			"data_dir": c.Daemon.DataDir, "socket": c.Daemon.Socket,
 			"log_level": c.Daemon.LogLevel, "plugin_dir": c.Daemon.PluginDir,
 			"servers_dir": c.Daemon.ServersDir, "skills_dir": c.Daemon.SkillsDir,
+			"sync": c.Daemon.Sync,
 		},
 		"plugins": plugins,
 		"pipeline": map[string]any{

@@ -23,6 +23,7 @@ type rawDaemon struct {
 	PluginDir  *hcl.Attribute `hcl:"plugin_dir,optional"`
 	ServersDir *hcl.Attribute `hcl:"servers_dir,optional"`
 	SkillsDir  *hcl.Attribute `hcl:"skills_dir,optional"`
+	Sync       *hcl.Attribute `hcl:"sync,optional"`
 	DeclRange  hcl.Range      `hcl:",def_range"`
 }
 

@@ -68,17 +68,17 @@ func value100KB(b *testing.B) json.RawMessage {
 func BenchmarkStateSaveLoad100KB(b *testing.B) {
 	v := value100KB(b)
 	for _, bc := range []struct {
-		name   string
-		file   string
-		noSync bool
+		name string
+		file string
+		sync SyncPolicy
 	}{
-		{"json-fsync", "s.json", false},
-		{"json-nofsync", "s.json", true},
-		{"yaml-fsync", "s.yaml", false},
+		{"json-batched", "s.json", SyncBatched},
+		{"json-always", "s.json", SyncAlways},
+		{"json-nofsync", "s.json", SyncNone},
+		{"yaml-batched", "s.yaml", SyncBatched},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			m := newManager(b, Options{})
-			m.noStateSync = bc.noSync
+			m := newManager(b, Options{Sync: bc.sync})
 			tn := mustTenant(b, m, "acme")
 			b.SetBytes(int64(len(v)))
 			rec := newRecorder()
@@ -105,9 +105,9 @@ func BenchmarkAppend(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		sync SyncPolicy
-	}{{"fsync", SyncEach}, {"nofsync", SyncNone}} {
+	}{{"batched", SyncBatched}, {"always", SyncAlways}, {"nofsync", SyncNone}} {
 		b.Run(bc.name, func(b *testing.B) {
-			m := newManager(b, Options{LogSync: bc.sync})
+			m := newManager(b, Options{Sync: bc.sync})
 			tn := mustTenant(b, m, "acme")
 			rec := newRecorder()
 			for b.Loop() {
@@ -188,7 +188,7 @@ func BenchmarkCheckQuota(b *testing.B) {
 }
 
 func BenchmarkResume(b *testing.B) {
-	m := newManager(b, Options{LogSync: SyncNone})
+	m := newManager(b, Options{Sync: SyncNone})
 	tn := mustTenant(b, m, "acme")
 	for i := range 100 {
 		if _, err := tn.Append("s", Entry{Kind: KindExecution, Code: strings.Repeat("x", 500)}); err != nil {

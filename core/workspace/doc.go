@@ -60,7 +60,7 @@
 //     (a walk) after each execution, when sandboxed code may have written
 //     anything.
 //   - Session log appends are one write(2) of one line with O_APPEND,
-//     fsynced by default (Options.LogSync). A crash can leave only a torn
+//     fsynced as Options.Sync says. A crash can leave only a torn
 //     last line: readers skip and report it, the next append cuts it off.
 //   - A tenant's own skill wins over a shared one of the same name, and
 //     SaveSkill refuses to create such a clash (shared skills are

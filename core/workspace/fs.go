@@ -26,41 +26,96 @@ func tempName(name string) string {
 	return tempPrefix + name + "-" + hex.EncodeToString(b[:])
 }
 
+// atomicWrite says how writeAtomic goes about it.
+type atomicWrite struct {
+	// sync is how much is fsynced before writeAtomic returns.
+	sync fileSync
+	// own, when set, gets the file.
+	own *Owner
+	// check, when set, vets the data while the temporary file is written
+	// and synced (it overlaps the disk wait instead of adding to it); when
+	// it fails, nothing is renamed and its error is returned.
+	check func() error
+	// discard, when set, makes a replacement an exchange (renameat2
+	// RENAME_EXCHANGE) instead of a rename over the old file, and receives
+	// the name in dir under which the old content then is: unlinking a file
+	// costs more than the rest of a small write, and the caller may do it
+	// later. Only for a regular file the caller has just seen in place.
+	discard func(name string)
+}
+
 // writeAtomic replaces dir/name inside root with data: a temporary file in
-// the same directory, fsync, rename over the old file, fsync the directory.
-// A crash at any point leaves either the old or the new content, never a
-// mix; the temporary file is removed on error. Going through root means a
-// symlink planted by sandboxed code cannot redirect the write out of it. A
-// non-nil own gets the file.
-func writeAtomic(root *os.Root, dir, name string, data []byte, sync bool, own *Owner) error {
-	tmp := path.Join(dir, tempName(name))
+// the same directory, fsync, rename over the old file, fsync the directory
+// (as w.sync says). A crash at any point leaves either the old or the new
+// content, never a mix; the temporary file is removed on error. Going
+// through root means a symlink planted by sandboxed code cannot redirect the
+// write out of it.
+func writeAtomic(root *os.Root, dir, name string, data []byte, w atomicWrite) error {
+	var checked chan error
+	if w.check != nil {
+		checked = make(chan error, 1)
+		go func() { checked <- w.check() }()
+	}
+	tmpName := tempName(name)
+	tmp := path.Join(dir, tmpName)
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
+		if checked != nil {
+			<-checked
+		}
 		return err
 	}
-	if own != nil {
-		err = f.Chown(own.UID, own.GID)
+	if w.own != nil {
+		err = f.Chown(w.own.UID, w.own.GID)
 	}
 	if err == nil {
 		_, err = f.Write(data)
 	}
-	if err == nil && sync {
+	if err == nil && w.sync >= syncFile {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if checked != nil {
+		if cerr := <-checked; err == nil {
+			err = cerr
+		}
+	}
+	exchanged := false
+	if err == nil && w.discard != nil {
+		exchanged, err = exchangeIfPresent(root, dir, tmpName, name)
+	}
+	if err == nil && !exchanged {
 		err = root.Rename(tmp, path.Join(dir, name))
 	}
 	if err != nil {
 		_ = root.Remove(tmp)
 		return err
 	}
-	if sync {
+	if exchanged {
+		w.discard(tmpName)
+	}
+	if w.sync == syncFileAndDir {
 		return syncDir(root, dir)
 	}
 	return nil
+}
+
+// exchangeIfPresent swaps dir/a and dir/b atomically when the file system
+// can and b exists; false means nothing was done.
+func exchangeIfPresent(root *os.Root, dir, a, b string) (bool, error) {
+	d, err := root.Open(dir)
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	fd := int(d.Fd())
+	err = unix.Renameat2(fd, a, fd, b, unix.RENAME_EXCHANGE)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // syncDir makes a rename or unlink in dir durable.

@@ -26,18 +26,6 @@ const (
 	DefaultPython        = "/usr/bin/python3"
 )
 
-// SyncPolicy says when session log appends are flushed to stable storage.
-type SyncPolicy int
-
-const (
-	// SyncEach fsyncs after every append: an acknowledged entry survives a
-	// power cut. The default.
-	SyncEach SyncPolicy = iota
-	// SyncNone leaves flushing to the kernel: an acknowledged entry survives
-	// a crash of cexecd (kill -9) but not of the machine.
-	SyncNone
-)
-
 // Owner is a host user and group.
 type Owner struct{ UID, GID int }
 
@@ -73,8 +61,12 @@ type Options struct {
 	Python string
 	// MaxStateBytes bounds one state file; default 10 MiB.
 	MaxStateBytes int64
-	// LogSync is the session log fsync policy; default SyncEach.
-	LogSync SyncPolicy
+	// Sync is how state writes and session log appends reach the disk;
+	// default SyncBatched.
+	Sync SyncPolicy
+	// SyncInterval is the period of SyncBatched's background pass; default
+	// DefaultSyncInterval.
+	SyncInterval time.Duration
 	// Owner, when set, is the host user sandboxed code runs as because it
 	// is not cexecd's own (cexecd runs as root and the sandbox backend as an
 	// unprivileged user). Workspace folders and the files cexecd writes in
@@ -88,10 +80,14 @@ type Options struct {
 	Now func() time.Time
 }
 
-// OptionsFromConfig returns the Options a daemon with cfg uses: its data_dir
-// and tenant blocks, defaults for everything else.
+// OptionsFromConfig returns the Options a daemon with cfg uses: its data_dir,
+// sync policy and tenant blocks, defaults for everything else.
 func OptionsFromConfig(cfg *config.Config) Options {
-	return Options{DataDir: cfg.Daemon.DataDir, Tenants: cfg.Tenants}
+	o := Options{DataDir: cfg.Daemon.DataDir, Tenants: cfg.Tenants}
+	if cfg.Daemon.Sync == "always" {
+		o.Sync = SyncAlways
+	}
+	return o
 }
 
 // Manager owns the tenants under one data_dir. It is safe for concurrent
@@ -103,9 +99,9 @@ type Manager struct {
 	declared map[string]*config.Tenant
 	log      hclog.Logger
 	now      func() time.Time
-	// noStateSync skips the fsyncs of state writes; benchmarks set it to
-	// show what the fsyncs cost. Nothing else does.
-	noStateSync bool
+	// stopSync and syncDone stop SyncBatched's background pass.
+	stopSync chan struct{}
+	syncDone chan struct{}
 
 	mu      sync.Mutex
 	tenants map[string]*Tenant
@@ -168,16 +164,30 @@ func New(opts Options) (*Manager, error) {
 			}
 		}
 	}
+	if opts.Sync == SyncBatched {
+		interval := opts.SyncInterval
+		if interval <= 0 {
+			interval = DefaultSyncInterval
+		}
+		m.stopSync, m.syncDone = make(chan struct{}), make(chan struct{})
+		go m.syncLoop(interval, m.stopSync, m.syncDone)
+	}
 	return m, nil
 }
 
-// Close releases the open tenant folders. The Manager is unusable after.
+// Close flushes pending writes to disk and releases the open tenant
+// folders. The Manager is unusable after.
 func (m *Manager) Close() error {
+	if m.stopSync != nil {
+		close(m.stopSync)
+		<-m.syncDone
+		m.stopSync = nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var errs []error
 	for _, t := range m.tenants {
-		errs = append(errs, t.close())
+		errs = append(errs, t.flush(), t.close())
 	}
 	m.tenants, m.closed = map[string]*Tenant{}, true
 	return errors.Join(errs...)
@@ -224,7 +234,8 @@ func (m *Manager) open(id string, decl *config.Tenant) (*Tenant, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tenant{m: m, id: id, dir: dir, root: root, declared: decl != nil, quota: m.opts.DefaultQuota}
+	t := &Tenant{m: m, id: id, dir: dir, root: root, declared: decl != nil, quota: m.opts.DefaultQuota,
+		valid: newValidatedFiles()}
 	if decl != nil {
 		t.quota = Quota{DiskBytes: decl.DiskQuota, MaxConcurrent: decl.MaxConcurrent, AllowedServers: decl.AllowedServers}
 	}
@@ -255,7 +266,7 @@ func (m *Manager) open(id string, decl *config.Tenant) (*Tenant, error) {
 	if err != nil {
 		// First use, or a tenant.json lost to a crash: start the clock now.
 		meta = tenantMeta{ID: id, Created: now, LastUsed: now}
-		if err := writeAtomic(root, ".", tenantFile, mustJSON(meta), false, nil); err != nil {
+		if err := writeAtomic(root, ".", tenantFile, mustJSON(meta), atomicWrite{}); err != nil {
 			t.close()
 			return nil, err
 		}

@@ -169,11 +169,11 @@ func NewSessionID() string {
 
 // Append adds an entry to a session's log, creating the session on first
 // use, and returns it with Seq and Time set. The line goes out in one
-// write(2) on an O_APPEND descriptor and, with SyncEach, is fsynced before
-// Append returns: once acknowledged it survives a kill -9 of cexecd (and,
-// with SyncEach, a power cut). A crash mid-write can leave only a torn last
-// line, which readers skip and the next Append cuts off, so earlier lines
-// are never damaged.
+// write(2) on an O_APPEND descriptor: once acknowledged it survives a kill
+// -9 of cexecd, and a power cut once fsynced (before Append returns with
+// SyncAlways, by the next background pass with SyncBatched). A crash
+// mid-write can leave only a torn last line, which readers skip and the next
+// Append cuts off, so earlier lines are never damaged.
 func (t *Tenant) Append(session string, e Entry) (Entry, error) {
 	if err := ValidateSessionID(session); err != nil {
 		return Entry{}, err
@@ -190,7 +190,7 @@ func (t *Tenant) Append(session string, e Entry) (Entry, error) {
 			return Entry{}, fmt.Errorf("session %s: checkpoint context is %s; the limit is %s: %w",
 				session, humanBytes(int64(len(e.Context))), humanBytes(MaxCheckpointSize), ErrTooLarge)
 		}
-		if !json.Valid(e.Context) {
+		if !validJSON(e.Context) {
 			return Entry{}, fmt.Errorf("session %s: checkpoint context is not valid JSON: %w", session, pluginapi.ErrInvalidArgument)
 		}
 	}
@@ -240,7 +240,8 @@ func (t *Tenant) Append(session string, e Entry) (Entry, error) {
 		_ = f.Truncate(meta.End)
 		return Entry{}, fmt.Errorf("tenant %s: append to session log %s: %w", t.id, session, err)
 	}
-	if t.m.opts.LogSync == SyncEach {
+	switch t.m.opts.Sync {
+	case SyncAlways:
 		err := f.Sync()
 		if err == nil && created {
 			err = syncDir(t.root, sessionsDir) // the new log's name must survive too
@@ -248,9 +249,11 @@ func (t *Tenant) Append(session string, e Entry) (Entry, error) {
 		if err != nil {
 			return Entry{}, fmt.Errorf("tenant %s: sync session log %s: %w", t.id, session, err)
 		}
+	case SyncBatched:
+		t.pending.addLog(session, created)
 	}
 	meta.apply(&e, meta.End, int64(len(line)))
-	t.writeMeta(&meta)
+	t.storeMeta(&meta)
 	t.touch()
 	return e, nil
 }
@@ -311,10 +314,12 @@ func (t *Tenant) ListSessions() ([]SessionInfo, error) {
 		if err != nil {
 			continue // removed meanwhile
 		}
-		var meta sessionMeta
-		buf, err = readSmall(dir, id+metaSuffix, buf)
-		if err == nil {
-			meta, err = parseMeta(buf, id)
+		meta, pending := t.pending.meta(id)
+		if !pending {
+			buf, err = readSmall(dir, id+metaSuffix, buf)
+			if err == nil {
+				meta, err = parseMeta(buf, id)
+			}
 		}
 		if err != nil || meta.LogBytes != info.Size() {
 			if meta, err = t.refreshMeta(id); err != nil {
@@ -475,11 +480,16 @@ func (t *Tenant) refreshMeta(session string) (sessionMeta, error) {
 	if err != nil {
 		return sessionMeta{}, err
 	}
-	t.writeMeta(&meta)
+	t.storeMeta(&meta)
 	return meta, nil
 }
 
+// readMeta returns the newest summary of a session: the one waiting to be
+// written, else the file.
 func (t *Tenant) readMeta(session string) (sessionMeta, error) {
+	if m, ok := t.pending.meta(session); ok {
+		return m, nil
+	}
 	return readMeta(t.root, sessionsDir+"/"+session)
 }
 
@@ -525,12 +535,44 @@ func readSmall(root *os.Root, name string, buf []byte) ([]byte, error) {
 	}
 }
 
+// storeMeta keeps a new summary: with SyncBatched, written by the next
+// background pass (readMeta sees it meanwhile), else at once. Called with
+// the session locked.
+func (t *Tenant) storeMeta(meta *sessionMeta) {
+	if t.m.opts.Sync != SyncBatched {
+		t.writeMeta(meta)
+		return
+	}
+	t.pending.putMeta(meta)
+}
+
+// flushMeta writes a session's pending summary, if any.
+func (t *Tenant) flushMeta(session string) {
+	mu := t.sessionLock(session)
+	mu.Lock()
+	defer mu.Unlock()
+	m, ok := t.pending.meta(session)
+	if !ok {
+		return
+	}
+	t.writeMeta(&m)
+	t.pending.dropMeta(&m)
+}
+
 // writeMeta stores a summary without fsync: it is a cache, checked against
 // the log's size on every read.
 func (t *Tenant) writeMeta(meta *sessionMeta) {
-	if err := writeAtomic(t.root, sessionsDir, meta.ID+metaSuffix, mustJSON(meta), false, nil); err != nil {
+	if err := writeAtomic(t.root, sessionsDir, meta.ID+metaSuffix, mustJSON(meta), atomicWrite{}); err != nil {
 		t.m.log.Warn("write session summary", "tenant", t.id, "session", meta.ID, "error", err)
 	}
+}
+
+// clone returns a copy sharing no memory with m.
+func (m *sessionMeta) clone() sessionMeta {
+	c := *m
+	c.StateFiles = slices.Clone(m.StateFiles)
+	c.Recent = slices.Clone(m.Recent)
+	return c
 }
 
 func newMeta(session string) sessionMeta {
@@ -694,7 +736,7 @@ func capEntry(e *Entry) {
 		e.Result = &rc
 		cut(&rc.Error)
 		cut(&rc.Output)
-		if len(rc.Value) > maxEntryText || (len(rc.Value) > 0 && !json.Valid(rc.Value)) {
+		if len(rc.Value) > maxEntryText || (len(rc.Value) > 0 && !validJSON(rc.Value)) {
 			rc.Value = nil
 			e.Truncated = true
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -158,7 +159,8 @@ func TestSessionTornLastLine(t *testing.T) {
 }
 
 func TestSessionSummaryRebuilt(t *testing.T) {
-	m := newManager(t, Options{})
+	// SyncAlways writes summaries at once, so the test can damage them.
+	m := newManager(t, Options{Sync: SyncAlways})
 	tn := mustTenant(t, m, "acme")
 	for i := range 3 {
 		if _, err := tn.Append("s", Entry{Kind: KindExecution, Task: fmt.Sprint("t", i)}); err != nil {
@@ -189,6 +191,48 @@ func TestSessionSummaryRebuilt(t *testing.T) {
 	os.Remove(meta)
 	if e, err := tn.Append("s", Entry{Kind: KindExecution}); err != nil || e.Seq != 4 {
 		t.Fatalf("Append without a summary = %+v, %v", e, err)
+	}
+}
+
+// TestSessionSummaryBatched: with SyncBatched a summary waits in memory for
+// the background pass, is what readers see meanwhile, and is on disk after
+// the pass or Close.
+func TestSessionSummaryBatched(t *testing.T) {
+	m := newManager(t, Options{Sync: SyncBatched, SyncInterval: time.Hour})
+	tn := mustTenant(t, m, "acme")
+	meta := filepath.Join(tn.dir, "sessions", "s.meta.json")
+	for i := range 3 {
+		if _, err := tn.Append("s", Entry{Kind: KindExecution, Task: fmt.Sprint("t", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(meta); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("summary written before the pass: %v", err)
+	}
+	list, err := tn.ListSessions()
+	if err != nil || len(list) != 1 || list[0].Entries != 3 || list[0].LastTask != "t2" {
+		t.Fatalf("ListSessions before the pass = %+v, %v", list, err)
+	}
+	if r, err := tn.Resume("s"); err != nil || len(r.Recent) != 3 {
+		t.Fatalf("Resume before the pass = %+v, %v", r, err)
+	}
+	m.flushAll()
+	data, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatalf("summary after the pass: %v", err)
+	}
+	if got, err := parseMeta(data, "s"); err != nil || got.Entries != 3 {
+		t.Fatalf("summary on disk = %+v, %v", got, err)
+	}
+	if _, err := tn.Append("s", Entry{Kind: KindExecution, Task: "t3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(meta)
+	if got, err := parseMeta(data, "s"); err != nil || got.Entries != 4 {
+		t.Fatalf("summary after Close = %+v, %v", got, err)
 	}
 }
 
@@ -273,7 +317,7 @@ func TestEntryLimits(t *testing.T) {
 }
 
 func TestConcurrentAppends(t *testing.T) {
-	m := newManager(t, Options{LogSync: SyncNone})
+	m := newManager(t, Options{Sync: SyncNone})
 	tn := mustTenant(t, m, "acme")
 	const writers, each = 8, 40
 	var wg sync.WaitGroup

@@ -221,10 +221,10 @@ func (t *Tenant) swapInSkill(name string, md, code []byte) error {
 	if err := mkdirs(t.ws, own, tmpPath); err != nil {
 		return err
 	}
-	if err := writeAtomic(t.ws, tmpPath, skillMD, md, true, own); err != nil {
+	if err := writeAtomic(t.ws, tmpPath, skillMD, md, atomicWrite{sync: syncFileAndDir, own: own}); err != nil {
 		return err
 	}
-	if err := writeAtomic(t.ws, tmpPath, skillCode, code, true, own); err != nil {
+	if err := writeAtomic(t.ws, tmpPath, skillCode, code, atomicWrite{sync: syncFileAndDir, own: own}); err != nil {
 		return err
 	}
 	target := path.Join(skillsDir, name)

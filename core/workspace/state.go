@@ -48,15 +48,15 @@ func (t *Tenant) GetState(name string) (json.RawMessage, error) {
 		return out, nil
 	}
 	data = bytes.TrimSpace(data)
-	if !json.Valid(data) {
+	if !t.valid.check(name, data) {
 		return nil, fmt.Errorf("state %s holds invalid JSON (written by sandboxed code?); fix or delete it: %w", name, pluginapi.ErrInvalidArgument)
 	}
 	return data, nil
 }
 
 // SaveState stores a JSON value under name, as JSON or, for .yaml/.yml
-// names, as YAML. The write is atomic and durable (temporary file, fsync,
-// rename, fsync of the folder) and checked against the size limit and the
+// names, as YAML. The write is atomic (temporary file, fsync, rename; the
+// folder is fsynced as Options.Sync says) and checked against the size limit and the
 // disk quota first: on any error nothing was written.
 func (t *Tenant) SaveState(name string, value json.RawMessage) (StateInfo, error) {
 	format, err := ValidateStateName(name)
@@ -71,10 +71,14 @@ func (t *Tenant) SaveState(name string, value json.RawMessage) (StateInfo, error
 		if data, err = jsonToYAML(data); err != nil {
 			return StateInfo{}, fmt.Errorf("state %s: %w: %w", name, err, pluginapi.ErrInvalidArgument)
 		}
-	} else if !json.Valid(data) {
-		return StateInfo{}, fmt.Errorf("state %s: the value is not valid JSON: %w", name, pluginapi.ErrInvalidArgument)
+		return t.writeState(name, format, data, nil)
 	}
-	return t.writeState(name, format, data)
+	return t.writeState(name, format, data, func() error {
+		if !validJSON(data) {
+			return fmt.Errorf("state %s: the value is not valid JSON: %w", name, pluginapi.ErrInvalidArgument)
+		}
+		return nil
+	})
 }
 
 // GetStateFile returns a state file's bytes as stored (for `cexecctl state
@@ -101,10 +105,14 @@ func (t *Tenant) PutStateFile(name string, data []byte) (StateInfo, error) {
 		if _, err := yamlToJSON(data, 2*t.m.opts.MaxStateBytes); err != nil {
 			return StateInfo{}, fmt.Errorf("state %s: %w: %w", name, err, pluginapi.ErrInvalidArgument)
 		}
-	} else if !json.Valid(data) {
-		return StateInfo{}, fmt.Errorf("state %s: the data is not valid JSON: %w", name, pluginapi.ErrInvalidArgument)
+		return t.writeState(name, format, data, nil)
 	}
-	return t.writeState(name, format, data)
+	return t.writeState(name, format, data, func() error {
+		if !validJSON(data) {
+			return fmt.Errorf("state %s: the data is not valid JSON: %w", name, pluginapi.ErrInvalidArgument)
+		}
+		return nil
+	})
 }
 
 // ListState lists the state files the API can read (JSON and YAML with
@@ -163,11 +171,15 @@ func (t *Tenant) DeleteState(name string) error {
 	if err != nil {
 		return fmt.Errorf("tenant %s: delete state %s: %w", t.id, name, err)
 	}
-	if !t.m.noStateSync {
+	switch t.m.opts.Sync {
+	case SyncAlways:
 		if err := syncDir(t.ws, stateDir); err != nil {
 			return fmt.Errorf("tenant %s: delete state %s: %w", t.id, name, err)
 		}
+	case SyncBatched:
+		t.pending.addState()
 	}
+	t.valid.forget(name)
 	t.wrote(-st.Size())
 	return nil
 }
@@ -194,7 +206,9 @@ func (t *Tenant) readState(name string) ([]byte, error) {
 	return data, nil
 }
 
-func (t *Tenant) writeState(name, format string, data []byte) (StateInfo, error) {
+// writeState stores data under name. A non-nil check vets data while it is
+// written (see writeAtomic); when it fails, nothing was stored.
+func (t *Tenant) writeState(name, format string, data []byte, check func() error) (StateInfo, error) {
 	if err := t.checkStateSize(name, int64(len(data))); err != nil {
 		return StateInfo{}, err
 	}
@@ -204,21 +218,45 @@ func (t *Tenant) writeState(name, format string, data []byte) (StateInfo, error)
 	defer t.exit()
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
+	w := atomicWrite{sync: t.m.opts.Sync.stateWrite(), own: t.m.opts.Owner, check: check}
 	var old int64
 	if st, err := t.ws.Lstat(path.Join(stateDir, name)); err == nil {
 		old = st.Size()
+		if st.Mode().IsRegular() {
+			w.discard = t.discardState
+		}
 	}
 	if err := t.reserve("state "+name, old, int64(len(data))); err != nil {
 		return StateInfo{}, err
 	}
-	if err := writeAtomic(t.ws, stateDir, name, data, !t.m.noStateSync, t.m.opts.Owner); err != nil {
+	if err := writeAtomic(t.ws, stateDir, name, data, w); err != nil {
+		if errors.Is(err, pluginapi.ErrInvalidArgument) {
+			return StateInfo{}, err
+		}
 		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 			return StateInfo{}, fmt.Errorf("tenant %s: save state %s: the disk is full, nothing was written: %w: %w", t.id, name, err, pluginapi.ErrResourceExhausted)
 		}
 		return StateInfo{}, fmt.Errorf("tenant %s: save state %s: %w", t.id, name, err)
 	}
+	if t.m.opts.Sync == SyncBatched {
+		t.pending.addState()
+	}
+	if format == FormatJSON {
+		t.valid.remember(name, bytes.TrimSpace(data))
+	}
 	t.wrote(int64(len(data)) - old)
 	return StateInfo{Name: name, Format: format, Size: int64(len(data)), Modified: t.m.now().UTC()}, nil
+}
+
+// discardState removes the old content of a replaced state file, moved
+// aside under a temporary name, in the background. A crash before that
+// leaves a temporary file, removed when the tenant is next opened.
+func (t *Tenant) discardState(name string) {
+	t.bg.Add(1)
+	go func() {
+		defer t.bg.Done()
+		_ = t.ws.Remove(path.Join(stateDir, name))
+	}()
 }
 
 // stateStamp identifies one version of a state file.

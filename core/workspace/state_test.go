@@ -176,6 +176,7 @@ func TestStateErrors(t *testing.T) {
 	}{
 		{"bad.json", `{"a":`, pluginapi.ErrInvalidArgument},
 		{"bad.json", `{"a":1} {"b":2}`, pluginapi.ErrInvalidArgument},
+		{"bad.json", "\"\xff\"", pluginapi.ErrInvalidArgument}, // JSON is UTF-8
 		{"bad.yaml", `{"a":`, pluginapi.ErrInvalidArgument},
 		{"bad.yaml", `[1] 2`, pluginapi.ErrInvalidArgument},
 		{"big.json", `"` + strings.Repeat("x", 2000) + `"`, ErrTooLarge},
@@ -228,6 +229,36 @@ func TestStateErrors(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("GetState blocked on a FIFO")
+	}
+}
+
+// TestStateRewrittenBySandboxedCode: GetState skips re-parsing only the
+// exact bytes it knows to be valid; a file sandboxed code changed, even to
+// the same size, is checked again. A replaced file's old content, moved
+// aside, is removed.
+func TestStateRewrittenBySandboxedCode(t *testing.T) {
+	m := newManager(t, Options{})
+	tn := mustTenant(t, m, "acme")
+	file := filepath.Join(tn.WorkspaceDir(), "state", "s.json")
+	for i, v := range []string{`{"a":1}`, `{"a":2}`, `{"a":3, "a":4}`} {
+		if _, err := tn.SaveState("s.json", json.RawMessage(v)); err != nil {
+			t.Fatalf("SaveState %d: %v", i, err)
+		}
+		if got, err := tn.GetState("s.json"); err != nil || string(got) != v {
+			t.Fatalf("GetState %d = %s, %v; want %s", i, got, err, v)
+		}
+	}
+	tn.bg.Wait()
+	if entries, _ := os.ReadDir(filepath.Dir(file)); len(entries) != 1 {
+		t.Errorf("state folder after replacements = %v, want s.json alone", entries)
+	}
+	writeFile(t, file, []byte(`{"b":5, "b":6}`))
+	if got, err := tn.GetState("s.json"); err != nil || string(got) != `{"b":5, "b":6}` {
+		t.Errorf("GetState after a rewrite = %s, %v", got, err)
+	}
+	writeFile(t, file, []byte(`{"b":5, "b":6,`))
+	if _, err := tn.GetState("s.json"); !errors.Is(err, pluginapi.ErrInvalidArgument) {
+		t.Errorf("GetState after a same-size broken rewrite = %v, want ErrInvalidArgument", err)
 	}
 }
 

@@ -46,6 +46,12 @@ type Tenant struct {
 	wmu sync.Mutex
 	// sess serialises appends to one session log (striped by session id).
 	sess [32]sync.Mutex
+	// valid spares re-parsing state files whose content is known valid.
+	valid *validatedFiles
+	// pending is what SyncBatched's next pass fsyncs.
+	pending pending
+	// bg counts background removals, waited for before the roots close.
+	bg sync.WaitGroup
 
 	mu           sync.Mutex
 	running      int
@@ -179,6 +185,7 @@ func (t *Tenant) usageLocked() (int64, error) {
 		return u, nil
 	}
 	t.mu.Unlock()
+	t.bg.Wait() // old contents of replaced state files still count until removed
 	u, err := walkUsage(t.ws)
 	if err != nil {
 		return 0, err
@@ -235,7 +242,7 @@ func (t *Tenant) touchLocked() {
 		return
 	}
 	meta := tenantMeta{ID: t.id, Created: t.created, LastUsed: now}
-	if err := writeAtomic(t.root, ".", tenantFile, mustJSON(meta), false, nil); err != nil {
+	if err := writeAtomic(t.root, ".", tenantFile, mustJSON(meta), atomicWrite{}); err != nil {
 		t.m.log.Warn("persist tenant last-used time", "tenant", t.id, "error", err)
 		return
 	}
@@ -266,6 +273,7 @@ func (t *Tenant) sessionLock(session string) *sync.Mutex {
 }
 
 func (t *Tenant) closeRoots() error {
+	t.bg.Wait()
 	var errs []error
 	if t.ws != nil {
 		errs = append(errs, t.ws.Close())
