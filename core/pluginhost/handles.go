@@ -3,6 +3,7 @@ package pluginhost
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/cexec/cexec/pluginapi"
@@ -21,6 +22,34 @@ func call[T any](ctx context.Context, s *supervised, fn func(impl pluginapi.Base
 		return zero, err
 	}
 	res, err := fn(inst.impl)
+	if err != nil {
+		err = s.callError(ctx, inst, err)
+	}
+	return res, err
+}
+
+// Optional hooks a plugin may answer with pluginapi.ErrUnimplemented.
+const (
+	hookCheckCode uint32 = 1 << iota
+	hookCheckToolCall
+)
+
+// callHook is call for an optional hook: once the running process has
+// answered it with pluginapi.ErrUnimplemented, it is not asked again.
+func callHook[T any](ctx context.Context, s *supervised, hook uint32, fn func(impl pluginapi.Base) (T, error)) (T, error) {
+	var zero T
+	inst, err := s.acquire(ctx)
+	if err != nil {
+		return zero, err
+	}
+	if inst.unimplemented.Load()&hook != 0 {
+		return zero, pluginapi.ErrUnimplemented
+	}
+	res, err := fn(inst.impl)
+	if errors.Is(err, pluginapi.ErrUnimplemented) {
+		inst.unimplemented.Or(hook)
+		return zero, err
+	}
 	if err != nil {
 		err = s.callError(ctx, inst, err)
 	}
@@ -101,14 +130,14 @@ type guardHandle struct{ baseHandle }
 
 // CheckCode forwards to the running guard.
 func (h guardHandle) CheckCode(ctx context.Context, req guard.CheckCodeRequest) (guard.Decision, error) {
-	return call(ctx, h.s, func(b pluginapi.Base) (guard.Decision, error) {
+	return callHook(ctx, h.s, hookCheckCode, func(b pluginapi.Base) (guard.Decision, error) {
 		return b.(guard.Guard).CheckCode(ctx, req)
 	})
 }
 
 // CheckToolCall forwards to the running guard.
 func (h guardHandle) CheckToolCall(ctx context.Context, req guard.CheckToolCallRequest) (guard.Decision, error) {
-	return call(ctx, h.s, func(b pluginapi.Base) (guard.Decision, error) {
+	return callHook(ctx, h.s, hookCheckToolCall, func(b pluginapi.Base) (guard.Decision, error) {
 		return b.(guard.Guard).CheckToolCall(ctx, req)
 	})
 }

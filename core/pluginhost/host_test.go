@@ -23,6 +23,7 @@ import (
 
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/pluginapi"
+	"github.com/cexec/cexec/pluginapi/guard"
 	"github.com/cexec/cexec/pluginapi/selector"
 )
 
@@ -561,6 +562,57 @@ plugin "selector" "env" {
 	defer hookMu.Unlock()
 	if !slices.Equal(hooked, []string{"selector.env"}) {
 		t.Errorf("OnRestart hook saw %v, want [selector.env]", hooked)
+	}
+}
+
+// TestUnimplementedHookNotAskedAgain: once a guard process answers CheckCode
+// with ErrUnimplemented, the host answers for it until the process restarts.
+func TestUnimplementedHookNotAskedAgain(t *testing.T) {
+	dir := pluginDir(t)
+	cfg, _ := loadConfig(t, dir, `
+plugin "guard" "env" {
+  command = "envplugin"
+  env     = { ENVPLUGIN_SERVE = "guard", ENVPLUGIN_KIND = "guard" }
+}
+`)
+	log, _ := testLogger(t)
+	h, diags := startHost(t, cfg, log)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	g, err := h.Guard("env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	calls := func() string {
+		t.Helper()
+		spans, err := g.Detect(ctx, guard.DetectRequest{Text: "x"})
+		if err != nil || len(spans) != 1 {
+			t.Fatalf("Detect = %v, %v", spans, err)
+		}
+		return spans[0].Type
+	}
+	for range 3 {
+		if _, err := g.CheckCode(ctx, guard.CheckCodeRequest{Code: "1"}); !errors.Is(err, pluginapi.ErrUnimplemented) {
+			t.Fatalf("CheckCode = %v, want ErrUnimplemented", err)
+		}
+	}
+	if got := calls(); got != "checkcode-calls=1" {
+		t.Errorf("after 3 CheckCode calls the plugin saw %s, want 1", got)
+	}
+	pid := statusOf(t, h, pluginapi.KindGuard, "env").PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for s := statusOf(t, h, pluginapi.KindGuard, "env"); s.State != StateOK || s.PID == pid; s = statusOf(t, h, pluginapi.KindGuard, "env") {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := g.CheckCode(ctx, guard.CheckCodeRequest{Code: "1"}); !errors.Is(err, pluginapi.ErrUnimplemented) {
+		t.Fatalf("CheckCode after restart = %v, want ErrUnimplemented", err)
+	}
+	if got := calls(); got != "checkcode-calls=1" {
+		t.Errorf("the restarted plugin saw %s, want 1 (asked again once)", got)
 	}
 }
 

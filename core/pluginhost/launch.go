@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -39,6 +40,11 @@ type instance struct {
 	started    time.Time
 	// exited is closed by the supervisor once the process is gone.
 	exited chan struct{}
+	// unimplemented holds the optional hooks (hook* bits) this process
+	// answered with pluginapi.ErrUnimplemented: its configuration cannot
+	// change while it runs, so they are not asked again (a round trip
+	// each) until a restart starts a new instance.
+	unimplemented atomic.Uint32
 }
 
 // hostAPIVersions lists, per kind, the API versions this host speaks.

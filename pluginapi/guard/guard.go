@@ -1,6 +1,9 @@
 // Package guard is the plugin API for guardrails. Every hook is optional: a
 // guard that does not implement one returns pluginapi.ErrUnimplemented (embed
-// Unimplemented to get that for free). The host owns tokenization and the
+// Unimplemented to get that for free). So may a guard whose configuration
+// leaves a check hook nothing to do: once a plugin process has answered
+// CheckCode or CheckToolCall that way, the host stops calling that hook
+// until the process is restarted (and configured again). The host owns tokenization and the
 // PII vault; guards only decide and detect, so a restarted guard loses
 // nothing.
 package guard

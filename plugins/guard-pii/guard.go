@@ -262,11 +262,13 @@ func (g *piiGuard) Detect(ctx context.Context, req guard.DetectRequest) ([]guard
 	return spans, nil
 }
 
-// CheckCode denies code matching an enabled code check or rule.
+// CheckCode denies code matching an enabled code check or rule. Without
+// any it is unimplemented, so the host stops asking (a round trip per
+// execution) until the plugin is restarted with another configuration.
 func (g *piiGuard) CheckCode(_ context.Context, req guard.CheckCodeRequest) (guard.Decision, error) {
 	st := g.state.Load()
 	if st.code.Empty() {
-		return guard.Decision{Allow: true}, nil
+		return guard.Decision{}, pluginapi.ErrUnimplemented
 	}
 	diags := st.code.Check(req.Code)
 	if len(diags) == 0 {

@@ -240,9 +240,9 @@ func TestPersonThroughNER(t *testing.T) {
 func TestCheckCode(t *testing.T) {
 	g := served(t)
 	attack := "import ctypes\nlibc = ctypes.CDLL(None)\nlibc.ptrace(16, 1, 0, 0)\nprint(open('/proc/1/environ').read())"
-	d, err := g.CheckCode(t.Context(), guard.CheckCodeRequest{Tenant: "t", Session: "s", Code: attack})
-	if err != nil || !d.Allow {
-		t.Fatalf("checks are off by default, got %+v %v", d, err)
+	// Off by default: unimplemented, so the host stops asking.
+	if d, err := g.CheckCode(t.Context(), guard.CheckCodeRequest{Tenant: "t", Session: "s", Code: attack}); !errors.Is(err, pluginapi.ErrUnimplemented) {
+		t.Fatalf("CheckCode without checks = %+v, %v; want ErrUnimplemented", d, err)
 	}
 	if diags := configure(t, g, `{"code_checks":["ptrace"],"code_rule":[{"name":"no_environ","match":["/proc/\\S*environ"],"message":"no peeking"}]}`); diags.HasErrors() {
 		t.Fatal(diags)

@@ -57,7 +57,7 @@ type RSS struct {
 type ExecResult struct {
 	Tenant string `json:"tenant"`
 	// Session is the session every execution was logged in; "" means a
-	// new one each time.
+	// new one each time (--new-sessions).
 	Session string `json:"session,omitempty"`
 	Code    string `json:"code"`
 	// Warm: one execution at a time in pooled sandboxes.
@@ -105,6 +105,7 @@ type PoolFacts struct {
 type execBenchFlags struct {
 	n, cold, concurrency, warmup  int
 	tenant, session, code, expect string
+	newSessions                   bool
 	settle                        time.Duration
 }
 
@@ -139,6 +140,12 @@ the command fail after printing the figures.`,
 			if !cmd.Flags().Changed("warmup") {
 				f.warmup = 4 * f.concurrency
 			}
+			switch {
+			case f.newSessions && f.session != "":
+				return cli.UsageErrorf("--session and --new-sessions exclude each other")
+			case !f.newSessions && f.session == "":
+				f.session = "bench-" + time.Now().UTC().Format("20060102T150405Z")
+			}
 			return env.Do(cmd.Context(), func(c *client.Client) error {
 				res, err := benchExec(cmd.Context(), env, c, f)
 				if err != nil {
@@ -162,7 +169,8 @@ the command fail after printing the figures.`,
 	fl.IntVar(&f.concurrency, "concurrency", 8, "clients at once in the throughput phase")
 	fl.IntVar(&f.warmup, "warmup", 0, "unmeasured executions first (default 4 x --concurrency)")
 	fl.StringVar(&f.tenant, "tenant", os.Getenv("CEXEC_TENANT"), "tenant to run as (default $CEXEC_TENANT, else the daemon's default tenant)")
-	fl.StringVar(&f.session, "session", "", "session to log every execution in (default: a new session per execution, as cexecctl exec does)")
+	fl.StringVar(&f.session, "session", "", "session to log every execution in, as an agent's executions share its MCP session (default bench-<UTC time>)")
+	fl.BoolVar(&f.newSessions, "new-sessions", false, "log each execution in a new session of its own, as one-off `cexecctl exec` runs are")
 	fl.StringVar(&f.code, "code", defaultBenchCode, "program to run")
 	fl.StringVar(&f.expect, "expect", "2\n", "stdout every execution must print (default for the default program only)")
 	fl.DurationVar(&f.settle, "settle", 30*time.Second, "longest wait for the pool to finish warming before measuring")

@@ -4,15 +4,21 @@
 // call is cancelled, so a test can kill the process in the middle of a call.
 // ENVPLUGIN_KIND and ENVPLUGIN_API_VERSIONS (set through the plugin block's
 // env) change what Info reports, to exercise the host's checks.
+// ENVPLUGIN_SERVE=guard (with ENVPLUGIN_KIND=guard) serves a guard instead:
+// CheckCode is unimplemented,
+// and Detect reports how often CheckCode was asked, as a span's Type.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cexec/cexec/pluginapi"
+	"github.com/cexec/cexec/pluginapi/guard"
 	"github.com/cexec/cexec/pluginapi/selector"
 )
 
@@ -73,6 +79,26 @@ func (*envSelector) Search(ctx context.Context, req selector.SearchRequest) (sel
 	return resp, nil
 }
 
+// envGuard counts the CheckCode calls that reach it.
+type envGuard struct {
+	envSelector
+	guard.Unimplemented
+	checkCode atomic.Int64
+}
+
+func (g *envGuard) CheckCode(context.Context, guard.CheckCodeRequest) (guard.Decision, error) {
+	g.checkCode.Add(1)
+	return guard.Decision{}, pluginapi.ErrUnimplemented
+}
+
+func (g *envGuard) Detect(context.Context, guard.DetectRequest) ([]guard.Span, error) {
+	return []guard.Span{{Type: fmt.Sprintf("checkcode-calls=%d", g.checkCode.Load())}}, nil
+}
+
 func main() {
+	if os.Getenv("ENVPLUGIN_SERVE") == string(pluginapi.KindGuard) {
+		guard.Serve(&envGuard{})
+		return
+	}
 	selector.Serve(&envSelector{})
 }
