@@ -289,6 +289,16 @@ func (v *sessionVaults) TokenizeJSON(ctx context.Context, sc mcpface.Scope, valu
 	return s.TokenizeJSON(ctx, value)
 }
 
+// TokenizeReply tokenizes a reply's text and structured value with one
+// detection.
+func (v *sessionVaults) TokenizeReply(ctx context.Context, sc mcpface.Scope, text string, structured json.RawMessage) (string, json.RawMessage, error) {
+	s, err := v.session(ctx, sc)
+	if err != nil {
+		return "", nil, err
+	}
+	return s.TokenizeTextJSON(ctx, text, structured)
+}
+
 // catalogView is the catalog as one tenant sees it: upstream servers its
 // allowed_servers name, local tool packages, and only the tools its policy
 // lets it call.

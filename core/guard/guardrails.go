@@ -106,6 +106,12 @@ func (s *Session) TokenizeJSON(ctx context.Context, raw json.RawMessage) (json.R
 	return s.vault.TokenizeJSON(ctx, raw)
 }
 
+// TokenizeTextJSON tokenizes a reply's text and JSON value together, with
+// one detection.
+func (s *Session) TokenizeTextJSON(ctx context.Context, text string, raw json.RawMessage) (string, json.RawMessage, error) {
+	return s.vault.TokenizeTextJSON(ctx, text, raw)
+}
+
 // Untokenize restores the session's tokens in text from the model.
 func (s *Session) Untokenize(text string) (string, error) {
 	return s.vault.Untokenize(text)

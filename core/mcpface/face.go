@@ -288,29 +288,50 @@ func (f *Face) wrap(name string, fn toolFunc) server.ToolHandlerFunc {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
 		r := fn(ctx, &sc, req)
-		text, err := f.o.PII.Tokenize(ctx, sc, r.text)
+		text, structured, err := f.tokenizeReply(ctx, sc, r)
 		if err != nil {
 			f.log.Error("pii tokenizer failed; output withheld", "tool", name, "tenant", sc.Tenant, "session", sc.Session, "error", err)
 			return mcp.NewToolResultError("cexec withheld this output because the PII tokenizer failed; try again, and tell the operator if it persists"), nil
 		}
 		res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}, IsError: r.isError}
-		if r.structured != nil {
-			raw, err := f.tokenizeStructured(ctx, sc, r.structured)
-			if err != nil {
-				f.log.Error("structured result withheld", "tool", name, "tenant", sc.Tenant, "session", sc.Session, "error", err)
-				return mcp.NewToolResultError("cexec withheld this output because the PII tokenizer failed; try again, and tell the operator if it persists"), nil
-			}
-			res.StructuredContent = json.RawMessage(raw)
+		if structured != nil {
+			res.StructuredContent = structured
 		}
 		return res, nil
 	}
 }
 
-// tokenizeStructured marshals and tokenizes a structured result. The
-// session id of an execution is an identifier the agent passes back, not
-// data: a detector may take its random part for a secret, so it is left out
-// of tokenization and put back.
-func (f *Face) tokenizeStructured(ctx context.Context, sc Scope, v any) (json.RawMessage, error) {
+// tokenizeReply tokenizes a reply's text and structured result, in one
+// pass when the Tokenizer can.
+func (f *Face) tokenizeReply(ctx context.Context, sc Scope, r reply) (string, json.RawMessage, error) {
+	if r.structured == nil {
+		text, err := f.o.PII.Tokenize(ctx, sc, r.text)
+		return text, nil, err
+	}
+	raw, session, err := structuredJSON(r.structured)
+	if err != nil {
+		return "", nil, err
+	}
+	var text string
+	if both, ok := f.o.PII.(ReplyTokenizer); ok {
+		text, raw, err = both.TokenizeReply(ctx, sc, r.text, raw)
+	} else if text, err = f.o.PII.Tokenize(ctx, sc, r.text); err == nil {
+		raw, err = f.o.PII.TokenizeJSON(ctx, sc, raw)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	if raw, err = restoreSession(raw, r.structured, session); err != nil {
+		return "", nil, err
+	}
+	return text, raw, nil
+}
+
+// structuredJSON marshals a structured result for tokenizing. The session
+// id of an execution is an identifier the agent passes back, not data: a
+// detector may take its random part for a secret, so it is left out (and
+// returned, for restoreSession to put back).
+func structuredJSON(v any) (json.RawMessage, string, error) {
 	out, isExec := v.(ExecOutput)
 	session := out.Session
 	if isExec {
@@ -318,11 +339,15 @@ func (f *Face) tokenizeStructured(ctx context.Context, sc Scope, v any) (json.Ra
 		v = out
 	}
 	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	if raw, err = f.o.PII.TokenizeJSON(ctx, sc, raw); err != nil || !isExec {
-		return raw, err
+	return raw, session, err
+}
+
+// restoreSession puts an execution's session id back into its tokenized
+// structured result.
+func restoreSession(raw json.RawMessage, v any, session string) (json.RawMessage, error) {
+	var out ExecOutput
+	if _, isExec := v.(ExecOutput); !isExec {
+		return raw, nil
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, err

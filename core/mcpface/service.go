@@ -216,6 +216,13 @@ type Tokenizer interface {
 	TokenizeJSON(ctx context.Context, sc Scope, value json.RawMessage) (json.RawMessage, error)
 }
 
+// ReplyTokenizer is a Tokenizer that can also do a reply's text and
+// structured value in one pass (one round trip to the guard plugins
+// instead of two); the face uses it when the Tokenizer has it.
+type ReplyTokenizer interface {
+	TokenizeReply(ctx context.Context, sc Scope, text string, structured json.RawMessage) (string, json.RawMessage, error)
+}
+
 // Untokenized is the Tokenizer of a daemon without a guard plugin: nothing
 // detects PII, so text leaves as it is.
 type Untokenized struct{}

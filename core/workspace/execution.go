@@ -46,9 +46,12 @@ func (x *Execution) Tenant() *Tenant { return x.t }
 // Finish ends the execution: it releases the slot, logs e in the session as
 // an execution entry (Duration and StateFiles filled in when empty: the
 // state files sandboxed code or host calls added, changed or removed) and
-// checks the disk quota. The entry is logged even when the workspace is now
-// over quota; the error then wraps ErrQuotaExceeded, for the agent to see.
-// Only the first call does anything.
+// checks the disk quota, when the tenant has one (without, the usage is
+// measured when next asked for: walking the workspace after every
+// execution costs in proportion to its files). The entry is logged even
+// when the workspace is now over quota; the error then wraps
+// ErrQuotaExceeded, for the agent to see. Only the first call does
+// anything.
 func (x *Execution) Finish(e Entry) (Entry, error) {
 	first := false
 	x.once.Do(func() { first = true })
@@ -64,6 +67,13 @@ func (x *Execution) Finish(e Entry) (Entry, error) {
 		e.StateFiles = stateChanges(x.before, x.t.snapshotState())
 	}
 	logged, lerr := x.t.Append(x.session, e)
-	_, qerr := x.t.CheckQuota()
+	var qerr error
+	if x.t.quota.DiskBytes > 0 {
+		_, qerr = x.t.CheckQuota()
+	} else {
+		x.t.mu.Lock()
+		x.t.usageOK = false // sandboxed code may have written anything
+		x.t.mu.Unlock()
+	}
 	return logged, errors.Join(lerr, qerr)
 }

@@ -1,16 +1,19 @@
 package vault_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cexec/cexec/core/guard/vault"
 	"github.com/cexec/cexec/pluginapi"
+	"github.com/cexec/cexec/pluginapi/guard"
 )
 
 // TestTokenizeSession runs steps in one session: each input is tokenized,
@@ -395,4 +398,39 @@ func decodeLoose(t testing.TB, raw json.RawMessage) any {
 		return v
 	}
 	return walk(v)
+}
+
+// countingDetector counts calls to the real detectors.
+type countingDetector struct {
+	piiDetector
+	calls atomic.Int32
+}
+
+func (c *countingDetector) Detect(ctx context.Context, req guard.DetectRequest) ([]guard.Span, error) {
+	c.calls.Add(1)
+	return c.piiDetector.Detect(ctx, req)
+}
+
+// TestTokenizeTextJSON: a reply's text and JSON value are tokenized with one
+// detection, sharing tokens, exactly as Tokenize and TokenizeJSON would.
+func TestTokenizeTextJSON(t *testing.T) {
+	det := &countingDetector{piiDetector: realDetector(t)}
+	v := open(t, newStore(t, t.TempDir(), nil), "acme", "s1", det)
+	text, raw, err := v.TokenizeTextJSON(t.Context(), "mail alice@example.com",
+		json.RawMessage(`{"to":"alice@example.com","cc":["bob@example.org"],"n":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text != "mail [EMAIL_1]" || string(raw) != `{"to":"[EMAIL_1]","cc":["[EMAIL_2]"],"n":3}` {
+		t.Errorf("TokenizeTextJSON = %q, %s", text, raw)
+	}
+	if n := det.calls.Load(); n != 1 {
+		t.Errorf("%d detections, want 1", n)
+	}
+	if _, _, err := v.TokenizeTextJSON(t.Context(), "x", json.RawMessage(`{"a":`)); !errors.Is(err, pluginapi.ErrInvalidArgument) {
+		t.Errorf("invalid JSON: %v, want ErrInvalidArgument", err)
+	}
+	if text, raw, err := v.TokenizeTextJSON(t.Context(), "no values", json.RawMessage(`[1,2]`)); err != nil || text != "no values" || string(raw) != `[1,2]` {
+		t.Errorf("nothing to do = %q, %s, %v", text, raw, err)
+	}
 }
