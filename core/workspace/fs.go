@@ -105,17 +105,23 @@ func writeAtomic(root *os.Root, dir, name string, data []byte, w atomicWrite) er
 // exchangeIfPresent swaps dir/a and dir/b atomically when the file system
 // can and b exists; false means nothing was done.
 func exchangeIfPresent(root *os.Root, dir, a, b string) (bool, error) {
-	d, err := root.Open(dir)
-	if err != nil {
-		return false, err
-	}
-	defer d.Close()
-	fd := int(d.Fd())
-	err = unix.Renameat2(fd, a, fd, b, unix.RENAME_EXCHANGE)
+	err := withDir(root, dir, func(fd int) error { return unix.Renameat2(fd, a, fd, b, unix.RENAME_EXCHANGE) })
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// withDir runs fn on a descriptor of dir inside root. Names fn passes with
+// it are single components resolved relative to the directory, so no
+// symlink is followed.
+func withDir(root *os.Root, dir string, fn func(fd int) error) error {
+	d, err := root.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return fn(int(d.Fd()))
 }
 
 // syncDir makes a rename or unlink in dir durable.
@@ -135,26 +141,20 @@ func syncDir(root *os.Root, dir string) error {
 // a skill folder is replaced without a moment in which it is missing. On
 // file systems without exchange it falls back to two renames.
 func exchange(root *os.Root, dir, a, b string) error {
-	d, err := root.Open(dir)
-	if err != nil {
+	return withDir(root, dir, func(fd int) error {
+		err := unix.Renameat2(fd, a, fd, b, unix.RENAME_EXCHANGE)
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+			aside := tempName(b)
+			if err = unix.Renameat(fd, b, fd, aside); err != nil {
+				return err
+			}
+			if err = unix.Renameat(fd, a, fd, b); err != nil {
+				return err
+			}
+			return unix.Renameat(fd, aside, fd, a)
+		}
 		return err
-	}
-	defer d.Close()
-	// Both names are single components resolved relative to the directory's
-	// descriptor, so no symlink is followed.
-	fd := int(d.Fd())
-	err = unix.Renameat2(fd, a, fd, b, unix.RENAME_EXCHANGE)
-	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
-		aside := tempName(b)
-		if err = unix.Renameat(fd, b, fd, aside); err != nil {
-			return err
-		}
-		if err = unix.Renameat(fd, a, fd, b); err != nil {
-			return err
-		}
-		return unix.Renameat(fd, aside, fd, a)
-	}
-	return err
+	})
 }
 
 // openRegular opens dir/name for reading and insists on a regular file of at
