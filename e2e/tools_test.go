@@ -531,13 +531,17 @@ func TestBenchTools(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())
 	}
-	for _, k := range []string{"direct_p50_ms", "bridge_p50_ms", "bridge_own_p50_ms", "loop_1000_ms", "loop_1000_exec_ms", "loop_1000_direct_ms", "stub_generation_ms"} {
+	for _, k := range []string{"direct_p50_ms", "bridge_p50_ms", "bridge_own_p50_ms", "loop_1000_ms", "loop_1000_exec_ms", "loop_1000_sequential_ms",
+		"loop_1000_direct_ms", "loop_1000_direct_concurrent_ms", "stub_generation_ms"} {
 		if v, ok := r[k].(float64); !ok || v <= 0 {
 			t.Errorf("%s = %v", k, r[k])
 		}
 	}
 	if _, ok := r["overhead_p50_ms"].(float64); !ok {
 		t.Errorf("overhead_p50_ms = %v", r["overhead_p50_ms"])
+	}
+	if r["loop_threads"] != float64(8) {
+		t.Errorf("loop_threads %v", r["loop_threads"])
 	}
 	if r["stub_tools"] != float64(527) || r["daemon"] != "private" {
 		t.Errorf("stub_tools %v, daemon %v", r["stub_tools"], r["daemon"])

@@ -62,7 +62,7 @@ var toolDefs = []toolDef{
 		`{"type":"object","properties":{"server":{"type":"string"},"tool":{"type":"string"}},"required":["server","tool"]}`,
 		true, (*Face).getTool},
 	{ToolExecuteCode,
-		"Run a Python 3 program in a sandbox; only its output comes back (capped). Import tools as get_tool shows and call them with keyword arguments: they return Python values and raise cexec.ToolError on failure. Filter and aggregate in the program; print only what matters. /workspace persists; cexec.result(obj) returns data; saved skills import from skills.<name>.",
+		"Run a Python 3 program in a sandbox; only its output comes back (capped). Import tools as get_tool shows and call them with keyword arguments: they return Python values and raise cexec.ToolError on failure. Make independent calls from threads (concurrent.futures). Filter and aggregate in the program; print only what matters. /workspace persists; cexec.result(obj) returns data; saved skills import from skills.<name>.",
 		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"Session to continue; default: this connection's"}},"required":["code"]}`,
 		false, (*Face).executeCode},
 	{ToolExecuteTask,

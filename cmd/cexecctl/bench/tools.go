@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/client"
@@ -45,17 +46,28 @@ type ToolsResult struct {
 	// the overhead that does not drown in the upstream's jitter.
 	BridgeOwnP50Ms float64 `json:"bridge_own_p50_ms"`
 	// Loop1000Ms is the p50 over Rounds executions of the time one program
-	// took for 1,000 call_tool calls in a loop, measured inside the program,
-	// through the daemon (sandbox -> sandbox plugin -> cexecd -> upstream).
-	Loop1000Ms float64 `json:"loop_1000_ms"`
+	// took for 1,000 call_tool calls, measured inside the program, through
+	// the daemon (sandbox -> sandbox plugin -> cexecd -> upstream). The
+	// program makes the calls from LoopThreads threads, as a program should
+	// make calls that do not depend on each other: one at a time, each call
+	// waits for the upstream's round trip, which alone takes about as long
+	// as the whole budget (Loop1000DirectMs).
+	Loop1000Ms  float64 `json:"loop_1000_ms"`
+	LoopThreads int     `json:"loop_threads"`
 	// Loop1000ExecMs is the whole execution as the daemon timed it (p50).
 	Loop1000ExecMs float64 `json:"loop_1000_exec_ms"`
-	// Loop1000DirectMs is 1,000 mcp-go client calls from this process to a
-	// server-memory of its own: the upstream's share of the loop.
-	Loop1000DirectMs float64 `json:"loop_1000_direct_ms"`
-	// Loop1000CPUMs is CPU time per loop of 1,000 calls by process (from
-	// /proc; 10 ms ticks): unlike wall time it does not grow when the
-	// machine is busy.
+	// Loop1000SequentialMs is the same program with the calls made one
+	// after the other in a plain loop (p50).
+	Loop1000SequentialMs float64 `json:"loop_1000_sequential_ms"`
+	// Loop1000DirectMs is 1,000 mcp-go client calls one after the other from
+	// this process to a server-memory of its own: the upstream's share of
+	// the sequential loop. Loop1000DirectConcurrentMs makes them from
+	// LoopThreads goroutines.
+	Loop1000DirectMs           float64 `json:"loop_1000_direct_ms"`
+	Loop1000DirectConcurrentMs float64 `json:"loop_1000_direct_concurrent_ms"`
+	// Loop1000CPUMs is CPU time per loop of 1,000 calls from LoopThreads
+	// threads, by process (from /proc; 10 ms ticks): unlike wall time it
+	// does not grow when the machine is busy.
 	Loop1000CPUMs LoopCPU `json:"loop_1000_cpu_ms"`
 	Rounds        int     `json:"rounds"`
 	// StubGenerationMs is the p50 of stubgen.Generate over StubTools tools
@@ -88,6 +100,7 @@ type toolsFlags struct {
 	useDaemon  bool
 	calls      int
 	rounds     int
+	threads    int
 	stubRounds int
 	timeout    time.Duration
 }
@@ -106,9 +119,13 @@ func toolsBench(env *cli.Env) *cobra.Command {
                       work per call_tool (routing, schema validation, result
                       decoding, recording); the sandbox-to-daemon hop is in
                       loop_1000_ms.
-  loop_1000_ms        one program run through a daemon that loops over
-                      call_tool("memory", "search_nodes", ...) 1,000 times,
-                      timed inside the program; --rounds runs, p50.
+  loop_1000_ms        one program run through a daemon that makes 1,000
+                      call_tool("memory", "search_nodes", ...) calls from
+                      --threads threads, timed inside the program; --rounds
+                      runs, p50. loop_1000_sequential_ms is the same calls
+                      in a plain loop, and the direct figures are an mcp-go
+                      client making them from this process (one after the
+                      other, and from --threads goroutines).
                       By default a private cexecd is started (bwrap sandbox,
                       server-memory); --daemon uses the running one and its
                       --server instead.
@@ -116,8 +133,8 @@ func toolsBench(env *cli.Env) *cobra.Command {
                       (LiveMCPBench: 527 tools of 70 servers), p50.`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.calls < 10 || f.rounds < 1 || f.stubRounds < 1 {
-				return cli.UsageErrorf("--calls must be at least 10, --rounds and --stub-rounds at least 1")
+			if f.calls < 10 || f.rounds < 1 || f.stubRounds < 1 || f.threads < 1 {
+				return cli.UsageErrorf("--calls must be at least 10, --rounds, --stub-rounds and --threads at least 1")
 			}
 			res, err := benchTools(cmd.Context(), env, f)
 			if err != nil {
@@ -139,6 +156,7 @@ func toolsBench(env *cli.Env) *cobra.Command {
 	fl.StringVar(&f.server, "server", "memory", "with --daemon: the server-memory's name in the daemon's cexec.hcl")
 	fl.IntVar(&f.calls, "calls", 500, "calls of each kind for overhead_p50_ms")
 	fl.IntVar(&f.rounds, "rounds", 3, "executions of the 1,000-call program")
+	fl.IntVar(&f.threads, "threads", 8, "threads the 1,000-call program makes its calls from")
 	fl.IntVar(&f.stubRounds, "stub-rounds", 5, "generations of the stub tree")
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "give up on the private daemon's start after this long")
 	return cmd
@@ -150,7 +168,7 @@ func benchTools(ctx context.Context, env *cli.Env, f toolsFlags) (*ToolsResult, 
 			fmt.Fprintf(env.Stderr, format+"\n", args...)
 		}
 	}
-	res := &ToolsResult{Rounds: f.rounds, CPUs: runtime.NumCPU(), OverheadCalls: f.calls}
+	res := &ToolsResult{Rounds: f.rounds, LoopThreads: f.threads, CPUs: runtime.NumCPU(), OverheadCalls: f.calls}
 	res.LoadAvg[0] = loadAvg()
 	mem, err := findPeer(f.memory, "mcp-server-memory")
 	if err != nil {
@@ -403,6 +421,20 @@ func benchOverhead(ctx context.Context, mem string, calls int, res *ToolsResult)
 		}
 	}
 	res.Loop1000DirectMs = msf(time.Since(t0))
+
+	t0 = time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(res.LoopThreads)
+	for range 1000 {
+		g.Go(func() error {
+			_, err := direct.CallTool(gctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "search_nodes", Arguments: benchArgs}})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	res.Loop1000DirectConcurrentMs = msf(time.Since(t0))
 	return nil
 }
 
@@ -423,23 +455,47 @@ func (f fixedCatalog) Call(context.Context, string, string, json.RawMessage) (*m
 	return f.res, nil
 }
 
-// loopProgram makes 1,000 call_tool calls and prints how long they took.
+// loopProgram makes 1,000 call_tool calls, from a pool of threads or one
+// after the other, checks every answer and prints how long they took.
 const loopProgram = `
 import time
+from concurrent.futures import ThreadPoolExecutor
 from cexec import call_tool
-server = %q
+server, threads = %q, %d
+def search(_):
+    found = call_tool(server, "search_nodes", {"query": "Ada"})
+    if "wrote the first program" not in str(found):
+        raise AssertionError(f"search_nodes answered {found!r}")
 call_tool(server, "create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}]})
-call_tool(server, "search_nodes", {"query": "Ada"})
+search(0)
 t0 = time.perf_counter()
-for i in range(1000):
-    call_tool(server, "search_nodes", {"query": "Ada"})
+if threads == 1:
+    for i in range(1000):
+        search(i)
+else:
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in pool.map(search, range(1000)):
+            pass
 print(round((time.perf_counter() - t0) * 1000, 3))
 `
 
-// benchLoop runs the 1,000-call program rounds times (after one unmeasured
-// run) and records the medians and the CPU per loop.
+// benchLoop runs the 1,000-call program rounds times with the calls in a
+// plain loop, then (after one unmeasured run) rounds times from
+// res.LoopThreads threads, and records the medians and the CPU per
+// threaded loop.
 func benchLoop(ctx context.Context, c *client.Client, server string, rounds int, res *ToolsResult) error {
-	req := &cexecv1.ExecRequest{Code: fmt.Sprintf(loopProgram, server)}
+	seq := &cexecv1.ExecRequest{Code: fmt.Sprintf(loopProgram, server, 1)}
+	var seqs []float64
+	for range rounds {
+		loop, _, err := runLoop(ctx, c, seq)
+		if err != nil {
+			return err
+		}
+		seqs = append(seqs, loop)
+	}
+	res.Loop1000SequentialMs = median(seqs)
+
+	req := &cexecv1.ExecRequest{Code: fmt.Sprintf(loopProgram, server, res.LoopThreads)}
 	if _, _, err := runLoop(ctx, c, req); err != nil {
 		return err
 	}
@@ -611,10 +667,12 @@ func printTools(env *cli.Env, r *ToolsResult) {
 	w := env.Stdout
 	fmt.Fprintf(w, "call_tool overhead p50 %.3f ms (bridge %.3f ms - direct mcp-go %.3f ms, %d calls each; target <= 0.5 ms); the bridge's own work %.3f ms\n",
 		r.OverheadP50Ms, r.BridgeP50Ms, r.DirectP50Ms, r.OverheadCalls, r.BridgeOwnP50Ms)
-	fmt.Fprintf(w, "1,000 call_tool in one execution: %.1f ms in the program, %.1f ms the whole execution (p50 of %d; %s daemon; target <= 1000 ms)\n",
-		r.Loop1000Ms, r.Loop1000ExecMs, r.Rounds, r.Daemon)
-	fmt.Fprintf(w, "  the same 1,000 calls from an mcp-go client: %.1f ms; CPU per loop: cexecd %.0f ms, sandbox plugin %.0f ms, upstream %.0f ms, program %.0f ms\n",
-		r.Loop1000DirectMs, r.Loop1000CPUMs.Cexecd, r.Loop1000CPUMs.Plugin, r.Loop1000CPUMs.Upstream, r.Loop1000CPUMs.Program)
+	fmt.Fprintf(w, "1,000 call_tool in one execution from %d threads: %.1f ms in the program, %.1f ms the whole execution (p50 of %d; %s daemon; target <= 1000 ms)\n",
+		r.LoopThreads, r.Loop1000Ms, r.Loop1000ExecMs, r.Rounds, r.Daemon)
+	fmt.Fprintf(w, "  CPU per loop: cexecd %.0f ms, sandbox plugin %.0f ms, upstream %.0f ms, program %.0f ms\n",
+		r.Loop1000CPUMs.Cexecd, r.Loop1000CPUMs.Plugin, r.Loop1000CPUMs.Upstream, r.Loop1000CPUMs.Program)
+	fmt.Fprintf(w, "  one after the other: %.1f ms; an mcp-go client in this process: %.1f ms one after the other, %.1f ms from %d goroutines\n",
+		r.Loop1000SequentialMs, r.Loop1000DirectMs, r.Loop1000DirectConcurrentMs, r.LoopThreads)
 	fmt.Fprintf(w, "stub generation: %.1f ms for %d tools of %d servers (p50; target <= 1000 ms)\n", r.StubGenerationMs, r.StubTools, r.StubServers)
 	fmt.Fprintf(w, "load average %.1f -> %.1f on %d CPUs\n", r.LoadAvg[0], r.LoadAvg[1], r.CPUs)
 }
