@@ -229,48 +229,6 @@ func (v *sessionVaults) closeAll() {
 	}
 }
 
-// raw turns a model-facing result back into its raw texts. The pipeline
-// tokenized it (and held it to max_output) in the same session's vault;
-// the face tokenizes everything it returns, and a second Tokenize would
-// turn the tokens into [LITERAL_n], while Untokenize inverts Tokenize
-// exactly, so the face's pass issues the same tokens again.
-func (v *sessionVaults) raw(ctx context.Context, sc mcpface.Scope, res *pipeline.CodeResult) error {
-	if v == nil || !res.Tokenized {
-		return nil
-	}
-	s, err := v.session(ctx, sc)
-	if err != nil {
-		return err
-	}
-	var failed error
-	text := func(t string) string {
-		if t == "" || failed != nil {
-			return t
-		}
-		r, err := s.Untokenize(t)
-		if err != nil {
-			failed = err
-		}
-		return r
-	}
-	res.Stdout, res.Stderr = []byte(text(string(res.Stdout))), []byte(text(string(res.Stderr)))
-	if res.Error != nil {
-		e := *res.Error
-		e.Message, e.Traceback = text(e.Message), text(e.Traceback)
-		res.Error = &e
-	}
-	for i := range res.Summary.Tools {
-		res.Summary.Tools[i].LastError = text(res.Summary.Tools[i].LastError)
-	}
-	if len(res.Result) > 0 && failed == nil {
-		res.Result, failed = s.UntokenizeJSON(res.Result)
-	}
-	if failed != nil {
-		return fmt.Errorf("restore the execution's output for tokenizing: %w", failed)
-	}
-	return nil
-}
-
 // Tokenize replaces the PII in text with the session's tokens.
 func (v *sessionVaults) Tokenize(ctx context.Context, sc mcpface.Scope, text string) (string, error) {
 	s, err := v.session(ctx, sc)
@@ -514,9 +472,6 @@ func (e mcpExecutor) Execute(ctx context.Context, sc mcpface.Scope, code string)
 	if err != nil {
 		return mcpface.Execution{}, err
 	}
-	if err := e.pii.raw(ctx, sc, res); err != nil {
-		return mcpface.Execution{}, err
-	}
 	return faceExecution(res), nil
 }
 
@@ -565,6 +520,7 @@ func faceExecution(res *pipeline.CodeResult) mcpface.Execution {
 		Result:          res.Result,
 		TimedOut:        res.TimedOut,
 		Duration:        res.Elapsed,
+		Tokenized:       res.Tokenized,
 		Calls: mcpface.ToolCalls{
 			Calls:   res.Summary.Calls,
 			Failed:  res.Summary.Failed,

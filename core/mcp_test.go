@@ -16,14 +16,11 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/cexec/cexec/core/bridge"
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/guard/vault"
 	"github.com/cexec/cexec/core/mcpface"
 	"github.com/cexec/cexec/core/mcpface/mcpclient"
-	"github.com/cexec/cexec/core/pipeline"
 	guardapi "github.com/cexec/cexec/pluginapi/guard"
-	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
 // mcpSession opens an MCP session on the daemon's private socket as tenant;
@@ -301,29 +298,6 @@ func TestSessionVaults(t *testing.T) {
 	}
 	if other, _ := v.Tokenize(ctx, mcpface.Scope{Tenant: "default", Session: "s2"}, "bob@example.org"); other != "[EMAIL_1]" {
 		t.Errorf("another session's first value got %q, want its own [EMAIL_1]", other)
-	}
-
-	// A model-facing result holds the pipeline's tokens; raw restores it.
-	res := &pipeline.CodeResult{
-		ExecResult: sandbox.ExecResult{Result: json.RawMessage(`["[EMAIL_2]"]`),
-			Error: &sandbox.ExecError{Type: "ValueError", Message: "cannot reach [EMAIL_1]", Traceback: "Traceback: [EMAIL_1]"}},
-		Stdout:    []byte("sent to [EMAIL_1]\n"),
-		Stderr:    []byte("warn [EMAIL_2]"),
-		Summary:   bridge.Summary{Tools: []bridge.ToolSummary{{Server: "mail", Tool: "send", LastError: "bounced: [EMAIL_2]"}}},
-		Tokenized: true,
-	}
-	if err := v.raw(ctx, sc, res); err != nil {
-		t.Fatal(err)
-	}
-	for what, got := range map[string]string{"stdout": string(res.Stdout), "stderr": string(res.Stderr), "result": string(res.Result),
-		"message": res.Error.Message, "traceback": res.Error.Traceback, "last error": res.Summary.Tools[0].LastError} {
-		if strings.Contains(got, "[EMAIL_") || !strings.Contains(got, "@example.") {
-			t.Errorf("%s not restored: %q", what, got)
-		}
-	}
-	// The face's pass issues the same tokens again.
-	if again, _ := v.Tokenize(ctx, sc, string(res.Stdout)); again != "sent to [EMAIL_1]\n" {
-		t.Errorf("re-tokenized stdout = %q", again)
 	}
 
 	v.end(sc)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -135,6 +136,11 @@ func mcpSession(t *testing.T, s setup, tenant string) *client.Client {
 	return c
 }
 
+// toolStat is one tool's line of execute_code's tool call summary.
+type toolStat struct {
+	Server string `json:"server"`
+}
+
 // modelReply is what an agent got back from execute_code: all of it, as
 // the model reads it.
 type modelReply struct {
@@ -148,6 +154,9 @@ type modelReply struct {
 			Type    string `json:"type"`
 			Message string `json:"message"`
 		} `json:"error"`
+		ToolCalls struct {
+			Tools []toolStat `json:"tools"`
+		} `json:"tool_calls"`
 		Session string `json:"session"`
 	}
 }
@@ -315,16 +324,31 @@ print(read_text_file(path=%q)["content"], end="")
 		t.Errorf("file written with a token built at run time: %q, %v; want %q", got, err, pii[0].value)
 	}
 
-	// Error texts are model-facing too, and keep the session's tokens.
+	// Error texts are model-facing too, and keep the session's tokens; so
+	// are the names a program gives a server it calls and an exception.
 	fail := fmt.Sprintf(`from servers.filesystem import read_text_file
+from cexec import call_tool
 text = read_text_file(path=%q)["content"]
 email = [l for l in text.splitlines() if l.startswith("Email: ")][0][7:]
+try:
+    call_tool(email, email, {})
+except Exception:
+    pass
 raise ValueError("cannot reach " + email)
 `, filepath.Join(e.files, "customer.txt"))
 	third := executeCode(t, c2, fail, session)
 	assertNoPII(t, "the failed execution's reply", third.raw)
 	if third.out.Error == nil || third.out.Error.Message != "cannot reach "+tokens["Email"] {
 		t.Errorf("error = %+v, want ValueError naming %s\n%s", third.out.Error, tokens["Email"], third.text)
+	}
+	if tools := third.out.ToolCalls.Tools; len(tools) != 2 || !slices.ContainsFunc(tools, func(c toolStat) bool { return c.Server == tokens["Email"] }) {
+		t.Errorf("tool calls = %+v, want filesystem's and one to the server named %s", third.out.ToolCalls, tokens["Email"])
+	}
+	class := strings.Replace(fail, `raise ValueError(`, `raise type(email, (Exception,), {})(`, 1)
+	fourth := executeCode(t, c2, class, session)
+	assertNoPII(t, "the reply of an exception named by PII", fourth.raw)
+	if fourth.out.Error == nil || fourth.out.Error.Type != tokens["Email"] {
+		t.Errorf("error = %+v, want its type shown as %s", fourth.out.Error, tokens["Email"])
 	}
 	if b, err := os.ReadFile(logFile); err == nil {
 		assertNoPII(t, "the session log", string(b))

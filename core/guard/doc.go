@@ -30,8 +30,9 @@
 //	// for each call_tool from the sandbox (after schema validation):
 //	args, err := x.ToolCall(ctx, server, tool, rawArgs)  // count, allow/deny, untokenize, constraints, guards
 //	// send args upstream; return the result to the sandbox untouched
-//	stdout, err := x.Output(ctx, stdout)          // tokenized, cut to max_output
-//	result, err := x.OutputJSON(ctx, result)      // tokenized; over max_output is an error
+//	texts, result, err := s.TokenizeTexts(ctx, []string{stdout, stderr}, result) // one detection
+//	result, err = x.ChargeJSON(result)            // over max_output is an error
+//	stdout = x.Charge(texts[0])                   // cut to max_output
 //	msg, err := s.Tokenize(ctx, err.Error())      // error texts too
 //
 // For the MCP face relaying an upstream result: s.TokenizeJSON(ctx, result).
@@ -40,8 +41,8 @@
 // Errors that deny wrap pluginapi.ErrDenied: *policy.Violation for the
 // policy, *Denial for a guard plugin. Their messages name the rule, guard
 // and argument but no value, and are meant for the agent (tokenize them
-// like any other output). Any other error from Tokenize, Output or
-// OutputJSON means the text must not be sent at all.
+// like any other output). Any other error from Tokenize or
+// TokenizeTexts means the text must not be sent at all.
 //
 // # Unavailable guards
 //

@@ -112,6 +112,12 @@ func (s *Session) TokenizeTextJSON(ctx context.Context, text string, raw json.Ra
 	return s.vault.TokenizeTextJSON(ctx, text, raw)
 }
 
+// TokenizeTexts tokenizes several model-facing texts and a JSON value
+// (which may be empty) with one detection.
+func (s *Session) TokenizeTexts(ctx context.Context, texts []string, raw json.RawMessage) ([]string, json.RawMessage, error) {
+	return s.vault.TokenizeTexts(ctx, texts, raw)
+}
+
 // Untokenize restores the session's tokens in text from the model.
 func (s *Session) Untokenize(text string) (string, error) {
 	return s.vault.Untokenize(text)
@@ -209,38 +215,31 @@ func (x *Execution) ToolCall(ctx context.Context, server, tool string, args json
 	return real, nil
 }
 
-// Output tokenizes text the execution returns to the model (stdout,
-// stderr, error messages) and enforces max_output: the budget is shared
-// by everything one execution returns and counted after tokenization.
-// Text past the budget is cut, on a character boundary and never inside
-// a token, and a note says how much was left out. An error means nothing
-// may be sent.
-func (x *Execution) Output(ctx context.Context, text string) (string, error) {
-	tok, err := x.s.vault.Tokenize(ctx, text)
-	if err != nil {
-		return "", err
+// Charge enforces max_output on text already tokenized: the budget is
+// shared by everything one execution returns and counted after
+// tokenization. Text past the budget is cut, on a character boundary and
+// never inside a token, and a note says how much was left out.
+func (x *Execution) Charge(tok string) string {
+	if tok == "" {
+		return ""
 	}
 	limit := x.s.policy.MaxOutput
 	used := x.out.Add(int64(len(tok)))
 	if limit == 0 || used <= limit {
-		return tok, nil
+		return tok
 	}
 	room := limit - (used - int64(len(tok))) // what this call may still use
 	note := fmt.Sprintf("\n(output truncated: %d more bytes exceed max_output %s)", used-limit, policy.FormatSize(limit))
 	keep := max(room-int64(len(note)), 0)
 	x.s.log.Info("output truncated", "rule", "max_output", "bytes", len(tok), "kept", keep)
-	return truncate(tok, int(keep)) + note, nil
+	return truncate(tok, int(keep)) + note
 }
 
-// OutputJSON tokenizes a JSON value the execution returns (its structured
-// result) and charges it to the max_output budget. JSON cannot be cut, so
-// a value past the budget is an error (a *policy.Violation), and its bytes
-// are given back: what is not sent leaves room for the rest.
-func (x *Execution) OutputJSON(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-	tok, err := x.s.vault.TokenizeJSON(ctx, raw)
-	if err != nil {
-		return nil, err
-	}
+// ChargeJSON charges a tokenized JSON value to the max_output budget. JSON
+// cannot be cut, so a value past the budget is an error (a
+// *policy.Violation), and its bytes are given back: what is not sent
+// leaves room for the rest.
+func (x *Execution) ChargeJSON(tok json.RawMessage) (json.RawMessage, error) {
 	used := x.out.Add(int64(len(tok)))
 	if err := x.s.policy.CheckOutput(int(used)); err != nil {
 		x.out.Add(-int64(len(tok)))

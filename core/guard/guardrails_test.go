@@ -1,6 +1,7 @@
 package guard_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -103,11 +104,11 @@ func TestRoundTrip(t *testing.T) {
 
 	// Execution 1: the program read a file and returns what it found.
 	x := s.Begin()
-	stdout, err := x.Output(ctx, "owner: alice@example.com, phone (212) 555-0100\n")
+	stdout, err := output(ctx, s, x, "owner: alice@example.com, phone (212) 555-0100\n")
 	if err != nil || stdout != "owner: [EMAIL_1], phone [PHONE_1]\n" {
 		t.Fatalf("Output = %q, %v", stdout, err)
 	}
-	result, err := x.OutputJSON(ctx, json.RawMessage(`{"rows":[{"email":"alice@example.com","ssn":"123-45-6789"}]}`))
+	result, err := outputJSON(ctx, s, x, json.RawMessage(`{"rows":[{"email":"alice@example.com","ssn":"123-45-6789"}]}`))
 	if err != nil || string(result) != `{"rows":[{"email":"[EMAIL_1]","ssn":"[US_SSN_1]"}]}` {
 		t.Fatalf("OutputJSON = %s, %v", result, err)
 	}
@@ -240,34 +241,35 @@ func TestOutputBudget(t *testing.T) {
 	ctx := t.Context()
 	x := s.Begin()
 	first := strings.Repeat("a", 100)
-	if out, err := x.Output(ctx, first); err != nil || out != first {
+	if out, err := output(ctx, s, x, first); err != nil || out != first {
 		t.Fatalf("within budget: %q, %v", out, err)
 	}
 	// 100 bytes left, for the text and the note.
-	out, err := x.Output(ctx, strings.Repeat("b", 20)+" alice@example.com "+strings.Repeat("c", 100))
+	out, err := output(ctx, s, x, strings.Repeat("b", 20)+" alice@example.com "+strings.Repeat("c", 100))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out, strings.Repeat("b", 20)+" [EMAIL_1] c") || !strings.Contains(out, "\n(output truncated: ") || len(out) > 100 {
 		t.Errorf("truncated output = %q (%d bytes)", out, len(out))
 	}
-	if _, err := x.OutputJSON(ctx, json.RawMessage(`{"k":"v"}`)); err == nil {
+	if _, err := outputJSON(ctx, s, x, json.RawMessage(`{"k":"v"}`)); err == nil {
 		t.Error("OutputJSON past the budget succeeded")
 	} else {
 		checkDenied(t, "OutputJSON past the budget", err, "max_output")
 	}
 	// A refused value does not use the budget.
 	z := s.Begin()
-	if _, err := z.OutputJSON(ctx, json.RawMessage(`"`+strings.Repeat("j", 300)+`"`)); err == nil {
+	if _, err := outputJSON(ctx, s, z, json.RawMessage(`"`+strings.Repeat("j", 300)+`"`)); err == nil {
 		t.Error("OutputJSON over max_output succeeded")
 	}
-	if out, err := z.Output(ctx, first); err != nil || out != first {
+	if out, err := output(ctx, s, z, first); err != nil || out != first {
 		t.Errorf("after a refused value: %q, %v; want the whole text", out, err)
 	}
 	// Another tenant has no limit.
-	y := h.open(t, "other", "s1").Begin()
+	ys := h.open(t, "other", "s1")
+	y := ys.Begin()
 	long := strings.Repeat("z", 10000)
-	if out, err := y.Output(ctx, long); err != nil || out != long {
+	if out, err := output(ctx, ys, y, long); err != nil || out != long {
 		t.Errorf("no max_output: %d bytes, %v", len(out), err)
 	}
 }
@@ -279,7 +281,7 @@ func TestTruncateKeepsTokensWhole(t *testing.T) {
 	// Move the cut through the token: no cut may leave part of it.
 	for pad := 120; pad < 200; pad++ {
 		x := s.Begin()
-		out, err := x.Output(ctx, strings.Repeat("é", pad/2)+" alice@example.com "+strings.Repeat("x", 100))
+		out, err := output(ctx, s, x, strings.Repeat("é", pad/2)+" alice@example.com "+strings.Repeat("x", 100))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -314,4 +316,23 @@ func TestPolicyAccessors(t *testing.T) {
 	if _, err := h.gr.Open("acme", "../x"); !errors.Is(err, pluginapi.ErrInvalidArgument) {
 		t.Errorf("Open with a bad session id = %v", err)
 	}
+}
+
+// output is what the pipeline does with a text an execution returns:
+// tokenize it, then charge it to max_output.
+func output(ctx context.Context, s *guard.Session, x *guard.Execution, text string) (string, error) {
+	toks, _, err := s.TokenizeTexts(ctx, []string{text}, nil)
+	if err != nil {
+		return "", err
+	}
+	return x.Charge(toks[0]), nil
+}
+
+// outputJSON is output for the structured result.
+func outputJSON(ctx context.Context, s *guard.Session, x *guard.Execution, raw json.RawMessage) (json.RawMessage, error) {
+	_, tok, err := s.TokenizeTexts(ctx, nil, raw)
+	if err != nil {
+		return nil, err
+	}
+	return x.ChargeJSON(tok)
 }

@@ -263,6 +263,9 @@ type reply struct {
 	text       string
 	structured any
 	isError    bool
+	// tokenized says every text in the reply is in its model-facing form
+	// already (see Execution.Tokenized), so it is returned as it is.
+	tokenized bool
 }
 
 func textReply(format string, args ...any) reply {
@@ -304,6 +307,13 @@ func (f *Face) wrap(name string, fn toolFunc) server.ToolHandlerFunc {
 // tokenizeReply tokenizes a reply's text and structured result, in one
 // pass when the Tokenizer can.
 func (f *Face) tokenizeReply(ctx context.Context, sc Scope, r reply) (string, json.RawMessage, error) {
+	if r.tokenized {
+		if r.structured == nil {
+			return r.text, nil, nil
+		}
+		raw, err := json.Marshal(r.structured)
+		return r.text, raw, err
+	}
 	if r.structured == nil {
 		text, err := f.o.PII.Tokenize(ctx, sc, r.text)
 		return text, nil, err

@@ -149,7 +149,7 @@ func (f *Face) executionReply(ex Execution, session string, task *TaskResult) re
 		status = "failed"
 	}
 	fmt.Fprintf(&b, "[%s in %s]", status, formatMS(out.DurationMS))
-	return reply{text: b.String(), structured: out, isError: !out.OK}
+	return reply{text: b.String(), structured: out, isError: !out.OK, tokenized: ex.Tokenized}
 }
 
 // callSummary is one line: how many calls, to what, and what failed.

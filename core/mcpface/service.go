@@ -138,11 +138,17 @@ type Execution struct {
 	TimedOut bool
 	Calls    ToolCalls
 	Duration time.Duration
+	// Tokenized says the texts above (outputs, result, error, the tool
+	// calls' servers, tools and errors) are model-facing already: PII
+	// tokenized in the scope's session and held to its max_output. The
+	// face then adds only its own wording and does not tokenize again.
+	Tokenized bool
 }
 
 // Executor runs agent code: execute_code. The implementation untokenizes PII
 // tokens in the code, runs it in the tenant's sandbox and records it in the
-// session's log; the face tokenizes what comes back.
+// session's log; the face tokenizes what comes back unless the Execution
+// says it is Tokenized.
 type Executor interface {
 	Execute(ctx context.Context, sc Scope, code string) (Execution, error)
 }

@@ -333,3 +333,35 @@ func TestExecuteCodeCancelled(t *testing.T) {
 		t.Errorf("after a cancelled call: %s (%v)", text, time.Since(start))
 	}
 }
+
+// tokenizedExecutor returns executions whose texts the pipeline has
+// tokenized already.
+type tokenizedExecutor struct{ ex Execution }
+
+func (e tokenizedExecutor) Execute(context.Context, Scope, string) (Execution, error) { return e.ex, nil }
+
+// TestTokenizedExecution checks that an execution the pipeline tokenized is
+// returned as it is: its tokens and texts unchanged, and the face's
+// tokenizer not asked again (it would fail here).
+func TestTokenizedExecution(t *testing.T) {
+	ex := Execution{
+		Stdout: "mail [EMAIL_1] ann@example.com\n", Result: json.RawMessage(`{"to":"[EMAIL_1]"}`),
+		Error:     &ExecError{Type: "[EMAIL_2]", Message: "raised"},
+		Calls:     ToolCalls{Calls: 1, Failed: 1, Tools: []ToolStat{{Server: "[EMAIL_2]", Tool: "send", Calls: 1, Failed: 1, LastError: "no server [EMAIL_2]"}}},
+		Tokenized: true,
+	}
+	w := newWorld(t, func(o *Options, _ *world) { o.Executor = tokenizedExecutor{ex} })
+	w.pii.fail = true
+	c := connect(t, w.url+"/mcp")
+	text, res := call(t, c, ToolExecuteCode, map[string]any{"code": "pass"})
+	b, _ := json.Marshal(res.StructuredContent)
+	// The raw address stands for text the pipeline let through as it is.
+	for _, want := range []string{"mail [EMAIL_1] ann@example.com", `[result] {"to":"[EMAIL_1]"}`, "[error] [EMAIL_2]: raised", "[EMAIL_2]/send", "no server [EMAIL_2]"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("reply lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "withheld") || !strings.Contains(string(b), `"result":{"to":"[EMAIL_1]"}`) || !strings.Contains(string(b), `"session":"`) {
+		t.Errorf("structured content: %s", b)
+	}
+}

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
-	"github.com/cexec/cexec/core/bridge"
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
@@ -100,53 +100,58 @@ func tokenizeResult(ctx context.Context, gs *guard.Session, gx *guard.Execution,
 		out.Stdout, out.Stderr, out.Result = nil, nil, nil
 		out.Error = &sandbox.ExecError{Type: TypeWithheld,
 			Message: "cexec withheld this execution's output because it could not be checked for sensitive data: " + err.Error()}
+		// The program names the servers and tools it calls, and upstream
+		// errors quote arguments: none of it can be checked either.
 		for i := range out.ToolCalls {
 			out.ToolCalls[i].Error = ""
 		}
-		for i := range out.Summary.Tools {
-			out.Summary.Tools[i].LastError = ""
-		}
+		out.Summary.Tools = nil
 	}
 	return out
 }
 
+// tokenizeTexts tokenizes every text of out with one detection: the
+// structured result, the error, stdout and stderr, and the tool calls'
+// servers, tools and errors (the program names them, and the summary
+// quotes upstream servers). Then it charges what max_output counts, in
+// that order. The MCP face returns these texts as they are.
 func tokenizeTexts(ctx context.Context, gs *guard.Session, gx *guard.Execution, out *CodeResult) error {
-	var denied error
-	if len(out.Result) > 0 {
-		res, err := gx.OutputJSON(ctx, out.Result)
-		switch {
-		case errors.Is(err, pluginapi.ErrDenied):
-			denied, out.Result = err, nil
-		case err != nil:
-			return err
-		default:
-			out.Result = res
-		}
+	var b textBatch
+	var e sandbox.ExecError
+	if out.Error != nil {
+		e = *out.Error
+		b.add(&e.Type, &e.Message, &e.Traceback)
 	}
-	if e := out.Error; e != nil {
-		m, err := gx.Output(ctx, e.Message)
-		if err != nil {
-			return err
-		}
-		tb, err := gx.Output(ctx, e.Traceback)
-		if err != nil {
-			return err
-		}
-		out.Error = &sandbox.ExecError{Type: e.Type, Message: m, Traceback: tb}
+	stdout, stderr := string(out.Stdout), string(out.Stderr)
+	b.add(&stdout, &stderr)
+	calls := slices.Clone(out.ToolCalls)
+	for i := range calls {
+		b.add(&calls[i].Server, &calls[i].Tool, &calls[i].Error)
 	}
-	for _, b := range []*[]byte{&out.Stdout, &out.Stderr} {
-		if len(*b) == 0 {
-			continue
-		}
-		s, err := gx.Output(ctx, string(*b))
-		if err != nil {
-			return err
-		}
-		*b = []byte(s)
+	tools := slices.Clone(out.Summary.Tools)
+	for i := range tools {
+		b.add(&tools[i].Server, &tools[i].Tool, &tools[i].LastError)
 	}
-	if err := tokenizeCalls(ctx, gs, out); err != nil {
+	toks, result, err := gs.TokenizeTexts(ctx, b.texts, out.Result)
+	if err != nil {
 		return err
 	}
+	b.set(toks)
+
+	var denied error
+	if len(result) > 0 {
+		result, denied = gx.ChargeJSON(result)
+		if denied != nil && !errors.Is(denied, pluginapi.ErrDenied) {
+			return denied
+		}
+	}
+	out.Result = result
+	if out.Error != nil {
+		e.Message, e.Traceback = gx.Charge(e.Message), gx.Charge(e.Traceback)
+		out.Error = &e
+	}
+	out.Stdout, out.Stderr = []byte(gx.Charge(stdout)), []byte(gx.Charge(stderr))
+	out.ToolCalls, out.Summary.Tools = calls, tools
 	if denied != nil {
 		msg, err := gs.Tokenize(ctx, "the result was withheld: "+denied.Error())
 		if err != nil {
@@ -161,37 +166,35 @@ func tokenizeTexts(ctx context.Context, gs *guard.Session, gx *guard.Execution, 
 	return nil
 }
 
-// tokenizeCalls tokenizes the tool calls' error messages, which quote
-// upstream servers and go back to the model in the summary.
-func tokenizeCalls(ctx context.Context, gs *guard.Session, out *CodeResult) error {
-	done := map[string]string{"": ""}
-	tok := func(s *string) error {
-		t, ok := done[*s]
-		if !ok {
-			var err error
-			if t, err = gs.Tokenize(ctx, *s); err != nil {
-				return err
-			}
-			done[*s] = t
+// textBatch gathers the distinct non-empty texts behind some strings, so
+// that one detection serves them all and a text repeated a thousand times
+// (a tool's name in every call record) is sent once.
+type textBatch struct {
+	texts []string
+	at    map[string]int
+	refs  []*string
+}
+
+func (b *textBatch) add(ps ...*string) {
+	for _, p := range ps {
+		if *p == "" {
+			continue
 		}
-		*s = t
-		return nil
-	}
-	calls := make([]bridge.CallRecord, len(out.ToolCalls))
-	copy(calls, out.ToolCalls)
-	for i := range calls {
-		if err := tok(&calls[i].Error); err != nil {
-			return err
+		if b.at == nil {
+			b.at = map[string]int{}
 		}
-	}
-	out.ToolCalls = calls
-	tools := make([]bridge.ToolSummary, len(out.Summary.Tools))
-	copy(tools, out.Summary.Tools)
-	for i := range tools {
-		if err := tok(&tools[i].LastError); err != nil {
-			return err
+		if _, ok := b.at[*p]; !ok {
+			b.at[*p] = len(b.texts)
+			b.texts = append(b.texts, *p)
 		}
+		b.refs = append(b.refs, p)
 	}
-	out.Summary.Tools = tools
-	return nil
+}
+
+// set replaces every gathered string by its counterpart in toks (the
+// texts' tokenized forms, in order).
+func (b *textBatch) set(toks []string) {
+	for _, p := range b.refs {
+		*p = toks[b.at[*p]]
+	}
 }

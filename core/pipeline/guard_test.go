@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cexec/cexec/core/bridge"
@@ -18,8 +19,11 @@ import (
 )
 
 // piiGuard is the guard-pii detectors in process; it has no code or tool
-// call checks.
-type piiGuard struct{ d *detect.Detector }
+// call checks. It counts its Detect calls.
+type piiGuard struct {
+	d       *detect.Detector
+	detects *atomic.Int32
+}
 
 func (piiGuard) CheckCode(context.Context, guardapi.CheckCodeRequest) (guardapi.Decision, error) {
 	return guardapi.Decision{}, pluginapi.ErrUnimplemented
@@ -30,20 +34,23 @@ func (piiGuard) CheckToolCall(context.Context, guardapi.CheckToolCallRequest) (g
 }
 
 func (g piiGuard) Detect(ctx context.Context, req guardapi.DetectRequest) ([]guardapi.Span, error) {
+	g.detects.Add(1)
 	return g.d.Detect(ctx, req.Text, req.Types)
 }
 
 // openGuard returns a session of tenant "acme" under p, with the real
-// detectors or, when down, a guard that fails every call.
-func openGuard(t *testing.T, p *policy.Policy, down bool) *guard.Session {
+// detectors or, when down, a guard that fails every call, and the count of
+// Detect calls.
+func openGuard(t *testing.T, p *policy.Policy, down bool) (*guard.Session, *atomic.Int32) {
 	t.Helper()
+	detects := new(atomic.Int32)
 	var plugin guard.Plugin = guard.Missing(errors.New("guard-pii was killed"))
 	if !down {
 		d, err := detect.New(detect.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		plugin = piiGuard{d}
+		plugin = piiGuard{d, detects}
 	}
 	store, err := vault.NewStore(vault.Options{DataDir: t.TempDir()})
 	if err != nil {
@@ -59,12 +66,14 @@ func openGuard(t *testing.T, p *policy.Policy, down bool) *guard.Session {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return s, detects
 }
 
 // TestTokenizeResult checks the model-facing form of results: every text
-// tokenized with the session's tokens, max_output enforced, and nothing
-// returned when the output cannot be checked.
+// tokenized with the session's tokens in one detection (names the program
+// chose included: exception classes, servers and tools it tried to call),
+// max_output enforced, and nothing returned when the output cannot be
+// checked.
 func TestTokenizeResult(t *testing.T) {
 	const email, phone = "jane.roe@example.com", "+1 650-253-0000"
 	full := func() *CodeResult {
@@ -131,6 +140,16 @@ func TestTokenizeResult(t *testing.T) {
 			wantCallError: "unknown address [EMAIL_1]",
 		},
 		{
+			name: "names the program chose",
+			in: &CodeResult{
+				ExecResult: sandbox.ExecResult{ExitCode: 1, Error: &sandbox.ExecError{Type: email, Message: "raised"}},
+				ToolCalls:  []bridge.CallRecord{{Server: email, Tool: phone, Error: "no server " + email}},
+				Summary:    bridge.Summary{Calls: 1, Failed: 1, Tools: []bridge.ToolSummary{{Server: email, Tool: phone, Calls: 1, Failed: 1, LastError: "no server " + email}}},
+			},
+			wantError:     "[EMAIL_1]: raised",
+			wantCallError: "no server [EMAIL_1]",
+		},
+		{
 			name:      "strict tenant, guard down: nothing returned",
 			policy:    policy.Policy{Strict: true},
 			down:      true,
@@ -139,8 +158,12 @@ func TestTokenizeResult(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := openGuard(t, &tc.policy, tc.down)
+			s, detects := openGuard(t, &tc.policy, tc.down)
 			out := tokenizeResult(t.Context(), s, s.Begin(), tc.in)
+			// A withheld result costs a second detection for its message.
+			if n := detects.Load(); !tc.down && n != 1 && !strings.Contains(tc.wantError+tc.wantStderr, "withheld") {
+				t.Errorf("%d detections, want 1", n)
+			}
 			if !out.Tokenized {
 				t.Error("Tokenized is not set")
 			}
@@ -159,11 +182,17 @@ func TestTokenizeResult(t *testing.T) {
 				}
 			}
 			for _, c := range out.ToolCalls {
+				if strings.Contains(c.Server+c.Tool, email) || strings.Contains(c.Server+c.Tool, phone) {
+					t.Errorf("tool call names keep PII: %s/%s", c.Server, c.Tool)
+				}
 				if c.Error != tc.wantCallError {
 					t.Errorf("tool call error %q, want %q", c.Error, tc.wantCallError)
 				}
 			}
 			for _, c := range out.Summary.Tools {
+				if strings.Contains(c.Server+c.Tool, email) || strings.Contains(c.Server+c.Tool, phone) {
+					t.Errorf("summary names keep PII: %s/%s", c.Server, c.Tool)
+				}
 				if c.LastError != tc.wantCallError {
 					t.Errorf("summary last error %q, want %q", c.LastError, tc.wantCallError)
 				}

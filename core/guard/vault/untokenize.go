@@ -77,26 +77,43 @@ func (v *Vault) TokenizeJSON(ctx context.Context, raw json.RawMessage) (json.Raw
 // TokenizeTextJSON is Tokenize of text and TokenizeJSON of raw in one pass:
 // one detection for both (one round trip to the guard plugins, not two).
 func (v *Vault) TokenizeTextJSON(ctx context.Context, text string, raw json.RawMessage) (string, json.RawMessage, error) {
-	if err := v.check(); err != nil {
-		return "", nil, err
-	}
-	if !json.Valid(raw) {
+	if len(raw) == 0 {
 		return "", nil, fmt.Errorf("vault: tokenize: not a valid JSON value: %w", pluginapi.ErrInvalidArgument)
 	}
-	items := scanJSON(raw, true)
-	segs := make([]string, 1+len(items))
-	segs[0] = text
-	for i, it := range items {
-		segs[1+i] = it.text
-	}
-	out, err := v.tokenize(ctx, segs)
+	texts, raw, err := v.TokenizeTexts(ctx, []string{text}, raw)
 	if err != nil {
 		return "", nil, err
 	}
-	if len(items) == 0 {
-		return out[0], raw, nil
+	return texts[0], raw, nil
+}
+
+// TokenizeTexts is Tokenize of each text and TokenizeJSON of raw (when
+// not empty) with one detection for all of them.
+func (v *Vault) TokenizeTexts(ctx context.Context, texts []string, raw json.RawMessage) ([]string, json.RawMessage, error) {
+	if err := v.check(); err != nil {
+		return nil, nil, err
 	}
-	return out[0], rebuildJSON(raw, items, segs[1:], out[1:]), nil
+	var items []jsonItem
+	if len(raw) > 0 {
+		if !json.Valid(raw) {
+			return nil, nil, fmt.Errorf("vault: tokenize: not a valid JSON value: %w", pluginapi.ErrInvalidArgument)
+		}
+		items = scanJSON(raw, true)
+	}
+	segs := make([]string, len(texts), len(texts)+len(items))
+	copy(segs, texts)
+	for _, it := range items {
+		segs = append(segs, it.text)
+	}
+	out, err := v.tokenize(ctx, segs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(items) == 0 {
+		return out[:len(texts)], raw, nil
+	}
+	n := len(texts)
+	return out[:n], rebuildJSON(raw, items, segs[n:], out[n:]), nil
 }
 
 // UntokenizeJSON untokenizes every string in a JSON value, object keys
