@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cexec/cexec/core/catalog/stubgen"
+	"github.com/cexec/cexec/internal/bwrapproc"
 )
 
 //go:embed localscan.py
@@ -118,6 +119,11 @@ func (c *Catalog) readLocal(ctx context.Context) ([]Tool, error) {
 		"--", python, "-I", "-S", "-c", localScanScript, sandboxServers, stubgen.Marker,
 	)
 	cmd := exec.CommandContext(ctx, c.opts.Bwrap, args...)
+	// Killed while it sets up, bwrap would orphan the scanner for ever.
+	cmd.Cancel = func() error {
+		bwrapproc.Kill(cmd.Process, nil)
+		return nil
+	}
 	cmd.Env = []string{}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &limitedWriter{w: &stdout, n: maxLocalScanOutput}

@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 
+	"github.com/cexec/cexec/internal/bwrapproc"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
@@ -150,19 +151,23 @@ func startBox(ctx context.Context, s *settings, spec *boxSpec, libDir, stageDir 
 	closeAll(childEnds)
 	b.cmd = cmd
 	go b.pumpStderr(stderrR)
+	// abort closes infoR only once bwrap is gone: bwrap writes it after
+	// cloning the sandbox's first process, and dying there of SIGPIPE
+	// would orphan that process (see killBwrap).
 	abort := func(err error) (*box, error) {
 		b.kill()
 		<-b.exited
+		infoR.Close()
 		ctlInW.Close()
 		ctlOutR.Close()
 		return nil, fmt.Errorf("start sandbox %s: %w%s", spec.id, err, b.stderrText())
 	}
 
 	pid, err := b.readChildPID(ctx, infoR)
-	infoR.Close()
 	if err != nil {
 		return abort(err)
 	}
+	infoR.Close()
 	b.zygotePID = pid
 	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
 		b.pidfd = fd
@@ -200,33 +205,28 @@ func stagedSources(stageDir string, n int) []string {
 
 // launch starts cmd and closes exited once it has been waited for.
 //
+// cmd is started from a dedicated OS thread that lives until bwrap exits,
+// because the kernel sends the parent death signal (Pdeathsig, see
+// sysProcAttr) when the thread that forked exits, not the process: started
+// from any thread of the Go runtime, bwrap could be killed whenever that
+// thread ends (as a locked thread does when its goroutine returns).
+//
 // With binds (the plugin is root and bwrap runs as run_as), bwrap could not
 // reach sources below directories closed to run_as, such as a 0700 data
-// directory. So cmd is started from a dedicated OS thread that has its own
-// mount namespace, in which a tmpfs covers stageDir and each bind's source
-// is mounted at stagedSources(stageDir)[i]. Nothing of this is visible on
-// the host. The thread lives until bwrap exits, because the kernel's parent
-// death signal (bwrap --die-with-parent, Pdeathsig) follows the thread that
-// forked.
+// directory. So the thread also gets its own mount namespace, in which a
+// tmpfs covers stageDir and each bind's source is mounted at
+// stagedSources(stageDir)[i]. Nothing of this is visible on the host.
 func launch(cmd *exec.Cmd, stageDir string, binds []sandbox.Mount, exited chan struct{}) error {
-	if len(binds) == 0 {
-		if err := cmd.Start(); err != nil {
-			return err
-		}
-		go func() {
-			_ = cmd.Wait()
-			close(exited)
-		}()
-		return nil
-	}
 	started := make(chan error, 1)
 	go func() {
 		// Never unlocked: when this goroutine returns, the thread and its
 		// mount namespace go away with it.
 		goruntime.LockOSThread()
-		if err := stage(stageDir, binds); err != nil {
-			started <- err
-			return
+		if len(binds) > 0 {
+			if err := stage(stageDir, binds); err != nil {
+				started <- err
+				return
+			}
 		}
 		if err := cmd.Start(); err != nil {
 			started <- err
@@ -370,9 +370,10 @@ func (b *box) kill() {
 	})
 }
 
+// killBwrap kills bwrap without orphaning the zygote (see bwrapproc).
 func (b *box) killBwrap() {
 	if b.cmd != nil && b.cmd.Process != nil {
-		_ = b.cmd.Process.Kill()
+		bwrapproc.Kill(b.cmd.Process, b.exited)
 	}
 }
 

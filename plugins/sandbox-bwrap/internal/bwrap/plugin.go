@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -191,6 +192,7 @@ func (p *Plugin) libDir(ctx context.Context, s *settings) (string, error) {
 	if p.lib != "" || p.libErr != nil {
 		return p.lib, p.libErr
 	}
+	killStaleSandboxes("cexec-bwrap-runtime-")
 	removeStaleTemp("cexec-bwrap-runtime-")
 	dir, err := os.MkdirTemp("", tempPattern("cexec-bwrap-runtime-"))
 	if err == nil {
@@ -257,6 +259,55 @@ func removeStaleTemp(prefix string) {
 		}
 		_ = os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
 	}
+}
+
+// killStaleSandboxes kills what is left of sandboxes of plugin processes
+// that are gone: processes whose arguments bind a runtime directory named
+// prefix<pid>-… (see libDir) of a pid that no longer exists. A plugin
+// killed while bwrap had cloned a sandbox but not yet let it go on leaves
+// that sandbox blocked for ever (see killBwrap): bwrap dies with the
+// plugin (Pdeathsig), the sandbox cannot yet, and no cgroup holds it.
+func killStaleSandboxes(prefix string) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		// Opened before the arguments are read, the pidfd cannot reach
+		// another process that reuses the pid.
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue
+		}
+		if staleSandbox(pid, prefix) {
+			_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		}
+		_ = unix.Close(fd)
+	}
+}
+
+// staleSandbox reports whether process pid binds a runtime directory of a
+// plugin process that is gone.
+func staleSandbox(pid int, prefix string) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(data), "\x00")
+	for i := 0; i+2 < len(args); i++ {
+		if args[i] != "--ro-bind" || args[i+2] != libTarget || filepath.Dir(args[i+1]) != filepath.Clean(os.TempDir()) {
+			continue
+		}
+		rest, ok := strings.CutPrefix(filepath.Base(args[i+1]), prefix)
+		pidText, _, found := strings.Cut(rest, "-")
+		owner, err := strconv.Atoi(pidText)
+		if !ok || !found || err != nil || owner <= 0 || owner == os.Getpid() {
+			return false
+		}
+		return errors.Is(syscall.Kill(owner, 0), syscall.ESRCH)
+	}
+	return false
 }
 
 // cgroups returns the plugin's cgroup parent, detecting it once; nil

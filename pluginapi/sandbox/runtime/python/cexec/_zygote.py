@@ -871,6 +871,10 @@ class Zygote:
             self.reap()
             victims = [pid for pid in _live_pids() if pid != 1 and pid not in keep]
             if not victims:
+                # What died since the reap above is a zombie now, and the
+                # child of the zygote (the init that inherits orphans):
+                # reaped, it leaves no pid behind.
+                self.reap()
                 return True
             for pid in victims:
                 try:
