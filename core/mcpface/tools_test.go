@@ -338,7 +338,9 @@ func TestExecuteCodeCancelled(t *testing.T) {
 // tokenized already.
 type tokenizedExecutor struct{ ex Execution }
 
-func (e tokenizedExecutor) Execute(context.Context, Scope, string) (Execution, error) { return e.ex, nil }
+func (e tokenizedExecutor) Execute(context.Context, Scope, string) (Execution, error) {
+	return e.ex, nil
+}
 
 // TestTokenizedExecution checks that an execution the pipeline tokenized is
 // returned as it is: its tokens and texts unchanged, and the face's
