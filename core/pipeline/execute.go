@@ -26,6 +26,9 @@ type Leaser interface {
 	Acquire(ctx context.Context, tenant string) (*pool.Lease, error)
 	// AcquireFresh creates a sandbox used once and destroyed on release.
 	AcquireFresh(ctx context.Context, tenant string) (*pool.Lease, error)
+	// AcquireRecent takes the most recently used idle sandbox, where a
+	// persistent interpreter most likely holds the session's globals.
+	AcquireRecent(ctx context.Context, tenant string) (*pool.Lease, error)
 }
 
 // Runner runs a program in a sandbox (the sandbox backend plugin).
@@ -162,6 +165,8 @@ func (x *Executor) execute(ctx context.Context, t *workspace.Tenant, req CodeReq
 	acquire := x.Pool.Acquire
 	if req.FreshSandbox {
 		acquire = x.Pool.AcquireFresh
+	} else if req.Persistent {
+		acquire = x.Pool.AcquireRecent
 	}
 	lease, err := acquire(ctx, req.Tenant)
 	if err != nil {

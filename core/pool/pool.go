@@ -183,6 +183,17 @@ func (p *Pool) Prewarm(tenant string) {
 // idle sandbox is health-checked first unless it proved itself within
 // HealthCheckAfter.
 func (p *Pool) Acquire(ctx context.Context, tenant string) (*Lease, error) {
+	return p.acquire(ctx, tenant, true)
+}
+
+// AcquireRecent is Acquire that always takes the most recently used idle
+// sandbox, rested or not: the one whose persistent interpreter most likely
+// holds the session's globals.
+func (p *Pool) AcquireRecent(ctx context.Context, tenant string) (*Lease, error) {
+	return p.acquire(ctx, tenant, false)
+}
+
+func (p *Pool) acquire(ctx context.Context, tenant string, rested bool) (*Lease, error) {
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -190,7 +201,7 @@ func (p *Pool) Acquire(ctx context.Context, tenant string) (*Lease, error) {
 			return nil, errShutdown()
 		}
 		p.active[tenant] = time.Now()
-		if e := p.popIdleLocked(tenant); e != nil {
+		if e := p.popIdleLocked(tenant, rested); e != nil {
 			p.busy[e.id] = e
 			p.leaseLocked(tenant, 1)
 			check := p.cfg.HealthCheckAfter < 0 || time.Since(e.lastUsed) >= p.cfg.HealthCheckAfter
@@ -445,13 +456,27 @@ func (p *Pool) Close(ctx context.Context) error {
 	}
 }
 
-func (p *Pool) popIdleLocked(tenant string) *entry {
+// settle is how long a released sandbox rests before it is preferred
+// again: its backend readies the next execution after the last one ends
+// (the bwrap zygote forks and warms a spare child), and an execution that
+// arrives sooner does that work on its own time. Within settle, back-to-back
+// executions alternate between the two most recently used sandboxes.
+const settle = 10 * time.Millisecond
+
+// popIdleLocked takes the most recently used idle sandbox of tenant (so
+// that the others idle out), or with rested the one before it when that
+// one ended an execution within settle.
+func (p *Pool) popIdleLocked(tenant string, rested bool) *entry {
 	es := p.idle[tenant]
 	if len(es) == 0 {
 		return nil
 	}
-	e := es[len(es)-1]
-	p.idle[tenant] = es[:len(es)-1]
+	i := len(es) - 1
+	if rested && i > 0 && es[i].uses > 0 && time.Since(es[i].lastUsed) < settle {
+		i--
+	}
+	e := es[i]
+	p.idle[tenant] = append(es[:i], es[i+1:]...)
 	return e
 }
 

@@ -550,3 +550,48 @@ func TestAcquireWaitsForWarming(t *testing.T) {
 		t.Fatalf("full pool: %v", err)
 	}
 }
+
+// TestRestedSandboxPreferred: an execution right after another goes to the
+// sandbox before the most recently used one, which has had time to ready
+// its next execution; AcquireRecent (persistent interpreters) and an
+// execution after settle take the most recently used one.
+func TestRestedSandboxPreferred(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		wait    time.Duration
+		recent  bool
+		wantMRU bool
+	}{
+		{name: "back to back", wantMRU: false},
+		{name: "back to back, persistent", recent: true, wantMRU: true},
+		{name: "after settle", wait: 2 * settle, wantMRU: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPool(t, newMem(), Config{MaxTotal: 4})
+			ctx := context.Background()
+			first, err := p.Acquire(ctx, "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := p.Acquire(ctx, "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			first.Release(true)
+			second.Release(true) // the most recently used
+			time.Sleep(tc.wait)
+			acquire := p.Acquire
+			if tc.recent {
+				acquire = p.AcquireRecent
+			}
+			l, err := acquire(ctx, "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Release(true)
+			if got := l.ID == second.ID; got != tc.wantMRU || !l.Reused {
+				t.Errorf("got %s (reused %v); first %s, most recently used %s; want the most recently used: %v", l.ID, l.Reused, first.ID, second.ID, tc.wantMRU)
+			}
+		})
+	}
+}
