@@ -695,6 +695,7 @@ func (r *taskRun) restore() {
 	}
 	if e := out.Error; e != nil {
 		restored := *e
+		un(&restored.Type)
 		un(&restored.Message)
 		un(&restored.Traceback)
 		out.Error = &restored
@@ -704,11 +705,21 @@ func (r *taskRun) restore() {
 			out.Result = u
 		}
 	}
+	// tokenizeTexts tokenized the names of servers and tools too.
 	calls := slices.Clone(out.ToolCalls)
 	for i := range calls {
+		un(&calls[i].Server)
+		un(&calls[i].Tool)
 		un(&calls[i].Error)
 	}
 	out.ToolCalls = calls
+	tools := slices.Clone(out.Summary.Tools)
+	for i := range tools {
+		un(&tools[i].Server)
+		un(&tools[i].Tool)
+		un(&tools[i].LastError)
+	}
+	out.Summary.Tools = tools
 	out.Tokenized = false
 }
 
