@@ -26,6 +26,7 @@ import (
 
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/localgrpc"
 )
 
 // AddressEnv names the environment variable that overrides the default
@@ -103,13 +104,14 @@ func New(ctx context.Context, address string) (*Client, error) {
 	if err := probe(ctx, socket); err != nil {
 		return nil, err
 	}
-	conn, err := grpc.NewClient("passthrough:///cexecd",
+	opts := append(localgrpc.DialOptions(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", socket)
 		}),
 	)
+	conn, err := grpc.NewClient("passthrough:///cexecd", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to cexecd at %s: %w", socket, err)
 	}

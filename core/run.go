@@ -19,6 +19,7 @@ import (
 	"github.com/cexec/cexec/core/control"
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/core/version"
+	"github.com/cexec/cexec/internal/localgrpc"
 )
 
 // DefaultConfigFile is loaded from the working directory when no -config is
@@ -228,7 +229,7 @@ func Run(ctx context.Context, o Options) error {
 	schemas := &schemaCache{}
 	schemas.fill(ctx, cfg, host, log)
 
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(localgrpc.ServerOptions()...)
 	control.New(control.Deps{
 		Version: version.Version,
 		Started: o.Started,

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cexec/cexec/internal/localgrpc"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -55,7 +56,7 @@ func Serve(kind Kind, p plugin.Plugin) {
 			ProtocolVersion: {string(kind): p},
 		},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return plugin.DefaultGRPCServer(append(opts, grpc.MaxRecvMsgSize(maxRecvMsgSize)))
+			return plugin.DefaultGRPCServer(append(append(opts, grpc.MaxRecvMsgSize(maxRecvMsgSize)), localgrpc.ServerOptions()...))
 		},
 		Logger: Logger(),
 	})

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/localgrpc"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
 	"github.com/cexec/cexec/pluginapi/guard"
@@ -118,10 +119,11 @@ func newClient(p *config.Plugin, path string, timeout time.Duration, log hclog.L
 		AutoMTLS:         true,
 		// go-plugin appends os.Environ() to cmd.Env unless told not to;
 		// the plugin must see only what pluginEnv chose.
-		SkipHostEnv:  true,
-		StartTimeout: timeout,
-		Logger:       pluginLogger{log},
-		Stderr:       stderr,
+		SkipHostEnv:     true,
+		StartTimeout:    timeout,
+		Logger:          pluginLogger{log},
+		Stderr:          stderr,
+		GRPCDialOptions: localgrpc.DialOptions(),
 	}
 	if len(p.SHA256Bytes) > 0 {
 		// Checked again by go-plugin right before exec, narrowing the
