@@ -123,7 +123,7 @@ sandbox {
     warm         = 2     # kept ready
     max_total    = 16    # hard cap; further requests get a clear error
     idle_timeout = "5m"  # an unused sandbox is stopped after this
-    max_uses     = 100   # a sandbox is recycled after this many executions
+    max_uses     = 1000  # a sandbox is recycled after this many executions
   }
 
   # Per-execution limits. Sizes take B, KB/MB/GB (powers of 1000) or
