@@ -60,6 +60,10 @@ type ExecResult struct {
 	// new one each time (--new-sessions).
 	Session string `json:"session,omitempty"`
 	Code    string `json:"code"`
+	// StartWaitMs is how long the benchmark waited for upstream servers
+	// that were still connecting (a daemon just started launches them in
+	// the background, which would weigh on every figure).
+	StartWaitMs float64 `json:"start_wait_ms"`
 	// Warm: one execution at a time in pooled sandboxes.
 	Warm Latency `json:"warm"`
 	// Cold: one execution at a time, each in a sandbox created for it and
@@ -126,7 +130,10 @@ timing each execution in this process:
   cold     --cold executions one at a time, each in a fresh sandbox created
            for it and destroyed after (ExecRequest.fresh_sandbox)
 
-and reads the idle sandboxes' resident memory from the pool status. Every
+Before the phases it waits (at most --settle) for upstream servers that
+are still connecting, which a daemon just started does in the background;
+after them it reads the idle sandboxes' resident memory from the pool
+status. Every
 execution must exit 0 (and print --expect); failures are counted and make
 the command fail after printing the figures.`,
 		Args: cli.Args(cobra.NoArgs),
@@ -173,7 +180,7 @@ the command fail after printing the figures.`,
 	fl.BoolVar(&f.newSessions, "new-sessions", false, "log each execution in a new session of its own, as one-off `cexecctl exec` runs are")
 	fl.StringVar(&f.code, "code", defaultBenchCode, "program to run")
 	fl.StringVar(&f.expect, "expect", "2\n", "stdout every execution must print (default for the default program only)")
-	fl.DurationVar(&f.settle, "settle", 30*time.Second, "longest wait for the pool to finish warming before measuring")
+	fl.DurationVar(&f.settle, "settle", 30*time.Second, "longest wait for upstream servers to connect, and for the pool to finish warming, before measuring")
 	return cmd
 }
 
@@ -195,6 +202,11 @@ func benchExec(ctx context.Context, env *cli.Env, c *client.Client, f execBenchF
 			fmt.Fprintf(env.Stderr, format+"\n", args...)
 		}
 	}
+	waited, err := awaitServers(ctx, c, f.settle)
+	if err != nil {
+		return nil, err
+	}
+	res.StartWaitMs = math.Round(ms(waited)*10) / 10
 	req := &cexecv1.ExecRequest{Tenant: f.tenant, Code: f.code, Session: f.session}
 	var failures []error
 	tally := func(ss []sample) {
@@ -387,6 +399,29 @@ func settle(ctx context.Context, c *client.Client, tenant string, ss []sample, l
 	}
 }
 
+// awaitServers waits, at most limit, until no upstream server is still
+// connecting, and returns how long it waited.
+func awaitServers(ctx context.Context, c *client.Client, limit time.Duration) (time.Duration, error) {
+	start := time.Now()
+	for {
+		servers, err := c.ListServers(ctx)
+		if err != nil {
+			return 0, err
+		}
+		connecting := slices.ContainsFunc(servers, func(s *cexecv1.ServerInfo) bool {
+			return s.GetState() == "connecting" // core/control.ServerConnecting
+		})
+		if !connecting || time.Since(start) > limit {
+			return time.Since(start), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 func summariseSamples(ss []sample) Latency {
 	var lat, daemon []float64
 	l := Latency{}
@@ -480,7 +515,8 @@ func printExec(env *cli.Env, r *ExecResult) {
 		fmt.Fprintf(w, "%-11s n=%-4d p50 %7.2f ms  p90 %7.2f ms  p99 %7.2f ms  max %7.2f ms  (daemon p50 %.2f ms, %d warm)\n",
 			name, l.N, l.P50, l.P90, l.P99, l.Max, l.Daemon, l.Warm)
 	}
-	fmt.Fprintf(w, "%s as tenant %s on %s (%d CPUs, load %.1f -> %.1f)\n", r.Code, r.Tenant, r.Pool.Backend, r.CPUs, r.LoadAvg[0], r.LoadAvg[1])
+	fmt.Fprintf(w, "%s as tenant %s on %s (%d CPUs, load %.1f -> %.1f; waited %.0f ms for upstream servers)\n",
+		r.Code, r.Tenant, r.Pool.Backend, r.CPUs, r.LoadAvg[0], r.LoadAvg[1], r.StartWaitMs)
 	line("warm", r.Warm)
 	line(fmt.Sprintf("conc. %d", r.Concurrent.Concurrency), r.Concurrent.Latency)
 	line("cold", r.Cold)
