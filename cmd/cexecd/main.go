@@ -21,12 +21,14 @@ import (
 
 	"github.com/cexec/cexec/core"
 	"github.com/cexec/cexec/core/version"
+	"github.com/cexec/cexec/internal/maxprocs"
 )
 
 // started is taken as early as Go code runs, for the "socket ready" figure.
 var started = time.Now()
 
 func main() {
+	maxprocs.Set()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

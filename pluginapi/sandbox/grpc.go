@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/cexec/cexec/internal/maxprocs"
 	"github.com/cexec/cexec/pluginapi"
 	commonv1 "github.com/cexec/cexec/pluginapi/proto/cexec/plugin/common/v1"
 	sandboxv1 "github.com/cexec/cexec/pluginapi/proto/cexec/plugin/sandbox/v1"
@@ -60,8 +61,11 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc
 }
 
 // Serve runs impl as a sandbox plugin until the host stops it. Call it from
-// the plugin's main.
+// the plugin's main. Unless GOMAXPROCS is set in the plugin's environment,
+// it runs Go code on half of the CPUs (internal/maxprocs): a backend relays
+// executions, and their sandboxes need the rest.
 func Serve(impl Sandbox) {
+	maxprocs.Set()
 	pluginapi.Serve(pluginapi.KindSandbox, &GRPCPlugin{Impl: impl})
 }
 

@@ -18,6 +18,7 @@ import (
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
+	"github.com/cexec/cexec/internal/maxprocs"
 )
 
 // defaultBenchCode is the program of the project's latency targets.
@@ -138,6 +139,7 @@ execution must exit 0 (and print --expect); failures are counted and make
 the command fail after printing the figures.`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			maxprocs.Set() // on an execution's path, as cexecd is
 			if f.n < 1 || f.concurrency < 1 || f.cold < 0 || f.warmup < 0 {
 				return cli.UsageErrorf("--n and --concurrency must be at least 1, --cold and --warmup at least 0")
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
 	"github.com/cexec/cexec/core/mcpface/mcpclient"
+	"github.com/cexec/cexec/internal/maxprocs"
 )
 
 // MCPResult is the output of `cexecctl bench mcp --json`: execute_code
@@ -66,6 +67,7 @@ func mcpBench(env *cli.Env) *cobra.Command {
 			"ones, checking each result. The default program is print(1+1); the target is p50 <= 5 ms.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			maxprocs.Set() // on an execution's path, as cexecd is
 			if f.n < 1 || f.warmup < 1 {
 				return cli.UsageErrorf("--n and --warmup must be at least 1")
 			}

@@ -15,6 +15,7 @@ import (
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
+	"github.com/cexec/cexec/internal/maxprocs"
 )
 
 // Command returns the exec command.
@@ -38,6 +39,7 @@ with stdout, stderr, result, error, duration and resource usage is printed
 when the program ends.`,
 		Args: cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			maxprocs.Set() // on an execution's path, as cexecd is
 			src, err := source(cmd, code, args)
 			if err != nil {
 				return err

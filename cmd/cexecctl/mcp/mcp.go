@@ -31,6 +31,7 @@ import (
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
 	"github.com/cexec/cexec/core/mcpface/mcpclient"
+	"github.com/cexec/cexec/internal/maxprocs"
 )
 
 // Command returns the mcp command.
@@ -53,6 +54,7 @@ Claude Code:
   claude mcp add cexec -- cexecctl mcp --tenant default`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			maxprocs.Set() // on an execution's path, as cexecd is
 			if o.Tenant == "" {
 				o.Tenant = os.Getenv(mcpclient.TenantEnv)
 			}
