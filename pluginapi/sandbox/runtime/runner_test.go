@@ -110,6 +110,32 @@ func startZygoteWith(t testing.TB, opts Options, stdio bool) (*Runner, string) {
 // runZygote starts a zygote with cfg as a plain child process.
 func runZygote(t testing.TB, opts Options, cfg ZygoteConfig) *Runner {
 	t.Helper()
+	r, _ := runZygoteStderr(t, opts, cfg)
+	return r
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a process writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// runZygoteStderr is runZygote that also returns the zygote's stderr, and
+// keeps opts.Logger when one is set.
+func runZygoteStderr(t testing.TB, opts Options, cfg ZygoteConfig) (*Runner, *lockedBuffer) {
+	t.Helper()
 	stdio := cfg.StdioControl
 	argv := cfg.Command()
 	inR, inW, err := os.Pipe()
@@ -129,8 +155,8 @@ func runZygote(t testing.TB, opts Options, cfg ZygoteConfig) *Runner {
 	} else {
 		cmd.ExtraFiles = []*os.File{inR, outW}
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -139,7 +165,9 @@ func runZygote(t testing.TB, opts Options, cfg ZygoteConfig) *Runner {
 	outW.Close()
 	pid := cmd.Process.Pid
 	opts.Kill = func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }
-	opts.Logger = hclog.NewNullLogger()
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
 	r := NewRunner(inW, outR, opts)
 	t.Cleanup(func() {
 		r.Close()
@@ -154,7 +182,7 @@ func runZygote(t testing.TB, opts Options, cfg ZygoteConfig) *Runner {
 	if _, err := r.Ready(ctx); err != nil {
 		t.Fatalf("zygote not ready: %v (stderr %s)", err, stderr.String())
 	}
-	return r
+	return r, stderr
 }
 
 func exec1(t *testing.T, r *Runner, code string, h *recHost) sandbox.ExecResult {
@@ -425,6 +453,46 @@ func TestPing(t *testing.T) {
 	}
 	if p.RSSBytes < 1<<20 {
 		t.Errorf("rss %d", p.RSSBytes)
+	}
+}
+
+// TestRehearsalIsSilent runs programs with pauses between them, in which the
+// zygote forks a spare and rehearses an execution's path (Zygote.rehearse):
+// nothing of a rehearsal may reach the host, count as an execution, or
+// disturb the spare that runs the next program.
+func TestRehearsalIsSilent(t *testing.T) {
+	log := &lockedBuffer{}
+	r, stderr := runZygoteStderr(t, Options{Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: log})},
+		ZygoteConfig{Python: python, LibDir: libDir(t), Workdir: t.TempDir(), Preload: []string{}})
+	programs := []struct{ code, out string }{
+		{"print(1+1)", "2\n"},
+		{"import sys\nprint('x', file=sys.stderr)\nprint(3)", "3\n"},
+		{"import cexec\ncexec.result({'n': 4})", ""},
+		{"print('after', 5)", "after 5\n"},
+	}
+	for _, p := range programs {
+		time.Sleep(100 * time.Millisecond) // the spare is forked 2 ms after an execution
+		h := &recHost{}
+		res := exec1(t, r, p.code, h)
+		if out, _ := h.out(); res.ExitCode != 0 || res.Error != nil || out != p.out {
+			t.Fatalf("%q: stdout %q, result %+v", p.code, out, res)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pong, err := r.Ping(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pong.Executions != int64(len(programs)) {
+		t.Errorf("zygote counted %d executions, want %d", pong.Executions, len(programs))
+	}
+	if strings.Contains(log.String(), "outside an execution") {
+		t.Errorf("frames reached the host outside an execution:\n%s", log.String())
+	}
+	if strings.Contains(stderr.String(), "rehearsal") {
+		t.Errorf("rehearsal failed: %s", stderr.String())
 	}
 }
 

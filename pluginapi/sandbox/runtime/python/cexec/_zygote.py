@@ -55,6 +55,10 @@ _MAX_WORKERS = 4
 
 # How long the zygote stays idle after an execution before forking a spare.
 _SPARE_DELAY = 0.002
+# How long a spare must have waited before the zygote rehearses (see
+# Zygote.rehearse). Programs that come back to back leave no idle CPU for
+# it; the pauses of an agent between its turns do.
+_REHEARSAL_DELAY = 0.02
 # What one read asks for. Python allocates the whole size for each read:
 # beyond malloc's mmap threshold (128 KiB) every read would cost an mmap, a
 # fresh page fault and an munmap, which on the hot path of an execution
@@ -233,6 +237,7 @@ class Spare:
         self.out_r = out_r
         self.err_r = err_r
         self.chan = chan
+        self.forked = time.monotonic()
 
 
 class Run:
@@ -262,6 +267,8 @@ class Run:
         self.rusage: Any = None
         self.clean = True
         self.note = ""
+        # A rehearsal (Zygote.rehearse) has no processes of its own.
+        self.rehearsal = False
 
 
 class Zygote:
@@ -276,6 +283,7 @@ class Zygote:
         self.hardened = False
         self.frozen = False
         self.spare: Spare | None = None
+        self.rehearsed = False
         self.last_end = 0.0
         self.preload = list(opts.preload)
         self.executions = 0
@@ -351,13 +359,18 @@ class Zygote:
         the fork) than by a spare whose warm-up competes with them."""
         if not self.hardened or not self.frozen:
             return 0
-        if self.spare is not None:
+        if self.spare is None:
+            due = self.last_end + _SPARE_DELAY
+        elif not self.rehearsed:
+            due = self.spare.forked + _REHEARSAL_DELAY
+        else:
             return None
-        return max(0, int((self.last_end + _SPARE_DELAY - time.monotonic()) * 1000))
+        return max(0, int((due - time.monotonic()) * 1000))
 
     def idle_step(self) -> None:
         """Do one piece of warm-up work: hardening first, then one preload,
-        then freezing the heap."""
+        freezing the heap, and after each execution a spare and a
+        rehearsal."""
         if not self.hardened:
             self.harden()
         elif self.preload:
@@ -368,8 +381,12 @@ class Zygote:
                 print(f"cexec zygote: preload {name}: {e}", file=sys.stderr)
         elif not self.frozen:
             self.freeze()
-        else:
+        elif self.spare is None:
             self.prefork()
+        else:
+            self.rehearsed = True
+            if self.spare.pid:
+                self.rehearse(self.spare.pid)
 
     def freeze(self) -> None:
         """Move every object that exists now out of the collector's reach:
@@ -453,6 +470,7 @@ class Zygote:
                 _close(fd)
             # No spare: executions fork for themselves. Retried after the next one.
             self.spare = Spare(0, -1, -1, -1)
+            self.rehearsed = False
             return
         if pid == 0:
             self.enter_child(out_w, err_w, child_chan)
@@ -460,6 +478,56 @@ class Zygote:
         for fd in (out_w, err_w, child_chan):
             os.close(fd)
         self.spare = Spare(pid, out_r, err_r, chan)
+        self.rehearsed = False
+
+    def rehearse(self, spare: int) -> None:
+        """Take an execution's path through the zygote, with pipes standing
+        in for the host and the child, while the spare waits.
+
+        Forking the spare made every page of the zygote shared again, so
+        the next execution would copy each page it writes on the way: about
+        two hundred faults, half a millisecond between the host's frame and
+        the result. Taking them now, while idle, keeps them off that path."""
+        host_r, host_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        chan, child_chan = _socketpair()
+        saved = (self.ctl_in, self.ctl_out, self.reader, self.inbox)
+        run = None
+        try:
+            os.write(host_w, _proto.encode_json({"op": "exec", "id": "rehearsal", "code": "print(1+1)",
+                                                 "timeout_ms": 1000, "output_limit": 1 << 20}))
+            os.write(out_w, b"2\n")
+            os.write(child_chan, _proto.encode_json({"op": "done", "exit_code": 0, "error": None,
+                                                     "cpu_ms": 1, "max_rss": 1 << 20}))
+            for fd in (out_w, err_w):
+                os.close(fd)
+            out_w = err_w = -1
+            self.ctl_in, self.ctl_out, self.reader, self.inbox = host_r, host_w, _proto.Reader(), []
+            self.read_host()
+            job = self.inbox.pop()
+            run = Run(job)
+            run.rehearsal = True
+            # The spare's pid: waiting for it (WNOHANG) is what an execution
+            # does, and a rehearsal must not reap anything else.
+            run.pid, run.out_r, run.err_r, run.chan = spare, out_r, err_r, chan
+            out_r = err_r = chan = -1
+            _proto.write_all(run.chan, _proto.encode_json({"op": "exec", "code": job["code"]}))
+            self.pump(run)
+            self.close_fds(run)
+            self.report(run)
+        except Exception as e:
+            print(f"cexec zygote: rehearsal: {type(e).__name__}: {e}", file=sys.stderr)
+        finally:
+            self.ctl_in, self.ctl_out, self.reader, self.inbox = saved
+            if run is not None:
+                self.close_fds(run)
+            for fd in (host_r, host_w, out_r, out_w, err_r, err_w, chan, child_chan):
+                if fd >= 0:
+                    _close(fd)
+        if run is not None and run.status is not None:
+            # The spare died meanwhile, and the rehearsal reaped it.
+            self.drop_spare()
 
     def drop_spare(self) -> None:
         spare, self.spare = self.spare, None
@@ -641,6 +709,8 @@ class Zygote:
             return
         run.killed = True
         run.kill_time = time.monotonic()
+        if run.rehearsal:
+            return
         try:
             os.killpg(run.pid, signal.SIGKILL)
         except OSError:
@@ -1069,16 +1139,38 @@ def _warm_compile() -> None:
     exec(warm, _new_main().__dict__)
 
 
+def _warm_print() -> None:
+    """Run a program that prints, as an execution does, with stdout on
+    /dev/null meanwhile."""
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        job = _proto.decode_json(b'{"op":"exec","code":"print(1+1)"}')
+        _run_program(str(job["code"]), _new_main(), "<cexec>")
+        _flush_std()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
 def _warm_done() -> None:
+    """What _run_child does after the program."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading.enumerate()
+    import atexit
+
+    atexit._ncallbacks()
     done: dict[str, Any] = {"op": "done", "exit_code": 0, "error": None}
     _add_usage(done)
-    _proto.dumps(done)
+    _proto.encode_json(done)
 
 
 _WARM_UP = (
-    lambda: _proto.decode_json(b'{"op":"exec","code":"_x = 1"}'),
+    _warm_print,
     _warm_compile,
-    _flush_std,
     _warm_done,
 )
 
@@ -1088,10 +1180,10 @@ def _spare_main() -> None:
     try:
         chan = cexec._Channel(3)
         # Go through what every execution goes through (decoding the job,
-        # the compiler, a module, flushing, usage, encoding the done
-        # message), so that its copy-on-write faults happen now rather
-        # than while the program is waited for; stop as soon as the
-        # program arrives.
+        # compiling, running and printing in a new module, flushing, usage,
+        # encoding the done message), so that its copy-on-write faults
+        # happen now rather than while the program is waited for; stop as
+        # soon as the program arrives.
         pending = select.poll()
         pending.register(3, select.POLLIN)
         for step in _WARM_UP:
