@@ -26,13 +26,17 @@
 // a new __main__ module. The zygote keeps one such child forked and warmed
 // up in advance (the spare), which receives the program on descriptor 3, so
 // that neither the fork nor its first copy-on-write faults delay an
-// execution; without a spare it forks on demand, compiling programs up to
-// 256 KiB before the fork. Frames never travel on the program's stdout. The
-// program's `from cexec import call_tool, result` talks over descriptor 3;
-// the zygote relays host calls to the host and replies back. When the child
-// exits, the zygote drains its output, kills its process group and, when it
-// is the pid namespace's init, every other process but itself and the
-// persistent interpreters, then reports one result frame.
+// execution: it warms up by running a small printing program with stdout on
+// /dev/null. Without a spare the zygote forks on demand, compiling programs
+// up to 256 KiB before the fork. A zygote whose spare has waited 20 ms
+// rehearses an execution's path through pipes standing in for the host and
+// the child, so that the pages the fork made shared again are copied then,
+// not on the next execution's path. Frames never travel on the program's
+// stdout. The program's `from cexec import call_tool, result` talks over
+// descriptor 3; the zygote relays host calls to the host and replies back.
+// When the child exits, the zygote drains its output, kills its process
+// group and, when it is the pid namespace's init, every other process but
+// itself and the persistent interpreters, then reports one result frame.
 //
 // A session may ask for a persistent interpreter instead: a worker forked
 // once, whose __main__ globals survive between executions of that session.
