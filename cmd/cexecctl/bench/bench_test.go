@@ -2,6 +2,8 @@ package bench
 
 import (
 	"os"
+	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -57,5 +59,40 @@ func TestCPUMs(t *testing.T) {
 	}
 	if ms < 10 || ms > 60_000 {
 		t.Errorf("cpu = %.0f ms after a 50 ms busy loop", ms)
+	}
+}
+
+// TestQuiesce runs quiesce on a process whose child sleeps and on one whose
+// child spins: the first is quiet at once, the second never within the limit.
+func TestQuiesce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		child string
+		quiet bool
+	}{
+		{"sleeping child", "sleep 30", true},
+		{"spinning child", "while :; do :; done", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The tree is a shell that waits for a sleeping child or spins.
+			cmd := exec.Command("/bin/sh", "-c", tc.child+"; true")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				_ = exec.Command("pkill", "-KILL", "-P", strconv.Itoa(cmd.Process.Pid)).Run()
+				_ = cmd.Wait()
+			})
+			time.Sleep(100 * time.Millisecond)
+			const limit = time.Second
+			waited, err := quiesce(t.Context(), cmd.Process.Pid, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := waited < limit; got != tc.quiet {
+				t.Errorf("waited %v (limit %v)", waited, limit)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -65,6 +66,11 @@ type ExecResult struct {
 	// that were still connecting (a daemon just started launches them in
 	// the background, which would weigh on every figure).
 	StartWaitMs float64 `json:"start_wait_ms"`
+	// QuietWaitMs is how long the benchmark waited, after warming up, for
+	// the daemon and everything it runs to fall quiet: sandboxes the
+	// warm-up created import their preloads and fork their spares for a
+	// while after they are ready.
+	QuietWaitMs float64 `json:"quiet_wait_ms"`
 	// Warm: one execution at a time in pooled sandboxes.
 	Warm Latency `json:"warm"`
 	// Cold: one execution at a time, each in a sandbox created for it and
@@ -132,8 +138,9 @@ timing each execution in this process:
            for it and destroyed after (ExecRequest.fresh_sandbox)
 
 Before the phases it waits (at most --settle) for upstream servers that
-are still connecting, which a daemon just started does in the background;
-after them it reads the idle sandboxes' resident memory from the pool
+are still connecting, which a daemon just started does in the background,
+and after the warm-up for the daemon's processes to fall quiet (sandboxes
+it created import their preloads for a while); after the phases it reads the idle sandboxes' resident memory from the pool
 status. Every
 execution must exit 0 (and print --expect); failures are counted and make
 the command fail after printing the figures.`,
@@ -230,12 +237,17 @@ func benchExec(ctx context.Context, env *cli.Env, c *client.Client, f execBenchF
 		return nil, err
 	}
 	res.Tenant = tenant
-
-	progress("warm: %d executions one at a time", f.n)
 	pids, err := processes(ctx, c)
 	if err != nil {
 		return nil, err
 	}
+	quiet, err := quiesce(ctx, pids[0], f.settle)
+	if err != nil {
+		return nil, err
+	}
+	res.QuietWaitMs = math.Round(ms(quiet)*10) / 10
+
+	progress("warm: %d executions one at a time", f.n)
 	cpu0 := cpuOf(pids)
 	ss = make([]sample, 0, f.n)
 	for range f.n {
@@ -401,6 +413,73 @@ func settle(ctx context.Context, c *client.Client, tenant string, ss []sample, l
 	}
 }
 
+// quiesce waits, at most limit, until the process tree of the daemon (pid
+// root: its plugins, sandboxes and upstream servers) used less than 5% of
+// a CPU over 100 ms, and returns how long it waited. Without the daemon's
+// processes in sight (another machine, another pid namespace) it does not
+// wait.
+func quiesce(ctx context.Context, root int, limit time.Duration) (time.Duration, error) {
+	start := time.Now()
+	if root <= 0 {
+		return 0, nil
+	}
+	const window = 100 * time.Millisecond
+	prev, ok := treeCPUMs(root)
+	for ok && time.Since(start) < limit {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(window):
+		}
+		cur, found := treeCPUMs(root)
+		if !found || cur-prev < 0.05*ms(window) {
+			break
+		}
+		prev = cur
+	}
+	return time.Since(start), nil
+}
+
+// treeCPUMs is the CPU time, in milliseconds, of process root and its
+// descendants, including the children they have waited for; false when
+// root cannot be read.
+func treeCPUMs(root int) (float64, bool) {
+	var total float64
+	seen := map[int]bool{}
+	var walk func(pid int) bool
+	walk = func(pid int) bool {
+		if seen[pid] {
+			return true
+		}
+		seen[pid] = true
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+1:]))
+		if i < 0 || len(f) < 15 {
+			return false
+		}
+		for _, s := range f[11:15] { // utime, stime, cutime, cstime
+			v, _ := strconv.ParseFloat(s, 64)
+			total += v * 1000 / clockTick
+		}
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		for _, t := range tasks {
+			kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
+			for _, k := range strings.Fields(string(kids)) {
+				if n, err := strconv.Atoi(k); err == nil {
+					walk(n)
+				}
+			}
+		}
+		return true
+	}
+	ok := walk(root)
+	return total, ok
+}
+
 // awaitServers waits, at most limit, until no upstream server is still
 // connecting, and returns how long it waited.
 func awaitServers(ctx context.Context, c *client.Client, limit time.Duration) (time.Duration, error) {
@@ -517,8 +596,8 @@ func printExec(env *cli.Env, r *ExecResult) {
 		fmt.Fprintf(w, "%-11s n=%-4d p50 %7.2f ms  p90 %7.2f ms  p99 %7.2f ms  max %7.2f ms  (daemon p50 %.2f ms, %d warm)\n",
 			name, l.N, l.P50, l.P90, l.P99, l.Max, l.Daemon, l.Warm)
 	}
-	fmt.Fprintf(w, "%s as tenant %s on %s (%d CPUs, load %.1f -> %.1f; waited %.0f ms for upstream servers)\n",
-		r.Code, r.Tenant, r.Pool.Backend, r.CPUs, r.LoadAvg[0], r.LoadAvg[1], r.StartWaitMs)
+	fmt.Fprintf(w, "%s as tenant %s on %s (%d CPUs, load %.1f -> %.1f; waited %.0f ms for upstream servers, %.0f ms for quiet)\n",
+		r.Code, r.Tenant, r.Pool.Backend, r.CPUs, r.LoadAvg[0], r.LoadAvg[1], r.StartWaitMs, r.QuietWaitMs)
 	line("warm", r.Warm)
 	line(fmt.Sprintf("conc. %d", r.Concurrent.Concurrency), r.Concurrent.Latency)
 	line("cold", r.Cold)
