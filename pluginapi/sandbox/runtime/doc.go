@@ -74,7 +74,10 @@
 //	{"op":"pong","id":"p1","rss":12345678,"workers":0,"executions":3}
 //	{"op":"call","id":7,"method":"call_tool","params":{"server":"s","tool":"t","arguments":{}}}
 //	    A host call made by the program (cexec._host_call(method, params)).
-//	'O' / 'E' frames                 Output of the current execution.
+//	'O' / 'E' frames                 Output of the current execution, at most
+//	                                 2 ms after the program wrote it; output
+//	                                 comes before a call or result that
+//	                                 follows it, in the same write.
 //	{"op":"result","id":"x1","exit_code":0,"result":<json>,"error":{"type":"ValueError",
 //	 "message":"...","traceback":"..."},"timed_out":false,"truncated":false,
 //	 "cancelled":false,"signal":0,"cpu_ms":3,"max_rss":9000000,"clean":true,

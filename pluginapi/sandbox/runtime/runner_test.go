@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -440,6 +441,51 @@ func TestZygoteKilledByProgram(t *testing.T) {
 	_, err := r.Exec(context.Background(), sandbox.ExecRequest{Code: "print(1)"}, &recHost{})
 	if !errors.Is(err, pluginapi.ErrUnavailable) {
 		t.Errorf("exec on a dead runner: %v", err)
+	}
+}
+
+// timedHost records when output arrives, and the order of output and calls.
+type timedHost struct {
+	recHost
+	start  time.Time
+	events []string // "out:<data>@<ms>" and "call"
+}
+
+func (h *timedHost) Output(s sandbox.Stream, data []byte) error {
+	h.mu.Lock()
+	h.events = append(h.events, fmt.Sprintf("out:%s@%d", strings.TrimSpace(string(data)), time.Since(h.start).Milliseconds()))
+	h.mu.Unlock()
+	return h.recHost.Output(s, data)
+}
+
+func (h *timedHost) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	h.mu.Lock()
+	h.events = append(h.events, "call")
+	h.mu.Unlock()
+	return json.RawMessage(`{"content": [], "isError": false}`), nil
+}
+
+// TestOutputIsLive checks that the zygote, which batches output briefly
+// with what follows it, still relays output while the program runs, and
+// before a host call the program makes after printing.
+func TestOutputIsLive(t *testing.T) {
+	r, _ := startZygote(t, Options{})
+	h := &timedHost{start: time.Now()}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := r.Exec(ctx, sandbox.ExecRequest{Code: "import time\nfrom cexec import call_tool\nprint('a', flush=True)\n" +
+		"time.sleep(0.5)\nprint('b', flush=True)\ncall_tool('s', 't', {})\nprint('c')"}, h)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec: %v, result %+v", err, res)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.events) != 4 || !strings.HasPrefix(h.events[0], "out:a@") || !strings.HasPrefix(h.events[1], "out:b@") ||
+		h.events[2] != "call" || !strings.HasPrefix(h.events[3], "out:c@") {
+		t.Fatalf("events %q: want a, b, the call, c", h.events)
+	}
+	if ms, _ := strconv.Atoi(strings.TrimPrefix(h.events[0], "out:a@")); ms >= 400 {
+		t.Errorf("'a' arrived after %d ms: want it well before the program's 0.5 s sleep ends", ms)
 	}
 }
 
