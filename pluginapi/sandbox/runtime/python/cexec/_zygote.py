@@ -589,9 +589,25 @@ class Zygote:
                 pass
             _wait_exit(run.pid, _KILL_GRACE)
             self.check_exit(run)
-        keep = self.keep()
-        if run.worker is None and run.status is None or not self.sweep(keep):
+        if run.worker is None and run.status is None or not (self.none_started(run) or self.sweep(self.keep())):
             self.send({"op": "unclean", "id": run.id, "message": "some of the program's processes could not be killed"})
+
+    def none_started(self, run: Run) -> bool:
+        """Whether the sandbox has created no process or thread since the
+        program's process, which is gone: then a sweep would find nothing.
+        /proc/loadavg ends with the newest pid of the reader's pid
+        namespace."""
+        if not self.is_init or run.worker is not None:
+            return False
+        try:
+            fd = os.open("/proc/loadavg", os.O_RDONLY)
+            try:
+                newest = int(os.read(fd, 256).split()[4])
+            finally:
+                os.close(fd)
+        except (OSError, ValueError, IndexError):
+            return False
+        return newest == run.pid
 
     def start_child(self, run: Run, job: dict[str, Any]) -> None:
         code = str(job["code"])
