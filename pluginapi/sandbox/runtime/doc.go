@@ -37,6 +37,9 @@
 // When the child exits, the zygote drains its output, kills its process
 // group and, when it is the pid namespace's init, every other process but
 // itself and the persistent interpreters, then reports one result frame.
+// After a result reported early (the program said how it ended and closed
+// its output), the zygote skips that sweep when /proc/loadavg's newest pid
+// is still the program's: nothing was started since.
 //
 // A session may ask for a persistent interpreter instead: a worker forked
 // once, whose __main__ globals survive between executions of that session.
