@@ -327,23 +327,29 @@ const clockTick = 100
 
 // cpuMs reads utime+stime of pid from /proc/<pid>/stat.
 func cpuMs(pid int) (float64, error) {
+	return statMs(pid, 2)
+}
+
+// statMs sums n CPU-time fields of /proc/pid/stat, from utime on (utime,
+// stime, cutime, cstime), in milliseconds.
+func statMs(pid, n int) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, fmt.Errorf("read cpu of %d: %w", pid, err)
 	}
 	// The command name (field 2) may contain spaces; fields after its
-	// closing parenthesis are space-separated, utime and stime being the
-	// 14th and 15th of the whole line.
+	// closing parenthesis are space-separated, utime being the 14th of
+	// the whole line.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
+	if len(f) < 11+n {
 		return 0, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(f))
 	}
 	var ticks float64
-	for _, s := range f[11:13] {
+	for _, s := range f[11 : 11+n] {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil {
 			return 0, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -140,9 +139,9 @@ timing each execution in this process:
 Before the phases it waits (at most --settle) for upstream servers that
 are still connecting, which a daemon just started does in the background,
 and after the warm-up for the daemon's processes to fall quiet (sandboxes
-it created import their preloads for a while); after the phases it reads the idle sandboxes' resident memory from the pool
-status. Every
-execution must exit 0 (and print --expect); failures are counted and make
+it created import their preloads for a while). After the phases it reads
+the idle sandboxes' resident memory from the pool status. Every execution
+must exit 0 (and print --expect); failures are counted and make
 the command fail after printing the figures.`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -452,19 +451,11 @@ func treeCPUMs(root int) (float64, bool) {
 			return true
 		}
 		seen[pid] = true
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		cpu, err := statMs(pid, 4)
 		if err != nil {
 			return false
 		}
-		i := bytes.LastIndexByte(b, ')')
-		f := strings.Fields(string(b[i+1:]))
-		if i < 0 || len(f) < 15 {
-			return false
-		}
-		for _, s := range f[11:15] { // utime, stime, cutime, cstime
-			v, _ := strconv.ParseFloat(s, 64)
-			total += v * 1000 / clockTick
-		}
+		total += cpu
 		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 		for _, t := range tasks {
 			kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
