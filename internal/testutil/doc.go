@@ -1,0 +1,5 @@
+// Package testutil holds what the repository's tests share: a buffer safe
+// for concurrent writers, building a package of this module into a binary,
+// and skipping a test whose dependency is missing (a failure under CI, where
+// a missing dependency means a broken install step, not an optional test).
+package testutil
