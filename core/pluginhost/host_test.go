@@ -753,28 +753,6 @@ func TestCommandRecheckedAtLaunch(t *testing.T) {
 	}
 }
 
-func TestNegotiate(t *testing.T) {
-	tests := []struct {
-		host, plugin []string
-		want         string
-		ok           bool
-	}{
-		{[]string{"v1"}, []string{"v1"}, "v1", true},
-		{[]string{"v1", "v2"}, []string{"v2", "v1"}, "v2", true},
-		{[]string{"v1", "v2"}, []string{"v1", "v3"}, "v1", true},
-		{[]string{"v1"}, []string{"v2"}, "", false},
-		{[]string{"v1"}, nil, "", false},
-		{[]string{"v1", "v10"}, []string{"v10", "v9", "v1"}, "v10", true},
-		{[]string{"v1"}, []string{"1", "vx"}, "", false},
-	}
-	for _, tc := range tests {
-		got, ok := negotiate(tc.host, tc.plugin)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("negotiate(%v, %v) = %q, %v; want %q, %v", tc.host, tc.plugin, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
 func TestPluginEnv(t *testing.T) {
 	t.Setenv("PATH", "/opt/bin")
 	t.Setenv("HOME", "/home/u")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,7 +210,7 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 	if info.Kind != kind {
 		return fail("Plugin kind mismatch", fmt.Errorf("%s reports kind %q, but cexec.hcl configures it as %q", path, info.Kind, kind))
 	}
-	apiVersion, found := negotiate(hostAPIVersions[kind], info.APIVersions)
+	apiVersion, found := pluginapi.NegotiateAPIVersion(hostAPIVersions[kind], info.APIVersions)
 	if !found {
 		return fail("No common plugin API version", fmt.Errorf("plugin %s %s speaks %s API versions [%s]; this cexecd speaks [%s]",
 			info.Name, info.Version, kind, strings.Join(info.APIVersions, ", "), strings.Join(hostAPIVersions[kind], ", ")))
@@ -288,28 +287,6 @@ func (b *tailBuffer) String() string {
 		}
 	}
 	return s
-}
-
-// negotiate picks the highest API version both sides speak.
-func negotiate(host, plugin []string) (string, bool) {
-	best, bestN := "", -1
-	for _, v := range plugin {
-		n, ok := apiVersionNumber(v)
-		if ok && n > bestN && slices.Contains(host, v) {
-			best, bestN = v, n
-		}
-	}
-	return best, bestN >= 0
-}
-
-// apiVersionNumber parses "v<N>".
-func apiVersionNumber(v string) (int, bool) {
-	rest, ok := strings.CutPrefix(v, "v")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	return n, err == nil && n >= 0
 }
 
 // configureDiags places the plugin's Configure diagnostics in cexec.hcl: at
