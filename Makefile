@@ -5,7 +5,7 @@ PLUGINS     := $(notdir $(wildcard plugins/*))
 PROTOS      := $(shell find pluginapi/proto api -name '*.proto')
 LDFLAGS     := -s -w -X github.com/cexec/cexec/core/version.Version=$(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all deps build run test bench proto proto-check lint eval-search clean
+.PHONY: all deps build run test check fmt-check tidy-check lint unit e2e fuzz bench proto proto-check eval-search clean
 
 all: build
 
@@ -32,9 +32,36 @@ run: deps build data
 data:
 	cp -R examples/data data
 
-# Tests need the binaries (end-to-end tests start cexecd and its plugins).
-test: deps build proto-check lint
-	$(GO) test -race -count=1 ./...
+# Everything CI runs (.ci/run calls exactly this). Tests need the binaries:
+# end-to-end tests start cexecd and its plugins.
+test: deps build proto-check check unit e2e fuzz
+
+# Static checks: formatting, go.mod tidiness, vet, staticcheck, import rules.
+check: fmt-check tidy-check lint
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change these files (run gofmt -w):"; echo "$$out"; exit 1; fi
+
+tidy-check:
+	@$(GO) mod tidy -diff >/dev/null || { echo "go mod tidy would change go.mod or go.sum: run it and commit"; $(GO) mod tidy -diff; exit 1; }
+
+lint:
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+	$(GO) run ./internal/tools/importrules
+
+# Every package but the end-to-end suite in e2e/, with the race detector.
+unit:
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/e2e$$')
+
+# The end-to-end suite: real binaries, a real cexecd, real MCP peers.
+e2e: build
+	$(GO) test -race -count=1 ./e2e/...
+
+# A few seconds of each fuzz target (FUZZTIME=30s make fuzz for longer).
+fuzz:
+	scripts/fuzz.sh
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -50,28 +77,16 @@ bench-exec: build
 
 # Generators are pinned as go.mod tool dependencies; protoc comes from Debian's protobuf-compiler.
 proto:
-	protoc -I pluginapi/proto \
-		--plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
-		--plugin=protoc-gen-go-grpc="$$($(GO) tool -n protoc-gen-go-grpc)" \
-		--go_out=paths=source_relative:pluginapi/proto --go-grpc_out=paths=source_relative:pluginapi/proto \
-		$(shell find pluginapi/proto -name '*.proto' | sed 's|pluginapi/proto/||')
-	protoc -I api \
-		--plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
-		--plugin=protoc-gen-go-grpc="$$($(GO) tool -n protoc-gen-go-grpc)" \
-		--go_out=paths=source_relative:api --go-grpc_out=paths=source_relative:api \
-		$(shell find api -name '*.proto' | sed 's|^api/||')
+	scripts/proto.sh
 
-# Fails when the committed generated code differs from what `make proto` writes.
-proto-check: proto
-	@git diff --exit-code -- pluginapi/proto api || { echo "generated protobuf code is stale: run make proto and commit"; exit 1; }
+# Fails when the committed generated code differs from what `make proto` writes,
+# a generated file is untracked, or a committed one is no longer generated.
+proto-check:
+	scripts/proto.sh --check
 
 # Tool-search quality on every set in ../shared/eval: plain BM25 beside the configured selector.
 eval-search:
 	$(GO) run ./core/searcheval/cmd/evalsearch -eval-dir ../shared/eval
-
-lint:
-	$(GO) vet ./...
-	$(GO) tool staticcheck ./...
 
 clean:
 	rm -rf $(BIN)

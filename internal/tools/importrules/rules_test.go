@@ -1,0 +1,72 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct {
+		from, imp string
+		rule      string // "" when the import is allowed
+	}{
+		{"cmd/cexecd", "core/daemon", ""},
+		{"core/pool", "pluginapi/sandbox", ""},
+		{"core/pool", "internal/localgrpc", ""},
+		{"core/pool", "api/cexec/v1", ""},
+		{"core/daemon", "core/pool", ""},
+		{"client", "api/cexec/v1", ""},
+		{"client", "internal/localgrpc", ""},
+		{"cmd/cexecctl/exec", "client", ""},
+		{"plugins/guard-pii", "plugins/guard-pii/internal/pii", ""},
+		{"plugins/guard-pii/internal/pii", "pluginapi/guard", ""},
+		{"plugins/guard-pii", "internal/maxprocs", ""},
+		{"examples/plugin-selector-keyword", "pluginapi/selector", ""},
+		{"pluginapi/sandbox", "internal/maxprocs", ""},
+		{"api/cexec/v1", "api/defaults", ""},
+
+		{"client", "core/config", "client imports only api and internal"},
+		{"client", "pluginapi", "client imports only api and internal"},
+		{"cmd/cexecctl/bench", "core/bridge", "cexecctl reaches the daemon only through client and api"},
+		{"cmd/cexecctl/bench", "plugins/selector-embeddings/engine", "cexecctl reaches the daemon only through client and api"},
+		{"e2e", "core/mcpface", "nothing but cmd/cexecd imports core"},
+		{"internal/version", "core/config", "internal helpers import no layer above them"},
+		{"core/searcheval", "plugins/selector-embeddings/engine", "core imports pluginapi, api and internal, never plugins"},
+		{"core/guard", "plugins/guard-pii/detect", "core imports pluginapi, api and internal, never plugins"},
+		{"pluginapi/plugintest", "core/pool", "pluginapi imports nothing of the daemon"},
+		{"plugins/guard-pii", "plugins/selector-embeddings/engine", "a plugin imports pluginapi, internal and its own packages only"},
+		{"plugins/guard-pii", "cmd/cexecctl/cli", "a plugin imports pluginapi, internal and its own packages only"},
+		{"examples/plugin-selector-keyword", "internal/localgrpc", "an example imports pluginapi only"},
+		{"api/cexec/v1", "internal/localgrpc", "api imports nothing of the module but api"},
+		{"internal/testutil", "plugins/guard-pii", "internal helpers import no layer above them"},
+	} {
+		t.Run(tc.from+"->"+tc.imp, func(t *testing.T) {
+			got := check("m", []pkg{{path: tc.from, imports: []string{tc.imp}}})
+			if tc.rule == "" {
+				if len(got) != 0 {
+					t.Fatalf("allowed import reported: %q", got)
+				}
+				return
+			}
+			if len(got) == 0 {
+				t.Fatalf("forbidden import not reported (want rule %q)", tc.rule)
+			}
+			want := "m/" + tc.from + " imports m/" + tc.imp + ": "
+			found := false
+			for _, line := range got {
+				if strings.HasPrefix(line, want) && strings.Contains(line, tc.rule) {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("got %q, want a line starting %q naming rule %q", got, want, tc.rule)
+			}
+		})
+	}
+}
+
+func TestCheckIgnoresSelfImport(t *testing.T) {
+	if got := check("m", []pkg{{path: "client", imports: []string{"client"}}}); len(got) != 0 {
+		t.Fatalf("got %q", got)
+	}
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of the module briefly (FUZZTIME each, default 5s):
+# a short pass in make test that keeps the targets building and catches a
+# shallow crash; longer runs are `go test -fuzz NAME -fuzztime 10m ./PKG`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+FUZZTIME=${FUZZTIME:-5s}
+
+n=0
+while IFS=: read -r file name; do
+	pkg=./$(dirname "$file")
+	echo "fuzz: $pkg $name ($FUZZTIME)"
+	$GO test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" >/dev/null || {
+		echo "fuzz: $pkg $name failed; rerun: $GO test -run '^\$' -fuzz '^${name}\$' $pkg" >&2
+		exit 1
+	}
+	n=$((n + 1))
+done < <(git grep -o -E '^func Fuzz[A-Za-z0-9_]+' -- '*_test.go' | sed 's/:func /:/' | sort)
+echo "fuzz: $n targets, $FUZZTIME each"
