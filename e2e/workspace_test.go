@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cexec/cexec/internal/testutil"
 )
 
 // workspaceSetup is a setup whose daemon shares the repository's skills/
@@ -44,11 +46,11 @@ func workspaceSetup(t *testing.T) setup {
 func requireSandbox(t *testing.T, s setup) {
 	t.Helper()
 	if p, ok := listPlugins(t, s)["sandbox/bwrap"]; !ok || p.Status != "ok" {
-		t.Skipf("no running sandbox backend (sandbox/bwrap: %+v)", p)
+		testutil.SkipMissing(t, "no running sandbox backend (sandbox/bwrap: %+v)", p)
 	}
 	out, errOut, code := ctl(t, s, "exec", "-c", "print('sandbox ok')")
 	if code != 0 || out != "sandbox ok\n" {
-		t.Skipf("sandboxed execution does not work here: exit %d\n%s%s", code, out, errOut)
+		testutil.SkipMissing(t, "sandboxed execution does not work here: exit %d\n%s%s", code, out, errOut)
 	}
 }
 
