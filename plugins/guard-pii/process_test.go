@@ -13,10 +13,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/cexec/cexec/internal/testutil/piitest"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/guard"
 	"github.com/cexec/cexec/pluginapi/plugintest"
-	"github.com/cexec/cexec/plugins/guard-pii/detect/detecttest"
 )
 
 // syncBuffer collects the host's log output; go-plugin writes it from its
@@ -85,7 +85,7 @@ func TestPluginProcess(t *testing.T) {
 		t.Fatalf("Configure: %v %v", diags, err)
 	}
 
-	text, planted := detecttest.MixedLabelled(1<<20, 2)
+	text, planted := piitest.MixedLabelled(1<<20, 2)
 	start := time.Now()
 	spans, err := g.Detect(t.Context(), guard.DetectRequest{Text: text})
 	if err != nil {

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cexec/cexec/internal/testutil/piitest"
 	"github.com/cexec/cexec/plugins/guard-pii/detect"
-	"github.com/cexec/cexec/plugins/guard-pii/detect/detecttest"
 )
 
 const oneMB = 1 << 20
@@ -36,9 +36,9 @@ func benchDetect(b *testing.B, opts detect.Options, text string) {
 }
 
 // BenchmarkDetect1MB runs every default detector over 1 MiB of mixed prose,
-// logs, JSON, CSV and code (see detecttest.Mixed).
+// logs, JSON, CSV and code (see piitest.Mixed).
 func BenchmarkDetect1MB(b *testing.B) {
-	benchDetect(b, detect.Options{}, detecttest.Mixed(oneMB, 1)[:oneMB])
+	benchDetect(b, detect.Options{}, piitest.Mixed(oneMB, 1)[:oneMB])
 }
 
 // BenchmarkDetect1MBDense runs over the labelled set repeated to 1 MiB:
@@ -58,7 +58,7 @@ func BenchmarkDetect1MBDense(b *testing.B) {
 // BenchmarkDetectByType runs one detector at a time over the mixed text, to
 // show where the time goes.
 func BenchmarkDetectByType(b *testing.B) {
-	text := detecttest.Mixed(oneMB, 1)[:oneMB]
+	text := piitest.Mixed(oneMB, 1)[:oneMB]
 	for _, typ := range detect.DefaultTypes {
 		b.Run(typ, func(b *testing.B) {
 			benchDetect(b, detect.Options{Types: []string{typ}}, text)

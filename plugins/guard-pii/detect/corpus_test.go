@@ -6,19 +6,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cexec/cexec/internal/testutil/piitest"
 	"github.com/cexec/cexec/plugins/guard-pii/detect"
-	"github.com/cexec/cexec/plugins/guard-pii/detect/detecttest"
 )
 
 // TestMixedCorpus scores detection on 1 MiB of generated mixed text whose
-// PII values are known (detecttest.MixedLabelled): everything else in it —
+// PII values are known (piitest.MixedLabelled): everything else in it —
 // UUIDs, hashes, timestamps, prices, versions, SKUs, order numbers, code —
 // is meant to stay untouched, so every extra span is a false positive on
 // text shaped like real tool output. Unlike the hand-written labelled set,
 // the values here are not chosen one by one, so a floor of 0.99 per type
 // holds the detectors to near-exactness on routine formats.
 func TestMixedCorpus(t *testing.T) {
-	text, planted := detecttest.MixedLabelled(1<<20, 1)
+	text, planted := piitest.MixedLabelled(1<<20, 1)
 	d := mustNew(t, detect.Options{})
 	spans, err := d.Detect(context.Background(), text, nil)
 	if err != nil {

@@ -5,14 +5,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cexec/cexec/plugins/guard-pii/detect/detecttest"
+	"github.com/cexec/cexec/internal/testutil/piitest"
 )
 
 // TestParallelSameAsSequential runs the detector groups on separate
 // goroutines and one after the other over the same text: the answers must
 // be identical (and, under -race, free of data races).
 func TestParallelSameAsSequential(t *testing.T) {
-	text := detecttest.Mixed(256<<10, 9)
+	text := piitest.Mixed(256<<10, 9)
 	d, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)

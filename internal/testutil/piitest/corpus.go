@@ -1,11 +1,14 @@
-// Package detecttest generates realistic mixed text for benchmarks and
-// tests of PII detection and tokenization: prose, service logs, JSON
+// Package piitest holds what tests of PII detection and tokenization share,
+// in the guard-pii plugin and in cexecd's vault alike: realistic mixed text
+// and a stand-in detector.
+package piitest
+
+// Mixed text is prose, service logs, JSON
 // records, CSV rows and code, with the numbers that trip detectors up
 // (dates, timestamps, versions, prices, UUIDs, hashes, order numbers) and
 // PII at the density of a CRM export or an access log. Every PII value it
 // writes is recorded, so the text doubles as a labelled corpus. The same
 // size and seed always give the same text.
-package detecttest
 
 import (
 	"fmt"
