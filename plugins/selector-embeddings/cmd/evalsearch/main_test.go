@@ -74,3 +74,33 @@ func TestEvalDirTableAndScale(t *testing.T) {
 		t.Fatal("empty eval dir accepted")
 	}
 }
+
+// TestDatasetWithScaleJSON checks the JSON of -dataset with -scale (what
+// `make bench` records): the dataset's rankers with the four metrics at the
+// top level beside "scale", whose catalogue comes from the dataset's parent.
+func TestDatasetWithScaleJSON(t *testing.T) {
+	var out bytes.Buffer
+	args := []string{"-dataset", dataset(t), "-scale", "-sizes", "20", "-searches", "10", "-json"}
+	if err := run(context.Background(), args, &out); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]json.RawMessage
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if len(got) != 3 {
+		t.Fatalf("keys of %s, want plain_bm25, selector and scale", out.String())
+	}
+	for _, r := range []string{"plain_bm25", "selector"} {
+		var m map[string]float64
+		if err := json.Unmarshal(got[r], &m); err != nil || len(m) != 4 {
+			t.Fatalf("%s: %v in %s", r, err, out.String())
+		}
+	}
+	var scale []struct {
+		Tools int `json:"tools"`
+	}
+	if err := json.Unmarshal(got["scale"], &scale); err != nil || len(scale) != 1 || scale[0].Tools != 20 {
+		t.Fatalf("scale %v: %s", err, out.String())
+	}
+}
