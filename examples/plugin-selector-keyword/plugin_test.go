@@ -79,7 +79,7 @@ func TestPluginProcess(t *testing.T) {
 		t.Errorf("Info = %+v", info)
 	}
 
-	diags, err := s.Configure(ctx, json.RawMessage(`{"max_hits":0}`), "v1")
+	diags, err := s.Configure(ctx, json.RawMessage(`{"max_hits":0}`), selector.APIVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestPluginProcess(t *testing.T) {
 	if _, err := s.Search(ctx, selector.SearchRequest{Query: "file"}); !errors.Is(err, pluginapi.ErrUnavailable) {
 		t.Errorf("search after failed configure = %v, want ErrUnavailable", err)
 	}
-	if diags, err := s.Configure(ctx, json.RawMessage(`{"max_hits":3,"case_sensitive":false,"stopwords":null}`), "v1"); err != nil || diags.HasErrors() {
+	if diags, err := s.Configure(ctx, json.RawMessage(`{"max_hits":3,"case_sensitive":false,"stopwords":null}`), selector.APIVersion); err != nil || diags.HasErrors() {
 		t.Fatalf("configure: %v %v", diags, err)
 	}
 

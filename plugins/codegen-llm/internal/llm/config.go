@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -142,12 +141,8 @@ var providerAttrs = map[string][]string{
 // error diagnostics when the config cannot be used.
 func parseConfig(ctx context.Context, raw json.RawMessage) (*config, pluginapi.Diagnostics) {
 	var rc rawConfig
-	if len(bytes.TrimSpace(raw)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&rc); err != nil {
-			return nil, pluginapi.Diagnostics{pluginapi.Errorf("", "invalid configuration", err.Error())}
-		}
+	if diags := pluginapi.DecodeConfig("the llm generator", raw, &rc); diags.HasErrors() {
+		return nil, diags
 	}
 	c := &config{rawConfig: rc}
 	var diags pluginapi.Diagnostics

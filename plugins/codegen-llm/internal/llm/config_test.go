@@ -80,7 +80,8 @@ func TestConfigureDiagnostics(t *testing.T) {
 		{"empty system prompt", `{` + openai + `, "system_prompt": "  "}`, "system_prompt", "empty"},
 		{"python shim refused", `{` + openai + `, "python": "` + shim + `"}`, "python", "not an ELF executable"},
 		{"python missing", `{` + openai + `, "python": "/nonexistent/python3"}`, "python", "cannot use"},
-		{"unknown attribute", `{` + openai + `, "modle": "x"}`, "", "unknown field"},
+		{"unknown attribute", `{` + openai + `, "modle": "x"}`, "modle", "no attribute"},
+		{"wrong type", `{` + openai + `, "max_tokens": "many"}`, "max_tokens", "Invalid type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			diags, _ := parseConfigDiags(t, tc.cfg)

@@ -59,7 +59,10 @@ func (g *Generator) Info(context.Context) (pluginapi.Info, error) {
 // Configure validates the block and builds the provider's client. It makes
 // no network calls, so a daemon starts offline and a wrong key shows up on
 // the first task, as a diagnostic naming the provider's complaint.
-func (g *Generator) Configure(ctx context.Context, raw json.RawMessage, _ string) (pluginapi.Diagnostics, error) {
+func (g *Generator) Configure(ctx context.Context, raw json.RawMessage, apiVersion string) (pluginapi.Diagnostics, error) {
+	if diags := pluginapi.CheckAPIVersion(pluginapi.KindCodegen, []string{codegen.APIVersion}, apiVersion); diags.HasErrors() {
+		return diags, nil
+	}
 	cfg, diags := parseConfig(ctx, raw)
 	if cfg == nil {
 		return diags, nil

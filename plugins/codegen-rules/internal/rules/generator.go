@@ -49,12 +49,15 @@ func (g *Generator) Info(context.Context) (pluginapi.Info, error) {
 	}, nil
 }
 
-func (g *Generator) Configure(_ context.Context, raw json.RawMessage, _ string) (pluginapi.Diagnostics, error) {
+// Configure loads the rules the block names; a rule file that does not
+// parse is an error diagnostic against rules_dir.
+func (g *Generator) Configure(_ context.Context, raw json.RawMessage, apiVersion string) (pluginapi.Diagnostics, error) {
+	if diags := pluginapi.CheckAPIVersion(pluginapi.KindCodegen, []string{codegen.APIVersion}, apiVersion); diags.HasErrors() {
+		return diags, nil
+	}
 	var c config
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return pluginapi.Diagnostics{pluginapi.Errorf("", "invalid configuration", err.Error())}, nil
-		}
+	if diags := pluginapi.DecodeConfig("the rules generator", raw, &c); diags.HasErrors() {
+		return diags, nil
 	}
 	set := &Set{}
 	var diags pluginapi.Diagnostics

@@ -104,3 +104,25 @@ func fmtDiags(d pluginapi.Diagnostics) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// TestConfigureRejects checks that a misspelt or mistyped attribute, and an
+// API version the plugin does not speak, are errors naming what is wrong.
+func TestConfigureRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name, cfg, version, wantAttr, wantText string
+	}{
+		{"misspelt attribute", `{"rule_dir": "/tmp"}`, codegen.APIVersion, "rule_dir", "no attribute"},
+		{"wrong type", `{"builtin": "yes"}`, codegen.APIVersion, "builtin", "Invalid type"},
+		{"no API version", `{}`, "", "", "API version"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			diags, err := New(hclog.NewNullLogger()).Configure(context.Background(), json.RawMessage(tc.cfg), tc.version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !diags.HasErrors() || diags[0].Attribute != tc.wantAttr || !strings.Contains(fmtDiags(diags), tc.wantText) {
+				t.Fatalf("diagnostics %+v, want attribute %q and %q", diags, tc.wantAttr, tc.wantText)
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package pii
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,17 +105,12 @@ func (g *Guard) Info(context.Context) (pluginapi.Info, error) {
 // Configure validates the whole block, reporting each problem against its
 // attribute, and applies it only when there is no error.
 func (g *Guard) Configure(_ context.Context, raw json.RawMessage, apiVersion string) (pluginapi.Diagnostics, error) {
-	if apiVersion != guard.APIVersion {
-		return pluginapi.Diagnostics{pluginapi.Errorf("", "unsupported guard API version",
-			fmt.Sprintf("this plugin speaks %s, the host chose %q", guard.APIVersion, apiVersion))}, nil
+	if diags := pluginapi.CheckAPIVersion(pluginapi.KindGuard, []string{guard.APIVersion}, apiVersion); diags.HasErrors() {
+		return diags, nil
 	}
 	var c config
-	if len(bytes.TrimSpace(raw)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c); err != nil {
-			return pluginapi.Diagnostics{decodeDiagnostic(err)}, nil
-		}
+	if diags := pluginapi.DecodeConfig("the pii guard", raw, &c); diags.HasErrors() {
+		return diags, nil
 	}
 	st, diags := build(c)
 	if diags.HasErrors() {
@@ -133,19 +127,6 @@ func regionOf(c config) string {
 		return strings.ToUpper(*c.PhoneRegion)
 	}
 	return detect.DefaultPhoneRegion
-}
-
-// decodeDiagnostic names the attribute a JSON decoding error is about.
-func decodeDiagnostic(err error) pluginapi.Diagnostic {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return pluginapi.Errorf(te.Field, "invalid type", fmt.Sprintf("%s: got a JSON %s, want %s", te.Field, te.Value, te.Type))
-	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		name = strings.Trim(name, `"`)
-		return pluginapi.Errorf(name, "unsupported attribute", fmt.Sprintf("the pii guard has no attribute %q", name))
-	}
-	return pluginapi.Errorf("", "invalid configuration", err.Error())
 }
 
 // build checks every attribute and returns the state they describe.

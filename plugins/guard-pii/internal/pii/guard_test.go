@@ -133,9 +133,11 @@ func TestConfigureWarnsAndRejectsVersion(t *testing.T) {
 	if len(diags) != 1 || diags[0].Severity != pluginapi.SeverityWarning || diags[0].Attribute != "types" {
 		t.Errorf("want one warning on types, got %v", diags)
 	}
-	diags, err := g.Configure(t.Context(), json.RawMessage(`{}`), "v2")
-	if err != nil || !diags.HasErrors() {
-		t.Errorf("API version v2 accepted: %v %v", diags, err)
+	for _, v := range []string{"v2", ""} {
+		diags, err := g.Configure(t.Context(), json.RawMessage(`{}`), v)
+		if err != nil || !diags.HasErrors() {
+			t.Errorf("API version %q accepted: %v %v", v, diags, err)
+		}
 	}
 }
 

@@ -1,11 +1,8 @@
 package embeddings
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/url"
 	"os"
@@ -147,16 +144,9 @@ type embSettings struct {
 // diagnostic naming its attribute.
 func parseConfig(raw json.RawMessage) (settings, pluginapi.Diagnostics) {
 	var c Config
-	var diags pluginapi.Diagnostics
-	if len(bytes.TrimSpace(raw)) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c); err != nil {
-			return settings{}, pluginapi.Diagnostics{decodeDiag(err)}
-		}
-		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-			return settings{}, pluginapi.Diagnostics{pluginapi.Errorf("", "Invalid configuration", "trailing data after the configuration object")}
-		}
+	diags := pluginapi.DecodeConfig("the selector-embeddings plugin", raw, &c)
+	if diags.HasErrors() {
+		return settings{}, diags
 	}
 	bad := func(attr, detail string) {
 		diags = append(diags, pluginapi.Errorf(attr, "Invalid value for "+attr, detail))
@@ -290,18 +280,4 @@ func parseConfig(raw json.RawMessage) (settings, pluginapi.Diagnostics) {
 		return settings{}, diags
 	}
 	return s, diags
-}
-
-// decodeDiag turns a JSON decoding error into a diagnostic naming the
-// attribute when the error says which one.
-func decodeDiag(err error) pluginapi.Diagnostic {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		return pluginapi.Errorf(te.Field, "Invalid type for "+te.Field, fmt.Sprintf("expected %s, got JSON %s", te.Type, te.Value))
-	}
-	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		attr := strings.Trim(msg, `"`)
-		return pluginapi.Errorf(attr, "Unsupported attribute "+attr, "the selector-embeddings plugin has no attribute "+msg)
-	}
-	return pluginapi.Errorf("", "Invalid configuration", err.Error())
 }

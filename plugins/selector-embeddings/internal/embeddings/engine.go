@@ -74,9 +74,8 @@ func (e *Engine) Info(context.Context) (pluginapi.Info, error) {
 // an empty index built with it: the host indexes the catalogue after
 // configuring.
 func (e *Engine) Configure(_ context.Context, raw json.RawMessage, apiVersion string) (pluginapi.Diagnostics, error) {
-	if apiVersion != selector.APIVersion {
-		return pluginapi.Diagnostics{pluginapi.Errorf("", "Unsupported selector API version",
-			fmt.Sprintf("this plugin speaks %s, the host asked for %q", selector.APIVersion, apiVersion))}, nil
+	if diags := pluginapi.CheckAPIVersion(pluginapi.KindSelector, []string{selector.APIVersion}, apiVersion); diags.HasErrors() {
+		return diags, nil
 	}
 	s, diags := parseConfig(raw)
 	if diags.HasErrors() {

@@ -320,8 +320,10 @@ func TestConfigureDiagnostics(t *testing.T) {
 			t.Errorf("%s rejected: %v %v", ok, err, diags)
 		}
 	}
-	if diags, _ := New(nil).Configure(context.Background(), nil, "v9"); !diags.HasErrors() {
-		t.Error("unknown API version accepted")
+	for _, v := range []string{"v9", ""} {
+		if diags, _ := New(nil).Configure(context.Background(), nil, v); !diags.HasErrors() {
+			t.Errorf("API version %q accepted", v)
+		}
 	}
 }
 
