@@ -58,10 +58,7 @@ func BenchmarkExtractCode(b *testing.B) {
 
 // BenchmarkCompileCheck is one compile check: mostly the Python start.
 func BenchmarkCompileCheck(b *testing.B) {
-	python, err := resolvePython(context.Background(), defaultPython)
-	if err != nil {
-		b.Skipf("no usable %s: %v", defaultPython, err)
-	}
+	python := testPython(b)
 	for b.Loop() {
 		if err := checkCompiles(context.Background(), python, goodProgram); err != nil {
 			b.Fatal(err)

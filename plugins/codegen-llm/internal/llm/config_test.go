@@ -40,9 +40,7 @@ func TestGenerateBeforeConfigureIsUnavailable(t *testing.T) {
 }
 
 func TestConfigureDiagnostics(t *testing.T) {
-	if _, err := resolvePython(t.Context(), defaultPython); err != nil {
-		t.Skipf("no usable %s: %v", defaultPython, err)
-	}
+	testPython(t)
 	shim := filepath.Join(t.TempDir(), "python3")
 	if err := os.WriteFile(shim, []byte("#!/bin/sh\nexec /usr/bin/python3 \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -106,9 +104,7 @@ func TestConfigureDiagnostics(t *testing.T) {
 }
 
 func TestConfigureWarnsAboutAnotherProvidersAttributes(t *testing.T) {
-	if _, err := resolvePython(t.Context(), defaultPython); err != nil {
-		t.Skipf("no usable %s: %v", defaultPython, err)
-	}
+	testPython(t)
 	diags, cfg := parseConfigDiags(t, `{"provider": "anthropic", "model": "claude-sonnet-4-5", "api_key": "k-xx", "region": "us-east-1", "stream": true}`)
 	if diags.HasErrors() || cfg == nil {
 		t.Fatalf("config rejected: %+v", diags)
@@ -125,9 +121,7 @@ func TestConfigureWarnsAboutAnotherProvidersAttributes(t *testing.T) {
 }
 
 func TestConfigureOverGRPCAndReconfigure(t *testing.T) {
-	if _, err := resolvePython(t.Context(), defaultPython); err != nil {
-		t.Skipf("no usable %s: %v", defaultPython, err)
-	}
+	testPython(t)
 	c := plugintest.Codegen(t, &Generator{log: hclog.NewNullLogger()})
 	diags, err := c.Configure(t.Context(), json.RawMessage(`{"provider": "openai", "model": "gpt-4o-mini"}`), codegen.APIVersion)
 	if err != nil || !diags.HasErrors() || diags[0].Attribute != "api_key" {

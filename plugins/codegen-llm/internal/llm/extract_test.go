@@ -47,10 +47,7 @@ func TestExtractCode(t *testing.T) {
 }
 
 func TestCheckCompiles(t *testing.T) {
-	python, err := resolvePython(t.Context(), defaultPython)
-	if err != nil {
-		t.Skipf("no usable %s: %v", defaultPython, err)
-	}
+	python := testPython(t)
 	for _, tc := range []struct {
 		name, code, wantErr string
 	}{

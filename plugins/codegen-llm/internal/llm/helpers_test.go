@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
 	"github.com/cexec/cexec/pluginapi/plugintest"
@@ -25,29 +26,22 @@ import (
 // no diagnostic may contain it.
 const testKey = "sk-test-7f3a9c0e5b1d4e8a9f2c6b3d1e0a4c7f"
 
-// syncBuffer collects the plugin's hclog output from concurrent goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// testPython resolves the python the generator checks programs with,
+// skipping the test (failing it under CI) when there is none.
+func testPython(t testing.TB) string {
+	t.Helper()
+	python, err := resolvePython(context.Background(), defaultPython)
+	if err != nil {
+		testutil.SkipMissing(t, "no usable %s: %v", defaultPython, err)
+	}
+	return python
 }
 
 // harness is a generator served over real gRPC with its log captured and
 // its retry waits recorded instead of slept.
 type harness struct {
 	c    codegen.Codegen
-	logs *syncBuffer
+	logs *testutil.Buffer // the plugin's hclog output, written concurrently
 
 	mu     sync.Mutex
 	delays []time.Duration
@@ -64,7 +58,7 @@ func (h *harness) waits() []time.Duration {
 // of the test it asserts the key never reached the log.
 func newHarness(t *testing.T, cfg map[string]any) *harness {
 	t.Helper()
-	h := &harness{logs: &syncBuffer{}}
+	h := &harness{logs: &testutil.Buffer{}}
 	g := &Generator{
 		log: hclog.New(&hclog.LoggerOptions{Output: h.logs, Level: hclog.Trace, JSONFormat: true}),
 		sleep: func(ctx context.Context, d time.Duration) error {

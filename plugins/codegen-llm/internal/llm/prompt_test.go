@@ -17,10 +17,7 @@ import (
 // reference filesystem server's tools/list; kitchen_sink_search_items.py is
 // stubgen's golden file with every awkward construct it emits.
 func TestCompactStubKeepsSignatureTypesAndDocstring(t *testing.T) {
-	python, err := resolvePython(t.Context(), defaultPython)
-	if err != nil {
-		t.Skipf("no usable %s: %v", defaultPython, err)
-	}
+	python := testPython(t)
 	files, err := filepath.Glob("testdata/*.py")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no stub fixtures: %v", err)
