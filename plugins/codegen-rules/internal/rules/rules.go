@@ -1,6 +1,7 @@
-// Package rules is the engine of the codegen-rules plugin: rule files in HCL
-// map a task, matched by a regular expression with named groups or by
-// keyword sets, to a Python template over the tool stubs.
+// Package rules is the codegen-rules plugin: its Generator writes programs
+// from rule files in HCL, which map a task, matched by a regular expression
+// with named groups or by keyword sets, to a Python template over the tool
+// stubs.
 //
 // A rule file holds rule blocks:
 //
