@@ -145,62 +145,91 @@ func parseConfig(ctx context.Context, raw json.RawMessage) (*config, pluginapi.D
 		return nil, diags
 	}
 	c := &config{rawConfig: rc}
-	var diags pluginapi.Diagnostics
-	bad := func(attr, summary, detail string) {
-		diags = append(diags, pluginapi.Errorf(attr, summary, detail))
+	ch := &checks{}
+	c.checkProvider(ch)
+	c.checkCredentials(ch)
+	c.checkProviderAttributes(ch)
+	c.checkLimits(ch)
+	c.checkPython(ctx, ch)
+	if ch.diags.HasErrors() {
+		return nil, ch.diags
 	}
-	warn := func(attr, summary, detail string) {
-		diags = append(diags, pluginapi.Diagnostic{Severity: pluginapi.SeverityWarning, Summary: summary, Detail: detail, Attribute: attr})
-	}
+	return c, ch.diags
+}
 
+// checks collects parseConfig's diagnostics in the order they are found,
+// so that one Configure reports every mistake.
+type checks struct {
+	diags pluginapi.Diagnostics
+}
+
+func (ch *checks) bad(attr, summary, detail string) {
+	ch.diags = append(ch.diags, pluginapi.Errorf(attr, summary, detail))
+}
+
+func (ch *checks) warn(attr, summary, detail string) {
+	ch.diags = append(ch.diags, pluginapi.Diagnostic{Severity: pluginapi.SeverityWarning, Summary: summary, Detail: detail, Attribute: attr})
+}
+
+// checkProvider checks provider, model and base_url.
+func (c *config) checkProvider(ch *checks) {
 	c.Provider = strings.TrimSpace(c.Provider)
 	switch {
 	case c.Provider == "":
-		bad("provider", "provider is required", "set provider to one of "+strings.Join(providers, ", "))
+		ch.bad("provider", "provider is required", "set provider to one of "+strings.Join(providers, ", "))
 	case !slices.Contains(providers, c.Provider):
-		bad("provider", fmt.Sprintf("unknown provider %q", c.Provider), "use one of "+strings.Join(providers, ", "))
+		ch.bad("provider", fmt.Sprintf("unknown provider %q", c.Provider), "use one of "+strings.Join(providers, ", "))
 	}
 	c.Model = strings.TrimSpace(c.Model)
 	if c.Model == "" {
-		bad("model", "model is required", "name the model to use, e.g. model = \"gpt-4o-mini\"")
+		ch.bad("model", "model is required", "name the model to use, e.g. model = \"gpt-4o-mini\"")
 	}
 
 	if c.BaseURL != "" {
 		if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("base_url", "base_url is not an http(s) URL", fmt.Sprintf("got %q; write it like https://api.example.com/v1", redactURL(c.BaseURL)))
+			ch.bad("base_url", "base_url is not an http(s) URL", fmt.Sprintf("got %q; write it like https://api.example.com/v1", redactURL(c.BaseURL)))
 		}
 	}
 	switch c.Provider {
 	case providerOpenAICompatible:
 		if c.BaseURL == "" {
-			bad("base_url", "base_url is required for provider openai_compatible", "e.g. http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM), http://localhost:8080/v1 (llama.cpp), http://localhost:1234/v1 (LM Studio)")
+			ch.bad("base_url", "base_url is required for provider openai_compatible", "e.g. http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM), http://localhost:8080/v1 (llama.cpp), http://localhost:1234/v1 (LM Studio)")
 		}
 	case providerAzureOpenAI:
 		if c.BaseURL == "" {
-			bad("base_url", "base_url is required for provider azure_openai", "the resource endpoint, https://<resource>.openai.azure.com")
+			ch.bad("base_url", "base_url is required for provider azure_openai", "the resource endpoint, https://<resource>.openai.azure.com")
 		}
 	}
+}
+
+// checkCredentials checks that the provider has the keys it needs.
+func (c *config) checkCredentials(ch *checks) {
 	switch c.Provider {
 	case providerOpenAI, providerAzureOpenAI, providerAnthropic, providerGoogleAI, providerMistral:
 		if c.APIKey == "" {
-			bad("api_key", "api_key is required for provider "+c.Provider, `read it from the environment: api_key = env("...")`)
+			ch.bad("api_key", "api_key is required for provider "+c.Provider, `read it from the environment: api_key = env("...")`)
 		}
 	case providerBedrock:
 		if c.Region == "" {
-			bad("region", "region is required for provider bedrock", `e.g. region = "us-east-1"`)
+			ch.bad("region", "region is required for provider bedrock", `e.g. region = "us-east-1"`)
 		}
 		keys := c.AWSAccessKeyID != "" || c.AWSSecretAccessKey != ""
 		switch {
 		case c.APIKey != "" && keys:
-			bad("api_key", "give bedrock either api_key or AWS access keys, not both", "")
+			ch.bad("api_key", "give bedrock either api_key or AWS access keys, not both", "")
 		case c.APIKey == "" && (c.AWSAccessKeyID == "" || c.AWSSecretAccessKey == ""):
 			attr := "aws_access_key_id"
 			if c.AWSAccessKeyID != "" {
 				attr = "aws_secret_access_key"
 			}
-			bad(attr, "bedrock needs credentials", `set aws_access_key_id and aws_secret_access_key from env(), or api_key to a Bedrock API key; the plugin does not read AWS credentials from anywhere else`)
+			ch.bad(attr, "bedrock needs credentials", `set aws_access_key_id and aws_secret_access_key from env(), or api_key to a Bedrock API key; the plugin does not read AWS credentials from anywhere else`)
 		}
 	}
+}
+
+// checkProviderAttributes warns about attributes of another provider and
+// fills in the azure_openai API version.
+func (c *config) checkProviderAttributes(ch *checks) {
 	if c.Provider != "" {
 		present := map[string]bool{
 			"api_version": c.APIVersion != "", "deployment": c.Deployment != "", "region": c.Region != "",
@@ -209,56 +238,57 @@ func parseConfig(ctx context.Context, raw json.RawMessage) (*config, pluginapi.D
 		}
 		for attr, users := range providerAttrs {
 			if present[attr] && slices.Contains(providers, c.Provider) && !slices.Contains(users, c.Provider) {
-				warn(attr, attr+" is ignored by provider "+c.Provider, "it applies to "+strings.Join(users, ", "))
+				ch.warn(attr, attr+" is ignored by provider "+c.Provider, "it applies to "+strings.Join(users, ", "))
 			}
 		}
 	}
 	if c.ModelProvider != "" && !slices.Contains(bedrockFamilies, c.ModelProvider) {
-		bad("model_provider", fmt.Sprintf("unknown bedrock model_provider %q", c.ModelProvider), "use one of "+strings.Join(bedrockFamilies, ", "))
+		ch.bad("model_provider", fmt.Sprintf("unknown bedrock model_provider %q", c.ModelProvider), "use one of "+strings.Join(bedrockFamilies, ", "))
 	}
 	if c.Provider == providerAzureOpenAI && c.APIVersion == "" {
 		c.APIVersion = defaultAzureVersion
 	}
+}
 
+// checkLimits checks the request's numbers, timeout and system prompt.
+func (c *config) checkLimits(ch *checks) {
 	if c.Temperature != nil && (*c.Temperature < 0 || *c.Temperature > 2) {
-		bad("temperature", "temperature must be between 0 and 2", fmt.Sprintf("got %g", *c.Temperature))
+		ch.bad("temperature", "temperature must be between 0 and 2", fmt.Sprintf("got %g", *c.Temperature))
 	}
 	var ok bool
 	if c.maxTokens, ok = wholeNumber(c.MaxTokens, defaultMaxTokens, 1, 1<<20); !ok {
-		bad("max_tokens", "max_tokens must be a whole number from 1 to 1048576", "")
+		ch.bad("max_tokens", "max_tokens must be a whole number from 1 to 1048576", "")
 	}
 	if c.maxRetries, ok = wholeNumber(c.MaxRetries, defaultMaxRetries, 0, 20); !ok {
-		bad("max_retries", "max_retries must be a whole number from 0 to 20", "")
+		ch.bad("max_retries", "max_retries must be a whole number from 0 to 20", "")
 	}
 	if c.compileRepairs, ok = wholeNumber(c.CompileRepairs, defaultCompileRepairs, 0, 3); !ok {
-		bad("compile_repairs", "compile_repairs must be a whole number from 0 to 3", "")
+		ch.bad("compile_repairs", "compile_repairs must be a whole number from 0 to 3", "")
 	}
 	c.requestTimeout = defaultRequestTimeout
 	if c.RequestTimeout != "" {
 		d, err := time.ParseDuration(c.RequestTimeout)
 		if err != nil || d <= 0 {
-			bad("request_timeout", "request_timeout must be a positive Go duration", fmt.Sprintf("got %q; write e.g. \"90s\" or \"2m\"", c.RequestTimeout))
+			ch.bad("request_timeout", "request_timeout must be a positive Go duration", fmt.Sprintf("got %q; write e.g. \"90s\" or \"2m\"", c.RequestTimeout))
 		}
 		c.requestTimeout = d
 	}
 	if c.SystemPrompt != nil && strings.TrimSpace(*c.SystemPrompt) == "" {
-		bad("system_prompt", "system_prompt is empty", "remove the attribute to use the built-in prompt")
+		ch.bad("system_prompt", "system_prompt is empty", "remove the attribute to use the built-in prompt")
 	}
+}
 
+// checkPython resolves the interpreter that checks generated programs.
+func (c *config) checkPython(ctx context.Context, ch *checks) {
 	python := c.Python
 	if python == "" {
 		python = defaultPython
 	}
 	real, err := resolvePython(ctx, python)
 	if err != nil {
-		bad("python", "cannot use "+python+" to check generated code", err.Error())
+		ch.bad("python", "cannot use "+python+" to check generated code", err.Error())
 	}
 	c.python = real
-
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	return c, diags
 }
 
 // wholeNumber returns *v as an int within [lo, hi], def when v is nil, and

@@ -248,10 +248,10 @@ func functionHead(lines []string, i int) (end int, doc, ok bool) {
 	return 0, false, false
 }
 
-// bracketDelta is how many brackets a line of Python opens minus how many
-// it closes, outside string literals and comments.
-func bracketDelta(l string) int {
-	d := 0
+// scanCode calls visit for each byte of a line of Python outside string
+// literals, up to a comment, and returns where the comment starts (len(l)
+// when there is none).
+func scanCode(l string, visit func(c byte)) int {
 	inStr := byte(0)
 	for p := 0; p < len(l); p++ {
 		c := l[p]
@@ -265,35 +265,32 @@ func bracketDelta(l string) int {
 		case c == '"' || c == '\'':
 			inStr = c
 		case c == '#':
-			return d
-		case c == '(' || c == '[' || c == '{':
-			d++
-		case c == ')' || c == ']' || c == '}':
-			d--
+			return p
+		case visit != nil:
+			visit(c)
 		}
 	}
+	return len(l)
+}
+
+// bracketDelta is how many brackets a line of Python opens minus how many
+// it closes, outside string literals and comments.
+func bracketDelta(l string) int {
+	d := 0
+	scanCode(l, func(c byte) {
+		switch c {
+		case '(', '[', '{':
+			d++
+		case ')', ']', '}':
+			d--
+		}
+	})
 	return d
 }
 
 // stripComment removes a trailing comment that is outside string literals.
 func stripComment(l string) string {
-	inStr := byte(0)
-	for p := 0; p < len(l); p++ {
-		c := l[p]
-		switch {
-		case inStr != 0:
-			if c == '\\' {
-				p++
-			} else if c == inStr {
-				inStr = 0
-			}
-		case c == '"' || c == '\'':
-			inStr = c
-		case c == '#':
-			return l[:p]
-		}
-	}
-	return l
+	return l[:scanCode(l, nil)]
 }
 
 // collapseBlank turns runs of blank lines into one.

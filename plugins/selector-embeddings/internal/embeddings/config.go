@@ -144,14 +144,75 @@ type embSettings struct {
 // diagnostic naming its attribute.
 func parseConfig(raw json.RawMessage) (settings, pluginapi.Diagnostics) {
 	var c Config
-	diags := pluginapi.DecodeConfig("the selector-embeddings plugin", raw, &c)
-	if diags.HasErrors() {
+	if diags := pluginapi.DecodeConfig("the selector-embeddings plugin", raw, &c); diags.HasErrors() {
 		return settings{}, diags
 	}
-	bad := func(attr, detail string) {
-		diags = append(diags, pluginapi.Errorf(attr, "Invalid value for "+attr, detail))
+	v := &validator{}
+	s := settings{lexical: v.lexical(c)}
+	if c.Embeddings != nil {
+		s.emb = v.embeddings(c.Embeddings)
 	}
+	if v.diags.HasErrors() {
+		return settings{}, v.diags
+	}
+	return s, v.diags
+}
 
+// validator checks attributes one by one, collecting a diagnostic for each
+// bad one, so that one Configure reports every mistake.
+type validator struct {
+	diags pluginapi.Diagnostics
+}
+
+func (v *validator) bad(attr, detail string) {
+	v.diags = append(v.diags, pluginapi.Errorf(attr, "Invalid value for "+attr, detail))
+}
+
+// number sets *dst to *val when the attribute is set and within [lo, hi]
+// ((lo, hi] when loOpen; hi may be +Inf).
+func (v *validator) number(dst, val *float64, attr string, lo, hi float64, loOpen bool) {
+	if val == nil {
+		return
+	}
+	x := *val
+	if math.IsNaN(x) || math.IsInf(x, 0) || x < lo || x > hi || (loOpen && x == lo) {
+		rng := fmt.Sprintf("[%g, %g]", lo, hi)
+		if loOpen {
+			rng = fmt.Sprintf("(%g, %g]", lo, hi)
+		}
+		if math.IsInf(hi, 1) {
+			rng = fmt.Sprintf(">= %g", lo)
+			if loOpen {
+				rng = fmt.Sprintf("> %g", lo)
+			}
+		}
+		v.bad(attr, fmt.Sprintf("must be %s, got %g", rng, x))
+		return
+	}
+	*dst = x
+}
+
+// integer sets *dst to *val when the attribute is set and within [lo, hi].
+func (v *validator) integer(dst, val *int, attr string, lo, hi int) {
+	if val == nil {
+		return
+	}
+	if *val < lo || *val > hi {
+		v.bad(attr, fmt.Sprintf("must be within [%d, %d], got %d", lo, hi, *val))
+		return
+	}
+	*dst = *val
+}
+
+func setBool(dst, val *bool) {
+	if val != nil {
+		*dst = *val
+	}
+}
+
+// lexical returns the ranker options c describes: its preset with the
+// attributes that override it.
+func (v *validator) lexical(c Config) ranker.Options {
 	o := ranker.DefaultOptions()
 	if c.Preset != nil {
 		switch *c.Preset {
@@ -159,55 +220,16 @@ func parseConfig(raw json.RawMessage) (settings, pluginapi.Diagnostics) {
 		case PresetPlainBM25:
 			o = ranker.PlainOptions()
 		default:
-			bad("preset", fmt.Sprintf("must be %q or %q, got %q", PresetDefault, PresetPlainBM25, *c.Preset))
+			v.bad("preset", fmt.Sprintf("must be %q or %q, got %q", PresetDefault, PresetPlainBM25, *c.Preset))
 		}
-	}
-	setNum := func(dst *float64, v *float64, attr string, lo, hi float64, loOpen bool) {
-		if v == nil {
-			return
-		}
-		x := *v
-		if math.IsNaN(x) || math.IsInf(x, 0) || x < lo || x > hi || (loOpen && x == lo) {
-			rng := fmt.Sprintf("[%g, %g]", lo, hi)
-			if loOpen {
-				rng = fmt.Sprintf("(%g, %g]", lo, hi)
-			}
-			if math.IsInf(hi, 1) {
-				rng = fmt.Sprintf(">= %g", lo)
-				if loOpen {
-					rng = fmt.Sprintf("> %g", lo)
-				}
-			}
-			bad(attr, fmt.Sprintf("must be %s, got %g", rng, x))
-			return
-		}
-		*dst = x
 	}
 	inf := math.Inf(1)
-	setNum(&o.K1, c.K1, "k1", 0, inf, true)
-	setNum(&o.B, c.B, "b", 0, 1, false)
-	setNum(&o.ServerBoost, c.ServerBoost, "server_boost", 0, inf, false)
-	setNum(&o.ExpansionWeight, c.ExpansionWeight, "expansion_weight", 0, 1, false)
-	if fw := c.FieldWeights; fw != nil {
-		for f, v := range [ranker.NumFields]*float64{
-			ranker.FieldName: fw.Name, ranker.FieldServer: fw.Server, ranker.FieldSummary: fw.Summary,
-			ranker.FieldDescription: fw.Description, ranker.FieldParamNames: fw.ParamNames,
-			ranker.FieldParamDescriptions: fw.ParamDescriptions,
-		} {
-			setNum(&o.Weights[f], v, "field_weights."+ranker.Field(f).String(), 0, inf, false)
-		}
-		allZero := true
-		for _, w := range o.Weights {
-			allZero = allZero && w == 0
-		}
-		if allZero {
-			bad("field_weights", "at least one field weight must be > 0")
-		}
-	}
-	setBool := func(dst *bool, v *bool) {
-		if v != nil {
-			*dst = *v
-		}
+	v.number(&o.K1, c.K1, "k1", 0, inf, true)
+	v.number(&o.B, c.B, "b", 0, 1, false)
+	v.number(&o.ServerBoost, c.ServerBoost, "server_boost", 0, inf, false)
+	v.number(&o.ExpansionWeight, c.ExpansionWeight, "expansion_weight", 0, 1, false)
+	if c.FieldWeights != nil {
+		v.fieldWeights(&o.Weights, c.FieldWeights)
 	}
 	setBool(&o.Analyzer.SplitIdentifiers, c.SplitIdentifiers)
 	setBool(&o.Analyzer.Stem, c.Stemming)
@@ -219,7 +241,7 @@ func parseConfig(raw json.RawMessage) (settings, pluginapi.Diagnostics) {
 	if c.Synonyms != nil {
 		for i, g := range c.Synonyms {
 			if len(g) < 2 {
-				bad(fmt.Sprintf("synonyms[%d]", i), "a synonym group needs at least two words")
+				v.bad(fmt.Sprintf("synonyms[%d]", i), "a synonym group needs at least two words")
 			}
 		}
 		o.Synonyms = c.Synonyms
@@ -227,57 +249,62 @@ func parseConfig(raw json.RawMessage) (settings, pluginapi.Diagnostics) {
 	if c.PathTerms != nil {
 		o.PathExpansion = c.PathTerms
 	}
-	if len(diags) == 0 {
+	if len(v.diags) == 0 {
 		if err := o.Validate(); err != nil {
-			diags = append(diags, pluginapi.Errorf("", "Invalid ranker options", err.Error()))
+			v.diags = append(v.diags, pluginapi.Errorf("", "Invalid ranker options", err.Error()))
 		}
 	}
+	return o
+}
 
-	s := settings{lexical: o}
-	if e := c.Embeddings; e != nil {
-		es := &embSettings{
-			baseURL: strings.TrimRight(e.BaseURL, "/"), model: e.Model, apiKey: e.APIKey,
-			batchSize: DefaultBatchSize, budget: DefaultLatencyBudgetMS * time.Millisecond,
-			fusionWeight: DefaultFusionWeight, maxRetries: DefaultMaxRetries,
-		}
-		if u, err := url.Parse(e.BaseURL); e.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("embeddings.base_url", fmt.Sprintf("must be an http or https URL, got %q", e.BaseURL))
-		}
-		if strings.TrimSpace(e.Model) == "" {
-			bad("embeddings.model", "must name an embedding model")
-		}
-		setInt := func(dst *int, v *int, attr string, lo, hi int) {
-			if v == nil {
-				return
-			}
-			if *v < lo || *v > hi {
-				bad(attr, fmt.Sprintf("must be within [%d, %d], got %d", lo, hi, *v))
-				return
-			}
-			*dst = *v
-		}
-		setInt(&es.dimensions, e.Dimensions, "embeddings.dimensions", 1, 1<<16)
-		setInt(&es.batchSize, e.BatchSize, "embeddings.batch_size", 1, 2048)
-		ms := DefaultLatencyBudgetMS
-		setInt(&ms, e.LatencyBudgetMS, "embeddings.latency_budget_ms", 1, 600_000)
-		es.budget = time.Duration(ms) * time.Millisecond
-		setInt(&es.maxRetries, e.MaxRetries, "embeddings.max_retries", 0, 100)
-		setNum(&es.fusionWeight, e.FusionWeight, "embeddings.fusion_weight", 0, 1, false)
-		switch {
-		case e.CacheDir == nil:
-			if dir, err := os.UserCacheDir(); err == nil {
-				es.cacheDir = filepath.Join(dir, "cexec", "embeddings")
-			}
-		case *e.CacheDir != "":
-			if !filepath.IsAbs(*e.CacheDir) {
-				bad("embeddings.cache_dir", fmt.Sprintf("must be an absolute path, got %q", *e.CacheDir))
-			}
-			es.cacheDir = filepath.Clean(*e.CacheDir)
-		}
-		s.emb = es
+// fieldWeights applies the field_weights block to w.
+func (v *validator) fieldWeights(w *[ranker.NumFields]float64, fw *FieldWeights) {
+	for f, val := range [ranker.NumFields]*float64{
+		ranker.FieldName: fw.Name, ranker.FieldServer: fw.Server, ranker.FieldSummary: fw.Summary,
+		ranker.FieldDescription: fw.Description, ranker.FieldParamNames: fw.ParamNames,
+		ranker.FieldParamDescriptions: fw.ParamDescriptions,
+	} {
+		v.number(&w[f], val, "field_weights."+ranker.Field(f).String(), 0, math.Inf(1), false)
 	}
-	if diags.HasErrors() {
-		return settings{}, diags
+	allZero := true
+	for _, x := range w {
+		allZero = allZero && x == 0
 	}
-	return s, diags
+	if allZero {
+		v.bad("field_weights", "at least one field weight must be > 0")
+	}
+}
+
+// embeddings returns the settings of the embeddings block.
+func (v *validator) embeddings(e *Embeddings) *embSettings {
+	es := &embSettings{
+		baseURL: strings.TrimRight(e.BaseURL, "/"), model: e.Model, apiKey: e.APIKey,
+		batchSize: DefaultBatchSize, budget: DefaultLatencyBudgetMS * time.Millisecond,
+		fusionWeight: DefaultFusionWeight, maxRetries: DefaultMaxRetries,
+	}
+	if u, err := url.Parse(e.BaseURL); e.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.bad("embeddings.base_url", fmt.Sprintf("must be an http or https URL, got %q", e.BaseURL))
+	}
+	if strings.TrimSpace(e.Model) == "" {
+		v.bad("embeddings.model", "must name an embedding model")
+	}
+	v.integer(&es.dimensions, e.Dimensions, "embeddings.dimensions", 1, 1<<16)
+	v.integer(&es.batchSize, e.BatchSize, "embeddings.batch_size", 1, 2048)
+	ms := DefaultLatencyBudgetMS
+	v.integer(&ms, e.LatencyBudgetMS, "embeddings.latency_budget_ms", 1, 600_000)
+	es.budget = time.Duration(ms) * time.Millisecond
+	v.integer(&es.maxRetries, e.MaxRetries, "embeddings.max_retries", 0, 100)
+	v.number(&es.fusionWeight, e.FusionWeight, "embeddings.fusion_weight", 0, 1, false)
+	switch {
+	case e.CacheDir == nil:
+		if dir, err := os.UserCacheDir(); err == nil {
+			es.cacheDir = filepath.Join(dir, "cexec", "embeddings")
+		}
+	case *e.CacheDir != "":
+		if !filepath.IsAbs(*e.CacheDir) {
+			v.bad("embeddings.cache_dir", fmt.Sprintf("must be an absolute path, got %q", *e.CacheDir))
+		}
+		es.cacheDir = filepath.Clean(*e.CacheDir)
+	}
+	return es
 }
