@@ -35,6 +35,39 @@ func (ix *Index) Search(query string, limit int, f Filter) []Hit {
 	s.toks = ix.an.Analyze(s.toks[:0], query)
 	s.query = ix.ex.expand(s.query[:0], query, s.toks, float32(ix.opts.ExpansionWeight))
 
+	ix.rlockWeighted()
+	defer ix.mu.RUnlock()
+
+	acc, sparse, ok := ix.accumulate(s)
+	if !ok {
+		return nil
+	}
+	ix.collect(s, ix.candidates(f, acc, sparse, s.touched), limit)
+	if sparse {
+		for _, d := range s.touched {
+			acc[d] = 0
+		}
+	} else {
+		clear(acc)
+	}
+	clear(s.best)
+
+	slices.SortFunc(s.heap, func(a, b scored) int {
+		if ix.better(a, b) {
+			return -1
+		}
+		return 1
+	})
+	hits := make([]Hit, len(s.heap))
+	for i, h := range s.heap {
+		hits[i] = Hit{ID: ix.docs[h.slot].id, Score: float64(h.score)}
+	}
+	return hits
+}
+
+// rlockWeighted read-locks the index with its BM25 weights up to date: a
+// change since the last search leaves them to be recomputed first.
+func (ix *Index) rlockWeighted() {
 	ix.mu.RLock()
 	for ix.dirty {
 		ix.mu.RUnlock()
@@ -45,8 +78,13 @@ func (ix *Index) Search(query string, limit int, f Filter) []Hit {
 		ix.mu.Unlock()
 		ix.mu.RLock()
 	}
-	defer ix.mu.RUnlock()
+}
 
+// accumulate adds each indexed query term's weighted postings into the
+// scratch accumulator it returns. sparse says the touched slots were
+// recorded in s.touched rather than left to a scan of the accumulator; ok
+// is false when no query term is indexed.
+func (ix *Index) accumulate(s *scratch) (acc []float32, sparse, ok bool) {
 	s.qterms = s.qterms[:0]
 	total := 0
 	for _, q := range s.query {
@@ -56,16 +94,16 @@ func (ix *Index) Search(query string, limit int, f Filter) []Hit {
 		}
 	}
 	if len(s.qterms) == 0 {
-		return nil
+		return nil, false, false
 	}
 	n := len(ix.docs)
 	if cap(s.acc) < n {
 		s.acc = make([]float32, n)
 	}
-	acc := s.acc[:n]
+	acc = s.acc[:n]
 	// With few postings, remember which slots were touched; with many, a
 	// linear scan of the accumulator is cheaper than a long random list.
-	sparse := total < n/8
+	sparse = total < n/8
 	touched := s.touched[:0]
 	for _, q := range s.qterms {
 		idf := ix.idf[q.term] * q.weight
@@ -85,8 +123,12 @@ func (ix *Index) Search(query string, limit int, f Filter) []Hit {
 		}
 	}
 	s.touched = touched
+	return acc, sparse, true
+}
 
-	c := ix.candidates(f, acc, sparse, touched)
+// collect keeps the best limit candidates in s.heap, each with its share
+// of the best score among its server's candidates.
+func (ix *Index) collect(s *scratch, c candidates, limit int) {
 	boost := float32(ix.opts.ServerBoost)
 	if boost > 0 {
 		ns := len(ix.servers.names)
@@ -106,27 +148,6 @@ func (ix *Index) Search(query string, limit int, f Filter) []Hit {
 		}
 		s.heap.offer(ix, scored{slot: slot, score: score}, limit)
 	})
-
-	if sparse {
-		for _, d := range touched {
-			acc[d] = 0
-		}
-	} else {
-		clear(acc)
-	}
-	clear(s.best)
-
-	slices.SortFunc(s.heap, func(a, b scored) int {
-		if ix.better(a, b) {
-			return -1
-		}
-		return 1
-	})
-	hits := make([]Hit, len(s.heap))
-	for i, h := range s.heap {
-		hits[i] = Hit{ID: ix.docs[h.slot].id, Score: float64(h.score)}
-	}
-	return hits
 }
 
 // candidates iterates the live, unfiltered slots with a positive score.
