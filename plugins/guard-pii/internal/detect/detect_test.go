@@ -38,6 +38,8 @@ func detectAll(t testing.TB, d *detect.Detector, text string, types ...string) [
 	return found(text, spans)
 }
 
+// TestDetectors is one table of what each detector must and must not find;
+// it is long because the table is, and reads best in one place.
 func TestDetectors(t *testing.T) {
 	tests := []struct {
 		name string

@@ -131,74 +131,121 @@ func regionOf(c config) string {
 
 // build checks every attribute and returns the state they describe.
 func build(c config) (*state, pluginapi.Diagnostics) {
-	var diags pluginapi.Diagnostics
-	bad := func(attr, summary string, err error) {
-		diags = append(diags, pluginapi.Errorf(attr, summary, err.Error()))
-	}
+	ch := &checks{}
+	nerURL, timeout := checkNER(c, ch)
+	checkTypes(c, nerURL != "", ch)
 	opts := detect.Options{Types: c.Types, PhoneRegion: regionOf(c)}
+	if err := detect.CheckRegion(opts.PhoneRegion); err != nil {
+		ch.bad("phone_region", "unknown phone region", err)
+	}
+	entropyOptions(c, &opts, ch)
+	code := codeChecker(c, ch)
+	if ch.diags.HasErrors() {
+		return nil, ch.diags
+	}
+	if nerURL != "" {
+		ner, err := detect.NewNERClient(nerURL, c.NERHeaders, timeout)
+		if err != nil {
+			ch.bad("ner_url", "invalid NER endpoint", err)
+			return nil, ch.diags
+		}
+		opts.NER = ner
+	}
+	det, err := detect.New(opts)
+	if err != nil {
+		// Every option was checked above; this is a bug, reported anyway.
+		return nil, append(ch.diags, pluginapi.Errorf("", "invalid configuration", err.Error()))
+	}
+	return &state{detector: det, code: code}, ch.diags
+}
 
-	nerURL := ""
+// checks collects build's diagnostics in the order they are found, so that
+// one Configure reports every mistake.
+type checks struct {
+	diags pluginapi.Diagnostics
+}
+
+func (ch *checks) bad(attr, summary string, err error) {
+	ch.diags = append(ch.diags, pluginapi.Errorf(attr, summary, err.Error()))
+}
+
+func (ch *checks) warn(attr, summary, detail string) {
+	ch.diags = append(ch.diags, pluginapi.Diagnostic{Severity: pluginapi.SeverityWarning, Attribute: attr, Summary: summary, Detail: detail})
+}
+
+// checkNER checks the NER attributes and returns the endpoint ("" for
+// none) and the timeout of its requests.
+func checkNER(c config, ch *checks) (nerURL string, timeout time.Duration) {
 	if c.NERURL != nil {
 		nerURL = *c.NERURL
 	}
 	if nerURL != "" {
 		if err := detect.CheckNERURL(nerURL); err != nil {
-			bad("ner_url", "invalid NER endpoint", err)
+			ch.bad("ner_url", "invalid NER endpoint", err)
 		}
 	}
-	timeout := detect.DefaultNERTimeout
+	timeout = detect.DefaultNERTimeout
 	if c.NERTimeout != nil {
 		d, err := time.ParseDuration(*c.NERTimeout)
 		switch {
 		case err != nil:
-			bad("ner_timeout", "invalid duration", err)
+			ch.bad("ner_timeout", "invalid duration", err)
 		case d <= 0:
-			bad("ner_timeout", "invalid duration", fmt.Errorf("%s is not positive", d))
+			ch.bad("ner_timeout", "invalid duration", fmt.Errorf("%s is not positive", d))
 		default:
 			timeout = d
 		}
 	}
 	for name := range c.NERHeaders {
 		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
-			bad("ner_headers", "invalid header name", fmt.Errorf("%q is not an HTTP header name", name))
+			ch.bad("ner_headers", "invalid header name", fmt.Errorf("%q is not an HTTP header name", name))
 		}
 	}
 	if len(c.NERHeaders) > 0 && nerURL == "" {
-		diags = append(diags, pluginapi.Diagnostic{Severity: pluginapi.SeverityWarning, Attribute: "ner_headers",
-			Summary: "ner_headers without ner_url", Detail: "the headers are only sent to an NER endpoint; set ner_url or remove them"})
+		ch.warn("ner_headers", "ner_headers without ner_url", "the headers are only sent to an NER endpoint; set ner_url or remove them")
 	}
+	return nerURL, timeout
+}
 
-	if len(c.Types) > 0 {
-		if err := detect.CheckTypes(c.Types, nerURL != ""); err != nil {
-			bad("types", "invalid type list", err)
-		} else if nerURL != "" && !slices.Contains(c.Types, detect.Person) {
-			diags = append(diags, pluginapi.Diagnostic{Severity: pluginapi.SeverityWarning, Attribute: "types",
-				Summary: "ner_url set but PERSON not in types", Detail: "the NER endpoint is only asked for PERSON; add it to types or remove ner_url"})
-		}
+// checkTypes checks the types list against what the detectors (and NER,
+// when configured) can find.
+func checkTypes(c config, ner bool, ch *checks) {
+	if len(c.Types) == 0 {
+		return
 	}
-	if err := detect.CheckRegion(opts.PhoneRegion); err != nil {
-		bad("phone_region", "unknown phone region", err)
+	if err := detect.CheckTypes(c.Types, ner); err != nil {
+		ch.bad("types", "invalid type list", err)
+	} else if ner && !slices.Contains(c.Types, detect.Person) {
+		ch.warn("types", "ner_url set but PERSON not in types", "the NER endpoint is only asked for PERSON; add it to types or remove ner_url")
 	}
+}
+
+// entropyOptions applies the attributes of the high-entropy SECRET rule.
+func entropyOptions(c config, opts *detect.Options, ch *checks) {
 	if c.EntropySecrets != nil && !*c.EntropySecrets {
 		opts.DisableEntropy = true
 	}
 	if c.EntropyThreshold != nil {
 		opts.EntropyThreshold = *c.EntropyThreshold
 		if err := detect.CheckEntropy(*c.EntropyThreshold, detect.DefaultEntropyMinLength); err != nil {
-			bad("entropy_threshold", "invalid entropy threshold", err)
+			ch.bad("entropy_threshold", "invalid entropy threshold", err)
 		}
 	}
 	if c.EntropyMinLength != nil {
 		n := *c.EntropyMinLength
 		if n != math.Trunc(n) || n < 0 || n > math.MaxInt32 {
-			bad("entropy_min_length", "invalid minimum length", fmt.Errorf("%v is not a whole number of characters", n))
+			ch.bad("entropy_min_length", "invalid minimum length", fmt.Errorf("%v is not a whole number of characters", n))
 		} else if err := detect.CheckEntropy(detect.DefaultEntropyThreshold, int(n)); err != nil {
-			bad("entropy_min_length", "invalid minimum length", err)
+			ch.bad("entropy_min_length", "invalid minimum length", err)
 		} else {
 			opts.EntropyMinLength = int(n)
 		}
 	}
+}
 
+// codeChecker builds the code checks and rules, reporting a bad rule
+// against its index and field.
+func codeChecker(c config, ch *checks) *codecheck.Checker {
 	rules := make([]codecheck.Rule, len(c.CodeRules))
 	for i, r := range c.CodeRules {
 		rules[i] = codecheck.Rule(r)
@@ -208,29 +255,12 @@ func build(c config) (*state, pluginapi.Diagnostics) {
 		var re *codecheck.RuleError
 		switch {
 		case errors.As(err, &re) && re.Index >= 0:
-			bad(fmt.Sprintf("code_rule.%d.%s", re.Index, re.Field), "invalid code rule", re.Err)
+			ch.bad(fmt.Sprintf("code_rule.%d.%s", re.Index, re.Field), "invalid code rule", re.Err)
 		default:
-			bad("code_checks", "invalid code check", err)
+			ch.bad("code_checks", "invalid code check", err)
 		}
 	}
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	if nerURL != "" {
-		ner, err := detect.NewNERClient(nerURL, c.NERHeaders, timeout)
-		if err != nil {
-			bad("ner_url", "invalid NER endpoint", err)
-			return nil, diags
-		}
-		opts.NER = ner
-	}
-	det, err := detect.New(opts)
-	if err != nil {
-		// Every option was checked above; this is a bug, reported anyway.
-		diags = append(diags, pluginapi.Errorf("", "invalid configuration", err.Error()))
-		return nil, diags
-	}
-	return &state{detector: det, code: code}, diags
+	return code
 }
 
 // Detect returns the sensitive spans of req.Text, restricted to req.Types
