@@ -70,7 +70,7 @@ func openGuard(t *testing.T, p *policy.Policy, down bool) (*guard.Session, *atom
 // tokenized with the session's tokens in one detection (names the program
 // chose included: exception classes, servers and tools it tried to call),
 // max_output enforced, and nothing returned when the output cannot be
-// checked.
+// checked. It is one table with one set of checks, hence its length.
 func TestTokenizeResult(t *testing.T) {
 	const email, phone = "jane.roe@example.com", "+1 650-253-0000"
 	full := func() *CodeResult {
