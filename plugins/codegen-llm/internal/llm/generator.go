@@ -1,3 +1,7 @@
+// Package llm is the codegen-llm plugin: its Generator writes programs with
+// a language model from one of several providers (the OpenAI protocol
+// through go-openai, the others through langchaingo), retries what is worth
+// retrying and hands back only programs that compile.
 package llm
 
 import (

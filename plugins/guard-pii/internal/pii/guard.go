@@ -1,3 +1,6 @@
+// Package pii is the guard-pii plugin: its Guard answers Detect with the
+// spans of package detect and CheckCode with the checks of package
+// codecheck, as the plugin block configures them.
 package pii
 
 import (
