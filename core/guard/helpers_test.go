@@ -1,7 +1,6 @@
 package guard_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -12,9 +11,10 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/cexec/cexec/core/guard"
+	"github.com/cexec/cexec/internal/testutil"
+	"github.com/cexec/cexec/internal/testutil/piitest"
 	"github.com/cexec/cexec/pluginapi"
 	guardapi "github.com/cexec/cexec/pluginapi/guard"
-	"github.com/cexec/cexec/plugins/guard-pii/detect"
 )
 
 // fakeGuard is a guard plugin whose hooks are functions; a nil function is
@@ -89,15 +89,12 @@ func serve(t testing.TB, impl guardapi.Guard) (guard.Plugin, func()) {
 	return raw.(guardapi.Guard), stop
 }
 
-// piiGuard serves the real guard-pii detectors as a guard plugin.
-func piiGuard(t testing.TB) *fakeGuard {
-	t.Helper()
-	d, err := detect.New(detect.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+// piiGuard is a guard plugin that detects the common PII types with plain
+// regular expressions (piitest.Detector); process_test.go runs the real
+// guard-pii plugin.
+func piiGuard(testing.TB) *fakeGuard {
 	return &fakeGuard{detect: func(req guardapi.DetectRequest) ([]guardapi.Span, error) {
-		return d.Detect(context.Background(), req.Text, req.Types)
+		return piitest.Detector{}.Detect(context.Background(), req)
 	}}
 }
 
@@ -110,22 +107,7 @@ func deny(summary, detail string) guardapi.Decision {
 }
 
 // logBuffer is an hclog logger writing JSON lines into a buffer.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type logBuffer struct{ testutil.Buffer }
 
 func (b *logBuffer) logger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: b, JSONFormat: true})

@@ -17,6 +17,7 @@ import (
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/guard/policy"
 	"github.com/cexec/cexec/core/guard/vault"
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	guardapi "github.com/cexec/cexec/pluginapi/guard"
 )
@@ -41,10 +42,7 @@ func guardPIIBinary(t *testing.T) string {
 			return
 		}
 		builtPII = filepath.Join(dir, "cexec-plugin-guard-pii")
-		out, err := exec.Command("go", "build", "-o", builtPII, "github.com/cexec/cexec/plugins/guard-pii").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
+		buildErr = testutil.GoBuild(builtPII, "./plugins/guard-pii")
 	})
 	if buildErr != nil {
 		t.Fatalf("build guard-pii: %v", buildErr)

@@ -12,16 +12,17 @@ import (
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/guard/policy"
 	"github.com/cexec/cexec/core/guard/vault"
+	"github.com/cexec/cexec/internal/testutil/piitest"
 	"github.com/cexec/cexec/pluginapi"
 	guardapi "github.com/cexec/cexec/pluginapi/guard"
 	"github.com/cexec/cexec/pluginapi/sandbox"
-	"github.com/cexec/cexec/plugins/guard-pii/detect"
 )
 
-// piiGuard is the guard-pii detectors in process; it has no code or tool
-// call checks. It counts its Detect calls.
+// piiGuard detects the common PII types with plain regular expressions
+// (piitest.Detector); it has no code or tool call checks. It counts its
+// Detect calls.
 type piiGuard struct {
-	d       *detect.Detector
+	d       piitest.Detector
 	detects *atomic.Int32
 }
 
@@ -35,22 +36,18 @@ func (piiGuard) CheckToolCall(context.Context, guardapi.CheckToolCallRequest) (g
 
 func (g piiGuard) Detect(ctx context.Context, req guardapi.DetectRequest) ([]guardapi.Span, error) {
 	g.detects.Add(1)
-	return g.d.Detect(ctx, req.Text, req.Types)
+	return g.d.Detect(ctx, req)
 }
 
-// openGuard returns a session of tenant "acme" under p, with the real
-// detectors or, when down, a guard that fails every call, and the count of
+// openGuard returns a session of tenant "acme" under p, with piiGuard or,
+// when down, a guard that fails every call, and the count of
 // Detect calls.
 func openGuard(t *testing.T, p *policy.Policy, down bool) (*guard.Session, *atomic.Int32) {
 	t.Helper()
 	detects := new(atomic.Int32)
 	var plugin guard.Plugin = guard.Missing(errors.New("guard-pii was killed"))
 	if !down {
-		d, err := detect.New(detect.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plugin = piiGuard{d, detects}
+		plugin = piiGuard{detects: detects}
 	}
 	store, err := vault.NewStore(vault.Options{DataDir: t.TempDir()})
 	if err != nil {
@@ -73,7 +70,7 @@ func openGuard(t *testing.T, p *policy.Policy, down bool) (*guard.Session, *atom
 // tokenized with the session's tokens in one detection (names the program
 // chose included: exception classes, servers and tools it tried to call),
 // max_output enforced, and nothing returned when the output cannot be
-// checked.
+// checked. It is one table with one set of checks, hence its length.
 func TestTokenizeResult(t *testing.T) {
 	const email, phone = "jane.roe@example.com", "+1 650-253-0000"
 	full := func() *CodeResult {

@@ -14,7 +14,6 @@ import (
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/selector"
-	"github.com/cexec/cexec/plugins/selector-embeddings/engine"
 )
 
 // fakeCatalog is an in-memory catalog whose changes the test emits.
@@ -120,24 +119,24 @@ func (f *fakeSkills) set(s []Skill) {
 	f.skills = s
 }
 
-// recorder is the real selector engine with its Index calls recorded, a
-// switch that makes calls fail, and a way to lose the index as a restarted
-// plugin does.
+// recorder is a keyword selector with its Index calls recorded, a switch
+// that makes calls fail, and a way to lose the index as a restarted plugin
+// does.
 type recorder struct {
 	mu    sync.Mutex
-	eng   *engine.Engine
+	eng   *keywordIndex
 	calls []selector.IndexRequest
 	fail  error
 }
 
-func newRecorder() *recorder { return &recorder{eng: engine.New(nil)} }
+func newRecorder() *recorder { return &recorder{eng: newKeywordIndex()} }
 
 func (r *recorder) Info(ctx context.Context) (pluginapi.Info, error) { return r.engine().Info(ctx) }
 func (r *recorder) Configure(ctx context.Context, cfg json.RawMessage, v string) (pluginapi.Diagnostics, error) {
 	return r.engine().Configure(ctx, cfg, v)
 }
 
-func (r *recorder) engine() *engine.Engine {
+func (r *recorder) engine() *keywordIndex {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.eng
@@ -170,11 +169,11 @@ func (r *recorder) setFail(err error) {
 	r.fail = err
 }
 
-// restart replaces the engine with an empty one, as a relaunched plugin is.
+// restart replaces the index with an empty one, as a relaunched plugin's is.
 func (r *recorder) restart() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.eng = engine.New(nil)
+	r.eng = newKeywordIndex()
 }
 
 func (r *recorder) takeCalls() []selector.IndexRequest {

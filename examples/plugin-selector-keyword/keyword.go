@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -48,16 +46,6 @@ var schema = pluginapi.ConfigSchema{
 		{Name: "case_sensitive", Type: "bool", Description: "Match keywords case-sensitively (default false)."},
 		{Name: "stopwords", Type: "list(string)", Description: "Words to ignore; replaces the built-in English list."},
 	},
-}
-
-// attributeType returns the declared type of a top-level attribute.
-func attributeType(name string) string {
-	for _, a := range schema.Attributes {
-		if a.Name == name {
-			return a.Type
-		}
-	}
-	return "nothing (unknown attribute)"
 }
 
 // config is the validated configuration.
@@ -109,9 +97,8 @@ type rawConfig struct {
 // Configure validates the config block and, when it is valid, applies it
 // and re-tokenizes the index (case sensitivity and stopwords change keys).
 func (s *keywordSelector) Configure(_ context.Context, raw json.RawMessage, apiVersion string) (pluginapi.Diagnostics, error) {
-	if apiVersion != selector.APIVersion {
-		return pluginapi.Diagnostics{pluginapi.Errorf("", "unsupported selector API version",
-			fmt.Sprintf("this plugin speaks %s, the host chose %q", selector.APIVersion, apiVersion))}, nil
+	if diags := pluginapi.CheckAPIVersion(pluginapi.KindSelector, []string{selector.APIVersion}, apiVersion); diags.HasErrors() {
+		return diags, nil
 	}
 	cfg, diags := parseConfig(raw)
 	if diags.HasErrors() {
@@ -129,17 +116,8 @@ func (s *keywordSelector) Configure(_ context.Context, raw json.RawMessage, apiV
 
 func parseConfig(raw json.RawMessage) (*config, pluginapi.Diagnostics) {
 	var rc rawConfig
-	if len(bytes.TrimSpace(raw)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&rc); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
-				return nil, pluginapi.Diagnostics{pluginapi.Errorf(te.Field, "wrong type for "+te.Field,
-					fmt.Sprintf("want %s, got %s", attributeType(te.Field), te.Value))}
-			}
-			return nil, pluginapi.Diagnostics{pluginapi.Errorf("", "invalid plugin config", err.Error())}
-		}
+	if diags := pluginapi.DecodeConfig("the keyword selector", raw, &rc); diags.HasErrors() {
+		return nil, diags
 	}
 	cfg := &config{stopwords: map[string]bool{}}
 	var diags pluginapi.Diagnostics

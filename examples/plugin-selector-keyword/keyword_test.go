@@ -50,17 +50,18 @@ func TestConfigure(t *testing.T) {
 		wantAttr string // attribute of the expected error; "-" for none
 		wantErr  bool
 	}{
-		{"minimal", `{"max_hits":10}`, "v1", "", false},
-		{"full", `{"max_hits":1000,"case_sensitive":true,"stopwords":["the"]}`, "v1", "", false},
-		{"nulls from hcl", `{"max_hits":1,"case_sensitive":null,"stopwords":null}`, "v1", "", false},
-		{"zero", `{"max_hits":0}`, "v1", "max_hits", true},
-		{"too many", `{"max_hits":1001}`, "v1", "max_hits", true},
-		{"fraction", `{"max_hits":2.5}`, "v1", "max_hits", true},
-		{"missing", `{}`, "v1", "max_hits", true},
-		{"empty body", ``, "v1", "max_hits", true},
-		{"wrong type", `{"max_hits":"ten"}`, "v1", "max_hits", true},
-		{"unknown attribute", `{"max_hits":5,"colour":"red"}`, "v1", "-", true},
+		{"minimal", `{"max_hits":10}`, selector.APIVersion, "", false},
+		{"full", `{"max_hits":1000,"case_sensitive":true,"stopwords":["the"]}`, selector.APIVersion, "", false},
+		{"nulls from hcl", `{"max_hits":1,"case_sensitive":null,"stopwords":null}`, selector.APIVersion, "", false},
+		{"zero", `{"max_hits":0}`, selector.APIVersion, "max_hits", true},
+		{"too many", `{"max_hits":1001}`, selector.APIVersion, "max_hits", true},
+		{"fraction", `{"max_hits":2.5}`, selector.APIVersion, "max_hits", true},
+		{"missing", `{}`, selector.APIVersion, "max_hits", true},
+		{"empty body", ``, selector.APIVersion, "max_hits", true},
+		{"wrong type", `{"max_hits":"ten"}`, selector.APIVersion, "max_hits", true},
+		{"unknown attribute", `{"max_hits":5,"colour":"red"}`, selector.APIVersion, "colour", true},
 		{"unsupported api version", `{"max_hits":5}`, "v9", "-", true},
+		{"no api version", `{"max_hits":5}`, "", "-", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,7 +166,7 @@ func TestSearch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newTestSelector(t)
-			if diags, err := s.Configure(t.Context(), json.RawMessage(tt.config), "v1"); err != nil || diags.HasErrors() {
+			if diags, err := s.Configure(t.Context(), json.RawMessage(tt.config), selector.APIVersion); err != nil || diags.HasErrors() {
 				t.Fatalf("configure: %v %v", diags, err)
 			}
 			if _, err := s.Index(t.Context(), selector.IndexRequest{Upserts: testDocs}); err != nil {
@@ -192,7 +193,7 @@ func TestIndexUpdates(t *testing.T) {
 	if _, err := s.Index(ctx, selector.IndexRequest{Upserts: testDocs}); err != nil {
 		t.Fatal(err)
 	}
-	if diags, _ := s.Configure(ctx, json.RawMessage(`{"max_hits":10,"case_sensitive":true}`), "v1"); diags.HasErrors() {
+	if diags, _ := s.Configure(ctx, json.RawMessage(`{"max_hits":10,"case_sensitive":true}`), selector.APIVersion); diags.HasErrors() {
 		t.Fatal(diags)
 	}
 	search := func(q string) []selector.Hit {

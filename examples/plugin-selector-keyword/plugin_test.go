@@ -1,52 +1,27 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/selector"
 )
 
-// syncBuffer collects the host's log output; go-plugin writes it from its
-// own goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestPluginProcess builds the plugin, launches it the way cexecd does
 // (go-plugin, gRPC only, AutoMTLS, no inherited environment) and uses it.
 func TestPluginProcess(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "cexec-plugin-selector-keyword")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-
-	logs := &syncBuffer{}
+	bin := testutil.BuildBinary(t, "./examples/plugin-selector-keyword")
+	// go-plugin writes the host's log output from its own goroutines.
+	logs := &testutil.Buffer{}
 	cmd := exec.Command(bin)
 	cmd.Env = []string{pluginapi.LogLevelEnv + "=debug"}
 	client := plugin.NewClient(&plugin.ClientConfig{
@@ -79,7 +54,7 @@ func TestPluginProcess(t *testing.T) {
 		t.Errorf("Info = %+v", info)
 	}
 
-	diags, err := s.Configure(ctx, json.RawMessage(`{"max_hits":0}`), "v1")
+	diags, err := s.Configure(ctx, json.RawMessage(`{"max_hits":0}`), selector.APIVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +64,7 @@ func TestPluginProcess(t *testing.T) {
 	if _, err := s.Search(ctx, selector.SearchRequest{Query: "file"}); !errors.Is(err, pluginapi.ErrUnavailable) {
 		t.Errorf("search after failed configure = %v, want ErrUnavailable", err)
 	}
-	if diags, err := s.Configure(ctx, json.RawMessage(`{"max_hits":3,"case_sensitive":false,"stopwords":null}`), "v1"); err != nil || diags.HasErrors() {
+	if diags, err := s.Configure(ctx, json.RawMessage(`{"max_hits":3,"case_sensitive":false,"stopwords":null}`), selector.APIVersion); err != nil || diags.HasErrors() {
 		t.Fatalf("configure: %v %v", diags, err)
 	}
 

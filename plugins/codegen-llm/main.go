@@ -1,19 +1,15 @@
 // Command cexec-plugin-codegen-llm writes programs with a language model.
 // The provider (OpenAI, Azure OpenAI, any OpenAI-compatible server,
-// Anthropic, Google AI, Mistral, Bedrock, Ollama) is chosen in cexec.hcl:
-//
-//	plugin "codegen" "llm" {
-//	  provider = "openai"
-//	  model    = "gpt-4o-mini"
-//	  api_key  = env("OPENAI_API_KEY")
-//	}
+// Anthropic, Google AI, Mistral, Bedrock, Ollama) is chosen in cexec.hcl;
+// README.md lists every attribute.
 package main
 
 import (
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
+	"github.com/cexec/cexec/plugins/codegen-llm/internal/llm"
 )
 
 func main() {
-	codegen.Serve(&generator{log: pluginapi.Logger()})
+	codegen.Serve(llm.New(pluginapi.Logger()))
 }

@@ -5,8 +5,9 @@ package main
 import (
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
+	"github.com/cexec/cexec/plugins/codegen-rules/internal/rules"
 )
 
 func main() {
-	codegen.Serve(&generator{log: pluginapi.Logger()})
+	codegen.Serve(rules.New(pluginapi.Logger()))
 }

@@ -9,8 +9,9 @@ package main
 import (
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/guard"
+	"github.com/cexec/cexec/plugins/guard-pii/internal/pii"
 )
 
 func main() {
-	guard.Serve(newGuard(pluginapi.Logger()))
+	guard.Serve(pii.New(pluginapi.Logger()))
 }

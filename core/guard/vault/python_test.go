@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cexec/cexec/core/guard/vault"
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi/guard"
 )
 
@@ -151,7 +152,7 @@ func runPython(t *testing.T, codes []string) []pyResult {
 	t.Helper()
 	py, err := filepath.EvalSymlinks("/usr/bin/python3")
 	if err != nil {
-		t.Skipf("no /usr/bin/python3: %v", err)
+		testutil.SkipMissing(t, "no /usr/bin/python3: %v", err)
 	}
 	script := `
 import json, sys, warnings

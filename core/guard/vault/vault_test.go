@@ -38,7 +38,7 @@ func TestTokenizeSession(t *testing.T) {
 		{"unicode around values", "→alice@example.com←", "→[EMAIL_1]←"},
 		{"empty", "", ""},
 	}
-	v := open(t, newStore(t, t.TempDir(), nil), "acme", "s1", realDetector(t))
+	v := open(t, newStore(t, t.TempDir(), nil), "acme", "s1", piiDetector{})
 	for _, st := range steps {
 		got := tokenize(t, v, st.in)
 		if got != st.want {
@@ -60,7 +60,7 @@ func sameValues(a, b string) bool {
 }
 
 func TestUntokenize(t *testing.T) {
-	v := open(t, newStore(t, t.TempDir(), nil), "acme", "s1", realDetector(t))
+	v := open(t, newStore(t, t.TempDir(), nil), "acme", "s1", piiDetector{})
 	tokenize(t, v, `alice@example.com bob@example.org "quoted"@example.com`)
 	tests := []struct{ in, want string }{
 		{"write to [EMAIL_1]", "write to alice@example.com"},
@@ -79,7 +79,7 @@ func TestUntokenize(t *testing.T) {
 
 func TestSessionsAreIndependent(t *testing.T) {
 	s := newStore(t, t.TempDir(), nil)
-	det := realDetector(t)
+	det := piiDetector{}
 	a := open(t, s, "acme", "a", det)
 	b := open(t, s, "acme", "b", det)
 	other := open(t, s, "globex", "a", det)
@@ -171,7 +171,7 @@ func TestDetectorErrorFailsClosed(t *testing.T) {
 
 func TestNilDetectorStillProtectsTokens(t *testing.T) {
 	s := newStore(t, t.TempDir(), nil)
-	withDet := open(t, s, "acme", "s1", realDetector(t))
+	withDet := open(t, s, "acme", "s1", piiDetector{})
 	plain := open(t, s, "acme", "s1", nil)
 	tokenize(t, withDet, "alice@example.com")
 	if got := tokenize(t, plain, "bob@example.org says [EMAIL_1]"); got != "bob@example.org says [LITERAL_1]" {
@@ -184,7 +184,7 @@ func TestMaxEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := open(t, s, "acme", "s1", realDetector(t))
+	v := open(t, s, "acme", "s1", piiDetector{})
 	tokenize(t, v, "a@example.com b@example.com a@example.com")
 	out, err := v.Tokenize(t.Context(), "a@example.com c@example.com")
 	if !errors.Is(err, pluginapi.ErrResourceExhausted) || out != "" {
@@ -246,7 +246,7 @@ func TestInvalidIDs(t *testing.T) {
 func TestConcurrentHandles(t *testing.T) {
 	dir := t.TempDir()
 	s := newStore(t, dir, nil)
-	det := realDetector(t)
+	det := piiDetector{}
 	const workers, values = 8, 40
 	results := make([]map[string]string, workers) // value → token
 	var wg sync.WaitGroup
@@ -296,7 +296,7 @@ func TestConcurrentHandles(t *testing.T) {
 }
 
 func TestTokenizeJSON(t *testing.T) {
-	v := open(t, newStore(t, t.TempDir(), nil), "acme", "s1", realDetector(t))
+	v := open(t, newStore(t, t.TempDir(), nil), "acme", "s1", piiDetector{})
 	tests := []struct {
 		name, in, want string
 	}{
@@ -337,7 +337,7 @@ func TestTokenizeJSON(t *testing.T) {
 }
 
 func TestUntokenizeJSON(t *testing.T) {
-	v := open(t, newStore(t, t.TempDir(), nil), "acme", "s1", realDetector(t))
+	v := open(t, newStore(t, t.TempDir(), nil), "acme", "s1", piiDetector{})
 	tokenize(t, v, `alice@example.com say "hi"\now`)
 	in := `{"path": "/data/out/[EMAIL_1].txt", "[EMAIL_1]": ["[EMAIL_2]", 7], "content": "Dear [EMAIL_1]"}`
 	got, err := v.UntokenizeJSON(json.RawMessage(in))
@@ -400,7 +400,7 @@ func decodeLoose(t testing.TB, raw json.RawMessage) any {
 	return walk(v)
 }
 
-// countingDetector counts calls to the real detectors.
+// countingDetector counts calls to the detector.
 type countingDetector struct {
 	piiDetector
 	calls atomic.Int32
@@ -414,7 +414,7 @@ func (c *countingDetector) Detect(ctx context.Context, req guard.DetectRequest) 
 // TestTokenizeTextJSON: a reply's text and JSON value are tokenized with one
 // detection, sharing tokens, exactly as Tokenize and TokenizeJSON would.
 func TestTokenizeTextJSON(t *testing.T) {
-	det := &countingDetector{piiDetector: realDetector(t)}
+	det := &countingDetector{piiDetector: piiDetector{}}
 	v := open(t, newStore(t, t.TempDir(), nil), "acme", "s1", det)
 	text, raw, err := v.TokenizeTextJSON(t.Context(), "mail alice@example.com",
 		json.RawMessage(`{"to":"alice@example.com","cc":["bob@example.org"],"n":3}`))
