@@ -66,7 +66,7 @@ fuzz:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(BIN)/cexecctl bench tools --json
-	$(BIN)/cexecctl bench search --dataset ../shared/eval/livemcpbench --scale --json
+	$(GO) run ./plugins/selector-embeddings/cmd/evalsearch -dataset ../shared/eval/livemcpbench -scale -json
 	scripts/bench.sh
 
 # Only executions through a real cexecd (warm, cold, throughput, idle
@@ -86,7 +86,7 @@ proto-check:
 
 # Tool-search quality on every set in ../shared/eval: plain BM25 beside the configured selector.
 eval-search:
-	$(GO) run ./core/searcheval/cmd/evalsearch -eval-dir ../shared/eval
+	$(GO) run ./plugins/selector-embeddings/cmd/evalsearch -eval-dir ../shared/eval
 
 clean:
 	rm -rf $(BIN)

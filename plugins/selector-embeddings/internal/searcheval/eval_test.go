@@ -16,7 +16,7 @@ func loadEval(t testing.TB, name string) *Dataset {
 	t.Helper()
 	dir := filepath.Join(evalDir, name)
 	if _, err := os.Stat(filepath.Join(dir, "queries.jsonl")); err != nil {
-		t.Skipf("evaluation set %s not present (%v): it lives beside the repository in ../shared/eval", name, err)
+		testutil.SkipMissing(t, "evaluation set %s not present (%v): it lives beside the repository in ../shared/eval", name, err)
 	}
 	ds, err := Load(dir)
 	if err != nil {
