@@ -17,13 +17,13 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
-	"github.com/cexec/cexec/core/mcpface/mcpclient"
 )
 
 // Defaults of Options.
 const (
-	DefaultTenant      = "default"
+	DefaultTenant      = endpoint.DefaultTenant
 	DefaultMaxOutput   = 16 << 10
 	DefaultSearchLimit = 8
 	MaxSearchLimit     = 50
@@ -206,11 +206,11 @@ func New(o Options) (*Face, error) {
 		server.WithStreamableHTTPLogger(slogger),
 	)
 	mux := http.NewServeMux()
-	mux.Handle(mcpclient.EndpointPath, f.http)
+	mux.Handle(endpoint.MCPPath, f.http)
 	if o.SSE {
 		f.sse = server.NewSSEServer(f.srv,
-			server.WithSSEEndpoint(mcpclient.SSEPath),
-			server.WithMessageEndpoint(mcpclient.MessagePath),
+			server.WithSSEEndpoint(endpoint.SSEPath),
+			server.WithMessageEndpoint(endpoint.MessagePath),
 			server.WithSSEDisableLocalhostProtection(true),
 			server.WithKeepAlive(true),
 			server.WithSessionIDGenerator(func(ctx context.Context, _ *http.Request) (string, error) {
@@ -220,8 +220,8 @@ func New(o Options) (*Face, error) {
 				return id, nil
 			}),
 		)
-		mux.Handle(mcpclient.SSEPath, f.sse)
-		mux.Handle(mcpclient.MessagePath, f.sse)
+		mux.Handle(endpoint.SSEPath, f.sse)
+		mux.Handle(endpoint.MessagePath, f.sse)
 	}
 	f.handler = f.guard(mux)
 	return f, nil

@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"github.com/cexec/cexec/core/mcpface/mcpclient"
+	"github.com/cexec/cexec/api/endpoint"
 )
 
 // TestTypeScriptClientRealDaemon is the end-to-end test of the MCP face:
@@ -49,11 +49,11 @@ func TestTypeScriptClientRealDaemon(t *testing.T) {
 	// First a daemon without plugins, only to see whether it serves MCP.
 	probe := newDaemonSetup(t, bin, pluginDir, "")
 	d := probe.start(t)
-	mcpSock := mcpclient.SocketPath(probe.sock)
+	mcpSock := endpoint.MCPSocket(probe.sock)
 	if !waitFor(mcpSock, 2*time.Second) {
 		d.stop(t)
 		t.Skipf("cexecd does not serve the MCP face yet: no %s once its control socket %s was ready; "+
-			"this test runs once core.Run serves mcpface on mcpclient.SocketPath(socket)", mcpSock, probe.sock)
+			"this test runs once core.Run serves mcpface on endpoint.MCPSocket(socket)", mcpSock, probe.sock)
 	}
 	d.stop(t)
 
@@ -64,8 +64,8 @@ func TestTypeScriptClientRealDaemon(t *testing.T) {
 	s := newDaemonSetup(t, bin, pluginDir, extra)
 	d = s.start(t)
 	defer d.stop(t)
-	if !waitFor(mcpclient.SocketPath(s.sock), 10*time.Second) {
-		t.Fatalf("no MCP socket %s\n%s", mcpclient.SocketPath(s.sock), d.stderr)
+	if !waitFor(endpoint.MCPSocket(s.sock), 10*time.Second) {
+		t.Fatalf("no MCP socket %s\n%s", endpoint.MCPSocket(s.sock), d.stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
