@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/control"
 	"github.com/cexec/cexec/core/workspace"
 )
@@ -33,7 +34,7 @@ func workspaceClient(t *testing.T) *Client {
 		t.Fatal(err)
 	}
 	g := grpc.NewServer()
-	control.New(control.Deps{Workspaces: m, DefaultTenant: "default"}).Register(g)
+	control.New(control.Deps{Workspaces: m, DefaultTenant: endpoint.DefaultTenant}).Register(g)
 	go func() { _ = g.Serve(ln) }()
 	t.Cleanup(g.Stop)
 	c, err := New(context.Background(), sock)

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/workspace"
 )
@@ -58,7 +59,7 @@ func serveWorkspaces(t *testing.T) (cexecv1.ControlClient, *testClock) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	return serve(t, Deps{Plugins: fakePlugins{}, Config: fakeConfig{}, Workspaces: m, DefaultTenant: "default"}), clk
+	return serve(t, Deps{Plugins: fakePlugins{}, Config: fakeConfig{}, Workspaces: m, DefaultTenant: endpoint.DefaultTenant}), clk
 }
 
 func wantCode(t *testing.T, what string, err error, want codes.Code) {

@@ -183,7 +183,7 @@ the command fail after printing the figures.`,
 	fl.IntVar(&f.cold, "cold", 30, "executions in fresh sandboxes")
 	fl.IntVar(&f.concurrency, "concurrency", 8, "clients at once in the throughput phase")
 	fl.IntVar(&f.warmup, "warmup", 0, "unmeasured executions first (default 4 x --concurrency)")
-	fl.StringVar(&f.tenant, "tenant", os.Getenv("CEXEC_TENANT"), "tenant to run as (default $CEXEC_TENANT, else the daemon's default tenant)")
+	cli.TenantFlag(fl, &f.tenant)
 	fl.StringVar(&f.session, "session", "", "session to log every execution in, as an agent's executions share its MCP session (default bench-<UTC time>)")
 	fl.BoolVar(&f.newSessions, "new-sessions", false, "log each execution in a new session of its own, as one-off `cexecctl exec` runs are")
 	fl.StringVar(&f.code, "code", defaultBenchCode, "program to run")

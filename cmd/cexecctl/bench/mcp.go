@@ -75,8 +75,8 @@ func mcpBench(env *cli.Env) *cobra.Command {
 			if f.token == "" {
 				f.token = os.Getenv(endpoint.TokenEnv)
 			}
-			if f.tenant == "" {
-				f.tenant = os.Getenv(endpoint.TenantEnv)
+			if f.url != "" && !cli.TenantChosen(cmd) {
+				f.tenant = "" // the token's tenant
 			}
 			o := mcpclient.BenchOptions{URL: f.url, Token: f.token, Tenant: f.tenant, Code: f.code, N: f.n, Warmup: f.warmup}
 			target := f.url
@@ -140,7 +140,7 @@ func mcpBench(env *cli.Env) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&f.url, "url", "", "streamable HTTP endpoint instead of the MCP socket, e.g. http://127.0.0.1:7797/mcp")
 	fl.StringVar(&f.token, "token", "", "bearer token for --url (default $"+endpoint.TokenEnv+")")
-	fl.StringVar(&f.tenant, "tenant", "", "tenant on the MCP socket (default $"+endpoint.TenantEnv+", else the daemon's default)")
+	cli.TenantFlag(fl, &f.tenant)
 	fl.StringVar(&f.code, "code", "", "program to run (default print(1+1), whose output is checked)")
 	fl.IntVar(&f.n, "n", 200, "measured calls")
 	fl.IntVar(&f.warmup, "warmup", 10, "unmeasured calls first")

@@ -50,14 +50,14 @@ socket (--address); --url points it at the daemon's TCP endpoint instead,
 with the bearer token from $` + endpoint.TokenEnv + `.
 
 Claude Desktop (claude_desktop_config.json):
-  {"mcpServers": {"cexec": {"command": "cexecctl", "args": ["mcp", "--tenant", "default"]}}}
+  {"mcpServers": {"cexec": {"command": "cexecctl", "args": ["mcp", "--tenant", "` + endpoint.DefaultTenant + `"]}}}
 Claude Code:
-  claude mcp add cexec -- cexecctl mcp --tenant default`,
+  claude mcp add cexec -- cexecctl mcp --tenant ` + endpoint.DefaultTenant,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			maxprocs.Set() // on an execution's path, as cexecd is
-			if o.Tenant == "" {
-				o.Tenant = os.Getenv(endpoint.TenantEnv)
+			if o.URL != "" && !cli.TenantChosen(cmd) {
+				o.Tenant = "" // the token's tenant
 			}
 			if o.Token == "" {
 				o.Token = os.Getenv(endpoint.TokenEnv)
@@ -67,7 +67,7 @@ Claude Code:
 			return Run(cmd.Context(), o, cmd.InOrStdin(), env.Stdout)
 		},
 	}
-	cmd.Flags().StringVar(&o.Tenant, "tenant", "", "tenant to act as (default $"+endpoint.TenantEnv+", else the daemon's default tenant)")
+	cli.TenantFlag(cmd.Flags(), &o.Tenant)
 	cmd.Flags().StringVar(&o.URL, "url", "", "streamable HTTP endpoint, e.g. http://127.0.0.1:7797/mcp (default: the daemon's MCP socket)")
 	cmd.Flags().StringVar(&o.Token, "token", "", "bearer token for --url (default $"+endpoint.TokenEnv+")")
 	return cmd

@@ -5,11 +5,11 @@ package sessions
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,36 +31,27 @@ by the MCP client, else a new one. A session's log records each execution
 checkpoints its code made with cexec.checkpoint(step, context), and the
 skills it saved. Logs live outside the workspace and survive restarts.`,
 	})
-	cli.AddTenantFlag(cmd, &tenant)
+	cli.TenantFlag(cmd.PersistentFlags(), &tenant)
 	cmd.AddCommand(ls(env, &tenant), show(env, &tenant), resume(env, &tenant), checkpoint(env, &tenant))
 	return cmd
 }
 
 func ls(env *cli.Env, tenant *string) *cobra.Command {
-	return &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List sessions, most recent first: ID ENTRIES EXECS FAILED CHECKPOINTS LAST-ACTIVITY LAST-STEP",
-		Args:    cli.Args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return env.Do(cmd.Context(), func(c *client.Client) error {
-				ss, err := c.ListSessions(cmd.Context(), *tenant)
-				if err != nil {
-					return err
-				}
-				if env.JSON {
-					return env.PrintProto(&cexecv1.ListSessionsResponse{Sessions: ss})
-				}
-				tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tENTRIES\tEXECS\tFAILED\tCHECKPOINTS\tLAST-ACTIVITY\tLAST-STEP")
-				for _, s := range ss {
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", s.GetId(), s.GetEntries(), s.GetExecutions(), s.GetFailures(),
-						s.GetCheckpoints(), cli.UnixMs(s.GetLastUnixMs()), dash(s.GetLastCheckpoint()))
-				}
-				return tw.Flush()
-			})
-		},
-	}
+	return cli.List(env, "List sessions, most recent first: ID ENTRIES EXECS FAILED CHECKPOINTS LAST-ACTIVITY LAST-STEP", func(ctx context.Context, c *client.Client) error {
+		ss, err := c.ListSessions(ctx, *tenant)
+		if err != nil {
+			return err
+		}
+		if env.JSON {
+			return env.PrintProto(&cexecv1.ListSessionsResponse{Sessions: ss})
+		}
+		t := cli.NewTable(env.Stdout, "ID", "ENTRIES", "EXECS", "FAILED", "CHECKPOINTS", "LAST-ACTIVITY", "LAST-STEP")
+		for _, s := range ss {
+			t.Row(s.GetId(), s.GetEntries(), s.GetExecutions(), s.GetFailures(),
+				s.GetCheckpoints(), cli.UnixMs(s.GetLastUnixMs()), cli.Dash(s.GetLastCheckpoint()))
+		}
+		return t.Flush()
+	})
 }
 
 // entry is a session log line as cexecctl shows it (core/workspace.Entry on
@@ -152,7 +143,7 @@ func writeEntry(w io.Writer, e *entry) {
 			case r.TimedOut:
 				fmt.Fprint(w, " timed out")
 			default:
-				fmt.Fprintf(w, " failed (%s)", dash(r.ErrorType))
+				fmt.Fprintf(w, " failed (%s)", cli.Dash(r.ErrorType))
 			}
 		}
 		fmt.Fprintf(w, " %.1f ms\n", e.DurationMS)
@@ -208,13 +199,6 @@ func oneLine(s string) string {
 		return first + " …"
 	}
 	return first
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // resumption is ResumeSession's JSON.
