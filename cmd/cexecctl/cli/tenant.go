@@ -12,8 +12,7 @@ import (
 // TenantFlag registers --tenant on fs, the same on every command that acts
 // as a tenant: $CEXEC_TENANT, else the daemon's default tenant.
 func TenantFlag(fs *pflag.FlagSet, p *string) {
-	fs.StringVar(p, "tenant", endpoint.Tenant(),
-		"tenant to act as (default $"+endpoint.TenantEnv+", else \""+endpoint.DefaultTenant+"\")")
+	fs.StringVar(p, "tenant", endpoint.Tenant(), "tenant to act as; $"+endpoint.TenantEnv+" sets the default")
 }
 
 // TenantChosen reports whether the user named the tenant of cmd, with
