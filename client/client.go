@@ -25,21 +25,15 @@ import (
 	"google.golang.org/grpc/status"
 
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
-	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/internal/localgrpc"
 )
 
-// AddressEnv names the environment variable that overrides the default
-// daemon address.
-const AddressEnv = "CEXECD_ADDRESS"
-
-// DefaultAddress is the address New uses for "": $CEXECD_ADDRESS when set,
-// otherwise the socket cexecd listens on by default.
+// DefaultAddress is the address New uses for "": $CEXECD_ADDRESS, else
+// $CEXEC_SOCKET (where cexecd was told to listen), else the socket cexecd
+// listens on by default.
 func DefaultAddress() string {
-	if a := os.Getenv(AddressEnv); a != "" {
-		return a
-	}
-	return config.DefaultSocket()
+	return endpoint.Address()
 }
 
 // SocketPath turns an address ("/path/cexecd.sock", "unix:/path" or
@@ -63,7 +57,7 @@ type NotRunningError struct {
 // Error names the socket, the reason and the command that starts cexecd there.
 func (e *NotRunningError) Error() string {
 	hint := "cexecd -config cexec.hcl"
-	if e.Socket != config.DefaultSocket() {
+	if e.Socket != endpoint.DefaultSocket() {
 		hint += " -socket " + e.Socket
 	}
 	return fmt.Sprintf("cexecd is not running at %s (%s); start it with: %s", e.Socket, reason(e.Err), hint)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/api/endpoint"
 )
 
 func TestSocketPath(t *testing.T) {
@@ -26,13 +26,9 @@ func TestSocketPath(t *testing.T) {
 }
 
 func TestDefaultAddress(t *testing.T) {
-	t.Setenv(AddressEnv, "")
-	if got := DefaultAddress(); got != config.DefaultSocket() {
-		t.Errorf("DefaultAddress() = %q, want %q", got, config.DefaultSocket())
-	}
-	t.Setenv(AddressEnv, "/x/y.sock")
-	if got := DefaultAddress(); got != "/x/y.sock" {
-		t.Errorf("DefaultAddress() = %q with %s set", got, AddressEnv)
+	t.Setenv(endpoint.AddressEnv, "/x/y.sock")
+	if got := DefaultAddress(); got != endpoint.Address() {
+		t.Errorf("DefaultAddress() = %q, want %q", got, endpoint.Address())
 	}
 }
 
@@ -68,7 +64,7 @@ func TestNotRunning(t *testing.T) {
 }
 
 func TestNotRunningDefaultSocketHint(t *testing.T) {
-	err := &NotRunningError{Socket: config.DefaultSocket(), Err: errors.New("x")}
+	err := &NotRunningError{Socket: endpoint.DefaultSocket(), Err: errors.New("x")}
 	if !strings.HasSuffix(err.Error(), "start it with: cexecd -config cexec.hcl") {
 		t.Errorf("hint for the default socket names a -socket: %s", err)
 	}

@@ -79,8 +79,8 @@ func (c *Client) ListSessions(ctx context.Context, tenant string) ([]*cexecv1.Se
 	return r.GetSessions(), nil
 }
 
-// GetSession returns a session's log, one JSON entry per line, and how many
-// damaged lines were left out.
+// GetSession returns a session's log entries and how many damaged lines
+// were left out.
 func (c *Client) GetSession(ctx context.Context, tenant, session string) (*cexecv1.GetSessionResponse, error) {
 	r, err := c.rpc.GetSession(ctx, &cexecv1.GetSessionRequest{Tenant: tenant, Session: session})
 	if err != nil {
@@ -89,15 +89,14 @@ func (c *Client) GetSession(ctx context.Context, tenant, session string) (*cexec
 	return r, nil
 }
 
-// ResumeSession returns what an agent needs to pick a session up again, as
-// JSON: {"session": summary, "checkpoint": last checkpoint or null,
-// "recent": last entries}.
-func (c *Client) ResumeSession(ctx context.Context, tenant, session string) (json.RawMessage, error) {
+// ResumeSession returns what an agent needs to pick a session up again: its
+// summary, its last checkpoint (unset when none) and its last entries.
+func (c *Client) ResumeSession(ctx context.Context, tenant, session string) (*cexecv1.ResumeSessionResponse, error) {
 	r, err := c.rpc.ResumeSession(ctx, &cexecv1.ResumeSessionRequest{Tenant: tenant, Session: session})
 	if err != nil {
 		return nil, c.wrap(ctx, "resume session "+session, err)
 	}
-	return r.GetResumeJson(), nil
+	return r, nil
 }
 
 // Checkpoint records step and its context (any JSON value; nil means null)

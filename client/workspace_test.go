@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/control"
 	"github.com/cexec/cexec/core/workspace"
 )
@@ -33,7 +34,7 @@ func workspaceClient(t *testing.T) *Client {
 		t.Fatal(err)
 	}
 	g := grpc.NewServer()
-	control.New(control.Deps{Workspaces: m, DefaultTenant: "default"}).Register(g)
+	control.New(control.Deps{Workspaces: m, DefaultTenant: endpoint.DefaultTenant}).Register(g)
 	go func() { _ = g.Serve(ln) }()
 	t.Cleanup(g.Stop)
 	c, err := New(context.Background(), sock)
@@ -79,17 +80,11 @@ func TestWorkspaceCalls(t *testing.T) {
 	if ss, err := c.ListSessions(ctx, ""); err != nil || len(ss) != 1 || ss[0].GetCheckpoints() != 2 {
 		t.Errorf("ListSessions = %v, %v", ss, err)
 	}
-	if r, err := c.GetSession(ctx, "", "s1"); err != nil || strings.Count(string(r.GetEntriesJsonl()), "\n") != 2 {
+	if r, err := c.GetSession(ctx, "", "s1"); err != nil || len(r.GetEntries()) != 2 {
 		t.Errorf("GetSession = %v, %v", r, err)
 	}
-	var res struct {
-		Checkpoint struct {
-			Step    string          `json:"step"`
-			Context json.RawMessage `json:"context"`
-		} `json:"checkpoint"`
-	}
-	if b, err := c.ResumeSession(ctx, "", "s1"); err != nil || json.Unmarshal(b, &res) != nil || res.Checkpoint.Step != "two" || string(res.Checkpoint.Context) != `{"n":2}` {
-		t.Errorf("ResumeSession = %s, %v", b, err)
+	if r, err := c.ResumeSession(ctx, "", "s1"); err != nil || r.GetCheckpoint().GetStep() != "two" || string(r.GetCheckpoint().GetContextJson()) != `{"n":2}` {
+		t.Errorf("ResumeSession = %v, %v", r, err)
 	}
 
 	if sk, err := c.SaveSkill(ctx, "", "adder", "Add numbers", "def add(a, b):\n    return a + b\n"); err != nil || sk.GetImport() != "skills.adder" {

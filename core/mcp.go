@@ -16,18 +16,18 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/catalog/stubgen"
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/guard/policy"
 	"github.com/cexec/cexec/core/mcpface"
-	"github.com/cexec/cexec/core/mcpface/mcpclient"
 	"github.com/cexec/cexec/core/pipeline"
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/core/search"
-	"github.com/cexec/cexec/core/version"
 	"github.com/cexec/cexec/core/workspace"
+	"github.com/cexec/cexec/internal/version"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -49,7 +49,7 @@ type mcpServer struct {
 // Call stop at shutdown; it waits up to grace for calls in flight.
 func startMCP(ctx context.Context, cfg *config.Config, svc *services, host *pluginhost.Host, log hclog.Logger, grace time.Duration) (*mcpServer, error) {
 	log = log.Named("mcp")
-	m := &mcpServer{sock: mcpclient.SocketPath(cfg.Daemon.Socket), log: log}
+	m := &mcpServer{sock: endpoint.MCPSocket(cfg.Daemon.Socket), log: log}
 	cv := catalogView{cat: svc.catalog, ws: svc.workspace}
 	// The guard layer hides the tools a tenant's policy denies and restores
 	// tokens in what agents save; the executor applies it to what they run.

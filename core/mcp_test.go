@@ -16,10 +16,11 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/cexec/cexec/api/endpoint"
+	"github.com/cexec/cexec/client/mcpclient"
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/guard/vault"
 	"github.com/cexec/cexec/core/mcpface"
-	"github.com/cexec/cexec/core/mcpface/mcpclient"
 	guardapi "github.com/cexec/cexec/pluginapi/guard"
 )
 
@@ -27,8 +28,8 @@ import (
 // the caller closes it while the daemon still runs.
 func mcpSession(t *testing.T, sock, tenant string) *client.Client {
 	t.Helper()
-	c, err := client.NewStreamableHttpClient(mcpclient.UnixBaseURL+mcpclient.EndpointPath,
-		transport.WithHTTPHeaders(map[string]string{mcpclient.TenantHeader: tenant}),
+	c, err := client.NewStreamableHttpClient(endpoint.UnixBaseURL+endpoint.MCPPath,
+		transport.WithHTTPHeaders(map[string]string{endpoint.TenantHeader: tenant}),
 		transport.WithHTTPBasicClient(mcpclient.UnixClient(sock)))
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ mcp {
 `, node, everything, node, memory, addr))
 	d := start(t, Options{ConfigFile: cfg})
 	d.ready(t, sock)
-	mcpSock := mcpclient.SocketPath(sock)
+	mcpSock := endpoint.MCPSocket(sock)
 	if fi, err := os.Stat(mcpSock); err != nil || fi.Mode().Perm() != 0o600 || fi.Mode().Type() != os.ModeSocket {
 		t.Fatalf("MCP socket %s: %v %v; want a 0600 socket", mcpSock, fi, err)
 	}
@@ -195,7 +196,7 @@ mcp {
 	t.Run("tcp", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		c, err := client.NewStreamableHttpClient("http://" + addr + mcpclient.EndpointPath)
+		c, err := client.NewStreamableHttpClient("http://" + addr + endpoint.MCPPath)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -327,7 +328,7 @@ func TestMCPSocketNeedsPrivateDir(t *testing.T) {
 	cfg := writeConfig(t, dir, "cexec {\n  data_dir = \"data\"\n  socket   = \"run/cexecd.sock\"\n}\n")
 	d := start(t, Options{ConfigFile: cfg})
 	d.ready(t, sock)
-	if _, err := os.Lstat(mcpclient.SocketPath(sock)); !os.IsNotExist(err) {
+	if _, err := os.Lstat(endpoint.MCPSocket(sock)); !os.IsNotExist(err) {
 		t.Errorf("MCP socket served in a directory of mode 0755: %v", err)
 	}
 	if log := d.stderr.String(); !strings.Contains(log, "not serving MCP on the unix socket") || !strings.Contains(log, "make it 0700") {

@@ -18,8 +18,8 @@ import (
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/control"
 	"github.com/cexec/cexec/core/pluginhost"
-	"github.com/cexec/cexec/core/version"
 	"github.com/cexec/cexec/internal/localgrpc"
+	"github.com/cexec/cexec/internal/version"
 )
 
 // DefaultConfigFile is loaded from the working directory when no -config is

@@ -22,7 +22,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/cexec/cexec/core/mcpface/mcpclient"
+	"github.com/cexec/cexec/api/endpoint"
+	"github.com/cexec/cexec/client/mcpclient"
 )
 
 // pii is the customer record the guardrail tests read through the real
@@ -113,12 +114,12 @@ mcp_server "filesystem" {
 // unix socket, as tenant.
 func mcpSession(t *testing.T, s setup, tenant string) *client.Client {
 	t.Helper()
-	sock := mcpclient.SocketPath(s.sock)
+	sock := endpoint.MCPSocket(s.sock)
 	if _, err := os.Stat(sock); err != nil {
 		t.Fatalf("cexecd serves no MCP socket at %s: %v", sock, err)
 	}
-	c, err := client.NewStreamableHttpClient(mcpclient.UnixBaseURL+mcpclient.EndpointPath,
-		transport.WithHTTPHeaders(map[string]string{mcpclient.TenantHeader: tenant}),
+	c, err := client.NewStreamableHttpClient(endpoint.UnixBaseURL+endpoint.MCPPath,
+		transport.WithHTTPHeaders(map[string]string{endpoint.TenantHeader: tenant}),
 		transport.WithHTTPBasicClient(mcpclient.UnixClient(sock)))
 	if err != nil {
 		t.Fatal(err)

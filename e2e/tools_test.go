@@ -505,22 +505,14 @@ print(echo(message="back again"))
 	})
 }
 
-// TestBenchTools runs `cexecctl bench tools` briefly: its private daemon,
-// the reference memory server and the LiveMCPBench tools.
+// TestBenchTools runs `cexecctl bench tools` briefly: its private daemon
+// and the reference memory server.
 func TestBenchTools(t *testing.T) {
 	mem := testpeers.Bin(t, "mcp-server-memory")
-	dataset, err := filepath.Abs(filepath.Join("..", "..", "shared", "eval", "livemcpbench"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dataset, "tools.jsonl")); err != nil {
-		testutil.SkipMissing(t, "LiveMCPBench tools not beside the repository: %v", err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(bins.dir, "cexecctl"), "bench", "tools", "--json",
-		"--calls", "20", "--rounds", "1", "--stub-rounds", "1",
-		"--plugin-dir", bins.pluginDir, "--memory-server", mem, "--dataset", dataset)
+	cmd := exec.CommandContext(ctx, filepath.Join(bins.dir, "cexecctl"), "bench", "tools", "--json", "--rounds", "1",
+		"--plugin-dir", bins.pluginDir, "--memory-server", mem)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -533,20 +525,14 @@ func TestBenchTools(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())
 	}
-	for _, k := range []string{"direct_p50_ms", "bridge_p50_ms", "bridge_own_p50_ms", "loop_1000_ms", "loop_1000_exec_ms", "loop_1000_sequential_ms",
-		"loop_1000_direct_ms", "loop_1000_direct_concurrent_ms", "stub_generation_ms"} {
+	for _, k := range []string{"loop_1000_ms", "loop_1000_exec_ms", "loop_1000_sequential_ms",
+		"loop_1000_direct_ms", "loop_1000_direct_concurrent_ms"} {
 		if v, ok := r[k].(float64); !ok || v <= 0 {
 			t.Errorf("%s = %v", k, r[k])
 		}
 	}
-	if _, ok := r["overhead_p50_ms"].(float64); !ok {
-		t.Errorf("overhead_p50_ms = %v", r["overhead_p50_ms"])
-	}
-	if r["loop_threads"] != float64(8) {
-		t.Errorf("loop_threads %v", r["loop_threads"])
-	}
-	if r["stub_tools"] != float64(527) || r["daemon"] != "private" {
-		t.Errorf("stub_tools %v, daemon %v", r["stub_tools"], r["daemon"])
+	if r["loop_threads"] != float64(8) || r["daemon"] != "private" {
+		t.Errorf("loop_threads %v, daemon %v", r["loop_threads"], r["daemon"])
 	}
 	t.Logf("bench tools: %s", stdout.String())
 }

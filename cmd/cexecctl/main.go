@@ -1,6 +1,6 @@
 // Command cexecctl is the command-line client of cexecd. Every command takes
-// --address (or $CEXECD_ADDRESS) and --json. Exit codes: 0 ok, 1 failure,
-// 2 usage error, 3 daemon not running.
+// --address (or $CEXECD_ADDRESS, else $CEXEC_SOCKET) and --json. Exit codes:
+// 0 ok, 1 failure, 2 usage error, 3 daemon not running.
 package main
 
 import (

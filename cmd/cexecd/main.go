@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/cexec/cexec/core"
-	"github.com/cexec/cexec/core/version"
 	"github.com/cexec/cexec/internal/maxprocs"
+	"github.com/cexec/cexec/internal/version"
 )
 
 // started is taken as early as Go code runs, for the "socket ready" figure.

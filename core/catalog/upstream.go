@@ -13,7 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/core/config"
-	"github.com/cexec/cexec/core/version"
+	"github.com/cexec/cexec/internal/version"
 )
 
 // State is an upstream server's connection state.

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -84,25 +84,11 @@ var LogLevels = []string{"trace", "debug", "info", "warn", "error"}
 // Environment variables that override the file (and are overridden by flags).
 const (
 	EnvDataDir        = "CEXEC_DATA_DIR"
-	EnvSocket         = "CEXEC_SOCKET"
+	EnvSocket         = endpoint.SocketEnv
 	EnvLogLevel       = "CEXEC_LOG_LEVEL"
 	EnvPluginDir      = "CEXEC_PLUGIN_DIR"
 	EnvSandboxBackend = "CEXEC_SANDBOX_BACKEND"
 )
-
-// DefaultSocket is where cexecd listens and cexecctl looks when neither the
-// config nor a flag says otherwise: $XDG_RUNTIME_DIR/cexec/cexecd.sock, or
-// /tmp/cexec-<uid>/cexecd.sock without XDG_RUNTIME_DIR.
-func DefaultSocket() string {
-	return defaultSocket(os.LookupEnv)
-}
-
-func defaultSocket(lookup func(string) (string, bool)) string {
-	if dir, ok := lookup("XDG_RUNTIME_DIR"); ok && dir != "" {
-		return filepath.Join(dir, "cexec", "cexecd.sock")
-	}
-	return filepath.Join(os.TempDir(), "cexec-"+strconv.Itoa(os.Getuid()), "cexecd.sock")
-}
 
 func defaultDataDir(lookup func(string) (string, bool)) (string, bool) {
 	if dir, ok := lookup("XDG_DATA_HOME"); ok && dir != "" {
@@ -241,7 +227,7 @@ func pick(lookup func(string) (string, bool), key, flag string) (override, bool)
 func (d *decoder) daemon(cfg *Config, raw *rawDaemon, ov Overrides) {
 	dd := &cfg.Daemon
 	dd.LogLevel = "info"
-	dd.Socket = defaultSocket(d.lookup)
+	dd.Socket = endpoint.DefaultSocketFrom(d.lookup)
 	dd.PluginDir = filepath.Join(d.dir, "bin")
 	dd.ServersDir = filepath.Join(d.dir, "servers")
 	dd.SkillsDir = filepath.Join(d.dir, "skills")

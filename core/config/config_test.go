@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -113,8 +114,8 @@ func TestLoadDefaults(t *testing.T) {
 			}
 		})
 	}
-	if got := defaultSocket(fakeEnv(map[string]string{"XDG_RUNTIME_DIR": "/run/user/1"})); got != "/run/user/1/cexec/cexecd.sock" {
-		t.Errorf("defaultSocket = %q", got)
+	if got := endpoint.DefaultSocketFrom(fakeEnv(map[string]string{"XDG_RUNTIME_DIR": "/run/user/1"})); got != "/run/user/1/cexec/cexecd.sock" {
+		t.Errorf("DefaultSocketFrom = %q", got)
 	}
 }
 
@@ -522,7 +523,7 @@ func TestDefaultConfigFile(t *testing.T) {
 		t.Fatalf("diagnostics:\n%s", buf.String())
 	}
 	root, _ := filepath.Abs("../..")
-	if cfg.Daemon.DataDir != filepath.Join(root, ".cexec") || cfg.Daemon.Socket != defaultSocket(fakeEnv(nil)) {
+	if cfg.Daemon.DataDir != filepath.Join(root, ".cexec") || cfg.Daemon.Socket != endpoint.DefaultSocketFrom(fakeEnv(nil)) {
 		t.Errorf("daemon = %+v", cfg.Daemon)
 	}
 	if len(cfg.Plugins) != 4 {

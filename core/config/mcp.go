@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cexec/cexec/api/endpoint"
 )
 
 // DefaultMCPListen is where cexecd serves MCP over TCP when the mcp block
@@ -85,7 +87,7 @@ func (d *decoder) mcpTokens(m *MCP, attr *hcl.Attribute) {
 		rng := elemRange(attr.Expr, i).Ptr()
 		tok, tenant := e.GetAttr("token"), e.GetAttr("tenant")
 		if tok.IsNull() || tok.AsString() == "" {
-			d.errorf(rng, "Empty token", "Every mcp token needs a non-empty token, e.g. token = env(\"CEXEC_MCP_TOKEN\").")
+			d.errorf(rng, "Empty token", "Every mcp token needs a non-empty token, e.g. token = env(%q).", endpoint.TokenEnv)
 			continue
 		}
 		if tenant.IsNull() {
@@ -130,7 +132,7 @@ func (d *decoder) checkMCPListen(m *MCP, raw *rawMCPFace) {
 	}
 	if len(m.Tokens) == 0 && !loopbackHost(host) {
 		d.errorf(subject, "Refusing to serve MCP on a non-loopback address without auth",
-			"listen = %q is reachable from other machines; add tokens = [{ token = env(\"CEXEC_MCP_TOKEN\"), tenant = \"default\" }] to the mcp block, or listen on 127.0.0.1.", m.Listen)
+			"listen = %q is reachable from other machines; add tokens = [{ token = env(%q), tenant = %q }] to the mcp block, or listen on 127.0.0.1.", m.Listen, endpoint.TokenEnv, endpoint.DefaultTenant)
 	}
 }
 

@@ -131,24 +131,8 @@ func (s *Server) ListSessions(_ context.Context, req *cexecv1.ListSessionsReques
 	return out, nil
 }
 
-func sessionProto(i workspace.SessionInfo) *cexecv1.SessionInfo {
-	return &cexecv1.SessionInfo{
-		Id:             i.ID,
-		Entries:        i.Entries,
-		StartedUnixMs:  i.Created.UnixMilli(),
-		LastUnixMs:     i.LastActivity.UnixMilli(),
-		LastCheckpoint: i.LastStep,
-		Executions:     i.Executions,
-		Failures:       i.Failures,
-		Checkpoints:    i.Checkpoints,
-		LastTask:       i.LastTask,
-		LogBytes:       i.LogBytes,
-		BadLines:       i.BadLines,
-	}
-}
-
-// GetSession returns a session's log as JSON lines, leaving out lines that
-// cannot be read (and counting them).
+// GetSession returns a session's log, leaving out lines that cannot be
+// read (and counting them).
 func (s *Server) GetSession(_ context.Context, req *cexecv1.GetSessionRequest) (*cexecv1.GetSessionResponse, error) {
 	t, err := s.tenant(req.GetTenant())
 	if err != nil {
@@ -158,23 +142,7 @@ func (s *Server) GetSession(_ context.Context, req *cexecv1.GetSessionRequest) (
 	if err != nil {
 		return nil, pluginapi.ToStatus(err)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	// Logged code stays readable: no \u003c for <.
-	enc.SetEscapeHTML(false)
-	for i := range log.Entries {
-		if err := enc.Encode(&log.Entries[i]); err != nil {
-			return nil, status.Errorf(codes.Internal, "encode session %s entry %d: %v", req.GetSession(), log.Entries[i].Seq, err)
-		}
-	}
-	return &cexecv1.GetSessionResponse{EntriesJsonl: buf.Bytes(), Skipped: int32(len(log.Problems))}, nil
-}
-
-// resumeJSON is ResumeSessionResponse.resume_json.
-type resumeJSON struct {
-	Session    workspace.SessionInfo `json:"session"`
-	Checkpoint *workspace.Entry      `json:"checkpoint"`
-	Recent     []workspace.Entry     `json:"recent"`
+	return &cexecv1.GetSessionResponse{Entries: entriesProto(log.Entries), Skipped: int32(len(log.Problems))}, nil
 }
 
 // ResumeSession returns what an agent needs to pick a session up again: its
@@ -188,17 +156,11 @@ func (s *Server) ResumeSession(_ context.Context, req *cexecv1.ResumeSessionRequ
 	if err != nil {
 		return nil, pluginapi.ToStatus(err)
 	}
-	out := resumeJSON{Session: r.Session, Checkpoint: r.Checkpoint, Recent: r.Recent}
-	if out.Recent == nil {
-		out.Recent = []workspace.Entry{}
+	out := &cexecv1.ResumeSessionResponse{Session: sessionProto(r.Session), Recent: entriesProto(r.Recent)}
+	if r.Checkpoint != nil {
+		out.Checkpoint = entryProto(r.Checkpoint)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
-		return nil, status.Errorf(codes.Internal, "encode resumption of session %s: %v", req.GetSession(), err)
-	}
-	return &cexecv1.ResumeSessionResponse{ResumeJson: bytes.TrimSpace(buf.Bytes())}, nil
+	return out, nil
 }
 
 // Checkpoint records a step and its context in a session, creating the

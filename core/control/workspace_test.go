@@ -13,8 +13,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/workspace"
 )
@@ -58,7 +60,7 @@ func serveWorkspaces(t *testing.T) (cexecv1.ControlClient, *testClock) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	return serve(t, Deps{Plugins: fakePlugins{}, Config: fakeConfig{}, Workspaces: m, DefaultTenant: "default"}), clk
+	return serve(t, Deps{Plugins: fakePlugins{}, Config: fakeConfig{}, Workspaces: m, DefaultTenant: endpoint.DefaultTenant}), clk
 }
 
 func wantCode(t *testing.T, what string, err error, want codes.Code) {
@@ -208,25 +210,20 @@ func TestSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(g.GetEntriesJsonl())), "\n")
-	if len(lines) != 2 || g.GetSkipped() != 0 {
-		t.Fatalf("log = %q, skipped %d", g.GetEntriesJsonl(), g.GetSkipped())
+	es := g.GetEntries()
+	if len(es) != 2 || g.GetSkipped() != 0 {
+		t.Fatalf("log = %v, skipped %d", es, g.GetSkipped())
 	}
-	var e workspace.Entry
-	if err := json.Unmarshal([]byte(lines[1]), &e); err != nil || e.Seq != 2 || e.Step != "parsed" || string(e.Context) != `{"page":2}` {
-		t.Errorf("entry 2 = %+v, %v", e, err)
+	if e := es[1]; e.GetSeq() != 2 || e.GetKind() != workspace.KindCheckpoint || e.GetStep() != "parsed" || string(e.GetContextJson()) != `{"page":2}` || e.GetTimeUnixMs() <= es[0].GetTimeUnixMs() {
+		t.Errorf("entry 2 = %v", e)
 	}
 
 	r, err := c.ResumeSession(ctx, &cexecv1.ResumeSessionRequest{Tenant: "a", Session: "s1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res resumeJSON
-	if err := json.Unmarshal(r.GetResumeJson(), &res); err != nil {
-		t.Fatal(err)
-	}
-	if res.Checkpoint == nil || res.Checkpoint.Step != "parsed" || string(res.Checkpoint.Context) != `{"page":2}` || len(res.Recent) != 2 || res.Session.ID != "s1" {
-		t.Errorf("resume = %s", r.GetResumeJson())
+	if cp := r.GetCheckpoint(); cp.GetStep() != "parsed" || string(cp.GetContextJson()) != `{"page":2}` || len(r.GetRecent()) != 2 || r.GetSession().GetId() != "s1" {
+		t.Errorf("resume = %v", r)
 	}
 
 	for _, call := range []struct {
@@ -379,4 +376,21 @@ func TestWorkspacesNotWired(t *testing.T) {
 	wantCode(t, "get state", err, codes.Unimplemented)
 	_, err = c.ListTenants(ctx, &cexecv1.ListTenantsRequest{})
 	wantCode(t, "list tenants", err, codes.Unimplemented)
+}
+
+// TestEntryProto checks that every field of a logged execution reaches the
+// API.
+func TestEntryProto(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	e := &workspace.Entry{Seq: 3, Time: at, Kind: workspace.KindExecution, Task: "t", Code: "print(1)",
+		Result:    &workspace.Result{OK: false, ExitCode: 1, ErrorType: "ValueError", Error: "bad", Output: "1\n", Value: json.RawMessage(`[1]`), TimedOut: true},
+		ToolCalls: []workspace.ToolCall{{Server: "s", Tool: "x", Duration: workspace.Duration(1500 * time.Microsecond), OK: false, Error: "e"}},
+		Duration:  workspace.Duration(2 * time.Millisecond), StateFiles: []string{"a.json"}, Truncated: true}
+	want := &cexecv1.SessionEntry{Seq: 3, TimeUnixMs: at.UnixMilli(), Kind: "execution", Task: "t", Code: "print(1)",
+		Result:     &cexecv1.SessionResult{ExitCode: 1, ErrorType: "ValueError", Error: "bad", Output: "1\n", ValueJson: []byte(`[1]`), TimedOut: true},
+		ToolCalls:  []*cexecv1.SessionToolCall{{Server: "s", Tool: "x", DurationMs: 1.5, Error: "e"}},
+		DurationMs: 2, StateFiles: []string{"a.json"}, Truncated: true}
+	if got := entryProto(e); !proto.Equal(got, want) {
+		t.Errorf("entryProto =\n%v\nwant\n%v", got, want)
+	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/cexec/cexec/core/mcpface/mcpclient"
+	"github.com/cexec/cexec/client/mcpclient"
 )
 
 // BenchmarkExecuteCodeHTTP measures execute_code of print(1+1) over

@@ -25,7 +25,7 @@
 // the 2024-11-05 HTTP+SSE transport on /sse and /message. Serve it on two
 // kinds of listener:
 //
-//   - ListenUnix(mcpclient.SocketPath(cfg.Daemon.Socket)): a 0600 socket in
+//   - ListenUnix(endpoint.MCPSocket(cfg.Daemon.Socket)): a 0600 socket in
 //     the daemon's private socket directory. Only the daemon's user reaches
 //     it, so the X-Cexec-Tenant header picks the tenant (default
 //     Options.DefaultTenant). `cexecctl mcp` relays stdio here.
@@ -55,7 +55,7 @@
 //	}
 //	o.ApplyConfig(cfg.MCP)
 //	face, err := mcpface.New(o)
-//	ln, err := mcpface.ListenUnix(mcpclient.SocketPath(cfg.Daemon.Socket)) // after claiming the control socket
+//	ln, err := mcpface.ListenUnix(endpoint.MCPSocket(cfg.Daemon.Socket)) // after claiming the control socket
 //	go face.Serve(ctx, ln, grace)
 //	if cfg.MCP.Listen != "" {
 //		tcp, err := face.ListenTCP(cfg.MCP.Listen)

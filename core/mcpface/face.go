@@ -17,13 +17,13 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
-	"github.com/cexec/cexec/core/mcpface/mcpclient"
 )
 
 // Defaults of Options.
 const (
-	DefaultTenant      = "default"
+	DefaultTenant      = endpoint.DefaultTenant
 	DefaultMaxOutput   = 16 << 10
 	DefaultSearchLimit = 8
 	MaxSearchLimit     = 50
@@ -113,6 +113,19 @@ type Face struct {
 // New checks o and builds the face. Serve it with Serve (or mount Handler
 // on an http.Server).
 func New(o Options) (*Face, error) {
+	if err := o.complete(); err != nil {
+		return nil, err
+	}
+	f := &Face{o: o, log: o.Logger, origins: map[string]bool{}, hosts: map[string]bool{}}
+	if err := f.addAuth(); err != nil {
+		return nil, err
+	}
+	f.handler = f.guard(f.serveMux())
+	return f, nil
+}
+
+// complete checks that o has every service and fills in the defaults.
+func (o *Options) complete() error {
 	var missing []string
 	for name, ok := range map[string]bool{
 		"Catalog": o.Catalog != nil, "Searcher": o.Searcher != nil, "Executor": o.Executor != nil,
@@ -123,13 +136,13 @@ func New(o Options) (*Face, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("mcp face: missing %s", strings.Join(sortedStrings(missing), ", "))
+		return fmt.Errorf("mcp face: missing %s", strings.Join(sortedStrings(missing), ", "))
 	}
 	if o.DefaultTenant == "" {
 		o.DefaultTenant = DefaultTenant
 	}
 	if !tenantRE.MatchString(o.DefaultTenant) {
-		return nil, fmt.Errorf("mcp face: invalid default tenant %q", o.DefaultTenant)
+		return fmt.Errorf("mcp face: invalid default tenant %q", o.DefaultTenant)
 	}
 	if o.MaxOutput <= 0 {
 		o.MaxOutput = DefaultMaxOutput
@@ -147,19 +160,23 @@ func New(o Options) (*Face, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	f := &Face{o: o, log: o.Logger, origins: map[string]bool{}, hosts: map[string]bool{}}
+	return nil
+}
 
+// addAuth indexes the bearer tokens and the allowed browser origins.
+func (f *Face) addAuth() error {
+	o := f.o
 	seen := map[[sha256.Size]byte]bool{}
 	for i, t := range o.Tokens {
 		if t.Token == "" {
-			return nil, fmt.Errorf("mcp face: token %d is empty", i+1)
+			return fmt.Errorf("mcp face: token %d is empty", i+1)
 		}
 		if !tenantRE.MatchString(t.Tenant) {
-			return nil, fmt.Errorf("mcp face: token %d: invalid tenant %q", i+1, t.Tenant)
+			return fmt.Errorf("mcp face: token %d: invalid tenant %q", i+1, t.Tenant)
 		}
 		sum := sha256.Sum256([]byte(t.Token))
 		if seen[sum] {
-			return nil, fmt.Errorf("mcp face: token %d is a duplicate; each token maps to one tenant", i+1)
+			return fmt.Errorf("mcp face: token %d is a duplicate; each token maps to one tenant", i+1)
 		}
 		seen[sum] = true
 		f.tokens = append(f.tokens, tokenEntry{sum: sum, tenant: t.Tenant})
@@ -167,7 +184,7 @@ func New(o Options) (*Face, error) {
 	for _, s := range o.AllowedOrigins {
 		norm, err := normalizeOrigin(s)
 		if err != nil {
-			return nil, fmt.Errorf("mcp face: %w", err)
+			return fmt.Errorf("mcp face: %w", err)
 		}
 		f.origins[norm] = true
 		if u, err := url.Parse(norm); err == nil {
@@ -175,6 +192,13 @@ func New(o Options) (*Face, error) {
 		}
 	}
 
+	return nil
+}
+
+// serveMux builds the MCP server and its transports, mounted on their
+// endpoint paths.
+func (f *Face) serveMux() *http.ServeMux {
+	o := f.o
 	f.sessions = newSessionTable(o.OnSessionEnd)
 	hooks := &server.Hooks{}
 	hooks.AddAfterListResources(f.listResources)
@@ -206,11 +230,11 @@ func New(o Options) (*Face, error) {
 		server.WithStreamableHTTPLogger(slogger),
 	)
 	mux := http.NewServeMux()
-	mux.Handle(mcpclient.EndpointPath, f.http)
+	mux.Handle(endpoint.MCPPath, f.http)
 	if o.SSE {
 		f.sse = server.NewSSEServer(f.srv,
-			server.WithSSEEndpoint(mcpclient.SSEPath),
-			server.WithMessageEndpoint(mcpclient.MessagePath),
+			server.WithSSEEndpoint(endpoint.SSEPath),
+			server.WithMessageEndpoint(endpoint.MessagePath),
 			server.WithSSEDisableLocalhostProtection(true),
 			server.WithKeepAlive(true),
 			server.WithSessionIDGenerator(func(ctx context.Context, _ *http.Request) (string, error) {
@@ -220,11 +244,10 @@ func New(o Options) (*Face, error) {
 				return id, nil
 			}),
 		)
-		mux.Handle(mcpclient.SSEPath, f.sse)
-		mux.Handle(mcpclient.MessagePath, f.sse)
+		mux.Handle(endpoint.SSEPath, f.sse)
+		mux.Handle(endpoint.MessagePath, f.sse)
 	}
-	f.handler = f.guard(mux)
-	return f, nil
+	return mux
 }
 
 // instructions is the server's description of itself in initialize: the

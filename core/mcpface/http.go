@@ -17,7 +17,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/cexec/cexec/core/mcpface/mcpclient"
+	"github.com/cexec/cexec/api/endpoint"
 )
 
 // Token maps a bearer token to a tenant.
@@ -203,7 +203,7 @@ func allowCORS(w http.ResponseWriter, r *http.Request, origin string) bool {
 		return false
 	}
 	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, "+mcpclient.TenantHeader)
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, "+endpoint.TenantHeader)
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 	return true
@@ -217,7 +217,7 @@ func (f *Face) deny(w http.ResponseWriter, r *http.Request, status int, msg stri
 // tenantOf decides the tenant of a request, or the status and message to
 // refuse it with.
 func (f *Face) tenantOf(r *http.Request, kind listenerKind) (string, int, string) {
-	asked := r.Header.Get(mcpclient.TenantHeader)
+	asked := r.Header.Get(endpoint.TenantHeader)
 	if kind == viaUnix {
 		// The socket is only reachable by the daemon's user, who may act
 		// as any tenant.
@@ -259,7 +259,7 @@ func (f *Face) tenantOf(r *http.Request, kind listenerKind) (string, int, string
 func (f *Face) checkSession(r *http.Request, tenant string) (int, string) {
 	var id string
 	switch r.URL.Path {
-	case mcpclient.EndpointPath:
+	case endpoint.MCPPath:
 		id = r.Header.Get(server.HeaderKeySessionID)
 		if id == "" {
 			if r.Method == http.MethodGet || r.Method == http.MethodDelete {
@@ -267,7 +267,7 @@ func (f *Face) checkSession(r *http.Request, tenant string) (int, string) {
 			}
 			return 0, ""
 		}
-	case mcpclient.MessagePath:
+	case endpoint.MessagePath:
 		id = r.URL.Query().Get("sessionId")
 		if id == "" {
 			return 0, ""
@@ -282,8 +282,8 @@ func (f *Face) checkSession(r *http.Request, tenant string) (int, string) {
 }
 
 // Handler returns the face's HTTP handler: streamable HTTP on
-// mcpclient.EndpointPath and, when Options.SSE is set, HTTP+SSE on
-// mcpclient.SSEPath and mcpclient.MessagePath. How a request is
+// endpoint.MCPPath and, when Options.SSE is set, HTTP+SSE on
+// endpoint.SSEPath and endpoint.MessagePath. How a request is
 // authenticated depends on the listener it arrived on (see Serve), so the
 // handler must be served by an http.Server (which records the local
 // address), not called directly.
@@ -292,7 +292,7 @@ func (f *Face) Handler() http.Handler { return f.handler }
 // Serve serves the face on ln until ctx ends, then shuts down: it stops
 // accepting, closes every session's streams and waits for in-flight calls
 // up to grace. On a unix socket the tenant comes from the
-// mcpclient.TenantHeader header (the socket must be private to the daemon's
+// endpoint.TenantHeader header (the socket must be private to the daemon's
 // user, as ListenUnix makes it); on TCP from the bearer token. Serve refuses
 // a non-loopback TCP listener when no tokens are configured.
 func (f *Face) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {

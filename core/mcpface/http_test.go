@@ -17,8 +17,9 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/cexec/cexec/api/endpoint"
+	"github.com/cexec/cexec/client/mcpclient"
 	"github.com/cexec/cexec/core/config"
-	"github.com/cexec/cexec/core/mcpface/mcpclient"
 )
 
 // rawClient speaks streamable HTTP by hand, to see status codes and headers.
@@ -172,8 +173,8 @@ func TestBearerTokens(t *testing.T) {
 		{"basic auth", []string{"Authorization", "Basic dG9rLWFjbWU="}, http.StatusUnauthorized},
 		{"token", []string{"Authorization", "Bearer tok-acme"}, http.StatusOK},
 		{"lower-case scheme", []string{"Authorization", "bearer tok-beta"}, http.StatusOK},
-		{"token and its tenant", []string{"Authorization", "Bearer tok-acme", mcpclient.TenantHeader, "acme"}, http.StatusOK},
-		{"token and another tenant", []string{"Authorization", "Bearer tok-acme", mcpclient.TenantHeader, "beta"}, http.StatusForbidden},
+		{"token and its tenant", []string{"Authorization", "Bearer tok-acme", endpoint.TenantHeader, "acme"}, http.StatusOK},
+		{"token and another tenant", []string{"Authorization", "Bearer tok-acme", endpoint.TenantHeader, "beta"}, http.StatusForbidden},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,10 +211,10 @@ func TestBearerTokens(t *testing.T) {
 func TestNoTokens(t *testing.T) {
 	w := newWorld(t)
 	c := newRaw(t, nil, w.url+"/mcp")
-	if st := c.initialize(mcpclient.TenantHeader, "acme"); st != http.StatusForbidden {
+	if st := c.initialize(endpoint.TenantHeader, "acme"); st != http.StatusForbidden {
 		t.Errorf("choosing a tenant over TCP without tokens: %d", st)
 	}
-	if st := c.initialize(mcpclient.TenantHeader, DefaultTenant); st != http.StatusOK {
+	if st := c.initialize(endpoint.TenantHeader, DefaultTenant); st != http.StatusOK {
 		t.Errorf("naming the default tenant: %d", st)
 	}
 	f := w.face
@@ -286,7 +287,7 @@ func TestUnixSocket(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path := mcpclient.SocketPath(filepath.Join(dir, "cexecd.sock"))
+	path := endpoint.MCPSocket(filepath.Join(dir, "cexecd.sock"))
 	if filepath.Base(path) != "cexecd-mcp.sock" {
 		t.Errorf("SocketPath = %s", path)
 	}
@@ -310,17 +311,17 @@ func TestUnixSocket(t *testing.T) {
 	serve(t, w.face, ln)
 
 	hc := mcpclient.UnixClient(path)
-	acme := connect(t, mcpclient.UnixBaseURL+mcpclient.EndpointPath, transport.WithHTTPBasicClient(hc),
-		transport.WithHTTPHeaders(map[string]string{mcpclient.TenantHeader: "acme"}))
+	acme := connect(t, endpoint.UnixBaseURL+endpoint.MCPPath, transport.WithHTTPBasicClient(hc),
+		transport.WithHTTPHeaders(map[string]string{endpoint.TenantHeader: "acme"}))
 	if text, _ := call(t, acme, ToolListServers, nil); strings.Contains(text, "everything") || !strings.Contains(text, "memory") {
 		t.Errorf("acme over the socket sees:\n%s", text)
 	}
-	def := connect(t, mcpclient.UnixBaseURL+mcpclient.EndpointPath, transport.WithHTTPBasicClient(hc))
+	def := connect(t, endpoint.UnixBaseURL+endpoint.MCPPath, transport.WithHTTPBasicClient(hc))
 	if text, _ := call(t, def, ToolListServers, nil); !strings.Contains(text, "everything") {
 		t.Errorf("the default tenant over the socket sees:\n%s", text)
 	}
-	bad := newRaw(t, hc, mcpclient.UnixBaseURL+mcpclient.EndpointPath)
-	if st := bad.initialize(mcpclient.TenantHeader, "../etc"); st != http.StatusBadRequest {
+	bad := newRaw(t, hc, endpoint.UnixBaseURL+endpoint.MCPPath)
+	if st := bad.initialize(endpoint.TenantHeader, "../etc"); st != http.StatusBadRequest {
 		t.Errorf("invalid tenant header: %d", st)
 	}
 }
@@ -330,7 +331,7 @@ func TestSSE(t *testing.T) {
 	w := newWorld(t, func(o *Options, _ *world) {
 		o.Tokens = []Token{{Token: "tok-acme", Tenant: "acme"}, {Token: "tok-beta", Tenant: "beta"}}
 	})
-	c, err := mcpgo.NewSSEMCPClient(w.url+mcpclient.SSEPath, transport.WithHeaders(map[string]string{"Authorization": "Bearer tok-acme"}))
+	c, err := mcpgo.NewSSEMCPClient(w.url+endpoint.SSEPath, transport.WithHeaders(map[string]string{"Authorization": "Bearer tok-acme"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,12 +350,12 @@ func TestSSE(t *testing.T) {
 		t.Errorf("execute_code over SSE: %s", text)
 	}
 	// Another tenant cannot post into acme's SSE session.
-	endpoint := c.GetTransport().(*transport.SSE).GetEndpoint()
-	sessionID := endpoint.Query().Get("sessionId")
+	sseURL := c.GetTransport().(*transport.SSE).GetEndpoint()
+	sessionID := sseURL.Query().Get("sessionId")
 	if owner, ok := w.face.sessions.owner(sessionID); !ok || owner != "acme" {
 		t.Fatalf("SSE session %q: owner %q, %v", sessionID, owner, ok)
 	}
-	post := newRaw(t, nil, w.url+mcpclient.MessagePath+"?sessionId="+sessionID)
+	post := newRaw(t, nil, w.url+endpoint.MessagePath+"?sessionId="+sessionID)
 	post.header.Set("Authorization", "Bearer tok-beta")
 	if res, _ := post.do(http.MethodPost, listBody); res.StatusCode != http.StatusNotFound {
 		t.Errorf("beta posting to acme's SSE session: %s", res.Status)

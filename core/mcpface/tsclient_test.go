@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cexec/cexec/core/mcpface/mcpclient"
+	"github.com/cexec/cexec/api/endpoint"
 )
 
 // TestTypeScriptClientThroughShim drives the face with the official
@@ -46,7 +46,7 @@ func TestTypeScriptClientThroughShim(t *testing.T) {
 	if err := os.WriteFile(control, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := ListenUnix(mcpclient.SocketPath(control))
+	ln, err := ListenUnix(endpoint.MCPSocket(control))
 	if err != nil {
 		t.Fatal(err)
 	}

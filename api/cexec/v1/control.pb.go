@@ -2631,7 +2631,10 @@ type SessionInfo struct {
 	LogBytes int64  `protobuf:"varint,10,opt,name=log_bytes,json=logBytes,proto3" json:"log_bytes,omitempty"`
 	// bad_lines counts log lines that could not be read (a torn last line
 	// left by a crash, until the next append repairs it).
-	BadLines      int64 `protobuf:"varint,11,opt,name=bad_lines,json=badLines,proto3" json:"bad_lines,omitempty"`
+	BadLines int64 `protobuf:"varint,11,opt,name=bad_lines,json=badLines,proto3" json:"bad_lines,omitempty"`
+	// state_files are the state files the session's executions touched (the
+	// first 100).
+	StateFiles    []string `protobuf:"bytes,12,rep,name=state_files,json=stateFiles,proto3" json:"state_files,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2743,6 +2746,335 @@ func (x *SessionInfo) GetBadLines() int64 {
 	return 0
 }
 
+func (x *SessionInfo) GetStateFiles() []string {
+	if x != nil {
+		return x.StateFiles
+	}
+	return nil
+}
+
+// SessionEntry is one line of a session log: an execution, a checkpoint, a
+// saved skill, or a kind a caller added.
+type SessionEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// seq numbers a session's entries from 1.
+	Seq        int64  `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	TimeUnixMs int64  `protobuf:"varint,2,opt,name=time_unix_ms,json=timeUnixMs,proto3" json:"time_unix_ms,omitempty"`
+	Kind       string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	// task is the task description of execute_task, if any.
+	Task string `protobuf:"bytes,4,opt,name=task,proto3" json:"task,omitempty"`
+	// code is the program that ran.
+	Code       string             `protobuf:"bytes,5,opt,name=code,proto3" json:"code,omitempty"`
+	Result     *SessionResult     `protobuf:"bytes,6,opt,name=result,proto3" json:"result,omitempty"`
+	ToolCalls  []*SessionToolCall `protobuf:"bytes,7,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	DurationMs float64            `protobuf:"fixed64,8,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	// state_files are the state files the execution added, changed or removed.
+	StateFiles []string `protobuf:"bytes,9,rep,name=state_files,json=stateFiles,proto3" json:"state_files,omitempty"`
+	// step and context_json are a checkpoint's; context_json is any JSON
+	// value.
+	Step        string `protobuf:"bytes,10,opt,name=step,proto3" json:"step,omitempty"`
+	ContextJson []byte `protobuf:"bytes,11,opt,name=context_json,json=contextJson,proto3" json:"context_json,omitempty"`
+	// skill names a skill saved during the session.
+	Skill string `protobuf:"bytes,12,opt,name=skill,proto3" json:"skill,omitempty"`
+	// truncated is set when long text or lists were cut to fit the log.
+	Truncated     bool `protobuf:"varint,13,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionEntry) Reset() {
+	*x = SessionEntry{}
+	mi := &file_cexec_v1_control_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionEntry) ProtoMessage() {}
+
+func (x *SessionEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionEntry.ProtoReflect.Descriptor instead.
+func (*SessionEntry) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *SessionEntry) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *SessionEntry) GetTimeUnixMs() int64 {
+	if x != nil {
+		return x.TimeUnixMs
+	}
+	return 0
+}
+
+func (x *SessionEntry) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *SessionEntry) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *SessionEntry) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *SessionEntry) GetResult() *SessionResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *SessionEntry) GetToolCalls() []*SessionToolCall {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return nil
+}
+
+func (x *SessionEntry) GetDurationMs() float64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *SessionEntry) GetStateFiles() []string {
+	if x != nil {
+		return x.StateFiles
+	}
+	return nil
+}
+
+func (x *SessionEntry) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
+}
+
+func (x *SessionEntry) GetContextJson() []byte {
+	if x != nil {
+		return x.ContextJson
+	}
+	return nil
+}
+
+func (x *SessionEntry) GetSkill() string {
+	if x != nil {
+		return x.Skill
+	}
+	return ""
+}
+
+func (x *SessionEntry) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+// SessionResult is how a logged execution ended.
+type SessionResult struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Ok        bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
+	ExitCode  int32                  `protobuf:"varint,2,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	ErrorType string                 `protobuf:"bytes,3,opt,name=error_type,json=errorType,proto3" json:"error_type,omitempty"`
+	Error     string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// output is what the program printed, cut to 64 KiB.
+	Output string `protobuf:"bytes,5,opt,name=output,proto3" json:"output,omitempty"`
+	// value_json is what the program passed to cexec.result(), as JSON.
+	ValueJson     []byte `protobuf:"bytes,6,opt,name=value_json,json=valueJson,proto3" json:"value_json,omitempty"`
+	TimedOut      bool   `protobuf:"varint,7,opt,name=timed_out,json=timedOut,proto3" json:"timed_out,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionResult) Reset() {
+	*x = SessionResult{}
+	mi := &file_cexec_v1_control_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionResult) ProtoMessage() {}
+
+func (x *SessionResult) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionResult.ProtoReflect.Descriptor instead.
+func (*SessionResult) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *SessionResult) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *SessionResult) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *SessionResult) GetErrorType() string {
+	if x != nil {
+		return x.ErrorType
+	}
+	return ""
+}
+
+func (x *SessionResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *SessionResult) GetOutput() string {
+	if x != nil {
+		return x.Output
+	}
+	return ""
+}
+
+func (x *SessionResult) GetValueJson() []byte {
+	if x != nil {
+		return x.ValueJson
+	}
+	return nil
+}
+
+func (x *SessionResult) GetTimedOut() bool {
+	if x != nil {
+		return x.TimedOut
+	}
+	return false
+}
+
+// SessionToolCall is one upstream tool call of a logged execution.
+type SessionToolCall struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Tool          string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	DurationMs    float64                `protobuf:"fixed64,3,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	Ok            bool                   `protobuf:"varint,4,opt,name=ok,proto3" json:"ok,omitempty"`
+	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionToolCall) Reset() {
+	*x = SessionToolCall{}
+	mi := &file_cexec_v1_control_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionToolCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionToolCall) ProtoMessage() {}
+
+func (x *SessionToolCall) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionToolCall.ProtoReflect.Descriptor instead.
+func (*SessionToolCall) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *SessionToolCall) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *SessionToolCall) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *SessionToolCall) GetDurationMs() float64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *SessionToolCall) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *SessionToolCall) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type ListSessionsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
@@ -2752,7 +3084,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[42]
+	mi := &file_cexec_v1_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2764,7 +3096,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[42]
+	mi := &file_cexec_v1_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2777,7 +3109,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{42}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListSessionsRequest) GetTenant() string {
@@ -2796,7 +3128,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[43]
+	mi := &file_cexec_v1_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2808,7 +3140,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[43]
+	mi := &file_cexec_v1_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2821,7 +3153,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{43}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -2841,7 +3173,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[44]
+	mi := &file_cexec_v1_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2853,7 +3185,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[44]
+	mi := &file_cexec_v1_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2866,7 +3198,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{44}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetSessionRequest) GetTenant() string {
@@ -2885,8 +3217,8 @@ func (x *GetSessionRequest) GetSession() string {
 
 type GetSessionResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// entries_jsonl is the session log, one JSON entry per line.
-	EntriesJsonl []byte `protobuf:"bytes,1,opt,name=entries_jsonl,json=entriesJsonl,proto3" json:"entries_jsonl,omitempty"`
+	// entries is the session log, oldest first.
+	Entries []*SessionEntry `protobuf:"bytes,3,rep,name=entries,proto3" json:"entries,omitempty"`
 	// skipped counts damaged lines that were left out (a torn last line).
 	Skipped       int32 `protobuf:"varint,2,opt,name=skipped,proto3" json:"skipped,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2895,7 +3227,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[45]
+	mi := &file_cexec_v1_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2907,7 +3239,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[45]
+	mi := &file_cexec_v1_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2920,12 +3252,12 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{45}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{48}
 }
 
-func (x *GetSessionResponse) GetEntriesJsonl() []byte {
+func (x *GetSessionResponse) GetEntries() []*SessionEntry {
 	if x != nil {
-		return x.EntriesJsonl
+		return x.Entries
 	}
 	return nil
 }
@@ -2947,7 +3279,7 @@ type ResumeSessionRequest struct {
 
 func (x *ResumeSessionRequest) Reset() {
 	*x = ResumeSessionRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[46]
+	mi := &file_cexec_v1_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2959,7 +3291,7 @@ func (x *ResumeSessionRequest) String() string {
 func (*ResumeSessionRequest) ProtoMessage() {}
 
 func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[46]
+	mi := &file_cexec_v1_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2972,7 +3304,7 @@ func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionRequest.ProtoReflect.Descriptor instead.
 func (*ResumeSessionRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{46}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ResumeSessionRequest) GetTenant() string {
@@ -2989,17 +3321,21 @@ func (x *ResumeSessionRequest) GetSession() string {
 	return ""
 }
 
+// ResumeSessionResponse is what an agent needs to pick a session up again.
 type ResumeSessionResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// resume_json is the last checkpoint, a summary and the last entries.
-	ResumeJson    []byte `protobuf:"bytes,1,opt,name=resume_json,json=resumeJson,proto3" json:"resume_json,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *SessionInfo           `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	// checkpoint is the last checkpoint, unset when there is none.
+	Checkpoint *SessionEntry `protobuf:"bytes,3,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	// recent are the last few entries, oldest first.
+	Recent        []*SessionEntry `protobuf:"bytes,4,rep,name=recent,proto3" json:"recent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ResumeSessionResponse) Reset() {
 	*x = ResumeSessionResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[47]
+	mi := &file_cexec_v1_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3011,7 +3347,7 @@ func (x *ResumeSessionResponse) String() string {
 func (*ResumeSessionResponse) ProtoMessage() {}
 
 func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[47]
+	mi := &file_cexec_v1_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3024,12 +3360,26 @@ func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionResponse.ProtoReflect.Descriptor instead.
 func (*ResumeSessionResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{47}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{50}
 }
 
-func (x *ResumeSessionResponse) GetResumeJson() []byte {
+func (x *ResumeSessionResponse) GetSession() *SessionInfo {
 	if x != nil {
-		return x.ResumeJson
+		return x.Session
+	}
+	return nil
+}
+
+func (x *ResumeSessionResponse) GetCheckpoint() *SessionEntry {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return nil
+}
+
+func (x *ResumeSessionResponse) GetRecent() []*SessionEntry {
+	if x != nil {
+		return x.Recent
 	}
 	return nil
 }
@@ -3048,7 +3398,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[48]
+	mi := &file_cexec_v1_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3060,7 +3410,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[48]
+	mi := &file_cexec_v1_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3073,7 +3423,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{48}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *CheckpointRequest) GetTenant() string {
@@ -3114,7 +3464,7 @@ type CheckpointResponse struct {
 
 func (x *CheckpointResponse) Reset() {
 	*x = CheckpointResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[49]
+	mi := &file_cexec_v1_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3126,7 +3476,7 @@ func (x *CheckpointResponse) String() string {
 func (*CheckpointResponse) ProtoMessage() {}
 
 func (x *CheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[49]
+	mi := &file_cexec_v1_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3139,7 +3489,7 @@ func (x *CheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointResponse.ProtoReflect.Descriptor instead.
 func (*CheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{49}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *CheckpointResponse) GetSession() string {
@@ -3170,7 +3520,7 @@ type Skill struct {
 
 func (x *Skill) Reset() {
 	*x = Skill{}
-	mi := &file_cexec_v1_control_proto_msgTypes[50]
+	mi := &file_cexec_v1_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3182,7 +3532,7 @@ func (x *Skill) String() string {
 func (*Skill) ProtoMessage() {}
 
 func (x *Skill) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[50]
+	mi := &file_cexec_v1_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3195,7 +3545,7 @@ func (x *Skill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Skill.ProtoReflect.Descriptor instead.
 func (*Skill) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{50}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Skill) GetName() string {
@@ -3249,7 +3599,7 @@ type ListSkillsRequest struct {
 
 func (x *ListSkillsRequest) Reset() {
 	*x = ListSkillsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[51]
+	mi := &file_cexec_v1_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3261,7 +3611,7 @@ func (x *ListSkillsRequest) String() string {
 func (*ListSkillsRequest) ProtoMessage() {}
 
 func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[51]
+	mi := &file_cexec_v1_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3274,7 +3624,7 @@ func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsRequest.ProtoReflect.Descriptor instead.
 func (*ListSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{51}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListSkillsRequest) GetTenant() string {
@@ -3293,7 +3643,7 @@ type ListSkillsResponse struct {
 
 func (x *ListSkillsResponse) Reset() {
 	*x = ListSkillsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[52]
+	mi := &file_cexec_v1_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3305,7 +3655,7 @@ func (x *ListSkillsResponse) String() string {
 func (*ListSkillsResponse) ProtoMessage() {}
 
 func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[52]
+	mi := &file_cexec_v1_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3318,7 +3668,7 @@ func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsResponse.ProtoReflect.Descriptor instead.
 func (*ListSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{52}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListSkillsResponse) GetSkills() []*Skill {
@@ -3338,7 +3688,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[53]
+	mi := &file_cexec_v1_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3350,7 +3700,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[53]
+	mi := &file_cexec_v1_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3363,7 +3713,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{53}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetSkillRequest) GetTenant() string {
@@ -3389,7 +3739,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[54]
+	mi := &file_cexec_v1_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3401,7 +3751,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[54]
+	mi := &file_cexec_v1_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3414,7 +3764,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{54}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetSkillResponse) GetSkill() *Skill {
@@ -3436,7 +3786,7 @@ type SaveSkillRequest struct {
 
 func (x *SaveSkillRequest) Reset() {
 	*x = SaveSkillRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[55]
+	mi := &file_cexec_v1_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3448,7 +3798,7 @@ func (x *SaveSkillRequest) String() string {
 func (*SaveSkillRequest) ProtoMessage() {}
 
 func (x *SaveSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[55]
+	mi := &file_cexec_v1_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3461,7 +3811,7 @@ func (x *SaveSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSkillRequest.ProtoReflect.Descriptor instead.
 func (*SaveSkillRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{55}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *SaveSkillRequest) GetTenant() string {
@@ -3501,7 +3851,7 @@ type SaveSkillResponse struct {
 
 func (x *SaveSkillResponse) Reset() {
 	*x = SaveSkillResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[56]
+	mi := &file_cexec_v1_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3513,7 +3863,7 @@ func (x *SaveSkillResponse) String() string {
 func (*SaveSkillResponse) ProtoMessage() {}
 
 func (x *SaveSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[56]
+	mi := &file_cexec_v1_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3526,7 +3876,7 @@ func (x *SaveSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSkillResponse.ProtoReflect.Descriptor instead.
 func (*SaveSkillResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{56}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SaveSkillResponse) GetSkill() *Skill {
@@ -3552,7 +3902,7 @@ type TenantInfo struct {
 
 func (x *TenantInfo) Reset() {
 	*x = TenantInfo{}
-	mi := &file_cexec_v1_control_proto_msgTypes[57]
+	mi := &file_cexec_v1_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3564,7 +3914,7 @@ func (x *TenantInfo) String() string {
 func (*TenantInfo) ProtoMessage() {}
 
 func (x *TenantInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[57]
+	mi := &file_cexec_v1_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3577,7 +3927,7 @@ func (x *TenantInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantInfo.ProtoReflect.Descriptor instead.
 func (*TenantInfo) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{57}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *TenantInfo) GetId() string {
@@ -3644,7 +3994,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[58]
+	mi := &file_cexec_v1_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3656,7 +4006,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[58]
+	mi := &file_cexec_v1_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3669,7 +4019,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{58}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{61}
 }
 
 type ListTenantsResponse struct {
@@ -3681,7 +4031,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[59]
+	mi := &file_cexec_v1_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3693,7 +4043,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[59]
+	mi := &file_cexec_v1_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3706,7 +4056,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{59}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListTenantsResponse) GetTenants() []*TenantInfo {
@@ -3726,7 +4076,7 @@ type GCTenantsRequest struct {
 
 func (x *GCTenantsRequest) Reset() {
 	*x = GCTenantsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[60]
+	mi := &file_cexec_v1_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3738,7 +4088,7 @@ func (x *GCTenantsRequest) String() string {
 func (*GCTenantsRequest) ProtoMessage() {}
 
 func (x *GCTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[60]
+	mi := &file_cexec_v1_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3751,7 +4101,7 @@ func (x *GCTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCTenantsRequest.ProtoReflect.Descriptor instead.
 func (*GCTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{60}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GCTenantsRequest) GetOlderThanMs() int64 {
@@ -3777,7 +4127,7 @@ type GCTenantsResponse struct {
 
 func (x *GCTenantsResponse) Reset() {
 	*x = GCTenantsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[61]
+	mi := &file_cexec_v1_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3789,7 +4139,7 @@ func (x *GCTenantsResponse) String() string {
 func (*GCTenantsResponse) ProtoMessage() {}
 
 func (x *GCTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[61]
+	mi := &file_cexec_v1_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3802,7 +4152,7 @@ func (x *GCTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCTenantsResponse.ProtoReflect.Descriptor instead.
 func (*GCTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{61}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GCTenantsResponse) GetRemoved() []*TenantInfo {
@@ -3820,7 +4170,7 @@ type PoolStatusRequest struct {
 
 func (x *PoolStatusRequest) Reset() {
 	*x = PoolStatusRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[62]
+	mi := &file_cexec_v1_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3832,7 +4182,7 @@ func (x *PoolStatusRequest) String() string {
 func (*PoolStatusRequest) ProtoMessage() {}
 
 func (x *PoolStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[62]
+	mi := &file_cexec_v1_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3845,7 +4195,7 @@ func (x *PoolStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolStatusRequest.ProtoReflect.Descriptor instead.
 func (*PoolStatusRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{62}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{65}
 }
 
 type PoolStatusResponse struct {
@@ -3870,7 +4220,7 @@ type PoolStatusResponse struct {
 
 func (x *PoolStatusResponse) Reset() {
 	*x = PoolStatusResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[63]
+	mi := &file_cexec_v1_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3882,7 +4232,7 @@ func (x *PoolStatusResponse) String() string {
 func (*PoolStatusResponse) ProtoMessage() {}
 
 func (x *PoolStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[63]
+	mi := &file_cexec_v1_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3895,7 +4245,7 @@ func (x *PoolStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolStatusResponse.ProtoReflect.Descriptor instead.
 func (*PoolStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{63}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PoolStatusResponse) GetIdle() map[string]int32 {
@@ -3975,7 +4325,7 @@ type PoolSandbox struct {
 
 func (x *PoolSandbox) Reset() {
 	*x = PoolSandbox{}
-	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	mi := &file_cexec_v1_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3987,7 +4337,7 @@ func (x *PoolSandbox) String() string {
 func (*PoolSandbox) ProtoMessage() {}
 
 func (x *PoolSandbox) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	mi := &file_cexec_v1_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4000,7 +4350,7 @@ func (x *PoolSandbox) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolSandbox.ProtoReflect.Descriptor instead.
 func (*PoolSandbox) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{64}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *PoolSandbox) GetId() string {
@@ -4071,7 +4421,7 @@ type ExecuteTaskRequest struct {
 
 func (x *ExecuteTaskRequest) Reset() {
 	*x = ExecuteTaskRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[65]
+	mi := &file_cexec_v1_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4083,7 +4433,7 @@ func (x *ExecuteTaskRequest) String() string {
 func (*ExecuteTaskRequest) ProtoMessage() {}
 
 func (x *ExecuteTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[65]
+	mi := &file_cexec_v1_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4096,7 +4446,7 @@ func (x *ExecuteTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteTaskRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteTaskRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{65}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ExecuteTaskRequest) GetTenant() string {
@@ -4151,7 +4501,7 @@ type TaskAttempt struct {
 
 func (x *TaskAttempt) Reset() {
 	*x = TaskAttempt{}
-	mi := &file_cexec_v1_control_proto_msgTypes[66]
+	mi := &file_cexec_v1_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4163,7 +4513,7 @@ func (x *TaskAttempt) String() string {
 func (*TaskAttempt) ProtoMessage() {}
 
 func (x *TaskAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[66]
+	mi := &file_cexec_v1_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4176,7 +4526,7 @@ func (x *TaskAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAttempt.ProtoReflect.Descriptor instead.
 func (*TaskAttempt) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{66}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *TaskAttempt) GetGenerator() string {
@@ -4268,7 +4618,7 @@ type TaskTimings struct {
 
 func (x *TaskTimings) Reset() {
 	*x = TaskTimings{}
-	mi := &file_cexec_v1_control_proto_msgTypes[67]
+	mi := &file_cexec_v1_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4280,7 +4630,7 @@ func (x *TaskTimings) String() string {
 func (*TaskTimings) ProtoMessage() {}
 
 func (x *TaskTimings) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[67]
+	mi := &file_cexec_v1_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4293,7 +4643,7 @@ func (x *TaskTimings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskTimings.ProtoReflect.Descriptor instead.
 func (*TaskTimings) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{67}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *TaskTimings) GetSearchUs() int64 {
@@ -4364,7 +4714,7 @@ type ExecuteTaskResponse struct {
 
 func (x *ExecuteTaskResponse) Reset() {
 	*x = ExecuteTaskResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[68]
+	mi := &file_cexec_v1_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4376,7 +4726,7 @@ func (x *ExecuteTaskResponse) String() string {
 func (*ExecuteTaskResponse) ProtoMessage() {}
 
 func (x *ExecuteTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[68]
+	mi := &file_cexec_v1_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4389,7 +4739,7 @@ func (x *ExecuteTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteTaskResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteTaskResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{68}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ExecuteTaskResponse) GetStdout() string {
@@ -4700,7 +5050,7 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\x12DeleteStateRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"\x15\n" +
-	"\x13DeleteStateResponse\"\xdf\x02\n" +
+	"\x13DeleteStateResponse\"\x80\x03\n" +
 	"\vSessionInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aentries\x18\x02 \x01(\x03R\aentries\x12&\n" +
@@ -4716,23 +5066,64 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\tlast_task\x18\t \x01(\tR\blastTask\x12\x1b\n" +
 	"\tlog_bytes\x18\n" +
 	" \x01(\x03R\blogBytes\x12\x1b\n" +
-	"\tbad_lines\x18\v \x01(\x03R\bbadLines\"-\n" +
+	"\tbad_lines\x18\v \x01(\x03R\bbadLines\x12\x1f\n" +
+	"\vstate_files\x18\f \x03(\tR\n" +
+	"stateFiles\"\x96\x03\n" +
+	"\fSessionEntry\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12 \n" +
+	"\ftime_unix_ms\x18\x02 \x01(\x03R\n" +
+	"timeUnixMs\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04task\x18\x04 \x01(\tR\x04task\x12\x12\n" +
+	"\x04code\x18\x05 \x01(\tR\x04code\x12/\n" +
+	"\x06result\x18\x06 \x01(\v2\x17.cexec.v1.SessionResultR\x06result\x128\n" +
+	"\n" +
+	"tool_calls\x18\a \x03(\v2\x19.cexec.v1.SessionToolCallR\ttoolCalls\x12\x1f\n" +
+	"\vduration_ms\x18\b \x01(\x01R\n" +
+	"durationMs\x12\x1f\n" +
+	"\vstate_files\x18\t \x03(\tR\n" +
+	"stateFiles\x12\x12\n" +
+	"\x04step\x18\n" +
+	" \x01(\tR\x04step\x12!\n" +
+	"\fcontext_json\x18\v \x01(\fR\vcontextJson\x12\x14\n" +
+	"\x05skill\x18\f \x01(\tR\x05skill\x12\x1c\n" +
+	"\ttruncated\x18\r \x01(\bR\ttruncated\"\xc5\x01\n" +
+	"\rSessionResult\x12\x0e\n" +
+	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x1b\n" +
+	"\texit_code\x18\x02 \x01(\x05R\bexitCode\x12\x1d\n" +
+	"\n" +
+	"error_type\x18\x03 \x01(\tR\terrorType\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x16\n" +
+	"\x06output\x18\x05 \x01(\tR\x06output\x12\x1d\n" +
+	"\n" +
+	"value_json\x18\x06 \x01(\fR\tvalueJson\x12\x1b\n" +
+	"\ttimed_out\x18\a \x01(\bR\btimedOut\"\x84\x01\n" +
+	"\x0fSessionToolCall\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1f\n" +
+	"\vduration_ms\x18\x03 \x01(\x01R\n" +
+	"durationMs\x12\x0e\n" +
+	"\x02ok\x18\x04 \x01(\bR\x02ok\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"-\n" +
 	"\x13ListSessionsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"I\n" +
 	"\x14ListSessionsResponse\x121\n" +
 	"\bsessions\x18\x01 \x03(\v2\x15.cexec.v1.SessionInfoR\bsessions\"E\n" +
 	"\x11GetSessionRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x18\n" +
-	"\asession\x18\x02 \x01(\tR\asession\"S\n" +
-	"\x12GetSessionResponse\x12#\n" +
-	"\rentries_jsonl\x18\x01 \x01(\fR\fentriesJsonl\x12\x18\n" +
-	"\askipped\x18\x02 \x01(\x05R\askipped\"H\n" +
+	"\asession\x18\x02 \x01(\tR\asession\"u\n" +
+	"\x12GetSessionResponse\x120\n" +
+	"\aentries\x18\x03 \x03(\v2\x16.cexec.v1.SessionEntryR\aentries\x12\x18\n" +
+	"\askipped\x18\x02 \x01(\x05R\askippedJ\x04\b\x01\x10\x02R\rentries_jsonl\"H\n" +
 	"\x14ResumeSessionRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x18\n" +
-	"\asession\x18\x02 \x01(\tR\asession\"8\n" +
-	"\x15ResumeSessionResponse\x12\x1f\n" +
-	"\vresume_json\x18\x01 \x01(\fR\n" +
-	"resumeJson\"|\n" +
+	"\asession\x18\x02 \x01(\tR\asession\"\xc3\x01\n" +
+	"\x15ResumeSessionResponse\x12/\n" +
+	"\asession\x18\x02 \x01(\v2\x15.cexec.v1.SessionInfoR\asession\x126\n" +
+	"\n" +
+	"checkpoint\x18\x03 \x01(\v2\x16.cexec.v1.SessionEntryR\n" +
+	"checkpoint\x12.\n" +
+	"\x06recent\x18\x04 \x03(\v2\x16.cexec.v1.SessionEntryR\x06recentJ\x04\b\x01\x10\x02R\vresume_json\"|\n" +
 	"\x11CheckpointRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
@@ -4899,7 +5290,7 @@ func file_cexec_v1_control_proto_rawDescGZIP() []byte {
 	return file_cexec_v1_control_proto_rawDescData
 }
 
-var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
+var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
 var file_cexec_v1_control_proto_goTypes = []any{
 	(*StatusRequest)(nil),         // 0: cexec.v1.StatusRequest
 	(*PluginSummary)(nil),         // 1: cexec.v1.PluginSummary
@@ -4943,35 +5334,38 @@ var file_cexec_v1_control_proto_goTypes = []any{
 	(*DeleteStateRequest)(nil),    // 39: cexec.v1.DeleteStateRequest
 	(*DeleteStateResponse)(nil),   // 40: cexec.v1.DeleteStateResponse
 	(*SessionInfo)(nil),           // 41: cexec.v1.SessionInfo
-	(*ListSessionsRequest)(nil),   // 42: cexec.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 43: cexec.v1.ListSessionsResponse
-	(*GetSessionRequest)(nil),     // 44: cexec.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),    // 45: cexec.v1.GetSessionResponse
-	(*ResumeSessionRequest)(nil),  // 46: cexec.v1.ResumeSessionRequest
-	(*ResumeSessionResponse)(nil), // 47: cexec.v1.ResumeSessionResponse
-	(*CheckpointRequest)(nil),     // 48: cexec.v1.CheckpointRequest
-	(*CheckpointResponse)(nil),    // 49: cexec.v1.CheckpointResponse
-	(*Skill)(nil),                 // 50: cexec.v1.Skill
-	(*ListSkillsRequest)(nil),     // 51: cexec.v1.ListSkillsRequest
-	(*ListSkillsResponse)(nil),    // 52: cexec.v1.ListSkillsResponse
-	(*GetSkillRequest)(nil),       // 53: cexec.v1.GetSkillRequest
-	(*GetSkillResponse)(nil),      // 54: cexec.v1.GetSkillResponse
-	(*SaveSkillRequest)(nil),      // 55: cexec.v1.SaveSkillRequest
-	(*SaveSkillResponse)(nil),     // 56: cexec.v1.SaveSkillResponse
-	(*TenantInfo)(nil),            // 57: cexec.v1.TenantInfo
-	(*ListTenantsRequest)(nil),    // 58: cexec.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),   // 59: cexec.v1.ListTenantsResponse
-	(*GCTenantsRequest)(nil),      // 60: cexec.v1.GCTenantsRequest
-	(*GCTenantsResponse)(nil),     // 61: cexec.v1.GCTenantsResponse
-	(*PoolStatusRequest)(nil),     // 62: cexec.v1.PoolStatusRequest
-	(*PoolStatusResponse)(nil),    // 63: cexec.v1.PoolStatusResponse
-	(*PoolSandbox)(nil),           // 64: cexec.v1.PoolSandbox
-	(*ExecuteTaskRequest)(nil),    // 65: cexec.v1.ExecuteTaskRequest
-	(*TaskAttempt)(nil),           // 66: cexec.v1.TaskAttempt
-	(*TaskTimings)(nil),           // 67: cexec.v1.TaskTimings
-	(*ExecuteTaskResponse)(nil),   // 68: cexec.v1.ExecuteTaskResponse
-	nil,                           // 69: cexec.v1.PoolStatusResponse.IdleEntry
-	nil,                           // 70: cexec.v1.PoolStatusResponse.TargetsEntry
+	(*SessionEntry)(nil),          // 42: cexec.v1.SessionEntry
+	(*SessionResult)(nil),         // 43: cexec.v1.SessionResult
+	(*SessionToolCall)(nil),       // 44: cexec.v1.SessionToolCall
+	(*ListSessionsRequest)(nil),   // 45: cexec.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 46: cexec.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),     // 47: cexec.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),    // 48: cexec.v1.GetSessionResponse
+	(*ResumeSessionRequest)(nil),  // 49: cexec.v1.ResumeSessionRequest
+	(*ResumeSessionResponse)(nil), // 50: cexec.v1.ResumeSessionResponse
+	(*CheckpointRequest)(nil),     // 51: cexec.v1.CheckpointRequest
+	(*CheckpointResponse)(nil),    // 52: cexec.v1.CheckpointResponse
+	(*Skill)(nil),                 // 53: cexec.v1.Skill
+	(*ListSkillsRequest)(nil),     // 54: cexec.v1.ListSkillsRequest
+	(*ListSkillsResponse)(nil),    // 55: cexec.v1.ListSkillsResponse
+	(*GetSkillRequest)(nil),       // 56: cexec.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),      // 57: cexec.v1.GetSkillResponse
+	(*SaveSkillRequest)(nil),      // 58: cexec.v1.SaveSkillRequest
+	(*SaveSkillResponse)(nil),     // 59: cexec.v1.SaveSkillResponse
+	(*TenantInfo)(nil),            // 60: cexec.v1.TenantInfo
+	(*ListTenantsRequest)(nil),    // 61: cexec.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),   // 62: cexec.v1.ListTenantsResponse
+	(*GCTenantsRequest)(nil),      // 63: cexec.v1.GCTenantsRequest
+	(*GCTenantsResponse)(nil),     // 64: cexec.v1.GCTenantsResponse
+	(*PoolStatusRequest)(nil),     // 65: cexec.v1.PoolStatusRequest
+	(*PoolStatusResponse)(nil),    // 66: cexec.v1.PoolStatusResponse
+	(*PoolSandbox)(nil),           // 67: cexec.v1.PoolSandbox
+	(*ExecuteTaskRequest)(nil),    // 68: cexec.v1.ExecuteTaskRequest
+	(*TaskAttempt)(nil),           // 69: cexec.v1.TaskAttempt
+	(*TaskTimings)(nil),           // 70: cexec.v1.TaskTimings
+	(*ExecuteTaskResponse)(nil),   // 71: cexec.v1.ExecuteTaskResponse
+	nil,                           // 72: cexec.v1.PoolStatusResponse.IdleEntry
+	nil,                           // 73: cexec.v1.PoolStatusResponse.TargetsEntry
 }
 var file_cexec_v1_control_proto_depIdxs = []int32{
 	1,  // 0: cexec.v1.StatusResponse.plugins:type_name -> cexec.v1.PluginSummary
@@ -4987,76 +5381,82 @@ var file_cexec_v1_control_proto_depIdxs = []int32{
 	30, // 10: cexec.v1.SearchToolsResponse.hits:type_name -> cexec.v1.SearchHit
 	35, // 11: cexec.v1.PutStateResponse.state:type_name -> cexec.v1.StateInfo
 	35, // 12: cexec.v1.ListStateResponse.states:type_name -> cexec.v1.StateInfo
-	41, // 13: cexec.v1.ListSessionsResponse.sessions:type_name -> cexec.v1.SessionInfo
-	50, // 14: cexec.v1.ListSkillsResponse.skills:type_name -> cexec.v1.Skill
-	50, // 15: cexec.v1.GetSkillResponse.skill:type_name -> cexec.v1.Skill
-	50, // 16: cexec.v1.SaveSkillResponse.skill:type_name -> cexec.v1.Skill
-	57, // 17: cexec.v1.ListTenantsResponse.tenants:type_name -> cexec.v1.TenantInfo
-	57, // 18: cexec.v1.GCTenantsResponse.removed:type_name -> cexec.v1.TenantInfo
-	69, // 19: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
-	70, // 20: cexec.v1.PoolStatusResponse.targets:type_name -> cexec.v1.PoolStatusResponse.TargetsEntry
-	64, // 21: cexec.v1.PoolStatusResponse.sandboxes:type_name -> cexec.v1.PoolSandbox
-	17, // 22: cexec.v1.ExecuteTaskResponse.result:type_name -> cexec.v1.ExecResult
-	66, // 23: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
-	8,  // 24: cexec.v1.ExecuteTaskResponse.diagnostics:type_name -> cexec.v1.Diagnostic
-	67, // 25: cexec.v1.ExecuteTaskResponse.timings:type_name -> cexec.v1.TaskTimings
-	0,  // 26: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
-	3,  // 27: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
-	6,  // 28: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
-	9,  // 29: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
-	11, // 30: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
-	13, // 31: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
-	20, // 32: cexec.v1.Control.ListServers:input_type -> cexec.v1.ListServersRequest
-	23, // 33: cexec.v1.Control.ListTools:input_type -> cexec.v1.ListToolsRequest
-	25, // 34: cexec.v1.Control.GetTool:input_type -> cexec.v1.GetToolRequest
-	27, // 35: cexec.v1.Control.RefreshTools:input_type -> cexec.v1.RefreshToolsRequest
-	29, // 36: cexec.v1.Control.SearchTools:input_type -> cexec.v1.SearchToolsRequest
-	32, // 37: cexec.v1.Control.GetState:input_type -> cexec.v1.GetStateRequest
-	34, // 38: cexec.v1.Control.PutState:input_type -> cexec.v1.PutStateRequest
-	37, // 39: cexec.v1.Control.ListState:input_type -> cexec.v1.ListStateRequest
-	39, // 40: cexec.v1.Control.DeleteState:input_type -> cexec.v1.DeleteStateRequest
-	42, // 41: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
-	44, // 42: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
-	46, // 43: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
-	48, // 44: cexec.v1.Control.Checkpoint:input_type -> cexec.v1.CheckpointRequest
-	51, // 45: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
-	53, // 46: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
-	55, // 47: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
-	58, // 48: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
-	60, // 49: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
-	62, // 50: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
-	65, // 51: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
-	2,  // 52: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
-	5,  // 53: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
-	7,  // 54: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
-	10, // 55: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
-	12, // 56: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
-	18, // 57: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
-	21, // 58: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
-	24, // 59: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
-	26, // 60: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
-	28, // 61: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
-	31, // 62: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
-	33, // 63: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
-	36, // 64: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
-	38, // 65: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
-	40, // 66: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
-	43, // 67: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
-	45, // 68: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
-	47, // 69: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
-	49, // 70: cexec.v1.Control.Checkpoint:output_type -> cexec.v1.CheckpointResponse
-	52, // 71: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
-	54, // 72: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
-	56, // 73: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
-	59, // 74: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
-	61, // 75: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
-	63, // 76: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
-	68, // 77: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
-	52, // [52:78] is the sub-list for method output_type
-	26, // [26:52] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	43, // 13: cexec.v1.SessionEntry.result:type_name -> cexec.v1.SessionResult
+	44, // 14: cexec.v1.SessionEntry.tool_calls:type_name -> cexec.v1.SessionToolCall
+	41, // 15: cexec.v1.ListSessionsResponse.sessions:type_name -> cexec.v1.SessionInfo
+	42, // 16: cexec.v1.GetSessionResponse.entries:type_name -> cexec.v1.SessionEntry
+	41, // 17: cexec.v1.ResumeSessionResponse.session:type_name -> cexec.v1.SessionInfo
+	42, // 18: cexec.v1.ResumeSessionResponse.checkpoint:type_name -> cexec.v1.SessionEntry
+	42, // 19: cexec.v1.ResumeSessionResponse.recent:type_name -> cexec.v1.SessionEntry
+	53, // 20: cexec.v1.ListSkillsResponse.skills:type_name -> cexec.v1.Skill
+	53, // 21: cexec.v1.GetSkillResponse.skill:type_name -> cexec.v1.Skill
+	53, // 22: cexec.v1.SaveSkillResponse.skill:type_name -> cexec.v1.Skill
+	60, // 23: cexec.v1.ListTenantsResponse.tenants:type_name -> cexec.v1.TenantInfo
+	60, // 24: cexec.v1.GCTenantsResponse.removed:type_name -> cexec.v1.TenantInfo
+	72, // 25: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
+	73, // 26: cexec.v1.PoolStatusResponse.targets:type_name -> cexec.v1.PoolStatusResponse.TargetsEntry
+	67, // 27: cexec.v1.PoolStatusResponse.sandboxes:type_name -> cexec.v1.PoolSandbox
+	17, // 28: cexec.v1.ExecuteTaskResponse.result:type_name -> cexec.v1.ExecResult
+	69, // 29: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
+	8,  // 30: cexec.v1.ExecuteTaskResponse.diagnostics:type_name -> cexec.v1.Diagnostic
+	70, // 31: cexec.v1.ExecuteTaskResponse.timings:type_name -> cexec.v1.TaskTimings
+	0,  // 32: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
+	3,  // 33: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
+	6,  // 34: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
+	9,  // 35: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
+	11, // 36: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
+	13, // 37: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
+	20, // 38: cexec.v1.Control.ListServers:input_type -> cexec.v1.ListServersRequest
+	23, // 39: cexec.v1.Control.ListTools:input_type -> cexec.v1.ListToolsRequest
+	25, // 40: cexec.v1.Control.GetTool:input_type -> cexec.v1.GetToolRequest
+	27, // 41: cexec.v1.Control.RefreshTools:input_type -> cexec.v1.RefreshToolsRequest
+	29, // 42: cexec.v1.Control.SearchTools:input_type -> cexec.v1.SearchToolsRequest
+	32, // 43: cexec.v1.Control.GetState:input_type -> cexec.v1.GetStateRequest
+	34, // 44: cexec.v1.Control.PutState:input_type -> cexec.v1.PutStateRequest
+	37, // 45: cexec.v1.Control.ListState:input_type -> cexec.v1.ListStateRequest
+	39, // 46: cexec.v1.Control.DeleteState:input_type -> cexec.v1.DeleteStateRequest
+	45, // 47: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
+	47, // 48: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
+	49, // 49: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
+	51, // 50: cexec.v1.Control.Checkpoint:input_type -> cexec.v1.CheckpointRequest
+	54, // 51: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
+	56, // 52: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
+	58, // 53: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
+	61, // 54: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
+	63, // 55: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
+	65, // 56: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
+	68, // 57: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
+	2,  // 58: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
+	5,  // 59: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
+	7,  // 60: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
+	10, // 61: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
+	12, // 62: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
+	18, // 63: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
+	21, // 64: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
+	24, // 65: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
+	26, // 66: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
+	28, // 67: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
+	31, // 68: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
+	33, // 69: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
+	36, // 70: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
+	38, // 71: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
+	40, // 72: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
+	46, // 73: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
+	48, // 74: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
+	50, // 75: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
+	52, // 76: cexec.v1.Control.Checkpoint:output_type -> cexec.v1.CheckpointResponse
+	55, // 77: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
+	57, // 78: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
+	59, // 79: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
+	62, // 80: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
+	64, // 81: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
+	66, // 82: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
+	71, // 83: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
+	58, // [58:84] is the sub-list for method output_type
+	32, // [32:58] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_cexec_v1_control_proto_init() }
@@ -5074,7 +5474,7 @@ func file_cexec_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cexec_v1_control_proto_rawDesc), len(file_cexec_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   71,
+			NumMessages:   74,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

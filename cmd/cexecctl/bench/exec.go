@@ -183,7 +183,7 @@ the command fail after printing the figures.`,
 	fl.IntVar(&f.cold, "cold", 30, "executions in fresh sandboxes")
 	fl.IntVar(&f.concurrency, "concurrency", 8, "clients at once in the throughput phase")
 	fl.IntVar(&f.warmup, "warmup", 0, "unmeasured executions first (default 4 x --concurrency)")
-	fl.StringVar(&f.tenant, "tenant", os.Getenv("CEXEC_TENANT"), "tenant to run as (default $CEXEC_TENANT, else the daemon's default tenant)")
+	cli.TenantFlag(fl, &f.tenant)
 	fl.StringVar(&f.session, "session", "", "session to log every execution in, as an agent's executions share its MCP session (default bench-<UTC time>)")
 	fl.BoolVar(&f.newSessions, "new-sessions", false, "log each execution in a new session of its own, as one-off `cexecctl exec` runs are")
 	fl.StringVar(&f.code, "code", defaultBenchCode, "program to run")
@@ -202,85 +202,134 @@ type sample struct {
 	err     error
 }
 
+// execRun is one `bench exec`: its phases fill res and collect the failed
+// executions.
+type execRun struct {
+	env      *cli.Env
+	c        *client.Client
+	f        execBenchFlags
+	req      *cexecv1.ExecRequest
+	res      *ExecResult
+	failures []error
+}
+
 func benchExec(ctx context.Context, env *cli.Env, c *client.Client, f execBenchFlags) (*ExecResult, error) {
-	res := &ExecResult{Code: f.code, Session: f.session, CPUs: runtime.NumCPU()}
-	res.LoadAvg[0] = loadAvg()
-	progress := func(format string, args ...any) {
-		if !env.JSON {
-			fmt.Fprintf(env.Stderr, format+"\n", args...)
-		}
-	}
-	waited, err := awaitServers(ctx, c, f.settle)
+	r := &execRun{env: env, c: c, f: f,
+		req: &cexecv1.ExecRequest{Tenant: f.tenant, Code: f.code, Session: f.session},
+		res: &ExecResult{Code: f.code, Session: f.session, CPUs: runtime.NumCPU()}}
+	r.res.LoadAvg[0] = loadAvg()
+	pids, err := r.warmUp(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res.StartWaitMs = math.Round(ms(waited)*10) / 10
-	req := &cexecv1.ExecRequest{Tenant: f.tenant, Code: f.code, Session: f.session}
-	var failures []error
-	tally := func(ss []sample) {
-		for _, s := range ss {
-			if s.err != nil {
-				failures = append(failures, s.err)
-			}
+	r.warm(ctx, pids)
+	r.throughput(ctx)
+	if err := r.pool(ctx); err != nil {
+		return nil, err
+	}
+	r.cold(ctx)
+	r.res.LoadAvg[1] = loadAvg()
+	r.res.Failures = len(r.failures)
+	for i, err := range r.failures {
+		if i == 5 {
+			fmt.Fprintf(env.Stderr, "... and %d more failures\n", len(r.failures)-i)
+			break
+		}
+		fmt.Fprintf(env.Stderr, "cexecctl: bench exec: %v\n", err)
+	}
+	return r.res, ctx.Err()
+}
+
+func (r *execRun) progress(format string, args ...any) {
+	if !r.env.JSON {
+		fmt.Fprintf(r.env.Stderr, format+"\n", args...)
+	}
+}
+
+// tally keeps the failed executions of ss.
+func (r *execRun) tally(ss []sample) {
+	for _, s := range ss {
+		if s.err != nil {
+			r.failures = append(r.failures, s.err)
 		}
 	}
+}
 
-	progress("warming up: %d executions at concurrency %d", f.warmup, f.concurrency)
-	ss, _ := runConcurrent(ctx, c, req, f, f.warmup)
-	tally(ss)
+// warmUp waits for upstream servers, runs the unmeasured executions, waits
+// for the pool and the daemon's processes to settle, and returns the pids
+// of cexecd, the sandbox plugin and this process.
+func (r *execRun) warmUp(ctx context.Context) ([3]int, error) {
+	var pids [3]int
+	waited, err := awaitServers(ctx, r.c, r.f.settle)
+	if err != nil {
+		return pids, err
+	}
+	r.res.StartWaitMs = math.Round(ms(waited)*10) / 10
+
+	r.progress("warming up: %d executions at concurrency %d", r.f.warmup, r.f.concurrency)
+	ss, _ := runConcurrent(ctx, r.c, r.req, r.f, r.f.warmup)
+	r.tally(ss)
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return pids, err
 	}
-	tenant, err := settle(ctx, c, f.tenant, ss, f.settle)
+	if r.res.Tenant, err = settle(ctx, r.c, r.f.tenant, ss, r.f.settle); err != nil {
+		return pids, err
+	}
+	if pids, err = processes(ctx, r.c); err != nil {
+		return pids, err
+	}
+	quiet, _, err := quiesce(ctx, pids[0], r.f.settle)
 	if err != nil {
-		return nil, err
+		return pids, err
 	}
-	res.Tenant = tenant
-	pids, err := processes(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	quiet, err := quiesce(ctx, pids[0], f.settle)
-	if err != nil {
-		return nil, err
-	}
-	res.QuietWaitMs = math.Round(ms(quiet)*10) / 10
+	r.res.QuietWaitMs = math.Round(ms(quiet)*10) / 10
+	return pids, nil
+}
 
-	progress("warm: %d executions one at a time", f.n)
+// warm runs --n executions one at a time and the CPU they cost.
+func (r *execRun) warm(ctx context.Context, pids [3]int) {
+	n := r.f.n
+	r.progress("warm: %d executions one at a time", n)
 	cpu0 := cpuOf(pids)
-	ss = make([]sample, 0, f.n)
-	for range f.n {
-		ss = append(ss, runOne(ctx, c, req, f.expect))
+	ss := make([]sample, 0, n)
+	for range n {
+		ss = append(ss, runOne(ctx, r.c, r.req, r.f.expect))
 	}
 	cpu1 := cpuOf(pids)
-	tally(ss)
-	res.Warm = summariseSamples(ss)
-	per := func(i int) float64 { return math.Round((cpu1[i]-cpu0[i])/float64(f.n)*1000) / 1000 }
-	res.CPUPerExecMs = CPUPerExec{Cexecd: per(0), Plugin: per(1), Client: per(2)}
+	r.tally(ss)
+	r.res.Warm = summariseSamples(ss)
+	per := func(i int) float64 { return math.Round((cpu1[i]-cpu0[i])/float64(n)*1000) / 1000 }
+	r.res.CPUPerExecMs = CPUPerExec{Cexecd: per(0), Plugin: per(1), Client: per(2)}
 	var program time.Duration
 	for _, s := range ss {
 		program += s.cpu
 	}
-	res.CPUPerExecMs.Program = math.Round(ms(program)/float64(f.n)*1000) / 1000
+	r.res.CPUPerExecMs.Program = math.Round(ms(program)/float64(n)*1000) / 1000
+}
 
-	progress("throughput: %d executions at concurrency %d", f.n, f.concurrency)
-	ss, wall := runConcurrent(ctx, c, req, f, f.n)
-	tally(ss)
-	res.Concurrent = Concurrent{Latency: summariseSamples(ss), Concurrency: f.concurrency, WallS: wall.Seconds()}
+// throughput runs --n executions from --concurrency clients at once.
+func (r *execRun) throughput(ctx context.Context) {
+	r.progress("throughput: %d executions at concurrency %d", r.f.n, r.f.concurrency)
+	ss, wall := runConcurrent(ctx, r.c, r.req, r.f, r.f.n)
+	r.tally(ss)
+	r.res.Concurrent = Concurrent{Latency: summariseSamples(ss), Concurrency: r.f.concurrency, WallS: wall.Seconds()}
 	if wall > 0 {
-		res.ThroughputPerS = float64(f.n) / wall.Seconds()
+		r.res.ThroughputPerS = float64(r.f.n) / wall.Seconds()
 	}
+}
 
-	// The pool as it stands after the warm phases: its idle sandboxes have
-	// each run programs and are back at rest.
-	if _, err := settle(ctx, c, tenant, nil, f.settle); err != nil {
-		return nil, err
+// pool records the pool as it stands after the warm phases: its idle
+// sandboxes have each run programs and are back at rest.
+func (r *execRun) pool(ctx context.Context) error {
+	tenant := r.res.Tenant
+	if _, err := settle(ctx, r.c, tenant, nil, r.f.settle); err != nil {
+		return err
 	}
-	st, err := c.PoolStatus(ctx)
+	st, err := r.c.PoolStatus(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res.Pool = PoolFacts{Backend: st.GetBackend(), Warm: st.GetWarm(), MaxTotal: st.GetMaxTotal(),
+	r.res.Pool = PoolFacts{Backend: st.GetBackend(), Warm: st.GetWarm(), MaxTotal: st.GetMaxTotal(),
 		Target: st.GetTargets()[tenant], Idle: st.GetIdle()[tenant]}
 	var rss []float64
 	for _, s := range st.GetSandboxes() {
@@ -290,33 +339,28 @@ func benchExec(ctx context.Context, env *cli.Env, c *client.Client, f execBenchF
 	}
 	if len(rss) > 0 {
 		slices.Sort(rss)
-		res.IdleRSS = RSS{N: len(rss), P50: rank(rss, 0.5), Max: rss[len(rss)-1]}
+		r.res.IdleRSS = RSS{N: len(rss), P50: rank(rss, 0.5), Max: rss[len(rss)-1]}
 	}
+	return nil
+}
 
-	if f.cold > 0 {
-		progress("cold: %d executions, each in a fresh sandbox", f.cold)
-		fresh := &cexecv1.ExecRequest{Tenant: f.tenant, Code: f.code, Session: f.session, FreshSandbox: true}
-		ss = make([]sample, 0, f.cold)
-		for range f.cold {
-			s := runOne(ctx, c, fresh, f.expect)
-			if s.err == nil && s.warm {
-				s.err = fmt.Errorf("fresh execution ran in warm sandbox %s", s.sandbox)
-			}
-			ss = append(ss, s)
-		}
-		tally(ss)
-		res.Cold = summariseSamples(ss)
+// cold runs --cold executions one at a time, each in a fresh sandbox.
+func (r *execRun) cold(ctx context.Context) {
+	if r.f.cold == 0 {
+		return
 	}
-	res.LoadAvg[1] = loadAvg()
-	res.Failures = len(failures)
-	for i, err := range failures {
-		if i == 5 {
-			fmt.Fprintf(env.Stderr, "... and %d more failures\n", len(failures)-i)
-			break
+	r.progress("cold: %d executions, each in a fresh sandbox", r.f.cold)
+	fresh := &cexecv1.ExecRequest{Tenant: r.f.tenant, Code: r.f.code, Session: r.f.session, FreshSandbox: true}
+	ss := make([]sample, 0, r.f.cold)
+	for range r.f.cold {
+		s := runOne(ctx, r.c, fresh, r.f.expect)
+		if s.err == nil && s.warm {
+			s.err = fmt.Errorf("fresh execution ran in warm sandbox %s", s.sandbox)
 		}
-		fmt.Fprintf(env.Stderr, "cexecctl: bench exec: %v\n", err)
+		ss = append(ss, s)
 	}
-	return res, ctx.Err()
+	r.tally(ss)
+	r.res.Cold = summariseSamples(ss)
 }
 
 // runOne runs req once and checks that it succeeded.
@@ -377,121 +421,6 @@ func runConcurrent(ctx context.Context, c *client.Client, req *cexecv1.ExecReque
 	close(next)
 	wg.Wait()
 	return ss, time.Since(start)
-}
-
-// settle waits until the pool holds the tenant's target of sandboxes and
-// creates none, so that measurements do not compete with warming. It
-// returns the tenant: the given one, else the owner of the samples'
-// sandboxes (the daemon's default when none was named).
-func settle(ctx context.Context, c *client.Client, tenant string, ss []sample, limit time.Duration) (string, error) {
-	deadline := time.Now().Add(limit)
-	for {
-		st, err := c.PoolStatus(ctx)
-		if err != nil {
-			return "", err
-		}
-		have := 0
-		for _, sb := range st.GetSandboxes() {
-			for _, s := range ss {
-				if tenant == "" && s.sandbox == sb.GetId() {
-					tenant = sb.GetTenant()
-				}
-			}
-			if sb.GetTenant() == tenant && !sb.GetFresh() {
-				have++
-			}
-		}
-		if st.GetCreating() == 0 && have >= int(st.GetTargets()[tenant]) || time.Now().After(deadline) {
-			return tenant, nil
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// quiesce waits, at most limit, until the process tree of the daemon (pid
-// root: its plugins, sandboxes and upstream servers) used less than 5% of
-// a CPU over 100 ms, and returns how long it waited. Without the daemon's
-// processes in sight (another machine, another pid namespace) it does not
-// wait.
-func quiesce(ctx context.Context, root int, limit time.Duration) (time.Duration, error) {
-	start := time.Now()
-	if root <= 0 {
-		return 0, nil
-	}
-	const window = 100 * time.Millisecond
-	prev, ok := treeCPUMs(root)
-	for ok && time.Since(start) < limit {
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(window):
-		}
-		cur, found := treeCPUMs(root)
-		if !found || cur-prev < 0.05*ms(window) {
-			break
-		}
-		prev = cur
-	}
-	return time.Since(start), nil
-}
-
-// treeCPUMs is the CPU time, in milliseconds, of process root and its
-// descendants, including the children they have waited for; false when
-// root cannot be read.
-func treeCPUMs(root int) (float64, bool) {
-	var total float64
-	seen := map[int]bool{}
-	var walk func(pid int) bool
-	walk = func(pid int) bool {
-		if seen[pid] {
-			return true
-		}
-		seen[pid] = true
-		cpu, err := statMs(pid, 4)
-		if err != nil {
-			return false
-		}
-		total += cpu
-		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		for _, t := range tasks {
-			kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
-			for _, k := range strings.Fields(string(kids)) {
-				if n, err := strconv.Atoi(k); err == nil {
-					walk(n)
-				}
-			}
-		}
-		return true
-	}
-	ok := walk(root)
-	return total, ok
-}
-
-// awaitServers waits, at most limit, until no upstream server is still
-// connecting, and returns how long it waited.
-func awaitServers(ctx context.Context, c *client.Client, limit time.Duration) (time.Duration, error) {
-	start := time.Now()
-	for {
-		servers, err := c.ListServers(ctx)
-		if err != nil {
-			return 0, err
-		}
-		connecting := slices.ContainsFunc(servers, func(s *cexecv1.ServerInfo) bool {
-			return s.GetState() == "connecting" // core/control.ServerConnecting
-		})
-		if !connecting || time.Since(start) > limit {
-			return time.Since(start), nil
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
 
 func summariseSamples(ss []sample) Latency {

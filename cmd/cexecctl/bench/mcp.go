@@ -12,9 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/client"
+	"github.com/cexec/cexec/client/mcpclient"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
-	"github.com/cexec/cexec/core/mcpface/mcpclient"
 	"github.com/cexec/cexec/internal/maxprocs"
 )
 
@@ -72,24 +73,24 @@ func mcpBench(env *cli.Env) *cobra.Command {
 				return cli.UsageErrorf("--n and --warmup must be at least 1")
 			}
 			if f.token == "" {
-				f.token = os.Getenv(mcpclient.TokenEnv)
+				f.token = os.Getenv(endpoint.TokenEnv)
 			}
-			if f.tenant == "" {
-				f.tenant = os.Getenv(mcpclient.TenantEnv)
+			if f.url != "" && !cli.TenantChosen(cmd) {
+				f.tenant = "" // the token's tenant
 			}
 			o := mcpclient.BenchOptions{URL: f.url, Token: f.token, Tenant: f.tenant, Code: f.code, N: f.n, Warmup: f.warmup}
-			endpoint := f.url
+			target := f.url
 			if f.url == "" {
 				addr := env.Address
 				if addr == "" {
 					addr = client.DefaultAddress()
 				}
-				endpoint = mcpclient.SocketPath(client.SocketPath(addr))
-				if _, err := os.Stat(endpoint); errors.Is(err, fs.ErrNotExist) {
-					return &cli.ExitError{Code: cli.ExitNotRunning, Err: fmt.Errorf("no MCP socket at %s: is cexecd running there (see --address)?", endpoint)}
+				target = endpoint.MCPSocket(client.SocketPath(addr))
+				if _, err := os.Stat(target); errors.Is(err, fs.ErrNotExist) {
+					return &cli.ExitError{Code: cli.ExitNotRunning, Err: fmt.Errorf("no MCP socket at %s: is cexecd running there (see --address)?", target)}
 				}
-				o.URL = mcpclient.UnixBaseURL + mcpclient.EndpointPath
-				o.HTTPClient = mcpclient.UnixClient(endpoint)
+				o.URL = endpoint.UnixBaseURL + endpoint.MCPPath
+				o.HTTPClient = mcpclient.UnixClient(target)
 			}
 			ctx := cmd.Context()
 			if f.timeout > 0 {
@@ -116,7 +117,7 @@ func mcpBench(env *cli.Env) *cobra.Command {
 			if code == "" {
 				code = "print(1+1)"
 			}
-			res := MCPResult{Endpoint: endpoint, Code: code, Tenant: f.tenant, N: r.N, Warmup: f.warmup,
+			res := MCPResult{Endpoint: target, Code: code, Tenant: f.tenant, N: r.N, Warmup: f.warmup,
 				MinMs: ms(r.Min), P50Ms: ms(r.P50), P90Ms: ms(r.P90), P99Ms: ms(r.P99), MaxMs: ms(r.Max), MeanMs: ms(r.Mean),
 				LoadAvg: [2]float64{load0, load1}, CPUs: runtime.NumCPU()}
 			if pids[0] > 0 {
@@ -128,7 +129,7 @@ func mcpBench(env *cli.Env) *cobra.Command {
 				return env.PrintJSON(res)
 			}
 			fmt.Fprintf(env.Stdout, "execute_code %q over MCP (%s), %d calls: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, min %.2f ms, max %.2f ms\n",
-				code, endpoint, res.N, res.P50Ms, res.P90Ms, res.P99Ms, res.MinMs, res.MaxMs)
+				code, target, res.N, res.P50Ms, res.P90Ms, res.P99Ms, res.MinMs, res.MaxMs)
 			if c := res.CPUPerCallMs; c != nil {
 				fmt.Fprintf(env.Stdout, "CPU per call: cexecd %.2f ms, sandbox plugin %.2f ms, client %.2f ms\n", c.Cexecd, c.Plugin, c.Client)
 			}
@@ -138,8 +139,8 @@ func mcpBench(env *cli.Env) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.url, "url", "", "streamable HTTP endpoint instead of the MCP socket, e.g. http://127.0.0.1:7797/mcp")
-	fl.StringVar(&f.token, "token", "", "bearer token for --url (default $"+mcpclient.TokenEnv+")")
-	fl.StringVar(&f.tenant, "tenant", "", "tenant on the MCP socket (default $"+mcpclient.TenantEnv+", else the daemon's default)")
+	fl.StringVar(&f.token, "token", "", "bearer token for --url (default $"+endpoint.TokenEnv+")")
+	cli.TenantFlag(fl, &f.tenant)
 	fl.StringVar(&f.code, "code", "", "program to run (default print(1+1), whose output is checked)")
 	fl.IntVar(&f.n, "n", 200, "measured calls")
 	fl.IntVar(&f.warmup, "warmup", 10, "unmeasured calls first")

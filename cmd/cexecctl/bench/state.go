@@ -81,11 +81,7 @@ checked), timing each call in this process, then lists the tenant's sessions
 	fl.IntVar(&f.n, "n", 200, "save+load rounds")
 	fl.IntVar(&f.bytes, "bytes", 100_000, "size of the JSON value")
 	fl.IntVar(&f.list, "list", 20, "session listings")
-	def := os.Getenv(cli.TenantEnv)
-	if def == "" {
-		def = cli.DefaultTenant
-	}
-	fl.StringVar(&f.tenant, "tenant", def, "tenant to measure (default $"+cli.TenantEnv+", else \""+cli.DefaultTenant+"\")")
+	cli.TenantFlag(fl, &f.tenant)
 	return cmd
 }
 

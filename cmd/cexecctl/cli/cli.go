@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/client"
 )
 
@@ -44,7 +45,7 @@ type Env struct {
 // AddGlobalFlags registers --address and --json on root for all commands.
 func (e *Env) AddGlobalFlags(root *cobra.Command) {
 	root.PersistentFlags().StringVar(&e.Address, "address", "",
-		"cexecd socket (default $"+client.AddressEnv+", else the daemon's default socket)")
+		"cexecd socket (default $"+endpoint.AddressEnv+", else $"+endpoint.SocketEnv+", else the daemon's default socket)")
 	root.PersistentFlags().BoolVar(&e.JSON, "json", false, "print machine-readable JSON")
 }
 

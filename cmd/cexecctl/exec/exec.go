@@ -58,7 +58,7 @@ when the program ends.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&code, "code", "c", "", "program text")
-	f.StringVar(&tenant, "tenant", os.Getenv("CEXEC_TENANT"), "tenant whose workspace and sandboxes to use (default $CEXEC_TENANT, else the daemon's default tenant)")
+	cli.TenantFlag(f, &tenant)
 	f.StringVar(&session, "session", "", "session to log the execution under (default: a new one)")
 	f.DurationVar(&timeout, "timeout", 0, "wall-clock limit (default: the sandbox's)")
 	f.BoolVar(&persistent, "persistent", false, "run in the session's persistent interpreter, keeping globals between executions")

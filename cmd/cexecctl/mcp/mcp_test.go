@@ -17,9 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/client"
+	"github.com/cexec/cexec/client/mcpclient"
 	"github.com/cexec/cexec/core/mcpface"
-	"github.com/cexec/cexec/core/mcpface/mcpclient"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -134,7 +135,7 @@ func startFace(t *testing.T) *daemon {
 	if err := os.WriteFile(control, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := mcpface.ListenUnix(mcpclient.SocketPath(control))
+	ln, err := mcpface.ListenUnix(endpoint.MCPSocket(control))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,8 +329,8 @@ func TestRelayReopensSession(t *testing.T) {
 	first := d.svc.last().Session
 
 	// End the session behind the relay's back, as the idle sweep would.
-	hc := mcpclient.UnixClient(mcpclient.SocketPath(d.control))
-	req, _ := http.NewRequest(http.MethodDelete, mcpclient.UnixBaseURL+mcpclient.EndpointPath, nil)
+	hc := mcpclient.UnixClient(endpoint.MCPSocket(d.control))
+	req, _ := http.NewRequest(http.MethodDelete, endpoint.UnixBaseURL+endpoint.MCPPath, nil)
 	req.Header.Set("Mcp-Session-Id", first)
 	res, err := hc.Do(req)
 	if err != nil || res.StatusCode != http.StatusOK {

@@ -3,8 +3,8 @@
 package plugins
 
 import (
+	"context"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,33 +25,24 @@ func Command(env *cli.Env) *cobra.Command {
 }
 
 func ls(env *cli.Env) *cobra.Command {
-	return &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List configured plugins: KIND NAME VERSION API STATUS RESTARTS",
-		Args:    cli.Args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return env.Do(cmd.Context(), func(c *client.Client) error {
-				ps, err := c.ListPlugins(cmd.Context())
-				if err != nil {
-					return err
-				}
-				if env.JSON {
-					return env.PrintProto(&cexecv1.ListPluginsResponse{Plugins: ps})
-				}
-				return table(env, ps)
-			})
-		},
-	}
+	return cli.List(env, "List configured plugins: KIND NAME VERSION API STATUS RESTARTS", func(ctx context.Context, c *client.Client) error {
+		ps, err := c.ListPlugins(ctx)
+		if err != nil {
+			return err
+		}
+		if env.JSON {
+			return env.PrintProto(&cexecv1.ListPluginsResponse{Plugins: ps})
+		}
+		return table(env, ps)
+	})
 }
 
 func table(env *cli.Env, ps []*cexecv1.PluginStatus) error {
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tNAME\tVERSION\tAPI\tSTATUS\tRESTARTS")
+	t := cli.NewTable(env.Stdout, "KIND", "NAME", "VERSION", "API", "STATUS", "RESTARTS")
 	for _, p := range ps {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", p.GetKind(), p.GetName(), dash(p.GetVersion()), dash(p.GetApiVersion()), p.GetStatus(), p.GetRestarts())
+		t.Row(p.GetKind(), p.GetName(), cli.Dash(p.GetVersion()), cli.Dash(p.GetApiVersion()), p.GetStatus(), p.GetRestarts())
 	}
-	if err := tw.Flush(); err != nil {
+	if err := t.Flush(); err != nil {
 		return err
 	}
 	// Errors are too long for a column; show them under the table for the
@@ -62,13 +53,6 @@ func table(env *cli.Env, ps []*cexecv1.PluginStatus) error {
 		}
 	}
 	return nil
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func ping(env *cli.Env) *cobra.Command {
@@ -85,7 +69,7 @@ func ping(env *cli.Env) *cobra.Command {
 				if env.JSON {
 					return env.PrintProto(r)
 				}
-				fmt.Fprintf(env.Stdout, "%s %s: ok (version %s, api %v) in %s\n", r.GetKind(), r.GetName(), dash(r.GetVersion()), r.GetApiVersions(), time.Duration(r.GetLatencyUs())*time.Microsecond)
+				fmt.Fprintf(env.Stdout, "%s %s: ok (version %s, api %v) in %s\n", r.GetKind(), r.GetName(), cli.Dash(r.GetVersion()), r.GetApiVersions(), time.Duration(r.GetLatencyUs())*time.Microsecond)
 				return nil
 			})
 		},

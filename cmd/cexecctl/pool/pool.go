@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -77,32 +76,30 @@ func render(w io.Writer, r *cexecv1.PoolStatusResponse, now time.Time) error {
 	}
 	slices.Sort(names)
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TENANT\tIDLE\tBUSY\tTARGET")
+	tt := cli.NewTable(w, "TENANT", "IDLE", "BUSY", "TARGET")
 	for _, t := range names {
 		target := "-"
 		if n, ok := r.GetTargets()[t]; ok {
 			target = fmt.Sprint(n)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", t, r.GetIdle()[t], busy[t], target)
+		tt.Row(t, r.GetIdle()[t], busy[t], target)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := tt.Flush(); err != nil {
 		return err
 	}
 	if len(r.GetSandboxes()) == 0 {
 		return nil
 	}
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SANDBOX\tTENANT\tSTATE\tUSES\tRSS\tLAST USED")
+	st := cli.NewTable(w, "SANDBOX", "TENANT", "STATE", "USES", "RSS", "LAST USED")
 	for _, s := range r.GetSandboxes() {
 		state := s.GetState()
 		if s.GetFresh() {
 			state += " (fresh)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.GetId(), s.GetTenant(), state, s.GetUses(), mib(s.GetRssBytes()), ago(s.GetLastUsedUnixMs(), now))
+		st.Row(s.GetId(), s.GetTenant(), state, s.GetUses(), mib(s.GetRssBytes()), ago(s.GetLastUsedUnixMs(), now))
 	}
-	return tw.Flush()
+	return st.Flush()
 }
 
 func mib(b int64) string {

@@ -3,8 +3,8 @@
 package servers
 
 import (
+	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -25,24 +25,16 @@ func Command(env *cli.Env) *cobra.Command {
 
 // Ls is `servers ls` (also `tools servers`).
 func Ls(env *cli.Env) *cobra.Command {
-	return &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List servers: NAME TRANSPORT STATE TOOLS PID RESTARTS PROTOCOL",
-		Args:    cli.Args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return env.Do(cmd.Context(), func(c *client.Client) error {
-				ss, err := c.ListServers(cmd.Context())
-				if err != nil {
-					return err
-				}
-				if env.JSON {
-					return env.PrintProto(&cexecv1.ListServersResponse{Servers: ss})
-				}
-				return table(env, ss)
-			})
-		},
-	}
+	return cli.List(env, "List servers: NAME TRANSPORT STATE TOOLS PID RESTARTS PROTOCOL", func(ctx context.Context, c *client.Client) error {
+		ss, err := c.ListServers(ctx)
+		if err != nil {
+			return err
+		}
+		if env.JSON {
+			return env.PrintProto(&cexecv1.ListServersResponse{Servers: ss})
+		}
+		return table(env, ss)
+	})
 }
 
 func table(env *cli.Env, ss []*cexecv1.ServerInfo) error {
@@ -50,8 +42,7 @@ func table(env *cli.Env, ss []*cexecv1.ServerInfo) error {
 		fmt.Fprintln(env.Stdout, "no servers: add mcp_server blocks to cexec.hcl, or Python packages under servers_dir")
 		return nil
 	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTRANSPORT\tSTATE\tTOOLS\tPID\tRESTARTS\tPROTOCOL")
+	t := cli.NewTable(env.Stdout, "NAME", "TRANSPORT", "STATE", "TOOLS", "PID", "RESTARTS", "PROTOCOL")
 	for _, s := range ss {
 		pid := "-"
 		if s.GetPid() > 0 {
@@ -61,9 +52,9 @@ func table(env *cli.Env, ss []*cexecv1.ServerInfo) error {
 		if s.GetOptional() {
 			state += " (optional)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\n", s.GetName(), s.GetTransport(), state, s.GetTools(), pid, s.GetRestarts(), dash(s.GetProtocolVersion()))
+		t.Row(s.GetName(), s.GetTransport(), state, s.GetTools(), pid, s.GetRestarts(), cli.Dash(s.GetProtocolVersion()))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := t.Flush(); err != nil {
 		return err
 	}
 	// Errors are too long for a column: show them under the table for the
@@ -74,11 +65,4 @@ func table(env *cli.Env, ss []*cexecv1.ServerInfo) error {
 		}
 	}
 	return nil
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

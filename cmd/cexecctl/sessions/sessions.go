@@ -5,11 +5,11 @@ package sessions
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,79 +31,37 @@ by the MCP client, else a new one. A session's log records each execution
 checkpoints its code made with cexec.checkpoint(step, context), and the
 skills it saved. Logs live outside the workspace and survive restarts.`,
 	})
-	cli.AddTenantFlag(cmd, &tenant)
+	cli.TenantFlag(cmd.PersistentFlags(), &tenant)
 	cmd.AddCommand(ls(env, &tenant), show(env, &tenant), resume(env, &tenant), checkpoint(env, &tenant))
 	return cmd
 }
 
 func ls(env *cli.Env, tenant *string) *cobra.Command {
-	return &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List sessions, most recent first: ID ENTRIES EXECS FAILED CHECKPOINTS LAST-ACTIVITY LAST-STEP",
-		Args:    cli.Args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return env.Do(cmd.Context(), func(c *client.Client) error {
-				ss, err := c.ListSessions(cmd.Context(), *tenant)
-				if err != nil {
-					return err
-				}
-				if env.JSON {
-					return env.PrintProto(&cexecv1.ListSessionsResponse{Sessions: ss})
-				}
-				tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tENTRIES\tEXECS\tFAILED\tCHECKPOINTS\tLAST-ACTIVITY\tLAST-STEP")
-				for _, s := range ss {
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", s.GetId(), s.GetEntries(), s.GetExecutions(), s.GetFailures(),
-						s.GetCheckpoints(), cli.UnixMs(s.GetLastUnixMs()), dash(s.GetLastCheckpoint()))
-				}
-				return tw.Flush()
-			})
-		},
-	}
-}
-
-// entry is a session log line as cexecctl shows it (core/workspace.Entry on
-// the wire).
-type entry struct {
-	Seq        int64           `json:"seq"`
-	Time       time.Time       `json:"time"`
-	Kind       string          `json:"kind"`
-	Task       string          `json:"task"`
-	Code       string          `json:"code"`
-	Result     *result         `json:"result"`
-	ToolCalls  []toolCall      `json:"tool_calls"`
-	DurationMS float64         `json:"duration_ms"`
-	StateFiles []string        `json:"state_files"`
-	Step       string          `json:"step"`
-	Context    json.RawMessage `json:"context"`
-	Skill      string          `json:"skill"`
-}
-
-type result struct {
-	OK        bool            `json:"ok"`
-	ExitCode  int             `json:"exit_code"`
-	ErrorType string          `json:"error_type"`
-	Error     string          `json:"error"`
-	Output    string          `json:"output"`
-	Value     json.RawMessage `json:"value"`
-	TimedOut  bool            `json:"timed_out"`
-}
-
-type toolCall struct {
-	Server     string  `json:"server"`
-	Tool       string  `json:"tool"`
-	DurationMS float64 `json:"duration_ms"`
-	OK         bool    `json:"ok"`
+	return cli.List(env, "List sessions, most recent first: ID ENTRIES EXECS FAILED CHECKPOINTS LAST-ACTIVITY LAST-STEP", func(ctx context.Context, c *client.Client) error {
+		ss, err := c.ListSessions(ctx, *tenant)
+		if err != nil {
+			return err
+		}
+		if env.JSON {
+			return env.PrintProto(&cexecv1.ListSessionsResponse{Sessions: ss})
+		}
+		t := cli.NewTable(env.Stdout, "ID", "ENTRIES", "EXECS", "FAILED", "CHECKPOINTS", "LAST-ACTIVITY", "LAST-STEP")
+		for _, s := range ss {
+			t.Row(s.GetId(), s.GetEntries(), s.GetExecutions(), s.GetFailures(),
+				s.GetCheckpoints(), cli.UnixMs(s.GetLastUnixMs()), cli.Dash(s.GetLastCheckpoint()))
+		}
+		return t.Flush()
+	})
 }
 
 func show(env *cli.Env, tenant *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "show SESSION",
 		Short: "Print a session's log: executions, checkpoints and saved skills",
-		Long: `Print a session's log. With --json: {"entries": [...], "skipped": N}, the
-entries as logged; skipped counts damaged lines left out (a torn last line
-from a crash).`,
+		Long: `Print a session's log. With --json: {"entries": [...], "skipped": N}, each
+entry's set fields as the API's SessionEntry names them (context and result
+value as JSON values); skipped counts damaged lines left out (a torn last
+line from a crash).`,
 		Args: cli.Args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return env.Do(cmd.Context(), func(c *client.Client) error {
@@ -111,25 +69,19 @@ from a crash).`,
 				if err != nil {
 					return err
 				}
-				lines := bytes.Split(bytes.TrimSpace(r.GetEntriesJsonl()), []byte("\n"))
 				if env.JSON {
-					raw := []json.RawMessage{}
-					for _, l := range lines {
-						if len(l) > 0 {
-							raw = append(raw, l)
+					entries := make([]json.RawMessage, 0, len(r.GetEntries()))
+					for _, e := range r.GetEntries() {
+						b, err := protoJSON(e.ProtoReflect())
+						if err != nil {
+							return fmt.Errorf("session %s: entry %d: %w", args[0], e.GetSeq(), err)
 						}
+						entries = append(entries, b)
 					}
-					return env.PrintJSON(map[string]any{"session": args[0], "entries": raw, "skipped": r.GetSkipped()})
+					return env.PrintJSON(map[string]any{"session": args[0], "entries": entries, "skipped": r.GetSkipped()})
 				}
-				for _, l := range lines {
-					if len(l) == 0 {
-						continue
-					}
-					var e entry
-					if err := json.Unmarshal(l, &e); err != nil {
-						return fmt.Errorf("session %s: decode entry: %w", args[0], err)
-					}
-					writeEntry(env.Stdout, &e)
+				for _, e := range r.GetEntries() {
+					writeEntry(env.Stdout, e)
 				}
 				if n := r.GetSkipped(); n > 0 {
 					fmt.Fprintf(env.Stdout, "(%d damaged line(s) left out)\n", n)
@@ -141,56 +93,61 @@ from a crash).`,
 }
 
 // writeEntry prints one entry: a header line, then indented details.
-func writeEntry(w io.Writer, e *entry) {
-	fmt.Fprintf(w, "#%d %s %s", e.Seq, e.Time.Local().Format(time.RFC3339), e.Kind)
-	switch e.Kind {
+func writeEntry(w io.Writer, e *cexecv1.SessionEntry) {
+	fmt.Fprintf(w, "#%d %s %s", e.GetSeq(), rfc3339(e.GetTimeUnixMs()), e.GetKind())
+	switch e.GetKind() {
 	case "execution":
-		if r := e.Result; r != nil {
+		if r := e.GetResult(); r != nil {
 			switch {
-			case r.OK:
+			case r.GetOk():
 				fmt.Fprint(w, " ok")
-			case r.TimedOut:
+			case r.GetTimedOut():
 				fmt.Fprint(w, " timed out")
 			default:
-				fmt.Fprintf(w, " failed (%s)", dash(r.ErrorType))
+				fmt.Fprintf(w, " failed (%s)", cli.Dash(r.GetErrorType()))
 			}
 		}
-		fmt.Fprintf(w, " %.1f ms\n", e.DurationMS)
-		if e.Task != "" {
-			fmt.Fprintf(w, "  task:   %s\n", oneLine(e.Task))
+		fmt.Fprintf(w, " %.1f ms\n", e.GetDurationMs())
+		if e.GetTask() != "" {
+			fmt.Fprintf(w, "  task:   %s\n", oneLine(e.GetTask()))
 		}
-		fmt.Fprintf(w, "  code:   %s\n", oneLine(e.Code))
-		if r := e.Result; r != nil {
-			if r.Output != "" {
-				fmt.Fprintf(w, "  output: %s\n", oneLine(r.Output))
+		fmt.Fprintf(w, "  code:   %s\n", oneLine(e.GetCode()))
+		if r := e.GetResult(); r != nil {
+			if r.GetOutput() != "" {
+				fmt.Fprintf(w, "  output: %s\n", oneLine(r.GetOutput()))
 			}
-			if len(r.Value) > 0 {
-				fmt.Fprintf(w, "  result: %s\n", oneLine(string(r.Value)))
+			if len(r.GetValueJson()) > 0 {
+				fmt.Fprintf(w, "  result: %s\n", oneLine(string(r.GetValueJson())))
 			}
-			if r.Error != "" {
-				fmt.Fprintf(w, "  error:  %s\n", oneLine(r.Error))
+			if r.GetError() != "" {
+				fmt.Fprintf(w, "  error:  %s\n", oneLine(r.GetError()))
 			}
 		}
-		for _, tc := range e.ToolCalls {
+		for _, tc := range e.GetToolCalls() {
 			ok := "ok"
-			if !tc.OK {
+			if !tc.GetOk() {
 				ok = "failed"
 			}
-			fmt.Fprintf(w, "  tool:   %s.%s %s %.1f ms\n", tc.Server, tc.Tool, ok, tc.DurationMS)
+			fmt.Fprintf(w, "  tool:   %s.%s %s %.1f ms\n", tc.GetServer(), tc.GetTool(), ok, tc.GetDurationMs())
 		}
-		if len(e.StateFiles) > 0 {
-			fmt.Fprintf(w, "  state:  %s\n", strings.Join(e.StateFiles, ", "))
+		if len(e.GetStateFiles()) > 0 {
+			fmt.Fprintf(w, "  state:  %s\n", strings.Join(e.GetStateFiles(), ", "))
 		}
 	case "checkpoint":
-		fmt.Fprintf(w, " %s\n", e.Step)
-		if len(e.Context) > 0 && string(e.Context) != "null" {
-			fmt.Fprintf(w, "  context: %s\n", oneLine(string(e.Context)))
+		fmt.Fprintf(w, " %s\n", e.GetStep())
+		if ctx := e.GetContextJson(); len(ctx) > 0 && string(ctx) != "null" {
+			fmt.Fprintf(w, "  context: %s\n", oneLine(string(ctx)))
 		}
 	case "skill":
-		fmt.Fprintf(w, " %s saved\n", e.Skill)
+		fmt.Fprintf(w, " %s saved\n", e.GetSkill())
 	default:
 		fmt.Fprintln(w)
 	}
+}
+
+// rfc3339 is a time in Unix milliseconds as local RFC 3339 to the second.
+func rfc3339(ms int64) string {
+	return time.UnixMilli(ms).Format(time.RFC3339)
 }
 
 // oneLine shows the first line of s, cut to 100 characters, marking what
@@ -210,30 +167,6 @@ func oneLine(s string) string {
 	return first
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// resumption is ResumeSession's JSON.
-type resumption struct {
-	Session struct {
-		ID           string    `json:"id"`
-		Created      time.Time `json:"created"`
-		LastActivity time.Time `json:"last_activity"`
-		Entries      int64     `json:"entries"`
-		Executions   int64     `json:"executions"`
-		Failures     int64     `json:"failures"`
-		Checkpoints  int64     `json:"checkpoints"`
-		LastTask     string    `json:"last_task"`
-		StateFiles   []string  `json:"state_files"`
-	} `json:"session"`
-	Checkpoint *entry  `json:"checkpoint"`
-	Recent     []entry `json:"recent"`
-}
-
 func resume(env *cli.Env, tenant *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "resume SESSION",
@@ -245,45 +178,45 @@ state files with cexec.get_state.`,
 		Args: cli.Args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return env.Do(cmd.Context(), func(c *client.Client) error {
-				raw, err := c.ResumeSession(cmd.Context(), *tenant, args[0])
+				r, err := c.ResumeSession(cmd.Context(), *tenant, args[0])
 				if err != nil {
 					return err
 				}
 				if env.JSON {
+					raw, err := protoJSON(r.ProtoReflect())
+					if err != nil {
+						return fmt.Errorf("resume session %s: %w", args[0], err)
+					}
 					var buf bytes.Buffer
 					if err := json.Indent(&buf, raw, "", "  "); err != nil {
-						return fmt.Errorf("resume session %s: the daemon answered invalid JSON: %w", args[0], err)
+						return fmt.Errorf("resume session %s: %w", args[0], err)
 					}
 					buf.WriteByte('\n')
-					_, err := env.Stdout.Write(buf.Bytes())
+					_, err = env.Stdout.Write(buf.Bytes())
 					return err
 				}
-				var r resumption
-				if err := json.Unmarshal(raw, &r); err != nil {
-					return fmt.Errorf("resume session %s: %w", args[0], err)
-				}
-				s := r.Session
+				s := r.GetSession()
 				w := env.Stdout
-				fmt.Fprintf(w, "session %s: %d entries, %d executions (%d failed), %d checkpoints\n", s.ID, s.Entries, s.Executions, s.Failures, s.Checkpoints)
-				fmt.Fprintf(w, "started %s, last active %s\n", s.Created.Local().Format(time.RFC3339), s.LastActivity.Local().Format(time.RFC3339))
-				if len(s.StateFiles) > 0 {
-					fmt.Fprintf(w, "state files touched: %s\n", strings.Join(s.StateFiles, ", "))
+				fmt.Fprintf(w, "session %s: %d entries, %d executions (%d failed), %d checkpoints\n", s.GetId(), s.GetEntries(), s.GetExecutions(), s.GetFailures(), s.GetCheckpoints())
+				fmt.Fprintf(w, "started %s, last active %s\n", rfc3339(s.GetStartedUnixMs()), rfc3339(s.GetLastUnixMs()))
+				if len(s.GetStateFiles()) > 0 {
+					fmt.Fprintf(w, "state files touched: %s\n", strings.Join(s.GetStateFiles(), ", "))
 				}
-				if cp := r.Checkpoint; cp != nil {
-					fmt.Fprintf(w, "\nlast checkpoint: #%d %s at %s\n", cp.Seq, cp.Step, cp.Time.Local().Format(time.RFC3339))
-					if len(cp.Context) > 0 && string(cp.Context) != "null" {
+				if cp := r.GetCheckpoint(); cp != nil {
+					fmt.Fprintf(w, "\nlast checkpoint: #%d %s at %s\n", cp.GetSeq(), cp.GetStep(), rfc3339(cp.GetTimeUnixMs()))
+					if ctx := cp.GetContextJson(); len(ctx) > 0 && string(ctx) != "null" {
 						var buf bytes.Buffer
-						if json.Indent(&buf, cp.Context, "", "  ") == nil {
+						if json.Indent(&buf, ctx, "", "  ") == nil {
 							fmt.Fprintf(w, "context:\n%s\n", buf.String())
 						}
 					}
 				} else {
 					fmt.Fprintln(w, "\nno checkpoint yet")
 				}
-				if len(r.Recent) > 0 {
+				if len(r.GetRecent()) > 0 {
 					fmt.Fprintln(w, "\nlast entries:")
-					for i := range r.Recent {
-						writeEntry(w, &r.Recent[i])
+					for _, e := range r.GetRecent() {
+						writeEntry(w, e)
 					}
 				}
 				return nil

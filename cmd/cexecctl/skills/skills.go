@@ -3,11 +3,11 @@
 package skills
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -27,35 +27,26 @@ Python code. Shared skills come from the repository's skills/ folder and are
 read-only; each tenant also has its own, saved here or by sandboxed code with
 cexec.save_skill. A tenant's skill wins over a shared one of the same name.`,
 	})
-	cli.AddTenantFlag(cmd, &tenant)
+	cli.TenantFlag(cmd.PersistentFlags(), &tenant)
 	cmd.AddCommand(ls(env, &tenant), show(env, &tenant), save(env, &tenant))
 	return cmd
 }
 
 func ls(env *cli.Env, tenant *string) *cobra.Command {
-	return &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List the tenant's and the shared skills: NAME SCOPE IMPORT DESCRIPTION",
-		Args:    cli.Args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return env.Do(cmd.Context(), func(c *client.Client) error {
-				skills, err := c.ListSkills(cmd.Context(), *tenant)
-				if err != nil {
-					return err
-				}
-				if env.JSON {
-					return env.PrintProto(&cexecv1.ListSkillsResponse{Skills: skills})
-				}
-				tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tSCOPE\tIMPORT\tDESCRIPTION")
-				for _, s := range skills {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.GetName(), scope(s), s.GetImport(), firstLine(s.GetDescription()))
-				}
-				return tw.Flush()
-			})
-		},
-	}
+	return cli.List(env, "List the tenant's and the shared skills: NAME SCOPE IMPORT DESCRIPTION", func(ctx context.Context, c *client.Client) error {
+		skills, err := c.ListSkills(ctx, *tenant)
+		if err != nil {
+			return err
+		}
+		if env.JSON {
+			return env.PrintProto(&cexecv1.ListSkillsResponse{Skills: skills})
+		}
+		t := cli.NewTable(env.Stdout, "NAME", "SCOPE", "IMPORT", "DESCRIPTION")
+		for _, s := range skills {
+			t.Row(s.GetName(), scope(s), s.GetImport(), cli.FirstLine(s.GetDescription(), 81))
+		}
+		return t.Flush()
+	})
 }
 
 func scope(s *cexecv1.Skill) string {
@@ -63,14 +54,6 @@ func scope(s *cexecv1.Skill) string {
 		return "shared"
 	}
 	return "tenant"
-}
-
-func firstLine(s string) string {
-	first, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	if r := []rune(first); len(r) > 80 {
-		return string(r[:80]) + "…"
-	}
-	return first
 }
 
 func show(env *cli.Env, tenant *string) *cobra.Command {

@@ -5,13 +5,13 @@ package state
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -31,7 +31,7 @@ Each is JSON or YAML, by the extension of its name (.json, .yaml or .yml).
 Sandboxed code reads and writes the same files with cexec.get_state and
 cexec.save_state, or directly under /workspace/state.`,
 	})
-	cli.AddTenantFlag(cmd, &tenant)
+	cli.TenantFlag(cmd.PersistentFlags(), &tenant)
 	cmd.AddCommand(get(env, &tenant), put(env, &tenant), ls(env, &tenant), rm(env, &tenant))
 	return cmd
 }
@@ -180,29 +180,20 @@ converted.`,
 }
 
 func ls(env *cli.Env, tenant *string) *cobra.Command {
-	return &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List state files: NAME FORMAT SIZE MODIFIED",
-		Args:    cli.Args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return env.Do(cmd.Context(), func(c *client.Client) error {
-				states, err := c.ListState(cmd.Context(), *tenant)
-				if err != nil {
-					return err
-				}
-				if env.JSON {
-					return env.PrintProto(&cexecv1.ListStateResponse{States: states})
-				}
-				tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tFORMAT\tSIZE\tMODIFIED")
-				for _, s := range states {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.GetName(), s.GetFormat(), cli.Bytes(s.GetBytes()), cli.UnixMs(s.GetModifiedUnixMs()))
-				}
-				return tw.Flush()
-			})
-		},
-	}
+	return cli.List(env, "List state files: NAME FORMAT SIZE MODIFIED", func(ctx context.Context, c *client.Client) error {
+		states, err := c.ListState(ctx, *tenant)
+		if err != nil {
+			return err
+		}
+		if env.JSON {
+			return env.PrintProto(&cexecv1.ListStateResponse{States: states})
+		}
+		t := cli.NewTable(env.Stdout, "NAME", "FORMAT", "SIZE", "MODIFIED")
+		for _, s := range states {
+			t.Row(s.GetName(), s.GetFormat(), cli.Bytes(s.GetBytes()), cli.UnixMs(s.GetModifiedUnixMs()))
+		}
+		return t.Flush()
+	})
 }
 
 func rm(env *cli.Env, tenant *string) *cobra.Command {

@@ -4,7 +4,6 @@ package status
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,12 +40,12 @@ func print(env *cli.Env, r *cexecv1.StatusResponse) error {
 		cfg = "(built-in defaults)"
 	}
 	p := r.GetPlugins()
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "version\t%s\n", r.GetVersion())
-	fmt.Fprintf(tw, "pid\t%d\n", r.GetPid())
-	fmt.Fprintf(tw, "uptime\t%s\n", (time.Duration(r.GetUptimeMs()) * time.Millisecond).Round(time.Second))
-	fmt.Fprintf(tw, "config\t%s\n", cfg)
-	fmt.Fprintf(tw, "socket\t%s\n", r.GetSocket())
-	fmt.Fprintf(tw, "plugins\t%d configured: %d ok, %d restarting, %d failed\n", p.GetTotal(), p.GetOk(), p.GetRestarting(), p.GetFailed())
-	return tw.Flush()
+	t := cli.NewTable(env.Stdout)
+	t.Row("version", r.GetVersion())
+	t.Row("pid", r.GetPid())
+	t.Row("uptime", (time.Duration(r.GetUptimeMs()) * time.Millisecond).Round(time.Second))
+	t.Row("config", cfg)
+	t.Row("socket", r.GetSocket())
+	t.Row("plugins", fmt.Sprintf("%d configured: %d ok, %d restarting, %d failed", p.GetTotal(), p.GetOk(), p.GetRestarting(), p.GetFailed()))
+	return t.Flush()
 }

@@ -83,7 +83,7 @@ tasks are answered by the offline rules generator.`,
 	f.IntVar(&n, "n", 100, "measured runs")
 	f.IntVar(&warmup, "warmup", 5, "runs before measuring (warm sandboxes, plugin connections)")
 	f.StringArrayVar(&tasks, "task", DefaultBenchTasks, "task to run (repeat for several; they cycle)")
-	f.StringVar(&tenant, "tenant", "", "tenant to run in (default: the daemon's default tenant)")
+	cli.TenantFlag(f, &tenant)
 	return cmd
 }
 

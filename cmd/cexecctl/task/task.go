@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -74,7 +73,7 @@ attempt, the timings and the program. --json prints all of it as one object.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&tenant, "tenant", os.Getenv("CEXEC_TENANT"), "tenant whose workspace, tools and sandboxes to use (default $CEXEC_TENANT, else the daemon's default tenant)")
+	cli.TenantFlag(f, &tenant)
 	f.StringVar(&session, "session", "", "session to log the executions under (default: a new one)")
 	f.DurationVar(&timeout, "timeout", 0, "wall-clock limit of each program run (default: the sandbox's)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "also show the generator, tools, attempts, timings and the program on stderr")

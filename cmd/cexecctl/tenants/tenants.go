@@ -3,8 +3,8 @@
 package tenants
 
 import (
+	"context"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,44 +29,29 @@ func Command(env *cli.Env) *cobra.Command {
 }
 
 func ls(env *cli.Env) *cobra.Command {
-	return &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List tenants: ID DECLARED DISK QUOTA RUNNING SESSIONS LAST-USED",
-		Long: `List the tenants declared in cexec.hcl and those with a workspace. Declared
+	cmd := cli.List(env, "List tenants: ID DECLARED DISK QUOTA RUNNING SESSIONS LAST-USED", func(ctx context.Context, c *client.Client) error {
+		ts, err := c.ListTenants(ctx)
+		if err != nil {
+			return err
+		}
+		if env.JSON {
+			return env.PrintProto(&cexecv1.ListTenantsResponse{Tenants: ts})
+		}
+		t := cli.NewTable(env.Stdout, "ID", "DECLARED", "DISK", "QUOTA", "RUNNING", "SESSIONS", "LAST-USED")
+		for _, tn := range ts {
+			quota := "-"
+			if tn.GetDiskQuota() > 0 {
+				quota = cli.Bytes(tn.GetDiskQuota())
+			}
+			t.Row(tn.GetId(), cli.YesNo(tn.GetDeclared()), cli.Bytes(tn.GetDiskBytes()), quota,
+				tn.GetRunning(), tn.GetSessions(), cli.UnixMs(tn.GetLastUsedUnixMs()))
+		}
+		return t.Flush()
+	})
+	cmd.Long = `List the tenants declared in cexec.hcl and those with a workspace. Declared
 tenants are never removed by gc; a declared tenant that never ran shows "-"
-as its last use.`,
-		Args: cli.Args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return env.Do(cmd.Context(), func(c *client.Client) error {
-				ts, err := c.ListTenants(cmd.Context())
-				if err != nil {
-					return err
-				}
-				if env.JSON {
-					return env.PrintProto(&cexecv1.ListTenantsResponse{Tenants: ts})
-				}
-				tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tDECLARED\tDISK\tQUOTA\tRUNNING\tSESSIONS\tLAST-USED")
-				for _, t := range ts {
-					quota := "-"
-					if t.GetDiskQuota() > 0 {
-						quota = cli.Bytes(t.GetDiskQuota())
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", t.GetId(), yesNo(t.GetDeclared()), cli.Bytes(t.GetDiskBytes()), quota,
-						t.GetRunning(), t.GetSessions(), cli.UnixMs(t.GetLastUsedUnixMs()))
-				}
-				return tw.Flush()
-			})
-		},
-	}
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
+as its last use.`
+	return cmd
 }
 
 func gc(env *cli.Env) *cobra.Command {

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"text/tabwriter"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -38,12 +36,8 @@ func ls(env *cli.Env) *cobra.Command {
 		Short:   "List tools (of one server): TOOL DESCRIPTION",
 		Args:    cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			server := ""
-			if len(args) == 1 {
-				server = args[0]
-			}
 			return env.Do(cmd.Context(), func(c *client.Client) error {
-				ts, err := c.ListTools(cmd.Context(), server)
+				ts, err := c.ListTools(cmd.Context(), serverArg(args))
 				if err != nil {
 					return err
 				}
@@ -54,29 +48,26 @@ func ls(env *cli.Env) *cobra.Command {
 					fmt.Fprintln(env.Stdout, "no tools (see `cexecctl servers ls` for the servers' states)")
 					return nil
 				}
-				tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TOOL\tDESCRIPTION")
-				for _, t := range ts {
-					id := t.GetId()
-					if t.GetLocal() {
+				t := cli.NewTable(env.Stdout, "TOOL", "DESCRIPTION")
+				for _, tool := range ts {
+					id := tool.GetId()
+					if tool.GetLocal() {
 						id += " (local)"
 					}
-					fmt.Fprintf(tw, "%s\t%s\n", id, firstLine(t.GetDescription(), 80))
+					t.Row(id, cli.FirstLine(tool.GetDescription(), 80))
 				}
-				return tw.Flush()
+				return t.Flush()
 			})
 		},
 	}
 }
 
-// firstLine is s's first line, cut to n runes.
-func firstLine(s string, n int) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if utf8.RuneCountInString(s) <= n {
-		return s
+// serverArg is the optional SERVER argument; "" means every server.
+func serverArg(args []string) string {
+	if len(args) == 1 {
+		return args[0]
 	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return ""
 }
 
 // toolJSON is `tools show --json`: the schemas as JSON values, not the
@@ -152,10 +143,7 @@ func refresh(env *cli.Env) *cobra.Command {
 		Short: "List a server's tools again (all servers, local tools and shared skills without SERVER) and regenerate stubs",
 		Args:  cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			server := ""
-			if len(args) == 1 {
-				server = args[0]
-			}
+			server := serverArg(args)
 			return env.Do(cmd.Context(), func(c *client.Client) error {
 				n, err := c.RefreshTools(cmd.Context(), server)
 				if err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
-	coreversion "github.com/cexec/cexec/core/version"
+	coreversion "github.com/cexec/cexec/internal/version"
 )
 
 // Versions is the JSON output of `cexecctl version --json`.

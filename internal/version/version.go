@@ -2,5 +2,5 @@
 package version
 
 // Version is set at link time by the Makefile
-// (-X github.com/cexec/cexec/core/version.Version=...); "dev" for plain go build.
+// (-X github.com/cexec/cexec/internal/version.Version=...); "dev" for plain go build.
 var Version = "dev"

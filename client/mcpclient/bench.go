@@ -12,15 +12,17 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cexec/cexec/api/endpoint"
 )
 
 // BenchOptions configure BenchExecute.
 type BenchOptions struct {
 	// URL is the streamable HTTP endpoint: http://127.0.0.1:7797/mcp, or
-	// UnixBaseURL+EndpointPath with HTTPClient = UnixClient(socket).
+	// endpoint.UnixBaseURL+endpoint.MCPPath with HTTPClient = UnixClient(socket).
 	URL        string
 	HTTPClient *http.Client
-	// Token is sent as a bearer token when set; Tenant as TenantHeader.
+	// Token is sent as a bearer token when set; Tenant as endpoint.TenantHeader.
 	Token  string
 	Tenant string
 	// Code is the program; default "print(1+1)".
@@ -66,7 +68,7 @@ func BenchExecute(ctx context.Context, o BenchOptions) (BenchResult, error) {
 		headers["Authorization"] = "Bearer " + o.Token
 	}
 	if o.Tenant != "" {
-		headers[TenantHeader] = o.Tenant
+		headers[endpoint.TenantHeader] = o.Tenant
 	}
 	opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers)}
 	if o.HTTPClient != nil {
