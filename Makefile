@@ -3,7 +3,7 @@ GO          ?= go
 BIN         := bin
 PLUGINS     := $(notdir $(wildcard plugins/*))
 PROTOS      := $(shell find pluginapi/proto api -name '*.proto')
-LDFLAGS     := -s -w -X github.com/cexec/cexec/core/version.Version=$(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS     := -s -w -X github.com/cexec/cexec/internal/version.Version=$(shell git describe --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: all deps build run test check fmt-check tidy-check lint unit e2e fuzz bench proto proto-check eval-search clean
 
