@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,103 +18,67 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/client/mcpclient"
-	"github.com/cexec/cexec/core/mcpface"
-	"github.com/cexec/cexec/pluginapi"
 )
 
-// The relay is tested against the real face on a unix socket, as the
-// daemon serves it, with small in-test services: programs run in
-// /usr/bin/python3 and every call records the scope it ran in.
+// The relay is tested against an independent MCP server (mcp-go's
+// streamable HTTP server) on a unix socket, where the daemon serves its
+// face, with one execute_code tool that runs programs in /usr/bin/python3
+// and records the tenant header and session each call came with. The face
+// itself is tested in core/mcpface; this is the relay's side.
 
-type services struct {
-	mu     sync.Mutex
-	scopes []mcpface.Scope
-}
+// scope is what one call arrived with.
+type scope struct{ Tenant, Session string }
 
-func (s *services) saw(sc mcpface.Scope) {
-	s.mu.Lock()
-	s.scopes = append(s.scopes, sc)
-	s.mu.Unlock()
-}
+// tenantKey carries the request's tenant header into the tool handler.
+type tenantKey struct{}
 
-func (s *services) last() mcpface.Scope {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.scopes[len(s.scopes)-1]
-}
-
-func (s *services) Servers(_ context.Context, sc mcpface.Scope) ([]mcpface.Server, error) {
-	s.saw(sc)
-	return []mcpface.Server{{Name: "demo", Package: "demo", State: "local", Tools: 0}}, nil
-}
-
-func (s *services) Tools(_ context.Context, sc mcpface.Scope, server string) ([]mcpface.Tool, error) {
-	if server != "" && server != "demo" {
-		return nil, fmt.Errorf("server %q: %w", server, pluginapi.ErrNotFound)
-	}
-	return nil, nil
-}
-
-func (s *services) StubSource(context.Context, mcpface.Scope, string, string) (string, error) {
-	return "", pluginapi.ErrNotFound
-}
-
-func (s *services) Search(context.Context, mcpface.Scope, string, int) ([]mcpface.Hit, error) {
-	return nil, nil
-}
-
-func (s *services) Execute(ctx context.Context, sc mcpface.Scope, code string) (mcpface.Execution, error) {
-	s.saw(sc)
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-I", "-c", code)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	ex := mcpface.Execution{}
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			return ex, err
-		}
-		ex.Error = &mcpface.ExecError{Type: "Error", Message: "exit status " + fmt.Sprint(ee.ExitCode()), Traceback: stderr.String()}
-	}
-	ex.Stdout, ex.Duration = stdout.String(), time.Since(start)
-	return ex, nil
-}
-
-func (s *services) ListState(context.Context, mcpface.Scope) ([]mcpface.StateFile, error) {
-	return nil, nil
-}
-
-func (s *services) GetState(context.Context, mcpface.Scope, string) (json.RawMessage, error) {
-	return nil, pluginapi.ErrNotFound
-}
-
-func (s *services) SaveState(context.Context, mcpface.Scope, string, json.RawMessage) error {
-	return nil
-}
-
-func (s *services) ListSkills(context.Context, mcpface.Scope) ([]mcpface.Skill, error) {
-	return nil, nil
-}
-
-func (s *services) GetSkill(context.Context, mcpface.Scope, string) (mcpface.Skill, error) {
-	return mcpface.Skill{}, pluginapi.ErrNotFound
-}
-
-func (s *services) SaveSkill(context.Context, mcpface.Scope, string, string, string) (mcpface.Skill, error) {
-	return mcpface.Skill{}, pluginapi.ErrInvalidArgument
-}
-
-// daemon is a face served on <dir>/cexecd-mcp.sock, as cexecd serves it
-// next to <dir>/cexecd.sock.
+// daemon is an MCP server on <dir>/cexecd-mcp.sock, as cexecd serves its
+// face next to <dir>/cexecd.sock.
 type daemon struct {
-	face    *mcpface.Face
-	svc     *services
 	control string
 	stop    func()
+
+	mu       sync.Mutex
+	scopes   []scope
+	sessions int
+}
+
+func (d *daemon) last() scope {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.scopes) == 0 {
+		return scope{}
+	}
+	return d.scopes[len(d.scopes)-1]
+}
+
+// Sessions is the number of MCP sessions open now.
+func (d *daemon) Sessions() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.sessions
+}
+
+func (d *daemon) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	sc := scope{}
+	sc.Tenant, _ = ctx.Value(tenantKey{}).(string)
+	if cs := server.ClientSessionFromContext(ctx); cs != nil {
+		sc.Session = cs.SessionID()
+	}
+	d.mu.Lock()
+	d.scopes = append(d.scopes, sc)
+	d.mu.Unlock()
+	out, err := exec.CommandContext(ctx, "/usr/bin/python3", "-c", req.GetString("code", "")).Output()
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	return mcp.NewToolResultText(string(out)), nil
 }
 
 func startFace(t *testing.T) *daemon {
@@ -123,32 +88,37 @@ func startFace(t *testing.T) *daemon {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	svc := &services{}
-	f, err := mcpface.New(mcpface.Options{Catalog: svc, Searcher: svc, Executor: svc, State: svc, Skills: svc, PII: mcpface.Untokenized{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	control := filepath.Join(dir, "cexecd.sock")
-	if err := os.WriteFile(control, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := mcpface.ListenUnix(endpoint.MCPSocket(control))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.Serve(ctx, ln, 5*time.Second) }()
-	d := &daemon{face: f, svc: svc, control: control}
-	d.stop = sync.OnceFunc(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
+	d := &daemon{control: filepath.Join(dir, "cexecd.sock")}
+	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(func(context.Context, server.ClientSession) {
+		d.mu.Lock()
+		d.sessions++
+		d.mu.Unlock()
 	})
+	hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) {
+		d.mu.Lock()
+		d.sessions--
+		d.mu.Unlock()
+	})
+	s := server.NewMCPServer("relay-test", "1", server.WithHooks(hooks))
+	s.AddTool(mcp.NewTool("execute_code", mcp.WithString("code", mcp.Required())), d.executeCode)
+	// Stateful, as the face is: a dropped session's id is refused with 404.
+	h := server.NewStreamableHTTPServer(s, server.WithEndpointPath(endpoint.MCPPath), server.WithStateful(true),
+		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
+			return context.WithValue(ctx, tenantKey{}, r.Header.Get(endpoint.TenantHeader))
+		}))
+	if err := os.WriteFile(d.control, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", endpoint.MCPSocket(d.control))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(endpoint.MCPPath, h)
+	srv := &http.Server{Handler: mux}
+	go func() { _ = srv.Serve(ln) }()
+	d.stop = sync.OnceFunc(func() { _ = srv.Close() })
 	t.Cleanup(d.stop)
 	return d
 }
@@ -279,7 +249,7 @@ func TestRelaySession(t *testing.T) {
 	if m := s.recv(); m["id"] != float64(3) || !strings.HasPrefix(resultText(t, m), "2\n") {
 		t.Errorf("execute_code: %v", m)
 	}
-	if sc := d.svc.last(); sc.Tenant != "acme" || sc.Session == "" {
+	if sc := d.last(); sc.Tenant != "acme" || sc.Session == "" {
 		t.Errorf("scope = %+v, want tenant acme and a session", sc)
 	}
 	// Malformed input gets a parse error, and the session goes on.
@@ -291,12 +261,12 @@ func TestRelaySession(t *testing.T) {
 	if m := s.recv(); m["id"] != "x" || m["result"] == nil {
 		t.Errorf("ping: %v", m)
 	}
-	if n := d.face.Sessions(); n != 1 {
+	if n := d.Sessions(); n != 1 {
 		t.Errorf("%d sessions during the relay", n)
 	}
 	s.close()
 	// Closing stdin ends the session.
-	if n := d.face.Sessions(); n != 0 {
+	if n := d.Sessions(); n != 0 {
 		t.Errorf("%d sessions after stdin closed", n)
 	}
 }
@@ -312,8 +282,9 @@ func TestRelayConcurrent(t *testing.T) {
 	if first["id"] != float64(11) || second["id"] != float64(10) {
 		t.Errorf("answers in order %v, %v; want the fast one first", first["id"], second["id"])
 	}
-	if sc := d.svc.last(); sc.Tenant != mcpface.DefaultTenant {
-		t.Errorf("tenant without --tenant = %q", sc.Tenant)
+	// No tenant header: the daemon applies its default tenant.
+	if sc := d.last(); sc.Tenant != "" {
+		t.Errorf("tenant header without a tenant = %q", sc.Tenant)
 	}
 	s.close()
 }
@@ -326,7 +297,7 @@ func TestRelayReopensSession(t *testing.T) {
 	handshake(t, s)
 	s.send(callMsg(2, "execute_code", `{"code":"print('one')"}`))
 	s.recv()
-	first := d.svc.last().Session
+	first := d.last().Session
 
 	// End the session behind the relay's back, as the idle sweep would.
 	hc := mcpclient.UnixClient(endpoint.MCPSocket(d.control))
@@ -343,7 +314,7 @@ func TestRelayReopensSession(t *testing.T) {
 	if m["id"] != float64(3) || !strings.HasPrefix(resultText(t, m), "two\n") {
 		t.Fatalf("after the session was dropped: %v", m)
 	}
-	if second := d.svc.last().Session; second == first || second == "" {
+	if second := d.last().Session; second == first || second == "" {
 		t.Errorf("session %q after re-open, was %q", second, first)
 	}
 	s.close()
