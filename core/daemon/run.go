@@ -1,6 +1,6 @@
-// Package core is the cexecd daemon: it loads cexec.hcl, starts the plugins
+// Package daemon is the cexecd daemon: it loads cexec.hcl, starts the plugins
 // and serves the control API on a unix socket until its context ends.
-package core
+package daemon
 
 import (
 	"context"
