@@ -120,7 +120,7 @@ func run(t testing.TB, r *runtime.Runner, b *Bridge, code string) (sandbox.ExecR
 func TestEndToEnd(t *testing.T) {
 	f := newFixture(t, true)
 	if _, ok := f.cat.Tool("textutils", "word_count"); !ok {
-		t.Skip("local tools unavailable (no bubblewrap)")
+		t.Fatalf("local tool textutils/word_count missing; tools %v", f.cat.Tools())
 	}
 	for name, body := range map[string]string{
 		"invoice-001.txt": "Invoice 001: 3 chairs for ACME, total 240 EUR",

@@ -211,7 +211,8 @@ func TestCallTimeout(t *testing.T) {
 func TestListChangedFromServer(t *testing.T) {
 	// server-everything registers its conditional tools once initialized and
 	// announces them with notifications/tools/list_changed.
-	c := start(t, Options{}, everythingServer(t, nil))
+	// Refresh("") rereads the local tools too, which needs a scanner.
+	c := start(t, Options{Scanner: localScanner(t)}, everythingServer(t, nil))
 	eventually(t, "a tools/list_changed notification", 10*time.Second, func() bool {
 		st, _ := c.Server("everything")
 		return st.ListChanged > 0

@@ -65,6 +65,11 @@ func start(t testing.TB, opts Options, servers ...*config.MCPServer) *Catalog {
 	if err := c.Start(ctx); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	if opts.Scanner != nil {
+		if err := c.RefreshLocal(ctx); err != nil {
+			t.Fatalf("RefreshLocal: %v", err)
+		}
+	}
 	return c
 }
 

@@ -53,7 +53,7 @@ type services struct {
 // newServices opens the workspaces and prepares the catalog; Start on the
 // catalog connects the upstream servers, startExec builds the pool and the
 // executor once the plugins run. On error, call close.
-func newServices(cfg *config.Config, log hclog.Logger) (_ *services, err error) {
+func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *services, err error) {
 	s := &services{log: log, cfg: cfg}
 
 	wsOpts := workspace.OptionsFromConfig(cfg)
@@ -77,6 +77,7 @@ func newServices(cfg *config.Config, log hclog.Logger) (_ *services, err error) 
 		Logger:          log.Named("catalog"),
 		ServersDir:      cfg.Daemon.ServersDir,
 		LocalServersDir: cfg.Daemon.ServersDir,
+		Scanner:         sandboxScanner{plugins: plugins, backend: cfg.Sandbox.Backend},
 	})
 	if err != nil {
 		return s, fmt.Errorf("prepare tool catalog: %w", err)
