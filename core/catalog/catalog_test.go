@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/cexec/cexec/internal/testpeers"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cexec/cexec/internal/childenv"
+	"github.com/cexec/cexec/internal/testpeers"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -131,7 +133,7 @@ func TestEnvironmentIsolation(t *testing.T) {
 		names = append(names, k)
 	}
 	for _, k := range names {
-		if !slices.Contains(baseEnv, k) {
+		if !slices.Contains(childenv.Base, k) {
 			t.Errorf("filesystem server got %s from the daemon's environment (all: %v)", k, names)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/mcpface/mcpclient"
+	"github.com/cexec/cexec/internal/hclogslog"
 )
 
 // Defaults of Options.
@@ -195,7 +196,7 @@ func New(o Options) (*Face, error) {
 	f.addTools()
 	f.addResources()
 
-	slogger := newSlog(f.log.Named("transport"))
+	slogger := hclogslog.New(f.log.Named("transport"))
 	f.http = server.NewStreamableHTTPServer(f.srv,
 		server.WithSessionIdManagerResolver(f.sessions),
 		server.WithSessionIdleTTL(o.SessionIdleTTL),
