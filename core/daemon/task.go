@@ -118,7 +118,7 @@ func taskProto(r *pipeline.TaskResult) *cexecv1.ExecuteTaskResponse {
 			Model:            a.Model,
 			Round:            int32(a.Round),
 			Tools:            int32(a.Tools),
-			Wide:             a.Wide,
+			Wide:             a.Fallback,
 			GenerateUs:       a.Duration.Microseconds(),
 			PromptTokens:     a.Usage.PromptTokens,
 			CompletionTokens: a.Usage.CompletionTokens,

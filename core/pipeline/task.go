@@ -41,9 +41,9 @@ const (
 const (
 	DefaultSearchLimit     = 8
 	DefaultGenerateTimeout = 30 * time.Second
-	// DefaultWideCatalog is the catalog size up to which a model-free
+	// DefaultFallbackCatalog is the catalog size up to which a model-free
 	// generator is shown every tool (see Tasks).
-	DefaultWideCatalog = 100
+	DefaultFallbackCatalog = 100
 	// maxListing bounds the workspace listing handed to generators: it is a
 	// hint for the prompt, and a workspace may hold millions of files.
 	maxListing = 200
@@ -96,10 +96,10 @@ type TaskConfig struct {
 	// GenerateTimeouts bound one Generate call per generator (the plugin
 	// block's timeout); missing names get DefaultGenerateTimeout.
 	GenerateTimeouts map[string]time.Duration
-	// WideCatalog is the catalog size up to which a model-free generator
+	// FallbackCatalog is the catalog size up to which a model-free generator
 	// that found nothing to do with the selected tools is shown every tool;
-	// 0 means DefaultWideCatalog.
-	WideCatalog int
+	// 0 means DefaultFallbackCatalog.
+	FallbackCatalog int
 }
 
 // TaskConfigFrom resolves cfg's pipeline block and its generators'
@@ -146,10 +146,10 @@ func TaskConfigFrom(cfg *config.Config) TaskConfig {
 // memory tool at all, because no memory tool says "remember"). So when a
 // generator writes no code without using a model, it is deterministic over
 // its input and another call costs no tokens: it is asked once more with
-// the wide scope, which is every tool the tenant may use when the catalog
-// has at most WideCatalog tools, and otherwise the selected tools plus the
-// other tools of their servers, up to WideCatalog. Model-based generators
-// never see the wide scope, so search_limit keeps bounding their prompts: a
+// the fallback scope, which is every tool the tenant may use when the catalog
+// has at most FallbackCatalog tools, and otherwise the selected tools plus the
+// other tools of their servers, up to FallbackCatalog. Model-based generators
+// never see the fallback scope, so search_limit keeps bounding their prompts: a
 // generator counts as model-based when its answer reports tokens or names a
 // model, or when any earlier answer of it reported tokens.
 type Tasks struct {
@@ -188,8 +188,9 @@ type Attempt struct {
 	Model     string
 	// Round is 0 for the first program and n for the n-th repair.
 	Round int
-	// Wide is set when the generator was shown the wide scope.
-	Wide bool
+	// Fallback is set when the generator was shown the fallback scope (the
+	// API calls it wide).
+	Fallback bool
 	// Tools is how many tools the generator was shown.
 	Tools int
 	// Code is empty when the generator wrote none.
@@ -324,20 +325,20 @@ type taskRun struct {
 	gs   *guard.Session
 	task string
 
-	all    []catalog.Tool
-	narrow []codegen.Tool
-	skills []codegen.Skill
-	// wide is computed on first use; wideDone says it was.
-	wide     []codegen.Tool
-	wideDone bool
-	listing  []string
-	attempts []*Attempt
+	all      []catalog.Tool
+	selected []codegen.Tool
+	skills   []codegen.Skill
+	// fallback is computed on first use; fallbackDone says it was.
+	fallback     []codegen.Tool
+	fallbackDone bool
+	listing      []string
+	attempts     []*Attempt
 }
 
 func (r *taskRun) run(ctx context.Context) error {
 	r.search(ctx)
 	r.listing = listWorkspace(r.tenant.WorkspaceDir(), maxListing)
-	r.res.ToolsSelected = len(r.narrow)
+	r.res.ToolsSelected = len(r.selected)
 
 	var prev *codegen.Attempt
 	failed := map[string]bool{}
@@ -391,7 +392,7 @@ func (r *taskRun) run(ctx context.Context) error {
 }
 
 // search ranks the catalog and resolves the selected tools and skills. A
-// failed search is a warning: model-free generators still get the wide
+// failed search is a warning: model-free generators still get the fallback
 // scope, and arithmetic needs no tools at all.
 func (r *taskRun) search(ctx context.Context) {
 	start := time.Now()
@@ -435,7 +436,7 @@ func (r *taskRun) search(ctx context.Context) {
 			}
 			continue
 		}
-		if len(r.narrow) == limit {
+		if len(r.selected) == limit {
 			continue
 		}
 		server, name, ok := strings.Cut(id, "/")
@@ -443,7 +444,7 @@ func (r *taskRun) search(ctx context.Context) {
 			continue
 		}
 		if t, ok := r.p.Catalog.Tool(server, name); ok {
-			r.narrow = append(r.narrow, r.toolFor(t))
+			r.selected = append(r.selected, r.toolFor(t))
 		}
 	}
 }
@@ -464,36 +465,36 @@ func (r *taskRun) allowedTools() []catalog.Tool {
 	return out
 }
 
-// wideScope is the selection plus what a model-free generator may also
+// fallbackScope is the selection plus what a model-free generator may also
 // need (see Tasks): the whole catalog when it is small, else the other
 // tools of the selected tools' servers.
-func (r *taskRun) wideScope() []codegen.Tool {
-	if r.wideDone {
-		return r.wide
+func (r *taskRun) fallbackScope() []codegen.Tool {
+	if r.fallbackDone {
+		return r.fallback
 	}
-	r.wideDone = true
-	limit := r.p.Config.WideCatalog
+	r.fallbackDone = true
+	limit := r.p.Config.FallbackCatalog
 	if limit <= 0 {
-		limit = DefaultWideCatalog
+		limit = DefaultFallbackCatalog
 	}
 	all := r.allowedTools()
-	have := make(map[string]bool, len(r.narrow))
+	have := make(map[string]bool, len(r.selected))
 	servers := map[string]bool{}
-	for _, t := range r.narrow {
+	for _, t := range r.selected {
 		have[t.ID] = true
 		servers[t.Server] = true
 	}
 	small := len(all) <= limit
-	r.wide = append([]codegen.Tool(nil), r.narrow...)
+	r.fallback = append([]codegen.Tool(nil), r.selected...)
 	for _, t := range all {
-		if len(r.wide) >= limit {
+		if len(r.fallback) >= limit {
 			break
 		}
 		if !have[t.ID] && (small || servers[t.Server]) {
-			r.wide = append(r.wide, r.toolFor(t))
+			r.fallback = append(r.fallback, r.toolFor(t))
 		}
 	}
-	return r.wide
+	return r.fallback
 }
 
 // toolFor is a catalog tool as generators see it: imported from its
@@ -540,7 +541,7 @@ func (r *taskRun) generate(ctx context.Context, round int, prev *codegen.Attempt
 		}
 		att, answered := r.call(ctx, name, gen, base, round, false)
 		if answered && att.Code == "" && r.p.modelFree(name, att) {
-			if wide := r.wideScope(); len(wide) > len(r.narrow) {
+			if fb := r.fallbackScope(); len(fb) > len(r.selected) {
 				att, _ = r.call(ctx, name, gen, base, round, true)
 			}
 		}
@@ -558,10 +559,10 @@ func (r *taskRun) generate(ctx context.Context, round int, prev *codegen.Attempt
 
 // call asks one generator for a program within its deadline and records
 // the attempt. answered is false when the call itself failed.
-func (r *taskRun) call(ctx context.Context, name string, gen codegen.Codegen, req codegen.GenerateRequest, round int, wide bool) (att *Attempt, answered bool) {
-	req.Tools = r.narrow
-	if wide {
-		req.Tools = r.wide
+func (r *taskRun) call(ctx context.Context, name string, gen codegen.Codegen, req codegen.GenerateRequest, round int, fallback bool) (att *Attempt, answered bool) {
+	req.Tools = r.selected
+	if fallback {
+		req.Tools = r.fallback
 	}
 	timeout := r.p.Config.GenerateTimeouts[name]
 	if timeout <= 0 {
@@ -573,7 +574,7 @@ func (r *taskRun) call(ctx context.Context, name string, gen codegen.Codegen, re
 	elapsed := time.Since(start)
 	cancel()
 	r.res.Timings.Generate += elapsed
-	att = r.attempt(&Attempt{Generator: name, Round: round, Wide: wide, Tools: len(req.Tools), Duration: elapsed})
+	att = r.attempt(&Attempt{Generator: name, Round: round, Fallback: fallback, Tools: len(req.Tools), Duration: elapsed})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			err = fmt.Errorf("no answer within %s (the plugin's timeout): %w", timeout, err)
@@ -595,7 +596,7 @@ func (r *taskRun) call(ctx context.Context, name string, gen codegen.Codegen, re
 }
 
 // modelFree says whether a generator that wrote no code is model-free, and
-// so may be asked again with the wide scope: it spent no tokens, named no
+// so may be asked again with the fallback scope: it spent no tokens, named no
 // model (an LLM generator names its model even when its request failed;
 // the rules generator names a rule only when one wrote code) and has never
 // reported token usage.
@@ -621,18 +622,18 @@ func (r *taskRun) noCode() pluginapi.Diagnostics {
 	}
 	var out pluginapi.Diagnostics
 	for _, a := range r.attempts {
-		if a.Error != "" && !(a.Code == "" && !a.Wide && r.retriedWide(a)) {
+		if a.Error != "" && !(a.Code == "" && !a.Fallback && r.retriedFallback(a)) {
 			out = append(out, pluginapi.Errorf("", "codegen "+a.Generator, a.Error))
 		}
 	}
 	return out
 }
 
-// retriedWide reports whether a's generator was asked again, wide, in the
-// same round: only the wide answer then explains the outcome.
-func (r *taskRun) retriedWide(a *Attempt) bool {
+// retriedFallback reports whether a's generator was asked again, with the fallback scope, in the
+// same round: only that answer then explains the outcome.
+func (r *taskRun) retriedFallback(a *Attempt) bool {
 	for _, b := range r.attempts {
-		if b.Wide && b.Generator == a.Generator && b.Round == a.Round {
+		if b.Fallback && b.Generator == a.Generator && b.Round == a.Round {
 			return true
 		}
 	}

@@ -327,16 +327,16 @@ func TestTaskScopes(t *testing.T) {
 	res := f.run(t, "remember that Alice works at Acme")
 	reqs := g.requests()
 	if len(reqs) != 2 {
-		t.Fatalf("%d Generate calls, want 2 (narrow, then wide)", len(reqs))
+		t.Fatalf("%d Generate calls, want 2 (selected, then fallback)", len(reqs))
 	}
 	if got, want := ids(reqs[0].Tools), []string{"fs/read_text_file", "fs/list_directory"}; !slices.Equal(got, want) {
-		t.Errorf("narrow scope %v, want the search's order %v", got, want)
+		t.Errorf("selected scope %v, want the search's order %v", got, want)
 	}
-	wide := ids(reqs[1].Tools)
-	if len(wide) != 7 || !slices.Equal(wide[:2], ids(reqs[0].Tools)) {
-		t.Errorf("wide scope %v: want the selection first, then the whole (small) catalog", wide)
+	fallback := ids(reqs[1].Tools)
+	if len(fallback) != 7 || !slices.Equal(fallback[:2], ids(reqs[0].Tools)) {
+		t.Errorf("fallback scope %v: want the selection first, then the whole (small) catalog", fallback)
 	}
-	if res.ToolsDiscovered != 7 || res.ToolsSelected != 7 || !res.Attempts[1].Wide || res.Attempts[0].Wide {
+	if res.ToolsDiscovered != 7 || res.ToolsSelected != 7 || !res.Attempts[1].Fallback || res.Attempts[0].Fallback {
 		t.Errorf("discovered %d selected %d attempts %+v", res.ToolsDiscovered, res.ToolsSelected, res.Attempts)
 	}
 	tool := reqs[0].Tools[0]
@@ -344,13 +344,13 @@ func TestTaskScopes(t *testing.T) {
 		t.Errorf("tool as generators see it: %+v", tool)
 	}
 
-	// A catalog larger than WideCatalog: the selected tools' servers only.
-	f.tasks.Config.WideCatalog = 5
+	// A catalog larger than FallbackCatalog: the selected tools' servers only.
+	f.tasks.Config.FallbackCatalog = 5
 	f.search.ids = []string{"memory/create_entities"}
 	res = f.run(t, "remember that Bob likes tea")
 	reqs = g.requests()[2:]
 	if got := ids(reqs[len(reqs)-1].Tools); !slices.Equal(got, []string{"memory/create_entities", "memory/open_nodes", "memory/add_observations"}) {
-		t.Errorf("wide scope of a large catalog %v: want the memory server's tools", got)
+		t.Errorf("fallback scope of a large catalog %v: want the memory server's tools", got)
 	}
 	if res.Status != TaskOK {
 		t.Errorf("status %s", res.Status)
@@ -586,8 +586,8 @@ func TestTaskNoCode(t *testing.T) {
 	if got := res.Diagnostics.Error(); got != want {
 		t.Errorf("diagnostics\n got %q\nwant %q", got, want)
 	}
-	// llm, rules (narrow), rules (wide), gone.
-	if len(res.Attempts) != 4 || !res.Attempts[2].Wide {
+	// llm, rules (selected), rules (fallback), gone.
+	if len(res.Attempts) != 4 || !res.Attempts[2].Fallback {
 		t.Errorf("attempts %+v", res.Attempts)
 	}
 
