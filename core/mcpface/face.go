@@ -201,7 +201,7 @@ func New(o Options) (*Face, error) {
 		server.WithSessionIdManagerResolver(f.sessions),
 		server.WithSessionIdleTTL(o.SessionIdleTTL),
 		server.WithStreamableHTTPProtocolVersions(protocolVersions...),
-		// guard does the DNS rebinding checks, with the allow list.
+		// admit does the DNS rebinding checks, with the allow list.
 		server.WithDisableLocalhostProtection(true),
 		server.WithHeartbeatInterval(30*time.Second),
 		server.WithStreamableHTTPLogger(slogger),
@@ -224,7 +224,7 @@ func New(o Options) (*Face, error) {
 		mux.Handle(mcpclient.SSEPath, f.sse)
 		mux.Handle(mcpclient.MessagePath, f.sse)
 	}
-	f.handler = f.guard(mux)
+	f.handler = f.admit(mux)
 	return f, nil
 }
 
