@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
@@ -45,58 +43,12 @@ func (h *execHost) Call(ctx context.Context, method string, params json.RawMessa
 	return h.exec.HandleHostCall(ctx, method, params)
 }
 
-// startZygote runs the standard runtime's zygote as a plain child process
-// (the sandbox backends wrap the same zygote in their isolation), with the
-// generated stub tree and the repository's local tools on its path.
+// startZygote runs the runtime's zygote with the generated stub tree and
+// the repository's local tools on its path.
 func startZygote(t testing.TB, path ...string) *runtime.Runner {
 	t.Helper()
-	if _, err := os.Stat(python); err != nil {
-		t.Skip("no " + python)
-	}
-	lib := t.TempDir()
-	if err := runtime.Install(context.Background(), lib, python); err != nil {
-		t.Fatal(err)
-	}
-	ws := t.TempDir()
-	cfg := runtime.ZygoteConfig{Python: python, LibDir: lib, Path: path, Workdir: ws, Preload: []string{}}
-	argv := cfg.Command()
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	for k, v := range cfg.Env() {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.ExtraFiles = []*os.File{inR, outW}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	inR.Close()
-	outW.Close()
-	pid := cmd.Process.Pid
-	r := runtime.NewRunner(inW, outR, runtime.Options{Kill: func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }, Logger: hclog.NewNullLogger()})
-	t.Cleanup(func() {
-		r.Close()
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("zygote stderr: %s", stderr.String())
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if _, err := r.Ready(ctx); err != nil {
-		t.Fatalf("zygote not ready: %v (stderr %s)", err, stderr.String())
-	}
-	return r
+	cfg := runtime.ZygoteConfig{Python: python, Path: path, Workdir: t.TempDir(), Preload: []string{}}
+	return testutil.StartZygote(t, cfg, runtime.Options{})
 }
 
 func run(t testing.TB, r *runtime.Runner, b *Bridge, code string) (sandbox.ExecResult, *execHost) {

@@ -14,13 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cexec/cexec/internal/childenv"
-	"github.com/cexec/cexec/internal/testpeers"
-
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/core/catalog/stubgen"
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/childenv"
+	"github.com/cexec/cexec/internal/testpeers"
 )
 
 func TestReferenceServers(t *testing.T) {

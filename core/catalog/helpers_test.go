@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"github.com/cexec/cexec/internal/testpeers"
 	"io"
 	"net"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/testpeers"
 )
 
 // repoRoot is the repository's top directory.

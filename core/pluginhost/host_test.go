@@ -1,7 +1,6 @@
 package pluginhost
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,6 +20,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/guard"
 	"github.com/cexec/cexec/pluginapi/selector"
@@ -41,13 +40,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-		"github.com/cexec/cexec/examples/"+keywordBin, "./testdata/envplugin")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build test plugins:", err)
-		_ = os.RemoveAll(dir)
-		os.Exit(1)
+	for out, pkg := range map[string]string{keywordBin: "./examples/" + keywordBin, envBin: "./core/pluginhost/testdata/envplugin"} {
+		if err := testutil.GoBuild(filepath.Join(dir, out), pkg); err != nil {
+			fmt.Fprintln(os.Stderr, "build test plugins:", err)
+			_ = os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	builtDir = dir
 	code := m.Run()
@@ -108,27 +106,9 @@ func lineOf(t *testing.T, src, s string) int {
 	return 0
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // testLogger logs to the test's output and to the returned buffer.
-func testLogger(t *testing.T) (hclog.Logger, *syncBuffer) {
-	buf := &syncBuffer{}
+func testLogger(t *testing.T) (hclog.Logger, *testutil.Buffer) {
+	buf := &testutil.Buffer{}
 	return hclog.New(&hclog.LoggerOptions{
 		Name:   "cexecd",
 		Level:  hclog.Debug,
