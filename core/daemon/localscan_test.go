@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/internal/testpeers"
 	"github.com/cexec/cexec/internal/testutil"
-	"github.com/hashicorp/go-hclog"
 )
 
 // TestLocalToolsReadInSandbox reads the repository's local tools through the

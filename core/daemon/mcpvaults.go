@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/mark3labs/mcp-go/server"
+
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/mcpface"
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // vaultOwner is the MCP session that opened vaults: they stay open until it

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
-	"github.com/hashicorp/go-hclog"
 )
 
 // taskRun is the state of one task.
