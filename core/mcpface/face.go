@@ -114,6 +114,24 @@ type Face struct {
 // New checks o and builds the face. Serve it with Serve (or mount Handler
 // on an http.Server).
 func New(o Options) (*Face, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	f := &Face{o: o, log: o.Logger, origins: map[string]bool{}, hosts: map[string]bool{}}
+	if err := f.setAccess(o.Tokens, o.AllowedOrigins); err != nil {
+		return nil, err
+	}
+	f.sessions = newSessionTable(o.OnSessionEnd)
+	f.srv = f.newMCPServer()
+	f.addTools()
+	f.addResources()
+	f.handler = f.admit(f.routes())
+	return f, nil
+}
+
+// check fails on missing services or an invalid default tenant and fills
+// in the defaults.
+func (o *Options) check() error {
 	var missing []string
 	for name, ok := range map[string]bool{
 		"Catalog": o.Catalog != nil, "Searcher": o.Searcher != nil, "Executor": o.Executor != nil,
@@ -124,13 +142,13 @@ func New(o Options) (*Face, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("mcp face: missing %s", strings.Join(sortedStrings(missing), ", "))
+		return fmt.Errorf("mcp face: missing %s", strings.Join(sortedStrings(missing), ", "))
 	}
 	if o.DefaultTenant == "" {
 		o.DefaultTenant = DefaultTenant
 	}
 	if !tenantRE.MatchString(o.DefaultTenant) {
-		return nil, fmt.Errorf("mcp face: invalid default tenant %q", o.DefaultTenant)
+		return fmt.Errorf("mcp face: invalid default tenant %q", o.DefaultTenant)
 	}
 	if o.MaxOutput <= 0 {
 		o.MaxOutput = DefaultMaxOutput
@@ -148,35 +166,42 @@ func New(o Options) (*Face, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	f := &Face{o: o, log: o.Logger, origins: map[string]bool{}, hosts: map[string]bool{}}
+	return nil
+}
 
+// setAccess records the bearer tokens (hashed) with their tenants and the
+// allowed origins with their hosts.
+func (f *Face) setAccess(tokens []Token, origins []string) error {
 	seen := map[[sha256.Size]byte]bool{}
-	for i, t := range o.Tokens {
+	for i, t := range tokens {
 		if t.Token == "" {
-			return nil, fmt.Errorf("mcp face: token %d is empty", i+1)
+			return fmt.Errorf("mcp face: token %d is empty", i+1)
 		}
 		if !tenantRE.MatchString(t.Tenant) {
-			return nil, fmt.Errorf("mcp face: token %d: invalid tenant %q", i+1, t.Tenant)
+			return fmt.Errorf("mcp face: token %d: invalid tenant %q", i+1, t.Tenant)
 		}
 		sum := sha256.Sum256([]byte(t.Token))
 		if seen[sum] {
-			return nil, fmt.Errorf("mcp face: token %d is a duplicate; each token maps to one tenant", i+1)
+			return fmt.Errorf("mcp face: token %d is a duplicate; each token maps to one tenant", i+1)
 		}
 		seen[sum] = true
 		f.tokens = append(f.tokens, tokenEntry{sum: sum, tenant: t.Tenant})
 	}
-	for _, s := range o.AllowedOrigins {
+	for _, s := range origins {
 		norm, err := normalizeOrigin(s)
 		if err != nil {
-			return nil, fmt.Errorf("mcp face: %w", err)
+			return fmt.Errorf("mcp face: %w", err)
 		}
 		f.origins[norm] = true
 		if u, err := url.Parse(norm); err == nil {
 			f.hosts[u.Hostname()] = true
 		}
 	}
+	return nil
+}
 
-	f.sessions = newSessionTable(o.OnSessionEnd)
+// newMCPServer is the MCP server the face's transports share.
+func (f *Face) newMCPServer() *server.MCPServer {
 	hooks := &server.Hooks{}
 	hooks.AddAfterListResources(f.listResources)
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
@@ -184,7 +209,7 @@ func New(o Options) (*Face, error) {
 		// session ends with its stream.
 		f.sessions.end(s.SessionID(), kindSSE)
 	})
-	f.srv = server.NewMCPServer("cexec", o.Version,
+	return server.NewMCPServer("cexec", f.o.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, true),
 		server.WithInstructions(instructions),
@@ -193,22 +218,23 @@ func New(o Options) (*Face, error) {
 		server.WithResourceRecovery(),
 		server.WithHooks(hooks),
 	)
-	f.addTools()
-	f.addResources()
+}
 
-	slogger := hclogslog.New(f.log.Named("transport"))
+// routes serves streamable HTTP and, with Options.SSE, the legacy SSE
+// transport.
+func (f *Face) routes() *http.ServeMux {
 	f.http = server.NewStreamableHTTPServer(f.srv,
 		server.WithSessionIdManagerResolver(f.sessions),
-		server.WithSessionIdleTTL(o.SessionIdleTTL),
+		server.WithSessionIdleTTL(f.o.SessionIdleTTL),
 		server.WithStreamableHTTPProtocolVersions(protocolVersions...),
 		// admit does the DNS rebinding checks, with the allow list.
 		server.WithDisableLocalhostProtection(true),
 		server.WithHeartbeatInterval(30*time.Second),
-		server.WithStreamableHTTPLogger(slogger),
+		server.WithStreamableHTTPLogger(hclogslog.New(f.log.Named("transport"))),
 	)
 	mux := http.NewServeMux()
 	mux.Handle(mcpclient.EndpointPath, f.http)
-	if o.SSE {
+	if f.o.SSE {
 		f.sse = server.NewSSEServer(f.srv,
 			server.WithSSEEndpoint(mcpclient.SSEPath),
 			server.WithMessageEndpoint(mcpclient.MessagePath),
@@ -224,8 +250,7 @@ func New(o Options) (*Face, error) {
 		mux.Handle(mcpclient.SSEPath, f.sse)
 		mux.Handle(mcpclient.MessagePath, f.sse)
 	}
-	f.handler = f.admit(mux)
-	return f, nil
+	return mux
 }
 
 // instructions is the server's description of itself in initialize: the
