@@ -249,8 +249,11 @@ func startComponents(ctx context.Context, o *Options, cfg *config.Config, svc *s
 	}
 	// Local tools are parsed in a sandbox of the backend, so only now; the
 	// search index starts with them.
+	scanStart := time.Now()
 	if err := svc.catalog.RefreshLocal(ctx); err != nil {
 		log.Warn("local tools skipped", "error", err)
+	} else {
+		log.Debug("local tools read", "elapsed", time.Since(scanStart).Round(time.Millisecond))
 	}
 	svc.startSearch(host)
 	return false, nil
