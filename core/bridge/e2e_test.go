@@ -1,18 +1,17 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cexec/cexec/internal/testutil"
+	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
@@ -22,25 +21,8 @@ const python = "/usr/bin/python3"
 // execHost is the executor's side of one execution, reduced to what the
 // bridge needs: output is collected, host calls go to the execution.
 type execHost struct {
-	exec   *Execution
-	mu     sync.Mutex
-	stdout bytes.Buffer
-	stderr bytes.Buffer
-}
-
-func (h *execHost) Output(s sandbox.Stream, data []byte) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if s == sandbox.Stdout {
-		h.stdout.Write(data)
-	} else {
-		h.stderr.Write(data)
-	}
-	return nil
-}
-
-func (h *execHost) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	return h.exec.HandleHostCall(ctx, method, params)
+	plugintest.Host
+	exec *Execution
 }
 
 // startZygote runs the runtime's zygote with the generated stub tree and
@@ -54,6 +36,7 @@ func startZygote(t testing.TB, path ...string) *runtime.Runner {
 func run(t testing.TB, r *runtime.Runner, b *Bridge, code string) (sandbox.ExecResult, *execHost) {
 	t.Helper()
 	h := &execHost{exec: b.NewExecution(ExecOptions{})}
+	h.OnCall = h.exec.HandleHostCall
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := r.Exec(ctx, sandbox.ExecRequest{Code: code, Timeout: 50 * time.Second}, h)
@@ -61,7 +44,7 @@ func run(t testing.TB, r *runtime.Runner, b *Bridge, code string) (sandbox.ExecR
 		t.Fatal(err)
 	}
 	if res.Error != nil {
-		t.Fatalf("program failed: %s: %s\n%s\nstdout: %s", res.Error.Type, res.Error.Message, res.Error.Traceback, h.stdout.String())
+		t.Fatalf("program failed: %s: %s\n%s\nstdout: %s", res.Error.Type, res.Error.Message, res.Error.Traceback, h.Stdout())
 	}
 	return res, h
 }
@@ -107,8 +90,8 @@ print(json.dumps(sorted((e["name"], e["observations"]) for e in graph["entities"
 `
 	res, h := run(t, r, f.b, code)
 	want := `[["invoice-001.txt", ["total 240 EUR", "words 9"]], ["invoice-002.txt", ["total 410 EUR", "words 9"]]]`
-	if got := strings.TrimSpace(h.stdout.String()); got != want {
-		t.Errorf("stdout:\n%s\nwant:\n%s\nstderr: %s", got, want, h.stderr.String())
+	if got := strings.TrimSpace(h.Stdout()); got != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s\nstderr: %s", got, want, h.Stderr())
 	}
 	s := h.exec.Summary()
 	if s.Calls != 5 || s.Failed != 0 || len(s.Tools) != 4 {
@@ -135,14 +118,14 @@ try:
 except ToolError as e:
     print(e.type, "|", e)
 `)
-	out := h.stdout.String()
+	out := h.Stdout()
 	if !strings.HasPrefix(out, TypeUnavailable+" | ") || !strings.Contains(out, "went away during the call") {
 		t.Errorf("program saw: %q", out)
 	}
 	t.Logf("program saw: %s", strings.TrimSpace(out))
 
 	_, h = run(t, r, f.b, "from servers.everything import echo\nprint(echo(message='after restart'))\n")
-	if got := strings.TrimSpace(h.stdout.String()); got != "Echo: after restart" {
+	if got := strings.TrimSpace(h.Stdout()); got != "Echo: after restart" {
 		t.Errorf("next execution: %q", got)
 	}
 	if after, _ := f.cat.Server("everything"); after.PID == before.PID || after.Restarts != 1 {
