@@ -11,5 +11,5 @@
 //     PII layer it applies; search is search_tools over the selector.
 //   - workspace keeps tenants' state, skills and session logs.
 //   - control is the gRPC control API; mcpface is the MCP server agents use.
-//   - searcheval measures selectors; version is the build version.
+//   - version is the build version.
 package core

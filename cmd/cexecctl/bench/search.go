@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
-	"github.com/cexec/cexec/core/searcheval"
+	"github.com/cexec/cexec/internal/searcheval"
 )
 
 type searchFlags struct {

@@ -25,7 +25,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/cexec/cexec/core/searcheval"
+	"github.com/cexec/cexec/internal/searcheval"
 )
 
 func main() {

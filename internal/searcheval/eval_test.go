@@ -8,7 +8,7 @@ import (
 )
 
 // evalDir is ../shared/eval seen from the module root; tests run in
-// core/searcheval, two levels down.
+// internal/searcheval, two levels down.
 var evalDir = filepath.Join("..", "..", "..", "shared", "eval")
 
 func loadEval(t testing.TB, name string) *Dataset {
