@@ -50,8 +50,9 @@ type services struct {
 	search *search.Service
 }
 
-// newServices opens the workspaces and prepares the catalog; Start on the
-// catalog connects the upstream servers, startExec builds the pool and the
+// newServices opens the workspaces and prepares the catalog, which reads
+// local tools in sandboxes of the plugins' backend; Start on the catalog
+// connects the upstream servers, startExec builds the pool and the
 // executor once the plugins run. On error, call close.
 func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *services, err error) {
 	s := &services{log: log, cfg: cfg}
