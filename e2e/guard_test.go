@@ -23,7 +23,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/api/endpoint"
-	"github.com/cexec/cexec/client/mcpclient"
 )
 
 // pii is the customer record the guardrail tests read through the real
@@ -120,7 +119,7 @@ func mcpSession(t *testing.T, s setup, tenant string) *client.Client {
 	}
 	c, err := client.NewStreamableHttpClient(endpoint.UnixBaseURL+endpoint.MCPPath,
 		transport.WithHTTPHeaders(map[string]string{endpoint.TenantHeader: tenant}),
-		transport.WithHTTPBasicClient(mcpclient.UnixClient(sock)))
+		transport.WithHTTPBasicClient(endpoint.UnixClient(sock)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,3 +1,7 @@
+// Package mcpclient is the client side of cexecd's MCP face: the
+// execute_code latency benchmark that `cexecctl bench mcp` runs. Where the
+// face listens, the names it answers to and an http.Client for its private
+// unix socket are in api/endpoint, which the daemon shares.
 package mcpclient
 
 import (
@@ -19,7 +23,7 @@ import (
 // BenchOptions configure BenchExecute.
 type BenchOptions struct {
 	// URL is the streamable HTTP endpoint: http://127.0.0.1:7797/mcp, or
-	// endpoint.UnixBaseURL+endpoint.MCPPath with HTTPClient = UnixClient(socket).
+	// endpoint.UnixBaseURL+endpoint.MCPPath with HTTPClient = endpoint.UnixClient(socket).
 	URL        string
 	HTTPClient *http.Client
 	// Token is sent as a bearer token when set; Tenant as endpoint.TenantHeader.

@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cexec/cexec/core"
+	"github.com/cexec/cexec/core/daemon"
 	"github.com/cexec/cexec/internal/maxprocs"
 	"github.com/cexec/cexec/internal/version"
 )
@@ -39,8 +39,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("cexecd "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o := core.Options{Stderr: stderr, Started: started}
-	fs.StringVar(&o.ConfigFile, "config", "", "config file (default ./"+core.DefaultConfigFile+" if present, else built-in defaults)")
+	o := daemon.Options{Stderr: stderr, Started: started}
+	fs.StringVar(&o.ConfigFile, "config", "", "config file (default ./"+daemon.DefaultConfigFile+" if present, else built-in defaults)")
 	fs.StringVar(&o.Overrides.Socket, "socket", "", "control API unix socket (overrides the config and $CEXEC_SOCKET)")
 	fs.StringVar(&o.Overrides.DataDir, "data-dir", "", "data directory")
 	fs.StringVar(&o.Overrides.LogLevel, "log-level", "", "log level: trace, debug, info, warn, error")
@@ -82,14 +82,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "cexecd %s\n", version.Version)
 		return 0
 	case "validate":
-		if err = core.Validate(ctx, o); err == nil {
+		if err = daemon.Validate(ctx, o); err == nil {
 			fmt.Fprintln(stdout, "configuration is valid")
 		}
 	default:
-		err = core.Run(ctx, o)
+		err = daemon.Run(ctx, o)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "cexecd: %v\n", err)
 	}
-	return core.ExitCode(err)
+	return daemon.ExitCode(err)
 }

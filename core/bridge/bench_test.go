@@ -165,9 +165,9 @@ print(round((time.perf_counter() - t0) * 1000, 1))
 	b.ResetTimer()
 	for range b.N {
 		_, h := run(b, r, br, code)
-		v, err := strconv.ParseFloat(strings.TrimSpace(h.stdout.String()), 64)
+		v, err := strconv.ParseFloat(strings.TrimSpace(h.Stdout()), 64)
 		if err != nil {
-			b.Fatalf("program printed %q", h.stdout.String())
+			b.Fatalf("program printed %q", h.Stdout())
 		}
 		if s := h.exec.Summary(); s.Calls != 1000 || s.Failed != 0 {
 			b.Fatalf("summary %+v", s)

@@ -12,6 +12,9 @@ import (
 	"github.com/cexec/cexec/pluginapi"
 )
 
+// TestCallToolReferenceServers is long because its tables are: one fixture
+// (three upstream servers, costly to start) serves the results, the
+// failures and the refusal of a local tool.
 func TestCallToolReferenceServers(t *testing.T) {
 	f := newFixture(t, true)
 	if err := os.WriteFile(filepath.Join(f.data, "notes.txt"), []byte("alpha\nbeta\n"), 0o644); err != nil {
@@ -126,11 +129,13 @@ func TestCallToolReferenceServers(t *testing.T) {
 		})
 	}
 
-	if tool, ok := f.cat.Tool("textutils", "word_count"); ok {
-		_, err := f.b.CallTool(ctx, "textutils", "word_count", json.RawMessage(`{"text":"a b"}`))
-		if ce := callErr(t, err); ce.Type != TypeToolNotFound || !strings.Contains(ce.Message, tool.Stub.Import) {
-			t.Errorf("local tool through call_tool: %s: %s", ce.Type, ce.Message)
-		}
+	tool, ok := f.cat.Tool("textutils", "word_count")
+	if !ok {
+		t.Fatal("local tool textutils/word_count missing")
+	}
+	_, err := f.b.CallTool(ctx, "textutils", "word_count", json.RawMessage(`{"text":"a b"}`))
+	if ce := callErr(t, err); ce.Type != TypeToolNotFound || !strings.Contains(ce.Message, tool.Stub.Import) {
+		t.Errorf("local tool through call_tool: %s: %s", ce.Type, ce.Message)
 	}
 }
 

@@ -1,20 +1,17 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
+	"github.com/cexec/cexec/internal/testutil"
+	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
@@ -24,84 +21,22 @@ const python = "/usr/bin/python3"
 // execHost is the executor's side of one execution, reduced to what the
 // bridge needs: output is collected, host calls go to the execution.
 type execHost struct {
-	exec   *Execution
-	mu     sync.Mutex
-	stdout bytes.Buffer
-	stderr bytes.Buffer
+	plugintest.Host
+	exec *Execution
 }
 
-func (h *execHost) Output(s sandbox.Stream, data []byte) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if s == sandbox.Stdout {
-		h.stdout.Write(data)
-	} else {
-		h.stderr.Write(data)
-	}
-	return nil
-}
-
-func (h *execHost) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	return h.exec.HandleHostCall(ctx, method, params)
-}
-
-// startZygote runs the standard runtime's zygote as a plain child process
-// (the sandbox backends wrap the same zygote in their isolation), with the
-// generated stub tree and the repository's local tools on its path.
+// startZygote runs the runtime's zygote with the generated stub tree and
+// the repository's local tools on its path.
 func startZygote(t testing.TB, path ...string) *runtime.Runner {
 	t.Helper()
-	if _, err := os.Stat(python); err != nil {
-		t.Skip("no " + python)
-	}
-	lib := t.TempDir()
-	if err := runtime.Install(context.Background(), lib, python); err != nil {
-		t.Fatal(err)
-	}
-	ws := t.TempDir()
-	cfg := runtime.ZygoteConfig{Python: python, LibDir: lib, Path: path, Workdir: ws, Preload: []string{}}
-	argv := cfg.Command()
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	for k, v := range cfg.Env() {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.ExtraFiles = []*os.File{inR, outW}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	inR.Close()
-	outW.Close()
-	pid := cmd.Process.Pid
-	r := runtime.NewRunner(inW, outR, runtime.Options{Kill: func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }, Logger: hclog.NewNullLogger()})
-	t.Cleanup(func() {
-		r.Close()
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("zygote stderr: %s", stderr.String())
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if _, err := r.Ready(ctx); err != nil {
-		t.Fatalf("zygote not ready: %v (stderr %s)", err, stderr.String())
-	}
-	return r
+	cfg := runtime.ZygoteConfig{Python: python, Path: path, Workdir: t.TempDir(), Preload: []string{}}
+	return testutil.StartZygote(t, cfg, runtime.Options{})
 }
 
 func run(t testing.TB, r *runtime.Runner, b *Bridge, code string) (sandbox.ExecResult, *execHost) {
 	t.Helper()
 	h := &execHost{exec: b.NewExecution(ExecOptions{})}
+	h.OnCall = h.exec.HandleHostCall
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := r.Exec(ctx, sandbox.ExecRequest{Code: code, Timeout: 50 * time.Second}, h)
@@ -109,7 +44,7 @@ func run(t testing.TB, r *runtime.Runner, b *Bridge, code string) (sandbox.ExecR
 		t.Fatal(err)
 	}
 	if res.Error != nil {
-		t.Fatalf("program failed: %s: %s\n%s\nstdout: %s", res.Error.Type, res.Error.Message, res.Error.Traceback, h.stdout.String())
+		t.Fatalf("program failed: %s: %s\n%s\nstdout: %s", res.Error.Type, res.Error.Message, res.Error.Traceback, h.Stdout())
 	}
 	return res, h
 }
@@ -120,7 +55,7 @@ func run(t testing.TB, r *runtime.Runner, b *Bridge, code string) (sandbox.ExecR
 func TestEndToEnd(t *testing.T) {
 	f := newFixture(t, true)
 	if _, ok := f.cat.Tool("textutils", "word_count"); !ok {
-		t.Skip("local tools unavailable (no bubblewrap)")
+		t.Fatalf("local tool textutils/word_count missing; tools %v", f.cat.Tools())
 	}
 	for name, body := range map[string]string{
 		"invoice-001.txt": "Invoice 001: 3 chairs for ACME, total 240 EUR",
@@ -155,8 +90,8 @@ print(json.dumps(sorted((e["name"], e["observations"]) for e in graph["entities"
 `
 	res, h := run(t, r, f.b, code)
 	want := `[["invoice-001.txt", ["total 240 EUR", "words 9"]], ["invoice-002.txt", ["total 410 EUR", "words 9"]]]`
-	if got := strings.TrimSpace(h.stdout.String()); got != want {
-		t.Errorf("stdout:\n%s\nwant:\n%s\nstderr: %s", got, want, h.stderr.String())
+	if got := strings.TrimSpace(h.Stdout()); got != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s\nstderr: %s", got, want, h.Stderr())
 	}
 	s := h.exec.Summary()
 	if s.Calls != 5 || s.Failed != 0 || len(s.Tools) != 4 {
@@ -183,14 +118,14 @@ try:
 except ToolError as e:
     print(e.type, "|", e)
 `)
-	out := h.stdout.String()
+	out := h.Stdout()
 	if !strings.HasPrefix(out, TypeUnavailable+" | ") || !strings.Contains(out, "went away during the call") {
 		t.Errorf("program saw: %q", out)
 	}
 	t.Logf("program saw: %s", strings.TrimSpace(out))
 
 	_, h = run(t, r, f.b, "from servers.everything import echo\nprint(echo(message='after restart'))\n")
-	if got := strings.TrimSpace(h.stdout.String()); got != "Echo: after restart" {
+	if got := strings.TrimSpace(h.Stdout()); got != "Echo: after restart" {
 		t.Errorf("next execution: %q", got)
 	}
 	if after, _ := f.cat.Server("everything"); after.PID == before.PID || after.Restarts != 1 {

@@ -3,8 +3,6 @@ package bridge
 import (
 	"context"
 	"errors"
-	"github.com/cexec/cexec/internal/testpeers"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -14,6 +12,8 @@ import (
 
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/testpeers"
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
@@ -48,9 +48,9 @@ func newFixture(t testing.TB, local bool) *fixture {
 	}
 	opts := catalog.Options{Logger: testpeers.Logger(t, "", hclog.Warn), ServersDir: f.stubs, MinBackoff: 50 * time.Millisecond}
 	if local {
-		if _, err := exec.LookPath("bwrap"); err == nil {
-			opts.LocalServersDir = filepath.Join(repoRoot(t), "servers")
-		}
+		testutil.NeedPython(t)
+		opts.LocalServersDir = filepath.Join(repoRoot(t), "servers")
+		opts.Scanner = pythonScanner{}
 	}
 	cfg := &config.Config{Daemon: config.Daemon{DataDir: t.TempDir()}, MCPServers: servers}
 	f.cat, err = catalog.New(cfg, opts)
@@ -63,8 +63,21 @@ func newFixture(t testing.TB, local bool) *fixture {
 	if err := f.cat.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if local {
+		if err := f.cat.RefreshLocal(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f.b = New(f.cat, testpeers.Logger(t, "", hclog.Warn))
 	return f
+}
+
+// pythonScanner reads local tools with the host's Python, unsandboxed: the
+// tests here call them; reading them in a real sandbox is the daemon's test.
+type pythonScanner struct{}
+
+func (pythonScanner) Scan(ctx context.Context, req catalog.ScanRequest) ([]byte, error) {
+	return testutil.RunPython(ctx, req.Program(req.Dir), req.MaxOutput)
 }
 
 // callErr returns err as a CallError, failing the test if it is not one.

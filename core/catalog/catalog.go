@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
@@ -48,7 +47,6 @@ const (
 	DefaultConnectTimeout = 30 * time.Second
 	DefaultMinBackoff     = 250 * time.Millisecond
 	DefaultMaxBackoff     = 30 * time.Second
-	DefaultPython         = "/usr/bin/python3"
 )
 
 // Errors of Call, matched with errors.Is.
@@ -78,12 +76,10 @@ type Options struct {
 	// ServersDir itself (generated packages are told apart by their
 	// marker); "-" means none. Its last element must be "servers" too.
 	LocalServersDir string
-	// Python reads local tools' signatures and docstrings (with its ast
-	// module, inside bubblewrap); default /usr/bin/python3.
-	Python string
-	// Bwrap is the bubblewrap binary; default: bwrap from PATH. Without it,
-	// local tools are skipped with a warning.
-	Bwrap string
+	// Scanner reads local tools' signatures and docstrings (with Python's
+	// ast module, in a sandbox). Without one, RefreshLocal fails with
+	// ErrNoSandbox.
+	Scanner Scanner
 	// LookupEnv reads the daemon environment variables stdio servers
 	// inherit (PATH, HOME, TMPDIR, LANG); default os.LookupEnv.
 	LookupEnv func(string) (string, bool)
@@ -144,12 +140,6 @@ func New(cfg *config.Config, opts Options) (*Catalog, error) {
 			return nil, fmt.Errorf("local servers directory: %w", err)
 		}
 	}
-	if opts.Python == "" {
-		opts.Python = DefaultPython
-	}
-	if opts.Bwrap == "" {
-		opts.Bwrap, _ = exec.LookPath("bwrap")
-	}
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
 	}
@@ -191,15 +181,12 @@ func checkServersDir(dir string) error {
 	return nil
 }
 
-// Start reads the local tools and connects every upstream server in
-// parallel, returning when each has connected or failed once. A required
-// server that fails makes Start return an error (the caller should Close);
-// an optional one (optional = true) is only logged and keeps being retried
-// in the background.
+// Start connects every upstream server in parallel, returning when each has
+// connected or failed once. A required server that fails makes Start return
+// an error (the caller should Close); an optional one (optional = true) is
+// only logged and keeps being retried in the background. Local tools are
+// read by RefreshLocal, once the sandbox backend the scanner needs runs.
 func (c *Catalog) Start(ctx context.Context) error {
-	if err := c.RefreshLocal(ctx); err != nil {
-		c.log.Warn("local tools skipped", "error", err)
-	}
 	for _, u := range c.servers {
 		c.wg.Add(1)
 		go func() {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/cexec/cexec/internal/testpeers"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/cexec/cexec/core/catalog/stubgen"
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/childenv"
+	"github.com/cexec/cexec/internal/testpeers"
 )
 
 func TestReferenceServers(t *testing.T) {
@@ -131,7 +132,7 @@ func TestEnvironmentIsolation(t *testing.T) {
 		names = append(names, k)
 	}
 	for _, k := range names {
-		if !slices.Contains(baseEnv, k) {
+		if !slices.Contains(childenv.Base, k) {
 			t.Errorf("filesystem server got %s from the daemon's environment (all: %v)", k, names)
 		}
 	}
@@ -211,7 +212,8 @@ func TestCallTimeout(t *testing.T) {
 func TestListChangedFromServer(t *testing.T) {
 	// server-everything registers its conditional tools once initialized and
 	// announces them with notifications/tools/list_changed.
-	c := start(t, Options{}, everythingServer(t, nil))
+	// Refresh("") rereads the local tools too, which needs a scanner.
+	c := start(t, Options{Scanner: localScanner(t)}, everythingServer(t, nil))
 	eventually(t, "a tools/list_changed notification", 10*time.Second, func() bool {
 		st, _ := c.Server("everything")
 		return st.ListChanged > 0

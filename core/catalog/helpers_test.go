@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"github.com/cexec/cexec/internal/testpeers"
 	"io"
 	"net"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/testpeers"
 )
 
 // repoRoot is the repository's top directory.
@@ -64,6 +64,11 @@ func start(t testing.TB, opts Options, servers ...*config.MCPServer) *Catalog {
 	defer cancel()
 	if err := c.Start(ctx); err != nil {
 		t.Fatalf("Start: %v", err)
+	}
+	if opts.Scanner != nil {
+		if err := c.RefreshLocal(ctx); err != nil {
+			t.Fatalf("RefreshLocal: %v", err)
+		}
 	}
 	return c
 }

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	_ "embed"
@@ -9,35 +8,49 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/cexec/cexec/core/catalog/stubgen"
-	"github.com/cexec/cexec/internal/bwrapproc"
 )
 
 //go:embed localscan.py
 var localScanScript string
 
 const (
-	// localScanTimeout bounds reading the local tools.
+	// localScanTimeout bounds reading the local tools, sandbox creation
+	// included.
 	localScanTimeout = 20 * time.Second
 	// maxLocalScanOutput bounds the scanner's JSON.
 	maxLocalScanOutput = 16 << 20
-	// sandboxServers is where the local servers directory appears inside
-	// the scanner's sandbox.
-	sandboxServers = "/src/servers"
 )
 
-// ErrNoSandbox: local tools are read only inside bubblewrap, and there is
+// ErrNoSandbox: local tools are read only inside a sandbox, and there is
 // none.
-var ErrNoSandbox = errors.New("bubblewrap (bwrap) not found; local tools are read only inside a sandbox")
+var ErrNoSandbox = errors.New("no sandbox backend; local tools are read only inside a sandbox")
+
+// ScanRequest is one run of the local tools' scanner.
+type ScanRequest struct {
+	// Dir is the host folder the program reads.
+	Dir string
+	// Program returns self-contained Python source that reads the folder at
+	// root and prints one JSON document on stdout; the runner passes where
+	// it shows Dir.
+	Program func(root string) string
+	// MaxOutput bounds the program's output; more is an error.
+	MaxOutput int64
+}
+
+// Scanner runs the local tools' scanner in a sandbox that shows nothing of
+// the host but req.Dir (read-only), has no network and holds no secrets,
+// and returns the program's stdout. The daemon implements it over the
+// configured sandbox backend.
+type Scanner interface {
+	Scan(ctx context.Context, req ScanRequest) ([]byte, error)
+}
 
 type scanResult struct {
 	Packages []struct {
@@ -78,10 +91,9 @@ func (c *Catalog) RefreshLocal(ctx context.Context) error {
 	return nil
 }
 
-// readLocal runs the scanner over LocalServersDir inside bubblewrap: the
-// files are untrusted input to a parser, so the parser gets a read-only view
-// of them and of /usr, no network, no other namespaces shared, and dies with
-// cexecd. There is deliberately no unsandboxed fallback.
+// readLocal runs the scanner over LocalServersDir in a sandbox: the files
+// are untrusted input to a parser, so the parser gets a read-only view of
+// them and nothing else. There is deliberately no unsandboxed fallback.
 func (c *Catalog) readLocal(ctx context.Context) ([]Tool, error) {
 	dir := c.opts.LocalServersDir
 	if dir == "-" {
@@ -90,49 +102,21 @@ func (c *Catalog) readLocal(ctx context.Context) ([]Tool, error) {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if c.opts.Bwrap == "" {
+	if c.opts.Scanner == nil {
 		return nil, ErrNoSandbox
-	}
-	if err := executable(c.opts.Bwrap); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrNoSandbox, c.opts.Bwrap, err)
-	}
-	python, err := filepath.EvalSymlinks(c.opts.Python)
-	if err != nil {
-		return nil, fmt.Errorf("python: %w", err)
-	}
-	if !strings.HasPrefix(python, "/usr/") {
-		return nil, fmt.Errorf("python %s resolves to %s, outside /usr, which is all the scanner's sandbox shows", c.opts.Python, python)
 	}
 	ctx, cancel := context.WithTimeout(ctx, localScanTimeout)
 	defer cancel()
-	args := []string{
-		"--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
-		"--cap-drop", "ALL",
-		"--ro-bind", "/usr", "/usr",
-	}
-	args = append(args, rootLinks()...)
-	args = append(args,
-		"--ro-bind", dir, sandboxServers,
-		"--tmpfs", "/tmp",
-		"--setenv", "LANG", "C.UTF-8",
-		"--chdir", "/",
-		"--", python, "-I", "-S", "-c", localScanScript, sandboxServers, stubgen.Marker,
-	)
-	cmd := exec.CommandContext(ctx, c.opts.Bwrap, args...)
-	// Killed while it sets up, bwrap would orphan the scanner for ever.
-	cmd.Cancel = func() error {
-		bwrapproc.Kill(cmd.Process, nil)
-		return nil
-	}
-	cmd.Env = []string{}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &limitedWriter{w: &stdout, n: maxLocalScanOutput}
-	cmd.Stderr = &limitedWriter{w: &stderr, n: 64 << 10}
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("read local tools in %s (bwrap %s): %w: %s", dir, c.opts.Bwrap, err, strings.TrimSpace(stderr.String()))
+	out, err := c.opts.Scanner.Scan(ctx, ScanRequest{
+		Dir:       dir,
+		Program:   scanProgram,
+		MaxOutput: maxLocalScanOutput,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read local tools in %s: %w", dir, err)
 	}
 	var res scanResult
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+	if err := json.Unmarshal(out, &res); err != nil {
 		return nil, fmt.Errorf("read local tools: decode scanner output: %w", err)
 	}
 	for _, e := range res.Errors {
@@ -181,37 +165,10 @@ func localTool(dir, pkg, name, module, file string, line int, sig, doc, src stri
 	}
 }
 
-// rootLinks recreates the top-level directories that merged-/usr systems
-// make symlinks into /usr (/bin, /lib, ...), and binds them read-only where
-// they are real directories.
-func rootLinks() []string {
-	var args []string
-	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"} {
-		fi, err := os.Lstat(d)
-		switch {
-		case err != nil:
-		case fi.Mode()&fs.ModeSymlink != 0:
-			if target, err := os.Readlink(d); err == nil {
-				args = append(args, "--symlink", target, d)
-			}
-		case fi.IsDir():
-			args = append(args, "--ro-bind", d, d)
-		}
-	}
-	return args
-}
-
-// limitedWriter keeps the first n bytes and fails after, which stops a
-// runaway child.
-type limitedWriter struct {
-	w io.Writer
-	n int
-}
-
-func (l *limitedWriter) Write(p []byte) (int, error) {
-	if len(p) > l.n {
-		return 0, fmt.Errorf("output larger than the limit")
-	}
-	l.n -= len(p)
-	return l.w.Write(p)
+// scanProgram is the scanner with its call appended; JSON strings are valid
+// Python string literals.
+func scanProgram(root string) string {
+	r, _ := json.Marshal(root)
+	m, _ := json.Marshal(stubgen.Marker)
+	return localScanScript + "\nmain(" + string(r) + ", " + string(m) + ")\n"
 }

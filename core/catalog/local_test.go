@@ -4,34 +4,29 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cexec/cexec/core/catalog/stubgen"
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/testutil"
 )
 
-// needBwrap skips the test when bubblewrap is missing or cannot make a
-// sandbox here (user namespaces disabled): local tools are read only
-// inside one.
-func needBwrap(t *testing.T) {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skip("bubblewrap is not installed; local tools are read only inside it (scripts/deps.sh installs it)")
-	}
-	dir := filepath.Join(t.TempDir(), "servers")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c, err := New(&config.Config{}, Options{ServersDir: "-", LocalServersDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.RefreshLocal(context.Background()); err != nil {
-		t.Skipf("bubblewrap cannot make a sandbox on this machine: %v", err)
-	}
+// pythonScanner runs the scanner with the host's Python, unsandboxed: the
+// tests here are about what the scanner reads, and the daemon's tests read
+// local tools through a real sandbox backend.
+type pythonScanner struct{}
+
+func (pythonScanner) Scan(ctx context.Context, req ScanRequest) ([]byte, error) {
+	return testutil.RunPython(ctx, req.Program(req.Dir), req.MaxOutput)
+}
+
+// localScanner returns the scanner the tests read local tools with.
+func localScanner(t *testing.T) Scanner {
+	t.Helper()
+	testutil.NeedPython(t)
+	return pythonScanner{}
 }
 
 func writeFiles(t *testing.T, root string, files map[string]string) {
@@ -48,9 +43,8 @@ func writeFiles(t *testing.T, root string, files map[string]string) {
 
 // TestShippedLocalTools reads the repository's own servers/ directory.
 func TestShippedLocalTools(t *testing.T) {
-	needBwrap(t)
 	dir := filepath.Join(repoRoot(t), "servers")
-	c := start(t, Options{LocalServersDir: dir})
+	c := start(t, Options{LocalServersDir: dir, Scanner: localScanner(t)})
 	for _, tt := range []struct{ name, sig, doc string }{
 		{"word_count", "word_count(text: str, *, top: int = 10, min_length: int = 1) -> dict[str, Any]", "Count the words of a text."},
 		{"csv_summary", "csv_summary(text: str, *, delimiter: str | None = None, top: int = 3) -> dict[str, Any]", "Summarise CSV data"},
@@ -76,7 +70,7 @@ func TestShippedLocalTools(t *testing.T) {
 }
 
 func TestLocalToolRules(t *testing.T) {
-	needBwrap(t)
+	scanner := localScanner(t)
 	dir := filepath.Join(t.TempDir(), "servers")
 	writeFiles(t, dir, map[string]string{
 		"reports/__init__.py": "\"\"\"Reports.\"\"\"\n__all__ = ['monthly']\ndef monthly(year: int, month: int) -> str:\n    \"\"\"A monthly report.\"\"\"\n    return ''\ndef helper() -> None:\n    pass\n",
@@ -90,7 +84,7 @@ func TestLocalToolRules(t *testing.T) {
 	// An mcp_server named memory: the local package of that name is skipped
 	// (a configured server is not connected here; Start is not called).
 	cfg := &config.Config{Daemon: config.Daemon{DataDir: t.TempDir()}, MCPServers: []*config.MCPServer{{Name: "memory", Transport: config.TransportStdio, Command: "/bin/false"}}}
-	c, err := New(cfg, Options{LocalServersDir: dir, ServersDir: "-"})
+	c, err := New(cfg, Options{LocalServersDir: dir, ServersDir: "-", Scanner: scanner})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +115,7 @@ func TestLocalToolsNeedSandbox(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "servers")
 	writeFiles(t, dir, map[string]string{"pkg/__init__.py": "def f(): pass\n"})
 	cfg := &config.Config{Daemon: config.Daemon{DataDir: t.TempDir()}}
-	c, err := New(cfg, Options{LocalServersDir: dir, ServersDir: "-", Bwrap: "/nonexistent/bwrap"})
+	c, err := New(cfg, Options{LocalServersDir: dir, ServersDir: "-"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,14 +134,14 @@ func TestLocalToolsNeedSandbox(t *testing.T) {
 // TestSharedServersDir is the default layout: generated stubs and local
 // tool packages side by side in one servers directory.
 func TestSharedServersDir(t *testing.T) {
-	needBwrap(t)
+	scanner := localScanner(t)
 	dir := filepath.Join(t.TempDir(), "servers")
 	src, err := os.ReadFile(filepath.Join(repoRoot(t), "servers", "textutils", "__init__.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeFiles(t, dir, map[string]string{"textutils/__init__.py": string(src)})
-	c := start(t, Options{ServersDir: dir}, memoryServer(t, t.TempDir()))
+	c := start(t, Options{ServersDir: dir, Scanner: scanner}, memoryServer(t, t.TempDir()))
 
 	if _, err := os.Stat(filepath.Join(dir, "memory", "read_graph.py")); err != nil {
 		t.Errorf("stubs: %v", err)

@@ -2,7 +2,8 @@
 # ast module (nothing is imported or executed) and prints one JSON document:
 #   {"packages": [{"name", "doc", "functions": [{"name", "module", "file",
 #     "line", "signature", "doc", "source"}]}], "errors": [{"file", "error"}]}
-# Run by cexecd inside bubblewrap as: python3 -I -S -c <this> DIR MARKER.
+# cexecd appends the call main(DIR, MARKER) and runs the program in a
+# sandbox of the configured backend that shows DIR read-only.
 # A package is a directory with an __init__.py that does not start with
 # MARKER (generated stubs); its tools are the public top-level functions of
 # its public modules (__init__.py included), limited by __all__ if a module
@@ -12,7 +13,6 @@ import json
 import os
 import sys
 
-root, marker = sys.argv[1], sys.argv[2]
 MAX_FILE = 1 << 20
 MAX_SOURCE = 16 << 10
 
@@ -106,7 +106,7 @@ def scan_module(pkg, mod_name, rel, path, out, errors):
     return tree
 
 
-def main():
+def main(root, marker):
     packages, errors = [], []
     for name in sorted(os.listdir(root)):
         pkg_dir = os.path.join(root, name)
@@ -133,5 +133,3 @@ def main():
         packages.append({"name": name, "doc": doc or "", "functions": functions})
     json.dump({"packages": packages, "errors": errors}, sys.stdout)
 
-
-main()

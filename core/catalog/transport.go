@@ -11,6 +11,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/childenv"
+	"github.com/cexec/cexec/internal/hclogslog"
 )
 
 // rawSink collects the raw JSON results of the tools/list pages answered
@@ -103,10 +105,10 @@ func (p *stdioProcess) pid() int {
 // listen asks a streamable HTTP transport for the standalone GET stream that
 // servers on protocol versions before 2026-07-28 send notifications on.
 func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Interface, *stdioProcess, error) {
-	log := newSlog(u.log)
+	log := hclogslog.New(u.log)
 	switch s.Transport {
 	case config.TransportStdio:
-		env := childEnv(u.cat.opts.LookupEnv, s.Env)
+		env := childenv.Build(u.cat.opts.LookupEnv, s.Env)
 		path, err := lookPath(s.Command, env, s.Cwd)
 		if err != nil {
 			return nil, nil, err

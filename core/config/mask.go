@@ -23,6 +23,30 @@ func (c *Config) MaskedJSON() ([]byte, error) {
 // schema's Sensitive attributes masked.
 func (c *Config) MaskedJSONWithSchemas(schemas map[string]pluginapi.ConfigSchema) ([]byte, error) {
 	masks := append([][]string(nil), c.sensitive...)
+	plugins, pluginMasks := c.pluginViews(schemas)
+	masks = append(masks, pluginMasks...)
+	root := c.view(plugins)
+
+	// A round trip through JSON turns every typed slice and map into
+	// []any and map[string]any, so masking can walk one shape.
+	b, err := json.Marshal(root)
+	if err != nil {
+		return nil, err
+	}
+	var tree any
+	if err := json.Unmarshal(b, &tree); err != nil {
+		return nil, err
+	}
+	for _, m := range masks {
+		tree = maskPath(tree, m)
+	}
+	return json.MarshalIndent(tree, "", "  ")
+}
+
+// pluginViews shows each plugin block, its config decoded with the schema
+// the plugin declared; masks are the paths of the config's sensitive
+// attributes.
+func (c *Config) pluginViews(schemas map[string]pluginapi.ConfigSchema) (_ []any, masks [][]string) {
 	plugins := make([]any, len(c.Plugins))
 	for i, p := range c.Plugins {
 		idx := strconv.Itoa(i)
@@ -56,7 +80,11 @@ func (c *Config) MaskedJSONWithSchemas(schemas map[string]pluginapi.ConfigSchema
 		}
 		plugins[i] = view
 	}
+	return plugins, masks
+}
 
+// view is the whole config as shown, before masking.
+func (c *Config) view(plugins []any) map[string]any {
 	servers := make([]any, len(c.MCPServers))
 	for i, s := range c.MCPServers {
 		servers[i] = map[string]any{
@@ -78,7 +106,7 @@ func (c *Config) MaskedJSONWithSchemas(schemas map[string]pluginapi.ConfigSchema
 		tokens[i] = map[string]any{"token": maskedValue, "tenant": t.Tenant}
 	}
 	sb := c.Sandbox
-	root := map[string]any{
+	return map[string]any{
 		"path": c.Path,
 		"cexec": map[string]any{
 			"data_dir": c.Daemon.DataDir, "socket": c.Daemon.Socket,
@@ -110,21 +138,6 @@ func (c *Config) MaskedJSONWithSchemas(schemas map[string]pluginapi.ConfigSchema
 			"allowed_origins": nonNil(c.MCP.AllowedOrigins), "sse": c.MCP.SSE,
 		},
 	}
-
-	// A round trip through JSON turns every typed slice and map into
-	// []any and map[string]any, so masking can walk one shape.
-	b, err := json.Marshal(root)
-	if err != nil {
-		return nil, err
-	}
-	var tree any
-	if err := json.Unmarshal(b, &tree); err != nil {
-		return nil, err
-	}
-	for _, m := range masks {
-		tree = maskPath(tree, m)
-	}
-	return json.MarshalIndent(tree, "", "  ")
 }
 
 // maskPath replaces the value at p inside v, if it exists.

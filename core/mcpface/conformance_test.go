@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cexec/cexec/internal/testutil"
 )
 
 // ConformanceURLEnv, when set, points TestConformance at a running MCP
@@ -27,7 +29,7 @@ func TestConformance(t *testing.T) {
 	node := peerNode(t)
 	cli := filepath.Join(repoRoot(t), "test/peers/node_modules/@modelcontextprotocol/conformance/dist/index.js")
 	if _, err := os.Stat(cli); err != nil {
-		t.Skipf("the conformance suite is not installed in test/peers (run scripts/deps.sh): %v", err)
+		testutil.SkipMissing(t, "the conformance suite is not installed in test/peers (run scripts/deps.sh): %v", err)
 	}
 	baseline, err := filepath.Abs("testdata/conformance-baseline.yml")
 	if err != nil {

@@ -10,7 +10,7 @@
 //
 // # Services
 //
-// The face owns no state beyond sessions; core.Run gives it the daemon's
+// The face owns no state beyond sessions; daemon.Run gives it the daemon's
 // parts through small interfaces (service.go): Catalog (servers, tools,
 // stub source), Searcher, Executor (execute_code), TaskRunner
 // (execute_task, optional), StateStore, SkillStore and Tokenizer (the PII
@@ -43,7 +43,7 @@
 // 2024-11-05 to 2025-11-25 are served; 2026-07-28 removed sessions, so its
 // clients negotiate down.
 //
-// # Wiring in core.Run
+// # Wiring in daemon.Run
 //
 //	o := mcpface.Options{
 //		Catalog: catalogView, Searcher: searchView, Executor: pipelineExec,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/hclogslog"
 )
 
 // Defaults of Options.
@@ -113,19 +114,24 @@ type Face struct {
 // New checks o and builds the face. Serve it with Serve (or mount Handler
 // on an http.Server).
 func New(o Options) (*Face, error) {
-	if err := o.complete(); err != nil {
+	if err := o.check(); err != nil {
 		return nil, err
 	}
 	f := &Face{o: o, log: o.Logger, origins: map[string]bool{}, hosts: map[string]bool{}}
-	if err := f.addAuth(); err != nil {
+	if err := f.setAccess(o.Tokens, o.AllowedOrigins); err != nil {
 		return nil, err
 	}
-	f.handler = f.guard(f.serveMux())
+	f.sessions = newSessionTable(o.OnSessionEnd)
+	f.srv = f.newMCPServer()
+	f.addTools()
+	f.addResources()
+	f.handler = f.admit(f.routes())
 	return f, nil
 }
 
-// complete checks that o has every service and fills in the defaults.
-func (o *Options) complete() error {
+// check fails on missing services or an invalid default tenant and fills
+// in the defaults.
+func (o *Options) check() error {
 	var missing []string
 	for name, ok := range map[string]bool{
 		"Catalog": o.Catalog != nil, "Searcher": o.Searcher != nil, "Executor": o.Executor != nil,
@@ -163,11 +169,11 @@ func (o *Options) complete() error {
 	return nil
 }
 
-// addAuth indexes the bearer tokens and the allowed browser origins.
-func (f *Face) addAuth() error {
-	o := f.o
+// setAccess records the bearer tokens (hashed) with their tenants and the
+// allowed origins with their hosts.
+func (f *Face) setAccess(tokens []Token, origins []string) error {
 	seen := map[[sha256.Size]byte]bool{}
-	for i, t := range o.Tokens {
+	for i, t := range tokens {
 		if t.Token == "" {
 			return fmt.Errorf("mcp face: token %d is empty", i+1)
 		}
@@ -181,7 +187,7 @@ func (f *Face) addAuth() error {
 		seen[sum] = true
 		f.tokens = append(f.tokens, tokenEntry{sum: sum, tenant: t.Tenant})
 	}
-	for _, s := range o.AllowedOrigins {
+	for _, s := range origins {
 		norm, err := normalizeOrigin(s)
 		if err != nil {
 			return fmt.Errorf("mcp face: %w", err)
@@ -191,15 +197,11 @@ func (f *Face) addAuth() error {
 			f.hosts[u.Hostname()] = true
 		}
 	}
-
 	return nil
 }
 
-// serveMux builds the MCP server and its transports, mounted on their
-// endpoint paths.
-func (f *Face) serveMux() *http.ServeMux {
-	o := f.o
-	f.sessions = newSessionTable(o.OnSessionEnd)
+// newMCPServer is the MCP server the face's transports share.
+func (f *Face) newMCPServer() *server.MCPServer {
 	hooks := &server.Hooks{}
 	hooks.AddAfterListResources(f.listResources)
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
@@ -207,7 +209,7 @@ func (f *Face) serveMux() *http.ServeMux {
 		// session ends with its stream.
 		f.sessions.end(s.SessionID(), kindSSE)
 	})
-	f.srv = server.NewMCPServer("cexec", o.Version,
+	return server.NewMCPServer("cexec", f.o.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, true),
 		server.WithInstructions(instructions),
@@ -216,22 +218,23 @@ func (f *Face) serveMux() *http.ServeMux {
 		server.WithResourceRecovery(),
 		server.WithHooks(hooks),
 	)
-	f.addTools()
-	f.addResources()
+}
 
-	slogger := newSlog(f.log.Named("transport"))
+// routes serves streamable HTTP and, with Options.SSE, the legacy SSE
+// transport.
+func (f *Face) routes() *http.ServeMux {
 	f.http = server.NewStreamableHTTPServer(f.srv,
 		server.WithSessionIdManagerResolver(f.sessions),
-		server.WithSessionIdleTTL(o.SessionIdleTTL),
+		server.WithSessionIdleTTL(f.o.SessionIdleTTL),
 		server.WithStreamableHTTPProtocolVersions(protocolVersions...),
-		// guard does the DNS rebinding checks, with the allow list.
+		// admit does the DNS rebinding checks, with the allow list.
 		server.WithDisableLocalhostProtection(true),
 		server.WithHeartbeatInterval(30*time.Second),
-		server.WithStreamableHTTPLogger(slogger),
+		server.WithStreamableHTTPLogger(hclogslog.New(f.log.Named("transport"))),
 	)
 	mux := http.NewServeMux()
 	mux.Handle(endpoint.MCPPath, f.http)
-	if o.SSE {
+	if f.o.SSE {
 		f.sse = server.NewSSEServer(f.srv,
 			server.WithSSEEndpoint(endpoint.SSEPath),
 			server.WithMessageEndpoint(endpoint.MessagePath),

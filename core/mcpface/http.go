@@ -155,11 +155,11 @@ func bearer(r *http.Request) (string, bool) {
 	return strings.TrimSpace(h[len(prefix):]), true
 }
 
-// guard runs before mcp-go sees a request: DNS rebinding checks (Host on
+// admit runs before mcp-go sees a request: DNS rebinding checks (Host on
 // loopback listeners, Origin everywhere), the tenant (bearer token over TCP,
 // the tenant header on the private unix socket), and that a session id
 // belongs to that tenant and is live.
-func (f *Face) guard(next http.Handler) http.Handler {
+func (f *Face) admit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		kind := kindOf(r)
 		if kind == viaLoopback && !f.hostAllowed(r.Host) {

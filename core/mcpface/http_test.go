@@ -18,7 +18,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/api/endpoint"
-	"github.com/cexec/cexec/client/mcpclient"
 	"github.com/cexec/cexec/core/config"
 )
 
@@ -310,7 +309,7 @@ func TestUnixSocket(t *testing.T) {
 	}
 	serve(t, w.face, ln)
 
-	hc := mcpclient.UnixClient(path)
+	hc := endpoint.UnixClient(path)
 	acme := connect(t, endpoint.UnixBaseURL+endpoint.MCPPath, transport.WithHTTPBasicClient(hc),
 		transport.WithHTTPHeaders(map[string]string{endpoint.TenantHeader: "acme"}))
 	if text, _ := call(t, acme, ToolListServers, nil); strings.Contains(text, "everything") || !strings.Contains(text, "memory") {

@@ -7,7 +7,7 @@ import (
 )
 
 // The interfaces below are everything the face needs of the daemon. Each is
-// small so that core.Run can adapt the real parts (catalog, selector,
+// small so that daemon.Run can adapt the real parts (catalog, selector,
 // pipeline, workspace, PII vault) with a few lines, and tests can supply
 // their own.
 //

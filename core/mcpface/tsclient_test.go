@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cexec/cexec/api/endpoint"
+	"github.com/cexec/cexec/internal/testutil"
 )
 
 // TestTypeScriptClientThroughShim drives the face with the official
@@ -24,14 +25,9 @@ func TestTypeScriptClientThroughShim(t *testing.T) {
 	root := repoRoot(t)
 	script := filepath.Join(root, "test/mcp-client/stdio.mjs")
 	if _, err := os.Stat(filepath.Join(root, "test/peers/node_modules/@modelcontextprotocol/sdk/package.json")); err != nil {
-		t.Skipf("the TypeScript SDK is not installed in test/peers (run scripts/deps.sh): %v", err)
+		testutil.SkipMissing(t, "the TypeScript SDK is not installed in test/peers (run scripts/deps.sh): %v", err)
 	}
-	ctl := filepath.Join(t.TempDir(), "cexecctl")
-	build := exec.Command("go", "build", "-o", ctl, "./cmd/cexecctl")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build cexecctl: %v\n%s", err, out)
-	}
+	ctl := testutil.BuildBinary(t, "./cmd/cexecctl")
 
 	w := newWorld(t, withUpstream(t))
 	dir, err := os.MkdirTemp("", "cexec-ts-")

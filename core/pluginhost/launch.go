@@ -141,12 +141,7 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 	kind := p.Kind
 	id := key(kind, p.Name)
 	fail := func(summary string, err error) (*instance, hcl.Diagnostics) {
-		return nil, hcl.Diagnostics{{
-			Severity: hcl.DiagError,
-			Summary:  summary,
-			Detail:   fmt.Sprintf("start plugin %s: %v", id, err),
-			Subject:  p.DeclRange.Ptr(),
-		}}
+		return nil, startFailed(p, summary, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return fail("Plugin not started", err)
@@ -201,31 +196,7 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 	}
 	pid, _ := strconv.Atoi(client.ID())
 
-	callCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	info, err := base.Info(callCtx)
-	if err != nil {
-		return fail("Plugin Info failed", err)
-	}
-	if info.Kind != kind {
-		return fail("Plugin kind mismatch", fmt.Errorf("%s reports kind %q, but cexec.hcl configures it as %q", path, info.Kind, kind))
-	}
-	apiVersion, found := pluginapi.NegotiateAPIVersion(hostAPIVersions[kind], info.APIVersions)
-	if !found {
-		return fail("No common plugin API version", fmt.Errorf("plugin %s %s speaks %s API versions [%s]; this cexecd speaks [%s]",
-			info.Name, info.Version, kind, strings.Join(info.APIVersions, ", "), strings.Join(hostAPIVersions[kind], ", ")))
-	}
-
-	body, bdiags := config.DecodePluginBody(p, info.ConfigSchema)
-	diags = append(diags, bdiags...)
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	pdiags, err := base.Configure(callCtx, body, apiVersion)
-	if err != nil {
-		return fail("Plugin Configure failed", err)
-	}
-	diags = append(diags, configureDiags(p, id, pdiags)...)
+	info, apiVersion, diags := configure(ctx, p, base, path, timeout, diags)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -242,6 +213,48 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 		started:    time.Now(),
 		exited:     make(chan struct{}),
 	}, diags
+}
+
+// startFailed is the diagnostic of a plugin that could not be started.
+func startFailed(p *config.Plugin, summary string, err error) hcl.Diagnostics {
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf("start plugin %s: %v", key(p.Kind, p.Name), err),
+		Subject:  p.DeclRange.Ptr(),
+	}}
+}
+
+// configure brings a dispensed plugin to its configured state: its Info and
+// API version checked, its block decoded against the schema it declares,
+// Configure called. diags are the launch's so far and come back with what
+// configuring adds; a failed call returns its error alone.
+func configure(ctx context.Context, p *config.Plugin, base pluginapi.Base, path string, timeout time.Duration, diags hcl.Diagnostics) (pluginapi.Info, string, hcl.Diagnostics) {
+	kind := p.Kind
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	info, err := base.Info(ctx)
+	if err != nil {
+		return info, "", startFailed(p, "Plugin Info failed", err)
+	}
+	if info.Kind != kind {
+		return info, "", startFailed(p, "Plugin kind mismatch", fmt.Errorf("%s reports kind %q, but cexec.hcl configures it as %q", path, info.Kind, kind))
+	}
+	apiVersion, found := pluginapi.NegotiateAPIVersion(hostAPIVersions[kind], info.APIVersions)
+	if !found {
+		return info, "", startFailed(p, "No common plugin API version", fmt.Errorf("plugin %s %s speaks %s API versions [%s]; this cexecd speaks [%s]",
+			info.Name, info.Version, kind, strings.Join(info.APIVersions, ", "), strings.Join(hostAPIVersions[kind], ", ")))
+	}
+	body, bdiags := config.DecodePluginBody(p, info.ConfigSchema)
+	diags = append(diags, bdiags...)
+	if diags.HasErrors() {
+		return info, apiVersion, diags
+	}
+	pdiags, err := base.Configure(ctx, body, apiVersion)
+	if err != nil {
+		return info, apiVersion, startFailed(p, "Plugin Configure failed", err)
+	}
+	return info, apiVersion, append(diags, configureDiags(p, key(kind, p.Name), pdiags)...)
 }
 
 // startError shortens go-plugin's multi-line handshake errors to their first

@@ -106,6 +106,18 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// leased returns the lease of an acquisition, failing t when it failed:
+// leased(t)(p.Acquire(ctx, tenant)).
+func leased(t testing.TB) func(*Lease, error) *Lease {
+	return func(l *Lease, err error) *Lease {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+}
+
 func TestNewRejectsBadConfig(t *testing.T) {
 	tmpl := func(string) (sandbox.CreateRequest, error) { return sandbox.CreateRequest{}, nil }
 	for _, tc := range []struct {
@@ -129,28 +141,19 @@ func TestReuseAndTenantIsolation(t *testing.T) {
 	p := newPool(t, b, Config{MaxTotal: 4})
 	ctx := context.Background()
 
-	a1, err := p.Acquire(ctx, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a1 := leased(t)(p.Acquire(ctx, "alice"))
 	if a1.Reused {
 		t.Fatal("first lease cannot be warm")
 	}
 	a1.Release(true)
 
-	bob, err := p.Acquire(ctx, "bob")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bob := leased(t)(p.Acquire(ctx, "bob"))
 	if bob.ID == a1.ID {
 		t.Fatal("alice's sandbox was handed to bob")
 	}
 	bob.Release(true)
 
-	a2, err := p.Acquire(ctx, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a2 := leased(t)(p.Acquire(ctx, "alice"))
 	if a2.ID != a1.ID || !a2.Reused {
 		t.Fatalf("alice got %s (reused %v), want her warm %s", a2.ID, a2.Reused, a1.ID)
 	}
@@ -176,19 +179,13 @@ func TestRecycling(t *testing.T) {
 			ctx := context.Background()
 			var first string
 			for i := 0; i < tc.uses; i++ {
-				l, err := p.Acquire(ctx, "t")
-				if err != nil {
-					t.Fatal(err)
-				}
+				l := leased(t)(p.Acquire(ctx, "t"))
 				if first == "" {
 					first = l.ID
 				}
 				l.Release(i < tc.uses-1 || tc.healthy)
 			}
-			l, err := p.Acquire(ctx, "t")
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := leased(t)(p.Acquire(ctx, "t"))
 			defer l.Release(true)
 			if got := l.ID == first; got != tc.reused {
 				t.Fatalf("reused = %v, want %v", got, tc.reused)
@@ -214,10 +211,7 @@ func TestHealthCheckReplacesBrokenSandbox(t *testing.T) {
 	b.unhealthy[broken] = true
 	b.mu.Unlock()
 
-	l2, err := p.Acquire(ctx, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l2 := leased(t)(p.Acquire(ctx, "t"))
 	defer l2.Release(true)
 	if l2.ID == broken {
 		t.Fatal("handed out a sandbox that failed its health check")
@@ -349,19 +343,13 @@ func TestAcquireFresh(t *testing.T) {
 	b := newMem()
 	p := newPool(t, b, Config{MaxTotal: 2, Warm: 1})
 	ctx := context.Background()
-	warm, err := p.Acquire(ctx, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	warm := leased(t)(p.Acquire(ctx, "t"))
 	warm.Release(true)
 	waitFor(t, "one idle sandbox", func() bool { return p.Stats().Idle["t"] == 1 })
 
 	seen := map[string]bool{warm.ID: true}
 	for range 3 {
-		l, err := p.AcquireFresh(ctx, "t")
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := leased(t)(p.AcquireFresh(ctx, "t"))
 		if l.Reused || seen[l.ID] {
 			t.Fatalf("fresh lease %s is a sandbox used before (reused %v)", l.ID, l.Reused)
 		}
@@ -405,10 +393,7 @@ func TestWarmFollowsPeakConcurrency(t *testing.T) {
 			ctx := context.Background()
 			var leases []*Lease
 			for range tc.peak {
-				l, err := p.Acquire(ctx, "t")
-				if err != nil {
-					t.Fatal(err)
-				}
+				l := leased(t)(p.Acquire(ctx, "t"))
 				leases = append(leases, l)
 			}
 			if got := p.Stats().Targets["t"]; got != max(tc.warm+tc.peak, tc.peak) {
@@ -472,10 +457,7 @@ func TestHealthCheckAfter(t *testing.T) {
 			b := newMem()
 			p := newPool(t, b, Config{MaxTotal: 1, HealthCheckAfter: tc.after})
 			ctx := context.Background()
-			l, err := p.Acquire(ctx, "t")
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := leased(t)(p.Acquire(ctx, "t"))
 			l.Release(true)
 			for range 3 {
 				time.Sleep(tc.pause)
@@ -569,14 +551,8 @@ func TestRestedSandboxPreferred(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPool(t, newMem(), Config{MaxTotal: 4})
 			ctx := context.Background()
-			first, err := p.Acquire(ctx, "alice")
-			if err != nil {
-				t.Fatal(err)
-			}
-			second, err := p.Acquire(ctx, "alice")
-			if err != nil {
-				t.Fatal(err)
-			}
+			first := leased(t)(p.Acquire(ctx, "alice"))
+			second := leased(t)(p.Acquire(ctx, "alice"))
 			first.Release(true)
 			second.Release(true) // the most recently used
 			time.Sleep(tc.wait)

@@ -90,7 +90,7 @@ func mcpBench(env *cli.Env) *cobra.Command {
 					return &cli.ExitError{Code: cli.ExitNotRunning, Err: fmt.Errorf("no MCP socket at %s: is cexecd running there (see --address)?", target)}
 				}
 				o.URL = endpoint.UnixBaseURL + endpoint.MCPPath
-				o.HTTPClient = mcpclient.UnixClient(target)
+				o.HTTPClient = endpoint.UnixClient(target)
 			}
 			ctx := cmd.Context()
 			if f.timeout > 0 {

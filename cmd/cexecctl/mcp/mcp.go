@@ -30,7 +30,6 @@ import (
 
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/client"
-	"github.com/cexec/cexec/client/mcpclient"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
 	"github.com/cexec/cexec/internal/maxprocs"
 )
@@ -148,7 +147,7 @@ func newRelay(o Options, out io.Writer) (*relay, error) {
 		}
 		r.endpoint, r.target = endpoint.UnixBaseURL+endpoint.MCPPath, sock
 		if r.hc == nil {
-			r.hc = mcpclient.UnixClient(sock)
+			r.hc = endpoint.UnixClient(sock)
 		}
 	}
 	if o.Tenant != "" {

@@ -23,7 +23,6 @@ import (
 
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/client"
-	"github.com/cexec/cexec/client/mcpclient"
 )
 
 // The relay is tested against an independent MCP server (mcp-go's
@@ -300,7 +299,7 @@ func TestRelayReopensSession(t *testing.T) {
 	first := d.last().Session
 
 	// End the session behind the relay's back, as the idle sweep would.
-	hc := mcpclient.UnixClient(endpoint.MCPSocket(d.control))
+	hc := endpoint.UnixClient(endpoint.MCPSocket(d.control))
 	req, _ := http.NewRequest(http.MethodDelete, endpoint.UnixBaseURL+endpoint.MCPPath, nil)
 	req.Header.Set("Mcp-Session-Id", first)
 	res, err := hc.Do(req)

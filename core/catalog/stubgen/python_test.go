@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cexec/cexec/internal/testutil"
 )
 
 // The toolchain the stubs must satisfy: Debian's Python and mypy (never a pyenv shim).
@@ -22,7 +24,7 @@ const (
 func requireTool(t *testing.T, path string) {
 	t.Helper()
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("%s not installed (apt-get install -y python3 mypy): %v", path, err)
+		testutil.SkipMissing(t, "%s not installed (apt-get install -y python3 mypy): %v", path, err)
 	}
 }
 

@@ -133,7 +133,7 @@ func buildTool(fn string, tool Tool) *toolModel {
 
 // renderTool renders the module of one tool.
 func renderTool(server, pkg string, tm *toolModel, tool Tool) (Stub, []byte) {
-	fn, params, extra, extraName, ret := tm.fn, tm.params, tm.extra, tm.extraName, tm.ret
+	fn, params, extra, extraName := tm.fn, tm.params, tm.extra, tm.extraName
 	r := newRenderer(tm.mod)
 	var defs strings.Builder
 	var types []*pyType
@@ -143,24 +143,9 @@ func renderTool(server, pkg string, tm *toolModel, tool Tool) (Stub, []byte) {
 	if extra != nil {
 		types = append(types, extra)
 	}
-	r.emitAll(&defs, append(types, ret)...)
+	r.emitAll(&defs, append(types, tm.ret)...)
 
-	// Signature.
-	var parts []string
-	for _, p := range params {
-		s := p.name + ": " + r.annotation(p.t)
-		if p.def != "" {
-			s += " = " + p.def
-		}
-		parts = append(parts, s)
-	}
-	if len(parts) > 0 {
-		parts = append([]string{"*"}, parts...)
-	}
-	if extra != nil {
-		parts = append(parts, "**"+extraName+": "+r.annotation(extra))
-	}
-	retAnn := r.annotation(ret)
+	parts, retAnn := signatureParts(r, tm)
 	sig := fn + "(" + strings.Join(parts, ", ") + ") -> " + retAnn
 
 	var b strings.Builder
@@ -175,45 +160,7 @@ func renderTool(server, pkg string, tm *toolModel, tool Tool) (Stub, []byte) {
 	}
 	docstring(&b, "    ", toolDoc(server, tool, params, extraName, tm.retDoc))
 
-	// Body: required arguments always, optional ones when they differ from their default.
-	call := "call_tool(" + pyString(server) + ", " + pyString(tool.Name) + ", "
-	var required []string
-	if extra != nil {
-		required = append(required, "**"+extraName)
-	}
-	optional := false
-	for _, p := range params {
-		if p.required {
-			required = append(required, pyString(p.orig)+": "+p.name)
-		} else {
-			optional = true
-		}
-	}
-	dict := "{" + strings.Join(required, ", ") + "}"
-	if optional || extra != nil {
-		b.WriteString("    " + localArgs + ": dict[str, Any] = " + dict + "\n")
-		for _, p := range params {
-			if p.required {
-				continue
-			}
-			cond := p.name + " is not None"
-			if p.def != "None" {
-				cond = p.name + " != " + p.def
-			}
-			b.WriteString("    if " + cond + ":\n")
-			b.WriteString("        " + localArgs + "[" + pyString(p.orig) + "] = " + p.name + "\n")
-		}
-		call += localArgs + ")"
-		r.use("Any")
-	} else {
-		call += dict + ")"
-	}
-	if ret.kind == tAny {
-		b.WriteString("    return " + call + "\n")
-	} else {
-		r.use("cast")
-		b.WriteString("    return cast(" + retAnn + ", " + call + ")\n")
-	}
+	writeCall(&b, r, server, tool.Name, tm, retAnn)
 
 	var src strings.Builder
 	src.WriteString(Marker + "\n\n")
@@ -234,6 +181,71 @@ func renderTool(server, pkg string, tm *toolModel, tool Tool) (Stub, []byte) {
 		Warnings:  tm.mod.warnings,
 	}
 	return stub, []byte(src.String())
+}
+
+// signatureParts renders the parameters of a tool's function (keyword-only,
+// then **extra) and its return annotation.
+func signatureParts(r *renderer, tm *toolModel) (parts []string, retAnn string) {
+	for _, p := range tm.params {
+		s := p.name + ": " + r.annotation(p.t)
+		if p.def != "" {
+			s += " = " + p.def
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) > 0 {
+		parts = append([]string{"*"}, parts...)
+	}
+	if tm.extra != nil {
+		parts = append(parts, "**"+tm.extraName+": "+r.annotation(tm.extra))
+	}
+	retAnn = r.annotation(tm.ret)
+	return parts, retAnn
+}
+
+// writeCall writes the function's body: call_tool with the required
+// arguments always and the optional ones when they differ from their
+// default, cast to the return type when it is known.
+func writeCall(b *strings.Builder, r *renderer, server, tool string, tm *toolModel, retAnn string) {
+	call := "call_tool(" + pyString(server) + ", " + pyString(tool) + ", "
+	var required []string
+	if tm.extra != nil {
+		required = append(required, "**"+tm.extraName)
+	}
+	optional := false
+	for _, p := range tm.params {
+		if p.required {
+			required = append(required, pyString(p.orig)+": "+p.name)
+		} else {
+			optional = true
+		}
+	}
+	dict := "{" + strings.Join(required, ", ") + "}"
+	if optional || tm.extra != nil {
+		b.WriteString("    " + localArgs + ": dict[str, Any] = " + dict + "\n")
+		for _, p := range tm.params {
+			if p.required {
+				continue
+			}
+			cond := p.name + " is not None"
+			if p.def != "None" {
+				cond = p.name + " != " + p.def
+			}
+			b.WriteString("    if " + cond + ":\n")
+			b.WriteString("        " + localArgs + "[" + pyString(p.orig) + "] = " + p.name + "\n")
+		}
+		call += localArgs + ")"
+		r.use("Any")
+	} else {
+		call += dict + ")"
+	}
+	if tm.ret.kind == tAny {
+		b.WriteString("    return " + call + "\n")
+	} else {
+		r.use("cast")
+		b.WriteString("    return cast(" + retAnn + ", " + call + ")\n")
+	}
+
 }
 
 // parseSchema parses an input schema; an absent one means "no arguments".

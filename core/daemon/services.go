@@ -1,4 +1,4 @@
-package core
+package daemon
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/bridge"
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/config"
@@ -21,9 +22,6 @@ import (
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
-
-// DefaultTenant is the tenant of requests that name none.
-const DefaultTenant = "default"
 
 // sandboxServers is where the servers directory is mounted; the runtime puts
 // /cexec on sys.path, so `servers` is importable from it.
@@ -50,10 +48,11 @@ type services struct {
 	search *search.Service
 }
 
-// newServices opens the workspaces and prepares the catalog; Start on the
-// catalog connects the upstream servers, startExec builds the pool and the
+// newServices opens the workspaces and prepares the catalog, which reads
+// local tools in sandboxes of the plugins' backend; Start on the catalog
+// connects the upstream servers, startExec builds the pool and the
 // executor once the plugins run. On error, call close.
-func newServices(cfg *config.Config, log hclog.Logger) (_ *services, err error) {
+func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *services, err error) {
 	s := &services{log: log, cfg: cfg}
 
 	wsOpts := workspace.OptionsFromConfig(cfg)
@@ -77,6 +76,7 @@ func newServices(cfg *config.Config, log hclog.Logger) (_ *services, err error) 
 		Logger:          log.Named("catalog"),
 		ServersDir:      cfg.Daemon.ServersDir,
 		LocalServersDir: cfg.Daemon.ServersDir,
+		Scanner:         sandboxScanner{plugins: plugins, backend: cfg.Sandbox.Backend},
 	})
 	if err != nil {
 		return s, fmt.Errorf("prepare tool catalog: %w", err)
@@ -122,7 +122,7 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 		}
 	})
 	s.sandbox = sb
-	s.pool.Prewarm(DefaultTenant)
+	s.pool.Prewarm(endpoint.DefaultTenant)
 	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec")}
 	if s.guards != nil {
 		s.exec.Guard = s.guards

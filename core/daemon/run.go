@@ -1,6 +1,6 @@
-// Package core is the cexecd daemon: it loads cexec.hcl, starts the plugins
+// Package daemon is the cexecd daemon: it loads cexec.hcl, starts the plugins
 // and serves the control API on a unix socket until its context ends.
-package core
+package daemon
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"google.golang.org/grpc"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/control"
 	"github.com/cexec/cexec/core/pluginhost"
@@ -159,76 +160,119 @@ func logLevel(flag, fallback string) string {
 func Run(ctx context.Context, o Options) error {
 	o.defaults()
 	log := newLogger(&o, logLevel(o.Overrides.LogLevel, "info"))
-	cfg, diags, err := loadConfig(&o, log)
+	cfg, err := loadForRun(&o, log)
 	if err != nil {
 		return err
 	}
-	if err := report(&o, cfg, diags); err != nil {
-		return err
-	}
-	// Tenant policies fail here, with their lines, before anything starts.
-	if err := report(&o, cfg, policyDiags(cfg)); err != nil {
-		return err
-	}
-	log.SetLevel(hclog.LevelFromString(cfg.Daemon.LogLevel))
-
 	claim, err := claimSocket(ctx, cfg.Daemon.Socket, log)
 	if err != nil {
 		return err
 	}
 	defer claim.release()
-
 	if err := os.MkdirAll(cfg.Daemon.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
 
-	svc, err := newServices(cfg, log)
+	// Deferred calls run in reverse: the MCP face, the search index and the
+	// pool stop before the plugins, which stop before the services close.
+	grace := o.ShutdownTimeout / 2
+	host := pluginhost.New(cfg, log.Named("plugins"))
+	svc, err := newServices(cfg, host, log)
 	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout/2)
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 		defer cancel()
 		svc.close(stopCtx)
 	}()
 	if err != nil {
 		return err
 	}
-	// Upstream MCP servers connect while the plugins start.
+	defer stopPlugins(ctx, host, grace, log)
+	if stopped, err := startComponents(ctx, &o, cfg, svc, host); stopped || err != nil {
+		return err
+	}
+	defer svc.closePool(context.WithoutCancel(ctx), grace)
+	defer svc.search.Close()
+
+	srv := newControlServer(ctx, &o, cfg, svc, host)
+	// The MCP face listens before the control socket, so a daemon that
+	// answers Status also serves MCP; it stops before the pool and plugins.
+	face, err := startMCP(ctx, cfg, svc, host, log, grace)
+	if err != nil {
+		return err
+	}
+	defer face.stop()
+	return serveControl(ctx, &o, cfg, claim, srv, log)
+}
+
+// loadForRun loads the config and fails on any error in it, tenant
+// policies included, before anything starts.
+func loadForRun(o *Options, log hclog.Logger) (*config.Config, error) {
+	cfg, diags, err := loadConfig(o, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := report(o, cfg, diags); err != nil {
+		return nil, err
+	}
+	if err := report(o, cfg, policyDiags(cfg)); err != nil {
+		return nil, err
+	}
+	log.SetLevel(hclog.LevelFromString(cfg.Daemon.LogLevel))
+	return cfg, nil
+}
+
+// startComponents connects the upstream servers while the plugins start,
+// then builds the executor over the sandbox backend, reads the local tools
+// in it and starts the search index. stopped is true when ctx ended while
+// the plugins started.
+func startComponents(ctx context.Context, o *Options, cfg *config.Config, svc *services, host *pluginhost.Host) (stopped bool, err error) {
+	log := svc.log
 	catalogStarted := make(chan error, 1)
 	go func() { catalogStarted <- svc.catalog.Start(ctx) }()
 
-	host := pluginhost.New(cfg, log.Named("plugins"))
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout/2)
-		defer cancel()
-		host.Stop(stopCtx)
-		log.Info("plugins stopped")
-	}()
-	diags = host.Start(ctx)
+	diags := host.Start(ctx)
 	if ctx.Err() != nil {
 		log.Info("stopped while starting plugins", "cause", context.Cause(ctx))
-		return nil
+		return true, nil
 	}
-	if err := report(&o, cfg, diags); err != nil {
-		return fmt.Errorf("start plugins: %w", err)
+	if err := report(o, cfg, diags); err != nil {
+		return false, fmt.Errorf("start plugins: %w", err)
 	}
 	// Only required upstream servers hold up serving; optional ones
 	// (optional = true) keep connecting in the background.
 	if requiresUpstream(cfg) {
 		if err := <-catalogStarted; err != nil {
-			return fmt.Errorf("connect upstream MCP servers: %w", err)
+			return false, fmt.Errorf("connect upstream MCP servers: %w", err)
 		}
 	}
 	if err := svc.startExec(host); err != nil {
-		return err
+		return false, err
 	}
-	// Sandboxes are destroyed before their backend plugin stops.
-	defer svc.closePool(context.WithoutCancel(ctx), o.ShutdownTimeout/2)
-	// The selector's index follows the catalog; indexing stops before the
-	// plugins do.
+	// Local tools are parsed in a sandbox of the backend, so only now; the
+	// search index starts with them.
+	scanStart := time.Now()
+	if err := svc.catalog.RefreshLocal(ctx); err != nil {
+		log.Warn("local tools skipped", "error", err)
+	} else {
+		log.Debug("local tools read", "elapsed", time.Since(scanStart).Round(time.Millisecond))
+	}
 	svc.startSearch(host)
-	defer svc.search.Close()
+	return false, nil
+}
+
+// stopPlugins stops every plugin, waiting up to grace.
+func stopPlugins(ctx context.Context, host *pluginhost.Host, grace time.Duration, log hclog.Logger) {
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	host.Stop(stopCtx)
+	log.Info("plugins stopped")
+}
+
+// newControlServer registers the control API over the daemon's services.
+func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *services, host *pluginhost.Host) *grpc.Server {
+	log := svc.log
 	schemas := &schemaCache{}
 	schemas.fill(ctx, cfg, host, log)
-
 	srv := grpc.NewServer(localgrpc.ServerOptions()...)
 	control.New(control.Deps{
 		Version: version.Version,
@@ -242,21 +286,18 @@ func Run(ctx context.Context, o Options) error {
 		Log:     log.Named("control"),
 
 		Workspaces:    svc.workspace,
-		DefaultTenant: DefaultTenant,
+		DefaultTenant: endpoint.DefaultTenant,
 		Pool:          svc.poolView(),
 
 		Tools:  toolsView{Catalog: svc.catalog, search: svc.search},
 		Search: svc.search,
 	}).Register(srv)
+	return srv
+}
 
-	// The MCP face listens before the control socket, so a daemon that
-	// answers Status also serves MCP; it stops before the pool and plugins.
-	face, err := startMCP(ctx, cfg, svc, host, log, o.ShutdownTimeout/2)
-	if err != nil {
-		return err
-	}
-	defer face.stop()
-
+// serveControl serves the control API on the claimed socket until ctx ends,
+// then stops the server within half the shutdown timeout.
+func serveControl(ctx context.Context, o *Options, cfg *config.Config, claim *socketClaim, srv *grpc.Server, log hclog.Logger) error {
 	ln, err := claim.listen()
 	if err != nil {
 		return err

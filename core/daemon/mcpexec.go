@@ -1,0 +1,99 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/cexec/cexec/core/mcpface"
+	"github.com/cexec/cexec/core/pipeline"
+	"github.com/cexec/cexec/pluginapi"
+)
+
+// mcpExecutor is execute_code: MCP sessions are cexec sessions, and the
+// pipeline's guard layer restores PII tokens in the code and in tool-call
+// arguments and vets both against the tenant's policy and the guards.
+type mcpExecutor struct {
+	exec *pipeline.Executor
+	// pii is nil without guardrails.
+	pii *sessionVaults
+}
+
+// Execute runs code for sc.
+func (e mcpExecutor) Execute(ctx context.Context, sc mcpface.Scope, code string) (mcpface.Execution, error) {
+	if e.exec == nil {
+		return mcpface.Execution{}, fmt.Errorf("no sandbox backend is running; the operator can check `cexecctl plugins ls`: %w", pluginapi.ErrUnavailable)
+	}
+	res, err := e.exec.ExecuteCode(ctx, pipeline.CodeRequest{Tenant: sc.Tenant, Session: sc.Session, Code: code, ModelFacing: true})
+	if err != nil {
+		return mcpface.Execution{}, err
+	}
+	return faceExecution(res), nil
+}
+
+// taskView is execute_task: the pipeline searches, generates, guards,
+// runs and repairs in the MCP session's cexec session. Generators only see
+// the task tokenized; the result comes back restored and the face
+// tokenizes it once, as everything else it returns.
+type taskView struct{ tasks *pipeline.Tasks }
+
+// RunTask turns task into a program and runs it.
+func (t taskView) RunTask(ctx context.Context, sc mcpface.Scope, task string) (mcpface.TaskResult, error) {
+	res, err := t.tasks.ExecuteTask(ctx, pipeline.TaskRequest{Tenant: sc.Tenant, Session: sc.Session, Task: task})
+	if err != nil {
+		return mcpface.TaskResult{}, err
+	}
+	out := mcpface.TaskResult{Code: res.Code}
+	var why []string
+	for _, a := range res.Attempts {
+		if a.Code != "" {
+			out.Attempts++
+		}
+		if a.Error != "" {
+			why = append(why, a.Generator+": "+a.Error)
+		}
+	}
+	if res.Exec == nil {
+		for _, d := range res.Diagnostics {
+			why = append(why, strings.TrimSpace(d.Summary+": "+d.Detail))
+		}
+		sentinel := pluginapi.ErrInvalidArgument
+		if res.Status == pipeline.TaskDenied {
+			sentinel = pluginapi.ErrDenied
+		}
+		return mcpface.TaskResult{}, fmt.Errorf("no program ran (%s): %s; write one with execute_code instead: %w",
+			res.Status, strings.Join(why, "; "), sentinel)
+	}
+	out.Execution = faceExecution(res.Exec)
+	return out, nil
+}
+
+func faceExecution(res *pipeline.CodeResult) mcpface.Execution {
+	ex := mcpface.Execution{
+		Stdout:          string(res.Stdout),
+		Stderr:          string(res.Stderr),
+		OutputTruncated: res.OutputTruncated,
+		Result:          res.Result,
+		TimedOut:        res.TimedOut,
+		Duration:        res.Elapsed,
+		Tokenized:       res.Tokenized,
+		Calls: mcpface.ToolCalls{
+			Calls:   res.Summary.Calls,
+			Failed:  res.Summary.Failed,
+			Refused: res.Summary.Refused,
+			TotalMS: res.Summary.TotalMS,
+		},
+	}
+	if res.Error != nil {
+		ex.Error = &mcpface.ExecError{Type: res.Error.Type, Message: res.Error.Message, Traceback: res.Error.Traceback}
+	}
+	for _, t := range res.Summary.Tools {
+		ex.Calls.Tools = append(ex.Calls.Tools, mcpface.ToolStat{Server: t.Server, Tool: t.Tool, Calls: t.Calls,
+			Failed: t.Failed, TotalMS: t.TotalMS, MaxMS: t.MaxMS, LastError: t.LastError})
+	}
+	if res.QuotaError != nil {
+		// The program ran; the agent should know its workspace is full.
+		ex.Stderr += fmt.Sprintf("\ncexec: %v; delete files under /workspace", res.QuotaError)
+	}
+	return ex
+}
