@@ -1,7 +1,7 @@
 // Package control implements cexecd's gRPC control API (api/cexec/v1), the
 // API cexecctl and the Go client SDK speak over the daemon's unix socket.
 //
-// The server depends only on the small interfaces below; package core
+// The server depends only on the small interfaces below; package daemon
 // adapts the plugin host, the config and (when wired) the execution pipeline
 // to them.
 package control

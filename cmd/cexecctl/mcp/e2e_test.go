@@ -22,10 +22,6 @@ import (
 // `cexecctl mcp` over stdio against a real cexecd running the repository's
 // plugins and the real server-everything as an upstream, lists the tools,
 // searches, reads a stub, and runs code that calls the upstream.
-//
-// It skips, saying why, while cexecd does not serve the MCP face (no MCP
-// socket next to the control socket once the daemon is ready): the face is
-// wired into core.Run separately. Once it is, the test runs as is.
 func TestTypeScriptClientRealDaemon(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and starts cexecd and its plugins")
@@ -43,23 +39,12 @@ func TestTypeScriptClientRealDaemon(t *testing.T) {
 	gobuild(t, filepath.Join(bin, "cexecd"), "./cmd/cexecd")
 	gobuild(t, filepath.Join(bin, "cexecctl"), "./cmd/cexecctl")
 
-	// First a daemon without plugins, only to see whether it serves MCP.
-	probe := newDaemonSetup(t, bin, pluginDir, "")
-	d := probe.start(t)
-	mcpSock := endpoint.MCPSocket(probe.sock)
-	if !waitFor(mcpSock, 2*time.Second) {
-		d.stop(t)
-		t.Skipf("cexecd does not serve the MCP face yet: no %s once its control socket %s was ready; "+
-			"this test runs once core.Run serves mcpface on endpoint.MCPSocket(socket)", mcpSock, probe.sock)
-	}
-	d.stop(t)
-
-	// The real thing: the repository's plugins and server-everything.
+	// The repository's plugins and server-everything.
 	blocks := buildPlugins(t, root, pluginDir)
 	extra := strings.Join(blocks, "\n") + fmt.Sprintf("\nmcp_server \"everything\" {\n  command = %q\n  args    = [%q, \"stdio\"]\n}\n",
 		node, filepath.Join(peers, "@modelcontextprotocol/server-everything/dist/index.js"))
 	s := newDaemonSetup(t, bin, pluginDir, extra)
-	d = s.start(t)
+	d := s.start(t)
 	defer d.stop(t)
 	if !waitFor(endpoint.MCPSocket(s.sock), 10*time.Second) {
 		t.Fatalf("no MCP socket %s\n%s", endpoint.MCPSocket(s.sock), d.stderr)
