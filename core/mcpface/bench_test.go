@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/cexec/cexec/client/mcpclient"
 )
 
 // BenchmarkExecuteCodeHTTP measures execute_code of print(1+1) over
@@ -49,29 +47,5 @@ func BenchmarkSearchToolsHTTP(b *testing.B) {
 		if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
 			b.Fatalf("search_tools: %v %+v", err, res)
 		}
-	}
-}
-
-// TestBenchExecute runs the benchmark function `cexecctl bench mcp` uses
-// and checks that it measures what it says (it does not judge the figures).
-func TestBenchExecute(t *testing.T) {
-	w := newWorld(t, func(o *Options, _ *world) { o.Tokens = []Token{{Token: "tok", Tenant: "acme"}} })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	r, err := mcpclient.BenchExecute(ctx, mcpclient.BenchOptions{URL: w.url + "/mcp", Token: "tok", N: 20, Warmup: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("execute_code print(1+1): %s", r)
-	if r.N != 20 || r.Min <= 0 || r.Min > r.P50 || r.P50 > r.P90 || r.P90 > r.P99 || r.P99 > r.Max {
-		t.Errorf("inconsistent result %s", r)
-	}
-	// A program whose output differs from Want fails the run.
-	_, err = mcpclient.BenchExecute(ctx, mcpclient.BenchOptions{URL: w.url + "/mcp", Token: "tok", Code: "print(3)", Want: "4", N: 1, Warmup: 1})
-	if err == nil {
-		t.Error("a wrong output passed")
-	}
-	if _, err := mcpclient.BenchExecute(ctx, mcpclient.BenchOptions{URL: w.url + "/mcp", Token: "nope", N: 1}); err == nil {
-		t.Error("a bad token passed")
 	}
 }
