@@ -2,7 +2,6 @@ package bwrap
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cexec/cexec/internal/bwrapproc"
+	"github.com/cexec/cexec/internal/tailbuf"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
@@ -45,7 +45,7 @@ type box struct {
 	cg        *sandboxCgroup
 	runner    *runtime.Runner
 	exited    chan struct{}
-	stderr    *tail
+	stderr    *tailbuf.Buffer
 	// stderrDone is closed when everything in the sandbox has closed its
 	// stderr, so stderr holds all that bwrap said.
 	stderrDone chan struct{}
@@ -61,7 +61,7 @@ func startBox(ctx context.Context, s *settings, spec *boxSpec, libDir, stageDir 
 	b := &box{
 		id: spec.id, tenant: spec.tenant, created: time.Now(), limits: spec.limits,
 		log: log.With("sandbox", spec.id), cg: cg, pidfd: -1, exited: make(chan struct{}),
-		stderr: &tail{max: 4096}, stderrDone: make(chan struct{}),
+		stderr: tailbuf.New(4096), stderrDone: make(chan struct{}),
 	}
 	var parentEnds, childEnds []*os.File
 	closeAll := func(fs []*os.File) {
@@ -327,7 +327,7 @@ func (b *box) pumpStderr(r *os.File) {
 	sc.Buffer(make([]byte, 4096), 64<<10)
 	for sc.Scan() {
 		line := sc.Text()
-		b.stderr.add(line)
+		b.stderr.WriteLine(line)
 		b.log.Debug("sandbox stderr", "line", line)
 	}
 	// A line too long for the scanner: keep draining, so that nothing in
@@ -342,7 +342,10 @@ func (b *box) stderrText() string {
 	case <-b.stderrDone:
 	case <-time.After(time.Second):
 	}
-	return b.stderr.suffix()
+	if s := strings.TrimSpace(b.stderr.String()); s != "" {
+		return ": " + s
+	}
+	return ""
 }
 
 // kill kills the zygote, which as the pid namespace's init takes every
@@ -440,32 +443,4 @@ func procRSS(pid int) int64 {
 		}
 	}
 	return 0
-}
-
-// tail keeps the last lines written, up to max bytes, for error messages.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf bytes.Buffer
-}
-
-func (t *tail) add(line string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf.WriteString(line)
-	t.buf.WriteByte('\n')
-	if over := t.buf.Len() - t.max; over > 0 {
-		t.buf.Next(over)
-	}
-}
-
-// suffix is ": <last stderr lines>" or "".
-func (t *tail) suffix() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(t.buf.String())
-	if s == "" {
-		return ""
-	}
-	return ": " + s
 }
