@@ -547,7 +547,7 @@ func TestLegacyServer_Config(t *testing.T) {
 		{"bad timeout", `{"exec_timeout":"soon"}`, "exec_timeout", "Invalid exec_timeout"},
 		{"too little memory", `{"memory_mb":64}`, "memory_mb", "Invalid memory_mb"},
 		{"bad preload", `{"preload":["os.path","x-y"]}`, "preload", "Invalid preload module"},
-		{"unknown attribute", `{"mystery":1}`, "", "Invalid sandbox-microsandbox configuration"},
+		{"unknown attribute", `{"mystery":1}`, "mystery", "Unsupported attribute"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -96,6 +96,9 @@ type Plugin struct {
 
 var _ sandbox.Sandbox = (*Plugin)(nil)
 
+// apiVersions are the sandbox API versions the plugin speaks.
+var apiVersions = []string{sandbox.APIVersion}
+
 // New returns the backend, configured with defaults until Configure.
 func New(log hclog.Logger) *Plugin {
 	if log == nil {
@@ -111,7 +114,7 @@ func (p *Plugin) Info(context.Context) (pluginapi.Info, error) {
 		Name:         "microsandbox",
 		Kind:         pluginapi.KindSandbox,
 		Version:      Version,
-		APIVersions:  []string{sandbox.APIVersion},
+		APIVersions:  apiVersions,
 		ConfigSchema: configSchema,
 	}, nil
 }
@@ -121,8 +124,8 @@ func (p *Plugin) Info(context.Context) (pluginapi.Info, error) {
 // `cexecd validate` shows it while a config that merely names this plugin
 // still loads. Sandboxes created before keep their settings.
 func (p *Plugin) Configure(ctx context.Context, config json.RawMessage, apiVersion string) (pluginapi.Diagnostics, error) {
-	if apiVersion != "" && apiVersion != sandbox.APIVersion {
-		return pluginapi.Diagnostics{pluginapi.Errorf("", "Unsupported sandbox API version", fmt.Sprintf("%q; this plugin speaks %s", apiVersion, sandbox.APIVersion))}, nil
+	if diags := pluginapi.CheckAPIVersion(pluginapi.KindSandbox, apiVersions, apiVersion); diags != nil {
+		return diags, nil
 	}
 	s, diags := decodeConfig(config)
 	if diags.HasErrors() {
