@@ -70,7 +70,7 @@ func BenchmarkWarmExec(b *testing.B) {
 			// Let the zygote finish its idle warm-up (preloads).
 			time.Sleep(time.Second)
 			benchExec(b, sb, "warm")
-			bx, err := p.box("warm")
+			bx, err := p.boxes.Get("warm")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 		benchCreate(b, p, id)
 		benchExec(b, p, id)
 		time.Sleep(time.Second)
-		bx, err := p.box(id)
+		bx, err := p.boxes.Get(id)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -56,8 +56,8 @@ func TestLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a, _ := p.box("a")
-	b, _ := p.box("b")
+	a, _ := p.boxes.Get("a")
+	b, _ := p.boxes.Get("b")
 	res, err := p.Exec(ctx, sandbox.ExecRequest{SandboxID: "a", Code: "import subprocess\nsubprocess.Popen(['sleep', '60'])"}, &plugintest.Host{})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("exec: %+v %v", res, err)
@@ -134,7 +134,7 @@ func TestZygoteDies(t *testing.T) {
 	if _, err := p.Create(ctx, sandbox.CreateRequest{ID: "victim"}); err != nil {
 		t.Fatal(err)
 	}
-	bx, _ := p.box("victim")
+	bx, _ := p.boxes.Get("victim")
 	if err := syscall.Kill(bx.zygotePID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

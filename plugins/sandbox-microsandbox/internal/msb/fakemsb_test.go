@@ -422,7 +422,7 @@ func TestFakeMSB_Cleanup(t *testing.T) {
 	if got := fakeList(t, home); got["cexec-4194304-old"] != "" || got["someone-elses"] != "Running" || got[sandboxName("a")] != "Running" {
 		t.Errorf("sandboxes after the first create: %v", got)
 	}
-	ea, _ := p.entry("a")
+	ea, _ := p.entries.Get("a")
 	ba := ea.box.(*cliBox)
 	res, err := p.Exec(ctx, sandbox.ExecRequest{SandboxID: "a", Code: "import subprocess\nsubprocess.Popen(['sleep', '60'])\nimport os\nprint(os.getpid())"}, &plugintest.Host{})
 	if err != nil || res.ExitCode != 0 {
@@ -443,7 +443,7 @@ func TestFakeMSB_Cleanup(t *testing.T) {
 		t.Errorf("a is still in msb: %v", got)
 	}
 	lib := p.lib
-	eb, _ := p.entry("b")
+	eb, _ := p.entries.Get("b")
 	bb := eb.box.(*cliBox)
 	must(t, p.Close())
 	select {
