@@ -36,6 +36,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const version = "0.7.2"
@@ -585,6 +587,10 @@ func execCmd(args []string) int {
 	if err := cmd.Start(); err != nil {
 		return fail(fmt.Sprintf("failed to exec %q", f.after[0]), "exec: "+err.Error())
 	}
+	// A VM's memory bounds everything in it; the fake bounds the address
+	// space of the guest command, and so of what it starts, instead.
+	mem := uint64(r.MemoryMiB) << 20
+	_ = unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_AS, &unix.Rlimit{Cur: mem, Max: mem}, nil)
 	var timeout <-chan time.Time
 	if v := f.last("timeout"); v != "" {
 		d, err := time.ParseDuration(v)
