@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
@@ -26,7 +27,7 @@ func benchBackend(b *testing.B) *Plugin {
 	}
 	caps, _ := p.Capabilities(context.Background())
 	if !caps.Available {
-		b.Skip(caps.UnavailableReason)
+		testutil.SkipMissing(b, "%s", caps.UnavailableReason)
 	}
 	return p
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -48,7 +49,7 @@ func TestLifecycle(t *testing.T) {
 	p := New(nil)
 	caps, _ := p.Capabilities(context.Background())
 	if !caps.Available {
-		t.Skip(caps.UnavailableReason)
+		testutil.SkipMissing(t, "%s", caps.UnavailableReason)
 	}
 	ctx := context.Background()
 	for _, id := range []string{"a", "b"} {
@@ -128,7 +129,7 @@ func TestZygoteDies(t *testing.T) {
 	defer p.Close()
 	caps, _ := p.Capabilities(context.Background())
 	if !caps.Available {
-		t.Skip(caps.UnavailableReason)
+		testutil.SkipMissing(t, "%s", caps.UnavailableReason)
 	}
 	ctx := context.Background()
 	if _, err := p.Create(ctx, sandbox.CreateRequest{ID: "victim"}); err != nil {

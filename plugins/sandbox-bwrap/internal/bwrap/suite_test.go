@@ -15,6 +15,7 @@ import (
 
 	"github.com/elastic/go-seccomp-bpf/arch"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -38,7 +39,7 @@ func backend(t *testing.T, config string) sandbox.Sandbox {
 		t.Fatal(err)
 	}
 	if !caps.Available {
-		t.Skip("bubblewrap sandboxes are not available here: " + caps.UnavailableReason)
+		testutil.SkipMissing(t, "bubblewrap sandboxes are not available here: %s", caps.UnavailableReason)
 	}
 	return sb
 }

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -59,7 +60,7 @@ type legacySandbox struct {
 func newLegacyServer(t testing.TB) *legacyServer {
 	t.Helper()
 	if _, err := os.Stat(python); err != nil {
-		t.Skip("no " + python + " to run commands with")
+		testutil.SkipMissing(t, "no %s to run commands with", python)
 	}
 	s := &legacyServer{key: "msb_test-key-" + strconv.Itoa(os.Getpid()), sandboxes: map[string]*legacySandbox{}}
 	mux := http.NewServeMux()
