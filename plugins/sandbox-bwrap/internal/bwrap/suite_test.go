@@ -223,6 +223,8 @@ func TestRequestsRefused(t *testing.T) {
 
 // TestEscapes runs each attack in its own sandbox and checks that it was
 // blocked or contained, then that the backend still serves.
+// It is long because it is one table of attacks, read as the threat model
+// it checks; the running of the cases is the few lines at its end.
 func TestEscapes(t *testing.T) {
 	const secretEnv = "CEXEC_TEST_DAEMON_SECRET"
 	secret := fmt.Sprintf("s3cr3t-%d-%d", os.Getpid(), time.Now().UnixNano())
