@@ -183,6 +183,8 @@ func exec1(t *testing.T, r *Runner, code string, h *recHost) sandbox.ExecResult 
 	return res
 }
 
+// TestExecPrograms is one table of programs and what they must produce;
+// its length is the table.
 func TestExecPrograms(t *testing.T) {
 	r, _ := startZygote(t, Options{})
 	tests := []struct {
