@@ -18,7 +18,8 @@ import (
 // RunSandboxConformance checks, as subtests, what cexecd relies on from
 // every sandbox backend: create, exec with output and a tool call, the
 // timeout killing the program's whole process tree, the output cap, the
-// memory limit, destroy, and a program that dies mid-execution. newBackend
+// memory limit, destroy, a program that dies mid-execution, and requests
+// every backend refuses. newBackend
 // returns a configured backend that is available on this machine (skip the
 // test before calling this where it is not) and closes it when its test
 // ends; the suite serves it over in-process gRPC, with opts (such as
@@ -38,8 +39,9 @@ func RunSandboxConformance(t *testing.T, newBackend func(t *testing.T) sandbox.S
 	if !caps.Available {
 		t.Fatalf("the backend is not available here (%s): skip before running the conformance suite", caps.UnavailableReason)
 	}
-	s := &sandboxSuite{sb: sb}
+	s := &sandboxSuite{sb: sb, caps: caps}
 	t.Run("Create", s.create)
+	t.Run("RequestsRefused", s.requestsRefused)
 	t.Run("ExecOutputAndToolCall", s.execOutputAndToolCall)
 	t.Run("TimeoutKillsProcessTree", s.timeoutKillsTree)
 	t.Run("OutputCap", s.outputCap)
@@ -49,8 +51,9 @@ func RunSandboxConformance(t *testing.T, newBackend func(t *testing.T) sandbox.S
 }
 
 type sandboxSuite struct {
-	sb  sandbox.Sandbox
-	seq atomic.Int64
+	sb   sandbox.Sandbox
+	caps sandbox.Capabilities
+	seq  atomic.Int64
 }
 
 // execTimeout bounds one Exec of the suite, well above any limit it sets.
@@ -262,5 +265,37 @@ print("after the crash")
 	// The plugin stays usable whatever became of that sandbox.
 	if out := s.mustRun(t, s.newBox(t, sandbox.Limits{}), `print("fine")`).Stdout(); out != "fine\n" {
 		t.Errorf("a new sandbox after the crash printed %q", out)
+	}
+}
+
+// requestsRefused checks the requests no backend may accept: ids that are
+// not plain names, relative mount sources, environment names with "=",
+// network where Capabilities says there is none, and sandboxes that do not
+// exist.
+func (s *sandboxSuite) requestsRefused(t *testing.T) {
+	invalid := []struct {
+		name string
+		req  sandbox.CreateRequest
+	}{
+		{"bad id", sandbox.CreateRequest{ID: "../x"}},
+		{"relative mount source", sandbox.CreateRequest{ID: "refused-m", Mounts: []sandbox.Mount{{Source: "ws", Target: "/workspace"}}}},
+		{"bad env", sandbox.CreateRequest{ID: "refused-e", Env: map[string]string{"A=B": "c"}}},
+	}
+	if !s.caps.Network {
+		invalid = append(invalid, struct {
+			name string
+			req  sandbox.CreateRequest
+		}{"network not allowed", sandbox.CreateRequest{ID: "refused-n", Network: true}})
+	}
+	for _, tc := range invalid {
+		if _, err := s.sb.Create(t.Context(), tc.req); !errors.Is(err, pluginapi.ErrInvalidArgument) {
+			t.Errorf("%s: create = %v, want ErrInvalidArgument", tc.name, err)
+		}
+	}
+	if _, err := s.exec(t, "missing", `print(1)`, &Host{}); !errors.Is(err, pluginapi.ErrNotFound) {
+		t.Errorf("exec in a missing sandbox = %v, want ErrNotFound", err)
+	}
+	if err := s.sb.Destroy(t.Context(), "missing"); !errors.Is(err, pluginapi.ErrNotFound) {
+		t.Errorf("destroy of a missing sandbox = %v, want ErrNotFound", err)
 	}
 }

@@ -191,6 +191,8 @@ func TestHappyPaths(t *testing.T) {
 	})
 }
 
+// TestRequestsRefused checks what bwrap refuses beyond the conformance
+// suite's requests: mounts over the system, the runtime, or through "..".
 func TestRequestsRefused(t *testing.T) {
 	sb := backend(t, `{}`)
 	ws := t.TempDir()
@@ -198,13 +200,9 @@ func TestRequestsRefused(t *testing.T) {
 		name string
 		req  sandbox.CreateRequest
 	}{
-		{"network not allowed", sandbox.CreateRequest{ID: "n1", Network: true}},
-		{"bad id", sandbox.CreateRequest{ID: "../x"}},
 		{"mount over /usr", sandbox.CreateRequest{ID: "m1", Mounts: []sandbox.Mount{{Source: ws, Target: "/usr/lib"}}}},
 		{"mount over the runtime", sandbox.CreateRequest{ID: "m2", Mounts: []sandbox.Mount{{Source: ws, Target: "/cexec/lib"}}}},
-		{"relative mount", sandbox.CreateRequest{ID: "m3", Mounts: []sandbox.Mount{{Source: "ws", Target: "/workspace"}}}},
 		{"unclean target", sandbox.CreateRequest{ID: "m4", Mounts: []sandbox.Mount{{Source: ws, Target: "/workspace/../etc"}}}},
-		{"bad env", sandbox.CreateRequest{ID: "e1", Env: map[string]string{"A=B": "c"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -212,12 +210,6 @@ func TestRequestsRefused(t *testing.T) {
 				t.Errorf("create: %v", err)
 			}
 		})
-	}
-	if _, err := sb.Exec(t.Context(), sandbox.ExecRequest{SandboxID: "missing", Code: "print(1)"}, &plugintest.Host{}); !errors.Is(err, pluginapi.ErrNotFound) {
-		t.Errorf("exec in a missing sandbox: %v", err)
-	}
-	if err := sb.Destroy(t.Context(), "missing"); !errors.Is(err, pluginapi.ErrNotFound) {
-		t.Errorf("destroy a missing sandbox: %v", err)
 	}
 }
 

@@ -365,6 +365,9 @@ func TestFakeMSB_CreateFailures(t *testing.T) {
 	}
 }
 
+// TestFakeMSB_RequestsRefused checks what the plugin refuses beyond the
+// conformance suite's requests: mounts over the runtime or the system, and
+// sources msb's mount syntax cannot express.
 func TestFakeMSB_RequestsRefused(t *testing.T) {
 	home := fakeHost(t)
 	_, sb := configured(t, fakeConfig(home, nil))
@@ -375,13 +378,9 @@ func TestFakeMSB_RequestsRefused(t *testing.T) {
 		name string
 		req  sandbox.CreateRequest
 	}{
-		{"network not allowed", sandbox.CreateRequest{ID: "n1", Network: true}},
-		{"bad id", sandbox.CreateRequest{ID: "../x"}},
 		{"mount over the runtime", sandbox.CreateRequest{ID: "m1", Mounts: []sandbox.Mount{{Source: ws, Target: "/cexec/lib"}}}},
 		{"mount over /etc", sandbox.CreateRequest{ID: "m2", Mounts: []sandbox.Mount{{Source: ws, Target: "/etc/x"}}}},
-		{"relative source", sandbox.CreateRequest{ID: "m3", Mounts: []sandbox.Mount{{Source: "ws", Target: "/workspace"}}}},
 		{"colon in the source", sandbox.CreateRequest{ID: "m4", Mounts: []sandbox.Mount{{Source: colon, Target: "/workspace"}}}},
-		{"bad env", sandbox.CreateRequest{ID: "e1", Env: map[string]string{"A=B": "c"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -389,12 +388,6 @@ func TestFakeMSB_RequestsRefused(t *testing.T) {
 				t.Errorf("create: %v", err)
 			}
 		})
-	}
-	if _, err := sb.Exec(t.Context(), sandbox.ExecRequest{SandboxID: "missing", Code: "print(1)"}, &plugintest.Host{}); !errors.Is(err, pluginapi.ErrNotFound) {
-		t.Errorf("exec in a missing sandbox: %v", err)
-	}
-	if err := sb.Destroy(t.Context(), "missing"); !errors.Is(err, pluginapi.ErrNotFound) {
-		t.Errorf("destroy a missing sandbox: %v", err)
 	}
 }
 
