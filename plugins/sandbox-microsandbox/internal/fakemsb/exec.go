@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cexec/cexec/plugins/sandbox-microsandbox/internal/proctree"
 )
 
 // execCmd is `msb exec`: it runs a command in a running sandbox, on this
@@ -185,11 +187,11 @@ func waitGuest(cmd *exec.Cmd, name, limit string) int {
 		}
 		return code
 	case <-timeout:
-		killTree(os.Getpid())
+		proctree.KillDescendants(os.Getpid())
 		<-done
 		return fail("exec timed out after " + limit)
 	case <-sigs:
-		killTree(os.Getpid())
+		proctree.KillDescendants(os.Getpid())
 		return 130
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"time"
+
+	"github.com/cexec/cexec/plugins/sandbox-microsandbox/internal/proctree"
 )
 
 // metrics is `msb metrics`: a sandbox's memory is the resident size of
@@ -20,7 +22,7 @@ func metrics(args []string) int {
 		}
 		var pids []int
 		for _, e := range r.Execs {
-			pids = append(append(pids, e), descendants(e)...)
+			pids = append(append(pids, e), proctree.Descendants(e)...)
 		}
 		reports = append(reports, map[string]any{"name": r.Name, "state": "running", "cpus": r.CPUs,
 			"timestamp": time.Now().UTC().Format(time.RFC3339Nano), "cpu_percent": 0.0, "vcpu_time_ns": 0,

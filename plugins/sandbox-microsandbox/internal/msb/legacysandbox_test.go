@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cexec/cexec/plugins/sandbox-microsandbox/internal/proctree"
 )
 
 // legacySandbox is one sandbox of legacyServer: its volumes, and the
@@ -154,7 +156,7 @@ func (sb *legacySandbox) rss() int64 {
 	defer sb.mu.Unlock()
 	var total int64
 	for cmd := range sb.procs {
-		for _, pid := range append(descendants(cmd.Process.Pid), cmd.Process.Pid) {
+		for _, pid := range append(proctree.Descendants(cmd.Process.Pid), cmd.Process.Pid) {
 			data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
 			if err != nil {
 				continue
@@ -244,38 +246,6 @@ func (sb *legacySandbox) replRun(code string, timeout int64) ([]line, error) {
 
 // killTree kills pid and every process below it.
 func killTree(pid int) {
-	for _, c := range descendants(pid) {
-		_ = syscall.Kill(c, syscall.SIGKILL)
-	}
+	proctree.KillDescendants(pid)
 	_ = syscall.Kill(pid, syscall.SIGKILL)
-}
-
-// descendants lists the processes below pid, from /proc.
-func descendants(pid int) []int {
-	parent := map[int]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(data)
-		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 1 {
-			parent[p], _ = strconv.Atoi(f[1])
-		}
-	}
-	var out []int
-	for p := range parent {
-		for q := parent[p]; q > 1; q = parent[q] {
-			if q == pid {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	return out
 }
