@@ -47,31 +47,6 @@ func TestBinaryMissingAtLoad(t *testing.T) {
 	}
 }
 
-func TestTailBuffer(t *testing.T) {
-	tests := []struct {
-		name   string
-		writes []string
-		want   string
-	}{
-		{"short", []string{"a\n", "b\n"}, "a\nb\n"},
-		{"keeps the end from a whole line", []string{"0123456789\n", "abc\n", "def\n"}, "abc\ndef\n"},
-		{"one long line", []string{"0123456789abcdef"}, "456789abcdef"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			b := &tailBuffer{max: 12}
-			for _, w := range tc.writes {
-				if n, err := b.Write([]byte(w)); n != len(w) || err != nil {
-					t.Fatalf("Write = %d, %v", n, err)
-				}
-			}
-			if got := b.String(); got != tc.want {
-				t.Errorf("String() = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 // waitState polls the plugin's status until cond holds, failing after 10 s.
 func waitState(t *testing.T, h *Host, kind pluginapi.Kind, name string, what string, cond func(Status) bool) Status {
 	t.Helper()

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/internal/localgrpc"
+	"github.com/cexec/cexec/internal/tailbuf"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
 	"github.com/cexec/cexec/pluginapi/guard"
@@ -156,7 +156,7 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
-	stderr := &tailBuffer{max: 1024}
+	stderr := tailbuf.New(1024)
 	client, err := newClient(p, path, timeout, log, stderr)
 	if err != nil {
 		return fail("Unknown plugin kind", err)
@@ -269,37 +269,6 @@ func startError(err error, stderr string) error {
 		return fmt.Errorf("%s; its stderr ended with: %s", msg, stderr)
 	}
 	return errors.New(msg)
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-// Write keeps the tail of p and what came before.
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-// String returns the kept bytes, from the first whole line on.
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := string(b.buf)
-	if len(b.buf) == b.max {
-		if _, rest, ok := strings.Cut(s, "\n"); ok {
-			s = rest
-		}
-	}
-	return s
 }
 
 // configureDiags places the plugin's Configure diagnostics in cexec.hcl: at

@@ -2,7 +2,9 @@
 // sandboxes, runs programs in them, lists and destroys them; the warm pool
 // lives in the host. Backends should run programs with the standard runtime in
 // pluginapi/sandbox/runtime so that every backend speaks the same in-sandbox
-// protocol.
+// protocol (runtime.InstallTemp writes it for a sandbox to mount). Registry
+// keeps a backend's sandboxes by id, and plugintest.RunSandboxConformance
+// checks a backend against what the host relies on.
 package sandbox
 
 import (

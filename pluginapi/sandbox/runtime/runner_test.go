@@ -18,6 +18,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
@@ -101,7 +102,7 @@ func startZygote(t testing.TB, opts Options) (*Runner, string) {
 func startZygoteWith(t testing.TB, opts Options, stdio bool) (*Runner, string) {
 	t.Helper()
 	if _, err := os.Stat(python); err != nil {
-		t.Skip("no " + python)
+		testutil.SkipMissing(t, "no %s", python)
 	}
 	ws := t.TempDir()
 	cfg := ZygoteConfig{Python: python, LibDir: libDir(t), Path: []string{ws}, Workdir: ws, Preload: []string{}, StdioControl: stdio}
@@ -115,27 +116,9 @@ func runZygote(t testing.TB, opts Options, cfg ZygoteConfig) *Runner {
 	return r
 }
 
-// lockedBuffer is a bytes.Buffer safe to read while a process writes it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // runZygoteStderr is runZygote that also returns the zygote's stderr, and
 // keeps opts.Logger when one is set.
-func runZygoteStderr(t testing.TB, opts Options, cfg ZygoteConfig) (*Runner, *lockedBuffer) {
+func runZygoteStderr(t testing.TB, opts Options, cfg ZygoteConfig) (*Runner, *testutil.Buffer) {
 	t.Helper()
 	stdio := cfg.StdioControl
 	argv := cfg.Command()
@@ -156,7 +139,7 @@ func runZygoteStderr(t testing.TB, opts Options, cfg ZygoteConfig) (*Runner, *lo
 	} else {
 		cmd.ExtraFiles = []*os.File{inR, outW}
 	}
-	stderr := &lockedBuffer{}
+	stderr := &testutil.Buffer{}
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -200,6 +183,8 @@ func exec1(t *testing.T, r *Runner, code string, h *recHost) sandbox.ExecResult 
 	return res
 }
 
+// TestExecPrograms is one table of programs and what they must produce;
+// its length is the table.
 func TestExecPrograms(t *testing.T) {
 	r, _ := startZygote(t, Options{})
 	tests := []struct {
@@ -507,7 +492,7 @@ func TestPing(t *testing.T) {
 // nothing of a rehearsal may reach the host, count as an execution, or
 // disturb the spare that runs the next program.
 func TestRehearsalIsSilent(t *testing.T) {
-	log := &lockedBuffer{}
+	log := &testutil.Buffer{}
 	r, stderr := runZygoteStderr(t, Options{Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: log})},
 		ZygoteConfig{Python: python, LibDir: libDir(t), Workdir: t.TempDir(), Preload: []string{}})
 	programs := []struct{ code, out string }{
@@ -578,7 +563,7 @@ func TestPythonTypes(t *testing.T) {
 	}
 	mypy, err := exec.LookPath("mypy")
 	if err != nil {
-		t.Skip("mypy is not installed")
+		testutil.SkipMissing(t, "mypy is not installed")
 	}
 	cmd := exec.Command(mypy, "--strict", "--python-executable", python, "--cache-dir", t.TempDir(), "cexec")
 	cmd.Dir = "python"

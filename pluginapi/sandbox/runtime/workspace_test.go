@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
@@ -31,7 +32,7 @@ func TestDefaultPathOrder(t *testing.T) {
 // from the one skills namespace, and servers comes from /cexec/servers.
 func TestDefaultPathImports(t *testing.T) {
 	if _, err := os.Stat(python); err != nil {
-		t.Skip("no " + python)
+		testutil.SkipMissing(t, "no %s", python)
 	}
 	ws, shared := t.TempDir(), t.TempDir()
 	files := map[string]string{

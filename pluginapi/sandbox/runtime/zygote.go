@@ -60,6 +60,27 @@ func Install(ctx context.Context, dir, python string) error {
 	return nil
 }
 
+// InstallTemp installs the runtime, as Install does, into a new temporary
+// directory named by pattern (see os.MkdirTemp) and returns it. The
+// directory is readable by every user whatever the umask, since sandboxes
+// run as another user (or a VM's file server reads it); on failure nothing
+// is left behind. The backend removes the directory when it closes.
+func InstallTemp(ctx context.Context, pattern, python string) (string, error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", fmt.Errorf("install sandbox runtime: %w", err)
+	}
+	err = os.Chmod(dir, 0o755)
+	if err == nil {
+		err = Install(ctx, dir, python)
+	}
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("install sandbox runtime: %w", err)
+	}
+	return dir, nil
+}
+
 // DefaultPreload lists the modules a zygote imports while idle, beyond the
 // runtime itself: what generated tool stubs and typical programs import, so
 // forked executions do not pay for them. Chosen to keep an idle zygote

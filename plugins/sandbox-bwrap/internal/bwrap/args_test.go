@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
@@ -27,7 +28,7 @@ func TestBwrapArgs(t *testing.T) {
 	t.Setenv("CEXEC_ARGS_TEST_SECRET", "do-not-pass")
 	s, _ := decodeConfig(context.Background(), []byte(`{"allow_network": true}`))
 	if s.python == "" {
-		t.Skip("no usable python")
+		testutil.SkipMissing(t, "no usable python")
 	}
 	s.bwrapVersion = [3]int{0, 8, 0}
 	ws, srv := t.TempDir(), t.TempDir()

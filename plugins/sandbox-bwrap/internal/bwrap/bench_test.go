@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
@@ -26,7 +27,7 @@ func benchBackend(b *testing.B) *Plugin {
 	}
 	caps, _ := p.Capabilities(context.Background())
 	if !caps.Available {
-		b.Skip(caps.UnavailableReason)
+		testutil.SkipMissing(b, "%s", caps.UnavailableReason)
 	}
 	return p
 }
@@ -70,7 +71,7 @@ func BenchmarkWarmExec(b *testing.B) {
 			// Let the zygote finish its idle warm-up (preloads).
 			time.Sleep(time.Second)
 			benchExec(b, sb, "warm")
-			bx, err := p.box("warm")
+			bx, err := p.boxes.Get("warm")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -133,7 +134,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 		benchCreate(b, p, id)
 		benchExec(b, p, id)
 		time.Sleep(time.Second)
-		bx, err := p.box(id)
+		bx, err := p.boxes.Get(id)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package bwrap
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cexec/cexec/internal/bwrapproc"
+	"github.com/cexec/cexec/internal/tailbuf"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
@@ -45,7 +45,7 @@ type box struct {
 	cg        *sandboxCgroup
 	runner    *runtime.Runner
 	exited    chan struct{}
-	stderr    *tail
+	stderr    *tailbuf.Buffer
 	// stderrDone is closed when everything in the sandbox has closed its
 	// stderr, so stderr holds all that bwrap said.
 	stderrDone chan struct{}
@@ -61,72 +61,80 @@ func startBox(ctx context.Context, s *settings, spec *boxSpec, libDir, stageDir 
 	b := &box{
 		id: spec.id, tenant: spec.tenant, created: time.Now(), limits: spec.limits,
 		log: log.With("sandbox", spec.id), cg: cg, pidfd: -1, exited: make(chan struct{}),
-		stderr: &tail{max: 4096}, stderrDone: make(chan struct{}),
+		stderr: tailbuf.New(4096), stderrDone: make(chan struct{}),
 	}
-	var parentEnds, childEnds []*os.File
-	closeAll := func(fs []*os.File) {
-		for _, f := range fs {
-			if f != nil {
-				f.Close()
-			}
-		}
-	}
-	pipe := func() (*os.File, *os.File, error) {
-		r, w, err := os.Pipe()
-		return r, w, err
-	}
-	// dataPipe returns the read end of a pipe already holding data, which
-	// fits in the pipe buffer.
-	dataPipe := func(data []byte) (*os.File, error) {
-		r, w, err := pipe()
-		if err != nil {
-			return nil, err
-		}
-		_, err = w.Write(data)
-		w.Close()
-		if err != nil {
-			r.Close()
-			return nil, err
-		}
-		return r, nil
-	}
-	fail := func(err error) (*box, error) {
-		closeAll(parentEnds)
-		closeAll(childEnds)
+	p, err := openPipes(seccomp)
+	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.id, err)
 	}
+	cmd := bwrapCommand(s, spec, libDir, stageDir, p)
+	var binds []sandbox.Mount
+	if s.runAs != nil {
+		binds = spec.mounts
+	}
+	if err := launch(cmd, stageDir, binds, b.exited); err != nil {
+		closeFiles(p.parentEnds...)
+		closeFiles(p.childEnds...)
+		return nil, fmt.Errorf("start sandbox %s: run %s: %w", spec.id, s.bwrap, err)
+	}
+	closeFiles(p.childEnds...)
+	b.cmd = cmd
+	go b.pumpStderr(p.stderrR)
+	if err := b.attach(ctx, p); err != nil {
+		return nil, fmt.Errorf("start sandbox %s: %w%s", spec.id, err, b.stderrText())
+	}
+	return b, nil
+}
 
-	ctlInR, ctlInW, err := pipe()
+// attach takes over the zygote of a launched bwrap: it learns its pid,
+// moves it into the cgroup, and waits until it is ready. On failure the
+// sandbox is gone.
+func (b *box) attach(ctx context.Context, p *boxPipes) error {
+	pid, err := b.readChildPID(ctx, p.infoR)
 	if err != nil {
-		return fail(err)
+		return b.abort(p, err)
 	}
-	parentEnds, childEnds = append(parentEnds, ctlInW), append(childEnds, ctlInR)
-	ctlOutR, ctlOutW, err := pipe()
-	if err != nil {
-		return fail(err)
+	p.infoR.Close()
+	b.zygotePID = pid
+	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+		b.pidfd = fd
 	}
-	parentEnds, childEnds = append(parentEnds, ctlOutR), append(childEnds, ctlOutW)
-	infoR, infoW, err := pipe()
-	if err != nil {
-		return fail(err)
-	}
-	parentEnds = append(parentEnds, infoR)
-	files := map[int]*os.File{fdCtlIn: ctlInR, fdCtlOut: ctlOutW, fdInfo: infoW}
-	childEnds = append(childEnds, infoW)
-	for fd, data := range map[int][]byte{fdSeccomp: seccomp, fdPasswd: []byte(passwdData), fdGroup: []byte(groupData), fdHosts: []byte(hostsData)} {
-		r, err := dataPipe(data)
-		if err != nil {
-			return fail(err)
+	if b.cg != nil {
+		// The zygote forks nothing before its first execution, so every
+		// process of the program starts inside the cgroup.
+		if err := b.cg.add(pid); err != nil {
+			return b.abort(p, err)
 		}
-		files[fd] = r
-		childEnds = append(childEnds, r)
 	}
-	stderrR, stderrW, err := pipe()
-	if err != nil {
-		return fail(err)
+	b.runner = runtime.NewRunner(p.ctlInW, p.ctlOutR, runtime.Options{
+		Kill:        b.kill,
+		Logger:      b.log,
+		Timeout:     b.limits.Timeout,
+		OutputLimit: b.limits.OutputBytes,
+	})
+	rctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	if _, err := b.runner.Ready(rctx); err != nil {
+		_ = b.destroy(context.Background())
+		return err
 	}
-	parentEnds, childEnds = append(parentEnds, stderrR), append(childEnds, stderrW)
+	return nil
+}
 
+// abort kills a sandbox that failed to start and returns err. It closes
+// infoR only once bwrap is gone: bwrap writes it after cloning the
+// sandbox's first process, and dying there of SIGPIPE would orphan that
+// process (see killBwrap).
+func (b *box) abort(p *boxPipes, err error) error {
+	b.kill()
+	<-b.exited
+	closeFiles(p.infoR, p.ctlInW, p.ctlOutR)
+	return err
+}
+
+// bwrapCommand is the bwrap command of a sandbox, with the child's ends
+// of p at the descriptors bwrapArgs names.
+func bwrapCommand(s *settings, spec *boxSpec, libDir, stageDir string, p *boxPipes) *exec.Cmd {
 	sources := make([]string, len(spec.mounts))
 	for i, m := range spec.mounts {
 		sources[i] = m.Source
@@ -136,62 +144,92 @@ func startBox(ctx context.Context, s *settings, spec *boxSpec, libDir, stageDir 
 	}
 	cmd := exec.Command(s.bwrap, bwrapArgs(s, spec, libDir, sources)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
-	cmd.Stderr = stderrW
+	cmd.Stderr = p.stderrW
 	for fd := fdCtlIn; fd <= fdHosts; fd++ {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, files[fd])
+		cmd.ExtraFiles = append(cmd.ExtraFiles, p.files[fd])
 	}
 	cmd.SysProcAttr = sysProcAttr(s)
-	var binds []sandbox.Mount
-	if s.runAs != nil {
-		binds = spec.mounts
-	}
-	if err := launch(cmd, stageDir, binds, b.exited); err != nil {
-		return fail(fmt.Errorf("run %s: %w", s.bwrap, err))
-	}
-	closeAll(childEnds)
-	b.cmd = cmd
-	go b.pumpStderr(stderrR)
-	// abort closes infoR only once bwrap is gone: bwrap writes it after
-	// cloning the sandbox's first process, and dying there of SIGPIPE
-	// would orphan that process (see killBwrap).
-	abort := func(err error) (*box, error) {
-		b.kill()
-		<-b.exited
-		infoR.Close()
-		ctlInW.Close()
-		ctlOutR.Close()
-		return nil, fmt.Errorf("start sandbox %s: %w%s", spec.id, err, b.stderrText())
-	}
+	return cmd
+}
 
-	pid, err := b.readChildPID(ctx, infoR)
+// boxPipes are the pipes between the plugin and a new sandbox: the
+// zygote's control channel, bwrap's --info-fd, the files bwrap reads
+// (the seccomp filter, passwd, group, hosts) and stderr.
+type boxPipes struct {
+	ctlInW, ctlOutR, infoR, stderrR *os.File
+	stderrW                         *os.File
+	// files are the child's ends by the descriptor bwrap finds them at.
+	files                 map[int]*os.File
+	parentEnds, childEnds []*os.File
+}
+
+// openPipes makes the pipes of a sandbox, closing them all on failure.
+func openPipes(seccomp []byte) (*boxPipes, error) {
+	p := &boxPipes{files: map[int]*os.File{}}
+	err := p.open(seccomp)
 	if err != nil {
-		return abort(err)
+		closeFiles(p.parentEnds...)
+		closeFiles(p.childEnds...)
+		return nil, err
 	}
-	infoR.Close()
-	b.zygotePID = pid
-	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
-		b.pidfd = fd
+	return p, nil
+}
+
+func (p *boxPipes) open(seccomp []byte) error {
+	ctlInR, ctlInW, err := os.Pipe()
+	if err != nil {
+		return err
 	}
-	if cg != nil {
-		// The zygote forks nothing before its first execution, so every
-		// process of the program starts inside the cgroup.
-		if err := cg.add(pid); err != nil {
-			return abort(err)
+	p.parentEnds, p.childEnds = append(p.parentEnds, ctlInW), append(p.childEnds, ctlInR)
+	ctlOutR, ctlOutW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	p.parentEnds, p.childEnds = append(p.parentEnds, ctlOutR), append(p.childEnds, ctlOutW)
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	p.parentEnds, p.childEnds = append(p.parentEnds, infoR), append(p.childEnds, infoW)
+	p.ctlInW, p.ctlOutR, p.infoR = ctlInW, ctlOutR, infoR
+	p.files[fdCtlIn], p.files[fdCtlOut], p.files[fdInfo] = ctlInR, ctlOutW, infoW
+	for fd, data := range map[int][]byte{fdSeccomp: seccomp, fdPasswd: []byte(passwdData), fdGroup: []byte(groupData), fdHosts: []byte(hostsData)} {
+		r, err := dataPipe(data)
+		if err != nil {
+			return err
 		}
+		p.files[fd] = r
+		p.childEnds = append(p.childEnds, r)
 	}
-	b.runner = runtime.NewRunner(ctlInW, ctlOutR, runtime.Options{
-		Kill:        b.kill,
-		Logger:      b.log,
-		Timeout:     spec.limits.Timeout,
-		OutputLimit: spec.limits.OutputBytes,
-	})
-	rctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	if _, err := b.runner.Ready(rctx); err != nil {
-		_ = b.destroy(context.Background())
-		return nil, fmt.Errorf("start sandbox %s: %w%s", spec.id, err, b.stderrText())
+	p.stderrR, p.stderrW, err = os.Pipe()
+	if err != nil {
+		return err
 	}
-	return b, nil
+	p.parentEnds, p.childEnds = append(p.parentEnds, p.stderrR), append(p.childEnds, p.stderrW)
+	return nil
+}
+
+// dataPipe returns the read end of a pipe already holding data, which
+// fits in the pipe buffer.
+func dataPipe(data []byte) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.Write(data)
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// closeFiles closes fs.
+func closeFiles(fs ...*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
 }
 
 // stagedSources are the paths at which launch mounts n sources for bwrap.
@@ -327,7 +365,7 @@ func (b *box) pumpStderr(r *os.File) {
 	sc.Buffer(make([]byte, 4096), 64<<10)
 	for sc.Scan() {
 		line := sc.Text()
-		b.stderr.add(line)
+		b.stderr.WriteLine(line)
 		b.log.Debug("sandbox stderr", "line", line)
 	}
 	// A line too long for the scanner: keep draining, so that nothing in
@@ -342,7 +380,10 @@ func (b *box) stderrText() string {
 	case <-b.stderrDone:
 	case <-time.After(time.Second):
 	}
-	return b.stderr.suffix()
+	if s := strings.TrimSpace(b.stderr.String()); s != "" {
+		return ": " + s
+	}
+	return ""
 }
 
 // kill kills the zygote, which as the pid namespace's init takes every
@@ -440,32 +481,4 @@ func procRSS(pid int) int64 {
 		}
 	}
 	return 0
-}
-
-// tail keeps the last lines written, up to max bytes, for error messages.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf bytes.Buffer
-}
-
-func (t *tail) add(line string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf.WriteString(line)
-	t.buf.WriteByte('\n')
-	if over := t.buf.Len() - t.max; over > 0 {
-		t.buf.Next(over)
-	}
-}
-
-// suffix is ": <last stderr lines>" or "".
-func (t *tail) suffix() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(t.buf.String())
-	if s == "" {
-		return ""
-	}
-	return ": " + s
 }

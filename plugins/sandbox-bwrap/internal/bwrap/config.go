@@ -1,7 +1,6 @@
 package bwrap
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -111,14 +110,9 @@ func versionAtLeast(v [3]int, major, minor, patch int) bool {
 // diagnostics that name the attribute.
 func decodeConfig(ctx context.Context, raw json.RawMessage) (*settings, pluginapi.Diagnostics) {
 	var c Config
-	if len(bytes.TrimSpace(raw)) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c); err != nil {
-			return nil, pluginapi.Diagnostics{pluginapi.Errorf("", "Invalid sandbox-bwrap configuration", err.Error())}
-		}
+	if diags := pluginapi.DecodeConfig("sandbox-bwrap", raw, &c); diags.HasErrors() {
+		return nil, diags
 	}
-	var diags pluginapi.Diagnostics
 	s := &settings{
 		allowNetwork: c.AllowNetwork,
 		memory:       orDefault(c.MemoryMB, defaultMemoryMB) << 20,
@@ -132,6 +126,19 @@ func decodeConfig(ctx context.Context, raw json.RawMessage) (*settings, pluginap
 		cgroupParent: c.CgroupParent,
 		preload:      c.Preload,
 	}
+	diags := s.checkLimits(&c)
+	diags = append(diags, s.checkPaths(&c)...)
+	if os.Geteuid() == 0 {
+		diags = append(diags, s.checkRunAs(&c)...)
+	}
+	diags = append(diags, s.resolveBinaries(ctx, &c)...)
+	return s, diags
+}
+
+// checkLimits validates the limits, the cgroup settings and the preload
+// list, and sets the timeout and whether cgroups are used.
+func (s *settings) checkLimits(c *Config) pluginapi.Diagnostics {
+	var diags pluginapi.Diagnostics
 	for _, n := range []struct {
 		name string
 		v    int64
@@ -165,6 +172,13 @@ func decodeConfig(ctx context.Context, raw json.RawMessage) (*settings, pluginap
 			diags = append(diags, pluginapi.Errorf("preload", "Invalid preload module", fmt.Sprintf("%q is not a Python module name", m)))
 		}
 	}
+	return diags
+}
+
+// checkPaths resolves ro_paths, refusing those over the sandbox's own
+// directories.
+func (s *settings) checkPaths(c *Config) pluginapi.Diagnostics {
+	var diags pluginapi.Diagnostics
 	for _, p := range c.ROPaths {
 		real, err := filepath.EvalSymlinks(p)
 		switch {
@@ -178,22 +192,30 @@ func decodeConfig(ctx context.Context, raw json.RawMessage) (*settings, pluginap
 			s.roPaths = append(s.roPaths, real)
 		}
 	}
+	return diags
+}
 
-	if os.Geteuid() == 0 {
-		ids := [2]uint32{defaultRunAs, defaultRunAs}
-		for i, v := range []*int64{c.RunAsUID, c.RunAsGID} {
-			name := [2]string{"run_as_uid", "run_as_gid"}[i]
-			switch {
-			case v == nil:
-			case *v <= 0 || *v > 1<<31-1:
-				diags = append(diags, pluginapi.Errorf(name, "Invalid "+name, "must be a positive id: sandboxes never run as root"))
-			default:
-				ids[i] = uint32(*v)
-			}
+// checkRunAs sets the ids sandboxes run as when the plugin is root.
+func (s *settings) checkRunAs(c *Config) pluginapi.Diagnostics {
+	var diags pluginapi.Diagnostics
+	ids := [2]uint32{defaultRunAs, defaultRunAs}
+	for i, v := range []*int64{c.RunAsUID, c.RunAsGID} {
+		name := [2]string{"run_as_uid", "run_as_gid"}[i]
+		switch {
+		case v == nil:
+		case *v <= 0 || *v > 1<<31-1:
+			diags = append(diags, pluginapi.Errorf(name, "Invalid "+name, "must be a positive id: sandboxes never run as root"))
+		default:
+			ids[i] = uint32(*v)
 		}
-		s.runAs = &ids
 	}
+	s.runAs = &ids
+	return diags
+}
 
+// resolveBinaries finds the Python interpreter and bubblewrap.
+func (s *settings) resolveBinaries(ctx context.Context, c *Config) pluginapi.Diagnostics {
+	var diags pluginapi.Diagnostics
 	python := c.Python
 	if python == "" {
 		python = defaultPython
@@ -216,7 +238,7 @@ func decodeConfig(ctx context.Context, raw json.RawMessage) (*settings, pluginap
 			Summary: "bubblewrap is not usable", Detail: err.Error()})
 	}
 	s.bwrap, s.bwrapVersion = path, version
-	return s, diags
+	return diags
 }
 
 func orDefault(v, def int64) int64 {

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 )
 
 func TestDecodeConfig(t *testing.T) {
 	if _, err := os.Stat(defaultPython); err != nil {
-		t.Skip("no " + defaultPython)
+		testutil.SkipMissing(t, "no %s", defaultPython)
 	}
 	dir := t.TempDir()
 	shim := filepath.Join(dir, "python3")
@@ -58,7 +59,7 @@ func TestDecodeConfig(t *testing.T) {
 		{name: "bad cgroups", config: `{"cgroups": "v3"}`, errAttr: "cgroups"},
 		{name: "bad module", config: `{"preload": ["os; import x"]}`, errAttr: "preload"},
 		{name: "ro path over the system", config: `{"ro_paths": ["/etc"]}`, errAttr: "ro_paths"},
-		{name: "unknown attribute", config: `{"pythn": "x"}`, errAttr: ""},
+		{name: "unknown attribute", config: `{"pythn": "x"}`, errAttr: "pythn"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,6 +91,15 @@ func TestVersionAtLeast(t *testing.T) {
 	for _, tc := range tests {
 		if got := versionAtLeast(tc.v, 0, 8, 0); got != tc.want {
 			t.Errorf("%v >= 0.8.0: %v", tc.v, got)
+		}
+	}
+}
+
+func TestConfigureAPIVersion(t *testing.T) {
+	for _, v := range []string{"", "v0", "v2"} {
+		diags, err := New(nil).Configure(t.Context(), nil, v)
+		if err != nil || !diags.HasErrors() || diags[0].Summary != "Unsupported sandbox API version" {
+			t.Errorf("Configure with API version %q = %+v, %v; want an error diagnostic", v, diags, err)
 		}
 	}
 }

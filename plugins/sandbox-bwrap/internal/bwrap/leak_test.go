@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cexec/cexec/internal/bwrapproc"
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
@@ -28,13 +29,13 @@ func stallingBwrap(t *testing.T, marker string) string {
 	t.Helper()
 	real, err := exec.LookPath("bwrap")
 	if err != nil {
-		t.Skip("no bwrap")
+		testutil.SkipMissing(t, "no bwrap")
 	}
 	// The interpreter sandboxes use: one that run_as can run.
 	s, _ := New(nil).settings(context.Background())
 	python := s.python
 	if python == "" {
-		t.Skip("no python")
+		testutil.SkipMissing(t, "no python")
 	}
 	// Readable by run_as, which bwrap runs as when the test is root.
 	dir, err := os.MkdirTemp("", "cexec-bwrap-leaktest-")
@@ -161,7 +162,7 @@ func TestNoOrphanWhenSetupIsInterrupted(t *testing.T) {
 			p := configuredPlugin(t, wrapper)
 			defer p.Close()
 			if caps, _ := p.Capabilities(context.Background()); !caps.Available {
-				t.Skip(caps.UnavailableReason)
+				testutil.SkipMissing(t, "%s", caps.UnavailableReason)
 			}
 
 			var interrupt func()

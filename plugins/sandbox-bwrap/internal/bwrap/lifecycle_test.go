@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -48,7 +49,7 @@ func TestLifecycle(t *testing.T) {
 	p := New(nil)
 	caps, _ := p.Capabilities(context.Background())
 	if !caps.Available {
-		t.Skip(caps.UnavailableReason)
+		testutil.SkipMissing(t, "%s", caps.UnavailableReason)
 	}
 	ctx := context.Background()
 	for _, id := range []string{"a", "b"} {
@@ -56,8 +57,8 @@ func TestLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a, _ := p.box("a")
-	b, _ := p.box("b")
+	a, _ := p.boxes.Get("a")
+	b, _ := p.boxes.Get("b")
 	res, err := p.Exec(ctx, sandbox.ExecRequest{SandboxID: "a", Code: "import subprocess\nsubprocess.Popen(['sleep', '60'])"}, &plugintest.Host{})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("exec: %+v %v", res, err)
@@ -128,13 +129,13 @@ func TestZygoteDies(t *testing.T) {
 	defer p.Close()
 	caps, _ := p.Capabilities(context.Background())
 	if !caps.Available {
-		t.Skip(caps.UnavailableReason)
+		testutil.SkipMissing(t, "%s", caps.UnavailableReason)
 	}
 	ctx := context.Background()
 	if _, err := p.Create(ctx, sandbox.CreateRequest{ID: "victim"}); err != nil {
 		t.Fatal(err)
 	}
-	bx, _ := p.box("victim")
+	bx, _ := p.boxes.Get("victim")
 	if err := syscall.Kill(bx.zygotePID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

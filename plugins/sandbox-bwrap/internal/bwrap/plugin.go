@@ -42,14 +42,12 @@ type Plugin struct {
 	setDiags pluginapi.Diagnostics
 	probed   *availability
 	lib      string
-	libErr   error
 	stage    string
 	cgfs     *cgroupFS
 	cgErr    error
 	cgDone   bool
 	seccomp  map[bool][]byte
-	boxes    map[string]*box
-	closed   bool
+	boxes    sandbox.Registry[*box]
 }
 
 type availability struct {
@@ -59,12 +57,15 @@ type availability struct {
 
 var _ sandbox.Sandbox = (*Plugin)(nil)
 
+// apiVersions are the sandbox API versions the plugin speaks.
+var apiVersions = []string{sandbox.APIVersion}
+
 // New returns the backend, configured with defaults until Configure.
 func New(log hclog.Logger) *Plugin {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Plugin{log: log, boxes: map[string]*box{}, seccomp: map[bool][]byte{}}
+	return &Plugin{log: log, seccomp: map[bool][]byte{}}
 }
 
 // Info describes the plugin and its configuration schema.
@@ -73,7 +74,7 @@ func (p *Plugin) Info(context.Context) (pluginapi.Info, error) {
 		Name:         "bwrap",
 		Kind:         pluginapi.KindSandbox,
 		Version:      Version,
-		APIVersions:  []string{sandbox.APIVersion},
+		APIVersions:  apiVersions,
 		ConfigSchema: configSchema,
 	}, nil
 }
@@ -81,8 +82,8 @@ func (p *Plugin) Info(context.Context) (pluginapi.Info, error) {
 // Configure applies the plugin's block of cexec.hcl. Sandboxes created
 // before keep their settings.
 func (p *Plugin) Configure(ctx context.Context, config json.RawMessage, apiVersion string) (pluginapi.Diagnostics, error) {
-	if apiVersion != "" && apiVersion != sandbox.APIVersion {
-		return pluginapi.Diagnostics{pluginapi.Errorf("", "Unsupported sandbox API version", fmt.Sprintf("%q; this plugin speaks %s", apiVersion, sandbox.APIVersion))}, nil
+	if diags := pluginapi.CheckAPIVersion(pluginapi.KindSandbox, apiVersions, apiVersion); diags != nil {
+		return diags, nil
 	}
 	s, diags := decodeConfig(ctx, config)
 	if diags.HasErrors() {
@@ -91,7 +92,7 @@ func (p *Plugin) Configure(ctx context.Context, config json.RawMessage, apiVersi
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.set, p.setDiags, p.probed = s, diags, nil
-	if p.cgfs != nil && len(p.boxes) == 0 {
+	if p.cgfs != nil && p.boxes.Len() == 0 {
 		p.cgfs.remove()
 		p.cgfs = nil
 	}
@@ -189,24 +190,14 @@ func probe(ctx context.Context, s *settings) availability {
 func (p *Plugin) libDir(ctx context.Context, s *settings) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.lib != "" || p.libErr != nil {
-		return p.lib, p.libErr
+	if p.lib != "" {
+		return p.lib, nil
 	}
 	killStaleSandboxes("cexec-bwrap-runtime-")
 	removeStaleTemp("cexec-bwrap-runtime-")
-	dir, err := os.MkdirTemp("", tempPattern("cexec-bwrap-runtime-"))
-	if err == nil {
-		// Readable by the sandbox user whatever the umask.
-		err = os.Chmod(dir, 0o755)
-	}
-	if err == nil {
-		err = runtime.Install(ctx, dir, s.python)
-	}
+	dir, err := runtime.InstallTemp(ctx, tempPattern("cexec-bwrap-runtime-"), s.python)
 	if err != nil {
-		if dir != "" {
-			_ = os.RemoveAll(dir)
-		}
-		return "", fmt.Errorf("install sandbox runtime: %w", err)
+		return "", err
 	}
 	p.lib = dir
 	return dir, nil
@@ -361,33 +352,20 @@ func (p *Plugin) Create(ctx context.Context, req sandbox.CreateRequest) (plugina
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox: %w: %v", pluginapi.ErrInvalidArgument, err)
 	}
-	p.mu.Lock()
-	_, dup := p.boxes[req.ID]
-	closed := p.closed
-	if !dup && !closed {
-		p.boxes[req.ID] = nil // reserve the id while starting
-	}
-	p.mu.Unlock()
-	if closed {
-		return nil, fmt.Errorf("create sandbox %s: %w", req.ID, pluginapi.ErrPluginShutdown)
-	}
-	if dup {
-		return nil, fmt.Errorf("create sandbox %s: %w: the id is in use", req.ID, pluginapi.ErrInvalidArgument)
+	if err := p.boxes.Reserve(req.ID); err != nil {
+		return nil, err
 	}
 	b, diags, err := p.start(ctx, s, spec)
-	p.mu.Lock()
-	if err != nil || p.closed {
-		delete(p.boxes, req.ID)
-	} else {
-		p.boxes[req.ID] = b
+	if err != nil {
+		p.boxes.Release(req.ID)
+		return nil, err
 	}
-	closed = p.closed
-	p.mu.Unlock()
-	if err == nil && closed {
+	if !p.boxes.Commit(req.ID, b) {
 		_ = b.destroy(ctx)
+		p.boxes.Release(req.ID)
 		return nil, fmt.Errorf("create sandbox %s: %w", req.ID, pluginapi.ErrPluginShutdown)
 	}
-	return diags, err
+	return diags, nil
 }
 
 func (p *Plugin) start(ctx context.Context, s *settings, spec *boxSpec) (*box, pluginapi.Diagnostics, error) {
@@ -443,20 +421,10 @@ func (p *Plugin) start(ctx context.Context, s *settings, spec *boxSpec) (*box, p
 	return b, diags, nil
 }
 
-func (p *Plugin) box(id string) (*box, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	b := p.boxes[id]
-	if b == nil {
-		return nil, fmt.Errorf("sandbox %q: %w", id, pluginapi.ErrNotFound)
-	}
-	return b, nil
-}
-
 // Exec runs one program in a sandbox. A result with SandboxOK false means
 // the sandbox must be destroyed rather than reused.
 func (p *Plugin) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbox.Host) (sandbox.ExecResult, error) {
-	b, err := p.box(req.SandboxID)
+	b, err := p.boxes.Get(req.SandboxID)
 	if err != nil {
 		return sandbox.ExecResult{}, err
 	}
@@ -475,30 +443,19 @@ func (p *Plugin) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbox
 
 // Destroy kills a sandbox and everything in it and removes its cgroup.
 func (p *Plugin) Destroy(ctx context.Context, id string) error {
-	p.mu.Lock()
-	b := p.boxes[id]
-	if b != nil {
-		delete(p.boxes, id)
-	}
-	p.mu.Unlock()
-	if b == nil {
-		return fmt.Errorf("destroy sandbox %q: %w", id, pluginapi.ErrNotFound)
+	b, err := p.boxes.Remove(id)
+	if err != nil {
+		return err
 	}
 	return b.destroy(ctx)
 }
 
 // List describes the live sandboxes; RSSBytes is the zygote's.
 func (p *Plugin) List(context.Context) ([]sandbox.Status, error) {
-	p.mu.Lock()
-	boxes := make([]*box, 0, len(p.boxes))
-	for _, b := range p.boxes {
-		if b != nil {
-			boxes = append(boxes, b)
-		}
-	}
-	p.mu.Unlock()
+	boxes := p.boxes.All()
 	out := make([]sandbox.Status, 0, len(boxes))
-	for _, b := range boxes {
+	for _, e := range boxes {
+		b := e.Box
 		out = append(out, sandbox.Status{
 			ID: b.id, Tenant: b.tenant, State: b.state(), Created: b.created,
 			Executions: b.executions.Load(), RSSBytes: b.rss(),
@@ -509,7 +466,7 @@ func (p *Plugin) List(context.Context) ([]sandbox.Status, error) {
 
 // Health pings the sandbox's zygote.
 func (p *Plugin) Health(ctx context.Context, id string) error {
-	b, err := p.box(id)
+	b, err := p.boxes.Get(id)
 	if err != nil {
 		return err
 	}
@@ -526,16 +483,8 @@ func (p *Plugin) Health(ctx context.Context, id string) error {
 
 // Close destroys every sandbox and removes the runtime and the cgroups.
 func (p *Plugin) Close() error {
-	p.mu.Lock()
-	p.closed = true
-	boxes := p.boxes
-	p.boxes = map[string]*box{}
-	p.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, b := range boxes {
-		if b == nil {
-			continue
-		}
+	for _, b := range p.boxes.Close() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/elastic/go-seccomp-bpf/arch"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -38,7 +39,7 @@ func backend(t *testing.T, config string) sandbox.Sandbox {
 		t.Fatal(err)
 	}
 	if !caps.Available {
-		t.Skip("bubblewrap sandboxes are not available here: " + caps.UnavailableReason)
+		testutil.SkipMissing(t, "bubblewrap sandboxes are not available here: %s", caps.UnavailableReason)
 	}
 	return sb
 }
@@ -190,6 +191,8 @@ func TestHappyPaths(t *testing.T) {
 	})
 }
 
+// TestRequestsRefused checks what bwrap refuses beyond the conformance
+// suite's requests: mounts over the system, the runtime, or through "..".
 func TestRequestsRefused(t *testing.T) {
 	sb := backend(t, `{}`)
 	ws := t.TempDir()
@@ -197,13 +200,9 @@ func TestRequestsRefused(t *testing.T) {
 		name string
 		req  sandbox.CreateRequest
 	}{
-		{"network not allowed", sandbox.CreateRequest{ID: "n1", Network: true}},
-		{"bad id", sandbox.CreateRequest{ID: "../x"}},
 		{"mount over /usr", sandbox.CreateRequest{ID: "m1", Mounts: []sandbox.Mount{{Source: ws, Target: "/usr/lib"}}}},
 		{"mount over the runtime", sandbox.CreateRequest{ID: "m2", Mounts: []sandbox.Mount{{Source: ws, Target: "/cexec/lib"}}}},
-		{"relative mount", sandbox.CreateRequest{ID: "m3", Mounts: []sandbox.Mount{{Source: "ws", Target: "/workspace"}}}},
 		{"unclean target", sandbox.CreateRequest{ID: "m4", Mounts: []sandbox.Mount{{Source: ws, Target: "/workspace/../etc"}}}},
-		{"bad env", sandbox.CreateRequest{ID: "e1", Env: map[string]string{"A=B": "c"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -212,16 +211,12 @@ func TestRequestsRefused(t *testing.T) {
 			}
 		})
 	}
-	if _, err := sb.Exec(t.Context(), sandbox.ExecRequest{SandboxID: "missing", Code: "print(1)"}, &plugintest.Host{}); !errors.Is(err, pluginapi.ErrNotFound) {
-		t.Errorf("exec in a missing sandbox: %v", err)
-	}
-	if err := sb.Destroy(t.Context(), "missing"); !errors.Is(err, pluginapi.ErrNotFound) {
-		t.Errorf("destroy a missing sandbox: %v", err)
-	}
 }
 
 // TestEscapes runs each attack in its own sandbox and checks that it was
 // blocked or contained, then that the backend still serves.
+// It is long because it is one table of attacks, read as the threat model
+// it checks; the running of the cases is the few lines at its end.
 func TestEscapes(t *testing.T) {
 	const secretEnv = "CEXEC_TEST_DAEMON_SECRET"
 	secret := fmt.Sprintf("s3cr3t-%d-%d", os.Getpid(), time.Now().UnixNano())

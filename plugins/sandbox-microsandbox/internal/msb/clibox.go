@@ -2,7 +2,6 @@ package msb
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cexec/cexec/internal/tailbuf"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
@@ -270,7 +270,7 @@ type cliBox struct {
 	cmd    *exec.Cmd
 	runner *runtime.Runner
 	exited chan struct{}
-	stderr *tail
+	stderr *tailbuf.Buffer
 	// stderrDone is closed when msb exec closed its stderr.
 	stderrDone chan struct{}
 	killed     atomic.Bool
@@ -279,7 +279,7 @@ type cliBox struct {
 
 // startCLIBox runs the zygote in VM name and waits until it is ready.
 func startCLIBox(ctx context.Context, c *cli, log hclog.Logger, name string, zc runtime.ZygoteConfig, pidns bool, env map[string]string, lim sandbox.Limits) (*cliBox, error) {
-	b := &cliBox{c: c, vmName: name, log: log, exited: make(chan struct{}), stderr: &tail{max: 4096}, stderrDone: make(chan struct{})}
+	b := &cliBox{c: c, vmName: name, log: log, exited: make(chan struct{}), stderr: tailbuf.New(4096), stderrDone: make(chan struct{})}
 	args := []string{"exec", "--quiet", "--stream", "--workdir", guestWorkspace}
 	for _, k := range sortedKeys(env) {
 		args = append(args, "--env", k+"="+env[k])
@@ -353,7 +353,7 @@ func (b *cliBox) pumpStderr(r *os.File) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), 64<<10)
 	for sc.Scan() {
-		b.stderr.add(sc.Text())
+		b.stderr.WriteLine(sc.Text())
 		b.log.Debug("msb exec stderr", "line", sc.Text())
 	}
 	_, _ = io.Copy(io.Discard, r)
@@ -378,7 +378,7 @@ func (b *cliBox) cause(wait time.Duration) error {
 		return errors.New("the sandbox was killed")
 	}
 	code := b.cmd.ProcessState.ExitCode()
-	text := b.stderr.text()
+	text := b.stderr.String()
 	if code == 2 || hasErrorLine(text) {
 		return &CommandError{Command: "exec", ExitCode: code, Message: errorText(text)}
 	}
@@ -475,29 +475,6 @@ func (b *cliBox) health(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// tail keeps the last lines written, up to max bytes, for error messages.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf bytes.Buffer
-}
-
-func (t *tail) add(line string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf.WriteString(line)
-	t.buf.WriteByte('\n')
-	if over := t.buf.Len() - t.max; over > 0 {
-		t.buf.Next(over)
-	}
-}
-
-func (t *tail) text() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.buf.String()
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -1,7 +1,6 @@
 package msb
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -119,12 +118,8 @@ type settings struct {
 // name the attribute; the api key never appears in them.
 func decodeConfig(raw json.RawMessage) (*settings, pluginapi.Diagnostics) {
 	var c Config
-	if t := bytes.TrimSpace(raw); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
-		dec := json.NewDecoder(bytes.NewReader(t))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c); err != nil {
-			return nil, pluginapi.Diagnostics{pluginapi.Errorf("", "Invalid sandbox-microsandbox configuration", err.Error())}
-		}
+	if diags := pluginapi.DecodeConfig("sandbox-microsandbox", raw, &c); diags.HasErrors() {
+		return nil, diags
 	}
 	var diags pluginapi.Diagnostics
 	s := &settings{
@@ -187,6 +182,14 @@ func decodeConfig(raw json.RawMessage) (*settings, pluginapi.Diagnostics) {
 	if s.python != "" && strings.ContainsAny(s.python, " \t\n'\"") {
 		diags = append(diags, pluginapi.Errorf("python", "Invalid python", "name the interpreter as one path or command name, without arguments or quotes"))
 	}
+	diags = append(diags, s.checkMode(&c)...)
+	return s, diags
+}
+
+// checkMode refuses attributes of the other mode and completes the
+// settings of the chosen one.
+func (s *settings) checkMode(c *Config) pluginapi.Diagnostics {
+	var diags pluginapi.Diagnostics
 	serverOnly := []struct {
 		name string
 		set  bool
@@ -218,7 +221,7 @@ func decodeConfig(raw json.RawMessage) (*settings, pluginapi.Diagnostics) {
 	default:
 		diags = append(diags, pluginapi.Errorf("api", "Invalid api", fmt.Sprintf("%q: use \"cli\" (msb 0.7) or \"server\" (a 0.2 msb server)", s.api)))
 	}
-	return s, diags
+	return diags
 }
 
 // checkServer validates and completes the server mode settings.

@@ -365,6 +365,9 @@ func TestFakeMSB_CreateFailures(t *testing.T) {
 	}
 }
 
+// TestFakeMSB_RequestsRefused checks what the plugin refuses beyond the
+// conformance suite's requests: mounts over the runtime or the system, and
+// sources msb's mount syntax cannot express.
 func TestFakeMSB_RequestsRefused(t *testing.T) {
 	home := fakeHost(t)
 	_, sb := configured(t, fakeConfig(home, nil))
@@ -375,13 +378,9 @@ func TestFakeMSB_RequestsRefused(t *testing.T) {
 		name string
 		req  sandbox.CreateRequest
 	}{
-		{"network not allowed", sandbox.CreateRequest{ID: "n1", Network: true}},
-		{"bad id", sandbox.CreateRequest{ID: "../x"}},
 		{"mount over the runtime", sandbox.CreateRequest{ID: "m1", Mounts: []sandbox.Mount{{Source: ws, Target: "/cexec/lib"}}}},
 		{"mount over /etc", sandbox.CreateRequest{ID: "m2", Mounts: []sandbox.Mount{{Source: ws, Target: "/etc/x"}}}},
-		{"relative source", sandbox.CreateRequest{ID: "m3", Mounts: []sandbox.Mount{{Source: "ws", Target: "/workspace"}}}},
 		{"colon in the source", sandbox.CreateRequest{ID: "m4", Mounts: []sandbox.Mount{{Source: colon, Target: "/workspace"}}}},
-		{"bad env", sandbox.CreateRequest{ID: "e1", Env: map[string]string{"A=B": "c"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -389,12 +388,6 @@ func TestFakeMSB_RequestsRefused(t *testing.T) {
 				t.Errorf("create: %v", err)
 			}
 		})
-	}
-	if _, err := sb.Exec(t.Context(), sandbox.ExecRequest{SandboxID: "missing", Code: "print(1)"}, &plugintest.Host{}); !errors.Is(err, pluginapi.ErrNotFound) {
-		t.Errorf("exec in a missing sandbox: %v", err)
-	}
-	if err := sb.Destroy(t.Context(), "missing"); !errors.Is(err, pluginapi.ErrNotFound) {
-		t.Errorf("destroy a missing sandbox: %v", err)
 	}
 }
 
@@ -422,7 +415,7 @@ func TestFakeMSB_Cleanup(t *testing.T) {
 	if got := fakeList(t, home); got["cexec-4194304-old"] != "" || got["someone-elses"] != "Running" || got[sandboxName("a")] != "Running" {
 		t.Errorf("sandboxes after the first create: %v", got)
 	}
-	ea, _ := p.entry("a")
+	ea, _ := p.entries.Get("a")
 	ba := ea.box.(*cliBox)
 	res, err := p.Exec(ctx, sandbox.ExecRequest{SandboxID: "a", Code: "import subprocess\nsubprocess.Popen(['sleep', '60'])\nimport os\nprint(os.getpid())"}, &plugintest.Host{})
 	if err != nil || res.ExitCode != 0 {
@@ -443,7 +436,7 @@ func TestFakeMSB_Cleanup(t *testing.T) {
 		t.Errorf("a is still in msb: %v", got)
 	}
 	lib := p.lib
-	eb, _ := p.entry("b")
+	eb, _ := p.entries.Get("b")
 	bb := eb.box.(*cliBox)
 	must(t, p.Close())
 	select {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -32,13 +32,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	fakeMSB = filepath.Join(dir, "msb")
-	goBin, err := exec.LookPath("go")
-	if err == nil {
-		cmd := exec.Command(goBin, "build", "-o", fakeMSB, "github.com/cexec/cexec/plugins/sandbox-microsandbox/internal/fakemsb")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		err = cmd.Run()
-	}
-	if err != nil {
+	if err := testutil.GoBuild(fakeMSB, "./plugins/sandbox-microsandbox/internal/fakemsb"); err != nil {
 		fmt.Fprintln(os.Stderr, "build the fake msb:", err)
 		os.Exit(1)
 	}
@@ -52,7 +46,7 @@ func TestMain(m *testing.M) {
 func fakeHost(t testing.TB) string {
 	t.Helper()
 	if _, err := os.Stat(python); err != nil {
-		t.Skip("no " + python + " to run the runtime with")
+		testutil.SkipMissing(t, "no %s to run the runtime with", python)
 	}
 	dir := t.TempDir()
 	cpuinfo := filepath.Join(dir, "cpuinfo")

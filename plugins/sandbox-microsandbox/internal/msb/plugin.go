@@ -84,17 +84,17 @@ type Plugin struct {
 	be      backend
 	probed  *error
 	lib     string
-	libErr  error
-	entries map[string]*entry
-	closed  bool
-	// closing ends creations in flight when the plugin closes; inflight
-	// counts them, so that Close removes what they leave.
+	entries sandbox.Registry[*entry]
+	// closing ends creations in flight when the plugin closes; Close
+	// waits for entries' reservations, so that it removes what they leave.
 	closing  context.Context
 	shutdown context.CancelFunc
-	inflight sync.WaitGroup
 }
 
 var _ sandbox.Sandbox = (*Plugin)(nil)
+
+// apiVersions are the sandbox API versions the plugin speaks.
+var apiVersions = []string{sandbox.APIVersion}
 
 // New returns the backend, configured with defaults until Configure.
 func New(log hclog.Logger) *Plugin {
@@ -102,7 +102,7 @@ func New(log hclog.Logger) *Plugin {
 		log = hclog.NewNullLogger()
 	}
 	closing, shutdown := context.WithCancel(context.Background())
-	return &Plugin{log: log, entries: map[string]*entry{}, closing: closing, shutdown: shutdown}
+	return &Plugin{log: log, closing: closing, shutdown: shutdown}
 }
 
 // Info describes the plugin and its configuration schema.
@@ -111,7 +111,7 @@ func (p *Plugin) Info(context.Context) (pluginapi.Info, error) {
 		Name:         "microsandbox",
 		Kind:         pluginapi.KindSandbox,
 		Version:      Version,
-		APIVersions:  []string{sandbox.APIVersion},
+		APIVersions:  apiVersions,
 		ConfigSchema: configSchema,
 	}, nil
 }
@@ -121,8 +121,8 @@ func (p *Plugin) Info(context.Context) (pluginapi.Info, error) {
 // `cexecd validate` shows it while a config that merely names this plugin
 // still loads. Sandboxes created before keep their settings.
 func (p *Plugin) Configure(ctx context.Context, config json.RawMessage, apiVersion string) (pluginapi.Diagnostics, error) {
-	if apiVersion != "" && apiVersion != sandbox.APIVersion {
-		return pluginapi.Diagnostics{pluginapi.Errorf("", "Unsupported sandbox API version", fmt.Sprintf("%q; this plugin speaks %s", apiVersion, sandbox.APIVersion))}, nil
+	if diags := pluginapi.CheckAPIVersion(pluginapi.KindSandbox, apiVersions, apiVersion); diags != nil {
+		return diags, nil
 	}
 	s, diags := decodeConfig(config)
 	if diags.HasErrors() {
@@ -218,58 +218,30 @@ func (p *Plugin) Create(ctx context.Context, req sandbox.CreateRequest) (plugina
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox: %w: %v", pluginapi.ErrInvalidArgument, err)
 	}
-	p.mu.Lock()
-	_, dup := p.entries[req.ID]
-	closed := p.closed
-	if !dup && !closed {
-		p.entries[req.ID] = nil // reserve the id while booting
-		p.inflight.Add(1)
-		defer p.inflight.Done()
-	}
-	p.mu.Unlock()
-	if closed {
-		return nil, fmt.Errorf("create sandbox %s: %w", req.ID, pluginapi.ErrPluginShutdown)
-	}
-	if dup {
-		return nil, fmt.Errorf("create sandbox %s: %w: the id is in use", req.ID, pluginapi.ErrInvalidArgument)
+	if err := p.entries.Reserve(req.ID); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(p.closing, cancel)
 	defer stop()
 	b, err := be.create(ctx, sp)
-	p.mu.Lock()
-	if err != nil || p.closed {
-		delete(p.entries, req.ID)
-	} else {
-		p.entries[req.ID] = &entry{box: b, tenant: req.Tenant, created: time.Now()}
-	}
-	closed = p.closed
-	p.mu.Unlock()
 	if err != nil {
+		p.entries.Release(req.ID)
 		return nil, fmt.Errorf("create sandbox %s: %w", req.ID, err)
 	}
-	if closed {
+	if !p.entries.Commit(req.ID, &entry{box: b, tenant: req.Tenant, created: time.Now()}) {
 		_ = b.destroy(context.Background())
+		p.entries.Release(req.ID)
 		return nil, fmt.Errorf("create sandbox %s: %w", req.ID, pluginapi.ErrPluginShutdown)
 	}
 	return diags, nil
 }
 
-func (p *Plugin) entry(id string) (*entry, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e := p.entries[id]
-	if e == nil {
-		return nil, fmt.Errorf("sandbox %q: %w", id, pluginapi.ErrNotFound)
-	}
-	return e, nil
-}
-
 // Exec runs one program in a sandbox. A result with SandboxOK false means
 // the sandbox must be destroyed rather than reused.
 func (p *Plugin) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbox.Host) (sandbox.ExecResult, error) {
-	e, err := p.entry(req.SandboxID)
+	e, err := p.entries.Get(req.SandboxID)
 	if err != nil {
 		return sandbox.ExecResult{}, err
 	}
@@ -288,14 +260,9 @@ func (p *Plugin) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbox
 
 // Destroy stops and removes a microVM.
 func (p *Plugin) Destroy(ctx context.Context, id string) error {
-	p.mu.Lock()
-	e := p.entries[id]
-	if e != nil {
-		delete(p.entries, id)
-	}
-	p.mu.Unlock()
-	if e == nil {
-		return fmt.Errorf("destroy sandbox %q: %w", id, pluginapi.ErrNotFound)
+	e, err := p.entries.Remove(id)
+	if err != nil {
+		return err
 	}
 	if err := e.box.destroy(ctx); err != nil {
 		return fmt.Errorf("destroy sandbox %s: %w", id, err)
@@ -308,16 +275,7 @@ func (p *Plugin) Destroy(ctx context.Context, id string) error {
 // RSSBytes is the VM's memory as the guest reports it.
 func (p *Plugin) List(ctx context.Context) ([]sandbox.Status, error) {
 	_, be := p.current()
-	p.mu.Lock()
-	ids := make([]string, 0, len(p.entries))
-	entries := make([]*entry, 0, len(p.entries))
-	for id, e := range p.entries {
-		if e != nil {
-			ids = append(ids, id)
-			entries = append(entries, e)
-		}
-	}
-	p.mu.Unlock()
+	entries := p.entries.All()
 	if len(entries) == 0 {
 		return []sandbox.Status{}, nil
 	}
@@ -326,7 +284,8 @@ func (p *Plugin) List(ctx context.Context) ([]sandbox.Status, error) {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
 	out := make([]sandbox.Status, 0, len(entries))
-	for i, e := range entries {
+	for _, ent := range entries {
+		e := ent.Box
 		u, known := use[e.box.name()]
 		state := "ready"
 		switch {
@@ -337,7 +296,7 @@ func (p *Plugin) List(ctx context.Context) ([]sandbox.Status, error) {
 		case e.busy.Load():
 			state = "busy"
 		}
-		out = append(out, sandbox.Status{ID: ids[i], Tenant: e.tenant, State: state, Created: e.created,
+		out = append(out, sandbox.Status{ID: ent.ID, Tenant: e.tenant, State: state, Created: e.created,
 			Executions: e.executions.Load(), RSSBytes: u.rssBytes})
 	}
 	return out, nil
@@ -345,7 +304,7 @@ func (p *Plugin) List(ctx context.Context) ([]sandbox.Status, error) {
 
 // Health checks that the VM runs and its zygote answers.
 func (p *Plugin) Health(ctx context.Context, id string) error {
-	e, err := p.entry(id)
+	e, err := p.entries.Get(id)
 	if err != nil {
 		return err
 	}
@@ -366,22 +325,12 @@ func (p *Plugin) Health(ctx context.Context, id string) error {
 func (p *Plugin) libDir(ctx context.Context) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.lib != "" || p.libErr != nil {
-		return p.lib, p.libErr
+	if p.lib != "" {
+		return p.lib, nil
 	}
-	dir, err := os.MkdirTemp("", "cexec-microsandbox-runtime-")
-	if err == nil {
-		// Readable by the VM's file server whatever the umask.
-		err = os.Chmod(dir, 0o755)
-	}
-	if err == nil {
-		err = runtime.Install(ctx, dir, "")
-	}
+	dir, err := runtime.InstallTemp(ctx, "cexec-microsandbox-runtime-", "")
 	if err != nil {
-		if dir != "" {
-			_ = os.RemoveAll(dir)
-		}
-		return "", fmt.Errorf("install sandbox runtime: %w", err)
+		return "", err
 	}
 	p.lib = dir
 	return dir, nil
@@ -390,21 +339,14 @@ func (p *Plugin) libDir(ctx context.Context) (string, error) {
 // Close destroys every sandbox, after cancelling creations in flight, and
 // removes the installed runtime.
 func (p *Plugin) Close() error {
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
+	entries := p.entries.Close()
 	p.shutdown()
-	p.inflight.Wait()
+	p.entries.Wait()
 	p.mu.Lock()
-	entries := p.entries
-	p.entries = map[string]*entry{}
 	be := p.be
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, e := range entries {
-		if e == nil {
-			continue
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -27,23 +28,9 @@ func realMSB(t *testing.T) string {
 	if p := os.Getenv("CEXEC_MSB"); p != "" {
 		return p
 	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "test", "peers", "node_modules", "@superradcompany", "microsandbox-linux-x64-gnu", "bin", "msb")
+	p := filepath.Join(testutil.ModuleRoot(), "test", "peers", "node_modules", "@superradcompany", "microsandbox-linux-x64-gnu", "bin", "msb")
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("the real msb is not installed at %s: run scripts/deps.sh", p)
+		testutil.SkipMissing(t, "the real msb is not installed at %s: run scripts/deps.sh", p)
 	}
 	return p
 }

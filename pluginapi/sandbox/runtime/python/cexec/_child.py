@@ -1,0 +1,294 @@
+"""The program's process: how the zygote forks it and makes it a clean
+process (Children), and what runs in it: one program (_run_child), or a
+spare that warms up and then waits for its program (_spare_main)."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import resource
+import select
+import sys
+import types
+
+import cexec
+from cexec import _proto
+from cexec._osutil import _close, _socketpair
+from cexec._parts import Part
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported at run time, to keep sandbox start fast
+    import signal
+    from typing import Any
+else:
+    # The C module behind signal: the Python wrapper builds
+    # enums that cost an idle sandbox about a megabyte.
+    import _signal as signal
+if TYPE_CHECKING:
+    from cexec._relay import Run
+
+# Largest exception message and traceback reported, in characters.
+_MAX_MESSAGE = 64 << 10
+_MAX_TRACEBACK = 256 << 10
+
+# Programs up to this size are compiled in the zygote before forking.
+_PRECOMPILE_LIMIT = 256 << 10
+
+# Referenced so that replacing __main__ in a child does not free the
+# bootstrap module (freeing touches, and so copies, the zygote's pages).
+_BOOT_MAIN = sys.modules.get("__main__")
+
+_RLIMITS = {
+    "as": resource.RLIMIT_AS,
+    "nproc": resource.RLIMIT_NPROC,
+    "fsize": resource.RLIMIT_FSIZE,
+    "nofile": resource.RLIMIT_NOFILE,
+}
+
+
+class Children(Part):
+    """The zygote's side of a forked execution."""
+
+    def start_child(self, run: Run, job: dict[str, Any]) -> None:
+        code = str(job["code"])
+        # Compiling here, where the compiler's memory is warm, rather than in
+        # the child (whose first compile copies hundreds of pages) halves the
+        # cost of a small program. Failures are left to the child to report.
+        compiled = None
+        if len(code) <= _PRECOMPILE_LIMIT:
+            try:
+                compiled = compile(code, "<cexec>", "exec", dont_inherit=True)
+            except Exception:
+                compiled = None
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        chan, child_chan = _socketpair()
+        run.out_r, run.err_r, run.chan = out_r, err_r, chan
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (out_w, err_w, child_chan):
+                _close(fd)
+            raise
+        if pid == 0:
+            self.enter_child(out_w, err_w, child_chan)
+            _run_child(code, compiled)
+        run.pid = pid
+        for fd in (out_w, err_w, child_chan):
+            os.close(fd)
+
+    def enter_child(self, out_w: int, err_w: int, chan: int) -> None:
+        """Turn a freshly forked process into a clean program process: own
+        session, default signals, fds 0-3 only, the sandbox's rlimits."""
+        try:
+            os.setsid()
+            signal.set_wakeup_fd(-1)
+            for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+                signal.signal(sig, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            # stdin is /dev/null: the zygote's own may be its control
+            # channel (backends with only stdio use descriptors 0 and 1).
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            os.dup2(chan, 3, inheritable=False)
+            os.closerange(4, 1 << 20)
+            for name, value in self.opts.rlimits.items():
+                res = _RLIMITS[name]
+                hard = resource.getrlimit(res)[1]
+                if hard != resource.RLIM_INFINITY:
+                    value = min(value, hard)
+                resource.setrlimit(res, (value, value))
+        except BaseException as e:
+            try:
+                os.write(2, f"cexec: cannot start the program: {e}\n".encode())
+            finally:
+                os._exit(70)
+
+
+def _flush_std() -> None:
+    seen: list[object] = []
+    for f in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        if f is None or any(f is s for s in seen):
+            continue
+        seen.append(f)
+        try:
+            f.flush()
+        except Exception:
+            pass
+
+
+def _exit_status(e: SystemExit) -> int:
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except Exception:
+        pass
+    return 1
+
+
+def _describe(e: BaseException, filename: str, code: str) -> dict[str, str]:
+    # Imported here: only failing programs need them.
+    import linecache
+    import traceback
+
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    try:
+        message = str(e)
+    except Exception:
+        message = f"<unprintable {type(e).__name__}>"
+    tb = e.__traceback__
+    while tb is not None and tb.tb_frame.f_code is _run_program.__code__:
+        tb = tb.tb_next
+    try:
+        text = "".join(traceback.format_exception(type(e), e, tb))
+    except Exception:
+        text = f"{type(e).__name__}: {message}\n"
+    return {"type": type(e).__name__, "message": message[:_MAX_MESSAGE], "traceback": text[-_MAX_TRACEBACK:]}
+
+
+def _run_program(code: str, module: types.ModuleType, filename: str, compiled: types.CodeType | None = None) -> dict[str, Any]:
+    """Run code as __main__ and describe how it ended."""
+    sys.modules["__main__"] = module
+    exit_code = 0
+    error = None
+    try:
+        if compiled is None:
+            compiled = compile(code, filename, "exec", dont_inherit=True)
+        exec(compiled, module.__dict__)
+    except SystemExit as e:
+        exit_code = _exit_status(e)
+    except BaseException as e:
+        exit_code = 1
+        error = _describe(e, filename, code)
+    return {"op": "done", "exit_code": exit_code, "error": error}
+
+
+def _new_main() -> types.ModuleType:
+    module = types.ModuleType("__main__")
+    module.__dict__["__builtins__"] = builtins
+    return module
+
+
+def _warm_compile() -> None:
+    warm = compile("_x = [i * 2 for i in range(4)]\n_y = {'k': _x}\n", "<warm-up>", "exec", dont_inherit=True)
+    exec(warm, _new_main().__dict__)
+
+
+def _warm_print() -> None:
+    """Run a program that prints, as an execution does, with stdout on
+    /dev/null meanwhile."""
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        job = _proto.decode_json(b'{"op":"exec","code":"print(1+1)"}')
+        _run_program(str(job["code"]), _new_main(), "<cexec>")
+        _flush_std()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
+def _warm_done() -> None:
+    """What _run_child does after the program."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading.enumerate()
+    import atexit
+
+    atexit._ncallbacks()
+    done: dict[str, Any] = {"op": "done", "exit_code": 0, "error": None}
+    _add_usage(done)
+    _proto.encode_json(done)
+
+
+_WARM_UP = (
+    _warm_print,
+    _warm_compile,
+    _warm_done,
+)
+
+
+def _spare_main() -> None:
+    """Body of a spare child: warm up, wait for the program, run it."""
+    try:
+        chan = cexec._Channel(3)
+        # Go through what every execution goes through (decoding the job,
+        # compiling, running and printing in a new module, flushing, usage,
+        # encoding the done message), so that its copy-on-write faults
+        # happen now rather than while the program is waited for; stop as
+        # soon as the program arrives.
+        pending = select.poll()
+        pending.register(3, select.POLLIN)
+        for step in _WARM_UP:
+            if pending.poll(0):
+                break
+            step()
+        job = _proto.read_frame(3, _proto.Reader())
+    except BaseException:
+        os._exit(70)
+    if job is None:
+        os._exit(0)  # the zygote is gone or dropped this spare
+    try:
+        msg = _proto.decode_json(job[1])
+        code = str(msg["code"])
+    except Exception:
+        os._exit(71)
+    _run_child(code, None, chan)
+
+
+def _run_child(code: str, compiled: types.CodeType | None, chan: cexec._Channel | None = None) -> None:
+    """Body of a forked execution: run the program once and exit."""
+    pid = os.getpid()
+    try:
+        if chan is None:
+            chan = cexec._Channel(3)
+        cexec._channel = chan
+        sys.argv = ["-c"]
+        done = _run_program(code, _new_main(), "<cexec>", compiled)
+        if os.getpid() != pid:
+            # The program forked and this copy fell off the end.
+            _flush_std()
+            os._exit(int(done["exit_code"]))
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            # As at interpreter exit, wait for the program's threads.
+            for t in threading.enumerate():
+                if t is not threading.main_thread() and not t.daemon:
+                    t.join()
+        try:
+            import atexit
+
+            if atexit._ncallbacks():
+                atexit._run_exitfuncs()
+        except BaseException:
+            pass
+        _flush_std()
+        # Closing the output before saying done lets the zygote report as
+        # soon as it has relayed everything, without waiting for this
+        # process to be torn down.
+        os.close(1)
+        os.close(2)
+        _add_usage(done)
+        try:
+            chan.send(done, chan.result_json)
+        except OSError:
+            pass  # the program closed its channel; the exit status still counts
+        os._exit(int(done["exit_code"]))
+    except BaseException:
+        os._exit(70)
+
+
+def _add_usage(done: dict[str, Any]) -> None:
+    """Put the CPU time and peak memory of this process and its waited-for
+    children into a done message."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done["cpu_ms"] = int((me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime) * 1000)
+    done["max_rss"] = int(max(me.ru_maxrss, kids.ru_maxrss)) * 1024

@@ -1,0 +1,178 @@
+"""Persistent interpreters: forked workers that keep a session's globals
+between executions, and the zygote's bookkeeping of them."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import resource
+import struct
+import sys
+import time
+
+import cexec
+from cexec import _proto
+from cexec._child import _flush_std, _new_main, _run_program
+from cexec._osutil import _close, _send_with_fds, _socketpair
+from cexec._parts import Part
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported at run time, to keep sandbox start fast
+    import signal
+    import socket
+    from typing import Any
+else:
+    # The C modules behind signal and socket: the Python wrappers build
+    # enums that cost an idle sandbox about a megabyte.
+    import _signal as signal
+    import _socket as socket
+if TYPE_CHECKING:
+    from cexec._relay import Run
+
+_MAX_WORKERS = 4
+
+
+class Worker:
+    """A persistent interpreter serving one session."""
+
+    def __init__(self, session: str, pid: int, sock: int) -> None:
+        self.session = session
+        self.pid = pid
+        self.sock = sock
+        self.used = time.monotonic()
+        self.executions = 0
+        self.alive = True
+
+
+class Workers(Part):
+    """The zygote's side of persistent interpreters."""
+
+    def start_persistent(self, run: Run, job: dict[str, Any]) -> None:
+        session = str(job.get("session") or "")
+        worker = self.workers.get(session)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        chan, child_chan = _socketpair()
+        run.out_r, run.err_r, run.chan = out_r, err_r, chan
+        try:
+            for attempt in range(2):
+                if worker is None or not worker.alive:
+                    worker = self.spawn_worker(session)
+                worker.used = time.monotonic()
+                worker.executions += 1
+                frame = _proto.encode_json({"op": "exec", "code": job["code"], "n": worker.executions})
+                try:
+                    _send_with_fds(worker.sock, frame, [out_w, err_w, child_chan])
+                    break
+                except OSError:
+                    # The interpreter died since its last execution; its
+                    # state is gone, so start a fresh one.
+                    self.workers.pop(session, None)
+                    self.kill_worker(worker)
+                    worker = None
+                    if attempt == 1:
+                        raise
+            assert worker is not None
+            run.worker, run.pid = worker, worker.pid
+        finally:
+            for fd in (out_w, err_w, child_chan):
+                os.close(fd)
+
+    def spawn_worker(self, session: str) -> Worker:
+        if len(self.workers) >= _MAX_WORKERS:
+            oldest = min(self.workers.values(), key=lambda w: w.used)
+            self.workers.pop(oldest.session, None)
+            self.kill_worker(oldest)
+        ours, theirs = _socketpair()
+        try:
+            pid = os.fork()
+        except OSError:
+            _close(ours)
+            _close(theirs)
+            raise
+        if pid == 0:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            self.enter_child(devnull, devnull, theirs)
+            _worker_main(3)
+        os.close(theirs)
+        worker = Worker(session, pid, ours)
+        self.workers[session] = worker
+        return worker
+
+    def kill_worker(self, worker: Worker) -> None:
+        worker.alive = False
+        _close(worker.sock)
+        try:
+            os.killpg(worker.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.waitpid(worker.pid, 0)
+        except OSError:
+            pass
+
+
+def _recv_job(sock: int, reader: _proto.Reader, fds: list[int]) -> dict[str, Any] | None:
+    """Read one job frame from the zygote, collecting passed descriptors."""
+    s = socket.socket(fileno=sock)
+    try:
+        while True:
+            for kind, payload in reader.frames():
+                if kind == _proto.KIND_JSON:
+                    return _proto.decode_json(payload)
+            data, anc, _, _ = s.recvmsg(1 << 20, socket.CMSG_SPACE(16 * 4))
+            for level, typ, blob in anc:
+                if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                    n = len(blob) // 4
+                    fds.extend(struct.unpack(f"{n}i", blob[: n * 4]))
+            if not data:
+                return None
+            reader.feed(data)
+    finally:
+        s.detach()
+
+
+def _worker_main(sock: int) -> None:
+    """Body of a persistent interpreter: run jobs with shared globals."""
+    try:
+        module = _new_main()
+        reader = _proto.Reader()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        sys.argv = ["-c"]
+        while True:
+            fds: list[int] = []
+            job = _recv_job(sock, reader, fds)
+            if job is None:
+                os._exit(0)
+            if len(fds) != 3:
+                os._exit(71)
+            out_w, err_w, chan_fd = fds
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            os.close(out_w)
+            os.close(err_w)
+            chan = cexec._Channel(chan_fd)
+            cexec._channel = chan
+            importlib.invalidate_caches()
+            code, filename = str(job.get("code")), f"<cexec:{job.get('n')}>"
+            # Functions from earlier executions may fail later: keep every
+            # execution's source for their tracebacks.
+            import linecache
+
+            linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+            before = resource.getrusage(resource.RUSAGE_SELF)
+            done = _run_program(code, module, filename)
+            _flush_std()
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            done["cpu_ms"] = int((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
+            done["max_rss"] = int(after.ru_maxrss) * 1024
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            try:
+                chan.send(done, chan.result_json)
+            except OSError:
+                pass
+            chan.close()
+            cexec._channel = None
+    except BaseException:
+        os._exit(70)
