@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cexec/cexec/internal/testutil"
+	"github.com/cexec/cexec/internal/testutil/zygotetest"
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
@@ -30,7 +30,7 @@ type execHost struct {
 func startZygote(t testing.TB, path ...string) *runtime.Runner {
 	t.Helper()
 	cfg := runtime.ZygoteConfig{Python: python, Path: path, Workdir: t.TempDir(), Preload: []string{}}
-	return testutil.StartZygote(t, cfg, runtime.Options{})
+	return zygotetest.Start(t, cfg, runtime.Options{})
 }
 
 func run(t testing.TB, r *runtime.Runner, b *Bridge, code string) (sandbox.ExecResult, *execHost) {

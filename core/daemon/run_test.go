@@ -10,7 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cexec/cexec/client"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/internal/testutil"
 )
@@ -106,9 +111,12 @@ func start(t *testing.T, o Options) *daemon {
 	return d
 }
 
-// ready waits until Status answers on sock or the daemon ends.
-func (d *daemon) ready(t *testing.T, sock string) *client.Client {
+// ready waits until Status answers on sock or the daemon ends. The daemon's
+// tests speak the control API with its generated client, not the client
+// SDK: imports run from the client to the api, never into the daemon.
+func (d *daemon) ready(t *testing.T, sock string) cexecv1.ControlClient {
 	t.Helper()
+	c := controlClient(t, sock)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
@@ -116,18 +124,29 @@ func (d *daemon) ready(t *testing.T, sock string) *client.Client {
 			t.Fatalf("daemon ended before ready: %v\n%s", d.err, d.stderr)
 		default:
 		}
-		c, err := client.New(context.Background(), sock)
-		if err == nil {
-			if _, err = c.Status(context.Background()); err == nil {
-				t.Cleanup(func() { _ = c.Close() })
-				return c
-			}
-			_ = c.Close()
+		if _, err := c.Status(context.Background(), &cexecv1.StatusRequest{}); err == nil {
+			return c
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("socket %s not ready\n%s", sock, d.stderr)
 	return nil
+}
+
+// controlClient is a control API client on the unix socket sock.
+func controlClient(t *testing.T, sock string) cexecv1.ControlClient {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///cexecd",
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return cexecv1.NewControlClient(conn)
 }
 
 func writeConfig(t *testing.T, dir, body string) string {
@@ -150,7 +169,7 @@ func TestRunLifecycle(t *testing.T) {
 	d := start(t, Options{ConfigFile: cfg})
 	c := d.ready(t, sock)
 
-	st, err := c.Status(context.Background())
+	st, err := c.Status(context.Background(), &cexecv1.StatusRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +199,7 @@ func TestRunLifecycle(t *testing.T) {
 	if ExitCode(err) != 3 {
 		t.Errorf("exit code %d, want 3", ExitCode(err))
 	}
-	if _, err := c.Status(context.Background()); err != nil {
+	if _, err := c.Status(context.Background(), &cexecv1.StatusRequest{}); err != nil {
 		t.Fatalf("first daemon disturbed: %v", err)
 	}
 
@@ -196,10 +215,8 @@ func TestRunLifecycle(t *testing.T) {
 	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket still there after shutdown: %v", err)
 	}
-	_, err = client.New(context.Background(), sock)
-	var nr *client.NotRunningError
-	if !errors.As(err, &nr) {
-		t.Errorf("client after shutdown: %v, want NotRunningError", err)
+	if _, err := controlClient(t, sock).Status(context.Background(), &cexecv1.StatusRequest{}); status.Code(err) != codes.Unavailable {
+		t.Errorf("Status after shutdown: %v, want Unavailable", err)
 	}
 }
 

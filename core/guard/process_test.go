@@ -3,7 +3,6 @@ package guard_test
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,15 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
-
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/guard/policy"
 	"github.com/cexec/cexec/core/guard/vault"
 	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	guardapi "github.com/cexec/cexec/pluginapi/guard"
+	"github.com/cexec/cexec/pluginapi/plugintest"
 )
 
 var (
@@ -65,23 +62,9 @@ func TestMain(m *testing.M) {
 // warning.
 func TestStrictWithKilledPluginProcess(t *testing.T) {
 	bin := guardPIIBinary(t)
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  pluginapi.Handshake,
-		VersionedPlugins: map[int]plugin.PluginSet{pluginapi.ProtocolVersion: {string(pluginapi.KindGuard): &guardapi.GRPCPlugin{}}},
-		Cmd:              exec.Command(bin),
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		Logger:           hclog.NewNullLogger(),
-	})
-	t.Cleanup(client.Kill)
-	rpc, err := client.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := rpc.Dispense(string(pluginapi.KindGuard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pii := raw.(guardapi.Guard)
+	proc := plugintest.Launch(t, bin, pluginapi.KindGuard, &guardapi.GRPCPlugin{})
+	client := proc.Client
+	pii := proc.Plugin.(guardapi.Guard)
 	if diags, err := pii.Configure(t.Context(), []byte(`{}`), guardapi.APIVersion); err != nil || diags.HasErrors() {
 		t.Fatalf("Configure = %v, %v", diags, err)
 	}

@@ -13,7 +13,7 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/cexec/cexec/internal/testutil"
+	"github.com/cexec/cexec/internal/testutil/zygotetest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
@@ -30,7 +30,7 @@ func startExecutor(t testing.TB, stubRoot string, up *mcpclient.Client) *zygoteE
 	t.Helper()
 	ws := t.TempDir()
 	cfg := runtime.ZygoteConfig{Python: python, Path: []string{stubRoot, ws}, Workdir: ws}
-	r := testutil.StartZygote(t, cfg, runtime.Options{Timeout: 20 * time.Second, OutputLimit: 1 << 20})
+	r := zygotetest.Start(t, cfg, runtime.Options{Timeout: 20 * time.Second, OutputLimit: 1 << 20})
 	return &zygoteExecutor{runner: r, up: up}
 }
 

@@ -3,14 +3,9 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
-
-	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/selector"
@@ -19,34 +14,11 @@ import (
 // TestPluginProcess builds the plugin, launches it the way cexecd does
 // (go-plugin, gRPC only, AutoMTLS, no inherited environment) and uses it.
 func TestPluginProcess(t *testing.T) {
-	bin := testutil.BuildBinary(t, "./examples/plugin-selector-keyword")
-	// go-plugin writes the host's log output from its own goroutines.
-	logs := &testutil.Buffer{}
-	cmd := exec.Command(bin)
-	cmd.Env = []string{pluginapi.LogLevelEnv + "=debug"}
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  pluginapi.Handshake,
-		VersionedPlugins: map[int]plugin.PluginSet{pluginapi.ProtocolVersion: {string(pluginapi.KindSelector): &selector.GRPCPlugin{}}},
-		Cmd:              cmd,
-		SkipHostEnv:      true,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		Logger:           hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Debug}),
-	})
-	t.Cleanup(client.Kill)
-
-	rpc, err := client.Client()
-	if err != nil {
-		t.Fatalf("start plugin: %v\nlogs:\n%s", err, logs)
-	}
-	if v := client.NegotiatedVersion(); v != pluginapi.ProtocolVersion {
+	proc := plugintest.Launch(t, plugintest.Build(t, "."), pluginapi.KindSelector, &selector.GRPCPlugin{})
+	if v := proc.Client.NegotiatedVersion(); v != pluginapi.ProtocolVersion {
 		t.Errorf("negotiated protocol %d, want %d", v, pluginapi.ProtocolVersion)
 	}
-	raw, err := rpc.Dispense(string(pluginapi.KindSelector))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := raw.(selector.Selector)
+	s := proc.Plugin.(selector.Selector)
 	ctx := t.Context()
 
 	info := plugintest.CheckInfo(t, s, pluginapi.KindSelector)
@@ -89,9 +61,9 @@ func TestPluginProcess(t *testing.T) {
 	// The plugin's hclog output reaches the host's logger, at the level the
 	// host asked for (go-plugin's own debug line shows mTLS was set up).
 	// go-plugin re-logs a JSON line's fields from a map, so their order varies.
-	client.Kill()
-	if !hasLine(logs.String(), "configured:", "case_sensitive=false", "max_hits=3") ||
-		!hasLine(logs.String(), "configuring server automatic mTLS") {
+	proc.Client.Kill()
+	if logs := proc.Logs(); !hasLine(logs, "configured:", "case_sensitive=false", "max_hits=3") ||
+		!hasLine(logs, "configuring server automatic mTLS") {
 		t.Errorf("host logs lack the plugin's lines; host logs:\n%s", logs)
 	}
 	if _, err := s.Search(ctx, selector.SearchRequest{Query: "file"}); !errors.Is(err, pluginapi.ErrPluginShutdown) {

@@ -3,16 +3,13 @@ package vault_test
 import (
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"testing"
-
-	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
 
 	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/internal/testutil/piitest"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/guard"
+	"github.com/cexec/cexec/pluginapi/plugintest"
 )
 
 const oneMB = 1 << 20
@@ -38,23 +35,8 @@ func measure(b *testing.B, bytes int, op func()) {
 // real detectors, which cexecd reaches only through that boundary.
 func pluginDetector(b *testing.B) guard.Guard {
 	b.Helper()
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  pluginapi.Handshake,
-		VersionedPlugins: map[int]plugin.PluginSet{pluginapi.ProtocolVersion: {string(pluginapi.KindGuard): &guard.GRPCPlugin{}}},
-		Cmd:              exec.Command(testutil.BuildBinary(b, "./plugins/guard-pii")),
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		Logger:           hclog.NewNullLogger(),
-	})
-	b.Cleanup(client.Kill)
-	rpc, err := client.Client()
-	if err != nil {
-		b.Fatal(err)
-	}
-	raw, err := rpc.Dispense(string(pluginapi.KindGuard))
-	if err != nil {
-		b.Fatal(err)
-	}
-	g := raw.(guard.Guard)
+	proc := plugintest.Launch(b, testutil.BuildBinary(b, "./plugins/guard-pii"), pluginapi.KindGuard, &guard.GRPCPlugin{})
+	g := proc.Plugin.(guard.Guard)
 	if diags, err := g.Configure(b.Context(), []byte(`{}`), guard.APIVersion); err != nil || diags.HasErrors() {
 		b.Fatalf("configure guard-pii: %v, %v", diags, err)
 	}

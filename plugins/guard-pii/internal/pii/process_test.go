@@ -2,13 +2,9 @@ package pii
 
 import (
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
 
 	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/internal/testutil/piitest"
@@ -25,30 +21,8 @@ func TestPluginProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the plugin binary")
 	}
-	bin := testutil.BuildBinary(t, "./plugins/guard-pii")
-	// go-plugin writes the host's log output from its own goroutines.
-	logs := &testutil.Buffer{}
-	cmd := exec.Command(bin)
-	cmd.Env = []string{pluginapi.LogLevelEnv + "=debug"}
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  pluginapi.Handshake,
-		VersionedPlugins: map[int]plugin.PluginSet{pluginapi.ProtocolVersion: {string(pluginapi.KindGuard): &guard.GRPCPlugin{}}},
-		Cmd:              cmd,
-		SkipHostEnv:      true,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		Logger:           hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Debug}),
-	})
-	t.Cleanup(client.Kill)
-	rpc, err := client.Client()
-	if err != nil {
-		t.Fatalf("start plugin: %v\nlogs:\n%s", err, logs)
-	}
-	raw, err := rpc.Dispense(string(pluginapi.KindGuard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := raw.(guard.Guard)
+	proc := plugintest.Launch(t, testutil.BuildBinary(t, "./plugins/guard-pii"), pluginapi.KindGuard, &guard.GRPCPlugin{})
+	g := proc.Plugin.(guard.Guard)
 	plugintest.CheckInfo(t, g, pluginapi.KindGuard)
 
 	const secret = "Bearer s3cr3t-t0ken-value"
@@ -66,7 +40,7 @@ func TestPluginProcess(t *testing.T) {
 	start := time.Now()
 	spans, err := g.Detect(t.Context(), guard.DetectRequest{Text: text})
 	if err != nil {
-		t.Fatalf("Detect 1 MiB: %v\nlogs:\n%s", err, logs)
+		t.Fatalf("Detect 1 MiB: %v\nlogs:\n%s", err, proc.Logs())
 	}
 	cold := time.Since(start)
 	start = time.Now()
@@ -97,8 +71,8 @@ func TestPluginProcess(t *testing.T) {
 		t.Errorf("CheckCode: %+v %v", d, err)
 	}
 
-	client.Kill()
-	out := logs.String()
+	proc.Client.Kill()
+	out := proc.Logs()
 	if !strings.Contains(out, "configured") {
 		t.Errorf("the plugin's log lines did not reach the host:\n%s", out)
 	}

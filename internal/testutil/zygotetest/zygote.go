@@ -1,4 +1,8 @@
-package testutil
+// Package zygotetest starts the standard runtime's zygote for tests that
+// need programs run the way a sandbox runs them, without a sandbox around it.
+// It is apart from testutil because it imports the runtime, whose own tests
+// use testutil.
+package zygotetest
 
 import (
 	"context"
@@ -10,22 +14,23 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
 
-// StartZygote runs the standard runtime's zygote as a plain child process
+// Start runs the standard runtime's zygote as a plain child process
 // (the sandbox backends wrap the same zygote in their isolation) and returns
 // its Runner once the zygote is ready. The runtime library is installed into
 // a temporary folder (cfg.LibDir), cfg.Python defaults to Python, and
 // opts.Kill and a null opts.Logger are filled in. Both end with the test,
 // which logs the zygote's stderr if it failed.
-func StartZygote(t testing.TB, cfg runtime.ZygoteConfig, opts runtime.Options) *runtime.Runner {
+func Start(t testing.TB, cfg runtime.ZygoteConfig, opts runtime.Options) *runtime.Runner {
 	t.Helper()
 	if cfg.Python == "" {
-		cfg.Python = Python
+		cfg.Python = testutil.Python
 	}
 	if _, err := os.Stat(cfg.Python); err != nil {
-		SkipMissing(t, "no %s: %v", cfg.Python, err)
+		testutil.SkipMissing(t, "no %s: %v", cfg.Python, err)
 	}
 	cfg.LibDir = t.TempDir()
 	if err := runtime.Install(context.Background(), cfg.LibDir, cfg.Python); err != nil {
@@ -45,7 +50,7 @@ func StartZygote(t testing.TB, cfg runtime.ZygoteConfig, opts runtime.Options) *
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.ExtraFiles = []*os.File{inR, outW}
-	stderr := &Buffer{}
+	stderr := &testutil.Buffer{}
 	cmd.Stderr = stderr
 	// The zygote leads a process group, so killing it takes its children.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
