@@ -210,19 +210,26 @@ func TestTaskErrors(t *testing.T) {
 	})
 }
 
+// TestTaskTimings checks that the generator's time is counted as Generate,
+// not as overhead. It compares the pipeline's figure with the time the
+// generator itself measured, never with a wall-clock bound, which a loaded
+// machine would break.
 func TestTaskTimings(t *testing.T) {
 	f := newFixture(t, workspace.Quota{})
+	var inside time.Duration
 	f.gen("slow", func(context.Context, codegen.GenerateRequest) (codegen.GenerateResponse, error) {
+		start := time.Now()
 		time.Sleep(30 * time.Millisecond)
+		inside = time.Since(start)
 		return codegen.GenerateResponse{Code: "print(1)"}, nil
 	})
 	res := f.run(t, "go")
 	tm := res.Timings
-	if tm.Generate < 30*time.Millisecond || tm.Total < tm.Generate+tm.Execute || tm.Overhead() < 0 || tm.Overhead() >= 30*time.Millisecond {
-		t.Errorf("timings %+v, overhead %s: the generator's time must not count as overhead", tm, tm.Overhead())
+	if tm.Generate < inside || tm.Total < tm.Generate+tm.Execute || tm.Overhead() < 0 {
+		t.Errorf("timings %+v, overhead %s, generator took %s: the generator's time must count as Generate", tm, tm.Overhead(), inside)
 	}
-	if res.Attempts[0].Duration < 30*time.Millisecond {
-		t.Errorf("attempt duration %s", res.Attempts[0].Duration)
+	if res.Attempts[0].Duration < inside {
+		t.Errorf("attempt duration %s, generator took %s", res.Attempts[0].Duration, inside)
 	}
 }
 

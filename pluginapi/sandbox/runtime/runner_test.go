@@ -362,7 +362,6 @@ func TestLimits(t *testing.T) {
 	ctx := context.Background()
 
 	h := &recHost{}
-	start := time.Now()
 	res, err := r.Exec(ctx, sandbox.ExecRequest{Code: "while True: pass", Timeout: 200 * time.Millisecond}, h)
 	if err != nil {
 		t.Fatal(err)
@@ -370,10 +369,6 @@ func TestLimits(t *testing.T) {
 	if !res.TimedOut || res.Error == nil || res.Error.Type != "Timeout" || res.SandboxOK {
 		t.Errorf("timeout result %+v", res)
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("timeout took %s", d)
-	}
-
 	h = &recHost{}
 	res, err = r.Exec(ctx, sandbox.ExecRequest{Code: "import sys\nwhile True: sys.stdout.write('x' * 4096)"}, h)
 	if err != nil {
