@@ -25,6 +25,8 @@ func TestLocalToolsReadInSandbox(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		testutil.SkipMissing(t, "bubblewrap: %v", err)
 	}
+	// The plugin host's relative defaults stay out of the source tree.
+	t.Chdir(t.TempDir())
 	pluginDir := t.TempDir()
 	if err := testutil.GoBuild(filepath.Join(pluginDir, "cexec-plugin-sandbox-bwrap"), "./plugins/sandbox-bwrap"); err != nil {
 		t.Fatal(err)

@@ -222,6 +222,9 @@ func TestRunLifecycle(t *testing.T) {
 
 func TestRunRemovesStaleSocket(t *testing.T) {
 	dir := t.TempDir()
+	// Without a config file the daemon's folders are relative to the
+	// working directory; keep them out of the source tree.
+	t.Chdir(dir)
 	sock := filepath.Join(dir, "cexecd.sock")
 	// A socket file nobody listens on, as a crashed daemon leaves it.
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
