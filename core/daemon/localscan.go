@@ -24,6 +24,30 @@ const (
 	scanDestroyTimeout = 10 * time.Second
 )
 
+// scanLocal reads the local tools into the catalog in the background; set
+// stopScan to end it. A failed scan leaves the catalog without local tools
+// and says why in the log, as a failed start of an optional upstream does.
+func (s *services) scanLocal(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	s.stopScan = func() {
+		cancel()
+		<-done
+	}
+	go func() {
+		defer close(done)
+		start := time.Now()
+		err := s.catalog.RefreshLocal(ctx)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			s.log.Warn("local tools skipped", "error", err)
+		default:
+			s.log.Debug("local tools read", "elapsed", time.Since(start).Round(time.Millisecond))
+		}
+	}()
+}
+
 // sandboxes finds the sandbox backend by name; the plugin host does.
 type sandboxes interface {
 	Sandbox(name string) (sandbox.Sandbox, error)

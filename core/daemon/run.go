@@ -190,6 +190,8 @@ func Run(ctx context.Context, o Options) error {
 	if stopped, err := startComponents(ctx, &o, cfg, svc, host); stopped || err != nil {
 		return err
 	}
+	// The scan's sandbox is destroyed before its backend plugin stops.
+	defer svc.stopScan()
 	defer svc.closePool(context.WithoutCancel(ctx), grace)
 	defer svc.search.Close()
 
@@ -248,14 +250,10 @@ func startComponents(ctx context.Context, o *Options, cfg *config.Config, svc *s
 	if err := svc.startExec(host); err != nil {
 		return false, err
 	}
-	// Local tools are parsed in a sandbox of the backend, so only now; the
-	// search index starts with them.
-	scanStart := time.Now()
-	if err := svc.catalog.RefreshLocal(ctx); err != nil {
-		log.Warn("local tools skipped", "error", err)
-	} else {
-		log.Debug("local tools read", "elapsed", time.Since(scanStart).Round(time.Millisecond))
-	}
+	// Local tools are parsed in a sandbox of the backend, so only now. Like
+	// optional upstreams they join the catalog, and the search index that
+	// follows it, in the background instead of holding up serving.
+	svc.scanLocal(ctx)
 	svc.startSearch(host)
 	return false, nil
 }

@@ -46,6 +46,9 @@ type services struct {
 	guards *guard.Guardrails
 	// search is search_tools and the selector's index; set by startSearch.
 	search *search.Service
+	// stopScan cancels the background read of local tools and waits for it;
+	// set by scanLocal.
+	stopScan func()
 }
 
 // newServices opens the workspaces and prepares the catalog, which reads
