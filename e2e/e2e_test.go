@@ -225,6 +225,9 @@ func listPlugins(t *testing.T, s setup) map[string]pluginJSON {
 	return out
 }
 
+// TestDaemonAndCLI drives one real cexecd through the scenario below.
+// It is long because it is one daemon's life, start to shutdown, with the
+// CLI checks that need it running in the order they happen.
 func TestDaemonAndCLI(t *testing.T) {
 	s := newSetup(t)
 	d := startDaemon(t, s)

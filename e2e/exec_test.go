@@ -91,6 +91,9 @@ func daemonServes(t *testing.T, s setup, d *daemon) {
 	}
 }
 
+// TestExec drives one real cexecd through the scenario below.
+// It is long because one daemon and its warm pool serve every subtest, in
+// the order a user would run them; a daemon per check would cost seconds.
 func TestExec(t *testing.T) {
 	s := newSetup(t)
 	d := startDaemon(t, s)

@@ -220,6 +220,8 @@ var tokenRE = regexp.MustCompile(`^\[([A-Z_]+)_([0-9]+)\]$`)
 // filesystem server reaches the model only as tokens; code the model
 // writes with those tokens writes the real values; the tokens hold across
 // executions, a daemon restart and a guard plugin crash.
+// It is long because the round trip is one session whose tokens must hold
+// across each step, the restart and the plugin crash included.
 func TestGuardRoundTrip(t *testing.T) {
 	e := newGuardEnv(t, "cexec-plugin-guard-pii", "")
 	d := startDaemon(t, e.setup)
@@ -392,6 +394,8 @@ func ctlExec(t *testing.T, s setup, tenant, code string) execJSON {
 
 // TestGuardPolicy: a tenant's policy refuses code and tool calls with
 // errors that name the rule, in every execution, operator's included.
+// It is long because one daemon with the policy serves every refusal it
+// checks.
 func TestGuardPolicy(t *testing.T) {
 	e := newGuardEnv(t, "cexec-plugin-guard-pii", "")
 	out := filepath.Join(e.files, "out") + "/"

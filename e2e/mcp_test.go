@@ -80,6 +80,8 @@ func mcpSetup(t *testing.T) (setup, string) {
 // uses the face over TCP as an agent would, measures execute_code with
 // `cexecctl bench mcp`, and checks that shutdown removes the MCP socket and
 // closes the port.
+// It is long because one daemon serves the suite, the TCP client, the
+// benchmark and the shutdown checks, in that order.
 func TestMCPFace(t *testing.T) {
 	nm := mcpPeers(t)
 	s, addr := mcpSetup(t)

@@ -197,6 +197,8 @@ func sorted(s []string) []string {
 // TestTaskRulesReferenceServers answers tasks with the offline rules
 // generator over the real reference servers, asserting on what the
 // programs printed and on what they changed on disk.
+// It is long because its table of tasks shares one daemon and its two
+// reference servers, costly to start.
 func TestTaskRulesReferenceServers(t *testing.T) {
 	ts := newTaskSetup(t, []string{"rules"}, "")
 	startDaemon(t, ts.setup)

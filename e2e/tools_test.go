@@ -192,6 +192,10 @@ type sbxResultTools struct {
 	} `json:"tool_calls"`
 }
 
+// TestTools drives one real cexecd through the scenario below.
+// It is long because one daemon, with its upstream servers, serves every
+// subtest, and the subtests build on the catalog the earlier ones refreshed;
+// a daemon per check would cost seconds each.
 func TestTools(t *testing.T) {
 	ts := newToolsSetup(t)
 	s := ts.setup
