@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/internal/testutil/zygotetest"
+	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
@@ -35,13 +36,13 @@ func startExecutor(t testing.TB, stubRoot string, up *mcpclient.Client) *zygoteE
 }
 
 func (e *zygoteExecutor) Execute(ctx context.Context, _ Scope, code string) (Execution, error) {
-	h := &execHost{up: e.up}
+	h := newExecHost(e.up)
 	res, err := e.runner.Exec(ctx, sandbox.ExecRequest{Code: code}, h)
 	if err != nil {
 		return Execution{}, err
 	}
 	ex := Execution{
-		Stdout: h.stdout.String(), Stderr: h.stderr.String(), OutputTruncated: res.OutputTruncated,
+		Stdout: h.Stdout(), Stderr: h.Stderr(), OutputTruncated: res.OutputTruncated,
 		Result: res.Result, TimedOut: res.TimedOut, Duration: res.Duration, Calls: h.summary(),
 	}
 	if res.Error != nil {
@@ -50,27 +51,22 @@ func (e *zygoteExecutor) Execute(ctx context.Context, _ Scope, code string) (Exe
 	return ex, nil
 }
 
-// execHost collects one execution's output and tool calls.
+// execHost records one execution's output (plugintest.Host) and answers
+// its tool calls from the upstream client, keeping their statistics.
 type execHost struct {
-	up     *mcpclient.Client
-	mu     sync.Mutex
-	stdout strings.Builder
-	stderr strings.Builder
-	calls  ToolCalls
+	plugintest.Host
+	up    *mcpclient.Client
+	mu    sync.Mutex
+	calls ToolCalls
 }
 
-func (h *execHost) Output(s sandbox.Stream, data []byte) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if s == sandbox.Stdout {
-		h.stdout.Write(data)
-	} else {
-		h.stderr.Write(data)
-	}
-	return nil
+func newExecHost(up *mcpclient.Client) *execHost {
+	h := &execHost{up: up}
+	h.OnCall = h.handle
+	return h
 }
 
-func (h *execHost) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+func (h *execHost) handle(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	if method != "call_tool" {
 		return nil, &sandbox.CallError{Type: "HostError", Message: "unknown host call " + method}
 	}

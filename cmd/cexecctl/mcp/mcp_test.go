@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/client"
+	"github.com/cexec/cexec/internal/testutil"
 )
 
 // The relay is tested against an independent MCP server (mcp-go's
@@ -128,15 +128,15 @@ type shim struct {
 	in     *io.PipeWriter
 	lines  chan map[string]any
 	done   chan error
-	stderr *bytes.Buffer
+	stderr *testutil.Buffer
 }
 
 func startShim(t *testing.T, o Options) *shim {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &shim{t: t, in: inW, lines: make(chan map[string]any, 16), done: make(chan error, 1), stderr: &bytes.Buffer{}}
-	o.Stderr = &lockedWriter{w: s.stderr}
+	s := &shim{t: t, in: inW, lines: make(chan map[string]any, 16), done: make(chan error, 1), stderr: &testutil.Buffer{}}
+	o.Stderr = s.stderr
 	go func() {
 		s.done <- Run(context.Background(), o, inR, outW)
 		_ = outW.Close()
@@ -155,17 +155,6 @@ func startShim(t *testing.T, o Options) *shim {
 		close(s.lines)
 	}()
 	return s
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func (s *shim) send(msg string) {

@@ -20,12 +20,12 @@ const oneMB = 1 << 20
 // several cores, work done in parallel.
 func measure(b *testing.B, bytes int, op func()) {
 	b.SetBytes(int64(bytes))
-	cpu0 := processCPU()
+	cpu0 := testutil.ProcessCPU()
 	for b.Loop() {
 		op()
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
-	if cpu := processCPU() - cpu0; cpu > 0 {
+	if cpu := testutil.ProcessCPU() - cpu0; cpu > 0 {
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/internal/testutil/piitest"
 	"github.com/cexec/cexec/plugins/guard-pii/internal/detect"
 )
@@ -23,13 +24,13 @@ func benchDetect(b *testing.B, opts detect.Options, text string) {
 	}
 	b.ReportMetric(float64(len(spans)), "spans")
 	b.SetBytes(int64(len(text)))
-	cpu0 := processCPU()
+	cpu0 := testutil.ProcessCPU()
 	for b.Loop() {
 		if _, err := d.Detect(ctx, text, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if cpu := processCPU() - cpu0; cpu > 0 {
+	if cpu := testutil.ProcessCPU() - cpu0; cpu > 0 {
 		// CPU includes the garbage collector's background work.
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
