@@ -21,10 +21,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 
-	"github.com/cexec/cexec/internal/bwrapproc"
 	"github.com/cexec/cexec/internal/tailbuf"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
+	"github.com/cexec/cexec/plugins/sandbox-bwrap/internal/bwrapproc"
 )
 
 // readyTimeout bounds how long a new sandbox may take to report ready.

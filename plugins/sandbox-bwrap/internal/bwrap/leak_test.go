@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cexec/cexec/internal/bwrapproc"
 	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi/sandbox"
+	"github.com/cexec/cexec/plugins/sandbox-bwrap/internal/bwrapproc"
 )
 
 // stallingBwrap writes a wrapper around the real bwrap for the plugin's
