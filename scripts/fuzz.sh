@@ -11,10 +11,11 @@ n=0
 while IFS=: read -r file name; do
 	pkg=./$(dirname "$file")
 	echo "fuzz: $pkg $name ($FUZZTIME)"
-	$GO test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" >/dev/null || {
-		echo "fuzz: $pkg $name failed; rerun: $GO test -run '^\$' -fuzz '^${name}\$' $pkg" >&2
+	if ! out=$($GO test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1); then
+		printf '%s\n' "$out" | tail -n 30 >&2
+		echo "fuzz: $pkg $name failed; the input is in $pkg/testdata/fuzz/$name (commit it as a seed once fixed); rerun: $GO test -run '^\$' -fuzz '^${name}\$' $pkg" >&2
 		exit 1
-	}
+	fi
 	n=$((n + 1))
 done < <(git grep -o -E '^func Fuzz[A-Za-z0-9_]+' -- '*_test.go' | sed 's/:func /:/' | sort)
 echo "fuzz: $n targets, $FUZZTIME each"
