@@ -64,12 +64,14 @@ func mcpState(m *cexecv1.McpStatus) string {
 	if m.GetListen() != "" {
 		on = append(on, "tcp "+m.GetListen())
 	}
-	s := "serving on " + strings.Join(on, " and ")
-	if len(on) == 0 {
-		s = "off"
+	off := m.GetSocketOff()
+	switch {
+	case len(on) == 0 && off != "":
+		return "off: " + off
+	case len(on) == 0:
+		return "off"
+	case off != "":
+		return "serving on " + strings.Join(on, " and ") + "; socket off: " + off
 	}
-	if m.GetSocketOff() != "" {
-		s += "; socket off: " + m.GetSocketOff()
-	}
-	return s
+	return "serving on " + strings.Join(on, " and ")
 }
