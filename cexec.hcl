@@ -126,7 +126,7 @@ sandbox {
     max_uses     = 1000  # a sandbox is recycled after this many executions
   }
 
-  # Per-execution limits. Sizes take B, KB/MB/GB (powers of 1000) or
+  # Per-execution limits. Sizes need a unit: B, KB/MB/GB (powers of 1000) or
   # KiB/MiB/GiB (powers of 1024); durations take s, m, h ("1m30s").
   limits {
     memory  = "256MiB"

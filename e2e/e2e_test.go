@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/internal/testutil"
 )
 
@@ -235,7 +236,8 @@ func TestDaemonAndCLI(t *testing.T) {
 
 	t.Run("status", func(t *testing.T) {
 		out := mustCtl(t, s, "status")
-		for _, want := range []string{"config   " + s.config, "socket   " + s.sock, fmt.Sprintf("plugins  %d configured: %d ok, 0 restarting, 0 failed", nPlugins, nPlugins)} {
+		for _, want := range []string{"config   " + s.config, "socket   " + s.sock, fmt.Sprintf("plugins  %d configured: %d ok, 0 restarting, 0 failed", nPlugins, nPlugins),
+			"mcp      serving on socket " + endpoint.MCPSocket(s.sock)} {
 			if !strings.Contains(out, want) {
 				t.Errorf("status lacks %q:\n%s", want, out)
 			}

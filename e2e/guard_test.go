@@ -402,7 +402,7 @@ func TestGuardPolicy(t *testing.T) {
 	tenant := fmt.Sprintf(`
 tenant "terse" {
   policy {
-    max_output = 200
+    max_output = "200B"
   }
 }
 

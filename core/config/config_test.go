@@ -304,7 +304,7 @@ func TestParseSize(t *testing.T) {
 		want int64
 		err  string
 	}{
-		{"1024", 1024, ""},
+		{"1024", 0, `"1024" has no unit`},
 		{"512B", 512, ""},
 		{"1KB", 1000, ""},
 		{"1KiB", 1024, ""},

@@ -14,7 +14,6 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
-	"github.com/zclconf/go-cty/cty/gocty"
 )
 
 // sensitiveMark is the cty mark env() puts on its result. Marks travel
@@ -243,26 +242,13 @@ func (d *decoder) duration(attr *hcl.Attribute, p []string) (time.Duration, bool
 	return dur, true
 }
 
-// size decodes a positive byte size: a number of bytes or a string with a
-// unit ("256MiB", "1GB", "512").
+// size decodes a positive byte size with a unit ("256MiB", "1GB").
 func (d *decoder) size(attr *hcl.Attribute, p []string) (int64, bool) {
 	v, marked, ok := d.eval(attr, cty.DynamicPseudoType, p)
 	if !ok {
 		return 0, false
 	}
-	var n int64
-	var err error
-	switch v.Type() {
-	case cty.Number:
-		err = gocty.FromCtyValue(v, &n)
-	case cty.String:
-		n, err = ParseSize(v.AsString())
-	default:
-		err = fmt.Errorf("a size is a number of bytes or a string such as \"256MiB\"")
-	}
-	if err == nil && n <= 0 {
-		err = fmt.Errorf("a size must be positive")
-	}
+	n, err := SizeValue(attr.Name, v)
 	if err != nil {
 		got := ""
 		if v.Type() == cty.String {
@@ -274,29 +260,63 @@ func (d *decoder) size(attr *hcl.Attribute, p []string) (int64, bool) {
 	return n, true
 }
 
+// SizeValue is the positive byte size v states for the attribute name. A
+// size needs a unit: a bare 256 reads as 256 bytes where "256MiB" was
+// meant, and such a sandbox starts but fails every execution, so a number
+// or a unitless string is refused with what to write instead.
+func SizeValue(name string, v cty.Value) (int64, error) {
+	if v.IsNull() || !v.IsKnown() {
+		return 0, fmt.Errorf("it must be set, like %s = \"256MiB\"", name)
+	}
+	switch v.Type() {
+	case cty.Number:
+		return 0, needsUnit(name, v.AsBigFloat().Text('f', -1))
+	case cty.String:
+		s := v.AsString()
+		if m := sizeRE.FindStringSubmatch(s); m != nil && m[2] == "" {
+			return 0, needsUnit(name, m[1])
+		}
+		n, err := ParseSize(s)
+		if err != nil {
+			return 0, err
+		}
+		if n <= 0 {
+			return 0, fmt.Errorf("a size must be positive")
+		}
+		return n, nil
+	default:
+		return 0, fmt.Errorf("a size is a string with a unit, like %s = \"256MiB\"", name)
+	}
+}
+
+func needsUnit(name, num string) error {
+	return fmt.Errorf("a size needs a unit; write %s = \"%sMiB\" for mebibytes or \"%sB\" for bytes (units: B, KB, KiB, MB, MiB, GB, GiB, TB, TiB)", name, num, num)
+}
+
 var sizeUnits = map[string]int64{
-	"": 1, "B": 1,
+	"B":  1,
 	"KB": 1000, "MB": 1000 * 1000, "GB": 1000 * 1000 * 1000, "TB": 1000 * 1000 * 1000 * 1000,
 	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
 }
 
 var sizeRE = regexp.MustCompile(`^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$`)
 
-// ParseSize parses a byte size: plain bytes ("1048576") or a number with a
-// decimal (KB, MB, GB, TB) or binary (KiB, MiB, GiB, TiB) unit ("1.5GiB").
-// The result must be a whole number of bytes that fits in an int64.
+// ParseSize parses a byte size: a number with a unit, bytes (B), decimal
+// (KB, MB, GB, TB) or binary (KiB, MiB, GiB, TiB), like "1.5GiB". The
+// result must be a whole number of bytes that fits in an int64.
 func ParseSize(s string) (int64, error) {
 	m := sizeRE.FindStringSubmatch(s)
 	if m == nil {
-		return 0, fmt.Errorf("not a size; write a number with an optional unit, like \"64MiB\"")
+		return 0, fmt.Errorf("not a size; write a number with a unit, like \"64MiB\"")
+	}
+	if m[2] == "" {
+		return 0, fmt.Errorf("%q has no unit; write it with one, like \"%sMiB\" or \"%sB\"", strings.TrimSpace(s), m[1], m[1])
 	}
 	unit, ok := sizeUnits[m[2]]
 	if !ok {
 		names := make([]string, 0, len(sizeUnits))
 		for u := range sizeUnits {
-			if u != "" {
-				names = append(names, u)
-			}
+			names = append(names, u)
 		}
 		sort.Slice(names, func(i, j int) bool {
 			return sizeUnits[names[i]] < sizeUnits[names[j]] || sizeUnits[names[i]] == sizeUnits[names[j]] && names[i] < names[j]

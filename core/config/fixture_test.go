@@ -65,6 +65,12 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{13, "Invalid size", false},
 			{19, "Invalid duration", false},
 		}},
+		{"bare_sizes.hcl", []wantDiag{
+			{4, "Invalid size", false},
+			{5, "Invalid size", false},
+			{6, "Invalid size", false},
+			{11, "Invalid size", false},
+		}},
 		{"bad_sync.hcl", []wantDiag{
 			{4, "Invalid sync", false},
 		}},
@@ -94,6 +100,14 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{11, "Plugin command outside plugin_dir", false},
 		}},
 	}
+	// says holds what a fixture's formatted diagnostics must tell the user.
+	says := map[string][]string{
+		"bare_sizes.hcl": {
+			`write memory = "256MiB" for mebibytes or "256B" for bytes`,
+			`write output = "1024MiB"`,
+			`write disk_quota = "1MiB"`,
+		},
+	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			cfg, diags := Load("testdata/"+tt.file, Overrides{PluginDir: dir, LookupEnv: env})
@@ -107,6 +121,11 @@ func TestFixtureDiagnostics(t *testing.T) {
 				loc := "testdata/" + tt.file + ":" + strconv.Itoa(want.line) + ":"
 				if !strings.Contains(out.String(), loc) {
 					t.Errorf("formatted output lacks %q", loc)
+				}
+			}
+			for _, want := range says[tt.file] {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("formatted output lacks %q", want)
 				}
 			}
 			if strings.Contains(out.String(), "s3cret-token") {

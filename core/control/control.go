@@ -70,12 +70,24 @@ type Executor interface {
 	Exec(ctx context.Context, req *cexecv1.ExecRequest, send func(*cexecv1.ExecEvent) error) error
 }
 
+// MCPState is where the MCP face serves, or why it does not.
+type MCPState struct {
+	// Socket is the private unix socket, "" when not served.
+	Socket string
+	// SocketOff says why the socket is not served and how to fix it.
+	SocketOff string
+	// Listen is the TCP address, "" without one.
+	Listen string
+}
+
 // Deps is what the server reports on and delegates to.
 type Deps struct {
 	Version string
 	Started time.Time
 	Socket  string
 	PID     int
+	// MCP is fixed once the face listens, before the control API serves.
+	MCP     MCPState
 	Plugins Plugins
 	Config  Config
 	// Exec may be nil while no sandbox backend is wired; Exec then answers
@@ -118,8 +130,8 @@ func (s *Server) Register(g *grpc.Server) {
 	cexecv1.RegisterControlServer(g, s)
 }
 
-// Status reports version, uptime, config file, socket, pid and a summary of
-// the plugins' states.
+// Status reports version, uptime, config file, socket, pid, a summary of
+// the plugins' states and where the MCP face serves.
 func (s *Server) Status(context.Context, *cexecv1.StatusRequest) (*cexecv1.StatusResponse, error) {
 	sum := &cexecv1.PluginSummary{}
 	for _, p := range s.d.Plugins.PluginStates() {
@@ -141,6 +153,11 @@ func (s *Server) Status(context.Context, *cexecv1.StatusRequest) (*cexecv1.Statu
 		Socket:        s.d.Socket,
 		Pid:           int32(s.d.PID),
 		Plugins:       sum,
+		Mcp: &cexecv1.McpStatus{
+			Socket:    s.d.MCP.Socket,
+			SocketOff: s.d.MCP.SocketOff,
+			Listen:    s.d.MCP.Listen,
+		},
 	}, nil
 }
 

@@ -23,13 +23,17 @@ import (
 type mcpServer struct {
 	face *mcpface.Face
 	sock string
-	// unix is set when the socket is served (its directory is private).
-	unix   bool
-	pii    *sessionVaults // nil without guardrails
-	cancel context.CancelFunc
-	served sync.WaitGroup
-	unsub  func()
-	log    hclog.Logger
+	// unix is set when the socket is served (its directory is private);
+	// socketOff says why it is not.
+	unix      bool
+	socketOff string
+	// listenAddr is the TCP address served, "" without one.
+	listenAddr string
+	pii        *sessionVaults // nil without guardrails
+	cancel     context.CancelFunc
+	served     sync.WaitGroup
+	unsub      func()
+	log        hclog.Logger
 }
 
 // startMCP builds the face over the daemon's parts and starts serving it.
@@ -54,7 +58,7 @@ func startMCP(ctx context.Context, cfg *config.Config, svc *services, host *plug
 		args = append(args, "socket", m.sock)
 	}
 	if tcp != nil {
-		args = append(args, "listen", tcp.Addr().String())
+		args = append(args, "listen", m.listenAddr)
 	}
 	log.Info("mcp face ready", args...)
 	return m, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/guard/vault"
@@ -84,6 +85,10 @@ func TestMCPServed(t *testing.T) {
 	mcpSock := endpoint.MCPSocket(sock)
 	if fi, err := os.Stat(mcpSock); err != nil || fi.Mode().Perm() != 0o600 || fi.Mode().Type() != os.ModeSocket {
 		t.Fatalf("MCP socket %s: %v %v; want a 0600 socket", mcpSock, fi, err)
+	}
+	st, err := controlClient(t, sock).Status(context.Background(), &cexecv1.StatusRequest{})
+	if m := st.GetMcp(); err != nil || m.GetSocket() != mcpSock || m.GetListen() != addr || m.GetSocketOff() != "" {
+		t.Errorf("Status reports the MCP face as %v (%v); want it on %s and %s", m, err, mcpSock, addr)
 	}
 
 	def := mcpSession(t, mcpSock, "default")
@@ -339,11 +344,20 @@ func TestMCPSocketNeedsPrivateDir(t *testing.T) {
 	sock := filepath.Join(dir, "run", "cexecd.sock")
 	cfg := writeConfig(t, dir, "cexec {\n  data_dir = \"data\"\n  socket   = \"run/cexecd.sock\"\n}\n")
 	d := start(t, Options{ConfigFile: cfg})
-	d.ready(t, sock)
+	c := d.ready(t, sock)
 	if _, err := os.Lstat(endpoint.MCPSocket(sock)); !os.IsNotExist(err) {
 		t.Errorf("MCP socket served in a directory of mode 0755: %v", err)
 	}
 	if log := d.stderr.String(); !strings.Contains(log, "not serving MCP on the unix socket") || !strings.Contains(log, "make it 0700") {
 		t.Errorf("the log does not say why MCP is not served:\n%s", log)
+	}
+	// Status says so too, with the fix, for cexecctl status and mcp.
+	st, err := c.Status(context.Background(), &cexecv1.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	if m := st.GetMcp(); m.GetSocket() != "" || !strings.Contains(m.GetSocketOff(), "has mode 0755") || !strings.Contains(m.GetSocketOff(), "chmod 700 "+run) {
+		t.Errorf("Status reports the MCP face as %v; want it off, with the mode and `chmod 700 %s`", m, run)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cexec/cexec/core/control"
 	"github.com/cexec/cexec/core/mcpface"
 )
 
@@ -19,6 +20,7 @@ func (m *mcpServer) listen(addr string) (unix, tcp net.Listener, err error) {
 		// user may reach it. The control socket asks less of its
 		// directory, and the daemon stays useful without MCP.
 		m.log.Error("not serving MCP on the unix socket: cexecctl mcp cannot connect", "socket", m.sock, "error", err)
+		m.socketOff = err.Error()
 	} else if unix, err = mcpface.ListenUnix(m.sock); err != nil {
 		return nil, nil, err
 	}
@@ -32,7 +34,19 @@ func (m *mcpServer) listen(addr string) (unix, tcp net.Listener, err error) {
 		}
 	}
 	m.unix = unix != nil
+	if tcp != nil {
+		m.listenAddr = tcp.Addr().String()
+	}
 	return unix, tcp, nil
+}
+
+// state is where the face serves, for Status.
+func (m *mcpServer) state() control.MCPState {
+	st := control.MCPState{SocketOff: m.socketOff, Listen: m.listenAddr}
+	if m.unix {
+		st.Socket = m.sock
+	}
+	return st
 }
 
 // ownerOnly checks that dir is accessible to its owner alone (mode 0700).
@@ -42,7 +56,7 @@ func ownerOnly(dir string) error {
 		return err
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("its directory %s has mode %04o; make it 0700 (under systemd: RuntimeDirectoryMode=0700)", dir, perm)
+		return fmt.Errorf("its directory %s has mode %04o; make it 0700 with `chmod 700 %s` and restart cexecd (under systemd: RuntimeDirectoryMode=0700)", dir, perm, dir)
 	}
 	return nil
 }

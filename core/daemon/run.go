@@ -195,14 +195,15 @@ func Run(ctx context.Context, o Options) error {
 	defer svc.closePool(context.WithoutCancel(ctx), grace)
 	defer svc.search.Close()
 
-	srv := newControlServer(ctx, &o, cfg, svc, host)
 	// The MCP face listens before the control socket, so a daemon that
-	// answers Status also serves MCP; it stops before the pool and plugins.
+	// answers Status also serves MCP and reports where; it stops before the
+	// pool and plugins.
 	face, err := startMCP(ctx, cfg, svc, host, log, grace)
 	if err != nil {
 		return err
 	}
 	defer face.stop()
+	srv := newControlServer(ctx, &o, cfg, svc, host, face.state())
 	return serveControl(ctx, &o, cfg, claim, srv, log)
 }
 
@@ -267,7 +268,7 @@ func stopPlugins(ctx context.Context, host *pluginhost.Host, grace time.Duration
 }
 
 // newControlServer registers the control API over the daemon's services.
-func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *services, host *pluginhost.Host) *grpc.Server {
+func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *services, host *pluginhost.Host, mcp control.MCPState) *grpc.Server {
 	log := svc.log
 	schemas := &schemaCache{}
 	schemas.fill(ctx, cfg, host, log)
@@ -277,6 +278,7 @@ func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *
 		Started: o.Started,
 		Socket:  cfg.Daemon.Socket,
 		PID:     os.Getpid(),
+		MCP:     mcp,
 		Plugins: pluginsView{host},
 		Config:  &configView{cfg: cfg, ov: o.Overrides, schemas: schemas, log: log},
 		Exec:    execService{svc.exec},

@@ -21,7 +21,7 @@ import (
 const acmePolicy = `
 strict         = true
 max_tool_calls = 4
-max_output     = 200
+max_output     = "200B"
 deny           = ["memory/delete_*"]
 deny_code      = ["169\\.254\\.169\\.254"]
 constraint "filesystem/write_file" {

@@ -17,6 +17,12 @@ import (
 // exhaust the stack.
 const maxDepth = 1000
 
+// maxAliasNodes bounds how many nodes aliases and merge keys may add to a
+// YAML document beyond its own. Without it a 1.4 KB "billion laughs" state
+// file cost seconds and 100 MB per read before the output cap stopped it;
+// with it the walk stops after this many extra nodes.
+const maxAliasNodes = 10000
+
 // jsonToYAML turns one JSON value into a YAML document. It walks JSON tokens
 // instead of decoding into maps, so key order and the exact text of numbers
 // survive (a 20-digit id does not become a float).
@@ -99,10 +105,11 @@ func strNode(s string) *yaml.Node {
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
 }
 
-// yamlToJSON turns a YAML document into one JSON value, compact. Anchors and
-// merge keys (<<) are expanded; the output is cut off at max bytes so an
-// alias bomb cannot blow up memory. Values JSON cannot hold (.inf, .nan,
-// non-scalar keys) are errors that say where they are.
+// yamlToJSON is the bounded reader of YAML from tenants: it turns one
+// document into one JSON value, compact. Anchors and merge keys (<<) are
+// expanded, but to at most maxAliasNodes nodes beyond the document's own;
+// nesting stops at maxDepth and the output at max bytes. Values JSON cannot
+// hold (.inf, .nan, non-scalar keys) are errors that say where they are.
 func yamlToJSON(data []byte, max int64) ([]byte, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
@@ -116,7 +123,7 @@ func yamlToJSON(data []byte, max int64) ([]byte, error) {
 	if err := dec.Decode(&extra); err != io.EOF {
 		return nil, errors.New("invalid YAML: more than one document")
 	}
-	c := &yamlConv{max: max}
+	c := &yamlConv{max: max, nodes: maxAliasNodes + countNodes(&doc, 0)}
 	if err := c.value(&doc, 0); err != nil {
 		return nil, err
 	}
@@ -126,6 +133,26 @@ func yamlToJSON(data []byte, max int64) ([]byte, error) {
 type yamlConv struct {
 	buf bytes.Buffer
 	max int64
+	// nodes is how many more nodes the walk may visit: the document's own
+	// plus maxAliasNodes for what aliases and merge keys repeat.
+	nodes int
+}
+
+func (c *yamlConv) tooManyNodes(n *yaml.Node) error {
+	return fmt.Errorf("YAML aliases and merge keys expand to more than %d nodes beyond the document's own (at line %d); write the repeated values out or use fewer aliases: %w", maxAliasNodes, n.Line, ErrTooLarge)
+}
+
+// countNodes counts the nodes written in the document, not following
+// aliases; the parser already bounds its depth.
+func countNodes(n *yaml.Node, depth int) int {
+	if depth > maxDepth {
+		return 0 // value refuses the document at this depth anyway
+	}
+	c := 1
+	for _, e := range n.Content {
+		c += countNodes(e, depth+1)
+	}
+	return c
 }
 
 var jsonNumberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
@@ -141,6 +168,9 @@ func (c *yamlConv) write(b []byte) error {
 func (c *yamlConv) value(n *yaml.Node, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("YAML value nested deeper than %d levels (or a recursive alias) at line %d", maxDepth, n.Line)
+	}
+	if c.nodes--; c.nodes < 0 {
+		return c.tooManyNodes(n)
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:
@@ -166,7 +196,7 @@ func (c *yamlConv) value(n *yaml.Node, depth int) error {
 		}
 		return c.write([]byte{']'})
 	case yaml.MappingNode:
-		pairs, err := mappingPairs(n, depth)
+		pairs, err := c.mappingPairs(n, depth)
 		if err != nil {
 			return err
 		}
@@ -204,8 +234,10 @@ type yamlPair struct {
 
 // mappingPairs lists a mapping's entries in order with merge keys expanded:
 // explicit keys win over merged ones, the last explicit duplicate wins, and
-// among merged mappings the first wins (YAML merge key semantics).
-func mappingPairs(n *yaml.Node, depth int) ([]yamlPair, error) {
+// among merged mappings the first wins (YAML merge key semantics). Each
+// merged entry is charged to the node budget, since merges of merges
+// repeat work without adding output.
+func (c *yamlConv) mappingPairs(n *yaml.Node, depth int) ([]yamlPair, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("YAML merge keys nested deeper than %d levels at line %d", maxDepth, n.Line)
 	}
@@ -239,9 +271,12 @@ func mappingPairs(n *yaml.Node, depth int) ([]yamlPair, error) {
 				if src.Kind != yaml.MappingNode {
 					return nil, fmt.Errorf("YAML merge key at line %d must refer to a mapping", k.Line)
 				}
-				merged, err := mappingPairs(src, depth+1)
+				merged, err := c.mappingPairs(src, depth+1)
 				if err != nil {
 					return nil, err
+				}
+				if c.nodes -= len(merged); c.nodes < 0 {
+					return nil, c.tooManyNodes(src)
 				}
 				for _, p := range merged {
 					if !explicit[p.key] {

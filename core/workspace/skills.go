@@ -390,6 +390,11 @@ func parseSkillMD(data []byte) (frontMatter, string, error) {
 			return fm, "", errors.New("the front matter has no closing --- line")
 		}
 	}
+	// The bounded reader first: the file may come from sandboxed code, and
+	// yaml.Unmarshal alone limits neither aliases nor nesting.
+	if _, err := yamlToJSON([]byte(head), maxSkillMD); err != nil {
+		return fm, "", fmt.Errorf("front matter: %w", err)
+	}
 	if err := yaml.Unmarshal([]byte(head), &fm); err != nil {
 		return fm, "", fmt.Errorf("front matter: %w", err)
 	}

@@ -242,6 +242,8 @@ func TestParseSkillMD(t *testing.T) {
 		{in: "---\nname: a\n", errHas: "no closing"},
 		{in: "---\nname: [a\n---\n", errHas: "front matter"},
 		{in: "---\nname: a\n---\n", errHas: "needs a name and a description"},
+		{in: "---\nname: a\ndescription: b\n" + aliasBomb() + "---\n", errHas: "aliases and merge keys expand to more than"},
+		{in: "---\nname: a\ndescription: b\nx: " + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + "\n---\n", errHas: "nested deeper than 1000 levels"},
 	}
 	for _, tc := range tests {
 		fm, body, err := parseSkillMD([]byte(tc.in))

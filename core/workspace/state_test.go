@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -127,7 +128,12 @@ true: yes
 		{name: "complex key", yaml: "? [a, b]\n: c\n", errHas: "not a scalar"},
 		{name: "two documents", yaml: "a: 1\n---\nb: 2\n", errHas: "more than one document"},
 		{name: "broken", yaml: "a: [1, 2\n", errHas: "invalid YAML"},
-		{name: "alias bomb", yaml: aliasBomb(), errHas: "expands to more than"},
+		{name: "alias bomb", yaml: aliasBomb(), errHas: "aliases and merge keys expand to more than 10000 nodes"},
+		{name: "merge bomb", yaml: mergeBomb(), errHas: "aliases and merge keys expand to more than 10000 nodes"},
+		{name: "deeply nested", yaml: strings.Repeat("[", 5000) + strings.Repeat("]", 5000), errHas: "nested deeper than 1000 levels"},
+		{name: "deeply nested mappings", yaml: strings.Repeat("{a: ", 5000) + "1" + strings.Repeat("}", 5000), errHas: "nested deeper than 1000 levels"},
+		{name: "many uses of one anchor", yaml: "a: &a {x: [1, 2, 3]}\nb: [" + strings.Repeat("*a, ", 500) + "*a]\n",
+			want: `{"a":{"x":[1,2,3]},"b":[` + strings.Repeat(`{"x":[1,2,3]},`, 500) + `{"x":[1,2,3]}]}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,6 +166,17 @@ func aliasBomb() string {
 			b.WriteString("*a" + string(rune('0'+i-1)))
 		}
 		b.WriteString("]\n")
+	}
+	return b.String()
+}
+
+// mergeBomb nests merge keys ten deep, ten merges each: the keys repeat, so
+// the output stays small while a naive expansion does 10^10 merges.
+func mergeBomb() string {
+	var b strings.Builder
+	b.WriteString("m0: &m0 {k: v}\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&b, "m%d: &m%d {<<: [%s*m%d]}\n", i, i, strings.Repeat(fmt.Sprintf("*m%d, ", i-1), 9), i-1)
 	}
 	return b.String()
 }

@@ -137,6 +137,7 @@ type StatusResponse struct {
 	Socket        string                 `protobuf:"bytes,5,opt,name=socket,proto3" json:"socket,omitempty"`
 	Pid           int32                  `protobuf:"varint,6,opt,name=pid,proto3" json:"pid,omitempty"`
 	Plugins       *PluginSummary         `protobuf:"bytes,7,opt,name=plugins,proto3" json:"plugins,omitempty"`
+	Mcp           *McpStatus             `protobuf:"bytes,8,opt,name=mcp,proto3" json:"mcp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -220,6 +221,80 @@ func (x *StatusResponse) GetPlugins() *PluginSummary {
 	return nil
 }
 
+func (x *StatusResponse) GetMcp() *McpStatus {
+	if x != nil {
+		return x.Mcp
+	}
+	return nil
+}
+
+// McpStatus is where the MCP face serves agents, or why it does not.
+type McpStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// socket is the private unix socket `cexecctl mcp` relays to; empty when
+	// it is not served.
+	Socket string `protobuf:"bytes,1,opt,name=socket,proto3" json:"socket,omitempty"`
+	// socket_off says why the unix socket is not served and what to do about
+	// it; empty when it is served.
+	SocketOff string `protobuf:"bytes,2,opt,name=socket_off,json=socketOff,proto3" json:"socket_off,omitempty"`
+	// listen is the TCP address of the streamable HTTP endpoint; empty
+	// without an mcp block's listen.
+	Listen        string `protobuf:"bytes,3,opt,name=listen,proto3" json:"listen,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpStatus) Reset() {
+	*x = McpStatus{}
+	mi := &file_cexec_v1_control_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpStatus) ProtoMessage() {}
+
+func (x *McpStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpStatus.ProtoReflect.Descriptor instead.
+func (*McpStatus) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *McpStatus) GetSocket() string {
+	if x != nil {
+		return x.Socket
+	}
+	return ""
+}
+
+func (x *McpStatus) GetSocketOff() string {
+	if x != nil {
+		return x.SocketOff
+	}
+	return ""
+}
+
+func (x *McpStatus) GetListen() string {
+	if x != nil {
+		return x.Listen
+	}
+	return ""
+}
+
 type ListPluginsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -228,7 +303,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[3]
+	mi := &file_cexec_v1_control_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -240,7 +315,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[3]
+	mi := &file_cexec_v1_control_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -253,7 +328,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{3}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{4}
 }
 
 type PluginStatus struct {
@@ -274,7 +349,7 @@ type PluginStatus struct {
 
 func (x *PluginStatus) Reset() {
 	*x = PluginStatus{}
-	mi := &file_cexec_v1_control_proto_msgTypes[4]
+	mi := &file_cexec_v1_control_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -286,7 +361,7 @@ func (x *PluginStatus) String() string {
 func (*PluginStatus) ProtoMessage() {}
 
 func (x *PluginStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[4]
+	mi := &file_cexec_v1_control_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -299,7 +374,7 @@ func (x *PluginStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginStatus.ProtoReflect.Descriptor instead.
 func (*PluginStatus) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{4}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PluginStatus) GetKind() string {
@@ -374,7 +449,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[5]
+	mi := &file_cexec_v1_control_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -386,7 +461,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[5]
+	mi := &file_cexec_v1_control_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -399,7 +474,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{5}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*PluginStatus {
@@ -419,7 +494,7 @@ type PingPluginRequest struct {
 
 func (x *PingPluginRequest) Reset() {
 	*x = PingPluginRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[6]
+	mi := &file_cexec_v1_control_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -431,7 +506,7 @@ func (x *PingPluginRequest) String() string {
 func (*PingPluginRequest) ProtoMessage() {}
 
 func (x *PingPluginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[6]
+	mi := &file_cexec_v1_control_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -444,7 +519,7 @@ func (x *PingPluginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingPluginRequest.ProtoReflect.Descriptor instead.
 func (*PingPluginRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{6}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PingPluginRequest) GetKind() string {
@@ -475,7 +550,7 @@ type PingPluginResponse struct {
 
 func (x *PingPluginResponse) Reset() {
 	*x = PingPluginResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[7]
+	mi := &file_cexec_v1_control_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -487,7 +562,7 @@ func (x *PingPluginResponse) String() string {
 func (*PingPluginResponse) ProtoMessage() {}
 
 func (x *PingPluginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[7]
+	mi := &file_cexec_v1_control_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -500,7 +575,7 @@ func (x *PingPluginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingPluginResponse.ProtoReflect.Descriptor instead.
 func (*PingPluginResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{7}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PingPluginResponse) GetKind() string {
@@ -552,7 +627,7 @@ type Diagnostic struct {
 
 func (x *Diagnostic) Reset() {
 	*x = Diagnostic{}
-	mi := &file_cexec_v1_control_proto_msgTypes[8]
+	mi := &file_cexec_v1_control_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -564,7 +639,7 @@ func (x *Diagnostic) String() string {
 func (*Diagnostic) ProtoMessage() {}
 
 func (x *Diagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[8]
+	mi := &file_cexec_v1_control_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -577,7 +652,7 @@ func (x *Diagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnostic.ProtoReflect.Descriptor instead.
 func (*Diagnostic) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{8}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Diagnostic) GetSeverity() string {
@@ -631,7 +706,7 @@ type CheckConfigRequest struct {
 
 func (x *CheckConfigRequest) Reset() {
 	*x = CheckConfigRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[9]
+	mi := &file_cexec_v1_control_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -643,7 +718,7 @@ func (x *CheckConfigRequest) String() string {
 func (*CheckConfigRequest) ProtoMessage() {}
 
 func (x *CheckConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[9]
+	mi := &file_cexec_v1_control_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -656,7 +731,7 @@ func (x *CheckConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckConfigRequest.ProtoReflect.Descriptor instead.
 func (*CheckConfigRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{9}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CheckConfigRequest) GetPath() string {
@@ -676,7 +751,7 @@ type CheckConfigResponse struct {
 
 func (x *CheckConfigResponse) Reset() {
 	*x = CheckConfigResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[10]
+	mi := &file_cexec_v1_control_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +763,7 @@ func (x *CheckConfigResponse) String() string {
 func (*CheckConfigResponse) ProtoMessage() {}
 
 func (x *CheckConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[10]
+	mi := &file_cexec_v1_control_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +776,7 @@ func (x *CheckConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckConfigResponse.ProtoReflect.Descriptor instead.
 func (*CheckConfigResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{10}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CheckConfigResponse) GetPath() string {
@@ -726,7 +801,7 @@ type ShowConfigRequest struct {
 
 func (x *ShowConfigRequest) Reset() {
 	*x = ShowConfigRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[11]
+	mi := &file_cexec_v1_control_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -738,7 +813,7 @@ func (x *ShowConfigRequest) String() string {
 func (*ShowConfigRequest) ProtoMessage() {}
 
 func (x *ShowConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[11]
+	mi := &file_cexec_v1_control_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -751,7 +826,7 @@ func (x *ShowConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowConfigRequest.ProtoReflect.Descriptor instead.
 func (*ShowConfigRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{11}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{12}
 }
 
 type ShowConfigResponse struct {
@@ -765,7 +840,7 @@ type ShowConfigResponse struct {
 
 func (x *ShowConfigResponse) Reset() {
 	*x = ShowConfigResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[12]
+	mi := &file_cexec_v1_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +852,7 @@ func (x *ShowConfigResponse) String() string {
 func (*ShowConfigResponse) ProtoMessage() {}
 
 func (x *ShowConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[12]
+	mi := &file_cexec_v1_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +865,7 @@ func (x *ShowConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowConfigResponse.ProtoReflect.Descriptor instead.
 func (*ShowConfigResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{12}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ShowConfigResponse) GetPath() string {
@@ -824,7 +899,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[13]
+	mi := &file_cexec_v1_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +911,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[13]
+	mi := &file_cexec_v1_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +924,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{13}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ExecRequest) GetTenant() string {
@@ -905,7 +980,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_cexec_v1_control_proto_msgTypes[14]
+	mi := &file_cexec_v1_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -917,7 +992,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[14]
+	mi := &file_cexec_v1_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -930,7 +1005,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{14}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Output) GetStream() string {
@@ -960,7 +1035,7 @@ type ToolCallRecord struct {
 
 func (x *ToolCallRecord) Reset() {
 	*x = ToolCallRecord{}
-	mi := &file_cexec_v1_control_proto_msgTypes[15]
+	mi := &file_cexec_v1_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1047,7 @@ func (x *ToolCallRecord) String() string {
 func (*ToolCallRecord) ProtoMessage() {}
 
 func (x *ToolCallRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[15]
+	mi := &file_cexec_v1_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1060,7 @@ func (x *ToolCallRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallRecord.ProtoReflect.Descriptor instead.
 func (*ToolCallRecord) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{15}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ToolCallRecord) GetServer() string {
@@ -1034,7 +1109,7 @@ type ExecError struct {
 
 func (x *ExecError) Reset() {
 	*x = ExecError{}
-	mi := &file_cexec_v1_control_proto_msgTypes[16]
+	mi := &file_cexec_v1_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1121,7 @@ func (x *ExecError) String() string {
 func (*ExecError) ProtoMessage() {}
 
 func (x *ExecError) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[16]
+	mi := &file_cexec_v1_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1134,7 @@ func (x *ExecError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecError.ProtoReflect.Descriptor instead.
 func (*ExecError) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{16}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExecError) GetType() string {
@@ -1109,7 +1184,7 @@ type ExecResult struct {
 
 func (x *ExecResult) Reset() {
 	*x = ExecResult{}
-	mi := &file_cexec_v1_control_proto_msgTypes[17]
+	mi := &file_cexec_v1_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1196,7 @@ func (x *ExecResult) String() string {
 func (*ExecResult) ProtoMessage() {}
 
 func (x *ExecResult) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[17]
+	mi := &file_cexec_v1_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1209,7 @@ func (x *ExecResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResult.ProtoReflect.Descriptor instead.
 func (*ExecResult) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{17}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExecResult) GetExitCode() int32 {
@@ -1241,7 +1316,7 @@ type ExecEvent struct {
 
 func (x *ExecEvent) Reset() {
 	*x = ExecEvent{}
-	mi := &file_cexec_v1_control_proto_msgTypes[18]
+	mi := &file_cexec_v1_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1328,7 @@ func (x *ExecEvent) String() string {
 func (*ExecEvent) ProtoMessage() {}
 
 func (x *ExecEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[18]
+	mi := &file_cexec_v1_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1341,7 @@ func (x *ExecEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecEvent.ProtoReflect.Descriptor instead.
 func (*ExecEvent) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{18}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExecEvent) GetEvent() isExecEvent_Event {
@@ -1329,7 +1404,7 @@ type ServerInfo struct {
 
 func (x *ServerInfo) Reset() {
 	*x = ServerInfo{}
-	mi := &file_cexec_v1_control_proto_msgTypes[19]
+	mi := &file_cexec_v1_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1341,7 +1416,7 @@ func (x *ServerInfo) String() string {
 func (*ServerInfo) ProtoMessage() {}
 
 func (x *ServerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[19]
+	mi := &file_cexec_v1_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1354,7 +1429,7 @@ func (x *ServerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
 func (*ServerInfo) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{19}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ServerInfo) GetName() string {
@@ -1442,7 +1517,7 @@ type ListServersRequest struct {
 
 func (x *ListServersRequest) Reset() {
 	*x = ListServersRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[20]
+	mi := &file_cexec_v1_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1529,7 @@ func (x *ListServersRequest) String() string {
 func (*ListServersRequest) ProtoMessage() {}
 
 func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[20]
+	mi := &file_cexec_v1_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1542,7 @@ func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersRequest.ProtoReflect.Descriptor instead.
 func (*ListServersRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{20}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{21}
 }
 
 type ListServersResponse struct {
@@ -1479,7 +1554,7 @@ type ListServersResponse struct {
 
 func (x *ListServersResponse) Reset() {
 	*x = ListServersResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[21]
+	mi := &file_cexec_v1_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1491,7 +1566,7 @@ func (x *ListServersResponse) String() string {
 func (*ListServersResponse) ProtoMessage() {}
 
 func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[21]
+	mi := &file_cexec_v1_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1504,7 +1579,7 @@ func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
 func (*ListServersResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{21}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListServersResponse) GetServers() []*ServerInfo {
@@ -1532,7 +1607,7 @@ type ToolInfo struct {
 
 func (x *ToolInfo) Reset() {
 	*x = ToolInfo{}
-	mi := &file_cexec_v1_control_proto_msgTypes[22]
+	mi := &file_cexec_v1_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1544,7 +1619,7 @@ func (x *ToolInfo) String() string {
 func (*ToolInfo) ProtoMessage() {}
 
 func (x *ToolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[22]
+	mi := &file_cexec_v1_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1557,7 +1632,7 @@ func (x *ToolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
 func (*ToolInfo) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{22}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ToolInfo) GetId() string {
@@ -1625,7 +1700,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[23]
+	mi := &file_cexec_v1_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1637,7 +1712,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[23]
+	mi := &file_cexec_v1_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1650,7 +1725,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{23}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListToolsRequest) GetServer() string {
@@ -1669,7 +1744,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[24]
+	mi := &file_cexec_v1_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1681,7 +1756,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[24]
+	mi := &file_cexec_v1_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1694,7 +1769,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{24}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolInfo {
@@ -1713,7 +1788,7 @@ type GetToolRequest struct {
 
 func (x *GetToolRequest) Reset() {
 	*x = GetToolRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[25]
+	mi := &file_cexec_v1_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1725,7 +1800,7 @@ func (x *GetToolRequest) String() string {
 func (*GetToolRequest) ProtoMessage() {}
 
 func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[25]
+	mi := &file_cexec_v1_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1738,7 +1813,7 @@ func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
 func (*GetToolRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{25}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetToolRequest) GetId() string {
@@ -1761,7 +1836,7 @@ type GetToolResponse struct {
 
 func (x *GetToolResponse) Reset() {
 	*x = GetToolResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[26]
+	mi := &file_cexec_v1_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1773,7 +1848,7 @@ func (x *GetToolResponse) String() string {
 func (*GetToolResponse) ProtoMessage() {}
 
 func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[26]
+	mi := &file_cexec_v1_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1786,7 +1861,7 @@ func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
 func (*GetToolResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{26}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetToolResponse) GetTool() *ToolInfo {
@@ -1833,7 +1908,7 @@ type RefreshToolsRequest struct {
 
 func (x *RefreshToolsRequest) Reset() {
 	*x = RefreshToolsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[27]
+	mi := &file_cexec_v1_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1845,7 +1920,7 @@ func (x *RefreshToolsRequest) String() string {
 func (*RefreshToolsRequest) ProtoMessage() {}
 
 func (x *RefreshToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[27]
+	mi := &file_cexec_v1_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1858,7 +1933,7 @@ func (x *RefreshToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshToolsRequest.ProtoReflect.Descriptor instead.
 func (*RefreshToolsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{27}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RefreshToolsRequest) GetServer() string {
@@ -1877,7 +1952,7 @@ type RefreshToolsResponse struct {
 
 func (x *RefreshToolsResponse) Reset() {
 	*x = RefreshToolsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[28]
+	mi := &file_cexec_v1_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +1964,7 @@ func (x *RefreshToolsResponse) String() string {
 func (*RefreshToolsResponse) ProtoMessage() {}
 
 func (x *RefreshToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[28]
+	mi := &file_cexec_v1_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +1977,7 @@ func (x *RefreshToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshToolsResponse.ProtoReflect.Descriptor instead.
 func (*RefreshToolsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{28}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RefreshToolsResponse) GetTools() int32 {
@@ -1926,7 +2001,7 @@ type SearchToolsRequest struct {
 
 func (x *SearchToolsRequest) Reset() {
 	*x = SearchToolsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[29]
+	mi := &file_cexec_v1_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1938,7 +2013,7 @@ func (x *SearchToolsRequest) String() string {
 func (*SearchToolsRequest) ProtoMessage() {}
 
 func (x *SearchToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[29]
+	mi := &file_cexec_v1_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1951,7 +2026,7 @@ func (x *SearchToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchToolsRequest.ProtoReflect.Descriptor instead.
 func (*SearchToolsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{29}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SearchToolsRequest) GetQuery() string {
@@ -2006,7 +2081,7 @@ type SearchHit struct {
 
 func (x *SearchHit) Reset() {
 	*x = SearchHit{}
-	mi := &file_cexec_v1_control_proto_msgTypes[30]
+	mi := &file_cexec_v1_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2018,7 +2093,7 @@ func (x *SearchHit) String() string {
 func (*SearchHit) ProtoMessage() {}
 
 func (x *SearchHit) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[30]
+	mi := &file_cexec_v1_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2031,7 +2106,7 @@ func (x *SearchHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchHit.ProtoReflect.Descriptor instead.
 func (*SearchHit) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{30}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SearchHit) GetId() string {
@@ -2108,7 +2183,7 @@ type SearchToolsResponse struct {
 
 func (x *SearchToolsResponse) Reset() {
 	*x = SearchToolsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[31]
+	mi := &file_cexec_v1_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2120,7 +2195,7 @@ func (x *SearchToolsResponse) String() string {
 func (*SearchToolsResponse) ProtoMessage() {}
 
 func (x *SearchToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[31]
+	mi := &file_cexec_v1_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2133,7 +2208,7 @@ func (x *SearchToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchToolsResponse.ProtoReflect.Descriptor instead.
 func (*SearchToolsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{31}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SearchToolsResponse) GetHits() []*SearchHit {
@@ -2163,7 +2238,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[32]
+	mi := &file_cexec_v1_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2175,7 +2250,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[32]
+	mi := &file_cexec_v1_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2188,7 +2263,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{32}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetStateRequest) GetTenant() string {
@@ -2221,7 +2296,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[33]
+	mi := &file_cexec_v1_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2233,7 +2308,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[33]
+	mi := &file_cexec_v1_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2246,7 +2321,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{33}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetStateResponse) GetData() []byte {
@@ -2271,7 +2346,7 @@ type PutStateRequest struct {
 
 func (x *PutStateRequest) Reset() {
 	*x = PutStateRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[34]
+	mi := &file_cexec_v1_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2283,7 +2358,7 @@ func (x *PutStateRequest) String() string {
 func (*PutStateRequest) ProtoMessage() {}
 
 func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[34]
+	mi := &file_cexec_v1_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2296,7 +2371,7 @@ func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateRequest.ProtoReflect.Descriptor instead.
 func (*PutStateRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{34}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PutStateRequest) GetTenant() string {
@@ -2339,7 +2414,7 @@ type StateInfo struct {
 
 func (x *StateInfo) Reset() {
 	*x = StateInfo{}
-	mi := &file_cexec_v1_control_proto_msgTypes[35]
+	mi := &file_cexec_v1_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2351,7 +2426,7 @@ func (x *StateInfo) String() string {
 func (*StateInfo) ProtoMessage() {}
 
 func (x *StateInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[35]
+	mi := &file_cexec_v1_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2364,7 +2439,7 @@ func (x *StateInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateInfo.ProtoReflect.Descriptor instead.
 func (*StateInfo) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{35}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *StateInfo) GetName() string {
@@ -2404,7 +2479,7 @@ type PutStateResponse struct {
 
 func (x *PutStateResponse) Reset() {
 	*x = PutStateResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[36]
+	mi := &file_cexec_v1_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2416,7 +2491,7 @@ func (x *PutStateResponse) String() string {
 func (*PutStateResponse) ProtoMessage() {}
 
 func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[36]
+	mi := &file_cexec_v1_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2429,7 +2504,7 @@ func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateResponse.ProtoReflect.Descriptor instead.
 func (*PutStateResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{36}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PutStateResponse) GetState() *StateInfo {
@@ -2448,7 +2523,7 @@ type ListStateRequest struct {
 
 func (x *ListStateRequest) Reset() {
 	*x = ListStateRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[37]
+	mi := &file_cexec_v1_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2460,7 +2535,7 @@ func (x *ListStateRequest) String() string {
 func (*ListStateRequest) ProtoMessage() {}
 
 func (x *ListStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[37]
+	mi := &file_cexec_v1_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2473,7 +2548,7 @@ func (x *ListStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStateRequest.ProtoReflect.Descriptor instead.
 func (*ListStateRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{37}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListStateRequest) GetTenant() string {
@@ -2492,7 +2567,7 @@ type ListStateResponse struct {
 
 func (x *ListStateResponse) Reset() {
 	*x = ListStateResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[38]
+	mi := &file_cexec_v1_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2504,7 +2579,7 @@ func (x *ListStateResponse) String() string {
 func (*ListStateResponse) ProtoMessage() {}
 
 func (x *ListStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[38]
+	mi := &file_cexec_v1_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2517,7 +2592,7 @@ func (x *ListStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStateResponse.ProtoReflect.Descriptor instead.
 func (*ListStateResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{38}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListStateResponse) GetStates() []*StateInfo {
@@ -2537,7 +2612,7 @@ type DeleteStateRequest struct {
 
 func (x *DeleteStateRequest) Reset() {
 	*x = DeleteStateRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[39]
+	mi := &file_cexec_v1_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2549,7 +2624,7 @@ func (x *DeleteStateRequest) String() string {
 func (*DeleteStateRequest) ProtoMessage() {}
 
 func (x *DeleteStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[39]
+	mi := &file_cexec_v1_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2562,7 +2637,7 @@ func (x *DeleteStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStateRequest.ProtoReflect.Descriptor instead.
 func (*DeleteStateRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{39}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DeleteStateRequest) GetTenant() string {
@@ -2587,7 +2662,7 @@ type DeleteStateResponse struct {
 
 func (x *DeleteStateResponse) Reset() {
 	*x = DeleteStateResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[40]
+	mi := &file_cexec_v1_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2599,7 +2674,7 @@ func (x *DeleteStateResponse) String() string {
 func (*DeleteStateResponse) ProtoMessage() {}
 
 func (x *DeleteStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[40]
+	mi := &file_cexec_v1_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2612,7 +2687,7 @@ func (x *DeleteStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStateResponse.ProtoReflect.Descriptor instead.
 func (*DeleteStateResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{40}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{41}
 }
 
 type SessionInfo struct {
@@ -2641,7 +2716,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_cexec_v1_control_proto_msgTypes[41]
+	mi := &file_cexec_v1_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2653,7 +2728,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[41]
+	mi := &file_cexec_v1_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2666,7 +2741,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{41}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SessionInfo) GetId() string {
@@ -2784,7 +2859,7 @@ type SessionEntry struct {
 
 func (x *SessionEntry) Reset() {
 	*x = SessionEntry{}
-	mi := &file_cexec_v1_control_proto_msgTypes[42]
+	mi := &file_cexec_v1_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2796,7 +2871,7 @@ func (x *SessionEntry) String() string {
 func (*SessionEntry) ProtoMessage() {}
 
 func (x *SessionEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[42]
+	mi := &file_cexec_v1_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2809,7 +2884,7 @@ func (x *SessionEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEntry.ProtoReflect.Descriptor instead.
 func (*SessionEntry) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{42}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SessionEntry) GetSeq() int64 {
@@ -2921,7 +2996,7 @@ type SessionResult struct {
 
 func (x *SessionResult) Reset() {
 	*x = SessionResult{}
-	mi := &file_cexec_v1_control_proto_msgTypes[43]
+	mi := &file_cexec_v1_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2933,7 +3008,7 @@ func (x *SessionResult) String() string {
 func (*SessionResult) ProtoMessage() {}
 
 func (x *SessionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[43]
+	mi := &file_cexec_v1_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2946,7 +3021,7 @@ func (x *SessionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResult.ProtoReflect.Descriptor instead.
 func (*SessionResult) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{43}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SessionResult) GetOk() bool {
@@ -3012,7 +3087,7 @@ type SessionToolCall struct {
 
 func (x *SessionToolCall) Reset() {
 	*x = SessionToolCall{}
-	mi := &file_cexec_v1_control_proto_msgTypes[44]
+	mi := &file_cexec_v1_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3024,7 +3099,7 @@ func (x *SessionToolCall) String() string {
 func (*SessionToolCall) ProtoMessage() {}
 
 func (x *SessionToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[44]
+	mi := &file_cexec_v1_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3037,7 +3112,7 @@ func (x *SessionToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionToolCall.ProtoReflect.Descriptor instead.
 func (*SessionToolCall) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{44}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SessionToolCall) GetServer() string {
@@ -3084,7 +3159,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[45]
+	mi := &file_cexec_v1_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3096,7 +3171,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[45]
+	mi := &file_cexec_v1_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3109,7 +3184,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{45}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListSessionsRequest) GetTenant() string {
@@ -3128,7 +3203,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[46]
+	mi := &file_cexec_v1_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3140,7 +3215,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[46]
+	mi := &file_cexec_v1_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3153,7 +3228,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{46}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -3173,7 +3248,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[47]
+	mi := &file_cexec_v1_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3185,7 +3260,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[47]
+	mi := &file_cexec_v1_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3198,7 +3273,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{47}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetSessionRequest) GetTenant() string {
@@ -3227,7 +3302,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[48]
+	mi := &file_cexec_v1_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3239,7 +3314,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[48]
+	mi := &file_cexec_v1_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3252,7 +3327,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{48}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetSessionResponse) GetEntries() []*SessionEntry {
@@ -3279,7 +3354,7 @@ type ResumeSessionRequest struct {
 
 func (x *ResumeSessionRequest) Reset() {
 	*x = ResumeSessionRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[49]
+	mi := &file_cexec_v1_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3291,7 +3366,7 @@ func (x *ResumeSessionRequest) String() string {
 func (*ResumeSessionRequest) ProtoMessage() {}
 
 func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[49]
+	mi := &file_cexec_v1_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3304,7 +3379,7 @@ func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionRequest.ProtoReflect.Descriptor instead.
 func (*ResumeSessionRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{49}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ResumeSessionRequest) GetTenant() string {
@@ -3335,7 +3410,7 @@ type ResumeSessionResponse struct {
 
 func (x *ResumeSessionResponse) Reset() {
 	*x = ResumeSessionResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[50]
+	mi := &file_cexec_v1_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3347,7 +3422,7 @@ func (x *ResumeSessionResponse) String() string {
 func (*ResumeSessionResponse) ProtoMessage() {}
 
 func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[50]
+	mi := &file_cexec_v1_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3360,7 +3435,7 @@ func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionResponse.ProtoReflect.Descriptor instead.
 func (*ResumeSessionResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{50}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ResumeSessionResponse) GetSession() *SessionInfo {
@@ -3398,7 +3473,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[51]
+	mi := &file_cexec_v1_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3410,7 +3485,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[51]
+	mi := &file_cexec_v1_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3423,7 +3498,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{51}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *CheckpointRequest) GetTenant() string {
@@ -3464,7 +3539,7 @@ type CheckpointResponse struct {
 
 func (x *CheckpointResponse) Reset() {
 	*x = CheckpointResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[52]
+	mi := &file_cexec_v1_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3476,7 +3551,7 @@ func (x *CheckpointResponse) String() string {
 func (*CheckpointResponse) ProtoMessage() {}
 
 func (x *CheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[52]
+	mi := &file_cexec_v1_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3489,7 +3564,7 @@ func (x *CheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointResponse.ProtoReflect.Descriptor instead.
 func (*CheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{52}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *CheckpointResponse) GetSession() string {
@@ -3520,7 +3595,7 @@ type Skill struct {
 
 func (x *Skill) Reset() {
 	*x = Skill{}
-	mi := &file_cexec_v1_control_proto_msgTypes[53]
+	mi := &file_cexec_v1_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3532,7 +3607,7 @@ func (x *Skill) String() string {
 func (*Skill) ProtoMessage() {}
 
 func (x *Skill) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[53]
+	mi := &file_cexec_v1_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3545,7 +3620,7 @@ func (x *Skill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Skill.ProtoReflect.Descriptor instead.
 func (*Skill) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{53}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Skill) GetName() string {
@@ -3599,7 +3674,7 @@ type ListSkillsRequest struct {
 
 func (x *ListSkillsRequest) Reset() {
 	*x = ListSkillsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[54]
+	mi := &file_cexec_v1_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3611,7 +3686,7 @@ func (x *ListSkillsRequest) String() string {
 func (*ListSkillsRequest) ProtoMessage() {}
 
 func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[54]
+	mi := &file_cexec_v1_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3624,7 +3699,7 @@ func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsRequest.ProtoReflect.Descriptor instead.
 func (*ListSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{54}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListSkillsRequest) GetTenant() string {
@@ -3643,7 +3718,7 @@ type ListSkillsResponse struct {
 
 func (x *ListSkillsResponse) Reset() {
 	*x = ListSkillsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[55]
+	mi := &file_cexec_v1_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3655,7 +3730,7 @@ func (x *ListSkillsResponse) String() string {
 func (*ListSkillsResponse) ProtoMessage() {}
 
 func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[55]
+	mi := &file_cexec_v1_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3668,7 +3743,7 @@ func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsResponse.ProtoReflect.Descriptor instead.
 func (*ListSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{55}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListSkillsResponse) GetSkills() []*Skill {
@@ -3688,7 +3763,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[56]
+	mi := &file_cexec_v1_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3700,7 +3775,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[56]
+	mi := &file_cexec_v1_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3713,7 +3788,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{56}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetSkillRequest) GetTenant() string {
@@ -3739,7 +3814,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[57]
+	mi := &file_cexec_v1_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3751,7 +3826,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[57]
+	mi := &file_cexec_v1_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3764,7 +3839,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{57}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetSkillResponse) GetSkill() *Skill {
@@ -3786,7 +3861,7 @@ type SaveSkillRequest struct {
 
 func (x *SaveSkillRequest) Reset() {
 	*x = SaveSkillRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[58]
+	mi := &file_cexec_v1_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3798,7 +3873,7 @@ func (x *SaveSkillRequest) String() string {
 func (*SaveSkillRequest) ProtoMessage() {}
 
 func (x *SaveSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[58]
+	mi := &file_cexec_v1_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3811,7 +3886,7 @@ func (x *SaveSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSkillRequest.ProtoReflect.Descriptor instead.
 func (*SaveSkillRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{58}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SaveSkillRequest) GetTenant() string {
@@ -3851,7 +3926,7 @@ type SaveSkillResponse struct {
 
 func (x *SaveSkillResponse) Reset() {
 	*x = SaveSkillResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[59]
+	mi := &file_cexec_v1_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3863,7 +3938,7 @@ func (x *SaveSkillResponse) String() string {
 func (*SaveSkillResponse) ProtoMessage() {}
 
 func (x *SaveSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[59]
+	mi := &file_cexec_v1_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3876,7 +3951,7 @@ func (x *SaveSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSkillResponse.ProtoReflect.Descriptor instead.
 func (*SaveSkillResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{59}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *SaveSkillResponse) GetSkill() *Skill {
@@ -3902,7 +3977,7 @@ type TenantInfo struct {
 
 func (x *TenantInfo) Reset() {
 	*x = TenantInfo{}
-	mi := &file_cexec_v1_control_proto_msgTypes[60]
+	mi := &file_cexec_v1_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3914,7 +3989,7 @@ func (x *TenantInfo) String() string {
 func (*TenantInfo) ProtoMessage() {}
 
 func (x *TenantInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[60]
+	mi := &file_cexec_v1_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3927,7 +4002,7 @@ func (x *TenantInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantInfo.ProtoReflect.Descriptor instead.
 func (*TenantInfo) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{60}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *TenantInfo) GetId() string {
@@ -3994,7 +4069,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[61]
+	mi := &file_cexec_v1_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4006,7 +4081,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[61]
+	mi := &file_cexec_v1_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4019,7 +4094,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{61}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{62}
 }
 
 type ListTenantsResponse struct {
@@ -4031,7 +4106,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[62]
+	mi := &file_cexec_v1_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4043,7 +4118,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[62]
+	mi := &file_cexec_v1_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4056,7 +4131,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{62}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListTenantsResponse) GetTenants() []*TenantInfo {
@@ -4076,7 +4151,7 @@ type GCTenantsRequest struct {
 
 func (x *GCTenantsRequest) Reset() {
 	*x = GCTenantsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[63]
+	mi := &file_cexec_v1_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4088,7 +4163,7 @@ func (x *GCTenantsRequest) String() string {
 func (*GCTenantsRequest) ProtoMessage() {}
 
 func (x *GCTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[63]
+	mi := &file_cexec_v1_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4101,7 +4176,7 @@ func (x *GCTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCTenantsRequest.ProtoReflect.Descriptor instead.
 func (*GCTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{63}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GCTenantsRequest) GetOlderThanMs() int64 {
@@ -4127,7 +4202,7 @@ type GCTenantsResponse struct {
 
 func (x *GCTenantsResponse) Reset() {
 	*x = GCTenantsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	mi := &file_cexec_v1_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4139,7 +4214,7 @@ func (x *GCTenantsResponse) String() string {
 func (*GCTenantsResponse) ProtoMessage() {}
 
 func (x *GCTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	mi := &file_cexec_v1_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4152,7 +4227,7 @@ func (x *GCTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCTenantsResponse.ProtoReflect.Descriptor instead.
 func (*GCTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{64}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GCTenantsResponse) GetRemoved() []*TenantInfo {
@@ -4170,7 +4245,7 @@ type PoolStatusRequest struct {
 
 func (x *PoolStatusRequest) Reset() {
 	*x = PoolStatusRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[65]
+	mi := &file_cexec_v1_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4182,7 +4257,7 @@ func (x *PoolStatusRequest) String() string {
 func (*PoolStatusRequest) ProtoMessage() {}
 
 func (x *PoolStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[65]
+	mi := &file_cexec_v1_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4195,7 +4270,7 @@ func (x *PoolStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolStatusRequest.ProtoReflect.Descriptor instead.
 func (*PoolStatusRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{65}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{66}
 }
 
 type PoolStatusResponse struct {
@@ -4220,7 +4295,7 @@ type PoolStatusResponse struct {
 
 func (x *PoolStatusResponse) Reset() {
 	*x = PoolStatusResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[66]
+	mi := &file_cexec_v1_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4232,7 +4307,7 @@ func (x *PoolStatusResponse) String() string {
 func (*PoolStatusResponse) ProtoMessage() {}
 
 func (x *PoolStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[66]
+	mi := &file_cexec_v1_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4245,7 +4320,7 @@ func (x *PoolStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolStatusResponse.ProtoReflect.Descriptor instead.
 func (*PoolStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{66}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *PoolStatusResponse) GetIdle() map[string]int32 {
@@ -4325,7 +4400,7 @@ type PoolSandbox struct {
 
 func (x *PoolSandbox) Reset() {
 	*x = PoolSandbox{}
-	mi := &file_cexec_v1_control_proto_msgTypes[67]
+	mi := &file_cexec_v1_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4337,7 +4412,7 @@ func (x *PoolSandbox) String() string {
 func (*PoolSandbox) ProtoMessage() {}
 
 func (x *PoolSandbox) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[67]
+	mi := &file_cexec_v1_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4350,7 +4425,7 @@ func (x *PoolSandbox) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolSandbox.ProtoReflect.Descriptor instead.
 func (*PoolSandbox) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{67}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *PoolSandbox) GetId() string {
@@ -4421,7 +4496,7 @@ type ExecuteTaskRequest struct {
 
 func (x *ExecuteTaskRequest) Reset() {
 	*x = ExecuteTaskRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[68]
+	mi := &file_cexec_v1_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4433,7 +4508,7 @@ func (x *ExecuteTaskRequest) String() string {
 func (*ExecuteTaskRequest) ProtoMessage() {}
 
 func (x *ExecuteTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[68]
+	mi := &file_cexec_v1_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4446,7 +4521,7 @@ func (x *ExecuteTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteTaskRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteTaskRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{68}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ExecuteTaskRequest) GetTenant() string {
@@ -4501,7 +4576,7 @@ type TaskAttempt struct {
 
 func (x *TaskAttempt) Reset() {
 	*x = TaskAttempt{}
-	mi := &file_cexec_v1_control_proto_msgTypes[69]
+	mi := &file_cexec_v1_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4513,7 +4588,7 @@ func (x *TaskAttempt) String() string {
 func (*TaskAttempt) ProtoMessage() {}
 
 func (x *TaskAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[69]
+	mi := &file_cexec_v1_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4526,7 +4601,7 @@ func (x *TaskAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAttempt.ProtoReflect.Descriptor instead.
 func (*TaskAttempt) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{69}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *TaskAttempt) GetGenerator() string {
@@ -4618,7 +4693,7 @@ type TaskTimings struct {
 
 func (x *TaskTimings) Reset() {
 	*x = TaskTimings{}
-	mi := &file_cexec_v1_control_proto_msgTypes[70]
+	mi := &file_cexec_v1_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4630,7 +4705,7 @@ func (x *TaskTimings) String() string {
 func (*TaskTimings) ProtoMessage() {}
 
 func (x *TaskTimings) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[70]
+	mi := &file_cexec_v1_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4643,7 +4718,7 @@ func (x *TaskTimings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskTimings.ProtoReflect.Descriptor instead.
 func (*TaskTimings) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{70}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *TaskTimings) GetSearchUs() int64 {
@@ -4714,7 +4789,7 @@ type ExecuteTaskResponse struct {
 
 func (x *ExecuteTaskResponse) Reset() {
 	*x = ExecuteTaskResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[71]
+	mi := &file_cexec_v1_control_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4726,7 +4801,7 @@ func (x *ExecuteTaskResponse) String() string {
 func (*ExecuteTaskResponse) ProtoMessage() {}
 
 func (x *ExecuteTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[71]
+	mi := &file_cexec_v1_control_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4739,7 +4814,7 @@ func (x *ExecuteTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteTaskResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteTaskResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{71}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ExecuteTaskResponse) GetStdout() string {
@@ -4859,7 +4934,7 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\x06failed\x18\x03 \x01(\x05R\x06failed\x12\x1e\n" +
 	"\n" +
 	"restarting\x18\x04 \x01(\x05R\n" +
-	"restarting\"\xed\x01\n" +
+	"restarting\"\x94\x02\n" +
 	"\x0eStatusResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12&\n" +
 	"\x0fstarted_unix_ms\x18\x02 \x01(\x03R\rstartedUnixMs\x12\x1b\n" +
@@ -4868,7 +4943,13 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"configFile\x12\x16\n" +
 	"\x06socket\x18\x05 \x01(\tR\x06socket\x12\x10\n" +
 	"\x03pid\x18\x06 \x01(\x05R\x03pid\x121\n" +
-	"\aplugins\x18\a \x01(\v2\x17.cexec.v1.PluginSummaryR\aplugins\"\x14\n" +
+	"\aplugins\x18\a \x01(\v2\x17.cexec.v1.PluginSummaryR\aplugins\x12%\n" +
+	"\x03mcp\x18\b \x01(\v2\x13.cexec.v1.McpStatusR\x03mcp\"Z\n" +
+	"\tMcpStatus\x12\x16\n" +
+	"\x06socket\x18\x01 \x01(\tR\x06socket\x12\x1d\n" +
+	"\n" +
+	"socket_off\x18\x02 \x01(\tR\tsocketOff\x12\x16\n" +
+	"\x06listen\x18\x03 \x01(\tR\x06listen\"\x14\n" +
 	"\x12ListPluginsRequest\"\xf2\x01\n" +
 	"\fPluginStatus\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
@@ -5290,173 +5371,175 @@ func file_cexec_v1_control_proto_rawDescGZIP() []byte {
 	return file_cexec_v1_control_proto_rawDescData
 }
 
-var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
+var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
 var file_cexec_v1_control_proto_goTypes = []any{
 	(*StatusRequest)(nil),         // 0: cexec.v1.StatusRequest
 	(*PluginSummary)(nil),         // 1: cexec.v1.PluginSummary
 	(*StatusResponse)(nil),        // 2: cexec.v1.StatusResponse
-	(*ListPluginsRequest)(nil),    // 3: cexec.v1.ListPluginsRequest
-	(*PluginStatus)(nil),          // 4: cexec.v1.PluginStatus
-	(*ListPluginsResponse)(nil),   // 5: cexec.v1.ListPluginsResponse
-	(*PingPluginRequest)(nil),     // 6: cexec.v1.PingPluginRequest
-	(*PingPluginResponse)(nil),    // 7: cexec.v1.PingPluginResponse
-	(*Diagnostic)(nil),            // 8: cexec.v1.Diagnostic
-	(*CheckConfigRequest)(nil),    // 9: cexec.v1.CheckConfigRequest
-	(*CheckConfigResponse)(nil),   // 10: cexec.v1.CheckConfigResponse
-	(*ShowConfigRequest)(nil),     // 11: cexec.v1.ShowConfigRequest
-	(*ShowConfigResponse)(nil),    // 12: cexec.v1.ShowConfigResponse
-	(*ExecRequest)(nil),           // 13: cexec.v1.ExecRequest
-	(*Output)(nil),                // 14: cexec.v1.Output
-	(*ToolCallRecord)(nil),        // 15: cexec.v1.ToolCallRecord
-	(*ExecError)(nil),             // 16: cexec.v1.ExecError
-	(*ExecResult)(nil),            // 17: cexec.v1.ExecResult
-	(*ExecEvent)(nil),             // 18: cexec.v1.ExecEvent
-	(*ServerInfo)(nil),            // 19: cexec.v1.ServerInfo
-	(*ListServersRequest)(nil),    // 20: cexec.v1.ListServersRequest
-	(*ListServersResponse)(nil),   // 21: cexec.v1.ListServersResponse
-	(*ToolInfo)(nil),              // 22: cexec.v1.ToolInfo
-	(*ListToolsRequest)(nil),      // 23: cexec.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 24: cexec.v1.ListToolsResponse
-	(*GetToolRequest)(nil),        // 25: cexec.v1.GetToolRequest
-	(*GetToolResponse)(nil),       // 26: cexec.v1.GetToolResponse
-	(*RefreshToolsRequest)(nil),   // 27: cexec.v1.RefreshToolsRequest
-	(*RefreshToolsResponse)(nil),  // 28: cexec.v1.RefreshToolsResponse
-	(*SearchToolsRequest)(nil),    // 29: cexec.v1.SearchToolsRequest
-	(*SearchHit)(nil),             // 30: cexec.v1.SearchHit
-	(*SearchToolsResponse)(nil),   // 31: cexec.v1.SearchToolsResponse
-	(*GetStateRequest)(nil),       // 32: cexec.v1.GetStateRequest
-	(*GetStateResponse)(nil),      // 33: cexec.v1.GetStateResponse
-	(*PutStateRequest)(nil),       // 34: cexec.v1.PutStateRequest
-	(*StateInfo)(nil),             // 35: cexec.v1.StateInfo
-	(*PutStateResponse)(nil),      // 36: cexec.v1.PutStateResponse
-	(*ListStateRequest)(nil),      // 37: cexec.v1.ListStateRequest
-	(*ListStateResponse)(nil),     // 38: cexec.v1.ListStateResponse
-	(*DeleteStateRequest)(nil),    // 39: cexec.v1.DeleteStateRequest
-	(*DeleteStateResponse)(nil),   // 40: cexec.v1.DeleteStateResponse
-	(*SessionInfo)(nil),           // 41: cexec.v1.SessionInfo
-	(*SessionEntry)(nil),          // 42: cexec.v1.SessionEntry
-	(*SessionResult)(nil),         // 43: cexec.v1.SessionResult
-	(*SessionToolCall)(nil),       // 44: cexec.v1.SessionToolCall
-	(*ListSessionsRequest)(nil),   // 45: cexec.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 46: cexec.v1.ListSessionsResponse
-	(*GetSessionRequest)(nil),     // 47: cexec.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),    // 48: cexec.v1.GetSessionResponse
-	(*ResumeSessionRequest)(nil),  // 49: cexec.v1.ResumeSessionRequest
-	(*ResumeSessionResponse)(nil), // 50: cexec.v1.ResumeSessionResponse
-	(*CheckpointRequest)(nil),     // 51: cexec.v1.CheckpointRequest
-	(*CheckpointResponse)(nil),    // 52: cexec.v1.CheckpointResponse
-	(*Skill)(nil),                 // 53: cexec.v1.Skill
-	(*ListSkillsRequest)(nil),     // 54: cexec.v1.ListSkillsRequest
-	(*ListSkillsResponse)(nil),    // 55: cexec.v1.ListSkillsResponse
-	(*GetSkillRequest)(nil),       // 56: cexec.v1.GetSkillRequest
-	(*GetSkillResponse)(nil),      // 57: cexec.v1.GetSkillResponse
-	(*SaveSkillRequest)(nil),      // 58: cexec.v1.SaveSkillRequest
-	(*SaveSkillResponse)(nil),     // 59: cexec.v1.SaveSkillResponse
-	(*TenantInfo)(nil),            // 60: cexec.v1.TenantInfo
-	(*ListTenantsRequest)(nil),    // 61: cexec.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),   // 62: cexec.v1.ListTenantsResponse
-	(*GCTenantsRequest)(nil),      // 63: cexec.v1.GCTenantsRequest
-	(*GCTenantsResponse)(nil),     // 64: cexec.v1.GCTenantsResponse
-	(*PoolStatusRequest)(nil),     // 65: cexec.v1.PoolStatusRequest
-	(*PoolStatusResponse)(nil),    // 66: cexec.v1.PoolStatusResponse
-	(*PoolSandbox)(nil),           // 67: cexec.v1.PoolSandbox
-	(*ExecuteTaskRequest)(nil),    // 68: cexec.v1.ExecuteTaskRequest
-	(*TaskAttempt)(nil),           // 69: cexec.v1.TaskAttempt
-	(*TaskTimings)(nil),           // 70: cexec.v1.TaskTimings
-	(*ExecuteTaskResponse)(nil),   // 71: cexec.v1.ExecuteTaskResponse
-	nil,                           // 72: cexec.v1.PoolStatusResponse.IdleEntry
-	nil,                           // 73: cexec.v1.PoolStatusResponse.TargetsEntry
+	(*McpStatus)(nil),             // 3: cexec.v1.McpStatus
+	(*ListPluginsRequest)(nil),    // 4: cexec.v1.ListPluginsRequest
+	(*PluginStatus)(nil),          // 5: cexec.v1.PluginStatus
+	(*ListPluginsResponse)(nil),   // 6: cexec.v1.ListPluginsResponse
+	(*PingPluginRequest)(nil),     // 7: cexec.v1.PingPluginRequest
+	(*PingPluginResponse)(nil),    // 8: cexec.v1.PingPluginResponse
+	(*Diagnostic)(nil),            // 9: cexec.v1.Diagnostic
+	(*CheckConfigRequest)(nil),    // 10: cexec.v1.CheckConfigRequest
+	(*CheckConfigResponse)(nil),   // 11: cexec.v1.CheckConfigResponse
+	(*ShowConfigRequest)(nil),     // 12: cexec.v1.ShowConfigRequest
+	(*ShowConfigResponse)(nil),    // 13: cexec.v1.ShowConfigResponse
+	(*ExecRequest)(nil),           // 14: cexec.v1.ExecRequest
+	(*Output)(nil),                // 15: cexec.v1.Output
+	(*ToolCallRecord)(nil),        // 16: cexec.v1.ToolCallRecord
+	(*ExecError)(nil),             // 17: cexec.v1.ExecError
+	(*ExecResult)(nil),            // 18: cexec.v1.ExecResult
+	(*ExecEvent)(nil),             // 19: cexec.v1.ExecEvent
+	(*ServerInfo)(nil),            // 20: cexec.v1.ServerInfo
+	(*ListServersRequest)(nil),    // 21: cexec.v1.ListServersRequest
+	(*ListServersResponse)(nil),   // 22: cexec.v1.ListServersResponse
+	(*ToolInfo)(nil),              // 23: cexec.v1.ToolInfo
+	(*ListToolsRequest)(nil),      // 24: cexec.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 25: cexec.v1.ListToolsResponse
+	(*GetToolRequest)(nil),        // 26: cexec.v1.GetToolRequest
+	(*GetToolResponse)(nil),       // 27: cexec.v1.GetToolResponse
+	(*RefreshToolsRequest)(nil),   // 28: cexec.v1.RefreshToolsRequest
+	(*RefreshToolsResponse)(nil),  // 29: cexec.v1.RefreshToolsResponse
+	(*SearchToolsRequest)(nil),    // 30: cexec.v1.SearchToolsRequest
+	(*SearchHit)(nil),             // 31: cexec.v1.SearchHit
+	(*SearchToolsResponse)(nil),   // 32: cexec.v1.SearchToolsResponse
+	(*GetStateRequest)(nil),       // 33: cexec.v1.GetStateRequest
+	(*GetStateResponse)(nil),      // 34: cexec.v1.GetStateResponse
+	(*PutStateRequest)(nil),       // 35: cexec.v1.PutStateRequest
+	(*StateInfo)(nil),             // 36: cexec.v1.StateInfo
+	(*PutStateResponse)(nil),      // 37: cexec.v1.PutStateResponse
+	(*ListStateRequest)(nil),      // 38: cexec.v1.ListStateRequest
+	(*ListStateResponse)(nil),     // 39: cexec.v1.ListStateResponse
+	(*DeleteStateRequest)(nil),    // 40: cexec.v1.DeleteStateRequest
+	(*DeleteStateResponse)(nil),   // 41: cexec.v1.DeleteStateResponse
+	(*SessionInfo)(nil),           // 42: cexec.v1.SessionInfo
+	(*SessionEntry)(nil),          // 43: cexec.v1.SessionEntry
+	(*SessionResult)(nil),         // 44: cexec.v1.SessionResult
+	(*SessionToolCall)(nil),       // 45: cexec.v1.SessionToolCall
+	(*ListSessionsRequest)(nil),   // 46: cexec.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 47: cexec.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),     // 48: cexec.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),    // 49: cexec.v1.GetSessionResponse
+	(*ResumeSessionRequest)(nil),  // 50: cexec.v1.ResumeSessionRequest
+	(*ResumeSessionResponse)(nil), // 51: cexec.v1.ResumeSessionResponse
+	(*CheckpointRequest)(nil),     // 52: cexec.v1.CheckpointRequest
+	(*CheckpointResponse)(nil),    // 53: cexec.v1.CheckpointResponse
+	(*Skill)(nil),                 // 54: cexec.v1.Skill
+	(*ListSkillsRequest)(nil),     // 55: cexec.v1.ListSkillsRequest
+	(*ListSkillsResponse)(nil),    // 56: cexec.v1.ListSkillsResponse
+	(*GetSkillRequest)(nil),       // 57: cexec.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),      // 58: cexec.v1.GetSkillResponse
+	(*SaveSkillRequest)(nil),      // 59: cexec.v1.SaveSkillRequest
+	(*SaveSkillResponse)(nil),     // 60: cexec.v1.SaveSkillResponse
+	(*TenantInfo)(nil),            // 61: cexec.v1.TenantInfo
+	(*ListTenantsRequest)(nil),    // 62: cexec.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),   // 63: cexec.v1.ListTenantsResponse
+	(*GCTenantsRequest)(nil),      // 64: cexec.v1.GCTenantsRequest
+	(*GCTenantsResponse)(nil),     // 65: cexec.v1.GCTenantsResponse
+	(*PoolStatusRequest)(nil),     // 66: cexec.v1.PoolStatusRequest
+	(*PoolStatusResponse)(nil),    // 67: cexec.v1.PoolStatusResponse
+	(*PoolSandbox)(nil),           // 68: cexec.v1.PoolSandbox
+	(*ExecuteTaskRequest)(nil),    // 69: cexec.v1.ExecuteTaskRequest
+	(*TaskAttempt)(nil),           // 70: cexec.v1.TaskAttempt
+	(*TaskTimings)(nil),           // 71: cexec.v1.TaskTimings
+	(*ExecuteTaskResponse)(nil),   // 72: cexec.v1.ExecuteTaskResponse
+	nil,                           // 73: cexec.v1.PoolStatusResponse.IdleEntry
+	nil,                           // 74: cexec.v1.PoolStatusResponse.TargetsEntry
 }
 var file_cexec_v1_control_proto_depIdxs = []int32{
 	1,  // 0: cexec.v1.StatusResponse.plugins:type_name -> cexec.v1.PluginSummary
-	4,  // 1: cexec.v1.ListPluginsResponse.plugins:type_name -> cexec.v1.PluginStatus
-	8,  // 2: cexec.v1.CheckConfigResponse.diagnostics:type_name -> cexec.v1.Diagnostic
-	16, // 3: cexec.v1.ExecResult.error:type_name -> cexec.v1.ExecError
-	15, // 4: cexec.v1.ExecResult.tool_calls:type_name -> cexec.v1.ToolCallRecord
-	14, // 5: cexec.v1.ExecEvent.output:type_name -> cexec.v1.Output
-	17, // 6: cexec.v1.ExecEvent.result:type_name -> cexec.v1.ExecResult
-	19, // 7: cexec.v1.ListServersResponse.servers:type_name -> cexec.v1.ServerInfo
-	22, // 8: cexec.v1.ListToolsResponse.tools:type_name -> cexec.v1.ToolInfo
-	22, // 9: cexec.v1.GetToolResponse.tool:type_name -> cexec.v1.ToolInfo
-	30, // 10: cexec.v1.SearchToolsResponse.hits:type_name -> cexec.v1.SearchHit
-	35, // 11: cexec.v1.PutStateResponse.state:type_name -> cexec.v1.StateInfo
-	35, // 12: cexec.v1.ListStateResponse.states:type_name -> cexec.v1.StateInfo
-	43, // 13: cexec.v1.SessionEntry.result:type_name -> cexec.v1.SessionResult
-	44, // 14: cexec.v1.SessionEntry.tool_calls:type_name -> cexec.v1.SessionToolCall
-	41, // 15: cexec.v1.ListSessionsResponse.sessions:type_name -> cexec.v1.SessionInfo
-	42, // 16: cexec.v1.GetSessionResponse.entries:type_name -> cexec.v1.SessionEntry
-	41, // 17: cexec.v1.ResumeSessionResponse.session:type_name -> cexec.v1.SessionInfo
-	42, // 18: cexec.v1.ResumeSessionResponse.checkpoint:type_name -> cexec.v1.SessionEntry
-	42, // 19: cexec.v1.ResumeSessionResponse.recent:type_name -> cexec.v1.SessionEntry
-	53, // 20: cexec.v1.ListSkillsResponse.skills:type_name -> cexec.v1.Skill
-	53, // 21: cexec.v1.GetSkillResponse.skill:type_name -> cexec.v1.Skill
-	53, // 22: cexec.v1.SaveSkillResponse.skill:type_name -> cexec.v1.Skill
-	60, // 23: cexec.v1.ListTenantsResponse.tenants:type_name -> cexec.v1.TenantInfo
-	60, // 24: cexec.v1.GCTenantsResponse.removed:type_name -> cexec.v1.TenantInfo
-	72, // 25: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
-	73, // 26: cexec.v1.PoolStatusResponse.targets:type_name -> cexec.v1.PoolStatusResponse.TargetsEntry
-	67, // 27: cexec.v1.PoolStatusResponse.sandboxes:type_name -> cexec.v1.PoolSandbox
-	17, // 28: cexec.v1.ExecuteTaskResponse.result:type_name -> cexec.v1.ExecResult
-	69, // 29: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
-	8,  // 30: cexec.v1.ExecuteTaskResponse.diagnostics:type_name -> cexec.v1.Diagnostic
-	70, // 31: cexec.v1.ExecuteTaskResponse.timings:type_name -> cexec.v1.TaskTimings
-	0,  // 32: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
-	3,  // 33: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
-	6,  // 34: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
-	9,  // 35: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
-	11, // 36: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
-	13, // 37: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
-	20, // 38: cexec.v1.Control.ListServers:input_type -> cexec.v1.ListServersRequest
-	23, // 39: cexec.v1.Control.ListTools:input_type -> cexec.v1.ListToolsRequest
-	25, // 40: cexec.v1.Control.GetTool:input_type -> cexec.v1.GetToolRequest
-	27, // 41: cexec.v1.Control.RefreshTools:input_type -> cexec.v1.RefreshToolsRequest
-	29, // 42: cexec.v1.Control.SearchTools:input_type -> cexec.v1.SearchToolsRequest
-	32, // 43: cexec.v1.Control.GetState:input_type -> cexec.v1.GetStateRequest
-	34, // 44: cexec.v1.Control.PutState:input_type -> cexec.v1.PutStateRequest
-	37, // 45: cexec.v1.Control.ListState:input_type -> cexec.v1.ListStateRequest
-	39, // 46: cexec.v1.Control.DeleteState:input_type -> cexec.v1.DeleteStateRequest
-	45, // 47: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
-	47, // 48: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
-	49, // 49: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
-	51, // 50: cexec.v1.Control.Checkpoint:input_type -> cexec.v1.CheckpointRequest
-	54, // 51: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
-	56, // 52: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
-	58, // 53: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
-	61, // 54: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
-	63, // 55: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
-	65, // 56: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
-	68, // 57: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
-	2,  // 58: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
-	5,  // 59: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
-	7,  // 60: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
-	10, // 61: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
-	12, // 62: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
-	18, // 63: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
-	21, // 64: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
-	24, // 65: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
-	26, // 66: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
-	28, // 67: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
-	31, // 68: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
-	33, // 69: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
-	36, // 70: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
-	38, // 71: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
-	40, // 72: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
-	46, // 73: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
-	48, // 74: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
-	50, // 75: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
-	52, // 76: cexec.v1.Control.Checkpoint:output_type -> cexec.v1.CheckpointResponse
-	55, // 77: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
-	57, // 78: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
-	59, // 79: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
-	62, // 80: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
-	64, // 81: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
-	66, // 82: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
-	71, // 83: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
-	58, // [58:84] is the sub-list for method output_type
-	32, // [32:58] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	3,  // 1: cexec.v1.StatusResponse.mcp:type_name -> cexec.v1.McpStatus
+	5,  // 2: cexec.v1.ListPluginsResponse.plugins:type_name -> cexec.v1.PluginStatus
+	9,  // 3: cexec.v1.CheckConfigResponse.diagnostics:type_name -> cexec.v1.Diagnostic
+	17, // 4: cexec.v1.ExecResult.error:type_name -> cexec.v1.ExecError
+	16, // 5: cexec.v1.ExecResult.tool_calls:type_name -> cexec.v1.ToolCallRecord
+	15, // 6: cexec.v1.ExecEvent.output:type_name -> cexec.v1.Output
+	18, // 7: cexec.v1.ExecEvent.result:type_name -> cexec.v1.ExecResult
+	20, // 8: cexec.v1.ListServersResponse.servers:type_name -> cexec.v1.ServerInfo
+	23, // 9: cexec.v1.ListToolsResponse.tools:type_name -> cexec.v1.ToolInfo
+	23, // 10: cexec.v1.GetToolResponse.tool:type_name -> cexec.v1.ToolInfo
+	31, // 11: cexec.v1.SearchToolsResponse.hits:type_name -> cexec.v1.SearchHit
+	36, // 12: cexec.v1.PutStateResponse.state:type_name -> cexec.v1.StateInfo
+	36, // 13: cexec.v1.ListStateResponse.states:type_name -> cexec.v1.StateInfo
+	44, // 14: cexec.v1.SessionEntry.result:type_name -> cexec.v1.SessionResult
+	45, // 15: cexec.v1.SessionEntry.tool_calls:type_name -> cexec.v1.SessionToolCall
+	42, // 16: cexec.v1.ListSessionsResponse.sessions:type_name -> cexec.v1.SessionInfo
+	43, // 17: cexec.v1.GetSessionResponse.entries:type_name -> cexec.v1.SessionEntry
+	42, // 18: cexec.v1.ResumeSessionResponse.session:type_name -> cexec.v1.SessionInfo
+	43, // 19: cexec.v1.ResumeSessionResponse.checkpoint:type_name -> cexec.v1.SessionEntry
+	43, // 20: cexec.v1.ResumeSessionResponse.recent:type_name -> cexec.v1.SessionEntry
+	54, // 21: cexec.v1.ListSkillsResponse.skills:type_name -> cexec.v1.Skill
+	54, // 22: cexec.v1.GetSkillResponse.skill:type_name -> cexec.v1.Skill
+	54, // 23: cexec.v1.SaveSkillResponse.skill:type_name -> cexec.v1.Skill
+	61, // 24: cexec.v1.ListTenantsResponse.tenants:type_name -> cexec.v1.TenantInfo
+	61, // 25: cexec.v1.GCTenantsResponse.removed:type_name -> cexec.v1.TenantInfo
+	73, // 26: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
+	74, // 27: cexec.v1.PoolStatusResponse.targets:type_name -> cexec.v1.PoolStatusResponse.TargetsEntry
+	68, // 28: cexec.v1.PoolStatusResponse.sandboxes:type_name -> cexec.v1.PoolSandbox
+	18, // 29: cexec.v1.ExecuteTaskResponse.result:type_name -> cexec.v1.ExecResult
+	70, // 30: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
+	9,  // 31: cexec.v1.ExecuteTaskResponse.diagnostics:type_name -> cexec.v1.Diagnostic
+	71, // 32: cexec.v1.ExecuteTaskResponse.timings:type_name -> cexec.v1.TaskTimings
+	0,  // 33: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
+	4,  // 34: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
+	7,  // 35: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
+	10, // 36: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
+	12, // 37: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
+	14, // 38: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
+	21, // 39: cexec.v1.Control.ListServers:input_type -> cexec.v1.ListServersRequest
+	24, // 40: cexec.v1.Control.ListTools:input_type -> cexec.v1.ListToolsRequest
+	26, // 41: cexec.v1.Control.GetTool:input_type -> cexec.v1.GetToolRequest
+	28, // 42: cexec.v1.Control.RefreshTools:input_type -> cexec.v1.RefreshToolsRequest
+	30, // 43: cexec.v1.Control.SearchTools:input_type -> cexec.v1.SearchToolsRequest
+	33, // 44: cexec.v1.Control.GetState:input_type -> cexec.v1.GetStateRequest
+	35, // 45: cexec.v1.Control.PutState:input_type -> cexec.v1.PutStateRequest
+	38, // 46: cexec.v1.Control.ListState:input_type -> cexec.v1.ListStateRequest
+	40, // 47: cexec.v1.Control.DeleteState:input_type -> cexec.v1.DeleteStateRequest
+	46, // 48: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
+	48, // 49: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
+	50, // 50: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
+	52, // 51: cexec.v1.Control.Checkpoint:input_type -> cexec.v1.CheckpointRequest
+	55, // 52: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
+	57, // 53: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
+	59, // 54: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
+	62, // 55: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
+	64, // 56: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
+	66, // 57: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
+	69, // 58: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
+	2,  // 59: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
+	6,  // 60: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
+	8,  // 61: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
+	11, // 62: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
+	13, // 63: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
+	19, // 64: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
+	22, // 65: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
+	25, // 66: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
+	27, // 67: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
+	29, // 68: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
+	32, // 69: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
+	34, // 70: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
+	37, // 71: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
+	39, // 72: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
+	41, // 73: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
+	47, // 74: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
+	49, // 75: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
+	51, // 76: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
+	53, // 77: cexec.v1.Control.Checkpoint:output_type -> cexec.v1.CheckpointResponse
+	56, // 78: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
+	58, // 79: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
+	60, // 80: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
+	63, // 81: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
+	65, // 82: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
+	67, // 83: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
+	72, // 84: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
+	59, // [59:85] is the sub-list for method output_type
+	33, // [33:59] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_cexec_v1_control_proto_init() }
@@ -5464,7 +5547,7 @@ func file_cexec_v1_control_proto_init() {
 	if File_cexec_v1_control_proto != nil {
 		return
 	}
-	file_cexec_v1_control_proto_msgTypes[18].OneofWrappers = []any{
+	file_cexec_v1_control_proto_msgTypes[19].OneofWrappers = []any{
 		(*ExecEvent_Output)(nil),
 		(*ExecEvent_Result)(nil),
 	}
@@ -5474,7 +5557,7 @@ func file_cexec_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cexec_v1_control_proto_rawDesc), len(file_cexec_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   74,
+			NumMessages:   75,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -182,3 +182,36 @@ func waitFor(path string, d time.Duration) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestSocketDirNotPrivateRealDaemon: a real cexecd whose socket directory
+// others can enter serves its control API but not the MCP socket;
+// `cexecctl status` shows why and `cexecctl mcp` fails with the fix.
+func TestSocketDirNotPrivateRealDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts cexecd")
+	}
+	bin := t.TempDir()
+	gobuild(t, filepath.Join(bin, "cexecd"), "./cmd/cexecd")
+	gobuild(t, filepath.Join(bin, "cexecctl"), "./cmd/cexecctl")
+	s := newDaemonSetup(t, bin, t.TempDir(), "")
+	run := filepath.Dir(s.sock)
+	if err := os.Mkdir(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(run, 0o755); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	d := s.start(t)
+	defer d.stop(t)
+	fix := "chmod 700 " + run
+	ctl := func(args ...string) (string, error) {
+		out, err := exec.Command(filepath.Join(bin, "cexecctl"), append([]string{"--address", s.sock}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := ctl("status"); err != nil || !strings.Contains(out, "mcp      off: its directory "+run+" has mode 0755") || !strings.Contains(out, fix) {
+		t.Errorf("cexecctl status (%v) does not show why MCP is off and %q:\n%s", err, fix, out)
+	}
+	if out, err := ctl("mcp"); err == nil || !strings.Contains(out, "does not serve MCP") || !strings.Contains(out, fix) {
+		t.Errorf("cexecctl mcp (%v) does not say %q:\n%s", err, fix, out)
+	}
+}

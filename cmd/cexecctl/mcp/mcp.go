@@ -91,7 +91,7 @@ type Options struct {
 // answers still due) or ctx is cancelled (then it drops them), and ends the
 // MCP session. It fails at once when the daemon does not serve MCP.
 func Run(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
-	r, err := newRelay(o, out)
+	r, err := newRelay(ctx, o, out)
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ type relay struct {
 	listening sync.WaitGroup
 }
 
-func newRelay(o Options, out io.Writer) (*relay, error) {
+func newRelay(ctx context.Context, o Options, out io.Writer) (*relay, error) {
 	r := &relay{hc: o.HTTPClient, out: out, log: o.Stderr, headers: http.Header{}}
 	if r.log == nil {
 		r.log = io.Discard
@@ -142,7 +142,7 @@ func newRelay(o Options, out io.Writer) (*relay, error) {
 		}
 		control := client.SocketPath(addr)
 		sock := endpoint.MCPSocket(control)
-		if err := checkSocket(control, sock); err != nil {
+		if err := checkSocket(ctx, control, sock); err != nil {
 			return nil, err
 		}
 		r.endpoint, r.target = endpoint.UnixBaseURL+endpoint.MCPPath, sock
@@ -158,14 +158,37 @@ func newRelay(o Options, out io.Writer) (*relay, error) {
 
 // checkSocket fails early, with a message that says what to do, when no
 // daemon serves MCP at sock.
-func checkSocket(control, sock string) error {
+func checkSocket(ctx context.Context, control, sock string) error {
 	if _, err := os.Stat(sock); err == nil {
 		return nil
 	}
 	if _, err := os.Stat(control); err != nil {
 		return &client.NotRunningError{Socket: control, Err: err}
 	}
-	return fmt.Errorf("cexecd at %s does not serve MCP: no socket %s (a cexecd built before the MCP face?)", control, sock)
+	return fmt.Errorf("cexecd at %s does not serve MCP: no socket %s; %s", control, sock, whyNoSocket(ctx, control))
+}
+
+// whyNoSocket asks the daemon's status why it does not serve the MCP
+// socket; the daemon knows (a socket directory others can enter, say) and
+// says what to do about it.
+func whyNoSocket(ctx context.Context, control string) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := client.New(ctx, control)
+	if err != nil {
+		return fmt.Sprintf("its control socket does not answer either (%v); start cexecd", err)
+	}
+	defer c.Close()
+	st, err := c.Status(ctx)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("it did not say why (%v); see its log", err)
+	case st.GetMcp() == nil:
+		return "this cexecd predates the MCP face; upgrade it"
+	case st.GetMcp().GetSocketOff() != "":
+		return "cexecd says: " + st.GetMcp().GetSocketOff()
+	}
+	return "cexecd reports it as served, so the socket was removed; restart cexecd"
 }
 
 // message is what the relay needs to know of a JSON-RPC message.

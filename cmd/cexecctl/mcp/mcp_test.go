@@ -19,7 +19,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"google.golang.org/grpc"
 
+	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/internal/testutil"
@@ -340,5 +342,46 @@ func TestNoDaemon(t *testing.T) {
 	err = Run(context.Background(), Options{Address: control}, strings.NewReader(""), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "does not serve MCP") {
 		t.Errorf("without the MCP socket: %v", err)
+	}
+}
+
+// statusOnly is a control API that answers Status with mcp.
+type statusOnly struct {
+	cexecv1.UnimplementedControlServer
+	mcp *cexecv1.McpStatus
+}
+
+func (s statusOnly) Status(context.Context, *cexecv1.StatusRequest) (*cexecv1.StatusResponse, error) {
+	return &cexecv1.StatusResponse{Mcp: s.mcp}, nil
+}
+
+// TestNoMCPSocket: when the daemon runs but its MCP socket is missing, the
+// relay asks its status and says why and what to do, instead of guessing.
+func TestNoMCPSocket(t *testing.T) {
+	const off = "its directory /run/cexec has mode 0755; make it 0700 with `chmod 700 /run/cexec` and restart cexecd"
+	for _, tc := range []struct {
+		name string
+		mcp  *cexecv1.McpStatus
+		want string
+	}{
+		{"socket off", &cexecv1.McpStatus{SocketOff: off}, "cexecd says: " + off},
+		{"older daemon", nil, "predates the MCP face; upgrade it"},
+		{"socket removed", &cexecv1.McpStatus{Socket: "/gone"}, "the socket was removed; restart cexecd"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			control := filepath.Join(t.TempDir(), "cexecd.sock")
+			ln, err := net.Listen("unix", control)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := grpc.NewServer()
+			cexecv1.RegisterControlServer(g, statusOnly{mcp: tc.mcp})
+			go func() { _ = g.Serve(ln) }()
+			defer g.Stop()
+			err = Run(context.Background(), Options{Address: control}, strings.NewReader(""), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), "does not serve MCP") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Run = %v; want it to say %q", err, tc.want)
+			}
+		})
 	}
 }

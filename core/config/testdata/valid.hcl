@@ -44,7 +44,7 @@ sandbox {
     memory  = "512MiB"
     pids    = 64
     timeout = "1m"
-    output  = 65536
+    output  = "64KiB"
     tmp     = "1GB"
   }
 }

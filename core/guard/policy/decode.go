@@ -151,28 +151,7 @@ func (d *decoder) size(a *hcl.Attribute) (int64, bool) {
 	if ds.HasErrors() {
 		return 0, false
 	}
-	var n int64
-	var err error
-	switch {
-	case v.IsNull() || !v.IsKnown():
-		err = fmt.Errorf("it must be set")
-	case v.Type() == cty.Number:
-		bf := v.AsBigFloat()
-		if !bf.IsInt() {
-			err = fmt.Errorf("%s is not a whole number of bytes", bf.Text('g', -1))
-		} else if i, acc := bf.Int64(); acc != big.Exact {
-			err = fmt.Errorf("%s bytes is too large", bf.Text('g', -1))
-		} else {
-			n = i
-		}
-	case v.Type() == cty.String:
-		n, err = config.ParseSize(v.AsString())
-	default:
-		err = fmt.Errorf(`a size is a number of bytes or a string such as "1MiB"`)
-	}
-	if err == nil && n <= 0 {
-		err = fmt.Errorf("a size must be positive")
-	}
+	n, err := config.SizeValue(a.Name, v)
 	if err != nil {
 		d.errorf(a.Expr.Range(), "Invalid "+a.Name, "%q: %s.", a.Name, err)
 		return 0, false

@@ -344,3 +344,18 @@ func TestMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestBareSize: max_output without a unit is refused with what to write,
+// for a number and for a unitless string alike.
+func TestBareSize(t *testing.T) {
+	for _, src := range []string{"max_output = 200", `max_output = "200"`} {
+		_, diags := policy.Decode(parseBody(t, "tenant \"t\" {\n  policy {\n    "+src+"\n  }\n}\n"))
+		checkDiags(t, diags, []struct {
+			line    int
+			summary string
+		}{{3, "Invalid max_output"}})
+		if want := `write max_output = "200MiB"`; len(diags) == 0 || !strings.Contains(diags[0].Detail, want) {
+			t.Errorf("%s: diagnostics %v lack %q", src, diags, want)
+		}
+	}
+}
