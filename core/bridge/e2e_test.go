@@ -25,11 +25,16 @@ type execHost struct {
 	exec *Execution
 }
 
-// startZygote runs the runtime's zygote with the generated stub tree and
-// the repository's local tools on its path.
+// startZygote runs the runtime's zygote with the servers packages of the
+// generated stub tree and the repository's local tools, under path.
 func startZygote(t testing.TB, path ...string) *runtime.Runner {
 	t.Helper()
-	cfg := runtime.ZygoteConfig{Python: python, Path: path, Workdir: t.TempDir(), Preload: []string{}}
+	var servers []string
+	for _, p := range path {
+		servers = append(servers, filepath.Join(p, "servers"))
+	}
+	cfg := runtime.ZygoteConfig{Python: python, Path: path, Packages: map[string][]string{"servers": servers},
+		Workdir: t.TempDir(), Preload: []string{}}
 	return zygotetest.Start(t, cfg, runtime.Options{})
 }
 
