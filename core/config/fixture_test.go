@@ -65,6 +65,10 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{13, "Invalid size", false},
 			{19, "Invalid duration", false},
 		}},
+		{"tool_limits.hcl", []wantDiag{
+			{4, "Size too large", false},
+			{10, "Invalid size", false},
+		}},
 		{"bad_sync.hcl", []wantDiag{
 			{4, "Invalid sync", false},
 		}},
