@@ -134,6 +134,10 @@ sandbox {
     timeout = "30s"
     output  = "1MiB"  # stdout+stderr kept per execution; the rest is cut
     tmp     = "64MiB" # size of the sandbox's /tmp
+    # Per tool call, so that one program cannot crash an upstream other
+    # tenants share; an mcp_server block may set its own.
+    max_argument_size = "1MiB"
+    max_result_size   = "16MiB"
   }
 }
 
@@ -148,7 +152,8 @@ sandbox {
 # transport is inferred ("stdio" with command; "sse" for a URL ending in
 # /sse; else "http") and can be set explicitly. timeout (default "60s")
 # bounds each call. optional = true lets cexecd start when the server
-# cannot be reached, with a warning.
+# cannot be reached, with a warning. max_argument_size and max_result_size
+# override sandbox.limits' caps of one tool call for this server.
 #
 # Both servers below need Node.js (npx); without it they are skipped.
 

@@ -43,7 +43,7 @@ func memoryBridge(b *testing.B) (*Bridge, string) {
 	if err := cat.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	br := New(cat, nil)
+	br := New(cat, nil, Limits{})
 	if _, err := br.CallTool(context.Background(), "memory", "create_entities", benchSeed); err != nil {
 		b.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func BenchmarkBridgeOwnWork(b *testing.B) {
 			tool = catalog.Tool{ID: "memory/search_nodes", Server: "memory", Name: t.Name, InputSchema: t.InputSchema, Hash: "h"}
 		}
 	}
-	br := New(&fixedCatalog{tool: tool, res: &mcp.CallToolResult{RawStructuredContent: json.RawMessage(`{"entities":[],"relations":[]}`)}}, nil)
+	br := New(&fixedCatalog{tool: tool, res: &mcp.CallToolResult{RawStructuredContent: json.RawMessage(`{"entities":[],"relations":[]}`)}}, nil, Limits{})
 	e := br.NewExecution(ExecOptions{MaxCalls: b.N + 1})
 	ctx := context.Background()
 	b.ReportAllocs()

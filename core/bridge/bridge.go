@@ -6,7 +6,7 @@
 //
 // Use, once per daemon and once per execution:
 //
-//	b := bridge.New(cat, log)
+//	b := bridge.New(cat, log, bridge.Limits{})
 //	exec := b.NewExecution(bridge.ExecOptions{MaxCalls: 1000})
 //	// in the executor's sandbox.Host.Call:
 //	return exec.HandleHostCall(ctx, method, params)
@@ -52,6 +52,12 @@ const (
 	// TypeUnavailable: the server is down or its connection was lost during
 	// the call; it is being reconnected.
 	TypeUnavailable = "ToolUnavailable"
+	// TypeArgumentTooLarge: the arguments are over the call's
+	// max_argument_size; the server was not called.
+	TypeArgumentTooLarge = "ArgumentTooLarge"
+	// TypeResultTooLarge: the server's result is over the call's
+	// max_result_size and was dropped.
+	TypeResultTooLarge = "ResultTooLarge"
 )
 
 // Catalog is what the bridge needs of the tool catalog; *catalog.Catalog
@@ -67,15 +73,17 @@ type Catalog interface {
 type Bridge struct {
 	cat     Catalog
 	log     hclog.Logger
+	limits  Limits
 	schemas schemas
 }
 
-// New returns a bridge over cat. log may be nil.
-func New(cat Catalog, log hclog.Logger) *Bridge {
+// New returns a bridge over cat whose calls are capped by limits (zero
+// values take the defaults). log may be nil.
+func New(cat Catalog, log hclog.Logger, limits Limits) *Bridge {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	b := &Bridge{cat: cat, log: log}
+	b := &Bridge{cat: cat, log: log, limits: limits}
 	b.schemas = schemas{byID: map[string]*compiled{}, onErr: func(id string, err error) {
 		b.log.Warn("input schema does not compile; calls go out unvalidated (the server still validates)", "tool", id, "error", err)
 	}}
@@ -114,6 +122,9 @@ func (b *Bridge) lookup(server, tool string, allowed []string) (catalog.Tool, er
 }
 
 func (b *Bridge) call(ctx context.Context, t catalog.Tool, args json.RawMessage) (json.RawMessage, error) {
+	if err := b.checkArgument(t.ID, t.Server, len(args)); err != nil {
+		return nil, err
+	}
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		args = json.RawMessage("{}")
@@ -136,6 +147,9 @@ func (b *Bridge) call(ctx context.Context, t catalog.Tool, args json.RawMessage)
 	res, err := b.cat.Call(ctx, t.Server, t.Name, args)
 	if err != nil {
 		return nil, callError(ctx, err)
+	}
+	if err := b.checkResult(t.ID, t.Server, res); err != nil {
+		return nil, err
 	}
 	return decodeResult(res)
 }

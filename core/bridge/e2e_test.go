@@ -25,11 +25,16 @@ type execHost struct {
 	exec *Execution
 }
 
-// startZygote runs the runtime's zygote with the generated stub tree and
-// the repository's local tools on its path.
+// startZygote runs the runtime's zygote with the servers packages of the
+// generated stub tree and the repository's local tools, under path.
 func startZygote(t testing.TB, path ...string) *runtime.Runner {
 	t.Helper()
-	cfg := runtime.ZygoteConfig{Python: python, Path: path, Workdir: t.TempDir(), Preload: []string{}}
+	var servers []string
+	for _, p := range path {
+		servers = append(servers, filepath.Join(p, "servers"))
+	}
+	cfg := runtime.ZygoteConfig{Python: python, Path: path, Packages: map[string][]string{"servers": servers},
+		Workdir: t.TempDir(), Preload: []string{}}
 	return zygotetest.Start(t, cfg, runtime.Options{})
 }
 
@@ -130,6 +135,38 @@ except ToolError as e:
 	}
 	if after, _ := f.cat.Server("everything"); after.PID == before.PID || after.Restarts != 1 {
 		t.Errorf("server after the kill: %+v", after)
+	}
+}
+
+// TestEndToEndOversizedArgument passes a 12 MiB argument to the memory
+// reference server, which crashed it before arguments were capped: the
+// program gets a ToolError naming the limit, and its next call on the same
+// server succeeds.
+func TestEndToEndOversizedArgument(t *testing.T) {
+	f := newFixture(t, false)
+	r := startZygote(t, filepath.Dir(f.stubs))
+	before, _ := f.cat.Server("memory")
+	_, h := run(t, r, f.b, `
+from cexec import ToolError
+from servers.memory import create_entities, read_graph
+try:
+    create_entities(entities=[{"name": "big", "entityType": "blob", "observations": ["x" * (12 << 20)]}])
+    print("no error")
+except ToolError as e:
+    print(e.type, "|", e)
+create_entities(entities=[{"name": "small", "entityType": "note", "observations": ["fits"]}])
+print([e["name"] for e in read_graph()["entities"]])
+`)
+	out := strings.Split(strings.TrimSpace(h.Stdout()), "\n")
+	if len(out) != 2 || !strings.HasPrefix(out[0], TypeArgumentTooLarge+" | memory/create_entities was not called: its arguments are 12.0 MiB, over the limit of 1 MiB per call (max_argument_size)") ||
+		out[1] != "['small']" {
+		t.Errorf("program saw: %q", h.Stdout())
+	}
+	if after, _ := f.cat.Server("memory"); after.PID != before.PID || after.Restarts != 0 {
+		t.Errorf("the memory server restarted: before %+v, after %+v", before, after)
+	}
+	if s := h.exec.Summary(); s.Calls != 3 || s.Failed != 1 {
+		t.Errorf("summary %+v", s)
 	}
 }
 

@@ -105,6 +105,10 @@ func (e *Execution) call(ctx context.Context, server, tool string, args json.Raw
 	if err != nil {
 		return nil, err
 	}
+	// Before the guards too: they would scan an oversized argument in full.
+	if err := e.b.checkArgument(t.ID, server, len(args)); err != nil {
+		return nil, err
+	}
 	if e.opts.Before != nil {
 		args, err = e.opts.Before(ctx, server, tool, args)
 		if err != nil {

@@ -68,7 +68,7 @@ func newFixture(t testing.TB, local bool) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.b = New(f.cat, testpeers.Logger(t, "", hclog.Warn))
+	f.b = New(f.cat, testpeers.Logger(t, "", hclog.Warn), Limits{})
 	return f
 }
 

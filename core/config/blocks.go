@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/cexec/cexec/pluginapi"
+	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
 
 // Pipeline is the `pipeline { ... }` block: which plugins execute_task uses.
@@ -57,6 +58,11 @@ type Limits struct {
 	Timeout time.Duration
 	Output  int64
 	Tmp     int64
+	// MaxArgumentSize and MaxResultSize cap one tool call's arguments and
+	// result, so that one program cannot crash an upstream other tenants
+	// share; an mcp_server may set its own.
+	MaxArgumentSize int64
+	MaxResultSize   int64
 }
 
 // Transports of an upstream MCP server.
@@ -82,8 +88,12 @@ type MCPServer struct {
 	// Optional servers may fail to connect with only a warning.
 	Optional bool
 	// Timeout bounds each call to the server.
-	Timeout   time.Duration
-	DeclRange hcl.Range
+	Timeout time.Duration
+	// MaxArgumentSize and MaxResultSize override sandbox.limits' caps of
+	// one tool call for this server; 0 keeps them.
+	MaxArgumentSize int64
+	MaxResultSize   int64
+	DeclRange       hcl.Range
 }
 
 // Tenant is one `tenant "<id>" { ... }` block.
@@ -202,7 +212,8 @@ func (d *decoder) sandbox(cfg *Config, raw *rawSandbox, ov Overrides) {
 	// a recycle costs a cold start and its warm-up, about 1 ms of CPU per
 	// execution at 100 uses.
 	sb.Pool = Pool{Warm: 2, MaxTotal: 16, IdleTimeout: 5 * time.Minute, MaxUses: 1000}
-	sb.Limits = Limits{Memory: 256 << 20, PIDs: 128, Timeout: 30 * time.Second, Output: 1 << 20, Tmp: 64 << 20}
+	sb.Limits = Limits{Memory: 256 << 20, PIDs: 128, Timeout: 30 * time.Second, Output: 1 << 20, Tmp: 64 << 20,
+		MaxArgumentSize: 1 << 20, MaxResultSize: 16 << 20}
 
 	var backend *hcl.Attribute
 	var block *hcl.Range
@@ -276,6 +287,24 @@ func (d *decoder) limits(l *Limits, raw *rawLimits) {
 	if n, ok := d.size(raw.Tmp, append(base, "tmp")); ok {
 		l.Tmp = n
 	}
+	if n, ok := d.callSize(raw.MaxArg, append(base, "max_argument_size")); ok {
+		l.MaxArgumentSize = n
+	}
+	if n, ok := d.callSize(raw.MaxResult, append(base, "max_result_size")); ok {
+		l.MaxResultSize = n
+	}
+}
+
+// callSize decodes a cap of one tool call's data, which must fit in one
+// frame of the sandbox runtime.
+func (d *decoder) callSize(attr *hcl.Attribute, p []string) (int64, bool) {
+	n, ok := d.size(attr, p)
+	if ok && n > runtime.MaxCallData {
+		d.errorf(attr.Expr.Range().Ptr(), "Size too large", "%q: a tool call carries at most %d MiB through the sandbox; got %d bytes.",
+			attr.Name, runtime.MaxCallData>>20, n)
+		return 0, false
+	}
+	return n, ok
 }
 
 func (d *decoder) mcpServers(cfg *Config, raws []*rawMCP) {
@@ -303,6 +332,8 @@ func (d *decoder) mcpServers(cfg *Config, raws []*rawMCP) {
 		if t, ok := d.duration(r.Timeout, append(base, "timeout")); ok {
 			s.Timeout = t
 		}
+		s.MaxArgumentSize, _ = d.callSize(r.MaxArg, append(base, "max_argument_size"))
+		s.MaxResultSize, _ = d.callSize(r.MaxResult, append(base, "max_result_size"))
 		d.checkMCP(s, r)
 		cfg.MCPServers = append(cfg.MCPServers, s)
 	}

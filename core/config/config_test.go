@@ -54,8 +54,9 @@ func TestLoadValid(t *testing.T) {
 	}
 	if want := (Sandbox{
 		Backend: "bwrap", Network: true,
-		Pool:   Pool{Warm: 1, MaxTotal: 4, IdleTimeout: 90 * time.Second, MaxUses: 10},
-		Limits: Limits{Memory: 512 << 20, PIDs: 64, Timeout: time.Minute, Output: 65536, Tmp: 1_000_000_000},
+		Pool: Pool{Warm: 1, MaxTotal: 4, IdleTimeout: 90 * time.Second, MaxUses: 10},
+		Limits: Limits{Memory: 512 << 20, PIDs: 64, Timeout: time.Minute, Output: 65536, Tmp: 1_000_000_000,
+			MaxArgumentSize: 1 << 20, MaxResultSize: 8 << 20},
 	}); !reflect.DeepEqual(cfg.Sandbox, want) {
 		t.Errorf("sandbox = %+v, want %+v", cfg.Sandbox, want)
 	}
@@ -65,14 +66,15 @@ func TestLoadValid(t *testing.T) {
 		t.Errorf("filesystem server = %+v", fs)
 	}
 	remote := cfg.MCPServer("remote")
-	if remote.Transport != TransportSSE || remote.Headers["Authorization"] != "Bearer sk-test-123" || remote.Timeout != 2*time.Minute {
+	if remote.Transport != TransportSSE || remote.Headers["Authorization"] != "Bearer sk-test-123" || remote.Timeout != 2*time.Minute ||
+		remote.MaxArgumentSize != 4096 || remote.MaxResultSize != 0 {
 		t.Errorf("remote server = %+v", remote)
 	}
 	if s := cfg.MCPServer("streamable"); s.Transport != TransportHTTP {
 		t.Errorf("streamable transport = %q", s.Transport)
 	}
 	acme := cfg.Tenant("acme")
-	if acme.DiskQuota != 1<<30 || acme.MaxConcurrent != 2 || !reflect.DeepEqual(acme.AllowedServers, []string{"filesystem"}) || acme.Policy == nil || acme.PolicyRange.Start.Line != 75 {
+	if acme.DiskQuota != 1<<30 || acme.MaxConcurrent != 2 || !reflect.DeepEqual(acme.AllowedServers, []string{"filesystem"}) || acme.Policy == nil || acme.PolicyRange.Start.Line != 77 {
 		t.Errorf("tenant acme = %+v", acme)
 	}
 	if def := cfg.Tenant("default"); def.AllowedServers != nil || def.Policy != nil || def.DiskQuota != 0 {

@@ -71,6 +71,10 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{6, "Invalid size", false},
 			{11, "Invalid size", false},
 		}},
+		{"tool_limits.hcl", []wantDiag{
+			{4, "Size too large", false},
+			{10, "Invalid size", false},
+		}},
 		{"bad_sync.hcl", []wantDiag{
 			{4, "Invalid sync", false},
 		}},

@@ -91,6 +91,7 @@ func (c *Config) view(plugins []any) map[string]any {
 			"name": s.Name, "command": s.Command, "args": nonNil(s.Args), "env": nonNilMap(s.Env),
 			"cwd": s.Cwd, "url": s.URL, "transport": s.Transport, "headers": nonNilMap(s.Headers),
 			"optional": s.Optional, "timeout": s.Timeout.String(),
+			"max_argument_size": s.MaxArgumentSize, "max_result_size": s.MaxResultSize,
 		}
 	}
 	tenants := make([]any, len(c.Tenants))
@@ -129,6 +130,7 @@ func (c *Config) view(plugins []any) map[string]any {
 			"limits": map[string]any{
 				"memory": sb.Limits.Memory, "pids": sb.Limits.PIDs, "timeout": sb.Limits.Timeout.String(),
 				"output": sb.Limits.Output, "tmp": sb.Limits.Tmp,
+				"max_argument_size": sb.Limits.MaxArgumentSize, "max_result_size": sb.Limits.MaxResultSize,
 			},
 		},
 		"mcp_servers": servers,

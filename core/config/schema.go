@@ -73,6 +73,8 @@ type rawLimits struct {
 	Timeout   *hcl.Attribute `hcl:"timeout,optional"`
 	Output    *hcl.Attribute `hcl:"output,optional"`
 	Tmp       *hcl.Attribute `hcl:"tmp,optional"`
+	MaxArg    *hcl.Attribute `hcl:"max_argument_size,optional"`
+	MaxResult *hcl.Attribute `hcl:"max_result_size,optional"`
 	DeclRange hcl.Range      `hcl:",def_range"`
 }
 
@@ -88,6 +90,8 @@ type rawMCP struct {
 	Headers   *hcl.Attribute `hcl:"headers,optional"`
 	Optional  *hcl.Attribute `hcl:"optional,optional"`
 	Timeout   *hcl.Attribute `hcl:"timeout,optional"`
+	MaxArg    *hcl.Attribute `hcl:"max_argument_size,optional"`
+	MaxResult *hcl.Attribute `hcl:"max_result_size,optional"`
 	DeclRange hcl.Range      `hcl:",def_range"`
 }
 

@@ -84,7 +84,7 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 	if err != nil {
 		return s, fmt.Errorf("prepare tool catalog: %w", err)
 	}
-	s.bridge = bridge.New(s.catalog, log.Named("bridge"))
+	s.bridge = bridge.New(s.catalog, log.Named("bridge"), bridgeLimits(cfg))
 	return s, nil
 }
 
@@ -180,4 +180,17 @@ func (s *services) close(ctx context.Context) {
 			s.log.Warn("close workspaces", "error", err)
 		}
 	}
+}
+
+// bridgeLimits are the caps of one tool call: sandbox.limits', overridden
+// per mcp_server.
+func bridgeLimits(cfg *config.Config) bridge.Limits {
+	l := bridge.Limits{
+		Default: bridge.CallLimits{MaxArgument: cfg.Sandbox.Limits.MaxArgumentSize, MaxResult: cfg.Sandbox.Limits.MaxResultSize},
+		Servers: map[string]bridge.CallLimits{},
+	}
+	for _, s := range cfg.MCPServers {
+		l.Servers[s.Name] = bridge.CallLimits{MaxArgument: s.MaxArgumentSize, MaxResult: s.MaxResultSize}
+	}
+	return l
 }

@@ -30,7 +30,7 @@ type zygoteExecutor struct {
 func startExecutor(t testing.TB, stubRoot string, up *mcpclient.Client) *zygoteExecutor {
 	t.Helper()
 	ws := t.TempDir()
-	cfg := runtime.ZygoteConfig{Python: python, Path: []string{stubRoot, ws}, Workdir: ws}
+	cfg := runtime.ZygoteConfig{Python: python, Path: []string{stubRoot, ws}, Packages: runtime.StandardPackages(ws, stubRoot), Workdir: ws}
 	r := zygotetest.Start(t, cfg, runtime.Options{Timeout: 20 * time.Second, OutputLimit: 1 << 20})
 	return &zygoteExecutor{runner: r, up: up}
 }

@@ -77,9 +77,9 @@ func (t *Tenant) WorkspaceDir() string { return filepath.Join(t.dir, "workspace"
 
 // Mounts returns what a sandbox of this tenant mounts: the workspace
 // read-write at /workspace and, when configured, the shared skills
-// read-only at /cexec/skills. Put /workspace before /cexec on PYTHONPATH so
-// that `skills` is one namespace package and a tenant's skill wins over a
-// shared one of the same name, as List and Get report.
+// read-only at /cexec/skills. The runtime makes `skills` one package over
+// /workspace/skills then /cexec/skills, so that a tenant's skill wins over
+// a shared one of the same name, as List and Get report.
 func (t *Tenant) Mounts() []sandbox.Mount {
 	ms := []sandbox.Mount{{Source: t.WorkspaceDir(), Target: SandboxWorkspace}}
 	if d := t.m.opts.SharedSkillsDir; d != "" {

@@ -46,6 +46,7 @@ sandbox {
     timeout = "1m"
     output  = "64KiB"
     tmp     = "1GB"
+    max_result_size = "8MiB"
   }
 }
 
@@ -61,6 +62,7 @@ mcp_server "remote" {
   url     = "https://mcp.example.com/sse"
   headers = { Authorization = "Bearer ${env("CEXEC_TEST_API_KEY")}" }
   timeout = "2m"
+  max_argument_size = "4KiB"
 }
 
 mcp_server "streamable" {

@@ -12,9 +12,10 @@
 // line to start the zygote with, ZygoteConfig.Env its environment. The
 // interpreter runs with -I (isolated: PYTHON* variables, the user site and
 // the current directory are ignored) but without -S, so the interpreter's
-// own site-packages stay importable; the zygote puts /cexec/lib and the
-// ZygoteConfig.Path entries on sys.path itself (PYTHONPATH in Env gives
-// Python subprocesses the same). The zygote imports the runtime, reports
+// own site-packages stay importable; the zygote puts /cexec/lib first and
+// the ZygoteConfig.Path entries last on sys.path itself, and fixes the
+// directories of ZygoteConfig.Packages (servers, skills) before any program
+// runs (PYTHONPATH in Env gives Python subprocesses the same entries). The zygote imports the runtime, reports
 // ready, then (while idle) drops its dumpable flag, imports the preload
 // modules, freezes its heap and forks the spare child, so that executions
 // start with all of that done.

@@ -237,6 +237,10 @@ func (e *execution) call(m *inMsg) {
 		}
 	case len(res) == 0:
 		rep.Result = json.RawMessage("null")
+	case len(res) > MaxCallData:
+		// The reply would break the frame to the sandbox.
+		rep.Error, rep.ErrorType = fmt.Sprintf("the result of %s is %d MiB, over the %d MiB a host call carries; ask for less per call",
+			m.Method, len(res)>>20, MaxCallData>>20), "ResultTooLarge"
 	case !json.Valid(res):
 		rep.Error, rep.ErrorType = "the host returned a result that is not valid JSON", "HostError"
 	default:

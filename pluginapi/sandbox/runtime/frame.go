@@ -21,6 +21,11 @@ const (
 // MaxFrame is the largest frame payload either side accepts.
 const MaxFrame = 64 << 20
 
+// MaxCallData is the largest arguments or result one host call carries: a
+// frame less room for the call's other fields, so that data over it fails
+// the call with a clear error instead of breaking the frame.
+const MaxCallData = MaxFrame - 1<<20
+
 const headerSize = 5
 
 // appendFrame appends one frame to b.

@@ -105,7 +105,8 @@ func startZygoteWith(t testing.TB, opts Options, stdio bool) (*Runner, string) {
 		testutil.SkipMissing(t, "no %s", python)
 	}
 	ws := t.TempDir()
-	cfg := ZygoteConfig{Python: python, LibDir: libDir(t), Path: []string{ws}, Workdir: ws, Preload: []string{}, StdioControl: stdio}
+	cfg := ZygoteConfig{Python: python, LibDir: libDir(t), Path: []string{ws}, Packages: StandardPackages(ws, t.TempDir()),
+		Workdir: ws, Preload: []string{}, StdioControl: stdio}
 	return runZygote(t, opts, cfg), ws
 }
 

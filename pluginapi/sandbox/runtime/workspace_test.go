@@ -26,10 +26,13 @@ func TestDefaultPathOrder(t *testing.T) {
 	}
 }
 
-// TestDefaultPathImports runs a zygote whose path is DefaultPath with
-// /workspace and /cexec replaced by host folders laid out as in a sandbox:
-// a tenant skill wins over a shared one of the same name, both kinds import
-// from the one skills namespace, and servers comes from /cexec/servers.
+// TestDefaultPathImports runs a zygote whose path and packages are the
+// defaults with /workspace and /cexec replaced by host folders laid out as
+// in a sandbox: a tenant skill wins over a shared one of the same name, both
+// kinds import from the one skills namespace, and servers comes from
+// /cexec/servers. Modules a program plants in the workspace (statistics.py,
+// servers/files/__init__.py, servers/__init__.py) replace neither the
+// standard library's nor the stubs in the next execution.
 func TestDefaultPathImports(t *testing.T) {
 	if _, err := os.Stat(python); err != nil {
 		testutil.SkipMissing(t, "no %s", python)
@@ -62,20 +65,38 @@ func TestDefaultPathImports(t *testing.T) {
 			t.Fatalf("DefaultPath has %q, which this test does not map", p)
 		}
 	}
-	r := runZygote(t, Options{}, ZygoteConfig{Python: python, LibDir: libDir(t), Path: path, Workdir: ws, Preload: []string{}})
-	code := `import servers, skills
+	if !slices.Equal(DefaultPackages["skills"], []string{"/workspace/skills", "/cexec/skills"}) ||
+		!slices.Equal(DefaultPackages["servers"], []string{"/cexec/servers"}) {
+		t.Fatalf("DefaultPackages = %v, which this test does not map", DefaultPackages)
+	}
+	r := runZygote(t, Options{}, ZygoteConfig{Python: python, LibDir: libDir(t), Path: path,
+		Packages: StandardPackages(ws, shared), Workdir: ws, Preload: []string{}})
+	plant := `import os
+os.makedirs("servers/files", exist_ok=True)
+for name, body in [("statistics.py", "PLANTED = 1\\n"), ("servers/__init__.py", "PLANTED = 1\\n"),
+                   ("servers/files/__init__.py", "def read():\\n    return 'planted'\\n")]:
+    with open(name, "w") as f:
+        f.write(body)
+`
+	code := `import servers, skills, statistics
 from skills.clash import WHO
 from skills.common import hello
 from skills.mine import mine
 from servers.files import read
 print(WHO, hello(), mine(), read(), sep='|')
 print(list(servers.__path__) == [` + pyStr(filepath.Join(shared, "servers")) + `])
+print(statistics.mean([1, 2]), hasattr(statistics, "PLANTED"))
 `
-	h := &recHost{}
-	res := exec1(t, r, code, h)
-	out, errOut := h.out()
-	if res.ExitCode != 0 || out != "tenant|shared hello|tenant only|stub\nTrue\n" {
-		t.Errorf("stdout %q stderr %q result %+v", out, errOut, res)
+	for _, step := range []struct{ name, code, want string }{
+		{"plant", plant, ""},
+		{"import", code, "tenant|shared hello|tenant only|stub\nTrue\n1.5 False\n"},
+	} {
+		h := &recHost{}
+		res := exec1(t, r, step.code, h)
+		out, errOut := h.out()
+		if res.ExitCode != 0 || out != step.want {
+			t.Errorf("%s: stdout %q, want %q\nstderr %q result %+v", step.name, out, step.want, errOut, res)
+		}
 	}
 }
 

@@ -5,9 +5,12 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -94,6 +97,22 @@ var DefaultPreload = []string{
 // before the shared /cexec tree (see ZygoteConfig.Path).
 var DefaultPath = []string{"/workspace", "/cexec"}
 
+// DefaultPackages is ZygoteConfig.Packages' default: StandardPackages of
+// /workspace and /cexec.
+var DefaultPackages = StandardPackages("/workspace", "/cexec")
+
+// StandardPackages are the packages a sandbox whose tenant workspace is
+// workspace and whose shared tree is shared fixes at zygote start: servers
+// only from the shared stub tree, skills from the tenant's skills first, so
+// that a tenant's skill wins over a shared one of the same name, as the
+// daemon's skill listing reports.
+func StandardPackages(workspace, shared string) map[string][]string {
+	return map[string][]string{
+		"servers": {path.Join(shared, "servers")},
+		"skills":  {path.Join(workspace, "skills"), path.Join(shared, "skills")},
+	}
+}
+
 // Rlimits are per-process limits the zygote applies to every execution.
 // Zero leaves a limit unchanged. Backends use them where cgroups are not
 // available.
@@ -111,16 +130,17 @@ type ZygoteConfig struct {
 	Python string
 	// LibDir is where Install's directory is mounted; default /cexec/lib.
 	LibDir string
-	// Path is prepended to sys.path after LibDir, in order; default
-	// /workspace, then /cexec, which makes servers and skills importable as
-	// namespace packages from /cexec/servers, /workspace/skills and
-	// /cexec/skills. /workspace comes first so that a tenant's skill wins
-	// over a shared one of the same name, as the daemon's skill listing
-	// reports. servers still resolves to /cexec/servers, since a workspace
-	// has no servers folder; code that makes one can shadow stubs, but only
-	// in its own tenant's sandboxes (tool calls are checked by the host
-	// either way).
+	// Path is appended to sys.path, in order, after the interpreter's
+	// standard library and site-packages (LibDir comes before them all);
+	// default /workspace, then /cexec. Last, so that a module a program
+	// leaves in the workspace (statistics.py, say) cannot replace the
+	// standard library's in later executions.
 	Path []string
+	// Packages are packages whose directories the zygote fixes before any
+	// program runs (name → directories, first wins), so that no file in a
+	// Path entry (a workspace's servers/__init__.py, say) can replace them;
+	// default DefaultPackages.
+	Packages map[string][]string
 	// Workdir is the programs' working directory; default /workspace.
 	Workdir string
 	// Preload lists modules imported while idle; nil means DefaultPreload.
@@ -145,6 +165,9 @@ func (c ZygoteConfig) withDefaults() ZygoteConfig {
 	}
 	if c.Path == nil {
 		c.Path = DefaultPath
+	}
+	if c.Packages == nil {
+		c.Packages = DefaultPackages
 	}
 	if c.Workdir == "" {
 		c.Workdir = "/workspace"
@@ -173,6 +196,14 @@ func (c ZygoteConfig) Command() []string {
 	args := []string{c.Python, "-I", "-B", "-c", bootstrap, c.LibDir}
 	for _, p := range c.Path {
 		args = append(args, "--path", p)
+	}
+	// One argument per directory, so that a backend that maps guest paths
+	// to others (a test double) can rewrite them.
+	for _, name := range slices.Sorted(maps.Keys(c.Packages)) {
+		args = append(args, "--package", name)
+		for _, d := range c.Packages[name] {
+			args = append(args, "--package-dir", d)
+		}
 	}
 	args = append(args, "--cwd", c.Workdir)
 	if len(c.Preload) > 0 {

@@ -68,8 +68,10 @@ func serverName(id string) string {
 func (b *serverBackend) create(ctx context.Context, sp *spec) (box, error) {
 	name := serverName(sp.id)
 	libDir := path.Join(b.s.guestDir, "lib")
-	// The runtime's order: the tenant's workspace before the shared tree.
+	// The runtime's order: the tenant's workspace before the shared tree
+	// (both after the standard library), servers only from the shared tree.
 	zc := zygoteConfig(b.s, libDir, []string{guestWorkspace, b.s.guestDir}, false, sp.limits.Pids)
+	zc.Packages = runtime.StandardPackages(guestWorkspace, b.s.guestDir)
 	env := zc.Env()
 	for k, v := range sp.env {
 		if _, ok := env[k]; !ok {

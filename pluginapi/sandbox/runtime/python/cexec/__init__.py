@@ -116,6 +116,10 @@ class _Channel:
             self._next_id += 1
             call_id = self._next_id
             frame = _proto.encode_json({"op": "call", "id": call_id, "method": method, "params": params})
+            if len(frame) > _proto.MAX_CALL_DATA:
+                raise _error(method, f"{method} was not sent: its data is {len(frame) >> 20} MiB, over the "
+                             f"{_proto.MAX_CALL_DATA >> 20} MiB a host call carries; send less data per call",
+                             "ArgumentTooLarge")
             self._pending[call_id] = waiter
             if not self._reader:
                 _thread.start_new_thread(self._read_replies, ())

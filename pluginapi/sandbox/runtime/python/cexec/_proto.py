@@ -23,6 +23,10 @@ _KINDS = (KIND_JSON, KIND_STDOUT, KIND_STDERR)
 
 # Upper bound of one frame's payload; larger frames are a protocol error.
 MAX_FRAME = 64 << 20
+# Upper bound of one host call's params (runtime.MaxCallData): a frame less
+# room for the call's other fields, so that larger params fail the call
+# clearly instead of breaking the frame.
+MAX_CALL_DATA = MAX_FRAME - (1 << 20)
 
 _HEADER = struct.Struct(">IB")
 HEADER_SIZE = _HEADER.size

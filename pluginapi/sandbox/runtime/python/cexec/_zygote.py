@@ -21,6 +21,7 @@ import resource
 import select
 import sys
 import time
+from importlib.machinery import ModuleSpec
 
 from cexec import _proto
 from cexec._child import _RLIMITS, Children
@@ -60,6 +61,7 @@ class Options:
 
     def __init__(self) -> None:
         self.paths: list[str] = []
+        self.packages: dict[str, list[str]] = {}
         self.cwd = "/workspace"
         self.preload: list[str] = []
         self.rlimits: dict[str, int] = {}
@@ -69,6 +71,7 @@ class Options:
 
 def parse_args(argv: list[str]) -> Options:
     opts = Options()
+    package: list[str] = []  # the directories of the last --package
     it = iter(argv)
     for flag in it:
         value = next(it, None)
@@ -76,6 +79,10 @@ def parse_args(argv: list[str]) -> Options:
             raise SystemExit(f"cexec zygote: {flag} needs a value")
         if flag == "--path":
             opts.paths.append(value)
+        elif flag == "--package":
+            package = opts.packages.setdefault(value, [])
+        elif flag == "--package-dir":
+            package.append(value)
         elif flag == "--cwd":
             opts.cwd = value
         elif flag == "--preload":
@@ -107,6 +114,20 @@ def _move_control(opts: Options) -> None:
         opts.ctl_out = fd
 
 
+def _fix_package(name: str, dirs: list[str]) -> None:
+    """Make name a package over exactly dirs before any program runs, so
+    that no file on sys.path (a workspace's servers/__init__.py, say)
+    replaces it or reorders its portions. Done once here, inherited by
+    every forked execution."""
+    spec = ModuleSpec(name, None, is_package=True)
+    spec.submodule_search_locations = dirs
+    mod = type(sys)(name)
+    mod.__spec__ = spec
+    mod.__path__ = dirs
+    mod.__package__ = name
+    sys.modules[name] = mod
+
+
 def main(argv: list[str]) -> None:
     opts = parse_args(argv)
     _move_control(opts)
@@ -118,7 +139,11 @@ def main(argv: list[str]) -> None:
             os.closerange(low, fd)
             low = fd + 1
     os.closerange(low, 1 << 20)
-    sys.path[1:1] = opts.paths
+    # After the standard library and site-packages: a module left in the
+    # workspace must not replace theirs in later executions.
+    sys.path.extend(opts.paths)
+    for name, dirs in opts.packages.items():
+        _fix_package(name, dirs)
     sys.dont_write_bytecode = True
     os.chdir(opts.cwd)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
