@@ -458,9 +458,13 @@ func TestApplyConfig(t *testing.T) {
 	var o Options
 	o.ApplyConfig(config.MCP{
 		Listen: "127.0.0.1:7797", SSE: true, AllowedOrigins: []string{"https://app.example.com"},
-		Tokens: []config.MCPToken{{Token: "t1", Tenant: "acme"}},
+		Tokens:            []config.MCPToken{{Token: "t1", Tenant: "acme"}},
+		ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second, IdleTimeout: 3 * time.Second,
+		MaxConnections: 5, MaxConnectionsPerPeer: 4, MaxRequestBody: 3, MaxSessionsPerTenant: 2,
 	})
-	if !o.SSE || len(o.AllowedOrigins) != 1 || len(o.Tokens) != 1 || o.Tokens[0] != (Token{Token: "t1", Tenant: "acme"}) {
+	if !o.SSE || len(o.AllowedOrigins) != 1 || len(o.Tokens) != 1 || o.Tokens[0] != (Token{Token: "t1", Tenant: "acme"}) ||
+		o.ReadHeaderTimeout != time.Second || o.ReadTimeout != 2*time.Second || o.IdleTimeout != 3*time.Second ||
+		o.MaxConnections != 5 || o.MaxConnectionsPerPeer != 4 || o.MaxRequestBody != 3 || o.MaxSessionsPerTenant != 2 {
 		t.Errorf("options = %+v", o)
 	}
 }
