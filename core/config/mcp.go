@@ -50,8 +50,8 @@ type MCP struct {
 	// Tokens map bearer tokens to tenants. A non-loopback Listen requires
 	// at least one.
 	Tokens []MCPToken
-	// AllowedOrigins are browser origins (scheme://host[:port]) accepted
-	// besides localhost ones.
+	// AllowedOrigins are the browser origins (scheme://host[:port])
+	// accepted; localhost ones only when listed.
 	AllowedOrigins []string
 	// SSE also serves the HTTP+SSE transport older clients use.
 	SSE bool

@@ -34,9 +34,11 @@
 //     tokens only loopback addresses are served, as the default tenant.
 //     ListenTCP and Serve refuse a non-loopback address without tokens.
 //
-// On every listener the Origin header must be absent, a localhost origin
-// or in Options.AllowedOrigins, and on loopback listeners the Host header
-// must be a local name (DNS rebinding). A session id is bound to the tenant
+// On every listener the Origin header must be absent or in
+// Options.AllowedOrigins (on loopback listeners also the face's own origin;
+// any other localhost origin is refused: every local web page has one), and
+// on loopback listeners the Host header must be a local name (DNS
+// rebinding). A session id is bound to the tenant
 // that opened it and is the cexec session id (a valid workspace session
 // id); it dies on DELETE, after Options.SessionIdleTTL idle, or at
 // shutdown, and Options.OnSessionEnd hears of it. Protocol revisions

@@ -57,8 +57,8 @@ type Options struct {
 	// Tokens map bearer tokens to tenants. Without tokens, TCP is only
 	// served on loopback addresses, as DefaultTenant.
 	Tokens []Token
-	// AllowedOrigins are browser origins (scheme://host[:port]) allowed
-	// besides localhost ones.
+	// AllowedOrigins are the browser origins (scheme://host[:port])
+	// allowed; requests without an Origin header are not browsers'.
 	AllowedOrigins []string
 	// SSE also serves the HTTP+SSE transport of protocol 2024-11-05.
 	SSE bool

@@ -101,8 +101,10 @@ func normalizeOrigin(s string) (string, error) {
 }
 
 // originAllowed applies the DNS rebinding rules to an Origin header: absent
-// (non-browser clients), a localhost origin, or one on the allow list.
-func (f *Face) originAllowed(origin string) bool {
+// (non-browser clients), on the allow list, or, on a loopback listener, the
+// face's own origin (the request's Host, which admit checked is local). A
+// localhost origin is not trusted by itself: any local web page has one.
+func (f *Face) originAllowed(origin, host string, kind listenerKind) bool {
 	if origin == "" {
 		return true
 	}
@@ -110,11 +112,8 @@ func (f *Face) originAllowed(origin string) bool {
 	if err != nil {
 		return false
 	}
-	if f.origins[norm] {
-		return true
-	}
-	u, _ := url.Parse(norm)
-	return isLoopbackHost(u.Host)
+	_, originHost, _ := strings.Cut(norm, "://")
+	return f.origins[norm] || (kind == viaLoopback && originHost == strings.ToLower(host))
 }
 
 // hostAllowed checks the Host header of a request that came in on a
@@ -172,7 +171,7 @@ func (f *Face) admit(next http.Handler) http.Handler {
 			return
 		}
 		origin := r.Header.Get("Origin")
-		if !f.originAllowed(origin) {
+		if !f.originAllowed(origin, r.Host, kind) {
 			f.deny(w, r, http.StatusForbidden, fmt.Sprintf("Origin %q is not allowed; add it to mcp.allowed_origins", origin))
 			return
 		}
