@@ -79,7 +79,7 @@ mcp {
 	// connection only costs the wait, so it is short here.
 	refused := false
 	for i := 0; i <= maxConns && !refused; i++ {
-		refused = closedAtOnce(t, idleConn(t, fmt.Sprintf("127.0.0.%d", 3+i/perPeer), addr), 200*time.Millisecond)
+		refused = closedAtOnce(t, idleConn(t, fmt.Sprintf("127.0.0.%d", 3+i/perPeer), addr), 500*time.Millisecond)
 	}
 	if !refused {
 		t.Fatalf("%d more connections were all kept open; max_connections is %d", maxConns+1, maxConns)

@@ -103,10 +103,13 @@ func TestConnTimeouts(t *testing.T) {
 	}
 }
 
-// TestStreamsOutliveTimeouts: the read and idle timeouts end neither a call
-// that runs longer than them nor an open GET stream.
+// TestStreamsOutliveTimeouts: the read timeout ends neither a call that runs
+// longer than it nor an open GET stream. (The idle timeout stays long: a
+// short one races the client's reuse of keep-alive connections.)
 func TestStreamsOutliveTimeouts(t *testing.T) {
-	w := newWorld(t, shortTimeouts)
+	w := newWorld(t, func(o *Options, _ *world) {
+		o.ReadHeaderTimeout, o.ReadTimeout = 100*time.Millisecond, 100*time.Millisecond
+	})
 	c := connect(t, w.url+endpoint.MCPPath)
 	text, res := call(t, c, ToolExecuteCode, map[string]any{"code": "import time\ntime.sleep(0.5)\nprint('slept')"})
 	if res.IsError || !strings.HasPrefix(text, "slept") {
@@ -128,7 +131,7 @@ func TestStreamsOutliveTimeouts(t *testing.T) {
 	if stream.StatusCode != http.StatusOK {
 		t.Fatalf("GET stream: %s", stream.Status)
 	}
-	// Outlast every timeout, then expect the stream to carry a notification.
+	// Outlast the read timeout, then expect the stream to carry a notification.
 	time.Sleep(500 * time.Millisecond)
 	w.face.NotifyResourcesChanged()
 	sc := bufio.NewScanner(stream.Body)
