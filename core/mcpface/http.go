@@ -1,11 +1,13 @@
 package mcpface
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -194,11 +196,38 @@ func (f *Face) admit(next http.Handler) http.Handler {
 			f.deny(w, r, http.StatusTooManyRequests, fmt.Sprintf("tenant %q has %d MCP sessions open, the limit (mcp.max_sessions_per_tenant); end one (DELETE) or let it time out", tenant, f.o.MaxSessionsPerTenant))
 			return
 		}
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = http.MaxBytesReader(w, r.Body, f.o.MaxRequestBody)
+		if !f.limitBody(w, r) {
+			return
 		}
 		next.ServeHTTP(w, r.WithContext(withTenant(r.Context(), tenant)))
 	})
+}
+
+// limitBody holds the body to mcp.max_request_body (admit refused a longer
+// Content-Length already). A body of unknown length (chunked) is read here,
+// so that one over the limit gets 413 too rather than mcp-go's parse
+// error; mcp-go reads every body whole anyway. It reports whether the
+// request may go on.
+func (f *Face) limitBody(w http.ResponseWriter, r *http.Request) bool {
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, f.o.MaxRequestBody)
+	if r.ContentLength >= 0 {
+		return true
+	}
+	body, err := io.ReadAll(r.Body)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		f.deny(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes (mcp.max_request_body)", f.o.MaxRequestBody))
+		return false
+	case err != nil:
+		f.deny(w, r, http.StatusBadRequest, fmt.Sprintf("read request body: %v", err))
+		return false
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	return true
 }
 
 // opensSession reports whether a request would begin a session: a POST
