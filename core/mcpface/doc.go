@@ -45,6 +45,13 @@
 // 2024-11-05 to 2025-11-25 are served; 2026-07-28 removed sessions, so its
 // clients negotiate down.
 //
+// No client can starve the face: every listener has header, read and idle
+// timeouts (no write timeout, which would cut streams); a TCP listener
+// closes connections over Options.MaxConnections or MaxConnectionsPerPeer as
+// it accepts them; a refused request closes its connection; bodies over
+// Options.MaxRequestBody get 413; a tenant with MaxSessionsPerTenant live
+// sessions gets 429 on initialize.
+//
 // # Wiring in daemon.Run
 //
 //	o := mcpface.Options{
