@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -17,6 +18,26 @@ import (
 // DefaultMCPListen is where cexecd serves MCP over TCP when the mcp block
 // does not say: loopback only.
 const DefaultMCPListen = "127.0.0.1:7797"
+
+// Defaults of the mcp block's limits. They hold without the block too: the
+// unix socket is served with the same timeouts.
+const (
+	// DefaultMCPReadHeaderTimeout closes a connection that sent no
+	// (complete) request header in time, e.g. one that sent nothing.
+	DefaultMCPReadHeaderTimeout = 10 * time.Second
+	// DefaultMCPReadTimeout bounds reading a whole request, body included.
+	DefaultMCPReadTimeout = 30 * time.Second
+	// DefaultMCPIdleTimeout closes a keep-alive connection between requests.
+	DefaultMCPIdleTimeout = 2 * time.Minute
+	// DefaultMCPMaxConnections caps the TCP listener's open connections.
+	DefaultMCPMaxConnections = 1024
+	// DefaultMCPMaxConnectionsPerPeer caps one peer IP's TCP connections.
+	DefaultMCPMaxConnectionsPerPeer = 64
+	// DefaultMCPMaxRequestBody caps a request body.
+	DefaultMCPMaxRequestBody = 4 << 20
+	// DefaultMCPMaxSessionsPerTenant caps one tenant's live MCP sessions.
+	DefaultMCPMaxSessionsPerTenant = 64
+)
 
 // MCP is the `mcp { ... }` block: how agents reach cexecd's MCP face over
 // the network. The face is always served on a unix socket next to the
@@ -29,12 +50,26 @@ type MCP struct {
 	// Tokens map bearer tokens to tenants. A non-loopback Listen requires
 	// at least one.
 	Tokens []MCPToken
-	// AllowedOrigins are browser origins (scheme://host[:port]) accepted
-	// besides localhost ones.
+	// AllowedOrigins are the browser origins (scheme://host[:port])
+	// accepted; localhost ones only when listed.
 	AllowedOrigins []string
 	// SSE also serves the HTTP+SSE transport older clients use.
-	SSE       bool
-	DeclRange hcl.Range
+	SSE bool
+	// ReadHeaderTimeout, ReadTimeout and IdleTimeout are the HTTP server's
+	// timeouts on both listeners. There is no write timeout: it would cut
+	// the long-lived GET and SSE streams.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	IdleTimeout       time.Duration
+	// MaxConnections and MaxConnectionsPerPeer cap the TCP listener's
+	// connections, overall and per peer IP.
+	MaxConnections        int
+	MaxConnectionsPerPeer int
+	// MaxRequestBody caps a request body in bytes.
+	MaxRequestBody int64
+	// MaxSessionsPerTenant caps one tenant's live MCP sessions.
+	MaxSessionsPerTenant int
+	DeclRange            hcl.Range
 }
 
 // MCPToken maps a bearer token (a secret: write it as env("NAME")) to a
@@ -49,6 +84,13 @@ var mcpTokenType = cty.List(cty.Object(map[string]cty.Type{"token": cty.String, 
 func (d *decoder) mcp(cfg *Config, raw *rawMCPFace) {
 	m := &cfg.MCP
 	m.SSE = true
+	m.ReadHeaderTimeout = DefaultMCPReadHeaderTimeout
+	m.ReadTimeout = DefaultMCPReadTimeout
+	m.IdleTimeout = DefaultMCPIdleTimeout
+	m.MaxConnections = DefaultMCPMaxConnections
+	m.MaxConnectionsPerPeer = DefaultMCPMaxConnectionsPerPeer
+	m.MaxRequestBody = DefaultMCPMaxRequestBody
+	m.MaxSessionsPerTenant = DefaultMCPMaxSessionsPerTenant
 	if raw == nil {
 		return
 	}
@@ -71,9 +113,47 @@ func (d *decoder) mcp(cfg *Config, raw *rawMCPFace) {
 			m.AllowedOrigins = append(m.AllowedOrigins, o)
 		}
 	}
+	d.mcpLimits(m, raw)
 	d.mcpTokens(m, raw.Tokens)
 	if m.Listen != "" {
 		d.checkMCPListen(m, raw)
+	}
+}
+
+func (d *decoder) mcpLimits(m *MCP, raw *rawMCPFace) {
+	base := path("mcp")
+	for _, t := range []struct {
+		attr *hcl.Attribute
+		name string
+		dst  *time.Duration
+	}{
+		{raw.ReadHeaderTimeout, "read_header_timeout", &m.ReadHeaderTimeout},
+		{raw.ReadTimeout, "read_timeout", &m.ReadTimeout},
+		{raw.IdleTimeout, "idle_timeout", &m.IdleTimeout},
+	} {
+		if v, ok := d.duration(t.attr, append(base, t.name)); ok {
+			*t.dst = v
+		}
+	}
+	for _, n := range []struct {
+		attr *hcl.Attribute
+		name string
+		dst  *int
+	}{
+		{raw.MaxConnections, "max_connections", &m.MaxConnections},
+		{raw.MaxConnectionsPerPeer, "max_connections_per_peer", &m.MaxConnectionsPerPeer},
+		{raw.MaxSessionsPerTenant, "max_sessions_per_tenant", &m.MaxSessionsPerTenant},
+	} {
+		if v, ok := d.integer(n.attr, append(base, n.name), 1); ok {
+			*n.dst = v
+		}
+	}
+	if v, ok := d.size(raw.MaxRequestBody, append(base, "max_request_body")); ok {
+		m.MaxRequestBody = v
+	}
+	if m.MaxConnectionsPerPeer > m.MaxConnections && raw.MaxConnectionsPerPeer != nil {
+		d.errorf(raw.MaxConnectionsPerPeer.Expr.Range().Ptr(), "Per-peer connections above maximum",
+			"max_connections_per_peer (%d) must not exceed max_connections (%d).", m.MaxConnectionsPerPeer, m.MaxConnections)
 	}
 }
 

@@ -1,9 +1,11 @@
 package config
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMCPFixture(t *testing.T) {
@@ -13,7 +15,9 @@ func TestMCPFixture(t *testing.T) {
 	m := cfg.MCP
 	if m.Listen != "0.0.0.0:8443" || m.SSE ||
 		!slices.Equal(m.AllowedOrigins, []string{"https://app.example.com", "http://localhost:5173"}) ||
-		!slices.Equal(m.Tokens, []MCPToken{{"s3cret-token", "acme"}, {"written-in-the-file", "default"}}) {
+		!slices.Equal(m.Tokens, []MCPToken{{"s3cret-token", "acme"}, {"written-in-the-file", "default"}}) ||
+		m.ReadHeaderTimeout != 5*time.Second || m.ReadTimeout != time.Minute || m.IdleTimeout != 90*time.Second ||
+		m.MaxConnections != 256 || m.MaxConnectionsPerPeer != 16 || m.MaxRequestBody != 1<<20 || m.MaxSessionsPerTenant != 8 {
 		t.Errorf("MCP = %+v", m)
 	}
 	out, err := cfg.MaskedJSON()
@@ -36,7 +40,34 @@ func TestMCPFixture(t *testing.T) {
 		{6, "Empty token", false},
 		{7, "Invalid tenant id", false},
 		{9, "Duplicate token", false},
+		{11, "Invalid duration", false},
+		{12, "Invalid duration", false},
+		{13, "Number out of range", false},
+		{14, "Invalid number", false},
+		{15, "Invalid size", false},
+		{16, "Incorrect attribute value type", false},
 	})
+}
+
+// TestMCPLimitDefaults: the limits hold without an mcp block (the unix
+// socket) and when the block leaves them out.
+func TestMCPLimitDefaults(t *testing.T) {
+	want := MCP{
+		ReadHeaderTimeout: DefaultMCPReadHeaderTimeout, ReadTimeout: DefaultMCPReadTimeout, IdleTimeout: DefaultMCPIdleTimeout,
+		MaxConnections: DefaultMCPMaxConnections, MaxConnectionsPerPeer: DefaultMCPMaxConnectionsPerPeer,
+		MaxRequestBody: DefaultMCPMaxRequestBody, MaxSessionsPerTenant: DefaultMCPMaxSessionsPerTenant,
+	}
+	for _, src := range []string{"", "mcp {}\n"} {
+		cfg, diags := load([]byte(src), "t.hcl", Overrides{})
+		checkDiags(t, diags, nil)
+		got := cfg.MCP
+		got.Listen, got.SSE, got.DeclRange = "", false, want.DeclRange
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: MCP = %+v, want %+v", src, got, want)
+		}
+	}
+	_, diags := load([]byte("mcp {\n  max_connections = 4\n  max_connections_per_peer = 8\n}\n"), "t.hcl", Overrides{})
+	checkDiags(t, diags, []wantDiag{{3, "Per-peer connections above maximum", false}})
 }
 
 func TestMCPBlock(t *testing.T) {

@@ -119,5 +119,14 @@ type rawMCPFace struct {
 	Tokens         *hcl.Attribute `hcl:"tokens,optional"`
 	AllowedOrigins *hcl.Attribute `hcl:"allowed_origins,optional"`
 	SSE            *hcl.Attribute `hcl:"sse,optional"`
-	DeclRange      hcl.Range      `hcl:",def_range"`
+
+	ReadHeaderTimeout     *hcl.Attribute `hcl:"read_header_timeout,optional"`
+	ReadTimeout           *hcl.Attribute `hcl:"read_timeout,optional"`
+	IdleTimeout           *hcl.Attribute `hcl:"idle_timeout,optional"`
+	MaxConnections        *hcl.Attribute `hcl:"max_connections,optional"`
+	MaxConnectionsPerPeer *hcl.Attribute `hcl:"max_connections_per_peer,optional"`
+	MaxRequestBody        *hcl.Attribute `hcl:"max_request_body,optional"`
+	MaxSessionsPerTenant  *hcl.Attribute `hcl:"max_sessions_per_tenant,optional"`
+
+	DeclRange hcl.Range `hcl:",def_range"`
 }

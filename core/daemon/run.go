@@ -164,6 +164,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	raiseFileLimit(log, cfg.MCP)
 	claim, err := claimSocket(ctx, cfg.Daemon.Socket, log)
 	if err != nil {
 		return err

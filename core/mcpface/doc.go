@@ -34,14 +34,23 @@
 //     tokens only loopback addresses are served, as the default tenant.
 //     ListenTCP and Serve refuse a non-loopback address without tokens.
 //
-// On every listener the Origin header must be absent, a localhost origin
-// or in Options.AllowedOrigins, and on loopback listeners the Host header
-// must be a local name (DNS rebinding). A session id is bound to the tenant
+// On every listener the Origin header must be absent or in
+// Options.AllowedOrigins (on loopback listeners also the face's own origin;
+// any other localhost origin is refused: every local web page has one), and
+// on loopback listeners the Host header must be a local name (DNS
+// rebinding). A session id is bound to the tenant
 // that opened it and is the cexec session id (a valid workspace session
 // id); it dies on DELETE, after Options.SessionIdleTTL idle, or at
 // shutdown, and Options.OnSessionEnd hears of it. Protocol revisions
 // 2024-11-05 to 2025-11-25 are served; 2026-07-28 removed sessions, so its
 // clients negotiate down.
+//
+// No client can starve the face: every listener has header, read and idle
+// timeouts (no write timeout, which would cut streams); a TCP listener
+// closes connections over Options.MaxConnections or MaxConnectionsPerPeer as
+// it accepts them; a refused request closes its connection; bodies over
+// Options.MaxRequestBody get 413; a tenant with MaxSessionsPerTenant live
+// sessions gets 429 on initialize.
 //
 // # Wiring in daemon.Run
 //

@@ -57,11 +57,27 @@ type Options struct {
 	// Tokens map bearer tokens to tenants. Without tokens, TCP is only
 	// served on loopback addresses, as DefaultTenant.
 	Tokens []Token
-	// AllowedOrigins are browser origins (scheme://host[:port]) allowed
-	// besides localhost ones.
+	// AllowedOrigins are the browser origins (scheme://host[:port])
+	// allowed; requests without an Origin header are not browsers'.
 	AllowedOrigins []string
 	// SSE also serves the HTTP+SSE transport of protocol 2024-11-05.
 	SSE bool
+	// ReadHeaderTimeout closes a connection that sent no complete request
+	// header in time; ReadTimeout bounds reading a whole request, body
+	// included; IdleTimeout closes a keep-alive connection between
+	// requests. None of them ends a running call or an open GET or SSE
+	// stream. Defaults: config.DefaultMCP*.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	IdleTimeout       time.Duration
+	// MaxConnections and MaxConnectionsPerPeer cap a TCP listener's open
+	// connections, overall and per peer IP; defaults 1024 and 64.
+	MaxConnections        int
+	MaxConnectionsPerPeer int
+	// MaxRequestBody caps a request body in bytes; default 4 MiB.
+	MaxRequestBody int64
+	// MaxSessionsPerTenant caps one tenant's live MCP sessions; default 64.
+	MaxSessionsPerTenant int
 	// DefaultTenant is the tenant of unix socket requests without the
 	// tenant header and of TCP requests when no tokens are configured;
 	// default "default".
@@ -89,6 +105,10 @@ type Options struct {
 func (o *Options) ApplyConfig(m config.MCP) {
 	o.AllowedOrigins = slices.Clone(m.AllowedOrigins)
 	o.SSE = m.SSE
+	o.ReadHeaderTimeout, o.ReadTimeout, o.IdleTimeout = m.ReadHeaderTimeout, m.ReadTimeout, m.IdleTimeout
+	o.MaxConnections, o.MaxConnectionsPerPeer = m.MaxConnections, m.MaxConnectionsPerPeer
+	o.MaxRequestBody = m.MaxRequestBody
+	o.MaxSessionsPerTenant = m.MaxSessionsPerTenant
 	o.Tokens = nil
 	for _, t := range m.Tokens {
 		o.Tokens = append(o.Tokens, Token{Token: t.Token, Tenant: t.Tenant})
@@ -160,6 +180,7 @@ func (o *Options) check() error {
 	if o.SessionIdleTTL <= 0 {
 		o.SessionIdleTTL = DefaultIdleTTL
 	}
+	o.fillLimits()
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
@@ -167,6 +188,22 @@ func (o *Options) check() error {
 		o.Version = "dev"
 	}
 	return nil
+}
+
+func (o *Options) fillLimits() {
+	orDefault(&o.ReadHeaderTimeout, config.DefaultMCPReadHeaderTimeout)
+	orDefault(&o.ReadTimeout, config.DefaultMCPReadTimeout)
+	orDefault(&o.IdleTimeout, config.DefaultMCPIdleTimeout)
+	orDefault(&o.MaxConnections, config.DefaultMCPMaxConnections)
+	orDefault(&o.MaxConnectionsPerPeer, config.DefaultMCPMaxConnectionsPerPeer)
+	orDefault(&o.MaxRequestBody, config.DefaultMCPMaxRequestBody)
+	orDefault(&o.MaxSessionsPerTenant, config.DefaultMCPMaxSessionsPerTenant)
+}
+
+func orDefault[T time.Duration | int | int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // setAccess records the bearer tokens (hashed) with their tenants and the

@@ -1,11 +1,13 @@
 package mcpface
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -101,8 +103,10 @@ func normalizeOrigin(s string) (string, error) {
 }
 
 // originAllowed applies the DNS rebinding rules to an Origin header: absent
-// (non-browser clients), a localhost origin, or one on the allow list.
-func (f *Face) originAllowed(origin string) bool {
+// (non-browser clients), on the allow list, or, on a loopback listener, the
+// face's own origin (the request's Host, which admit checked is local). A
+// localhost origin is not trusted by itself: any local web page has one.
+func (f *Face) originAllowed(origin, host string, kind listenerKind) bool {
 	if origin == "" {
 		return true
 	}
@@ -110,11 +114,8 @@ func (f *Face) originAllowed(origin string) bool {
 	if err != nil {
 		return false
 	}
-	if f.origins[norm] {
-		return true
-	}
-	u, _ := url.Parse(norm)
-	return isLoopbackHost(u.Host)
+	_, originHost, _ := strings.Cut(norm, "://")
+	return f.origins[norm] || (kind == viaLoopback && originHost == strings.ToLower(host))
 }
 
 // hostAllowed checks the Host header of a request that came in on a
@@ -155,19 +156,24 @@ func bearer(r *http.Request) (string, bool) {
 	return strings.TrimSpace(h[len(prefix):]), true
 }
 
-// admit runs before mcp-go sees a request: DNS rebinding checks (Host on
-// loopback listeners, Origin everywhere), the tenant (bearer token over TCP,
-// the tenant header on the private unix socket), and that a session id
-// belongs to that tenant and is live.
+// admit runs before mcp-go sees a request: the body limit, DNS rebinding
+// checks (Host on loopback listeners, Origin everywhere), the tenant (bearer
+// token over TCP, the tenant header on the private unix socket), that a
+// session id belongs to that tenant and is live, and the tenant's session
+// cap.
 func (f *Face) admit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > f.o.MaxRequestBody {
+			f.deny(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d (mcp.max_request_body)", r.ContentLength, f.o.MaxRequestBody))
+			return
+		}
 		kind := kindOf(r)
 		if kind == viaLoopback && !f.hostAllowed(r.Host) {
 			f.deny(w, r, http.StatusForbidden, fmt.Sprintf("Host %q is not a local name (DNS rebinding?); to serve it, add its origin to mcp.allowed_origins", r.Host))
 			return
 		}
 		origin := r.Header.Get("Origin")
-		if !f.originAllowed(origin) {
+		if !f.originAllowed(origin, r.Host, kind) {
 			f.deny(w, r, http.StatusForbidden, fmt.Sprintf("Origin %q is not allowed; add it to mcp.allowed_origins", origin))
 			return
 		}
@@ -186,8 +192,54 @@ func (f *Face) admit(next http.Handler) http.Handler {
 			f.deny(w, r, status, msg)
 			return
 		}
+		if opensSession(r) && f.sessions.count(tenant) >= f.o.MaxSessionsPerTenant {
+			f.deny(w, r, http.StatusTooManyRequests, fmt.Sprintf("tenant %q has %d MCP sessions open, the limit (mcp.max_sessions_per_tenant); end one (DELETE) or let it time out", tenant, f.o.MaxSessionsPerTenant))
+			return
+		}
+		if !f.limitBody(w, r) {
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(withTenant(r.Context(), tenant)))
 	})
+}
+
+// limitBody holds the body to mcp.max_request_body (admit refused a longer
+// Content-Length already). A body of unknown length (chunked) is read here,
+// so that one over the limit gets 413 too rather than mcp-go's parse
+// error; mcp-go reads every body whole anyway. It reports whether the
+// request may go on.
+func (f *Face) limitBody(w http.ResponseWriter, r *http.Request) bool {
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, f.o.MaxRequestBody)
+	if r.ContentLength >= 0 {
+		return true
+	}
+	body, err := io.ReadAll(r.Body)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		f.deny(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes (mcp.max_request_body)", f.o.MaxRequestBody))
+		return false
+	case err != nil:
+		f.deny(w, r, http.StatusBadRequest, fmt.Sprintf("read request body: %v", err))
+		return false
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	return true
+}
+
+// opensSession reports whether a request would begin a session: a POST
+// without a session id (initialize) or an SSE stream.
+func opensSession(r *http.Request) bool {
+	switch r.URL.Path {
+	case endpoint.MCPPath:
+		return r.Method == http.MethodPost && r.Header.Get(server.HeaderKeySessionID) == ""
+	case endpoint.SSEPath:
+		return r.Method == http.MethodGet
+	}
+	return false
 }
 
 // allowCORS lets a browser page of an allowed origin use the endpoints: it
@@ -209,8 +261,11 @@ func allowCORS(w http.ResponseWriter, r *http.Request, origin string) bool {
 	return true
 }
 
+// deny answers and closes the connection, so a client that is refused
+// cannot keep it parked.
 func (f *Face) deny(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	f.log.Debug("refused request", "method", r.Method, "path", r.URL.Path, "status", status, "reason", msg)
+	w.Header().Set("Connection", "close")
 	http.Error(w, msg, status)
 }
 
@@ -299,9 +354,19 @@ func (f *Face) Serve(ctx context.Context, ln net.Listener, grace time.Duration) 
 	if ln.Addr().Network() != "unix" && !isLoopbackHost(ln.Addr().String()) && len(f.tokens) == 0 {
 		return fmt.Errorf("serve mcp on %s: %w", ln.Addr(), ErrNoAuth)
 	}
+	if ln.Addr().Network() != "unix" {
+		ln = newCapListener(ln, f.o.MaxConnections, f.o.MaxConnectionsPerPeer, func(peer netip.Addr) {
+			f.log.Debug("refused connection over the cap", "peer", peer, "max_connections", f.o.MaxConnections, "max_connections_per_peer", f.o.MaxConnectionsPerPeer)
+		})
+	}
+	// net/http lifts ReadTimeout's deadline once a request's body is read,
+	// so long calls and GET and SSE streams outlive it; a WriteTimeout
+	// would end them, so there is none.
 	hs := &http.Server{
 		Handler:           f.handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: f.o.ReadHeaderTimeout,
+		ReadTimeout:       f.o.ReadTimeout,
+		IdleTimeout:       f.o.IdleTimeout,
 		ErrorLog:          f.log.StandardLogger(nil),
 	}
 	served := make(chan error, 1)

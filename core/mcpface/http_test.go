@@ -128,16 +128,21 @@ func TestSessionDeadAfterDelete(t *testing.T) {
 }
 
 func TestOriginAndHost(t *testing.T) {
-	w := newWorld(t, func(o *Options, _ *world) { o.AllowedOrigins = []string{"https://app.example.com"} })
+	w := newWorld(t, func(o *Options, _ *world) {
+		o.AllowedOrigins = []string{"https://app.example.com", "http://localhost:5173"}
+	})
 	tests := []struct {
 		name   string
 		header []string
 		want   int
 	}{
 		{"no origin (not a browser)", nil, http.StatusOK},
-		{"localhost origin", []string{"Origin", "http://localhost:3000"}, http.StatusOK},
-		{"loopback ip origin", []string{"Origin", "http://127.0.0.1:8080"}, http.StatusOK},
-		{"ipv6 loopback origin", []string{"Origin", "http://[::1]:8080"}, http.StatusOK},
+		// Any local web page has a localhost origin: only configured ones pass.
+		{"configured localhost origin", []string{"Origin", "http://localhost:5173"}, http.StatusOK},
+		{"other localhost origin", []string{"Origin", "http://localhost:3000"}, http.StatusForbidden},
+		{"loopback ip origin", []string{"Origin", "http://127.0.0.1:8080"}, http.StatusForbidden},
+		{"ipv6 loopback origin", []string{"Origin", "http://[::1]:8080"}, http.StatusForbidden},
+		{"the face's own origin", []string{"Origin", w.url}, http.StatusOK},
 		{"allowed origin", []string{"Origin", "https://APP.example.com"}, http.StatusOK},
 		{"other origin", []string{"Origin", "https://evil.example.com"}, http.StatusForbidden},
 		{"allowed host, other scheme", []string{"Origin", "http://app.example.com"}, http.StatusForbidden},
@@ -458,9 +463,13 @@ func TestApplyConfig(t *testing.T) {
 	var o Options
 	o.ApplyConfig(config.MCP{
 		Listen: "127.0.0.1:7797", SSE: true, AllowedOrigins: []string{"https://app.example.com"},
-		Tokens: []config.MCPToken{{Token: "t1", Tenant: "acme"}},
+		Tokens:            []config.MCPToken{{Token: "t1", Tenant: "acme"}},
+		ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second, IdleTimeout: 3 * time.Second,
+		MaxConnections: 5, MaxConnectionsPerPeer: 4, MaxRequestBody: 3, MaxSessionsPerTenant: 2,
 	})
-	if !o.SSE || len(o.AllowedOrigins) != 1 || len(o.Tokens) != 1 || o.Tokens[0] != (Token{Token: "t1", Tenant: "acme"}) {
+	if !o.SSE || len(o.AllowedOrigins) != 1 || len(o.Tokens) != 1 || o.Tokens[0] != (Token{Token: "t1", Tenant: "acme"}) ||
+		o.ReadHeaderTimeout != time.Second || o.ReadTimeout != 2*time.Second || o.IdleTimeout != 3*time.Second ||
+		o.MaxConnections != 5 || o.MaxConnectionsPerPeer != 4 || o.MaxRequestBody != 3 || o.MaxSessionsPerTenant != 2 {
 		t.Errorf("options = %+v", o)
 	}
 }

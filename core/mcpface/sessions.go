@@ -33,13 +33,15 @@ type sessionEntry struct {
 // sessions. It is the streamable HTTP server's session id manager: an id is
 // live from initialize until DELETE or the idle sweep, then dead for good.
 type sessionTable struct {
-	mu    sync.Mutex
-	live  map[string]sessionEntry
-	onEnd func(Scope)
+	mu   sync.Mutex
+	live map[string]sessionEntry
+	// perTenant counts live sessions for the per-tenant cap.
+	perTenant map[string]int
+	onEnd     func(Scope)
 }
 
 func newSessionTable(onEnd func(Scope)) *sessionTable {
-	return &sessionTable{live: map[string]sessionEntry{}, onEnd: onEnd}
+	return &sessionTable{live: map[string]sessionEntry{}, perTenant: map[string]int{}, onEnd: onEnd}
 }
 
 // newSessionID returns an id that sorts by creation, carries 128 random
@@ -53,8 +55,18 @@ func newSessionID() string {
 
 func (t *sessionTable) add(id, tenant string, kind sessionKind) {
 	t.mu.Lock()
+	if _, ok := t.live[id]; !ok {
+		t.perTenant[tenant]++
+	}
 	t.live[id] = sessionEntry{tenant: tenant, kind: kind}
 	t.mu.Unlock()
+}
+
+// count is the number of live sessions of tenant.
+func (t *sessionTable) count(tenant string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.perTenant[tenant]
 }
 
 // owner returns the tenant of a live session.
@@ -71,6 +83,9 @@ func (t *sessionTable) end(id string, kind sessionKind) {
 	e, ok := t.live[id]
 	if ok && (kind == 0 || e.kind == kind) {
 		delete(t.live, id)
+		if t.perTenant[e.tenant]--; t.perTenant[e.tenant] <= 0 {
+			delete(t.perTenant, e.tenant)
+		}
 	} else {
 		ok = false
 	}

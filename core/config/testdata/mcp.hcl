@@ -7,4 +7,11 @@ mcp {
     { token = env("CEXEC_TEST_TOKEN"), tenant = "acme" },
     { token = "written-in-the-file", tenant = "default" },
   ]
+  read_header_timeout      = "5s"
+  read_timeout             = "1m"
+  idle_timeout             = "90s"
+  max_connections          = 256
+  max_connections_per_peer = 16
+  max_request_body         = "1MiB"
+  max_sessions_per_tenant  = 8
 }
