@@ -54,7 +54,7 @@ func (f fakeConfig) Check(_ context.Context, path string) (string, hcl.Diagnosti
 
 // serve runs the server on a unix socket, as cexecd does, and returns a
 // client for it.
-func serve(t *testing.T, d Deps) cexecv1.ControlClient {
+func serve(t testing.TB, d Deps) cexecv1.ControlClient {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "c.sock")
 	ln, err := net.Listen("unix", sock)
