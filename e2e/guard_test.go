@@ -219,12 +219,13 @@ var tokenRE = regexp.MustCompile(`^\[([A-Z_]+)_([0-9]+)\]$`)
 // TestGuardRoundTrip is issue 9's round trip: PII read through the real
 // filesystem server reaches the model only as tokens; code the model
 // writes with those tokens writes the real values; the tokens hold across
-// executions, a daemon restart and a guard plugin crash.
+// executions and a guard plugin crash, and another MCP session of the
+// tenant cannot restore them, not even by naming the session.
 // It is long because the round trip is one session whose tokens must hold
-// across each step, the restart and the plugin crash included.
+// across each step, the plugin crash included.
 func TestGuardRoundTrip(t *testing.T) {
 	e := newGuardEnv(t, "cexec-plugin-guard-pii", "")
-	d := startDaemon(t, e.setup)
+	startDaemon(t, e.setup)
 
 	read := fmt.Sprintf(`from servers.filesystem import read_text_file
 import cexec
@@ -273,24 +274,14 @@ cexec.result(dict(line.split(": ", 1) for line in text.splitlines() if ": " in l
 		t.Errorf("vault %s: %v, mode %v; want a 0600 file", vaultFile, err, fi)
 	}
 
-	// The vault survives the end of the MCP session, the daemon ...
-	if err := c1.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	<-d.exited
-	startDaemon(t, e.setup)
-	// ... and the guard plugin.
+	// The vault survives a crash of the guard plugin.
 	before := listPlugins(t, e.setup)["guard/pii"]
 	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitRestarted(t, e.setup, "guard/pii", before)
 
-	// A new MCP session continues the old cexec session and writes the
-	// record back with the tokens it was shown.
+	// The session writes the record back with the tokens it was shown.
 	var content strings.Builder
 	for _, p := range pii {
 		fmt.Fprintf(&content, "%s: %s\n", p.field, tokens[p.field])
@@ -304,8 +295,7 @@ write_file(path=%q, content=%q)
 write_file(path=%q, content="".join(["[", %q, "]"]))
 print(read_text_file(path=%q)["content"], end="")
 `, copyPath, content.String(), builtPath, strings.Trim(tokens["Email"], "[]"), copyPath)
-	c2 := mcpSession(t, e.setup, "default")
-	second := executeCode(t, c2, write, session)
+	second := executeCode(t, c1, write, session)
 	if second.isError || second.out.Error != nil {
 		t.Fatalf("writing with tokens failed:\n%s", second.text)
 	}
@@ -340,7 +330,7 @@ except Exception:
     pass
 raise ValueError("cannot reach " + email)
 `, filepath.Join(e.files, "customer.txt"))
-	third := executeCode(t, c2, fail, session)
+	third := executeCode(t, c1, fail, session)
 	assertNoPII(t, "the failed execution's reply", third.raw)
 	if third.out.Error == nil || third.out.Error.Message != "cannot reach "+tokens["Email"] {
 		t.Errorf("error = %+v, want ValueError naming %s\n%s", third.out.Error, tokens["Email"], third.text)
@@ -349,13 +339,26 @@ raise ValueError("cannot reach " + email)
 		t.Errorf("tool calls = %+v, want filesystem's and one to the server named %s", third.out.ToolCalls, tokens["Email"])
 	}
 	class := strings.Replace(fail, `raise ValueError(`, `raise type(email, (Exception,), {})(`, 1)
-	fourth := executeCode(t, c2, class, session)
+	fourth := executeCode(t, c1, class, session)
 	assertNoPII(t, "the reply of an exception named by PII", fourth.raw)
 	if fourth.out.Error == nil || fourth.out.Error.Type != tokens["Email"] {
 		t.Errorf("error = %+v, want its type shown as %s", fourth.out.Error, tokens["Email"])
 	}
 	if b, err := os.ReadFile(logFile); err == nil {
 		assertNoPII(t, "the session log", string(b))
+	}
+
+	// Another MCP session of the tenant gets the tokens back as they are,
+	// in its own session and when it names the first one's: a token is
+	// restored only in the MCP session that issued it.
+	c2 := mcpSession(t, e.setup, "default")
+	tok := tokens["Email"]
+	for _, continued := range []string{"", session} {
+		r := executeCode(t, c2, fmt.Sprintf("print(len(%q), %q)", tok, tok), continued)
+		if want := fmt.Sprintf("%d %s\n", len(tok), tok); r.isError || r.out.Stdout != want {
+			t.Errorf("another MCP session (session argument %q) printed %q, want %q: the token must stay as it is\n%s",
+				continued, r.out.Stdout, want, r.text)
+		}
 	}
 }
 

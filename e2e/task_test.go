@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -550,5 +551,46 @@ func TestTaskChainFallsBackToRules(t *testing.T) {
 	}
 	if n := len(cs.requests()); n != 1 {
 		t.Errorf("%d requests to the LLM server, want 1 (max_retries = 0)", n)
+	}
+}
+
+// TestTaskPromptTokenized: what execute_task sends the model holds no
+// tenant data raw. A workspace file named by an e-mail address is listed in
+// the prompt as a token; the program the model writes with that token
+// reads the real file.
+func TestTaskPromptTokenized(t *testing.T) {
+	buildPlugin(t, "codegen-llm")
+	const email = "ann@example.com"
+	nameRE := regexp.MustCompile(`contacts/(\[EMAIL_[0-9]+\])`)
+	cs := newChatServer(t, func(_ int, body string, w http.ResponseWriter) {
+		m := nameRE.FindStringSubmatch(body)
+		if m == nil {
+			http.Error(w, "the prompt lists no tokenized contact file", http.StatusBadRequest)
+			return
+		}
+		completion(w, fmt.Sprintf("print(open(%q).read(), end='')\n", "/workspace/contacts/"+m[1]), 100, 10)
+	})
+	ts := newTaskSetup(t, []string{"llm"}, llmBlock(cs.URL))
+	startDaemon(t, ts.setup)
+	contacts := filepath.Join(ts.dir, "data", "tenants", "default", "workspace", "contacts")
+	if err := os.MkdirAll(contacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(contacts, email), []byte("call Ann on Monday\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	r, code := task(t, ts.setup, "what does the contact file say?")
+	if code != 0 || r.Status != "ok" || r.Stdout != "call Ann on Monday\n" {
+		t.Fatalf("exit %d: %+v\n%+v", code, r, r.Attempts)
+	}
+	reqs := cs.requests()
+	if len(reqs) == 0 {
+		t.Fatal("no chat request")
+	}
+	for i, body := range reqs {
+		if strings.Contains(body, email) {
+			t.Errorf("request %d sent the workspace file's name raw:\n%s", i+1, body)
+		}
 	}
 }

@@ -73,7 +73,7 @@ func (m *mcpServer) faceOptions(cfg *config.Config, svc *services, host *pluginh
 	var pii mcpface.Tokenizer = mcpface.Untokenized{}
 	if svc.guards != nil {
 		cv.policy = svc.guards.Policy
-		m.pii = &sessionVaults{gr: svc.guards, open: map[vaultOwner]map[string]*guard.Session{}}
+		m.pii = &sessionVaults{gr: svc.guards, open: map[vaultOwner]*guard.Session{}}
 		if len(cfg.Pipeline.Guards) > 0 {
 			pii = m.pii
 		}

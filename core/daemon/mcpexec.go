@@ -24,7 +24,8 @@ func (e mcpExecutor) Execute(ctx context.Context, sc mcpface.Scope, code string)
 	if e.exec == nil {
 		return mcpface.Execution{}, fmt.Errorf("no sandbox backend is running; the operator can check `cexecctl plugins ls`: %w", pluginapi.ErrUnavailable)
 	}
-	res, err := e.exec.ExecuteCode(ctx, pipeline.CodeRequest{Tenant: sc.Tenant, Session: sc.Session, Code: code, ModelFacing: true})
+	res, err := e.exec.ExecuteCode(ctx, pipeline.CodeRequest{Tenant: sc.Tenant, Session: sc.Session,
+		Vault: vaultSession(ctx, sc), Code: code, ModelFacing: true})
 	if err != nil {
 		return mcpface.Execution{}, err
 	}

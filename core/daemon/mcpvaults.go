@@ -12,53 +12,57 @@ import (
 	"github.com/cexec/cexec/core/mcpface"
 )
 
-// vaultOwner is the MCP session that opened vaults: they stay open until it
-// ends.
+// vaultOwner is the MCP session whose vault is open: it stays open until
+// the session ends.
 type vaultOwner struct{ tenant, session string }
 
 // sessionVaults is the face's Tokenizer over the guardrails: one vault per
-// cexec session, held open for the MCP session that uses it, so every call
-// of a session agrees on its tokens and the vault is written once the
-// session ends rather than reloaded per call.
+// MCP session, held open while it lives, so every call of a session agrees
+// on its tokens and the vault is written once the session ends rather than
+// reloaded per call.
 type sessionVaults struct {
 	gr *guard.Guardrails
 
-	mu sync.Mutex
-	// open maps an MCP session to the guard sessions it opened, by cexec
-	// session (its own, and those execute_code was asked to continue).
-	open map[vaultOwner]map[string]*guard.Session
+	mu   sync.Mutex
+	open map[vaultOwner]*guard.Session
 }
 
-// session returns the guard session of sc, opening it for the MCP session
-// the request belongs to.
-func (v *sessionVaults) session(ctx context.Context, sc mcpface.Scope) (*guard.Session, error) {
-	owner := vaultOwner{tenant: sc.Tenant, session: sc.Session}
+// vaultSession is the session whose vault serves a request: the MCP
+// session's own, whatever cexec session execute_code was asked to
+// continue, so a token is restored only in the MCP session that issued it.
+// Without an MCP session (a test calling in directly) it is sc's.
+func vaultSession(ctx context.Context, sc mcpface.Scope) string {
 	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
-		owner.session = cs.SessionID()
+		return cs.SessionID()
 	}
+	return sc.Session
+}
+
+// session returns the guard session of the MCP session the request belongs
+// to, opening it on first use.
+func (v *sessionVaults) session(ctx context.Context, sc mcpface.Scope) (*guard.Session, error) {
+	id := vaultSession(ctx, sc)
+	owner := vaultOwner{tenant: sc.Tenant, session: id}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if s := v.open[owner][sc.Session]; s != nil {
+	if s := v.open[owner]; s != nil {
 		return s, nil
 	}
-	s, err := v.gr.Open(sc.Tenant, sc.Session)
+	s, err := v.gr.Open(sc.Tenant, id)
 	if err != nil {
 		return nil, fmt.Errorf("open pii vault: %w", err)
 	}
-	if v.open[owner] == nil {
-		v.open[owner] = map[string]*guard.Session{}
-	}
-	v.open[owner][sc.Session] = s
+	v.open[owner] = s
 	return s, nil
 }
 
 // end closes the vaults an MCP session opened.
 func (v *sessionVaults) end(sc mcpface.Scope) {
 	v.mu.Lock()
-	held := v.open[vaultOwner{tenant: sc.Tenant, session: sc.Session}]
+	s := v.open[vaultOwner{tenant: sc.Tenant, session: sc.Session}]
 	delete(v.open, vaultOwner{tenant: sc.Tenant, session: sc.Session})
 	v.mu.Unlock()
-	for _, s := range held {
+	if s != nil {
 		_ = s.Close()
 	}
 }
@@ -66,12 +70,10 @@ func (v *sessionVaults) end(sc mcpface.Scope) {
 func (v *sessionVaults) closeAll() {
 	v.mu.Lock()
 	open := v.open
-	v.open = map[vaultOwner]map[string]*guard.Session{}
+	v.open = map[vaultOwner]*guard.Session{}
 	v.mu.Unlock()
-	for _, held := range open {
-		for _, s := range held {
-			_ = s.Close()
-		}
+	for _, s := range open {
+		_ = s.Close()
 	}
 }
 

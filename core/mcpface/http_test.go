@@ -380,6 +380,7 @@ func TestResources(t *testing.T) {
 	w := newWorld(t)
 	c := connect(t, w.url+"/mcp")
 	call(t, c, ToolSaveSkill, map[string]any{"name": "greet", "description": "Greets ann@example.com", "code": "def run():\n    return 'hi'\n"})
+	w.skills.broken = map[string]error{"broken": errors.New(`SKILL.md line 2: cannot parse "owner: bob@example.com"`)}
 	ctx := context.Background()
 	list, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
 	if err != nil {
@@ -410,13 +411,15 @@ func TestResources(t *testing.T) {
 		{"cexec://skills/greet", "Greets [EMAIL_1]", false},
 		{"cexec://servers/everything/nope.py", "no stub at cexec://servers/everything/nope.py", true},
 		{"cexec://skills/nope", "no skill at cexec://skills/nope", true},
+		// The error message reaches the model too.
+		{"cexec://skills/broken", `read cexec://skills/broken: skill broken: SKILL.md line 2: cannot parse "owner: [EMAIL_`, true},
 	}
 	for _, tt := range tests {
 		req := mcp.ReadResourceRequest{}
 		req.Params.URI = tt.uri
 		res, err := c.ReadResource(ctx, req)
 		if tt.err {
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "bob@") {
 				t.Errorf("read %s: %v", tt.uri, err)
 			}
 			continue
@@ -429,6 +432,15 @@ func TestResources(t *testing.T) {
 		if !ok || !strings.Contains(tc.Text, tt.want) {
 			t.Errorf("read %s: %+v", tt.uri, res.Contents)
 		}
+	}
+	// An error that cannot be checked does not reach the model.
+	w.pii.mu.Lock()
+	w.pii.fail = true
+	w.pii.mu.Unlock()
+	req := mcp.ReadResourceRequest{}
+	req.Params.URI = "cexec://skills/broken"
+	if _, err := c.ReadResource(ctx, req); err == nil || !strings.Contains(err.Error(), "withheld") || strings.Contains(err.Error(), "bob@") {
+		t.Errorf("read with the tokenizer down: %v", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/cexec/cexec/pluginapi"
 )
@@ -27,12 +28,35 @@ func (f *Face) addResources() {
 		mcp.NewResourceTemplate(StubURITemplate, "tool stub",
 			mcp.WithTemplateDescription("Python stub of an upstream tool, as sandboxed code imports it"),
 			mcp.WithTemplateMIMEType(pythonMIME)),
-		f.readStub)
+		f.tokenizedErrors(f.readStub))
 	f.srv.AddResourceTemplate(
 		mcp.NewResourceTemplate(SkillURITemplate, "skill",
 			mcp.WithTemplateDescription("A saved skill: instructions and code"),
 			mcp.WithTemplateMIMEType(markdownMIME)),
-		f.readSkill)
+		f.tokenizedErrors(f.readSkill))
+}
+
+// tokenizedErrors passes a resource handler's error message through the
+// PII tokenizer: it quotes the URI and what the services said (a skill's
+// file that does not parse, an upstream's error), all of which reaches the
+// model. An error that cannot be checked is replaced.
+func (f *Face) tokenizedErrors(read server.ResourceTemplateHandlerFunc) server.ResourceTemplateHandlerFunc {
+	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		res, err := read(ctx, req)
+		if err == nil {
+			return res, nil
+		}
+		sc, serr := f.scope(ctx)
+		if serr != nil {
+			return nil, serr
+		}
+		msg, terr := f.o.PII.Tokenize(ctx, sc, err.Error())
+		if terr != nil {
+			f.log.Error("pii tokenizer failed; resource error withheld", "tenant", sc.Tenant, "error", terr)
+			return nil, errors.New("cexec withheld this error because the PII tokenizer failed")
+		}
+		return nil, errors.New(msg)
+	}
 }
 
 // listResources fills resources/list with the tenant's stubs and skills.

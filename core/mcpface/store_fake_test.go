@@ -62,6 +62,8 @@ func (s *memState) SaveState(_ context.Context, sc Scope, name string, value jso
 type memSkills struct {
 	mu sync.Mutex
 	m  map[string]map[string]Skill
+	// broken are skills whose files GetSkill cannot read, with the error.
+	broken map[string]error
 }
 
 var skillNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
@@ -81,6 +83,9 @@ func (s *memSkills) ListSkills(_ context.Context, sc Scope) ([]Skill, error) {
 func (s *memSkills) GetSkill(_ context.Context, sc Scope, name string) (Skill, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.broken[name]; err != nil {
+		return Skill{}, fmt.Errorf("skill %s: %w", name, err)
+	}
 	k, ok := s.m[sc.Tenant][name]
 	if !ok {
 		return Skill{}, fmt.Errorf("skill %s: %w", name, pluginapi.ErrNotFound)

@@ -3,6 +3,7 @@ package mcpface
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -365,5 +366,29 @@ func TestTokenizedExecution(t *testing.T) {
 	}
 	if strings.Contains(text, "withheld") || !strings.Contains(string(b), `"result":{"to":"[EMAIL_1]"}`) || !strings.Contains(string(b), `"session":"`) {
 		t.Errorf("structured content: %s", b)
+	}
+}
+
+// TestErrorsTokenized checks that tool errors quoting tenant data (state
+// names, a skill file that does not parse) reach the model tokenized, like
+// every other reply.
+func TestErrorsTokenized(t *testing.T) {
+	w := newWorld(t)
+	c := connect(t, w.url+"/mcp")
+	call(t, c, ToolSaveState, map[string]any{"name": "ann@example.com.json", "value": 1})
+	w.skills.broken = map[string]error{"broken": errors.New(`SKILL.md line 2: cannot parse "owner: bob@example.com"`)}
+	tests := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{ToolGetState, map[string]any{"name": "nope.json"}, "saved: [EMAIL_"},
+		{ToolGetSkill, map[string]any{"name": "broken"}, `cannot parse "owner: [EMAIL_`},
+	}
+	for _, tt := range tests {
+		text, res := call(t, c, tt.tool, tt.args)
+		if !res.IsError || !strings.Contains(text, tt.want) || strings.Contains(text, "@example.com") {
+			t.Errorf("%s(%v): error %v, %q; want it tokenized, with %q", tt.tool, tt.args, res.IsError, text, tt.want)
+		}
 	}
 }

@@ -45,7 +45,12 @@ type Tools interface {
 type CodeRequest struct {
 	Tenant  string
 	Session string
-	Code    string
+	// Vault names the session whose PII vault the guard layer uses, when
+	// it is not Session: the MCP face passes its own session, so that an
+	// execution continuing another session's log never restores (or
+	// learns) that session's tokens.
+	Vault string
+	Code  string
 	// Timeout overrides the sandbox default when non-zero.
 	Timeout    time.Duration
 	Persistent bool

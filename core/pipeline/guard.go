@@ -41,13 +41,17 @@ func (x *Executor) guarded(ctx context.Context, t *workspace.Tenant, req CodeReq
 	if x.Guard == nil {
 		return x.execute(ctx, t, req)
 	}
-	gs, err := x.Guard.Open(req.Tenant, req.Session)
+	vault := req.Vault
+	if vault == "" {
+		vault = req.Session
+	}
+	gs, err := x.Guard.Open(req.Tenant, vault)
 	if err != nil {
 		return nil, fmt.Errorf("open guard session: %w", err)
 	}
 	defer func() {
 		if err := gs.Close(); err != nil {
-			x.Log.Warn("close guard session", "tenant", req.Tenant, "session", req.Session, "error", err)
+			x.Log.Warn("close guard session", "tenant", req.Tenant, "session", vault, "error", err)
 		}
 	}()
 	code, err := gs.PrepareCode(ctx, req.Code)

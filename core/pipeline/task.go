@@ -125,8 +125,10 @@ func TaskConfigFrom(cfg *config.Config) TaskConfig {
 // without repair. The pipeline does not check the code a second time.
 //
 // Generators are models, so with Guard set they see what a model sees: the
-// task with its PII tokenized ([EMAIL_1]) and the failed program's
-// traceback as the executor tokenized it (executions are ModelFacing).
+// task with its PII tokenized ([EMAIL_1]), and so the workspace listing,
+// the skills and the tools' texts (tokenizeRequest), and the failed
+// program's traceback as the executor tokenized it (executions are
+// ModelFacing); a request that cannot be checked is not sent.
 // Tokens in the generated code are restored by the guard layer before the
 // code runs. The answer is restored for operator requests (the control
 // API) and stays tokenized for ModelFacing ones (the MCP face).

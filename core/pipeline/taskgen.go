@@ -57,6 +57,17 @@ func (r *taskRun) call(ctx context.Context, name string, gen codegen.Codegen, re
 	if fallback {
 		req.Tools = r.fallback
 	}
+	if r.gs != nil {
+		tokenized, err := r.tokenizeRequest(ctx, req)
+		if err != nil {
+			// Fail closed: a request that could not be checked for
+			// sensitive data does not reach the generator.
+			att = r.attempt(&Attempt{Generator: name, Round: round, Fallback: fallback, Tools: len(req.Tools),
+				Error: fmt.Sprintf("not asked: the request could not be checked for sensitive data: %v", err)})
+			return att, false
+		}
+		req = tokenized
+	}
 	timeout := r.p.Config.GenerateTimeouts[name]
 	if timeout <= 0 {
 		timeout = DefaultGenerateTimeout

@@ -72,4 +72,14 @@
 // the same vault would lose tokens.
 //
 // Nothing in this package logs a value or a token.
+//
+// # Sessions
+//
+// A token is restored only in the session that issued it: another
+// session's vault does not know it, so there it stays as it is (and is
+// reserved). Callers open the vault of the party that sees the text, not of
+// whatever session a request names: the MCP face uses its MCP session's
+// vault for everything it returns and every execution it runs, even when
+// execute_code continues another session's log, so no session can restore,
+// or read tokens into, another's vault.
 package vault
