@@ -506,7 +506,9 @@ tenant "locked" {
 
 // TestGuardStrict: when the guard plugin is down for good, a strict
 // tenant's executions fail closed with a message that says so, and its
-// model-facing output is withheld; a tenant that is not strict goes on.
+// model-facing output is withheld; a tenant that is not strict goes on,
+// but its model-facing output is withheld too (nothing could check it),
+// unless its policy says pii_fail_open.
 func TestGuardStrict(t *testing.T) {
 	// The guard runs from a copy of its binary that the test removes, so
 	// it cannot come back after the kill.
@@ -520,7 +522,8 @@ func TestGuardStrict(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.Remove(bin) })
-	e := newGuardEnv(t, name, "\ntenant \"careful\" {\n  policy {\n    strict = true\n  }\n}\n")
+	e := newGuardEnv(t, name, "\ntenant \"careful\" {\n  policy {\n    strict = true\n  }\n}\n"+
+		"tenant \"relaxed\" {\n  policy {\n    pii_fail_open = true\n  }\n}\n")
 	startDaemon(t, e.setup)
 
 	read := fmt.Sprintf("from servers.filesystem import read_text_file\nprint(read_text_file(path=%q)['content'])\n",
@@ -553,6 +556,15 @@ func TestGuardStrict(t *testing.T) {
 
 	if r := ctlExec(t, e.setup, "default", "print('ran')\n"); r.Error != nil || r.Stdout != "ran\n" {
 		t.Errorf("a tenant that is not strict stopped with the guard down: %+v", r)
+	}
+	const leak = "print('jane.roe@example.com')\n"
+	withheld := executeCode(t, mcpSession(t, e.setup, "default"), leak, "")
+	assertNoPII(t, "the default tenant's reply with its guard down", withheld.raw)
+	if !withheld.isError || !strings.Contains(withheld.text, "OutputWithheld") || !strings.Contains(withheld.text, "try again") {
+		t.Errorf("the default tenant's execute_code with its guard down:\n%s", withheld.text)
+	}
+	if open := executeCode(t, mcpSession(t, e.setup, "relaxed"), leak, ""); !strings.Contains(open.out.Stdout, "jane.roe@example.com") {
+		t.Errorf("the pii_fail_open tenant's execute_code with its guard down:\n%s", open.text)
 	}
 }
 

@@ -153,6 +153,22 @@ func TestTokenizeResult(t *testing.T) {
 			in:        full(),
 			wantError: "OutputWithheld: cexec withheld this execution's output because it could not be checked for sensitive data: vault acme/s1: detect: guard pii: unavailable, and the tenant's policy is strict, so Detect fails closed: plugin is not running: guard-pii was killed",
 		},
+		{
+			name:      "default tenant, guard down: nothing returned, try again",
+			down:      true,
+			in:        full(),
+			wantError: "OutputWithheld: cexec withheld this execution's output because it could not be checked for sensitive data: vault acme/s1: detect: guard pii: unavailable (stopped or restarting), so nothing was returned; try again in a moment",
+		},
+		{
+			name:          "pii_fail_open tenant, guard down: the output unchecked",
+			policy:        policy.Policy{PIIFailOpen: true},
+			down:          true,
+			in:            ok(),
+			wantStdout:    "sending to " + email + "\n",
+			wantStderr:    "call " + phone + "\n",
+			wantResult:    `{"to":"` + email + `","n":3}`,
+			wantCallError: "unknown address " + email,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, detects := openGuard(t, &tc.policy, tc.down)
