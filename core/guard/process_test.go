@@ -143,3 +143,39 @@ func TestStrictWithKilledPluginProcess(t *testing.T) {
 		t.Errorf("logs contain a value:\n%s", logs.String())
 	}
 }
+
+// TestObfuscatedPIIThroughThePlugin tokenizes values hidden by fullwidth
+// forms and zero-width characters through the real guard-pii plugin and a
+// vault: the original bytes are replaced, and the tokens restore them.
+func TestObfuscatedPIIThroughThePlugin(t *testing.T) {
+	bin := guardPIIBinary(t)
+	proc := plugintest.Launch(t, bin, pluginapi.KindGuard, &guardapi.GRPCPlugin{})
+	pii := proc.Plugin.(guardapi.Guard)
+	if diags, err := pii.Configure(t.Context(), []byte(`{}`), guardapi.APIVersion); err != nil || diags.HasErrors() {
+		t.Fatalf("Configure = %v, %v", diags, err)
+	}
+	store, err := vault.NewStore(vault.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr, err := guard.New(guard.Options{Guards: []guard.Named{{Name: "pii", Plugin: pii}}, Vaults: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := gr.Open("acme", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	const wide, zw = "ｊａｎｅ＠ｅｘａｍｐｌｅ．ｃｏｍ", "bob\u200b@exa\u200dmple.org"
+	out, err := s.Tokenize(t.Context(), "mail "+wide+" and "+zw+" now")
+	if err != nil || out != "mail [EMAIL_1] and [EMAIL_2] now" {
+		t.Fatalf("Tokenize = %q, %v", out, err)
+	}
+	for tok, want := range map[string]string{"[EMAIL_1]": wide, "[EMAIL_2]": zw} {
+		if back, err := s.Untokenize(tok); err != nil || back != want {
+			t.Errorf("Untokenize(%s) = %q, %v; want %q", tok, back, err, want)
+		}
+	}
+}
