@@ -568,6 +568,30 @@ func TestGuardStrict(t *testing.T) {
 	}
 }
 
+// TestGuardSandboxCut: when the sandbox's output cap cuts an address in
+// two, the model gets neither half; the operator sees the raw cut.
+func TestGuardSandboxCut(t *testing.T) {
+	e := newGuardEnv(t, "cexec-plugin-guard-pii", "")
+	cfg, err := os.ReadFile(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = []byte(strings.Replace(string(cfg), "  pool {\n", "  limits {\n    output = \"1KiB\"\n  }\n  pool {\n", 1))
+	if err := os.WriteFile(e.config, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startDaemon(t, e.setup)
+	// 1011 bytes, then the address: the cap at 1024 keeps "jane.roe@exam".
+	const code = "print('w ' * 503 + 'mail jane.roe@example.com')\n"
+	if r := ctlExec(t, e.setup, "default", code); !strings.HasSuffix(r.Stdout, "mail jane.roe@exam") {
+		t.Errorf("operator output: %.40q…%q", r.Stdout, r.Stdout[max(len(r.Stdout)-40, 0):])
+	}
+	r := executeCode(t, mcpSession(t, e.setup, "default"), code, "")
+	if strings.Contains(r.out.Stdout, "jane") || strings.Contains(r.raw, "jane.roe") || !strings.HasPrefix(r.out.Stdout, "w w ") {
+		t.Errorf("model-facing output of a cut address:\n%s", r.text)
+	}
+}
+
 // TestGuardPolicyDiagnostics: a mistake in a tenant's policy is reported
 // with its line by `cexecd validate`, and stops the daemon before it
 // serves.
