@@ -30,7 +30,8 @@ type Named struct {
 // Missing stands in for a configured guard plugin that could not be
 // started (a required = false guard that failed to load): every hook
 // fails with err, wrapped in pluginapi.ErrPluginShutdown, so strict
-// tenants fail closed and the others carry on with a warning.
+// tenants fail closed, and the others carry on with a warning but get no
+// model-facing output (see Guards).
 func Missing(err error) Plugin {
 	return missing{err: fmt.Errorf("%w: %w", pluginapi.ErrPluginShutdown, err)}
 }
