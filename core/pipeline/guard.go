@@ -99,8 +99,14 @@ func tokenizeResult(ctx context.Context, gs *guard.Session, gx *guard.Execution,
 	out.Tokenized = true
 	if err := tokenizeTexts(ctx, gs, gx, out); err != nil {
 		out.Stdout, out.Stderr, out.Result = nil, nil, nil
-		out.Error = &sandbox.ExecError{Type: TypeWithheld,
-			Message: "cexec withheld this execution's output because it could not be checked for sensitive data: " + err.Error()}
+		msg := "cexec withheld this execution's output because it could not be checked for sensitive data: " + err.Error()
+		if d := (*guard.Denial)(nil); errors.As(err, &d) && d.Hook == "Detect" {
+			// The usual cause, a guard restarting, passes: say what to do.
+			// The program did run, so its effects (files, tool calls) stand.
+			msg = fmt.Sprintf("the program ran, but guard %s, which checks its output for sensitive data, is unavailable (stopped or restarting); "+
+				"nothing of the output was returned; try again in a moment", d.Guard)
+		}
+		out.Error = &sandbox.ExecError{Type: TypeWithheld, Message: msg}
 		// The program names the servers and tools it calls, and upstream
 		// errors quote arguments: none of it can be checked either.
 		for i := range out.ToolCalls {

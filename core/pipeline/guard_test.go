@@ -152,13 +152,13 @@ func TestTokenizeResult(t *testing.T) {
 			policy:    policy.Policy{Strict: true},
 			down:      true,
 			in:        full(),
-			wantError: "OutputWithheld: cexec withheld this execution's output because it could not be checked for sensitive data: vault acme/s1: detect: guard pii: unavailable, and the tenant's policy is strict, so Detect fails closed: plugin is not running: guard-pii was killed",
+			wantError: "OutputWithheld: the program ran, but guard pii, which checks its output for sensitive data, is unavailable (stopped or restarting); nothing of the output was returned; try again in a moment",
 		},
 		{
 			name:      "default tenant, guard down: nothing returned, try again",
 			down:      true,
 			in:        full(),
-			wantError: "OutputWithheld: cexec withheld this execution's output because it could not be checked for sensitive data: vault acme/s1: detect: guard pii: unavailable (stopped or restarting), so nothing was returned; try again in a moment",
+			wantError: "OutputWithheld: the program ran, but guard pii, which checks its output for sensitive data, is unavailable (stopped or restarting); nothing of the output was returned; try again in a moment",
 		},
 		{
 			name:          "pii_fail_open tenant, guard down: the output unchecked",
