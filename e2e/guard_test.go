@@ -509,7 +509,9 @@ tenant "locked" {
 
 // TestGuardStrict: when the guard plugin is down for good, a strict
 // tenant's executions fail closed with a message that says so, and its
-// model-facing output is withheld; a tenant that is not strict goes on.
+// model-facing output is withheld; a tenant that is not strict goes on,
+// but its model-facing output is withheld too (nothing could check it),
+// unless its policy says pii_fail_open.
 func TestGuardStrict(t *testing.T) {
 	// The guard runs from a copy of its binary that the test removes, so
 	// it cannot come back after the kill.
@@ -523,7 +525,8 @@ func TestGuardStrict(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.Remove(bin) })
-	e := newGuardEnv(t, name, "\ntenant \"careful\" {\n  policy {\n    strict = true\n  }\n}\n")
+	e := newGuardEnv(t, name, "\ntenant \"careful\" {\n  policy {\n    strict = true\n  }\n}\n"+
+		"tenant \"relaxed\" {\n  policy {\n    pii_fail_open = true\n  }\n}\n")
 	startDaemon(t, e.setup)
 
 	read := fmt.Sprintf("from servers.filesystem import read_text_file\nprint(read_text_file(path=%q)['content'])\n",
@@ -556,6 +559,39 @@ func TestGuardStrict(t *testing.T) {
 
 	if r := ctlExec(t, e.setup, "default", "print('ran')\n"); r.Error != nil || r.Stdout != "ran\n" {
 		t.Errorf("a tenant that is not strict stopped with the guard down: %+v", r)
+	}
+	const leak = "print('jane.roe@example.com')\n"
+	withheld := executeCode(t, mcpSession(t, e.setup, "default"), leak, "")
+	assertNoPII(t, "the default tenant's reply with its guard down", withheld.raw)
+	if !withheld.isError || !strings.Contains(withheld.text, "OutputWithheld") || !strings.Contains(withheld.text, "try again") {
+		t.Errorf("the default tenant's execute_code with its guard down:\n%s", withheld.text)
+	}
+	if open := executeCode(t, mcpSession(t, e.setup, "relaxed"), leak, ""); !strings.Contains(open.out.Stdout, "jane.roe@example.com") {
+		t.Errorf("the pii_fail_open tenant's execute_code with its guard down:\n%s", open.text)
+	}
+}
+
+// TestGuardSandboxCut: when the sandbox's output cap cuts an address in
+// two, the model gets neither half; the operator sees the raw cut.
+func TestGuardSandboxCut(t *testing.T) {
+	e := newGuardEnv(t, "cexec-plugin-guard-pii", "")
+	cfg, err := os.ReadFile(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = []byte(strings.Replace(string(cfg), "  pool {\n", "  limits {\n    output = \"1KiB\"\n  }\n  pool {\n", 1))
+	if err := os.WriteFile(e.config, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startDaemon(t, e.setup)
+	// 1011 bytes, then the address: the cap at 1024 keeps "jane.roe@exam".
+	const code = "print('w ' * 503 + 'mail jane.roe@example.com')\n"
+	if r := ctlExec(t, e.setup, "default", code); !strings.HasSuffix(r.Stdout, "mail jane.roe@exam") {
+		t.Errorf("operator output: %.40q…%q", r.Stdout, r.Stdout[max(len(r.Stdout)-40, 0):])
+	}
+	r := executeCode(t, mcpSession(t, e.setup, "default"), code, "")
+	if strings.Contains(r.out.Stdout, "jane") || strings.Contains(r.raw, "jane.roe") || !strings.HasPrefix(r.out.Stdout, "w w ") {
+		t.Errorf("model-facing output of a cut address:\n%s", r.text)
 	}
 }
 

@@ -29,8 +29,9 @@ func policyDiags(cfg *config.Config) hcl.Diagnostics {
 // policies, the per-session PII vaults under data_dir and the guard plugins
 // of pipeline.guards. A configured guard that is not running (a
 // required = false plugin that failed to load) stands in as guard.Missing,
-// so strict tenants fail closed and the others go on with a warning. It
-// runs after the plugins started.
+// so strict tenants fail closed, the others run code without its checks
+// but get no model-facing output (unless pii_fail_open). It runs after the
+// plugins started.
 func (s *services) startGuards(host guardHost) error {
 	cfg, log := s.cfg, s.log
 	policies, diags := policy.DecodeTenants(cfg)
@@ -47,7 +48,7 @@ func (s *services) startGuards(host guardHost) error {
 	for _, name := range cfg.Pipeline.Guards {
 		g, err := host.Guard(name)
 		if err != nil {
-			log.Warn("guard plugin is not running: strict tenants fail closed, others go on without it", "guard", name, "error", err)
+			log.Warn("guard plugin is not running: strict tenants fail closed, model-facing output is withheld", "guard", name, "error", err)
 			guards = append(guards, guard.Named{Name: name, Plugin: guard.Missing(err)})
 			continue
 		}

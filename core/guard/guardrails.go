@@ -22,7 +22,7 @@ type Options struct {
 	Guards []Named
 	// Policies are the tenants' decoded policies (policy.DecodeTenants).
 	// A tenant without one gets an empty policy: everything allowed,
-	// not strict.
+	// not strict, PII failing closed.
 	Policies map[string]*policy.Policy
 	// Vaults keeps the sessions' tokens.
 	Vaults *vault.Store
@@ -50,6 +50,11 @@ func New(opts Options) (*Guardrails, error) {
 		log = hclog.NewNullLogger()
 	}
 	log = log.Named("guard")
+	for tenant, p := range opts.Policies {
+		if p != nil && p.PIIFailOpen && !p.Strict && len(opts.Guards) > 0 {
+			log.Warn("pii_fail_open: while a guard cannot detect, this tenant's model-facing output goes out untokenized", "tenant", tenant)
+		}
+	}
 	return &Guardrails{guards: NewGuards(opts.Guards, log), policies: opts.Policies, vaults: opts.Vaults, log: log}, nil
 }
 
@@ -67,7 +72,7 @@ func (g *Guardrails) Policy(tenant string) *policy.Policy {
 // opened concurrently share the vault.
 func (g *Guardrails) Open(tenant, session string) (*Session, error) {
 	p := g.Policy(tenant)
-	guards := g.guards.WithStrict(p.Strict)
+	guards := g.guards.WithStrict(p.Strict).WithDetectOpen(p.PIIFailOpen)
 	v, err := g.vaults.Open(tenant, session, guards)
 	if err != nil {
 		return nil, err

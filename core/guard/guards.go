@@ -30,7 +30,8 @@ type Named struct {
 // Missing stands in for a configured guard plugin that could not be
 // started (a required = false guard that failed to load): every hook
 // fails with err, wrapped in pluginapi.ErrPluginShutdown, so strict
-// tenants fail closed and the others carry on with a warning.
+// tenants fail closed, and the others carry on with a warning but get no
+// model-facing output (see Guards).
 func Missing(err error) Plugin {
 	return missing{err: fmt.Errorf("%w: %w", pluginapi.ErrPluginShutdown, err)}
 }
@@ -59,13 +60,15 @@ const DefaultChunk = 1 << 20
 // the spans of all guards. A hook a guard does not implement is skipped.
 // A guard that fails (stopped, restarting, unreachable, or any error
 // other than a denial) denies in strict mode, naming the guard, and is
-// skipped with a warning otherwise. Guards is immutable and safe for
+// skipped with a warning otherwise; Detect fails closed in either mode
+// unless detection may fail open. Guards is immutable and safe for
 // concurrent use.
 type Guards struct {
-	plugins []Named
-	strict  bool
-	chunk   int
-	log     hclog.Logger
+	plugins    []Named
+	strict     bool
+	detectOpen bool
+	chunk      int
+	log        hclog.Logger
 }
 
 // NewGuards returns the non-strict aggregate of plugins, in order.
@@ -81,6 +84,15 @@ func NewGuards(plugins []Named, log hclog.Logger) *Guards {
 func (g *Guards) WithStrict(strict bool) *Guards {
 	c := *g
 	c.strict = strict
+	return &c
+}
+
+// WithDetectOpen returns a copy in which a failing Detect is skipped with
+// a warning instead of failing the call (policy pii_fail_open), unless the
+// copy is strict.
+func (g *Guards) WithDetectOpen(open bool) *Guards {
+	c := *g
+	c.detectOpen = open
 	return &c
 }
 
@@ -130,6 +142,11 @@ func (g *Guards) failed(ctx context.Context, name, hook string, err error) error
 		g.log.Warn("guard unavailable, denying (strict policy)", "guard", name, "hook", hook, "error", err)
 		return &Denial{Guard: name, Hook: hook, cause: err,
 			Reason: fmt.Sprintf("unavailable, and the tenant's policy is strict, so %s fails closed: %v", hook, err)}
+	case hook == "Detect" && !g.detectOpen:
+		// Text that cannot be checked may carry raw PII: it is withheld.
+		g.log.Warn("guard unavailable, withholding model-facing output", "guard", name, "hook", hook, "error", err)
+		return &Denial{Guard: name, Hook: hook, cause: err,
+			Reason: "unavailable (stopped or restarting), so nothing was returned; try again in a moment"}
 	default:
 		g.log.Warn("guard unavailable, continuing without it (policy not strict)", "guard", name, "hook", hook, "error", err)
 		return nil
@@ -193,10 +210,10 @@ func denial(name, hook, what string, d guardapi.Decision) *Denial {
 
 // Detect returns the spans every guard finds in req.Text, in no
 // particular order and possibly overlapping (the vault merges them). Text
-// longer than the chunk size is sent in pieces cut at line ends. In
-// strict mode a guard that fails fails the call, so nothing goes out
-// unchecked; otherwise its spans are missing and a warning is logged. It
-// implements vault.Detector.
+// longer than the chunk size is sent in pieces cut at line ends. A guard
+// that fails fails the call, so nothing goes out unchecked; only with
+// detection allowed to fail open (and not strict) are its spans missing,
+// with a warning. It implements vault.Detector.
 func (g *Guards) Detect(ctx context.Context, req guardapi.DetectRequest) ([]guardapi.Span, error) {
 	if len(g.plugins) == 0 || req.Text == "" {
 		return nil, nil

@@ -103,7 +103,8 @@ func TestGuardsCheckToolCall(t *testing.T) {
 
 // TestStrictWhenThePluginStops stops a guard plugin's gRPC server, as a
 // crash does, and checks every hook through the real adapter: strict
-// fails closed naming the guard, non-strict carries on with a warning.
+// fails closed naming the guard; non-strict checks carry on with a
+// warning while detection fails closed unless pii_fail_open.
 func TestStrictWhenThePluginStops(t *testing.T) {
 	f := piiGuard(t)
 	f.code, f.call = allow, func(guardapi.CheckToolCallRequest) (guardapi.Decision, error) {
@@ -143,12 +144,27 @@ func TestStrictWhenThePluginStops(t *testing.T) {
 		} else if !strings.Contains(err.Error(), "guard pii: unavailable, and the tenant's policy is strict, so "+name+" fails closed") {
 			t.Errorf("strict %s message: %v", name, err)
 		}
-		if err := call(g.WithStrict(false)); err != nil {
+		// Without strict, the checks carry on but detection fails closed
+		// unless the policy opts into pii_fail_open.
+		err = call(g.WithStrict(false))
+		if name != "Detect" && err != nil {
 			t.Errorf("non-strict %s on a stopped plugin = %v, want nil", name, err)
 		}
+		if name == "Detect" && (!errors.As(err, &d) || !errors.Is(err, pluginapi.ErrPluginShutdown) ||
+			!strings.Contains(err.Error(), "guard pii: unavailable (stopped or restarting), so nothing was returned; try again")) {
+			t.Errorf("non-strict Detect on a stopped plugin = %v, want a Denial saying to try again", err)
+		}
+		if err := call(g.WithStrict(false).WithDetectOpen(true)); err != nil {
+			t.Errorf("pii_fail_open %s on a stopped plugin = %v, want nil", name, err)
+		}
+		if err := call(g.WithStrict(true).WithDetectOpen(true)); err == nil {
+			t.Errorf("strict with pii_fail_open %s on a stopped plugin = nil, want a Denial", name)
+		}
 	}
-	if !logs.contains("guard unavailable, continuing without it") || !logs.contains("guard unavailable, denying") {
-		t.Errorf("no warnings logged:\n%s", logs.String())
+	for _, msg := range []string{"guard unavailable, continuing without it", "guard unavailable, denying", "guard unavailable, withholding model-facing output"} {
+		if !logs.contains(msg) {
+			t.Errorf("no warning %q logged:\n%s", msg, logs.String())
+		}
 	}
 }
 

@@ -58,8 +58,8 @@ func TestMain(m *testing.M) {
 // TestStrictWithKilledPluginProcess runs the real guard-pii plugin as a
 // process, the way cexecd does (go-plugin, gRPC, the guard adapter),
 // tokenizes through it, kills it with SIGKILL and checks that a strict
-// tenant's output is withheld while a non-strict tenant's goes out with a
-// warning.
+// or default tenant's output is withheld, while one with pii_fail_open
+// gets it unchecked with a warning.
 func TestStrictWithKilledPluginProcess(t *testing.T) {
 	bin := guardPIIBinary(t)
 	proc := plugintest.Launch(t, bin, pluginapi.KindGuard, &guardapi.GRPCPlugin{})
@@ -76,7 +76,7 @@ func TestStrictWithKilledPluginProcess(t *testing.T) {
 	}
 	gr, err := guard.New(guard.Options{
 		Guards:   []guard.Named{{Name: "pii", Plugin: pii}},
-		Policies: map[string]*policy.Policy{"strict": {Strict: true}, "lenient": {}},
+		Policies: map[string]*policy.Policy{"strict": {Strict: true}, "default": {}, "lenient": {PIIFailOpen: true}},
 		Vaults:   store,
 		Logger:   logs.logger(),
 	})
@@ -93,9 +93,17 @@ func TestStrictWithKilledPluginProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lenient.Close()
+	def, err := gr.Open("default", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer def.Close()
+	if !logs.contains(`"pii_fail_open: while a guard cannot detect, this tenant's model-facing output goes out untokenized"`) {
+		t.Errorf("no warning at start for pii_fail_open:\n%s", logs.String())
+	}
 
 	const text = "contact alice@example.com or (212) 555-0100"
-	for _, s := range []*guard.Session{strict, lenient} {
+	for _, s := range []*guard.Session{strict, def, lenient} {
 		out, err := s.Tokenize(t.Context(), text)
 		if err != nil || out != "contact [EMAIL_1] or [PHONE_1]" {
 			t.Fatalf("Tokenize through the plugin = %q, %v", out, err)
@@ -112,24 +120,62 @@ func TestStrictWithKilledPluginProcess(t *testing.T) {
 		}
 	}
 
-	out, err := strict.Tokenize(t.Context(), "new value bob@example.org")
-	var d *guard.Denial
-	if out != "" || !errors.As(err, &d) || d.Guard != "pii" || !errors.Is(err, pluginapi.ErrPluginShutdown) {
-		t.Errorf("strict Tokenize after the kill = %q, %v; want no output and a Denial wrapping ErrPluginShutdown", out, err)
+	for name, s := range map[string]*guard.Session{"strict": strict, "default": def} {
+		out, err := s.Tokenize(t.Context(), "new value bob@example.org")
+		var d *guard.Denial
+		if out != "" || !errors.As(err, &d) || d.Guard != "pii" || !errors.Is(err, pluginapi.ErrPluginShutdown) {
+			t.Errorf("%s Tokenize after the kill = %q, %v; want no output and a Denial wrapping ErrPluginShutdown", name, out, err)
+		}
 	}
-	// The non-strict tenant gets its text unchecked, with a warning; its
-	// vault still restores the tokens it issued.
-	out, err = lenient.Tokenize(t.Context(), "new value bob@example.org")
+	// The pii_fail_open tenant gets its text unchecked, with a warning;
+	// its vault still restores the tokens it issued.
+	out, err := lenient.Tokenize(t.Context(), "new value bob@example.org")
 	if err != nil || out != "new value bob@example.org" {
-		t.Errorf("non-strict Tokenize after the kill = %q, %v", out, err)
+		t.Errorf("pii_fail_open Tokenize after the kill = %q, %v", out, err)
 	}
 	if back, err := lenient.Untokenize("[EMAIL_1]"); err != nil || back != "alice@example.com" {
 		t.Errorf("vault after the plugin died: %q, %v", back, err)
 	}
 	if !logs.contains(`"guard unavailable, continuing without it (policy not strict)"`) {
-		t.Errorf("no warning for the non-strict tenant:\n%s", logs.String())
+		t.Errorf("no warning for the pii_fail_open tenant:\n%s", logs.String())
 	}
 	if strings.Contains(logs.String(), "alice@example.com") || strings.Contains(logs.String(), "bob@example.org") {
 		t.Errorf("logs contain a value:\n%s", logs.String())
+	}
+}
+
+// TestObfuscatedPIIThroughThePlugin tokenizes values hidden by fullwidth
+// forms and zero-width characters through the real guard-pii plugin and a
+// vault: the original bytes are replaced, and the tokens restore them.
+func TestObfuscatedPIIThroughThePlugin(t *testing.T) {
+	bin := guardPIIBinary(t)
+	proc := plugintest.Launch(t, bin, pluginapi.KindGuard, &guardapi.GRPCPlugin{})
+	pii := proc.Plugin.(guardapi.Guard)
+	if diags, err := pii.Configure(t.Context(), []byte(`{}`), guardapi.APIVersion); err != nil || diags.HasErrors() {
+		t.Fatalf("Configure = %v, %v", diags, err)
+	}
+	store, err := vault.NewStore(vault.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr, err := guard.New(guard.Options{Guards: []guard.Named{{Name: "pii", Plugin: pii}}, Vaults: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := gr.Open("acme", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	const wide, zw = "ｊａｎｅ＠ｅｘａｍｐｌｅ．ｃｏｍ", "bob\u200b@exa\u200dmple.org"
+	out, err := s.Tokenize(t.Context(), "mail "+wide+" and "+zw+" now")
+	if err != nil || out != "mail [EMAIL_1] and [EMAIL_2] now" {
+		t.Fatalf("Tokenize = %q, %v", out, err)
+	}
+	for tok, want := range map[string]string{"[EMAIL_1]": wide, "[EMAIL_2]": zw} {
+		if back, err := s.Untokenize(tok); err != nil || back != want {
+			t.Errorf("Untokenize(%s) = %q, %v; want %q", tok, back, err, want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/workspace"
@@ -26,8 +27,8 @@ const (
 	// TypeDenied: the code, a tool call or the result was refused by the
 	// tenant's policy or a guard plugin; the message names the rule.
 	TypeDenied = "PermissionError"
-	// TypeWithheld: the output could not be tokenized (a strict tenant's
-	// guard is down, the vault could not be saved), so none is returned.
+	// TypeWithheld: the output could not be tokenized (a guard cannot
+	// detect, the vault could not be saved), so none is returned.
 	TypeWithheld = "OutputWithheld"
 )
 
@@ -102,8 +103,14 @@ func tokenizeResult(ctx context.Context, gs *guard.Session, gx *guard.Execution,
 	out.Tokenized = true
 	if err := tokenizeTexts(ctx, gs, gx, out); err != nil {
 		out.Stdout, out.Stderr, out.Result = nil, nil, nil
-		out.Error = &sandbox.ExecError{Type: TypeWithheld,
-			Message: "cexec withheld this execution's output because it could not be checked for sensitive data: " + err.Error()}
+		msg := "cexec withheld this execution's output because it could not be checked for sensitive data: " + err.Error()
+		if d := (*guard.Denial)(nil); errors.As(err, &d) && d.Hook == "Detect" {
+			// The usual cause, a guard restarting, passes: say what to do.
+			// The program did run, so its effects (files, tool calls) stand.
+			msg = fmt.Sprintf("the program ran, but guard %s, which checks its output for sensitive data, is unavailable (stopped or restarting); "+
+				"nothing of the output was returned; try again in a moment", d.Guard)
+		}
+		out.Error = &sandbox.ExecError{Type: TypeWithheld, Message: msg}
 		// The program names the servers and tools it calls, and upstream
 		// errors quote arguments: none of it can be checked either.
 		for i := range out.ToolCalls {
@@ -127,6 +134,12 @@ func tokenizeTexts(ctx context.Context, gs *guard.Session, gx *guard.Execution, 
 		b.add(&e.Type, &e.Message, &e.Traceback)
 	}
 	stdout, stderr := string(out.Stdout), string(out.Stderr)
+	if out.OutputTruncated {
+		// The sandbox cut the raw output at its cap, perhaps inside a
+		// value, and a value's prefix ("jane.doe@cor") is no longer
+		// detectable: the cut tail goes before tokenizing.
+		stdout, stderr = dropCutTail(stdout), dropCutTail(stderr)
+	}
 	b.add(&stdout, &stderr)
 	calls := slices.Clone(out.ToolCalls)
 	for i := range calls {
@@ -202,3 +215,43 @@ func (b *textBatch) set(toks []string) {
 		*p = toks[b.at[*p]]
 	}
 }
+
+// maxCutValue bounds the values dropCutTail protects: longer than any
+// address, number or name the guards detect (a long secret may lose only
+// its end).
+const maxCutValue = 256
+
+// dropCutTail removes the end of raw text that was cut off mid-stream:
+// the unfinished last line when it is short, else the last maxCutValue
+// bytes backed off to a boundary no value spans, so that no value
+// straddling the cut is left as a prefix. It allocates nothing.
+func dropCutTail(s string) string {
+	if s == "" || s[len(s)-1] == '\n' {
+		return s
+	}
+	floor := max(len(s)-maxCutValue, 0)
+	if i := strings.LastIndexByte(s, '\n'); i >= floor {
+		return s[:i+1]
+	}
+	for i := floor; i > 0; i-- {
+		if boundary(s, i) {
+			return s[:i]
+		}
+	}
+	return ""
+}
+
+// boundary reports whether s may be cut before s[i] without splitting a
+// value: after a delimiter of quoted or listed values, or a space between
+// words (phone and card numbers hold spaces between digits).
+func boundary(s string, i int) bool {
+	switch s[i-1] {
+	case '\n', '\r', '\t', '"', ',', ';', '<', '>', '|':
+		return true
+	case ' ':
+		return !isDigit(s[i]) && (i < 2 || !isDigit(s[i-2]))
+	}
+	return false
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }

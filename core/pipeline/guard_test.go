@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -151,7 +152,23 @@ func TestTokenizeResult(t *testing.T) {
 			policy:    policy.Policy{Strict: true},
 			down:      true,
 			in:        full(),
-			wantError: "OutputWithheld: cexec withheld this execution's output because it could not be checked for sensitive data: vault acme/s1: detect: guard pii: unavailable, and the tenant's policy is strict, so Detect fails closed: plugin is not running: guard-pii was killed",
+			wantError: "OutputWithheld: the program ran, but guard pii, which checks its output for sensitive data, is unavailable (stopped or restarting); nothing of the output was returned; try again in a moment",
+		},
+		{
+			name:      "default tenant, guard down: nothing returned, try again",
+			down:      true,
+			in:        full(),
+			wantError: "OutputWithheld: the program ran, but guard pii, which checks its output for sensitive data, is unavailable (stopped or restarting); nothing of the output was returned; try again in a moment",
+		},
+		{
+			name:          "pii_fail_open tenant, guard down: the output unchecked",
+			policy:        policy.Policy{PIIFailOpen: true},
+			down:          true,
+			in:            ok(),
+			wantStdout:    "sending to " + email + "\n",
+			wantStderr:    "call " + phone + "\n",
+			wantResult:    `{"to":"` + email + `","n":3}`,
+			wantCallError: "unknown address " + email,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -198,5 +215,62 @@ func TestTokenizeResult(t *testing.T) {
 				t.Errorf("traceback keeps the address: %q", tb.Traceback)
 			}
 		})
+	}
+}
+
+// TestCutNeverLeaksAValue cuts a line holding an email at every length,
+// the way the sandbox's output cap does (raw text, before tokenizing),
+// and at every max_output (after tokenizing): the address comes back as
+// its token or not at all, never as a prefix ("jane.roe@exam").
+func TestCutNeverLeaksAValue(t *testing.T) {
+	const text = "word word word word word word word word word word word word word word word word " +
+		"word word word word word word word word word word word word word word word word " +
+		"word word word word word word word word word word word word word word word word " +
+		"word word word word word mail jane.roe@example.com now"
+	// Every prefix of the address starts with "j", which nothing else in
+	// the text or the tokenized form holds.
+	check := func(what, got string) {
+		t.Helper()
+		if strings.Contains(got, "j") {
+			t.Errorf("%s: a part of the address leaked: %q", what, got)
+		}
+	}
+	// The address and the words around it; the cap applies after the
+	// tokenized text shrank and leaves room for its note.
+	for n := len(text) - 60; n <= len(text); n++ {
+		s, _ := openGuard(t, &policy.Policy{}, false)
+		out := tokenizeResult(t.Context(), s, s.Begin(), &CodeResult{
+			ExecResult: sandbox.ExecResult{OutputTruncated: n < len(text)}, Stdout: []byte(text[:n])})
+		check(fmt.Sprintf("sandbox cut at %d", n), string(out.Stdout))
+		if n == len(text) && !strings.Contains(string(out.Stdout), "[EMAIL_1]") {
+			t.Errorf("the whole text: %q", out.Stdout)
+		}
+	}
+	for limit := len(text) - 100; limit <= len(text)+100; limit++ {
+		s, _ := openGuard(t, &policy.Policy{MaxOutput: int64(limit)}, false)
+		out := tokenizeResult(t.Context(), s, s.Begin(), &CodeResult{Stdout: []byte(text)})
+		check(fmt.Sprintf("max_output %d", limit), string(out.Stdout))
+		if strings.Contains(string(out.Stdout), "[EMAIL") && !strings.Contains(string(out.Stdout), "[EMAIL_1]") {
+			t.Errorf("max_output %d split the token: %q", limit, out.Stdout)
+		}
+	}
+}
+
+func TestDropCutTail(t *testing.T) {
+	long := strings.Repeat("word ", 60)
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"done\n", "done\n"},
+		{"a\nmail jane.doe@cor", "a\n"},
+		{"mail jane.doe@cor", ""},
+		{long + "mail jane.doe@cor", long[:60]},
+		{`{"a":"` + long + `","b":"jane.doe@cor`, `{"a":"` + long[:60]},
+		// A space between digits may sit inside a number.
+		{"a " + strings.Repeat("x", 250) + " 4111 1111 " + strings.Repeat("y", 250), "a "},
+		{strings.Repeat("x", 300), ""},
+	} {
+		if got := dropCutTail(tc.in); got != tc.want {
+			t.Errorf("dropCutTail(%.20q…) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 // is evaluated on its own and every problem points at its own line.
 type rawPolicy struct {
 	Strict       *hcl.Attribute   `hcl:"strict,optional"`
+	PIIFailOpen  *hcl.Attribute   `hcl:"pii_fail_open,optional"`
 	MaxToolCalls *hcl.Attribute   `hcl:"max_tool_calls,optional"`
 	MaxOutput    *hcl.Attribute   `hcl:"max_output,optional"`
 	Allow        *hcl.Attribute   `hcl:"allow,optional"`
@@ -55,6 +56,12 @@ func Decode(body hcl.Body) (*Policy, hcl.Diagnostics) {
 	d := &decoder{diags: diags}
 	if v, ok := d.bool(raw.Strict); ok {
 		p.Strict = v
+	}
+	if v, ok := d.bool(raw.PIIFailOpen); ok {
+		p.PIIFailOpen = v
+		if v && p.Strict {
+			d.errorf(raw.PIIFailOpen.Range, "Conflicting pii_fail_open", "a strict policy fails closed; remove pii_fail_open or strict.")
+		}
 	}
 	if n, ok := d.positiveInt(raw.MaxToolCalls, `use deny = ["*"] to forbid tool calls`); ok {
 		p.MaxToolCalls = n

@@ -9,6 +9,7 @@
 //	tenant "acme" {
 //	  policy {
 //	    strict         = true                 # a guard plugin down: deny (default false: allow, log a warning)
+//	    pii_fail_open  = false                # a guard that cannot detect: send model-facing output untokenized (default false: withhold it)
 //	    max_tool_calls = 50                   # per execution (default unlimited)
 //	    max_output     = "1MiB"               # bytes back to the model, after tokenization (default unlimited)
 //

@@ -21,6 +21,11 @@ import (
 type Policy struct {
 	// Strict fails closed when a guard plugin is unavailable.
 	Strict bool
+	// PIIFailOpen lets model-facing output go out untokenized while a
+	// guard cannot detect (down, restarting, erroring). Off by default:
+	// such output is withheld whatever Strict says, as raw PII would
+	// otherwise reach the model. Strict wins over it.
+	PIIFailOpen bool
 	// MaxToolCalls bounds the tool calls of one execution; 0: unlimited.
 	MaxToolCalls int
 	// MaxOutput bounds what one execution returns to the model, in bytes

@@ -359,3 +359,29 @@ func TestBareSize(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodePIIFailOpen: detection fails closed unless the policy opts
+// out, and a strict policy cannot opt out.
+func TestDecodePIIFailOpen(t *testing.T) {
+	for _, tc := range []struct {
+		src      string
+		want     bool
+		conflict bool
+	}{
+		{src: ``, want: false},
+		{src: `pii_fail_open = false`, want: false},
+		{src: `pii_fail_open = true`, want: true},
+		{src: "strict = true\npii_fail_open = true", conflict: true},
+	} {
+		p, diags := policy.Decode(parseBody(t, "tenant \"t\" {\npolicy {\n"+tc.src+"\n}\n}\n"))
+		if tc.conflict {
+			if p != nil || len(diags) != 1 || diags[0].Summary != "Conflicting pii_fail_open" || diags[0].Subject.Start.Line != 4 {
+				t.Errorf("%q: %+v, %v; want a conflict on line 4", tc.src, p, diags)
+			}
+			continue
+		}
+		if diags.HasErrors() || p.PIIFailOpen != tc.want {
+			t.Errorf("%q: pii_fail_open = %v, %v; want %v", tc.src, p.PIIFailOpen, diags, tc.want)
+		}
+	}
+}

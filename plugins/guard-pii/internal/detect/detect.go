@@ -206,6 +206,9 @@ func (d *Detector) Types() []string {
 // asking for everything returns. Person is only looked up (one call to the
 // NER endpoint) when asked for; if that call fails Detect fails, because a
 // partial answer would leave names in the clear.
+//
+// The local detectors read fullwidth forms as ASCII and skip zero-width
+// characters (see fold); spans are always offsets into text.
 func (d *Detector) Detect(ctx context.Context, text string, types []string) ([]Span, error) {
 	want := d.enabled
 	if len(types) > 0 {
@@ -233,7 +236,11 @@ func (d *Detector) Detect(ctx context.Context, text string, types []string) ([]S
 			people <- nerResult{s, err}
 		}()
 	}
-	spans := d.local(text)
+	norm, at := fold(text)
+	spans := d.local(norm)
+	if at != nil {
+		unfold(spans, at)
+	}
 	if people != nil {
 		r := <-people
 		if r.err != nil {

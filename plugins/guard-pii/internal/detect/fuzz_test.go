@@ -88,6 +88,7 @@ func FuzzDetect(f *testing.F) {
 	f.Add("eyJaaaaaaaaaaaa.eyJbbbbbbbbbbbb.")
 	f.Add("::::ffff:1.2.3.4::: 1::2::3 fe80::%")
 	f.Add("\xff\xfe@\xc3.com 4111\xa01111")
+	f.Add("ｊａｎｅ＠ｅｘａｍｐｌｅ．ｃｏｍ ja\u200bne@x.com \u3000\xef\xbc")
 	d := mustNew(f, detect.Options{})
 	f.Fuzz(func(t *testing.T, text string) {
 		spans, err := d.Detect(context.Background(), text, nil)
