@@ -99,7 +99,7 @@ func (b *box) attach(ctx context.Context, p *boxPipes) error {
 	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
 		b.pidfd = fd
 	}
-	if b.cg != nil {
+	if b.cg != nil && !b.cg.entered {
 		// The zygote forks nothing before its first execution, so every
 		// process of the program starts inside the cgroup.
 		if err := b.cg.add(pid); err != nil {

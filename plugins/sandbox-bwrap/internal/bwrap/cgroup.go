@@ -11,8 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // cgroupFS describes where the cgroup controllers this plugin uses live.
@@ -40,6 +38,8 @@ type sandboxCgroup struct {
 	dirs []string
 	// home[i] is the plugin's own cgroup of the controller of dirs[i] (v1).
 	home []string
+	// entered is set once bwrap started in the cgroup (see enter).
+	entered bool
 }
 
 // mountInfo is one line of /proc/self/mountinfo, reduced to what matters.
@@ -286,7 +286,7 @@ func (fs *cgroupFS) create(id string, lim cgroupLimits) (*sandboxCgroup, error) 
 // anything could kill the cgroup's processes, which include the plugin
 // while the thread is inside; on v2 cmd is cloned into the cgroup
 // (CLONE_INTO_CGROUP). When the thread cannot be moved, enter does nothing:
-// the sandbox then sees its cgroup's path, as add still moves it.
+// the sandbox then sees its cgroup's path, as add moves it afterwards.
 func (cg *sandboxCgroup) enter(cmd *exec.Cmd) (leave func() error, err error) {
 	if cg.v2 {
 		f, err := os.Open(cg.dirs[0])
@@ -294,12 +294,14 @@ func (cg *sandboxCgroup) enter(cmd *exec.Cmd) (leave func() error, err error) {
 			return nil, err
 		}
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(f.Fd())
+		cg.entered = true
 		return f.Close, nil
 	}
-	tid := strconv.Itoa(unix.Gettid())
 	move := func(dirs []string) error {
 		for _, d := range dirs {
-			if err := writeFile(filepath.Join(d, "tasks"), tid); err != nil {
+			// "0" is the calling thread; named so, the kernel moves it
+			// without the global lock a migration by id takes.
+			if err := writeFile(filepath.Join(d, "tasks"), "0"); err != nil {
 				return err
 			}
 		}
@@ -312,6 +314,7 @@ func (cg *sandboxCgroup) enter(cmd *exec.Cmd) (leave func() error, err error) {
 	if err := move(cg.dirs); err != nil {
 		return nil, errors.Join(fmt.Errorf("move the launching thread into the sandbox's cgroup: %w", err), move(cg.home))
 	}
+	cg.entered = true
 	return func() error { return move(cg.home) }, nil
 }
 
