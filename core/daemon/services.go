@@ -139,9 +139,13 @@ func (s *services) sandboxTemplate(tenant string) (sandbox.CreateRequest, error)
 	if err != nil {
 		return sandbox.CreateRequest{}, err
 	}
+	servers, err := s.serverMounts(t)
+	if err != nil {
+		return sandbox.CreateRequest{}, err
+	}
 	lim := s.cfg.Sandbox.Limits
 	return sandbox.CreateRequest{
-		Mounts: append(t.Mounts(), sandbox.Mount{Source: s.cfg.Daemon.ServersDir, Target: sandboxServers, ReadOnly: true}),
+		Mounts: append(t.Mounts(), servers...),
 		Limits: sandbox.Limits{
 			MemoryBytes: lim.Memory,
 			Pids:        int64(lim.PIDs),

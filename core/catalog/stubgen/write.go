@@ -191,6 +191,12 @@ func boolInt(b bool) int {
 	return 0
 }
 
+// IsGeneratedPackage reports whether dir is a package the generator wrote (its
+// __init__.py carries the marker), not hand-written local tools.
+func IsGeneratedPackage(dir string) bool {
+	return isGenerated(filepath.Join(dir, "__init__.py"))
+}
+
 // isGenerated reports whether the file at p starts with the generated marker.
 func isGenerated(p string) bool {
 	f, err := os.Open(p)

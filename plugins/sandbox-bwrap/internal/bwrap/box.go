@@ -72,7 +72,7 @@ func startBox(ctx context.Context, s *settings, spec *boxSpec, libDir, stageDir 
 	if s.runAs != nil {
 		binds = spec.mounts
 	}
-	if err := launch(cmd, stageDir, binds, b.exited); err != nil {
+	if err := launch(cmd, stageDir, binds, cg, b.exited); err != nil {
 		closeFiles(p.parentEnds...)
 		closeFiles(p.childEnds...)
 		return nil, fmt.Errorf("start sandbox %s: run %s: %w", spec.id, s.bwrap, err)
@@ -99,7 +99,7 @@ func (b *box) attach(ctx context.Context, p *boxPipes) error {
 	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
 		b.pidfd = fd
 	}
-	if b.cg != nil {
+	if b.cg != nil && !b.cg.entered {
 		// The zygote forks nothing before its first execution, so every
 		// process of the program starts inside the cgroup.
 		if err := b.cg.add(pid); err != nil {
@@ -254,7 +254,9 @@ func stagedSources(stageDir string, n int) []string {
 // directory. So the thread also gets its own mount namespace, in which a
 // tmpfs covers stageDir and each bind's source is mounted at
 // stagedSources(stageDir)[i]. Nothing of this is visible on the host.
-func launch(cmd *exec.Cmd, stageDir string, binds []sandbox.Mount, exited chan struct{}) error {
+//
+// With cg, bwrap starts in the sandbox's cgroup (see sandboxCgroup.enter).
+func launch(cmd *exec.Cmd, stageDir string, binds []sandbox.Mount, cg *sandboxCgroup, exited chan struct{}) error {
 	started := make(chan error, 1)
 	go func() {
 		// Never unlocked: when this goroutine returns, the thread and its
@@ -266,7 +268,27 @@ func launch(cmd *exec.Cmd, stageDir string, binds []sandbox.Mount, exited chan s
 				return
 			}
 		}
-		if err := cmd.Start(); err != nil {
+		leave := func() error { return nil }
+		if cg != nil {
+			var err error
+			if leave, err = cg.enter(cmd); err != nil {
+				started <- err
+				return
+			}
+		}
+		err := cmd.Start()
+		if lerr := leave(); lerr != nil {
+			if err == nil {
+				// The thread stays in the sandbox's cgroup, whose kill
+				// would take the plugin: end bwrap and this thread.
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				close(exited)
+			}
+			started <- fmt.Errorf("leave the sandbox's cgroup: %w", lerr)
+			return
+		}
+		if err != nil {
 			started <- err
 			return
 		}

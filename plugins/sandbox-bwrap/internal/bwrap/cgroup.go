@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +20,9 @@ type cgroupFS struct {
 	// parent is the directory that holds sandbox cgroups, one per
 	// controller on v1 (key = controller) or one under "" on v2.
 	parent map[string]string
+	// own is the plugin's own cgroup per v1 controller, where a launching
+	// thread returns to (see sandboxCgroup.enter).
+	own map[string]string
 }
 
 // limits a sandbox cgroup enforces.
@@ -32,6 +36,10 @@ type cgroupLimits struct {
 type sandboxCgroup struct {
 	v2   bool
 	dirs []string
+	// home[i] is the plugin's own cgroup of the controller of dirs[i] (v1).
+	home []string
+	// entered is set once bwrap started in the cgroup (see enter).
+	entered bool
 }
 
 // mountInfo is one line of /proc/self/mountinfo, reduced to what matters.
@@ -135,7 +143,7 @@ func detectCgroups(procRoot, name, override string) (*cgroupFS, error) {
 }
 
 func setupV1(mounts map[string]mountInfo, own map[string]string, name, override string) (*cgroupFS, error) {
-	fs := &cgroupFS{parent: map[string]string{}}
+	fs := &cgroupFS{parent: map[string]string{}, own: map[string]string{}}
 	for _, c := range []string{"memory", "pids", "cpu"} {
 		m, ok := mounts[c]
 		if !ok {
@@ -157,6 +165,7 @@ func setupV1(mounts map[string]mountInfo, own map[string]string, name, override 
 			return nil, fmt.Errorf("cgroup v1 %s controller is not writable: %w", c, err)
 		}
 		fs.parent[c] = dir
+		fs.own[c] = cgroupDir(m, own[c])
 	}
 	return fs, nil
 }
@@ -223,8 +232,9 @@ func (fs *cgroupFS) create(id string, lim cgroupLimits) (*sandboxCgroup, error) 
 	cg := &sandboxCgroup{v2: fs.v2}
 	type setting struct{ file, value string }
 	var plan map[string][]setting
+	// pids.max counts bwrap too, which starts in the cgroup (see enter).
 	if fs.v2 {
-		s := []setting{{"memory.max", strconv.FormatInt(lim.memory, 10)}, {"memory.swap.max", "0"}, {"pids.max", strconv.FormatInt(lim.pids, 10)}}
+		s := []setting{{"memory.max", strconv.FormatInt(lim.memory, 10)}, {"memory.swap.max", "0"}, {"pids.max", strconv.FormatInt(lim.pids+1, 10)}}
 		if lim.cpusMilli > 0 {
 			s = append(s, setting{"cpu.max", fmt.Sprintf("%d 100000", lim.cpusMilli*100)})
 		}
@@ -233,7 +243,7 @@ func (fs *cgroupFS) create(id string, lim cgroupLimits) (*sandboxCgroup, error) 
 		plan = map[string][]setting{
 			// memsw after the plain limit: it may not be below it.
 			"memory": {{"memory.limit_in_bytes", strconv.FormatInt(lim.memory, 10)}, {"memory.memsw.limit_in_bytes", strconv.FormatInt(lim.memory, 10)}},
-			"pids":   {{"pids.max", strconv.FormatInt(lim.pids, 10)}},
+			"pids":   {{"pids.max", strconv.FormatInt(lim.pids+1, 10)}},
 		}
 		if lim.cpusMilli > 0 {
 			plan["cpu"] = []setting{{"cpu.cfs_period_us", "100000"}, {"cpu.cfs_quota_us", strconv.FormatInt(lim.cpusMilli*100, 10)}}
@@ -254,6 +264,7 @@ func (fs *cgroupFS) create(id string, lim cgroupLimits) (*sandboxCgroup, error) 
 			return nil, fmt.Errorf("create cgroup %s: %w", dir, err)
 		}
 		cg.dirs = append(cg.dirs, dir)
+		cg.home = append(cg.home, fs.own[ctrl])
 		for _, s := range settings {
 			err := writeFile(filepath.Join(dir, s.file), s.value)
 			if err != nil && (errors.Is(err, os.ErrNotExist) && (s.file == "memory.memsw.limit_in_bytes" || s.file == "memory.swap.max")) {
@@ -266,6 +277,45 @@ func (fs *cgroupFS) create(id string, lim cgroupLimits) (*sandboxCgroup, error) 
 		}
 	}
 	return cg, nil
+}
+
+// enter makes the next process the calling OS thread starts (bwrap) begin
+// in the cgroup, so that the cgroup namespace bwrap creates is rooted there
+// and /proc/self/cgroup in the sandbox names no host cgroup. On v1 it moves
+// the thread itself (through "tasks"), and leave moves it back before
+// anything could kill the cgroup's processes, which include the plugin
+// while the thread is inside; on v2 cmd is cloned into the cgroup
+// (CLONE_INTO_CGROUP). When the thread cannot be moved, enter does nothing:
+// the sandbox then sees its cgroup's path, as add moves it afterwards.
+func (cg *sandboxCgroup) enter(cmd *exec.Cmd) (leave func() error, err error) {
+	if cg.v2 {
+		f, err := os.Open(cg.dirs[0])
+		if err != nil {
+			return nil, err
+		}
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(f.Fd())
+		cg.entered = true
+		return f.Close, nil
+	}
+	move := func(dirs []string) error {
+		for _, d := range dirs {
+			// "0" is the calling thread; named so, the kernel moves it
+			// without the global lock a migration by id takes.
+			if err := writeFile(filepath.Join(d, "tasks"), "0"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Moving home first proves the thread can go back.
+	if move(cg.home) != nil {
+		return func() error { return nil }, nil
+	}
+	if err := move(cg.dirs); err != nil {
+		return nil, errors.Join(fmt.Errorf("move the launching thread into the sandbox's cgroup: %w", err), move(cg.home))
+	}
+	cg.entered = true
+	return func() error { return move(cg.home) }, nil
 }
 
 // add moves a process into the cgroup.
@@ -289,7 +339,9 @@ func (cg *sandboxCgroup) kill() {
 			continue
 		}
 		for _, f := range strings.Fields(string(data)) {
-			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+			// Never the plugin: a launching thread may be in the cgroup
+			// for a moment (see enter), and v1 lists it by its process.
+			if pid, err := strconv.Atoi(f); err == nil && pid > 0 && pid != os.Getpid() {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}

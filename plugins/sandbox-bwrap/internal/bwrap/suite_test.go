@@ -435,3 +435,25 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestCgroupNamespace checks that /proc/self/cgroup names no host cgroup:
+// the sandbox's cgroup namespace is rooted at its own cgroup, so neither
+// the plugin's cgroup nor the sandbox id (which names the tenant) shows.
+func TestCgroupNamespace(t *testing.T) {
+	sb := backend(t, `{}`)
+	id, _ := box(t, sb, sandbox.Limits{})
+	h := &plugintest.Host{}
+	res := run(t, sb, id, "import subprocess\nprint(open('/proc/self/cgroup').read(), end='')\nsubprocess.run(['cat', '/proc/self/cgroup'], check=True)", h)
+	out := h.Stdout()
+	if res.ExitCode != 0 || out == "" {
+		t.Fatalf("exit %d stdout %q stderr %q", res.ExitCode, out, h.Stderr())
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasSuffix(line, ":/") {
+			t.Errorf("/proc/self/cgroup line %q is not the namespace's root", line)
+		}
+	}
+	if strings.Contains(out, id) || strings.Contains(out, "tenant-a") || strings.Contains(out, "cexec") {
+		t.Errorf("/proc/self/cgroup names the host's layout:\n%s", out)
+	}
+}
