@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -289,30 +288,4 @@ func (t *Tenant) close() error {
 	t.gone = errManagerClosed
 	t.mu.Unlock()
 	return t.closeRoots()
-}
-
-// walkUsage sums the sizes of every non-directory entry under root. Files
-// that vanish during the walk (sandboxed code still running) are skipped;
-// the walk never leaves root.
-func walkUsage(root *os.Root) (int64, error) {
-	var total int64
-	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == "." {
-				return err
-			}
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		if info, err := d.Info(); err == nil {
-			total += info.Size()
-		}
-		return nil
-	})
-	return total, err
 }
