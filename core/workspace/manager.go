@@ -450,7 +450,7 @@ func (m *Manager) collect(id string, olderThan time.Duration, dryRun bool) (*GCE
 		defer t.life.Unlock()
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		if t.running > 0 {
+		if t.running > 0 || t.measuring {
 			return nil, "", nil
 		}
 		lastUsed = t.lastUsed

@@ -1,9 +1,12 @@
 package workspace
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,5 +123,70 @@ func BenchmarkWalkUsage(b *testing.B) {
 			}
 			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N)/float64(bc.entries), "ns/entry")
 		})
+	}
+}
+
+// TestUsageOffRequestPath: with a 3,000-level chain in the workspace and a
+// disk quota, executions and host writes never walk it; the accountant does,
+// in the background, debounced, and its figure then gates writes.
+func TestUsageOffRequestPath(t *testing.T) {
+	var armed atomic.Bool
+	var walks atomic.Int64
+	gate := make(chan struct{})
+	walkHook = func() {
+		if armed.Load() {
+			walks.Add(1)
+			<-gate
+		}
+	}
+	defer func() { walkHook = nil }()
+
+	m := newManager(t, Options{DefaultQuota: Quota{DiskBytes: 1 << 20}})
+	tn := mustTenant(t, m, "acme")
+	if _, err := tn.DiskUsage(); err != nil { // the first figure
+		t.Fatal(err)
+	}
+	makeChain(t, tn.WorkspaceDir(), 3000, 2<<20)
+	armed.Store(true)
+
+	done := make(chan error, 1)
+	go func() {
+		for i := range 3 {
+			run, err := tn.Begin("s")
+			if err != nil {
+				done <- err
+				return
+			}
+			if _, err := run.Finish(Entry{Code: "print(1)"}); err != nil {
+				done <- err
+				return
+			}
+			if _, err := tn.SaveState(fmt.Sprint("s", i, ".json"), json.RawMessage(`1`)); err != nil {
+				done <- err
+				return
+			}
+			if _, err := tn.DiskUsage(); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		close(gate)
+		t.Fatal("an execution or a host write walked the workspace (it waited for the blocked walk)")
+	}
+	close(gate)
+	settle(tn)
+	if n := walks.Load(); n < 1 || n > 2 {
+		t.Errorf("the accountant walked %d times for 3 executions, want 1 or 2 (debounced)", n)
+	}
+	if _, err := tn.SaveState("more.json", json.RawMessage(`2`)); !errors.Is(err, ErrQuotaExceeded) {
+		t.Errorf("SaveState after the accountant saw the chain = %v, want ErrQuotaExceeded", err)
 	}
 }
