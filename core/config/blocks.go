@@ -103,6 +103,9 @@ type Tenant struct {
 	DiskQuota int64
 	// MaxConcurrent bounds simultaneous executions; 0 means unlimited.
 	MaxConcurrent int
+	// MaxSessionLog bounds one session's log in bytes; 0 means the
+	// workspace default.
+	MaxSessionLog int64
 	// AllowedServers lists the upstream servers the tenant may call; nil
 	// means all of them.
 	AllowedServers []string
@@ -428,6 +431,9 @@ func (d *decoder) tenants(cfg *Config, raws []*rawTenant) {
 			t.DiskQuota, _ = d.size(r.DiskQuota, append(base, "disk_quota"))
 		}
 		t.MaxConcurrent, _ = d.integer(r.MaxConcurrent, append(base, "max_concurrent"), 0)
+		if r.MaxSessionLog != nil {
+			t.MaxSessionLog, _ = d.size(r.MaxSessionLog, append(base, "max_session_log"))
+		}
 		if l, ok := d.strList(r.AllowedServers, append(base, "allowed_servers")); ok {
 			t.AllowedServers = l
 			for i, name := range l {

@@ -23,6 +23,10 @@ import (
 // Defaults of Options.
 const (
 	DefaultMaxStateBytes = 10 << 20
+	// DefaultMaxSessionLog bounds one session's log when the quota sets
+	// no other bound: an agent's session is a few MiB at most, and a log
+	// grown past this is a program filling it through checkpoint.
+	DefaultMaxSessionLog = 64 << 20
 	DefaultPython        = "/usr/bin/python3"
 )
 
@@ -38,6 +42,23 @@ type Quota struct {
 	// AllowedServers lists the upstream servers the tenant may call; nil
 	// allows all of them.
 	AllowedServers []string
+	// MaxSessionLog bounds one session's log in bytes; 0 means
+	// DefaultMaxSessionLog.
+	MaxSessionLog int64
+}
+
+// quotaOf is the quota of a tenant block.
+func quotaOf(d *config.Tenant) Quota {
+	return Quota{DiskBytes: d.DiskQuota, MaxConcurrent: d.MaxConcurrent, AllowedServers: d.AllowedServers,
+		MaxSessionLog: d.MaxSessionLog}
+}
+
+// maxSessionLog is the bound on one session's log.
+func (q Quota) maxSessionLog() int64 {
+	if q.MaxSessionLog > 0 {
+		return q.MaxSessionLog
+	}
+	return DefaultMaxSessionLog
 }
 
 // Options configure a Manager.
@@ -237,7 +258,7 @@ func (m *Manager) open(id string, decl *config.Tenant) (*Tenant, error) {
 	t := &Tenant{m: m, id: id, dir: dir, root: root, declared: decl != nil, quota: m.opts.DefaultQuota,
 		valid: newValidatedFiles()}
 	if decl != nil {
-		t.quota = Quota{DiskBytes: decl.DiskQuota, MaxConcurrent: decl.MaxConcurrent, AllowedServers: decl.AllowedServers}
+		t.quota = quotaOf(decl)
 	}
 	own := m.opts.Owner
 	err = mkdirs(root, nil, "sessions")
@@ -330,7 +351,7 @@ func (m *Manager) Tenants(ctx context.Context) ([]TenantInfo, error) {
 		}
 		info := TenantInfo{ID: id, Declared: m.declared[id] != nil, Quota: m.opts.DefaultQuota}
 		if d := m.declared[id]; d != nil {
-			info.Quota = Quota{DiskBytes: d.DiskQuota, MaxConcurrent: d.MaxConcurrent, AllowedServers: d.AllowedServers}
+			info.Quota = quotaOf(d)
 		}
 		if !slices.Contains(names, id) {
 			out = append(out, info)
