@@ -106,6 +106,9 @@ type Tenant struct {
 	// MaxSessionLog bounds one session's log in bytes; 0 means the
 	// workspace default.
 	MaxSessionLog int64
+	// SessionTTL is how long a session (log, checkpoints, PII vault)
+	// outlives its last entry; 0 means the workspace default.
+	SessionTTL time.Duration
 	// AllowedServers lists the upstream servers the tenant may call; nil
 	// means all of them.
 	AllowedServers []string
@@ -433,6 +436,9 @@ func (d *decoder) tenants(cfg *Config, raws []*rawTenant) {
 		t.MaxConcurrent, _ = d.integer(r.MaxConcurrent, append(base, "max_concurrent"), 0)
 		if r.MaxSessionLog != nil {
 			t.MaxSessionLog, _ = d.size(r.MaxSessionLog, append(base, "max_session_log"))
+		}
+		if r.SessionTTL != nil {
+			t.SessionTTL, _ = d.duration(r.SessionTTL, append(base, "session_ttl"))
 		}
 		if l, ok := d.strList(r.AllowedServers, append(base, "allowed_servers")); ok {
 			t.AllowedServers = l

@@ -76,8 +76,9 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{10, "Invalid size", false},
 		}},
 		{"tenant_caps.hcl", []wantDiag{
-			{7, "Invalid size", false},
-			{11, "Invalid size", false},
+			{8, "Invalid size", false},
+			{9, "Invalid duration", false},
+			{13, "Invalid size", false},
 		}},
 		{"bad_sync.hcl", []wantDiag{
 			{4, "Invalid sync", false},

@@ -101,6 +101,7 @@ type rawTenant struct {
 	DiskQuota      *hcl.Attribute `hcl:"disk_quota,optional"`
 	MaxConcurrent  *hcl.Attribute `hcl:"max_concurrent,optional"`
 	MaxSessionLog  *hcl.Attribute `hcl:"max_session_log,optional"`
+	SessionTTL     *hcl.Attribute `hcl:"session_ttl,optional"`
 	AllowedServers *hcl.Attribute `hcl:"allowed_servers,optional"`
 	Policy         *rawPolicy     `hcl:"policy,block"`
 	DeclRange      hcl.Range      `hcl:",def_range"`

@@ -45,12 +45,15 @@ type Quota struct {
 	// MaxSessionLog bounds one session's log in bytes; 0 means
 	// DefaultMaxSessionLog.
 	MaxSessionLog int64
+	// SessionTTL is how long a session outlives its last entry; 0 means
+	// DefaultSessionTTL.
+	SessionTTL time.Duration
 }
 
 // quotaOf is the quota of a tenant block.
 func quotaOf(d *config.Tenant) Quota {
 	return Quota{DiskBytes: d.DiskQuota, MaxConcurrent: d.MaxConcurrent, AllowedServers: d.AllowedServers,
-		MaxSessionLog: d.MaxSessionLog}
+		MaxSessionLog: d.MaxSessionLog, SessionTTL: d.SessionTTL}
 }
 
 // maxSessionLog is the bound on one session's log.
@@ -95,6 +98,12 @@ type Options struct {
 	// 0711 (enter, not list) so it can reach its own; session logs stay
 	// cexecd's. Nil leaves everything owned by cexecd, mode 0700.
 	Owner *Owner
+	// ExpireInterval is the period of the background sweep that removes
+	// expired sessions (ExpireSessions); 0 means no sweep.
+	ExpireInterval time.Duration
+	// ExpireVault, when set, removes an expiring session's PII vault
+	// before its log goes; an error keeps the session for the next sweep.
+	ExpireVault func(tenant, session string) error
 	// Logger receives warnings (repaired logs, GC); nil discards them.
 	Logger hclog.Logger
 	// Now is the clock; nil means time.Now. Tests move it.
@@ -123,6 +132,9 @@ type Manager struct {
 	// stopSync and syncDone stop SyncBatched's background pass.
 	stopSync chan struct{}
 	syncDone chan struct{}
+	// stopExpire and expireDone stop the session expiry sweep.
+	stopExpire chan struct{}
+	expireDone chan struct{}
 
 	mu      sync.Mutex
 	tenants map[string]*Tenant
@@ -193,12 +205,21 @@ func New(opts Options) (*Manager, error) {
 		m.stopSync, m.syncDone = make(chan struct{}), make(chan struct{})
 		go m.syncLoop(interval, m.stopSync, m.syncDone)
 	}
+	if opts.ExpireInterval > 0 {
+		m.stopExpire, m.expireDone = make(chan struct{}), make(chan struct{})
+		go m.expireLoop(opts.ExpireInterval, m.stopExpire, m.expireDone)
+	}
 	return m, nil
 }
 
 // Close flushes pending writes to disk and releases the open tenant
 // folders. The Manager is unusable after.
 func (m *Manager) Close() error {
+	if m.stopExpire != nil {
+		close(m.stopExpire)
+		<-m.expireDone
+		m.stopExpire = nil
+	}
 	if m.stopSync != nil {
 		close(m.stopSync)
 		<-m.syncDone
