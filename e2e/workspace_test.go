@@ -18,7 +18,7 @@ import (
 )
 
 // workspaceSetup is a setup whose daemon shares the repository's skills/
-// and declares tenant "capped" with a small disk quota.
+// and declares tenant "capped" with a small disk quota and session log.
 func workspaceSetup(t *testing.T) setup {
 	t.Helper()
 	s := newSetup(t)
@@ -31,7 +31,7 @@ func workspaceSetup(t *testing.T) setup {
 		t.Fatal(err)
 	}
 	cfg := strings.Replace(string(b), "cexec {\n", fmt.Sprintf("cexec {\n  skills_dir = %q\n", skills), 1)
-	cfg += "\ntenant \"capped\" {\n  disk_quota = \"64KiB\"\n}\n"
+	cfg += "\ntenant \"capped\" {\n  disk_quota = \"64KiB\"\n  max_session_log = \"64KiB\"\n}\n"
 	if err := os.WriteFile(s.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

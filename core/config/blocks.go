@@ -103,6 +103,12 @@ type Tenant struct {
 	DiskQuota int64
 	// MaxConcurrent bounds simultaneous executions; 0 means unlimited.
 	MaxConcurrent int
+	// MaxSessionLog bounds one session's log in bytes; 0 means the
+	// workspace default.
+	MaxSessionLog int64
+	// SessionTTL is how long a session (log, checkpoints, PII vault)
+	// outlives its last entry; 0 means the workspace default.
+	SessionTTL time.Duration
 	// AllowedServers lists the upstream servers the tenant may call; nil
 	// means all of them.
 	AllowedServers []string
@@ -428,6 +434,12 @@ func (d *decoder) tenants(cfg *Config, raws []*rawTenant) {
 			t.DiskQuota, _ = d.size(r.DiskQuota, append(base, "disk_quota"))
 		}
 		t.MaxConcurrent, _ = d.integer(r.MaxConcurrent, append(base, "max_concurrent"), 0)
+		if r.MaxSessionLog != nil {
+			t.MaxSessionLog, _ = d.size(r.MaxSessionLog, append(base, "max_session_log"))
+		}
+		if r.SessionTTL != nil {
+			t.SessionTTL, _ = d.duration(r.SessionTTL, append(base, "session_ttl"))
+		}
 		if l, ok := d.strList(r.AllowedServers, append(base, "allowed_servers")); ok {
 			t.AllowedServers = l
 			for i, name := range l {

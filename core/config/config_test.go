@@ -74,7 +74,7 @@ func TestLoadValid(t *testing.T) {
 		t.Errorf("streamable transport = %q", s.Transport)
 	}
 	acme := cfg.Tenant("acme")
-	if acme.DiskQuota != 1<<30 || acme.MaxConcurrent != 2 || !reflect.DeepEqual(acme.AllowedServers, []string{"filesystem"}) || acme.Policy == nil || acme.PolicyRange.Start.Line != 77 {
+	if acme.DiskQuota != 1<<30 || acme.MaxSessionLog != 16<<20 || acme.MaxConcurrent != 2 || !reflect.DeepEqual(acme.AllowedServers, []string{"filesystem"}) || acme.Policy == nil || acme.PolicyRange.Start.Line != 78 {
 		t.Errorf("tenant acme = %+v", acme)
 	}
 	if def := cfg.Tenant("default"); def.AllowedServers != nil || def.Policy != nil || def.DiskQuota != 0 {

@@ -75,6 +75,11 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{4, "Size too large", false},
 			{10, "Invalid size", false},
 		}},
+		{"tenant_caps.hcl", []wantDiag{
+			{8, "Invalid size", false},
+			{9, "Invalid duration", false},
+			{13, "Invalid size", false},
+		}},
 		{"bad_sync.hcl", []wantDiag{
 			{4, "Invalid sync", false},
 		}},
@@ -110,6 +115,10 @@ func TestFixtureDiagnostics(t *testing.T) {
 			`write memory = "256MiB" for mebibytes or "256B" for bytes`,
 			`write output = "1024MiB"`,
 			`write disk_quota = "1MiB"`,
+		},
+		"tenant_caps.hcl": {
+			`write max_session_log = "4096MiB" for mebibytes or "4096B" for bytes`,
+			`"max_session_log": not a size`,
 		},
 	}
 	for _, tt := range tests {

@@ -97,7 +97,7 @@ func (c *Config) view(plugins []any) map[string]any {
 	tenants := make([]any, len(c.Tenants))
 	for i, t := range c.Tenants {
 		tenants[i] = map[string]any{
-			"id": t.ID, "disk_quota": t.DiskQuota, "max_concurrent": t.MaxConcurrent,
+			"id": t.ID, "disk_quota": t.DiskQuota, "max_concurrent": t.MaxConcurrent, "max_session_log": t.MaxSessionLog, "session_ttl": t.SessionTTL.String(),
 			"allowed_servers": t.AllowedServers, "policy": t.Policy != nil,
 		}
 	}

@@ -100,6 +100,8 @@ type rawTenant struct {
 	IDRange        hcl.Range      `hcl:"id,label_range"`
 	DiskQuota      *hcl.Attribute `hcl:"disk_quota,optional"`
 	MaxConcurrent  *hcl.Attribute `hcl:"max_concurrent,optional"`
+	MaxSessionLog  *hcl.Attribute `hcl:"max_session_log,optional"`
+	SessionTTL     *hcl.Attribute `hcl:"session_ttl,optional"`
 	AllowedServers *hcl.Attribute `hcl:"allowed_servers,optional"`
 	Policy         *rawPolicy     `hcl:"policy,block"`
 	DeclRange      hcl.Range      `hcl:",def_range"`

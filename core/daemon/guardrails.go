@@ -8,7 +8,6 @@ import (
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/guard/policy"
-	"github.com/cexec/cexec/core/guard/vault"
 	guardapi "github.com/cexec/cexec/pluginapi/guard"
 )
 
@@ -40,10 +39,6 @@ func (s *services) startGuards(host guardHost) error {
 		// this only guards against serving without the policies.
 		return fmt.Errorf("decode tenant policies: %w", diags)
 	}
-	store, err := vault.NewStore(vault.Options{DataDir: cfg.Daemon.DataDir, Logger: log})
-	if err != nil {
-		return fmt.Errorf("open pii vaults: %w", err)
-	}
 	guards := make([]guard.Named, 0, len(cfg.Pipeline.Guards))
 	for _, name := range cfg.Pipeline.Guards {
 		g, err := host.Guard(name)
@@ -54,7 +49,8 @@ func (s *services) startGuards(host guardHost) error {
 		}
 		guards = append(guards, guard.Named{Name: name, Plugin: g})
 	}
-	s.guards, err = guard.New(guard.Options{Guards: guards, Policies: policies, Vaults: store, Logger: log})
+	var err error
+	s.guards, err = guard.New(guard.Options{Guards: guards, Policies: policies, Vaults: s.vaults, Logger: log})
 	if err != nil {
 		return fmt.Errorf("build guardrails: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/guard"
+	"github.com/cexec/cexec/core/guard/vault"
 	"github.com/cexec/cexec/core/pipeline"
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/core/pool"
@@ -22,6 +23,10 @@ import (
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
+
+// expireInterval is how often expired sessions are swept away: ages are
+// days, so an hour late costs nothing.
+const expireInterval = time.Hour
 
 // sandboxServers is where the servers directory is mounted; the runtime puts
 // /cexec on sys.path, so `servers` is importable from it.
@@ -44,6 +49,9 @@ type services struct {
 	// policy uses it, the MCP face included: a second vault.Store over the
 	// same data_dir would issue conflicting tokens for one session.
 	guards *guard.Guardrails
+	// vaults are the PII vaults under data_dir: the guard layer's, and the
+	// session expiry sweep removes an expired session's.
+	vaults *vault.Store
 	// search is search_tools and the selector's index; set by startSearch.
 	search *search.Service
 	// stopScan cancels the background read of local tools and waits for it;
@@ -58,8 +66,13 @@ type services struct {
 func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *services, err error) {
 	s := &services{log: log, cfg: cfg}
 
+	if s.vaults, err = vault.NewStore(vault.Options{DataDir: cfg.Daemon.DataDir, Logger: log}); err != nil {
+		return s, fmt.Errorf("open pii vaults: %w", err)
+	}
 	wsOpts := workspace.OptionsFromConfig(cfg)
 	wsOpts.Logger = log.Named("workspace")
+	wsOpts.ExpireInterval = expireInterval
+	wsOpts.ExpireVault = s.vaults.Delete
 	if fi, err := os.Stat(cfg.Daemon.SkillsDir); err == nil && fi.IsDir() {
 		wsOpts.SharedSkillsDir = cfg.Daemon.SkillsDir
 	}

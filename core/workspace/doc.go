@@ -32,7 +32,7 @@
 //		return ws.HandleHostCall(ctx, "acme", run.Session(), method, params)
 //	}
 //	entry, err := run.Finish(workspace.Entry{Code: code, Result: &res})
-//	// err wraps ErrQuotaExceeded when the workspace is now over quota.
+//	// err wraps ErrQuotaExceeded when the workspace is over quota (last measured).
 //
 // PYTHONPATH in the sandbox must list /workspace before /cexec, so that
 // `skills` is one namespace package and `from skills.<name> import ...`
@@ -56,9 +56,11 @@
 //     and the disk quota before anything is written. Writes that do not grow
 //     the workspace always pass, so a tenant over quota can clean up.
 //   - Disk usage is the sum of the apparent sizes of the workspace's files.
-//     It is cached and updated by the host's own writes, and measured again
-//     (a walk) after each execution, when sandboxed code may have written
-//     anything.
+//     It is cached and updated by the host's own writes. After executions a
+//     per-tenant accountant measures it again in the background (debounced:
+//     a burst costs at most two walks), never on the request path; its last
+//     figure gates writes and reports the quota. The walk is iterative and
+//     openat-based: linear in entries whatever the tree's depth.
 //   - Session log appends are one write(2) of one line with O_APPEND,
 //     fsynced as Options.Sync says. A crash can leave only a torn
 //     last line: readers skip and report it, the next append cuts it off.

@@ -46,12 +46,13 @@ func (x *Execution) Tenant() *Tenant { return x.t }
 // Finish ends the execution: it releases the slot, logs e in the session as
 // an execution entry (Duration and StateFiles filled in when empty: the
 // state files sandboxed code or host calls added, changed or removed) and
-// checks the disk quota, when the tenant has one (without, the usage is
-// measured when next asked for: walking the workspace after every
-// execution costs in proportion to its files). The entry is logged even
-// when the workspace is now over quota; the error then wraps
-// ErrQuotaExceeded, for the agent to see. Only the first call does
-// anything.
+// checks the disk quota against the accountant's last figure, which it asks
+// to measure again in the background: walking the workspace costs in
+// proportion to its files, too much for every execution. So a workspace
+// that went over quota shows at the end of a later execution; host writes
+// (state, skills) are refused meanwhile. The entry is logged even when the
+// workspace is over quota; the error then wraps ErrQuotaExceeded, for the
+// agent to see. Only the first call does anything.
 func (x *Execution) Finish(e Entry) (Entry, error) {
 	first := false
 	x.once.Do(func() { first = true })
@@ -67,13 +68,5 @@ func (x *Execution) Finish(e Entry) (Entry, error) {
 		e.StateFiles = stateChanges(x.before, x.t.snapshotState())
 	}
 	logged, lerr := x.t.Append(x.session, e)
-	var qerr error
-	if x.t.quota.DiskBytes > 0 {
-		_, qerr = x.t.CheckQuota()
-	} else {
-		x.t.mu.Lock()
-		x.t.usageOK = false // sandboxed code may have written anything
-		x.t.mu.Unlock()
-	}
-	return logged, errors.Join(lerr, qerr)
+	return logged, errors.Join(lerr, x.t.overQuota())
 }

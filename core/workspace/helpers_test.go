@@ -76,3 +76,6 @@ func repoSkills(t testing.TB) string {
 	}
 	return dir
 }
+
+// settle waits for the tenant's accountant to finish measuring.
+func settle(tn *Tenant) { tn.acct.Wait() }

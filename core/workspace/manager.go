@@ -23,6 +23,10 @@ import (
 // Defaults of Options.
 const (
 	DefaultMaxStateBytes = 10 << 20
+	// DefaultMaxSessionLog bounds one session's log when the quota sets
+	// no other bound: an agent's session is a few MiB at most, and a log
+	// grown past this is a program filling it through checkpoint.
+	DefaultMaxSessionLog = 64 << 20
 	DefaultPython        = "/usr/bin/python3"
 )
 
@@ -38,6 +42,26 @@ type Quota struct {
 	// AllowedServers lists the upstream servers the tenant may call; nil
 	// allows all of them.
 	AllowedServers []string
+	// MaxSessionLog bounds one session's log in bytes; 0 means
+	// DefaultMaxSessionLog.
+	MaxSessionLog int64
+	// SessionTTL is how long a session outlives its last entry; 0 means
+	// DefaultSessionTTL.
+	SessionTTL time.Duration
+}
+
+// quotaOf is the quota of a tenant block.
+func quotaOf(d *config.Tenant) Quota {
+	return Quota{DiskBytes: d.DiskQuota, MaxConcurrent: d.MaxConcurrent, AllowedServers: d.AllowedServers,
+		MaxSessionLog: d.MaxSessionLog, SessionTTL: d.SessionTTL}
+}
+
+// maxSessionLog is the bound on one session's log.
+func (q Quota) maxSessionLog() int64 {
+	if q.MaxSessionLog > 0 {
+		return q.MaxSessionLog
+	}
+	return DefaultMaxSessionLog
 }
 
 // Options configure a Manager.
@@ -74,6 +98,12 @@ type Options struct {
 	// 0711 (enter, not list) so it can reach its own; session logs stay
 	// cexecd's. Nil leaves everything owned by cexecd, mode 0700.
 	Owner *Owner
+	// ExpireInterval is the period of the background sweep that removes
+	// expired sessions (ExpireSessions); 0 means no sweep.
+	ExpireInterval time.Duration
+	// ExpireVault, when set, removes an expiring session's PII vault
+	// before its log goes; an error keeps the session for the next sweep.
+	ExpireVault func(tenant, session string) error
 	// Logger receives warnings (repaired logs, GC); nil discards them.
 	Logger hclog.Logger
 	// Now is the clock; nil means time.Now. Tests move it.
@@ -102,6 +132,9 @@ type Manager struct {
 	// stopSync and syncDone stop SyncBatched's background pass.
 	stopSync chan struct{}
 	syncDone chan struct{}
+	// stopExpire and expireDone stop the session expiry sweep.
+	stopExpire chan struct{}
+	expireDone chan struct{}
 
 	mu      sync.Mutex
 	tenants map[string]*Tenant
@@ -172,12 +205,21 @@ func New(opts Options) (*Manager, error) {
 		m.stopSync, m.syncDone = make(chan struct{}), make(chan struct{})
 		go m.syncLoop(interval, m.stopSync, m.syncDone)
 	}
+	if opts.ExpireInterval > 0 {
+		m.stopExpire, m.expireDone = make(chan struct{}), make(chan struct{})
+		go m.expireLoop(opts.ExpireInterval, m.stopExpire, m.expireDone)
+	}
 	return m, nil
 }
 
 // Close flushes pending writes to disk and releases the open tenant
 // folders. The Manager is unusable after.
 func (m *Manager) Close() error {
+	if m.stopExpire != nil {
+		close(m.stopExpire)
+		<-m.expireDone
+		m.stopExpire = nil
+	}
 	if m.stopSync != nil {
 		close(m.stopSync)
 		<-m.syncDone
@@ -237,7 +279,7 @@ func (m *Manager) open(id string, decl *config.Tenant) (*Tenant, error) {
 	t := &Tenant{m: m, id: id, dir: dir, root: root, declared: decl != nil, quota: m.opts.DefaultQuota,
 		valid: newValidatedFiles()}
 	if decl != nil {
-		t.quota = Quota{DiskBytes: decl.DiskQuota, MaxConcurrent: decl.MaxConcurrent, AllowedServers: decl.AllowedServers}
+		t.quota = quotaOf(decl)
 	}
 	own := m.opts.Owner
 	err = mkdirs(root, nil, "sessions")
@@ -330,7 +372,7 @@ func (m *Manager) Tenants(ctx context.Context) ([]TenantInfo, error) {
 		}
 		info := TenantInfo{ID: id, Declared: m.declared[id] != nil, Quota: m.opts.DefaultQuota}
 		if d := m.declared[id]; d != nil {
-			info.Quota = Quota{DiskBytes: d.DiskQuota, MaxConcurrent: d.MaxConcurrent, AllowedServers: d.AllowedServers}
+			info.Quota = quotaOf(d)
 		}
 		if !slices.Contains(names, id) {
 			out = append(out, info)
@@ -450,7 +492,7 @@ func (m *Manager) collect(id string, olderThan time.Duration, dryRun bool) (*GCE
 		defer t.life.Unlock()
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		if t.running > 0 {
+		if t.running > 0 || t.measuring {
 			return nil, "", nil
 		}
 		lastUsed = t.lastUsed

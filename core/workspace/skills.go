@@ -275,9 +275,7 @@ func (t *Tenant) DeleteSkill(name string) error {
 	if err := t.ws.RemoveAll(aside); err != nil {
 		return fmt.Errorf("tenant %s: delete skill %s: %w", t.id, name, err)
 	}
-	t.mu.Lock()
-	t.usageOK = false
-	t.mu.Unlock()
+	t.remeasure()
 	t.touch()
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,12 +51,20 @@ type Tenant struct {
 	pending pending
 	// bg counts background removals, waited for before the roots close.
 	bg sync.WaitGroup
+	// acct counts the accountant (remeasure), waited for likewise.
+	acct sync.WaitGroup
 
-	mu           sync.Mutex
-	running      int
-	gone         error // set when GC removed the tenant or the Manager closed
+	mu      sync.Mutex
+	running int
+	gone    error // set when GC removed the tenant or the Manager closed
+	// usage is the last measured size of the workspace plus the host's
+	// writes since; it gates writes and reports quota errors, so the
+	// request path never walks the workspace once it is known.
 	usage        int64
-	usageOK      bool // usage is exact: no execution ran since it was measured
+	usageKnown   bool
+	stale        bool  // the workspace may have changed since it was measured
+	measuring    bool  // the accountant runs
+	writes       int64 // host writes so far, to see one during a walk
 	created      time.Time
 	lastUsed     time.Time
 	persistedUse time.Time
@@ -108,7 +115,6 @@ func (t *Tenant) Acquire() (release func(), err error) {
 			t.id, t.running, n, ErrTooManyExecutions)
 	}
 	t.running++
-	t.usageOK = false
 	t.touchLocked()
 	var once sync.Once
 	return func() {
@@ -116,7 +122,7 @@ func (t *Tenant) Acquire() (release func(), err error) {
 			t.mu.Lock()
 			defer t.mu.Unlock()
 			t.running--
-			t.usageOK = false // the sandbox may have written anything
+			t.remeasureLocked() // the sandbox may have written anything
 			t.touchLocked()
 		})
 	}, nil
@@ -138,9 +144,10 @@ func (t *Tenant) LastUsed() time.Time {
 }
 
 // DiskUsage is the size of the workspace's files in bytes (apparent sizes,
-// so sparse and hard-linked files count in full). It is cached between
-// executions and kept up to date by the host's own writes; it walks the
-// workspace again after an execution.
+// so sparse and hard-linked files count in full): the accountant's last
+// figure, kept up to date by the host's own writes. Only the first call
+// walks the workspace; after executions the accountant measures it again in
+// the background.
 func (t *Tenant) DiskUsage() (int64, error) {
 	if err := t.enter(); err != nil {
 		return 0, err
@@ -151,9 +158,10 @@ func (t *Tenant) DiskUsage() (int64, error) {
 	return t.usageLocked()
 }
 
-// CheckQuota walks the workspace (sandboxed code may have written anything)
-// and fails with ErrQuotaExceeded when it is over the disk quota. Call it
-// after each execution. It returns the usage either way.
+// CheckQuota walks the workspace now (sandboxed code may have written
+// anything) and fails with ErrQuotaExceeded when it is over the disk quota.
+// It returns the usage either way. Executions never call it: they read the
+// accountant's last figure (overQuota).
 func (t *Tenant) CheckQuota() (int64, error) {
 	if err := t.enter(); err != nil {
 		return 0, err
@@ -162,24 +170,91 @@ func (t *Tenant) CheckQuota() (int64, error) {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	t.mu.Lock()
-	t.usageOK = false
+	t.usageKnown = false
 	t.mu.Unlock()
 	usage, err := t.usageLocked()
 	if err != nil {
 		return 0, fmt.Errorf("tenant %s: measure workspace: %w", t.id, err)
 	}
-	if q := t.quota.DiskBytes; q > 0 && usage > q {
-		return usage, fmt.Errorf("tenant %s: the workspace uses %s of its %s disk quota; delete files under /workspace, state or skills to get below it: %w",
-			t.id, humanBytes(usage), humanBytes(q), ErrQuotaExceeded)
-	}
-	return usage, nil
+	return usage, t.quotaError(usage)
 }
 
-// usageLocked returns the cached usage or walks the workspace. Called with
-// t.wmu held, so no host write changes the workspace meanwhile.
+// overQuota checks the last known usage against the disk quota without
+// measuring: O(1), for the end of each execution.
+func (t *Tenant) overQuota() error {
+	t.mu.Lock()
+	usage, known := t.usage, t.usageKnown
+	t.mu.Unlock()
+	if !known {
+		return nil
+	}
+	return t.quotaError(usage)
+}
+
+func (t *Tenant) quotaError(usage int64) error {
+	if q := t.quota.DiskBytes; q > 0 && usage > q {
+		return fmt.Errorf("tenant %s: the workspace uses %s of its %s disk quota; delete files under /workspace, state or skills to get below it: %w",
+			t.id, humanBytes(usage), humanBytes(q), ErrQuotaExceeded)
+	}
+	return nil
+}
+
+// remeasureLocked marks the usage stale and starts the accountant unless it
+// runs; one that runs measures again when done, so a burst of executions
+// costs at most two walks. Called with t.mu held.
+func (t *Tenant) remeasureLocked() {
+	t.stale = true
+	if t.measuring || t.gone != nil {
+		return
+	}
+	t.measuring = true
+	t.acct.Add(1)
+	go t.account()
+}
+
+func (t *Tenant) remeasure() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.remeasureLocked()
+}
+
+// account is the tenant's accountant: it walks the workspace off the
+// request path until the figure is current. It gives way to GC (TryRLock)
+// instead of holding it up; the figure then stays stale until the next
+// execution.
+func (t *Tenant) account() {
+	defer t.acct.Done()
+	for {
+		t.mu.Lock()
+		if !t.stale || t.gone != nil || !t.life.TryRLock() {
+			t.measuring = false
+			t.mu.Unlock()
+			return
+		}
+		t.stale = false
+		writes := t.writes
+		t.mu.Unlock()
+		u, err := walkUsage(t.ws)
+		t.life.RUnlock()
+		t.mu.Lock()
+		switch {
+		case err != nil:
+			t.m.log.Warn("measure workspace", "tenant", t.id, "error", err)
+		case t.writes != writes:
+			t.usage, t.usageKnown, t.stale = u, true, true // a host write raced the walk: once more
+		default:
+			t.usage, t.usageKnown = u, true
+		}
+		t.mu.Unlock()
+	}
+}
+
+// usageLocked returns the known usage or, the first time, walks the
+// workspace. Called with t.wmu held, so no host write changes the workspace
+// meanwhile.
 func (t *Tenant) usageLocked() (int64, error) {
 	t.mu.Lock()
-	if t.usageOK {
+	if t.usageKnown {
 		u := t.usage
 		t.mu.Unlock()
 		return u, nil
@@ -191,7 +266,10 @@ func (t *Tenant) usageLocked() (int64, error) {
 		return 0, err
 	}
 	t.mu.Lock()
-	t.usage, t.usageOK = u, t.running == 0
+	t.usage, t.usageKnown = u, true
+	if t.running > 0 {
+		t.remeasureLocked() // a sandbox may still be writing
+	}
 	t.mu.Unlock()
 	return u, nil
 }
@@ -220,9 +298,10 @@ func (t *Tenant) reserve(what string, oldSize, newSize int64) error {
 func (t *Tenant) wrote(delta int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.usageOK {
+	if t.usageKnown {
 		t.usage += delta
 	}
+	t.writes++
 	t.touchLocked()
 }
 
@@ -274,6 +353,7 @@ func (t *Tenant) sessionLock(session string) *sync.Mutex {
 
 func (t *Tenant) closeRoots() error {
 	t.bg.Wait()
+	t.acct.Wait()
 	var errs []error
 	if t.ws != nil {
 		errs = append(errs, t.ws.Close())
@@ -289,30 +369,4 @@ func (t *Tenant) close() error {
 	t.gone = errManagerClosed
 	t.mu.Unlock()
 	return t.closeRoots()
-}
-
-// walkUsage sums the sizes of every non-directory entry under root. Files
-// that vanish during the walk (sandboxed code still running) are skipped;
-// the walk never leaves root.
-func walkUsage(root *os.Root) (int64, error) {
-	var total int64
-	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == "." {
-				return err
-			}
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		if info, err := d.Info(); err == nil {
-			total += info.Size()
-		}
-		return nil
-	})
-	return total, err
 }

@@ -72,6 +72,7 @@ mcp_server "streamable" {
 
 tenant "acme" {
   disk_quota      = "1GiB"
+  max_session_log = "16MiB"
   max_concurrent  = 2
   allowed_servers = ["filesystem"]
   policy {

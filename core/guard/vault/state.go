@@ -123,7 +123,7 @@ func (st *state) tokenFor(typ, value string) (string, error) {
 // without bound.
 func (st *state) full() error {
 	if len(st.entries)+len(st.reserved) >= st.maxEntries {
-		return fmt.Errorf("vault %s/%s holds %d values and reservations, the limit: %w", st.tenant, st.session, st.maxEntries, pluginapi.ErrResourceExhausted)
+		return fmt.Errorf("vault %s/%s holds %d values and reservations, the limit; new values are withheld (the text is not passed on), start a new session: %w", st.tenant, st.session, st.maxEntries, pluginapi.ErrResourceExhausted)
 	}
 	return nil
 }

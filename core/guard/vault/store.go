@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -27,8 +29,14 @@ type Detector interface {
 }
 
 // DefaultMaxEntries bounds the values one vault holds when
-// Options.MaxEntries is zero.
-const DefaultMaxEntries = 1 << 20
+// Options.MaxEntries is zero: far more distinct values than an agent's
+// session shows a model, and small enough that a full vault loads and
+// saves in milliseconds (240k entries took seconds per execution).
+const DefaultMaxEntries = 1 << 14
+
+// maxIdle is how many vaults no request holds stay loaded, so that a
+// session's next execution does not parse its whole vault again.
+const maxIdle = 64
 
 // ErrInUse is returned by Delete for a vault that is open.
 var ErrInUse = errors.New("vault is open")
@@ -62,7 +70,10 @@ type Store struct {
 	log  hclog.Logger
 
 	mu   sync.Mutex
-	open map[string]*state // by tenant + "/" + session
+	open map[string]*state // by tenant + "/" + session; idle ones too
+	idle []*state          // loaded, held by no request; oldest first
+	// loads counts vaults read from disk (tests).
+	loads atomic.Int64
 }
 
 // NewStore checks opts and returns a Store. It touches no files; folders
@@ -90,7 +101,8 @@ func (s *Store) Path(tenant, session string) string {
 // first time (a vault survives daemon restarts) and creating it empty
 // when there is none. det detects values for Tokenize; nil means only
 // text that looks like a token is protected. Close the Vault when done:
-// the shared state is dropped from memory when its last user closes it.
+// the state stays loaded after its last user closes it, among the maxIdle
+// most recently used, so a session's next execution does not read it again.
 func (s *Store) Open(tenant, session string, det Detector) (*Vault, error) {
 	if err := config.ValidateTenantID(tenant); err != nil {
 		return nil, fmt.Errorf("vault: %w: %w", err, pluginapi.ErrInvalidArgument)
@@ -125,8 +137,11 @@ func (s *Store) Delete(tenant, session string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.open[tenant+"/"+session] != nil {
-		return fmt.Errorf("vault %s/%s: %w", tenant, session, ErrInUse)
+	if st := s.open[tenant+"/"+session]; st != nil {
+		if st.refs > 0 {
+			return fmt.Errorf("vault %s/%s: %w", tenant, session, ErrInUse)
+		}
+		s.forget(st)
 	}
 	if err := os.Remove(s.Path(tenant, session)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("vault %s/%s: delete: %w", tenant, session, err)
@@ -138,9 +153,23 @@ func (s *Store) release(st *state) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st.refs--
-	if st.refs == 0 {
-		delete(s.open, st.tenant+"/"+st.session)
+	if st.refs > 0 {
+		return
 	}
+	s.idle = append(slices.DeleteFunc(s.idle, func(x *state) bool { return x == st }), st)
+	for len(s.idle) > maxIdle {
+		old := s.idle[0]
+		s.idle = s.idle[1:]
+		if old.refs == 0 {
+			delete(s.open, old.tenant+"/"+old.session)
+		}
+	}
+}
+
+// forget drops an idle vault from memory. Called with s.mu held.
+func (s *Store) forget(st *state) {
+	delete(s.open, st.tenant+"/"+st.session)
+	s.idle = slices.DeleteFunc(s.idle, func(x *state) bool { return x == st })
 }
 
 // dir creates the tenant's vault folder (0700) and returns it.
@@ -194,6 +223,7 @@ func (s *Store) load(tenant, session string) (*state, error) {
 		}
 	}
 	st := newState(tenant, session, path, s.opts.MaxEntries, s.log)
+	s.loads.Add(1)
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

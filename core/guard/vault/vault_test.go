@@ -187,8 +187,8 @@ func TestMaxEntries(t *testing.T) {
 	v := open(t, s, "acme", "s1", piiDetector{})
 	tokenize(t, v, "a@example.com b@example.com a@example.com")
 	out, err := v.Tokenize(t.Context(), "a@example.com c@example.com")
-	if !errors.Is(err, pluginapi.ErrResourceExhausted) || out != "" {
-		t.Errorf("third value: %q, %v; want ErrResourceExhausted", out, err)
+	if !errors.Is(err, pluginapi.ErrResourceExhausted) || out != "" || !strings.Contains(err.Error(), "start a new session") {
+		t.Errorf("third value: %q, %v; want ErrResourceExhausted saying to start a new session", out, err)
 	}
 	if got := tokenize(t, v, "b@example.com"); got != "[EMAIL_2]" {
 		t.Errorf("known values still tokenize: %q", got)
