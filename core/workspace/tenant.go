@@ -203,6 +203,13 @@ func (t *Tenant) quotaError(usage int64) error {
 // runs; one that runs measures again when done, so a burst of executions
 // costs at most two walks. Called with t.mu held.
 func (t *Tenant) remeasureLocked() {
+	if t.quota.DiskBytes <= 0 {
+		// Nothing waits for the figure of a tenant without a quota: forget
+		// it rather than walk after every execution; DiskUsage (tenants
+		// ls) walks when asked.
+		t.usageKnown = false
+		return
+	}
 	t.stale = true
 	if t.measuring || t.gone != nil {
 		return
