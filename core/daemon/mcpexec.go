@@ -75,6 +75,7 @@ func faceExecution(res *pipeline.CodeResult) mcpface.Execution {
 		Stderr:          string(res.Stderr),
 		OutputTruncated: res.OutputTruncated,
 		Result:          res.Result,
+		ExitCode:        res.ExitCode,
 		TimedOut:        res.TimedOut,
 		Duration:        res.Elapsed,
 		Tokenized:       res.Tokenized,

@@ -43,7 +43,7 @@ func (e *zygoteExecutor) Execute(ctx context.Context, _ Scope, code string) (Exe
 	}
 	ex := Execution{
 		Stdout: h.Stdout(), Stderr: h.Stderr(), OutputTruncated: res.OutputTruncated,
-		Result: res.Result, TimedOut: res.TimedOut, Duration: res.Duration, Calls: h.summary(),
+		Result: res.Result, ExitCode: res.ExitCode, TimedOut: res.TimedOut, Duration: res.Duration, Calls: h.summary(),
 	}
 	if res.Error != nil {
 		ex.Error = &ExecError{Type: res.Error.Type, Message: res.Error.Message, Traceback: res.Error.Traceback}

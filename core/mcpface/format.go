@@ -22,10 +22,12 @@ type ExecOutput struct {
 	// ResultOmitted is set when the result was too large to return.
 	ResultOmitted bool       `json:"result_omitted,omitempty"`
 	Error         *ExecError `json:"error,omitempty"`
-	TimedOut      bool       `json:"timed_out,omitempty"`
-	ToolCalls     ToolCalls  `json:"tool_calls"`
-	DurationMS    float64    `json:"duration_ms"`
-	Session       string     `json:"session"`
+	// ExitCode is set when the program exited with a non-zero status.
+	ExitCode   int       `json:"exit_code,omitempty"`
+	TimedOut   bool      `json:"timed_out,omitempty"`
+	ToolCalls  ToolCalls `json:"tool_calls"`
+	DurationMS float64   `json:"duration_ms"`
+	Session    string    `json:"session"`
 	// Code and Attempts are execute_task's: the program that ran last.
 	Code     string `json:"code,omitempty"`
 	Attempts int    `json:"attempts,omitempty"`
@@ -79,8 +81,9 @@ func ms(d time.Duration) float64 {
 func (f *Face) executionReply(ex Execution, session string, task *TaskResult) reply {
 	max := f.o.MaxOutput
 	out := ExecOutput{
-		OK:         ex.Error == nil && !ex.TimedOut,
+		OK:         ex.Error == nil && !ex.TimedOut && ex.ExitCode == 0,
 		Error:      ex.Error,
+		ExitCode:   ex.ExitCode,
 		TimedOut:   ex.TimedOut,
 		ToolCalls:  ex.Calls,
 		DurationMS: ms(ex.Duration),
@@ -147,6 +150,8 @@ func (f *Face) executionReply(ex Execution, session string, task *TaskResult) re
 		status = "timed out"
 	case ex.Error != nil:
 		status = "failed"
+	case ex.ExitCode != 0:
+		status = fmt.Sprintf("exited with code %d", ex.ExitCode)
 	}
 	fmt.Fprintf(&b, "[%s in %s]", status, formatMS(out.DurationMS))
 	return reply{text: b.String(), structured: out, isError: !out.OK, tokenized: ex.Tokenized}

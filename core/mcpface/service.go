@@ -133,8 +133,11 @@ type Execution struct {
 	OutputTruncated bool
 	// Result is the value the program passed to cexec.result(), or nil.
 	Result json.RawMessage
-	// Error is set when the program failed.
-	Error    *ExecError
+	// Error is set when the program failed with an exception.
+	Error *ExecError
+	// ExitCode is the program's exit status: non-zero after sys.exit(N),
+	// sys.exit("message") (1) or os._exit(N), which are failures too.
+	ExitCode int
 	TimedOut bool
 	Calls    ToolCalls
 	Duration time.Duration

@@ -169,6 +169,38 @@ func TestExecuteCodeStructured(t *testing.T) {
 	}
 }
 
+// TestExecuteCodeExitStatus: a program that exits non-zero is an error
+// result with its exit code, as over `cexecctl exec`; exit 0 is success.
+func TestExecuteCodeExitStatus(t *testing.T) {
+	w := newWorld(t)
+	c := connect(t, w.url+"/mcp")
+	for _, tc := range []struct {
+		name, code string
+		exit       int
+		stdout     string
+	}{
+		{"sys.exit(3)", "import sys\nprint('a')\nsys.exit(3)", 3, "a\n"},
+		{"sys.exit(message)", "import sys\nsys.exit('bye')", 1, ""},
+		{"os._exit(5)", "import os, sys\nprint('b'); sys.stdout.flush()\nos._exit(5)", 5, "b\n"},
+		{"sys.exit(0)", "import sys\nprint('c')\nsys.exit(0)", 0, "c\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text, res := call(t, c, ToolExecuteCode, map[string]any{"code": tc.code})
+			var out ExecOutput
+			b, _ := json.Marshal(res.StructuredContent)
+			if err := json.Unmarshal(b, &out); err != nil {
+				t.Fatalf("structuredContent %s: %v", b, err)
+			}
+			if res.IsError != (tc.exit != 0) || out.OK != (tc.exit == 0) || out.ExitCode != tc.exit || out.Stdout != tc.stdout {
+				t.Errorf("isError %v, structuredContent %s", res.IsError, b)
+			}
+			if want := fmt.Sprintf("[exited with code %d in ", tc.exit); tc.exit != 0 && !strings.Contains(text, want) {
+				t.Errorf("text lacks %q:\n%s", want, text)
+			}
+		})
+	}
+}
+
 // TestExecuteCodeCallsUpstream runs a program that imports a generated stub
 // and calls the real server-everything through it.
 func TestExecuteCodeCallsUpstream(t *testing.T) {
