@@ -46,11 +46,11 @@ func (x *Execution) Tenant() *Tenant { return x.t }
 // Finish ends the execution: it releases the slot, logs e in the session as
 // an execution entry (Duration and StateFiles filled in when empty: the
 // state files sandboxed code or host calls added, changed or removed) and
-// checks the disk quota against the accountant's last figure, which it asks
-// to measure again in the background: walking the workspace costs in
-// proportion to its files, too much for every execution. So a workspace
-// that went over quota shows at the end of a later execution; host writes
-// (state, skills) are refused meanwhile. The entry is logged even when the
+// checks the disk quota against the accountant's last figure; releasing the
+// slot asks a tenant with a quota to measure again in the background, as
+// walking the workspace costs in proportion to its files, too much for
+// every execution. So a workspace that went over quota shows at the end of
+// a later execution; host writes (state, skills) are refused meanwhile. The entry is logged even when the
 // workspace is over quota; the error then wraps ErrQuotaExceeded, for the
 // agent to see. Only the first call does anything.
 func (x *Execution) Finish(e Entry) (Entry, error) {

@@ -146,8 +146,9 @@ func (t *Tenant) LastUsed() time.Time {
 // DiskUsage is the size of the workspace's files in bytes (apparent sizes,
 // so sparse and hard-linked files count in full): the accountant's last
 // figure, kept up to date by the host's own writes. Only the first call
-// walks the workspace; after executions the accountant measures it again in
-// the background.
+// walks the workspace; after executions the accountant of a tenant with a
+// quota measures it again in the background, and for one without, the next
+// call walks.
 func (t *Tenant) DiskUsage() (int64, error) {
 	if err := t.enter(); err != nil {
 		return 0, err
