@@ -56,10 +56,11 @@
 //     and the disk quota before anything is written. Writes that do not grow
 //     the workspace always pass, so a tenant over quota can clean up.
 //   - Disk usage is the sum of the apparent sizes of the workspace's files.
-//     It is cached and updated by the host's own writes. After executions a
-//     per-tenant accountant measures it again in the background (debounced:
-//     a burst costs at most two walks), never on the request path; its last
-//     figure gates writes and reports the quota. The walk is iterative and
+//     It is cached and updated by the host's own writes. After executions of
+//     a tenant with a disk quota, a per-tenant accountant measures it again
+//     in the background (debounced: a burst costs at most two walks), never
+//     on the request path; its last figure gates writes and reports the
+//     quota. Without a quota the figure is dropped and measured when asked. The walk is iterative and
 //     openat-based: linear in entries whatever the tree's depth.
 //   - Session log appends are one write(2) of one line with O_APPEND,
 //     fsynced as Options.Sync says. A crash can leave only a torn
