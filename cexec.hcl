@@ -93,6 +93,9 @@ pipeline {
   codegen = ["rules"]
 
   # Guards checking code, tool calls and output (default: all guard plugins).
+  # With a sandbox, a config without any guard plugin is refused unless it
+  # says guards = [] (which runs code with raw PII reaching the model and is
+  # repeated as a warning at every start).
   guards = ["pii"]
 
   # Regenerations with the traceback after a program fails.

@@ -20,8 +20,9 @@ import (
 func TestSandboxHidesHostLayout(t *testing.T) {
 	fsServer, memServer := testpeers.Bin(t, "mcp-server-filesystem"), testpeers.Bin(t, "mcp-server-memory")
 	i := slices.IndexFunc(bins.plugins, func(b string) bool { return strings.HasPrefix(b, `plugin "sandbox" "bwrap"`) })
-	if i < 0 {
-		testutil.SkipMissing(t, "the bwrap sandbox plugin is not built")
+	g := slices.IndexFunc(bins.plugins, func(b string) bool { return strings.HasPrefix(b, `plugin "guard" "pii"`) })
+	if i < 0 || g < 0 {
+		testutil.SkipMissing(t, "the bwrap sandbox or pii guard plugin is not built")
 	}
 	dir, err := os.MkdirTemp("", "cexec-e2e-layout-")
 	if err != nil {
@@ -44,6 +45,8 @@ func TestSandboxHidesHostLayout(t *testing.T) {
 
 %s
 
+%s
+
 sandbox {
   backend = "bwrap"
 }
@@ -61,7 +64,7 @@ mcp_server "memory" {
 tenant %q {
   allowed_servers = ["memory"]
 }
-`, dataDir, s.sock, bins.pluginDir, filepath.Join(dir, "servers"), bins.plugins[i],
+`, dataDir, s.sock, bins.pluginDir, filepath.Join(dir, "servers"), bins.plugins[i], bins.plugins[g],
 		fsServer, files, memServer, filepath.Join(dir, "memory.jsonl"), tenant)
 	if err := os.WriteFile(s.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

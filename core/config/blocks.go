@@ -143,6 +143,32 @@ func (d *decoder) pipeline(cfg *Config, raw *rawPipeline) {
 
 	pl.Codegen = d.refList(cfg, pluginapi.KindCodegen, codegen, path("pipeline", "codegen"))
 	pl.Guards = d.refList(cfg, pluginapi.KindGuard, guards, path("pipeline", "guards"))
+	d.guardOptIn(cfg, guards, block)
+}
+
+// guardOptIn makes running code without a PII guard a choice written in the
+// file: without one, everything a program prints reaches the model raw. A
+// config with a sandbox plugin and no guard plugin is refused unless it says
+// pipeline { guards = [] }, which is then a warning at every start. (Without
+// a sandbox nothing runs, so nothing but what agents saved themselves can
+// reach them.)
+func (d *decoder) guardOptIn(cfg *Config, guards *hcl.Attribute, block *hcl.Range) {
+	if len(cfg.PluginsOfKind(pluginapi.KindSandbox)) == 0 {
+		return
+	}
+	if guards != nil {
+		if l, ok := d.strList(guards, path("pipeline", "guards")); ok && len(l) == 0 {
+			d.warnf(guards.Range.Ptr(), "PII guard off", "pipeline.guards = [] runs code without a PII guard: program output, errors, state and skills reach the model with raw emails, phone numbers, card numbers and secrets.")
+		}
+		return
+	}
+	if len(cfg.PluginsOfKind(pluginapi.KindGuard)) > 0 {
+		return
+	}
+	if block == nil {
+		block = &hcl.Range{Filename: cfg.Path, Start: hcl.InitialPos, End: hcl.InitialPos}
+	}
+	d.errorf(block, "No PII guard", `No guard plugin is configured, so program output would reach the model with raw PII. Add plugin "guard" "pii" {} (the local detector), or run without one explicitly with pipeline { guards = [] }.`)
 }
 
 // refList decodes a list of plugin names of one kind; absent, it is every

@@ -125,7 +125,7 @@ func TestLoadDefaults(t *testing.T) {
 func TestPrecedence(t *testing.T) {
 	dirs := map[string]string{}
 	for _, n := range []string{"file", "env", "flag"} {
-		dirs[n] = pluginDir(t, "sandbox-one", "sandbox-two", "sandbox-three")
+		dirs[n] = pluginDir(t, "sandbox-one", "sandbox-two", "sandbox-three", "guard-pii")
 	}
 	src := `cexec {
   data_dir   = "/file/data"
@@ -136,6 +136,7 @@ func TestPrecedence(t *testing.T) {
 plugin "sandbox" "one" {}
 plugin "sandbox" "two" {}
 plugin "sandbox" "three" {}
+plugin "guard" "pii" {}
 sandbox {
   backend = "one"
 }
@@ -183,8 +184,8 @@ sandbox {
 }
 
 func TestOverrideErrors(t *testing.T) {
-	dir := pluginDir(t, "sandbox-bwrap")
-	src := "plugin \"sandbox\" \"bwrap\" {}\n"
+	dir := pluginDir(t, "sandbox-bwrap", "guard-pii")
+	src := "plugin \"sandbox\" \"bwrap\" {}\nplugin \"guard\" \"pii\" {}\n"
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -208,7 +209,7 @@ func TestOverrideErrors(t *testing.T) {
 }
 
 func TestPipelineDefaults(t *testing.T) {
-	dir := pluginDir(t, "selector-a", "selector-b", "codegen-x", "codegen-y", "sandbox-bwrap", "sandbox-msb")
+	dir := pluginDir(t, "selector-a", "selector-b", "codegen-x", "codegen-y", "sandbox-bwrap", "sandbox-msb", "guard-pii")
 	tests := []struct {
 		name  string
 		src   string
@@ -216,7 +217,7 @@ func TestPipelineDefaults(t *testing.T) {
 	}{
 		{"single selector chosen", `plugin "selector" "a" {}`, nil},
 		{"two selectors need a choice", "plugin \"selector\" \"a\" {}\nplugin \"selector\" \"b\" {}\npipeline {}\n", []string{"3:Ambiguous selector plugin"}},
-		{"two backends need a choice", "plugin \"sandbox\" \"bwrap\" {}\nplugin \"sandbox\" \"msb\" {}\nsandbox {}\n", []string{"3:Ambiguous sandbox plugin"}},
+		{"two backends need a choice", "plugin \"sandbox\" \"bwrap\" {}\nplugin \"sandbox\" \"msb\" {}\nsandbox {}\nplugin \"guard\" \"pii\" {}\n", []string{"3:Ambiguous sandbox plugin"}},
 		{"codegen chain defaults to file order", "plugin \"codegen\" \"y\" {}\nplugin \"codegen\" \"x\" {}\n", nil},
 		{"warm above max", "sandbox {\n  pool {\n    warm = 5\n    max_total = 2\n  }\n}\n", []string{"3:Pool warm count above maximum"}},
 		{"python belongs to the sandbox plugin", "sandbox {\n  python = \"/usr/bin/python3\"\n}\n", []string{"2:Unsupported argument"}},
@@ -338,7 +339,7 @@ func TestParseSize(t *testing.T) {
 }
 
 func TestSHA256(t *testing.T) {
-	dir := pluginDir(t, "sandbox-bwrap")
+	dir := pluginDir(t, "sandbox-bwrap", "guard-pii")
 	sum := sha256.Sum256([]byte("#!/bin/sh\necho sandbox-bwrap\n"))
 	tests := []struct {
 		sha  string
@@ -350,7 +351,7 @@ func TestSHA256(t *testing.T) {
 		{strings.Repeat("zz", 32), []wantDiag{{2, "Invalid sha256", false}}},
 	}
 	for _, tt := range tests {
-		src := "plugin \"sandbox\" \"bwrap\" {\n  sha256 = \"" + tt.sha + "\"\n}\n"
+		src := "plugin \"sandbox\" \"bwrap\" {\n  sha256 = \"" + tt.sha + "\"\n}\nplugin \"guard\" \"pii\" {}\n"
 		cfg, diags := load([]byte(src), "cexec.hcl", Overrides{PluginDir: dir, LookupEnv: fakeEnv(nil)})
 		checkDiags(t, diags, tt.want)
 		p := cfg.Plugin(pluginapi.KindSandbox, "bwrap")
@@ -366,7 +367,7 @@ func TestSHA256(t *testing.T) {
 // TestPluginDirSymlink allows a plugin_dir that is itself a symlink, and a
 // binary symlinked to another file inside it.
 func TestPluginDirSymlink(t *testing.T) {
-	dir := pluginDir(t, "sandbox-real")
+	dir := pluginDir(t, "sandbox-real", "guard-pii")
 	link := filepath.Join(t.TempDir(), "plugins")
 	if err := os.Symlink(dir, link); err != nil {
 		t.Fatal(err)
@@ -374,13 +375,13 @@ func TestPluginDirSymlink(t *testing.T) {
 	if err := os.Symlink("cexec-plugin-sandbox-real", filepath.Join(dir, "cexec-plugin-sandbox-alias")); err != nil {
 		t.Fatal(err)
 	}
-	src := "plugin \"sandbox\" \"alias\" {}\nplugin \"sandbox\" \"abs\" {\n  command = \"" + link + "/cexec-plugin-sandbox-real\"\n}\nsandbox {\n  backend = \"alias\"\n}\n"
+	src := "plugin \"sandbox\" \"alias\" {}\nplugin \"sandbox\" \"abs\" {\n  command = \"" + link + "/cexec-plugin-sandbox-real\"\n}\nsandbox {\n  backend = \"alias\"\n}\nplugin \"guard\" \"pii\" {}\n"
 	cfg, diags := load([]byte(src), "cexec.hcl", Overrides{PluginDir: link, LookupEnv: fakeEnv(nil)})
 	if len(diags) > 0 {
 		t.Fatalf("diags: %s", diags.Error())
 	}
 	real := filepath.Join(dir, "cexec-plugin-sandbox-real")
-	for _, p := range cfg.Plugins {
+	for _, p := range cfg.PluginsOfKind(pluginapi.KindSandbox) {
 		if got, _ := filepath.EvalSymlinks(p.ResolvedCommand()); got != real || p.ResolvedCommand() != got {
 			t.Errorf("%s resolved to %q, want %q", p.Name, p.ResolvedCommand(), real)
 		}
@@ -553,9 +554,9 @@ func TestDefaultConfigFile(t *testing.T) {
 // TestJSONSyntax: a config file ending in .json is read as HCL's JSON
 // syntax, with the same checks and positions.
 func TestJSONSyntax(t *testing.T) {
-	dir := pluginDir(t, "sandbox-bwrap")
+	dir := pluginDir(t, "sandbox-bwrap", "guard-pii")
 	src := `{
-  "plugin": {"sandbox": {"bwrap": {"timeout": "5s"}}},
+  "plugin": {"sandbox": {"bwrap": {"timeout": "5s"}}, "guard": {"pii": {}}},
   "sandbox": {"limits": {"memory": "12XB"}}
 }`
 	cfg, diags := load([]byte(src), "cexec.hcl.json", Overrides{PluginDir: dir, LookupEnv: fakeEnv(nil)})

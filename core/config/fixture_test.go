@@ -103,6 +103,12 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{12, "Duplicate tenant", false},
 			{14, "Invalid tenant id", false},
 		}},
+		{"no_guard.hcl", []wantDiag{
+			{1, "No PII guard", false},
+		}},
+		{"guards_off.hcl", []wantDiag{
+			{5, "PII guard off", true},
+		}},
 		{"symlink_escape.hcl", []wantDiag{
 			{4, "Plugin binary escapes plugin_dir", false},
 			{7, "Plugin command escapes plugin_dir", false},
@@ -115,6 +121,10 @@ func TestFixtureDiagnostics(t *testing.T) {
 			`write memory = "256MiB" for mebibytes or "256B" for bytes`,
 			`write output = "1024MiB"`,
 			`write disk_quota = "1MiB"`,
+		},
+		"no_guard.hcl": {
+			`Add plugin "guard" "pii" {}`,
+			`pipeline { guards = [] }`,
 		},
 		"tenant_caps.hcl": {
 			`write max_session_log = "4096MiB" for mebibytes or "4096B" for bytes`,

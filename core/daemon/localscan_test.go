@@ -31,7 +31,7 @@ func TestLocalToolsReadInSandbox(t *testing.T) {
 	if err := testutil.GoBuild(filepath.Join(pluginDir, "cexec-plugin-sandbox-bwrap"), "./plugins/sandbox-bwrap"); err != nil {
 		t.Fatal(err)
 	}
-	src := fmt.Sprintf("cexec {\n  plugin_dir = %q\n  data_dir   = %q\n}\n\nplugin \"sandbox\" \"bwrap\" {}\n", pluginDir, t.TempDir())
+	src := fmt.Sprintf("cexec {\n  plugin_dir = %q\n  data_dir   = %q\n}\n\nplugin \"sandbox\" \"bwrap\" {}\npipeline {\n  guards = []\n}\n", pluginDir, t.TempDir())
 	cfg, diags := config.Load(writeConfig(t, t.TempDir(), src), config.Overrides{LookupEnv: func(string) (string, bool) { return "", false }})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())

@@ -217,6 +217,10 @@ func withPrivateDaemon(ctx context.Context, f toolsFlags, mem string, fn func(*c
   log_level   = "warn"
 }
 plugin "sandbox" "bwrap" {}
+# Tool-call latency without PII detection on the path, on purpose.
+pipeline {
+  guards = []
+}
 sandbox {
   backend = "bwrap"
   pool {

@@ -18,3 +18,5 @@ mcp_server "memory" {
   command = "npx"
   timeout = "1 minute"
 }
+
+plugin "guard" "pii" {}

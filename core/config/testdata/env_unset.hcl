@@ -15,3 +15,5 @@ mcp_server "github" {
 tenant "acme" {
   disk_quota = env()
 }
+
+plugin "guard" "pii" {}

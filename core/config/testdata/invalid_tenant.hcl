@@ -12,3 +12,5 @@ tenant "Acme Corp" {}
 tenant "acme" {}
 
 tenant "this-tenant-id-is-far-too-long-to-be-a-directory-name-under-data-dir" {}
+
+plugin "guard" "pii" {}

@@ -10,3 +10,5 @@ mcp_server "both" {
 }
 
 plugin "sandbox" "bwrap" {}
+
+plugin "guard" "pii" {}

@@ -7,3 +7,5 @@ plugin "tokenizer" "bpe" {
 plugin "guard" "Bad.Name" {}
 
 plugin "guard" {}
+
+plugin "guard" "pii" {}

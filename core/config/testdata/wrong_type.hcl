@@ -13,3 +13,5 @@ sandbox {
     warm = 2.5
   }
 }
+
+plugin "guard" "pii" {}
