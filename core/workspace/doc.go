@@ -34,7 +34,7 @@
 //	entry, err := run.Finish(workspace.Entry{Code: code, Result: &res})
 //	// err wraps ErrQuotaExceeded when the workspace is over quota (last measured).
 //
-// PYTHONPATH in the sandbox must list /workspace before /cexec, so that
+// The sandbox's module path must list /workspace before /cexec, so that
 // `skills` is one namespace package and `from skills.<name> import ...`
 // finds a tenant's skill before a shared one of the same name, as ListSkills
 // and GetSkill report.

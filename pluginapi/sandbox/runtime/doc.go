@@ -15,8 +15,10 @@
 // own site-packages stay importable; the zygote puts /cexec/lib first and
 // the ZygoteConfig.Path entries last on sys.path itself, and fixes the
 // directories of ZygoteConfig.Packages (servers, skills) before any program
-// runs (PYTHONPATH in Env gives Python subprocesses the same entries). The zygote imports the runtime, reports
-// ready, then (while idle) drops its dumpable flag, imports the preload
+// runs. Python subprocesses of programs get the same module path from Env:
+// PYTHONPATH is /cexec/lib alone, whose sitecustomize appends CEXEC_PATH and
+// fixes CEXEC_PACKAGES, and PYTHONSAFEPATH keeps the working directory off
+// sys.path. The zygote imports the runtime, reports ready, then (while idle) drops its dumpable flag, imports the preload
 // modules, freezes its heap and forks the spare child, so that executions
 // start with all of that done.
 //

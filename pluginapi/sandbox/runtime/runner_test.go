@@ -561,7 +561,7 @@ func TestPythonTypes(t *testing.T) {
 	if err != nil {
 		testutil.SkipMissing(t, "mypy is not installed")
 	}
-	cmd := exec.Command(mypy, "--strict", "--python-executable", python, "--cache-dir", t.TempDir(), "cexec")
+	cmd := exec.Command(mypy, "--strict", "--python-executable", python, "--cache-dir", t.TempDir(), "cexec", "_cexec_paths.py", "sitecustomize.py")
 	cmd.Dir = "python"
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("mypy: %v\n%s", err, out)

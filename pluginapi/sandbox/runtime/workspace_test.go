@@ -16,8 +16,16 @@ import (
 
 func TestDefaultPathOrder(t *testing.T) {
 	cfg := ZygoteConfig{}
-	if got := cfg.Env()["PYTHONPATH"]; got != "/cexec/lib:/workspace:/cexec" {
-		t.Errorf("PYTHONPATH = %q, want the workspace before /cexec", got)
+	env := cfg.Env()
+	for k, want := range map[string]string{
+		"PYTHONPATH":     "/cexec/lib",
+		"PYTHONSAFEPATH": "1",
+		"CEXEC_PATH":     "/workspace:/cexec",
+		"CEXEC_PACKAGES": "servers=/cexec/servers;skills=/workspace/skills:/cexec/skills",
+	} {
+		if env[k] != want {
+			t.Errorf("%s = %q, want %q", k, env[k], want)
+		}
 	}
 	argv := cfg.Command()
 	ws, shared := slices.Index(argv, "/workspace"), slices.Index(argv, "/cexec")
@@ -31,8 +39,9 @@ func TestDefaultPathOrder(t *testing.T) {
 // in a sandbox: a tenant skill wins over a shared one of the same name, both
 // kinds import from the one skills namespace, and servers comes from
 // /cexec/servers. Modules a program plants in the workspace (statistics.py,
-// servers/files/__init__.py, servers/__init__.py) replace neither the
-// standard library's nor the stubs in the next execution.
+// servers/files/__init__.py, servers/__init__.py, sitecustomize.py) replace
+// neither the standard library's nor the stubs in the next execution, nor in
+// a Python subprocess of it.
 func TestDefaultPathImports(t *testing.T) {
 	if _, err := os.Stat(python); err != nil {
 		testutil.SkipMissing(t, "no %s", python)
@@ -74,6 +83,7 @@ func TestDefaultPathImports(t *testing.T) {
 	plant := `import os
 os.makedirs("servers/files", exist_ok=True)
 for name, body in [("statistics.py", "PLANTED = 1\\n"), ("servers/__init__.py", "PLANTED = 1\\n"),
+                   ("sitecustomize.py", "raise SystemExit('planted')\\n"),
                    ("servers/files/__init__.py", "def read():\\n    return 'planted'\\n")]:
     with open(name, "w") as f:
         f.write(body)
@@ -87,9 +97,15 @@ print(WHO, hello(), mine(), read(), sep='|')
 print(list(servers.__path__) == [` + pyStr(filepath.Join(shared, "servers")) + `])
 print(statistics.mean([1, 2]), hasattr(statistics, "PLANTED"))
 `
+	sub := `import subprocess, sys
+code = "import statistics; from skills.clash import WHO; from servers.files import read; print(WHO, read(), hasattr(statistics, 'PLANTED'), sep='|')"
+p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+print(p.stdout + p.stderr, end="")
+`
 	for _, step := range []struct{ name, code, want string }{
 		{"plant", plant, ""},
 		{"import", code, "tenant|shared hello|tenant only|stub\nTrue\n1.5 False\n"},
+		{"subprocess", sub, "tenant|stub|False\n"},
 	} {
 		h := &recHost{}
 		res := exec1(t, r, step.code, h)

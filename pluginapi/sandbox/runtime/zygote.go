@@ -15,7 +15,7 @@ import (
 	"strings"
 )
 
-//go:embed python/cexec/*.py
+//go:embed python/*.py python/cexec/*.py
 var pythonFiles embed.FS
 
 // Files returns the runtime's Python package, rooted so that it contains
@@ -55,7 +55,7 @@ func Install(ctx context.Context, dir, python string) error {
 	if python == "" {
 		return nil
 	}
-	cmd := exec.CommandContext(ctx, python, "-I", "-m", "compileall", "-q", filepath.Join(dir, "cexec"))
+	cmd := exec.CommandContext(ctx, python, "-I", "-m", "compileall", "-q", dir)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("byte-compile runtime with %s: %w: %s", python, err, strings.TrimSpace(string(out)))
@@ -221,12 +221,20 @@ func (c ZygoteConfig) Command() []string {
 }
 
 // Env returns the environment programs should see for Python to behave as
-// the runtime does, also in Python subprocesses: the same module path, no
+// the runtime does, also in Python subprocesses: the same module path (the
+// runtime's sitecustomize appends CEXEC_PATH after the standard library and
+// fixes CEXEC_PACKAGES, while PYTHONSAFEPATH and PYTHONNOUSERSITE keep the
+// working directory and ~/.local off sys.path, so that nothing a program
+// leaves in the workspace or /tmp is imported in place of a library), no
 // bytecode written into the workspace, UTF-8.
 func (c ZygoteConfig) Env() map[string]string {
 	c = c.withDefaults()
 	return map[string]string{
-		"PYTHONPATH":              strings.Join(append([]string{c.LibDir}, c.Path...), ":"),
+		"PYTHONPATH":              c.LibDir,
+		"PYTHONSAFEPATH":          "1",
+		"PYTHONNOUSERSITE":        "1",
+		"CEXEC_PATH":              strings.Join(c.Path, ":"),
+		"CEXEC_PACKAGES":          c.packagesEnv(),
 		"PYTHONDONTWRITEBYTECODE": "1",
 		"PYTHONIOENCODING":        "utf-8",
 		"LANG":                    "C.UTF-8",
@@ -234,4 +242,13 @@ func (c ZygoteConfig) Env() map[string]string {
 		"TMPDIR":                  "/tmp",
 		"HOME":                    "/tmp",
 	}
+}
+
+// packagesEnv is Packages as CEXEC_PACKAGES: "name=dir:dir;name=dir".
+func (c ZygoteConfig) packagesEnv() string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(c.Packages)) {
+		parts = append(parts, name+"="+strings.Join(c.Packages[name], ":"))
+	}
+	return strings.Join(parts, ";")
 }

@@ -122,8 +122,11 @@ func guestCommand(f *flags, r *record) (*exec.Cmd, int) {
 	cmd := exec.Command(prog, argv[1:]...)
 	cmd.Args[0] = f.after[0]
 	for k, v := range env {
-		if k == "PYTHONPATH" || k == "PATH" {
+		switch k {
+		case "PYTHONPATH", "PATH", "CEXEC_PATH":
 			v = r.hostList(v)
+		case "CEXEC_PACKAGES":
+			v = r.hostPackages(v)
 		}
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

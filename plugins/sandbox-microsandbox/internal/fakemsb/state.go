@@ -139,6 +139,18 @@ func (r *record) hostList(v string) string {
 	return strings.Join(parts, ":")
 }
 
+// hostPackages maps the directories of a CEXEC_PACKAGES value
+// ("name=dir:dir;name=dir").
+func (r *record) hostPackages(v string) string {
+	pkgs := strings.Split(v, ";")
+	for i, p := range pkgs {
+		if name, dirs, ok := strings.Cut(p, "="); ok {
+			pkgs[i] = name + "=" + r.hostList(dirs)
+		}
+	}
+	return strings.Join(pkgs, ";")
+}
+
 func hasLabels(r *record, labels []string) bool {
 	for _, l := range labels {
 		k, v, _ := strings.Cut(l, "=")

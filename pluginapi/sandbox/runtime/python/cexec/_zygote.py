@@ -21,7 +21,8 @@ import resource
 import select
 import sys
 import time
-from importlib.machinery import ModuleSpec
+
+from _cexec_paths import extend_path, fix_package
 
 from cexec import _proto
 from cexec._child import _RLIMITS, Children
@@ -114,20 +115,6 @@ def _move_control(opts: Options) -> None:
         opts.ctl_out = fd
 
 
-def _fix_package(name: str, dirs: list[str]) -> None:
-    """Make name a package over exactly dirs before any program runs, so
-    that no file on sys.path (a workspace's servers/__init__.py, say)
-    replaces it or reorders its portions. Done once here, inherited by
-    every forked execution."""
-    spec = ModuleSpec(name, None, is_package=True)
-    spec.submodule_search_locations = dirs
-    mod = type(sys)(name)
-    mod.__spec__ = spec
-    mod.__path__ = dirs
-    mod.__package__ = name
-    sys.modules[name] = mod
-
-
 def main(argv: list[str]) -> None:
     opts = parse_args(argv)
     _move_control(opts)
@@ -141,9 +128,9 @@ def main(argv: list[str]) -> None:
     os.closerange(low, 1 << 20)
     # After the standard library and site-packages: a module left in the
     # workspace must not replace theirs in later executions.
-    sys.path.extend(opts.paths)
+    extend_path(opts.paths)
     for name, dirs in opts.packages.items():
-        _fix_package(name, dirs)
+        fix_package(name, dirs)
     sys.dont_write_bytecode = True
     os.chdir(opts.cwd)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
