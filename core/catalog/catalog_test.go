@@ -162,10 +162,11 @@ func TestKillMidCall(t *testing.T) {
 	c := start(t, Options{}, everythingServer(t, nil))
 	before, _ := c.Server("everything")
 
+	// The operation would run for an hour: only the server's death ends
+	// the call, without a wall-clock bound in the test.
 	errc := make(chan error, 1)
-	begun := time.Now()
 	go func() {
-		_, err := c.Call(context.Background(), "everything", "trigger-long-running-operation", json.RawMessage(`{"duration": 20, "steps": 2}`))
+		_, err := c.Call(context.Background(), "everything", "trigger-long-running-operation", json.RawMessage(`{"duration": 3600, "steps": 2}`))
 		errc <- err
 	}()
 	time.Sleep(300 * time.Millisecond)
@@ -175,9 +176,6 @@ func TestKillMidCall(t *testing.T) {
 	err := <-errc
 	if !errors.Is(err, ErrConnectionLost) {
 		t.Fatalf("call in flight: %v, want ErrConnectionLost", err)
-	}
-	if d := time.Since(begun); d > 5*time.Second {
-		t.Errorf("the failed call took %s; it should fail as soon as the server dies", d)
 	}
 	t.Logf("call in flight failed with: %v", err)
 

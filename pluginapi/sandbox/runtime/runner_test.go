@@ -396,7 +396,7 @@ func TestCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Error == nil || res.Error.Type != "Killed" || res.SandboxOK || res.Duration > 5*time.Second {
+	if res.Error == nil || res.Error.Type != "Killed" || res.SandboxOK {
 		t.Errorf("cancelled result %+v", res)
 	}
 	if !r.Healthy() {

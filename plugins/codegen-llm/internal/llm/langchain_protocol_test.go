@@ -285,13 +285,11 @@ func TestProtocolServer_CallerDeadline(t *testing.T) {
 			h := newHarness(t, tc.cfg(srv.srv.URL))
 			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 			defer cancel()
-			start := time.Now()
+			// The server answers only when released: a Generate that ignored
+			// the deadline would hang until the test's own timeout.
 			resp, err := h.c.Generate(ctx, sampleRequest(t))
 			if err == nil {
 				t.Fatalf("no error past the deadline: %+v", resp)
-			}
-			if d := time.Since(start); d > 10*time.Second {
-				t.Errorf("Generate returned %v after the deadline", d)
 			}
 		})
 	}

@@ -233,7 +233,7 @@ func TestFakeMSB_Timeout(t *testing.T) {
 	_, sb := configured(t, fakeConfig(home, nil))
 	id, _ := create(t, sb, sandbox.Limits{Timeout: 500 * time.Millisecond})
 	res := run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "while True:\n    pass"}, nil)
-	if !res.TimedOut || res.Error == nil || res.Error.Type != "Timeout" || res.SandboxOK || res.Duration > 10*time.Second {
+	if !res.TimedOut || res.Error == nil || res.Error.Type != "Timeout" || res.SandboxOK {
 		t.Errorf("result %+v (error %+v)", res, res.Error)
 	}
 	if err := sb.Health(t.Context(), id); err == nil {
@@ -475,11 +475,8 @@ func TestFakeMSB_CloseDuringCreate(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	began := time.Now()
+	// A Close that waited for the boot would hang until the test's timeout.
 	must(t, p.Close())
-	if d := time.Since(began); d > 10*time.Second {
-		t.Errorf("close took %s", d)
-	}
 	if err := <-errc; err == nil {
 		t.Errorf("create succeeded after close")
 	}

@@ -125,13 +125,9 @@ func TestRealMSB_FailurePath(t *testing.T) {
 	if diags, err := p.Configure(t.Context(), realConfig(msb, home, nil), sandbox.APIVersion); err != nil || diags.HasErrors() {
 		t.Fatalf("configure: %v %v", diags, err)
 	}
-	began := time.Now()
 	_, err := p.Create(t.Context(), sandbox.CreateRequest{ID: "x", Mounts: []sandbox.Mount{{Source: t.TempDir(), Target: "/workspace"}}})
 	if !errors.Is(err, pluginapi.ErrUnavailable) || !strings.Contains(err.Error(), unavailablePrefix+"msb doctor: ") {
 		t.Errorf("create: %v", err)
-	}
-	if d := time.Since(began); d > 5*time.Second {
-		t.Errorf("refusing took %s", d)
 	}
 	c := &cli{path: msb, home: home}
 	list, err := c.list(t.Context())
