@@ -74,10 +74,13 @@ func (c *Config) ServerForTenant(name, tenant string) (*MCPServer, error) {
 		return nil, err
 	}
 	out := *s
-	d := &decoder{ctx: tenantContext(s.perTenant.ctx, tenant, c.TenantServerDir(tenant, name)), dir: s.perTenant.dir}
-	d.tenantValues(&out, s.perTenant, nil)
-	if d.diags.HasErrors() {
-		return nil, fmt.Errorf("evaluate mcp_server %q for tenant %s: %w", name, tenant, errors.New(d.diags.Error()))
+	// A server built in code rather than loaded has no expressions.
+	if e := s.perTenant; e != nil {
+		d := &decoder{ctx: tenantContext(e.ctx, tenant, c.TenantServerDir(tenant, name)), dir: e.dir}
+		d.tenantValues(&out, e, nil)
+		if d.diags.HasErrors() {
+			return nil, fmt.Errorf("evaluate mcp_server %q for tenant %s: %w", name, tenant, errors.New(d.diags.Error()))
+		}
 	}
 	if t := c.Tenant(tenant); t != nil {
 		if o := t.Servers[name]; o != nil {
