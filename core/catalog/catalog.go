@@ -21,6 +21,13 @@
 // ErrConnectionLost and calls made meanwhile wait for the new connection.
 // tools/list_changed notifications refresh that server's tools, regenerate
 // the stub tree and notify subscribers.
+//
+// A tenant-scoped server (scope = "tenant") has one such connection per
+// tenant, each with the config evaluated for that tenant
+// (config.ServerForTenant): Call starts the tenant's instance on its first
+// call and idle ones are stopped after idle_timeout or to stay under
+// max_instances. Its tools are listed by the default tenant's instance at
+// Start and shared, so the stubs are the same for every tenant.
 package catalog
 
 import (
