@@ -26,7 +26,7 @@ import (
 
 // startHCL loads servers (mcp_server and tenant blocks of cexec.hcl) and
 // starts a catalog of them, closed when the test ends.
-func startHCL(t *testing.T, env map[string]string, servers string) (*Catalog, *config.Config) {
+func startHCL(t testing.TB, env map[string]string, servers string) (*Catalog, *config.Config) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cexec.hcl")
@@ -303,4 +303,47 @@ tenant "acme" {
 	if !maps.Equal(seen, want) {
 		t.Errorf("requests carried %v, want %v", seen, want)
 	}
+}
+
+// BenchmarkTenantInstanceStart measures a tenant's first call to a
+// tenant-scoped reference memory server (start the process, initialize,
+// list tools, call) and reports the resident memory of one instance.
+func BenchmarkTenantInstanceStart(b *testing.B) {
+	bin := testpeers.Bin(b, "mcp-server-memory")
+	c, _ := startHCL(b, nil, fmt.Sprintf(`
+mcp_server "memory" {
+  command       = %q
+  env           = { MEMORY_FILE_PATH = "${tenant.dir}/memory.jsonl" }
+  scope         = "tenant"
+  max_instances = 4
+}`, bin))
+	ctx := b.Context()
+	var rss int64
+	i := 0
+	for b.Loop() {
+		tenant := fmt.Sprintf("t%d", i)
+		i++
+		if _, err := c.Call(ctx, tenant, "memory", "read_graph", nil); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		rss += rssOf(instances(c, "memory")[tenant].PID)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(rss)/float64(i)/(1<<20), "MiB-rss/instance")
+}
+
+// rssOf is a process's resident memory in bytes, 0 if unknown.
+func rssOf(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		var kb int64
+		if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &kb); err == nil {
+			return kb << 10
+		}
+	}
+	return 0
 }
