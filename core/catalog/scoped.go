@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -56,7 +57,6 @@ type instance struct {
 	tenant    string
 	up        *upstream
 	stop      context.CancelFunc
-	done      chan struct{}
 	startedAt time.Time
 	// Guarded by tenants.mu.
 	inFlight int
@@ -64,6 +64,13 @@ type instance struct {
 }
 
 func newTenants(cat *Catalog, s *config.MCPServer) *tenants {
+	// Loading sets both; a server built in code may not.
+	if s.IdleTimeout <= 0 || s.MaxInstances <= 0 {
+		c := *s
+		c.IdleTimeout = cmp.Or(max(c.IdleTimeout, 0), config.DefaultServerIdleTimeout)
+		c.MaxInstances = cmp.Or(max(c.MaxInstances, 0), config.DefaultMaxInstances)
+		s = &c
+	}
 	return &tenants{cat: cat, cfg: s, instances: map[string]*instance{}}
 }
 
@@ -114,12 +121,11 @@ func (p *tenants) startLocked(tenant string) (*instance, error) {
 	up := newUpstream(p.cat, s)
 	up.log = up.log.With("tenant", tenant)
 	ctx, stop := context.WithCancel(p.cat.life)
-	in := &instance{tenant: tenant, up: up, stop: stop, done: make(chan struct{}), startedAt: time.Now()}
+	in := &instance{tenant: tenant, up: up, stop: stop, startedAt: time.Now()}
 	p.instances[tenant] = in
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		defer close(in.done)
 		up.run(ctx)
 	}()
 	up.log.Info("instance started")
