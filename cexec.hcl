@@ -158,6 +158,24 @@ sandbox {
 # cannot be reached, with a warning. max_argument_size and max_result_size
 # override sandbox.limits' caps of one tool call for this server.
 #
+# scope (default "shared") says who an instance serves. "shared": one
+# process or session for every tenant, so whatever state the server keeps
+# (files, a graph, a login) is common to all of them. "tenant": one
+# instance per tenant (a process for stdio, a client session for HTTP/SSE),
+# started by the tenant's first call, stopped after idle_timeout (default
+# "10m") without calls, and at most max_instances (default 16) at once;
+# beyond that the least recently used idle instance is stopped, and when
+# none is idle the call fails with a clear error. The tools are listed once,
+# by the default tenant's instance at start, and are the same for every
+# tenant. A tenant-scoped server's args, env, cwd and headers may use
+#   tenant.id   the tenant's id
+#   tenant.dir  a folder of that tenant's for this server, created private
+#               to cexecd: <data_dir>/tenants/<tenant>/servers/<server>
+# and a tenant block may give a tenant its own env or headers (see Tenants
+# below). A per-tenant instance is only private if its state is: point the
+# server's state (a file path, a database name) at tenant.dir, or every
+# instance reads and writes the same place and the tenants share it again.
+#
 # Both servers below need Node.js (npx); without it they are skipped.
 
 # Files under ./data, next to this file. `make run` creates it as a copy of
@@ -169,10 +187,15 @@ mcp_server "filesystem" {
   optional = true
 }
 
-# A small knowledge graph that persists entities and relations.
+# A small knowledge graph that persists entities and relations. What one
+# tenant stores there is its own: each tenant gets an instance whose graph
+# lives in its own file (server-memory reads MEMORY_FILE_PATH; without it
+# every instance would use the package's one default file).
 mcp_server "memory" {
   command  = "npx"
   args     = ["-y", "@modelcontextprotocol/server-memory"]
+  env      = { MEMORY_FILE_PATH = "${tenant.dir}/memory.jsonl" }
+  scope    = "tenant"
   optional = true
 }
 
@@ -206,5 +229,11 @@ mcp_server "memory" {
 #       argument = "path"
 #       prefix   = "/srv/data/out/"
 #     }
+#   }
+#   # This tenant's own env (stdio) or headers (HTTP/SSE) for a server with
+#   # scope = "tenant", merged over the server's; only acme's instance gets
+#   # them. They may use tenant.id, tenant.dir and env().
+#   mcp_server "github" {
+#     headers = { Authorization = "Bearer ${env("ACME_GITHUB_TOKEN")}" }
 #   }
 # }

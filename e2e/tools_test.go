@@ -126,6 +126,13 @@ type serverJSON struct {
 	Tools     int    `json:"tools"`
 	PID       int    `json:"pid"`
 	Restarts  int    `json:"restarts"`
+	Scope     string `json:"scope"`
+	Instances []struct {
+		Tenant   string `json:"tenant"`
+		State    string `json:"state"`
+		PID      int    `json:"pid"`
+		InFlight int    `json:"in_flight"`
+	} `json:"instances"`
 }
 
 func listServers(t *testing.T, s setup) map[string]serverJSON {

@@ -44,7 +44,7 @@ func memoryBridge(b *testing.B) (*Bridge, string) {
 		b.Fatal(err)
 	}
 	br := New(cat, nil, Limits{})
-	if _, err := br.CallTool(context.Background(), "memory", "create_entities", benchSeed); err != nil {
+	if _, err := br.CallTool(context.Background(), "default", "memory", "create_entities", benchSeed); err != nil {
 		b.Fatal(err)
 	}
 	return br, filepath.Dir(stubs)
@@ -82,7 +82,7 @@ func BenchmarkCallToolOverhead(b *testing.B) {
 	// Warm both paths (schema compilation, JIT in the servers).
 	for range 50 {
 		call("search_nodes", benchArgs)
-		if _, err := br.CallTool(ctx, "memory", "search_nodes", benchArgs); err != nil {
+		if _, err := br.CallTool(ctx, "default", "memory", "search_nodes", benchArgs); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -93,7 +93,7 @@ func BenchmarkCallToolOverhead(b *testing.B) {
 		t0 := time.Now()
 		call("search_nodes", benchArgs)
 		t1 := time.Now()
-		if _, err := br.CallTool(ctx, "memory", "search_nodes", benchArgs); err != nil {
+		if _, err := br.CallTool(ctx, "default", "memory", "search_nodes", benchArgs); err != nil {
 			b.Fatal(err)
 		}
 		t2 := time.Now()
@@ -118,7 +118,7 @@ func BenchmarkLoop1000(b *testing.B) {
 	ctx := context.Background()
 	for range 100 { // warm both servers' JITs
 		call("search_nodes", benchArgs)
-		if _, err := br.CallTool(ctx, "memory", "search_nodes", benchArgs); err != nil {
+		if _, err := br.CallTool(ctx, "default", "memory", "search_nodes", benchArgs); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -201,7 +201,7 @@ func (f *fixedCatalog) Tools() []catalog.Tool { return []catalog.Tool{f.tool} }
 func (f *fixedCatalog) Server(string) (catalog.ServerStatus, bool) {
 	return catalog.ServerStatus{State: catalog.StateReady}, true
 }
-func (f *fixedCatalog) Call(context.Context, string, string, json.RawMessage) (*mcp.CallToolResult, error) {
+func (f *fixedCatalog) Call(context.Context, string, string, string, json.RawMessage) (*mcp.CallToolResult, error) {
 	return f.res, nil
 }
 

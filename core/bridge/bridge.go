@@ -7,7 +7,7 @@
 // Use, once per daemon and once per execution:
 //
 //	b := bridge.New(cat, log, bridge.Limits{})
-//	exec := b.NewExecution(bridge.ExecOptions{MaxCalls: 1000})
+//	exec := b.NewExecution(bridge.ExecOptions{Tenant: "acme", MaxCalls: 1000})
 //	// in the executor's sandbox.Host.Call:
 //	return exec.HandleHostCall(ctx, method, params)
 //	// in the execution result:
@@ -66,7 +66,7 @@ type Catalog interface {
 	Tool(server, name string) (catalog.Tool, bool)
 	Tools() []catalog.Tool
 	Server(name string) (catalog.ServerStatus, bool)
-	Call(ctx context.Context, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error)
+	Call(ctx context.Context, tenant, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error)
 }
 
 // Bridge validates and relays tool calls. It is safe for concurrent use.
@@ -91,15 +91,16 @@ func New(cat Catalog, log hclog.Logger, limits Limits) *Bridge {
 }
 
 // CallTool calls server's tool with args (a JSON object; empty means {})
-// and returns the result as JSON for the sandbox. Failures the program
+// for tenant (whose own instance serves a tenant-scoped server) and returns
+// the result as JSON for the sandbox. Failures the program
 // should see are *sandbox.CallError values (Type one of the Type*
 // constants); ctx ending is returned as is.
-func (b *Bridge) CallTool(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
+func (b *Bridge) CallTool(ctx context.Context, tenant, server, tool string, args json.RawMessage) (json.RawMessage, error) {
 	t, err := b.lookup(server, tool, nil)
 	if err != nil {
 		return nil, err
 	}
-	return b.call(ctx, t, args)
+	return b.call(ctx, tenant, t, args)
 }
 
 // lookup finds an upstream tool; allowed, when not nil, limits the servers
@@ -121,7 +122,7 @@ func (b *Bridge) lookup(server, tool string, allowed []string) (catalog.Tool, er
 	return t, &sandbox.CallError{Type: TypeToolNotFound, Message: b.notFound(server, tool, allowed, visible)}
 }
 
-func (b *Bridge) call(ctx context.Context, t catalog.Tool, args json.RawMessage) (json.RawMessage, error) {
+func (b *Bridge) call(ctx context.Context, tenant string, t catalog.Tool, args json.RawMessage) (json.RawMessage, error) {
 	if err := b.checkArgument(t.ID, t.Server, len(args)); err != nil {
 		return nil, err
 	}
@@ -144,7 +145,7 @@ func (b *Bridge) call(ctx context.Context, t catalog.Tool, args json.RawMessage)
 			return nil, &sandbox.CallError{Type: TypeInvalidArguments, Message: fmt.Sprintf("invalid arguments for %s: %v", t.ID, err)}
 		}
 	}
-	res, err := b.cat.Call(ctx, t.Server, t.Name, args)
+	res, err := b.cat.Call(ctx, tenant, t.Server, t.Name, args)
 	if err != nil {
 		return nil, callError(ctx, err)
 	}

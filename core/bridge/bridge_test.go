@@ -91,7 +91,7 @@ func TestCallToolReferenceServers(t *testing.T) {
 	}
 	for _, tt := range results {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := f.b.CallTool(ctx, tt.server, tt.tool, json.RawMessage(tt.args))
+			out, err := f.b.CallTool(ctx, "default", tt.server, tt.tool, json.RawMessage(tt.args))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func TestCallToolReferenceServers(t *testing.T) {
 	}
 	for _, tt := range failures {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := f.b.CallTool(ctx, tt.server, tt.tool, json.RawMessage(tt.args))
+			_, err := f.b.CallTool(ctx, "default", tt.server, tt.tool, json.RawMessage(tt.args))
 			ce := callErr(t, err)
 			if ce.Type != tt.typ || !strings.Contains(ce.Message, tt.msg) {
 				t.Errorf("got %s: %s\nwant %s containing %q", ce.Type, ce.Message, tt.typ, tt.msg)
@@ -133,7 +133,7 @@ func TestCallToolReferenceServers(t *testing.T) {
 	if !ok {
 		t.Fatal("local tool textutils/word_count missing")
 	}
-	_, err := f.b.CallTool(ctx, "textutils", "word_count", json.RawMessage(`{"text":"a b"}`))
+	_, err := f.b.CallTool(ctx, "default", "textutils", "word_count", json.RawMessage(`{"text":"a b"}`))
 	if ce := callErr(t, err); ce.Type != TypeToolNotFound || !strings.Contains(ce.Message, tool.Stub.Import) {
 		t.Errorf("local tool through call_tool: %s: %s", ce.Type, ce.Message)
 	}

@@ -22,6 +22,9 @@ const MethodCallTool = "call_tool"
 
 // ExecOptions configure one execution's use of the bridge.
 type ExecOptions struct {
+	// Tenant is whose execution it is: a tenant-scoped server's calls go
+	// to this tenant's instance.
+	Tenant string
 	// MaxCalls bounds the tool calls of the execution; <= 0 means
 	// DefaultMaxCalls. Calls past it fail with TypeCallLimit.
 	MaxCalls int
@@ -119,7 +122,7 @@ func (e *Execution) call(ctx context.Context, server, tool string, args json.Raw
 			return nil, &sandbox.CallError{Type: TypeToolError, Message: err.Error()}
 		}
 	}
-	return e.b.call(ctx, t, args)
+	return e.b.call(ctx, e.opts.Tenant, t, args)
 }
 
 // callToolParams are the params of the runtime's call_tool host call.

@@ -19,9 +19,9 @@ type countingCatalog struct {
 	calls atomic.Int64
 }
 
-func (c *countingCatalog) Call(ctx context.Context, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+func (c *countingCatalog) Call(ctx context.Context, tenant, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	c.calls.Add(1)
-	return c.fixedCatalog.Call(ctx, server, tool, args)
+	return c.fixedCatalog.Call(ctx, tenant, server, tool, args)
 }
 
 // TestCallLimits checks the caps of one call's arguments and result: an

@@ -9,7 +9,7 @@
 //	if err := cat.Start(ctx); err != nil { ... } // a required server failed
 //	defer cat.Close()
 //	stop := cat.Subscribe(func(ch catalog.Change) { ... selector.Index ... })
-//	res, err := cat.Call(ctx, "filesystem", "read_text_file", args)
+//	res, err := cat.Call(ctx, tenant, "filesystem", "read_text_file", args)
 //
 // Upstream servers connect in parallel at Start over stdio (a child process
 // with an explicit environment: PATH, HOME, TMPDIR and LANG of the daemon,
@@ -21,6 +21,13 @@
 // ErrConnectionLost and calls made meanwhile wait for the new connection.
 // tools/list_changed notifications refresh that server's tools, regenerate
 // the stub tree and notify subscribers.
+//
+// A tenant-scoped server (scope = "tenant") has one such connection per
+// tenant, each with the config evaluated for that tenant
+// (config.ServerForTenant): Call starts the tenant's instance on its first
+// call and idle ones are stopped after idle_timeout or to stay under
+// max_instances. Its tools are listed by the default tenant's instance at
+// Start and shared, so the stubs are the same for every tenant.
 package catalog
 
 import (
@@ -38,6 +45,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
 )
 
@@ -94,6 +102,7 @@ type Options struct {
 // Catalog is the tool catalog and the upstream connections behind it. Its
 // methods are safe for concurrent use.
 type Catalog struct {
+	cfg     *config.Config
 	opts    Options
 	log     hclog.Logger
 	servers []*upstream
@@ -154,6 +163,7 @@ func New(cfg *config.Config, opts Options) (*Catalog, error) {
 	}
 	life, stop := context.WithCancel(context.Background())
 	c := &Catalog{
+		cfg:     cfg,
 		opts:    opts,
 		log:     opts.Logger,
 		byName:  map[string]*upstream{},
@@ -165,6 +175,9 @@ func New(cfg *config.Config, opts Options) (*Catalog, error) {
 	}
 	for _, s := range cfg.MCPServers {
 		u := newUpstream(c, s)
+		if s.Scope == config.ScopeTenant {
+			u.tenants = newTenants(c, s)
+		}
 		c.servers = append(c.servers, u)
 		c.byName[s.Name] = u
 	}
@@ -232,11 +245,8 @@ func (c *Catalog) Close() error {
 // Servers returns the status of every upstream server in config order.
 func (c *Catalog) Servers() []ServerStatus {
 	out := make([]ServerStatus, len(c.servers))
-	c.mu.RLock()
-	defer c.mu.RUnlock()
 	for i, u := range c.servers {
-		out[i] = u.status()
-		out[i].Tools = len(c.upTools[u.cfg.Name])
+		out[i] = c.serverStatus(u)
 	}
 	return out
 }
@@ -247,11 +257,27 @@ func (c *Catalog) Server(name string) (ServerStatus, bool) {
 	if u == nil {
 		return ServerStatus{}, false
 	}
+	return c.serverStatus(u), true
+}
+
+func (c *Catalog) serverStatus(u *upstream) ServerStatus {
 	s := u.status()
 	c.mu.RLock()
-	s.Tools = len(c.upTools[name])
+	tools, known := c.upTools[u.cfg.Name]
 	c.mu.RUnlock()
-	return s, true
+	s.Tools = len(tools)
+	if known && u.tenants != nil && s.State != StateClosed {
+		s.State = StateReady
+	}
+	return s
+}
+
+// toolsKnown reports whether server has listed its tools at least once.
+func (c *Catalog) toolsKnown(server string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	_, ok := c.upTools[server]
+	return ok
 }
 
 // Tools returns every tool: upstream servers in config order, each in the
@@ -313,6 +339,15 @@ func (c *Catalog) Refresh(ctx context.Context, server string) error {
 			}
 			return fmt.Errorf("refresh %s: %w", server, ErrUnknownServer)
 		}
+		if u.tenants != nil {
+			// Listed through the default tenant's instance, as at start.
+			in, release, err := u.tenants.acquire(endpoint.DefaultTenant)
+			if err != nil {
+				return fmt.Errorf("refresh %s: %w", server, err)
+			}
+			defer release()
+			u = in.up
+		}
 		cn, err := u.ready(ctx)
 		if err != nil {
 			return fmt.Errorf("refresh %s: %w", server, err)
@@ -349,14 +384,24 @@ func (c *Catalog) isLocalServer(name string) bool {
 }
 
 // Call calls tool on the upstream server with args (a JSON object; empty
-// means {}), bounded by the server's timeout. It does not validate args:
-// that is the bridge's job. Errors wrap ErrUnknownServer, ErrUnavailable,
+// means {}) for tenant, bounded by the server's timeout. A shared server
+// serves every tenant; a tenant-scoped server's call goes to tenant's own
+// instance, started if it does not run. It does not validate args: that is
+// the bridge's job. Errors wrap ErrUnknownServer, ErrUnavailable,
 // ErrConnectionLost or ErrTimeout, or carry the server's JSON-RPC error;
 // a tool that reports a failure is a result with IsError, not an error.
-func (c *Catalog) Call(ctx context.Context, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+func (c *Catalog) Call(ctx context.Context, tenant, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	u := c.byName[server]
 	if u == nil {
 		return nil, fmt.Errorf("call %s/%s: %w", server, tool, ErrUnknownServer)
+	}
+	if u.tenants != nil {
+		in, release, err := u.tenants.acquire(tenant)
+		if err != nil {
+			return nil, fmt.Errorf("call %s/%s for tenant %s: %w", server, tool, tenant, err)
+		}
+		defer release()
+		u = in.up
 	}
 	timeout := callTimeout(u.cfg)
 	cctx, cancel := context.WithTimeout(ctx, timeout)

@@ -141,7 +141,7 @@ func TestEnvironmentIsolation(t *testing.T) {
 	}
 
 	// And as the server itself reports it (server-everything's get-env).
-	res, err := c.Call(context.Background(), "everything", "get-env", nil)
+	res, err := c.Call(context.Background(), "default", "everything", "get-env", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,11 @@ func TestKillMidCall(t *testing.T) {
 	// the call, without a wall-clock bound in the test.
 	errc := make(chan error, 1)
 	go func() {
+<<<<<<< HEAD
 		_, err := c.Call(context.Background(), "everything", "trigger-long-running-operation", json.RawMessage(`{"duration": 3600, "steps": 2}`))
+=======
+		_, err := c.Call(context.Background(), "default", "everything", "trigger-long-running-operation", json.RawMessage(`{"duration": 20, "steps": 2}`))
+>>>>>>> upstream
 		errc <- err
 	}()
 	time.Sleep(300 * time.Millisecond)
@@ -180,7 +184,7 @@ func TestKillMidCall(t *testing.T) {
 	t.Logf("call in flight failed with: %v", err)
 
 	// The next call waits for the reconnect and works.
-	res, err := c.Call(context.Background(), "everything", "echo", json.RawMessage(`{"message":"back"}`))
+	res, err := c.Call(context.Background(), "default", "everything", "echo", json.RawMessage(`{"message":"back"}`))
 	if err != nil {
 		t.Fatalf("call after restart: %v", err)
 	}
@@ -197,7 +201,7 @@ func TestCallTimeout(t *testing.T) {
 	s := everythingServer(t, nil)
 	s.Timeout = 300 * time.Millisecond
 	c := start(t, Options{}, s)
-	_, err := c.Call(context.Background(), "everything", "trigger-long-running-operation", json.RawMessage(`{"duration": 5, "steps": 1}`))
+	_, err := c.Call(context.Background(), "default", "everything", "trigger-long-running-operation", json.RawMessage(`{"duration": 5, "steps": 1}`))
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("err = %v, want ErrTimeout", err)
 	}
@@ -271,7 +275,7 @@ func TestCloseStopsServers(t *testing.T) {
 			t.Errorf("%s: state %s after Close", s.Name, s.State)
 		}
 	}
-	if _, err := c.Call(context.Background(), "memory", "read_graph", nil); !errors.Is(err, ErrUnavailable) {
+	if _, err := c.Call(context.Background(), "default", "memory", "read_graph", nil); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("call after Close: %v", err)
 	}
 }
@@ -290,7 +294,7 @@ func TestOptionalAndRequiredFailures(t *testing.T) {
 		if st, _ := c.Server("memory"); st.State != StateReady {
 			t.Errorf("memory: %+v", st)
 		}
-		if _, err := c.Call(context.Background(), "flaky", "x", nil); !errors.Is(err, ErrUnavailable) {
+		if _, err := c.Call(context.Background(), "default", "flaky", "x", nil); !errors.Is(err, ErrUnavailable) {
 			t.Errorf("call to the failed server: %v", err)
 		}
 	})
@@ -308,7 +312,7 @@ func TestOptionalAndRequiredFailures(t *testing.T) {
 	})
 	t.Run("unknown", func(t *testing.T) {
 		c := start(t, Options{})
-		if _, err := c.Call(context.Background(), "nope", "x", nil); !errors.Is(err, ErrUnknownServer) {
+		if _, err := c.Call(context.Background(), "default", "nope", "x", nil); !errors.Is(err, ErrUnknownServer) {
 			t.Errorf("err = %v", err)
 		}
 	})
@@ -336,7 +340,7 @@ func TestRemoteTransports(t *testing.T) {
 			if !ok || !bytes.Contains(tool.InputSchema, []byte(`"$schema"`)) {
 				t.Fatalf("get-sum over %s: %v %s", tt.transport, ok, tool.InputSchema)
 			}
-			res, err := c.Call(context.Background(), "everything", "get-sum", json.RawMessage(`{"a": 2, "b": 40}`))
+			res, err := c.Call(context.Background(), "default", "everything", "get-sum", json.RawMessage(`{"a": 2, "b": 40}`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -348,14 +352,14 @@ func TestRemoteTransports(t *testing.T) {
 			// it is back (a new process, which knows no old session) the
 			// catalog reconnects on its own.
 			kill()
-			_, err = c.Call(context.Background(), "everything", "get-sum", json.RawMessage(`{"a": 1, "b": 1}`))
+			_, err = c.Call(context.Background(), "default", "everything", "get-sum", json.RawMessage(`{"a": 1, "b": 1}`))
 			if !errors.Is(err, ErrConnectionLost) && !errors.Is(err, ErrUnavailable) {
 				t.Fatalf("call to a dead server: %v", err)
 			}
 			t.Logf("call to the dead server: %v", err)
 			runPeer(t, bin, port, tt.mode)
 			eventually(t, "the reconnect", 30*time.Second, func() bool {
-				_, err := c.Call(context.Background(), "everything", "get-sum", json.RawMessage(`{"a": 1, "b": 1}`))
+				_, err := c.Call(context.Background(), "default", "everything", "get-sum", json.RawMessage(`{"a": 1, "b": 1}`))
 				return err == nil
 			})
 			if st, _ := c.Server("everything"); st.Restarts == 0 {

@@ -107,7 +107,7 @@ func testToolChanges(t *testing.T, c *Catalog, stubs, server string) {
 	})
 
 	ctx := context.Background()
-	if _, err := c.Call(ctx, server, "add_tool", json.RawMessage(`{"name":"late-comer"}`)); err != nil {
+	if _, err := c.Call(ctx, "default", server, "add_tool", json.RawMessage(`{"name":"late-comer"}`)); err != nil {
 		t.Fatal(err)
 	}
 	id := server + "/late-comer"
@@ -123,7 +123,7 @@ func testToolChanges(t *testing.T, c *Catalog, stubs, server string) {
 		t.Errorf("ListChanged = 0 after a change: %+v", st)
 	}
 
-	if _, err := c.Call(ctx, server, "remove_tool", json.RawMessage(`{"name":"late-comer"}`)); err != nil {
+	if _, err := c.Call(ctx, "default", server, "remove_tool", json.RawMessage(`{"name":"late-comer"}`)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the delete of "+id, 10*time.Second, func() bool { return got.find(deleted(id)) })

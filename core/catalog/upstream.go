@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/internal/version"
 )
@@ -59,6 +60,11 @@ type ServerStatus struct {
 	Restarts int
 	// ListChanged counts tools/list_changed notifications followed.
 	ListChanged int
+	// Scope is config.ScopeShared or config.ScopeTenant. A tenant-scoped
+	// server is StateReady once its tools are known: its instances start
+	// on demand, and Instances lists those running.
+	Scope     string
+	Instances []InstanceStatus
 	// LastError is why the last connection attempt failed or the last
 	// connection was lost.
 	LastError   string
@@ -124,6 +130,9 @@ type upstream struct {
 	cat *Catalog
 	cfg *config.MCPServer
 	log hclog.Logger
+	// tenants, for a tenant-scoped server, runs its per-tenant instances;
+	// this upstream then only stands for the server as a whole.
+	tenants *tenants
 
 	mu          sync.Mutex
 	state       State
@@ -182,6 +191,10 @@ func (u *upstream) firstDone(err error) {
 // run keeps the server connected until ctx ends: connect, wait for the
 // connection to die, reconnect with exponential backoff.
 func (u *upstream) run(ctx context.Context) {
+	if u.tenants != nil {
+		u.tenants.run(ctx, u)
+		return
+	}
 	opts := &u.cat.opts
 	backoff := opts.MinBackoff
 	for {
@@ -425,9 +438,13 @@ func (u *upstream) ready(ctx context.Context) (*conn, error) {
 }
 
 func (u *upstream) status() ServerStatus {
+	if u.tenants != nil {
+		return u.scopedStatus()
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	s := ServerStatus{
+		Scope:           config.ScopeShared,
 		Name:            u.cfg.Name,
 		Transport:       u.cfg.Transport,
 		Optional:        u.cfg.Optional,
@@ -444,6 +461,26 @@ func (u *upstream) status() ServerStatus {
 	}
 	if u.conn != nil && !u.conn.isDead() {
 		s.PID = pidOf(u.conn)
+	}
+	return s
+}
+
+// scopedStatus sums up a tenant-scoped server: what its instances last
+// reported of the server, and each instance. Its State is the discovery
+// instance's until the catalog's serverStatus knows the tools.
+func (u *upstream) scopedStatus() ServerStatus {
+	s := ServerStatus{Name: u.cfg.Name, Transport: u.cfg.Transport, Optional: u.cfg.Optional, Scope: config.ScopeTenant, State: StateConnecting}
+	s.Instances = u.tenants.status()
+	var latest time.Time
+	for _, in := range s.Instances {
+		s.Restarts += in.Restarts
+		if in.Tenant == endpoint.DefaultTenant {
+			s.State, s.LastError = in.State, in.LastError
+		}
+		if in.ConnectedAt.After(latest) {
+			latest = in.ConnectedAt
+			s.ProtocolVersion, s.ServerName, s.ServerVersion, s.ConnectedAt = in.ProtocolVersion, in.ServerName, in.ServerVersion, in.ConnectedAt
+		}
 	}
 	return s
 }

@@ -93,7 +93,19 @@ type MCPServer struct {
 	// one tool call for this server; 0 keeps them.
 	MaxArgumentSize int64
 	MaxResultSize   int64
-	DeclRange       hcl.Range
+	// Scope is ScopeShared (one instance for every tenant) or ScopeTenant
+	// (one instance or session per tenant, see ServerForTenant).
+	Scope string
+	// IdleTimeout stops a tenant's instance unused for this long
+	// (ScopeTenant only).
+	IdleTimeout time.Duration
+	// MaxInstances caps the running instances of a ScopeTenant server.
+	MaxInstances int
+	DeclRange    hcl.Range
+
+	// perTenant keeps the expressions that may name the tenant, so that
+	// each tenant's instance gets them evaluated with its own values.
+	perTenant *tenantExprs
 }
 
 // Tenant is one `tenant "<id>" { ... }` block.
@@ -115,7 +127,10 @@ type Tenant struct {
 	// Policy is the undecoded body of the tenant's policy block, or nil.
 	Policy      hcl.Body
 	PolicyRange hcl.Range
-	DeclRange   hcl.Range
+	// Servers holds the tenant's own env and headers for tenant-scoped
+	// servers, by server name; they are merged over the server's.
+	Servers   map[string]*ServerOverride
+	DeclRange hcl.Range
 }
 
 func (d *decoder) pipeline(cfg *Config, raw *rawPipeline) {
@@ -351,15 +366,11 @@ func (d *decoder) mcpServers(cfg *Config, raws []*rawMCP) {
 		}
 		base := path("mcp_servers", strconv.Itoa(len(cfg.MCPServers)))
 		s := &MCPServer{Name: r.Name, Timeout: defaultMCPTimeout, DeclRange: r.DeclRange}
+		d.scope(cfg, s, r, base)
+		d.perTenantAttrs(cfg, s, r, base)
 		s.Command, _, _ = d.str(r.Command, append(base, "command"))
-		s.Args, _ = d.strList(r.Args, append(base, "args"))
-		s.Env, _ = d.strMap(r.Env, append(base, "env"))
-		if c, _, ok := d.str(r.Cwd, append(base, "cwd")); ok {
-			s.Cwd = d.abs(c)
-		}
 		s.URL, _, _ = d.str(r.URL, append(base, "url"))
 		s.Transport, _, _ = d.str(r.Transport, append(base, "transport"))
-		s.Headers, _ = d.strMap(r.Headers, append(base, "headers"))
 		s.Optional, _ = d.boolean(r.Optional, append(base, "optional"))
 		if t, ok := d.duration(r.Timeout, append(base, "timeout")); ok {
 			s.Timeout = t
@@ -478,6 +489,7 @@ func (d *decoder) tenants(cfg *Config, raws []*rawTenant) {
 		if r.Policy != nil {
 			t.Policy, t.PolicyRange = r.Policy.Body, r.Policy.DeclRange
 		}
+		d.serverOverrides(cfg, t, r.Servers, base)
 		cfg.Tenants = append(cfg.Tenants, t)
 	}
 }

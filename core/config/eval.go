@@ -68,6 +68,8 @@ type decoder struct {
 	lookup    func(string) (string, bool)
 	diags     hcl.Diagnostics
 	sensitive [][]string
+	// skipped attributes already have an error of their own.
+	skipped map[*hcl.Attribute]bool
 }
 
 func (d *decoder) errorf(subject *hcl.Range, summary, detail string, args ...any) {
@@ -93,7 +95,7 @@ func (d *decoder) warnf(subject *hcl.Range, summary, detail string, args ...any)
 // whether any part of the value came from env(); the marked parts' paths are
 // recorded under p.
 func (d *decoder) eval(attr *hcl.Attribute, ty cty.Type, p []string) (v cty.Value, marked, ok bool) {
-	if attr == nil {
+	if attr == nil || d.skipped[attr] {
 		return cty.NilVal, false, false
 	}
 	val, diags := attr.Expr.Value(d.ctx)

@@ -109,6 +109,20 @@ func TestFixtureDiagnostics(t *testing.T) {
 		{"guards_off.hcl", []wantDiag{
 			{5, "PII guard off", true},
 		}},
+		{"tenant_scope.hcl", []wantDiag{
+			{4, "Tenant variable not allowed here", false},
+			{5, "Argument needs a tenant-scoped server", false},
+			{9, "Tenant variable not allowed here", false},
+			{10, "Invalid scope", false},
+			{14, "Unsupported attribute", false},
+			{16, "Invalid duration", false},
+			{17, "Number out of range", false},
+			{20, "Tenant variable not allowed here", false},
+			{24, "Unknown mcp_server", false},
+			{25, "Override of a shared server", false},
+			{27, "Headers need a remote server", false},
+			{29, "Duplicate mcp_server", false},
+		}},
 		{"symlink_escape.hcl", []wantDiag{
 			{4, "Plugin binary escapes plugin_dir", false},
 			{7, "Plugin command escapes plugin_dir", false},

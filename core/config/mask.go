@@ -92,6 +92,11 @@ func (c *Config) view(plugins []any) map[string]any {
 			"cwd": s.Cwd, "url": s.URL, "transport": s.Transport, "headers": nonNilMap(s.Headers),
 			"optional": s.Optional, "timeout": s.Timeout.String(),
 			"max_argument_size": s.MaxArgumentSize, "max_result_size": s.MaxResultSize,
+			"scope": s.Scope,
+		}
+		if s.Scope == ScopeTenant {
+			v := servers[i].(map[string]any)
+			v["idle_timeout"], v["max_instances"] = s.IdleTimeout.String(), s.MaxInstances
 		}
 	}
 	tenants := make([]any, len(c.Tenants))
@@ -99,6 +104,13 @@ func (c *Config) view(plugins []any) map[string]any {
 		tenants[i] = map[string]any{
 			"id": t.ID, "disk_quota": t.DiskQuota, "max_concurrent": t.MaxConcurrent, "max_session_log": t.MaxSessionLog, "session_ttl": t.SessionTTL.String(),
 			"allowed_servers": t.AllowedServers, "policy": t.Policy != nil,
+		}
+		if len(t.Servers) > 0 {
+			overrides := map[string]any{}
+			for name, o := range t.Servers {
+				overrides[name] = map[string]any{"env": nonNilMap(o.Env), "headers": nonNilMap(o.Headers)}
+			}
+			tenants[i].(map[string]any)["mcp_servers"] = overrides
 		}
 	}
 	// Tokens are secrets even when written in the file.

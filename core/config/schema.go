@@ -92,19 +92,33 @@ type rawMCP struct {
 	Timeout   *hcl.Attribute `hcl:"timeout,optional"`
 	MaxArg    *hcl.Attribute `hcl:"max_argument_size,optional"`
 	MaxResult *hcl.Attribute `hcl:"max_result_size,optional"`
+	Scope     *hcl.Attribute `hcl:"scope,optional"`
+	IdleTime  *hcl.Attribute `hcl:"idle_timeout,optional"`
+	MaxInst   *hcl.Attribute `hcl:"max_instances,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
+// rawServerOverride is an `mcp_server "<name>" { ... }` block inside a
+// tenant block: that tenant's env and headers for a tenant-scoped server.
+type rawServerOverride struct {
+	Name      string         `hcl:"name,label"`
+	NameRange hcl.Range      `hcl:"name,label_range"`
+	Env       *hcl.Attribute `hcl:"env,optional"`
+	Headers   *hcl.Attribute `hcl:"headers,optional"`
 	DeclRange hcl.Range      `hcl:",def_range"`
 }
 
 type rawTenant struct {
-	ID             string         `hcl:"id,label"`
-	IDRange        hcl.Range      `hcl:"id,label_range"`
-	DiskQuota      *hcl.Attribute `hcl:"disk_quota,optional"`
-	MaxConcurrent  *hcl.Attribute `hcl:"max_concurrent,optional"`
-	MaxSessionLog  *hcl.Attribute `hcl:"max_session_log,optional"`
-	SessionTTL     *hcl.Attribute `hcl:"session_ttl,optional"`
-	AllowedServers *hcl.Attribute `hcl:"allowed_servers,optional"`
-	Policy         *rawPolicy     `hcl:"policy,block"`
-	DeclRange      hcl.Range      `hcl:",def_range"`
+	ID             string               `hcl:"id,label"`
+	IDRange        hcl.Range            `hcl:"id,label_range"`
+	DiskQuota      *hcl.Attribute       `hcl:"disk_quota,optional"`
+	MaxConcurrent  *hcl.Attribute       `hcl:"max_concurrent,optional"`
+	MaxSessionLog  *hcl.Attribute       `hcl:"max_session_log,optional"`
+	SessionTTL     *hcl.Attribute       `hcl:"session_ttl,optional"`
+	AllowedServers *hcl.Attribute       `hcl:"allowed_servers,optional"`
+	Policy         *rawPolicy           `hcl:"policy,block"`
+	Servers        []*rawServerOverride `hcl:"mcp_server,block"`
+	DeclRange      hcl.Range            `hcl:",def_range"`
 }
 
 // rawPolicy keeps the tenant policy undecoded: its schema belongs to the

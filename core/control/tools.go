@@ -65,11 +65,19 @@ func (s *Server) ListServers(context.Context, *cexecv1.ListServersRequest) (*cex
 	}
 	var out []*cexecv1.ServerInfo
 	for _, st := range s.d.Tools.Servers() {
-		out = append(out, &cexecv1.ServerInfo{
+		info := &cexecv1.ServerInfo{
 			Name: st.Name, Transport: st.Transport, State: serverState(st.State), ProtocolVersion: st.ProtocolVersion,
 			ServerName: st.ServerName, ServerVersion: st.ServerVersion, Tools: int32(st.Tools), Pid: int32(st.PID),
-			Restarts: int32(st.Restarts), LastError: st.LastError, Optional: st.Optional,
-		})
+			Restarts: int32(st.Restarts), LastError: st.LastError, Optional: st.Optional, Scope: st.Scope,
+		}
+		for _, in := range st.Instances {
+			info.Instances = append(info.Instances, &cexecv1.ServerInstance{
+				Tenant: in.Tenant, State: serverState(in.State), Pid: int32(in.PID),
+				StartedUnixMs: in.StartedAt.UnixMilli(), LastUsedUnixMs: in.LastUsed.UnixMilli(),
+				InFlight: int32(in.InFlight), Restarts: int32(in.Restarts), LastError: in.LastError,
+			})
+		}
+		out = append(out, info)
 	}
 	local := map[string]*cexecv1.ServerInfo{}
 	for _, t := range s.d.Tools.Tools() {

@@ -180,6 +180,7 @@ func (x *Executor) execute(ctx context.Context, t *workspace.Tenant, req CodeReq
 	var exec *bridge.Execution
 	if x.Tools != nil {
 		exec = x.Tools.NewExecution(bridge.ExecOptions{
+			Tenant:         req.Tenant,
 			MaxCalls:       req.MaxToolCalls,
 			AllowedServers: t.Quota().AllowedServers,
 			Before:         req.BeforeToolCall,

@@ -1398,8 +1398,13 @@ type ServerInfo struct {
 	Restarts        int32                  `protobuf:"varint,9,opt,name=restarts,proto3" json:"restarts,omitempty"`
 	LastError       string                 `protobuf:"bytes,10,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
 	Optional        bool                   `protobuf:"varint,11,opt,name=optional,proto3" json:"optional,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// shared (one instance for every tenant) or tenant (one per tenant,
+	// started on demand); empty for local tools.
+	Scope string `protobuf:"bytes,12,opt,name=scope,proto3" json:"scope,omitempty"`
+	// The running per-tenant instances of a tenant-scoped server.
+	Instances     []*ServerInstance `protobuf:"bytes,13,rep,name=instances,proto3" json:"instances,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerInfo) Reset() {
@@ -1509,6 +1514,121 @@ func (x *ServerInfo) GetOptional() bool {
 	return false
 }
 
+func (x *ServerInfo) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetInstances() []*ServerInstance {
+	if x != nil {
+		return x.Instances
+	}
+	return nil
+}
+
+// ServerInstance is one tenant's instance of a tenant-scoped server.
+type ServerInstance struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Tenant         string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	State          string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"` // as ServerInfo.state
+	Pid            int32                  `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`    // stdio servers only
+	StartedUnixMs  int64                  `protobuf:"varint,4,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
+	LastUsedUnixMs int64                  `protobuf:"varint,5,opt,name=last_used_unix_ms,json=lastUsedUnixMs,proto3" json:"last_used_unix_ms,omitempty"`
+	InFlight       int32                  `protobuf:"varint,6,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"` // calls under way; 0 means idle
+	Restarts       int32                  `protobuf:"varint,7,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	LastError      string                 `protobuf:"bytes,8,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ServerInstance) Reset() {
+	*x = ServerInstance{}
+	mi := &file_cexec_v1_control_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerInstance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerInstance) ProtoMessage() {}
+
+func (x *ServerInstance) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerInstance.ProtoReflect.Descriptor instead.
+func (*ServerInstance) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ServerInstance) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ServerInstance) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *ServerInstance) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *ServerInstance) GetStartedUnixMs() int64 {
+	if x != nil {
+		return x.StartedUnixMs
+	}
+	return 0
+}
+
+func (x *ServerInstance) GetLastUsedUnixMs() int64 {
+	if x != nil {
+		return x.LastUsedUnixMs
+	}
+	return 0
+}
+
+func (x *ServerInstance) GetInFlight() int32 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *ServerInstance) GetRestarts() int32 {
+	if x != nil {
+		return x.Restarts
+	}
+	return 0
+}
+
+func (x *ServerInstance) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
 type ListServersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1517,7 +1637,7 @@ type ListServersRequest struct {
 
 func (x *ListServersRequest) Reset() {
 	*x = ListServersRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[21]
+	mi := &file_cexec_v1_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +1649,7 @@ func (x *ListServersRequest) String() string {
 func (*ListServersRequest) ProtoMessage() {}
 
 func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[21]
+	mi := &file_cexec_v1_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +1662,7 @@ func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersRequest.ProtoReflect.Descriptor instead.
 func (*ListServersRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{21}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{22}
 }
 
 type ListServersResponse struct {
@@ -1554,7 +1674,7 @@ type ListServersResponse struct {
 
 func (x *ListServersResponse) Reset() {
 	*x = ListServersResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[22]
+	mi := &file_cexec_v1_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1566,7 +1686,7 @@ func (x *ListServersResponse) String() string {
 func (*ListServersResponse) ProtoMessage() {}
 
 func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[22]
+	mi := &file_cexec_v1_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1579,7 +1699,7 @@ func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
 func (*ListServersResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{22}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListServersResponse) GetServers() []*ServerInfo {
@@ -1607,7 +1727,7 @@ type ToolInfo struct {
 
 func (x *ToolInfo) Reset() {
 	*x = ToolInfo{}
-	mi := &file_cexec_v1_control_proto_msgTypes[23]
+	mi := &file_cexec_v1_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +1739,7 @@ func (x *ToolInfo) String() string {
 func (*ToolInfo) ProtoMessage() {}
 
 func (x *ToolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[23]
+	mi := &file_cexec_v1_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +1752,7 @@ func (x *ToolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
 func (*ToolInfo) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{23}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ToolInfo) GetId() string {
@@ -1700,7 +1820,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[24]
+	mi := &file_cexec_v1_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1712,7 +1832,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[24]
+	mi := &file_cexec_v1_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1725,7 +1845,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{24}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListToolsRequest) GetServer() string {
@@ -1744,7 +1864,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[25]
+	mi := &file_cexec_v1_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1756,7 +1876,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[25]
+	mi := &file_cexec_v1_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1769,7 +1889,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{25}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolInfo {
@@ -1788,7 +1908,7 @@ type GetToolRequest struct {
 
 func (x *GetToolRequest) Reset() {
 	*x = GetToolRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[26]
+	mi := &file_cexec_v1_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1800,7 +1920,7 @@ func (x *GetToolRequest) String() string {
 func (*GetToolRequest) ProtoMessage() {}
 
 func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[26]
+	mi := &file_cexec_v1_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +1933,7 @@ func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
 func (*GetToolRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{26}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetToolRequest) GetId() string {
@@ -1836,7 +1956,7 @@ type GetToolResponse struct {
 
 func (x *GetToolResponse) Reset() {
 	*x = GetToolResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[27]
+	mi := &file_cexec_v1_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1848,7 +1968,7 @@ func (x *GetToolResponse) String() string {
 func (*GetToolResponse) ProtoMessage() {}
 
 func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[27]
+	mi := &file_cexec_v1_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1861,7 +1981,7 @@ func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
 func (*GetToolResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{27}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetToolResponse) GetTool() *ToolInfo {
@@ -1908,7 +2028,7 @@ type RefreshToolsRequest struct {
 
 func (x *RefreshToolsRequest) Reset() {
 	*x = RefreshToolsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[28]
+	mi := &file_cexec_v1_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1920,7 +2040,7 @@ func (x *RefreshToolsRequest) String() string {
 func (*RefreshToolsRequest) ProtoMessage() {}
 
 func (x *RefreshToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[28]
+	mi := &file_cexec_v1_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1933,7 +2053,7 @@ func (x *RefreshToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshToolsRequest.ProtoReflect.Descriptor instead.
 func (*RefreshToolsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{28}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RefreshToolsRequest) GetServer() string {
@@ -1952,7 +2072,7 @@ type RefreshToolsResponse struct {
 
 func (x *RefreshToolsResponse) Reset() {
 	*x = RefreshToolsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[29]
+	mi := &file_cexec_v1_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2084,7 @@ func (x *RefreshToolsResponse) String() string {
 func (*RefreshToolsResponse) ProtoMessage() {}
 
 func (x *RefreshToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[29]
+	mi := &file_cexec_v1_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2097,7 @@ func (x *RefreshToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshToolsResponse.ProtoReflect.Descriptor instead.
 func (*RefreshToolsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{29}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RefreshToolsResponse) GetTools() int32 {
@@ -2001,7 +2121,7 @@ type SearchToolsRequest struct {
 
 func (x *SearchToolsRequest) Reset() {
 	*x = SearchToolsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[30]
+	mi := &file_cexec_v1_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2013,7 +2133,7 @@ func (x *SearchToolsRequest) String() string {
 func (*SearchToolsRequest) ProtoMessage() {}
 
 func (x *SearchToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[30]
+	mi := &file_cexec_v1_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2026,7 +2146,7 @@ func (x *SearchToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchToolsRequest.ProtoReflect.Descriptor instead.
 func (*SearchToolsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{30}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SearchToolsRequest) GetQuery() string {
@@ -2081,7 +2201,7 @@ type SearchHit struct {
 
 func (x *SearchHit) Reset() {
 	*x = SearchHit{}
-	mi := &file_cexec_v1_control_proto_msgTypes[31]
+	mi := &file_cexec_v1_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2093,7 +2213,7 @@ func (x *SearchHit) String() string {
 func (*SearchHit) ProtoMessage() {}
 
 func (x *SearchHit) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[31]
+	mi := &file_cexec_v1_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2106,7 +2226,7 @@ func (x *SearchHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchHit.ProtoReflect.Descriptor instead.
 func (*SearchHit) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{31}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SearchHit) GetId() string {
@@ -2183,7 +2303,7 @@ type SearchToolsResponse struct {
 
 func (x *SearchToolsResponse) Reset() {
 	*x = SearchToolsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[32]
+	mi := &file_cexec_v1_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2195,7 +2315,7 @@ func (x *SearchToolsResponse) String() string {
 func (*SearchToolsResponse) ProtoMessage() {}
 
 func (x *SearchToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[32]
+	mi := &file_cexec_v1_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2208,7 +2328,7 @@ func (x *SearchToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchToolsResponse.ProtoReflect.Descriptor instead.
 func (*SearchToolsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{32}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SearchToolsResponse) GetHits() []*SearchHit {
@@ -2238,7 +2358,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[33]
+	mi := &file_cexec_v1_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2250,7 +2370,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[33]
+	mi := &file_cexec_v1_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2263,7 +2383,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{33}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetStateRequest) GetTenant() string {
@@ -2296,7 +2416,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[34]
+	mi := &file_cexec_v1_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2308,7 +2428,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[34]
+	mi := &file_cexec_v1_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2321,7 +2441,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{34}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetStateResponse) GetData() []byte {
@@ -2346,7 +2466,7 @@ type PutStateRequest struct {
 
 func (x *PutStateRequest) Reset() {
 	*x = PutStateRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[35]
+	mi := &file_cexec_v1_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2358,7 +2478,7 @@ func (x *PutStateRequest) String() string {
 func (*PutStateRequest) ProtoMessage() {}
 
 func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[35]
+	mi := &file_cexec_v1_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2371,7 +2491,7 @@ func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateRequest.ProtoReflect.Descriptor instead.
 func (*PutStateRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{35}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *PutStateRequest) GetTenant() string {
@@ -2414,7 +2534,7 @@ type StateInfo struct {
 
 func (x *StateInfo) Reset() {
 	*x = StateInfo{}
-	mi := &file_cexec_v1_control_proto_msgTypes[36]
+	mi := &file_cexec_v1_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2426,7 +2546,7 @@ func (x *StateInfo) String() string {
 func (*StateInfo) ProtoMessage() {}
 
 func (x *StateInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[36]
+	mi := &file_cexec_v1_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2439,7 +2559,7 @@ func (x *StateInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateInfo.ProtoReflect.Descriptor instead.
 func (*StateInfo) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{36}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *StateInfo) GetName() string {
@@ -2479,7 +2599,7 @@ type PutStateResponse struct {
 
 func (x *PutStateResponse) Reset() {
 	*x = PutStateResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[37]
+	mi := &file_cexec_v1_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2491,7 +2611,7 @@ func (x *PutStateResponse) String() string {
 func (*PutStateResponse) ProtoMessage() {}
 
 func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[37]
+	mi := &file_cexec_v1_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2504,7 +2624,7 @@ func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateResponse.ProtoReflect.Descriptor instead.
 func (*PutStateResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{37}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PutStateResponse) GetState() *StateInfo {
@@ -2523,7 +2643,7 @@ type ListStateRequest struct {
 
 func (x *ListStateRequest) Reset() {
 	*x = ListStateRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[38]
+	mi := &file_cexec_v1_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2535,7 +2655,7 @@ func (x *ListStateRequest) String() string {
 func (*ListStateRequest) ProtoMessage() {}
 
 func (x *ListStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[38]
+	mi := &file_cexec_v1_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2548,7 +2668,7 @@ func (x *ListStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStateRequest.ProtoReflect.Descriptor instead.
 func (*ListStateRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{38}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListStateRequest) GetTenant() string {
@@ -2567,7 +2687,7 @@ type ListStateResponse struct {
 
 func (x *ListStateResponse) Reset() {
 	*x = ListStateResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[39]
+	mi := &file_cexec_v1_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2579,7 +2699,7 @@ func (x *ListStateResponse) String() string {
 func (*ListStateResponse) ProtoMessage() {}
 
 func (x *ListStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[39]
+	mi := &file_cexec_v1_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2592,7 +2712,7 @@ func (x *ListStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStateResponse.ProtoReflect.Descriptor instead.
 func (*ListStateResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{39}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListStateResponse) GetStates() []*StateInfo {
@@ -2612,7 +2732,7 @@ type DeleteStateRequest struct {
 
 func (x *DeleteStateRequest) Reset() {
 	*x = DeleteStateRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[40]
+	mi := &file_cexec_v1_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2624,7 +2744,7 @@ func (x *DeleteStateRequest) String() string {
 func (*DeleteStateRequest) ProtoMessage() {}
 
 func (x *DeleteStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[40]
+	mi := &file_cexec_v1_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2637,7 +2757,7 @@ func (x *DeleteStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStateRequest.ProtoReflect.Descriptor instead.
 func (*DeleteStateRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{40}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DeleteStateRequest) GetTenant() string {
@@ -2662,7 +2782,7 @@ type DeleteStateResponse struct {
 
 func (x *DeleteStateResponse) Reset() {
 	*x = DeleteStateResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[41]
+	mi := &file_cexec_v1_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2674,7 +2794,7 @@ func (x *DeleteStateResponse) String() string {
 func (*DeleteStateResponse) ProtoMessage() {}
 
 func (x *DeleteStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[41]
+	mi := &file_cexec_v1_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2687,7 +2807,7 @@ func (x *DeleteStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStateResponse.ProtoReflect.Descriptor instead.
 func (*DeleteStateResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{41}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{42}
 }
 
 type SessionInfo struct {
@@ -2716,7 +2836,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_cexec_v1_control_proto_msgTypes[42]
+	mi := &file_cexec_v1_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2728,7 +2848,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[42]
+	mi := &file_cexec_v1_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2741,7 +2861,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{42}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SessionInfo) GetId() string {
@@ -2859,7 +2979,7 @@ type SessionEntry struct {
 
 func (x *SessionEntry) Reset() {
 	*x = SessionEntry{}
-	mi := &file_cexec_v1_control_proto_msgTypes[43]
+	mi := &file_cexec_v1_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2871,7 +2991,7 @@ func (x *SessionEntry) String() string {
 func (*SessionEntry) ProtoMessage() {}
 
 func (x *SessionEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[43]
+	mi := &file_cexec_v1_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2884,7 +3004,7 @@ func (x *SessionEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEntry.ProtoReflect.Descriptor instead.
 func (*SessionEntry) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{43}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SessionEntry) GetSeq() int64 {
@@ -2996,7 +3116,7 @@ type SessionResult struct {
 
 func (x *SessionResult) Reset() {
 	*x = SessionResult{}
-	mi := &file_cexec_v1_control_proto_msgTypes[44]
+	mi := &file_cexec_v1_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3008,7 +3128,7 @@ func (x *SessionResult) String() string {
 func (*SessionResult) ProtoMessage() {}
 
 func (x *SessionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[44]
+	mi := &file_cexec_v1_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3021,7 +3141,7 @@ func (x *SessionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResult.ProtoReflect.Descriptor instead.
 func (*SessionResult) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{44}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SessionResult) GetOk() bool {
@@ -3087,7 +3207,7 @@ type SessionToolCall struct {
 
 func (x *SessionToolCall) Reset() {
 	*x = SessionToolCall{}
-	mi := &file_cexec_v1_control_proto_msgTypes[45]
+	mi := &file_cexec_v1_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3099,7 +3219,7 @@ func (x *SessionToolCall) String() string {
 func (*SessionToolCall) ProtoMessage() {}
 
 func (x *SessionToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[45]
+	mi := &file_cexec_v1_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3112,7 +3232,7 @@ func (x *SessionToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionToolCall.ProtoReflect.Descriptor instead.
 func (*SessionToolCall) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{45}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SessionToolCall) GetServer() string {
@@ -3159,7 +3279,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[46]
+	mi := &file_cexec_v1_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3171,7 +3291,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[46]
+	mi := &file_cexec_v1_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3184,7 +3304,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{46}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListSessionsRequest) GetTenant() string {
@@ -3203,7 +3323,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[47]
+	mi := &file_cexec_v1_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3215,7 +3335,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[47]
+	mi := &file_cexec_v1_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3228,7 +3348,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{47}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -3248,7 +3368,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[48]
+	mi := &file_cexec_v1_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3260,7 +3380,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[48]
+	mi := &file_cexec_v1_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3273,7 +3393,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{48}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetSessionRequest) GetTenant() string {
@@ -3302,7 +3422,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[49]
+	mi := &file_cexec_v1_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3314,7 +3434,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[49]
+	mi := &file_cexec_v1_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3327,7 +3447,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{49}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetSessionResponse) GetEntries() []*SessionEntry {
@@ -3354,7 +3474,7 @@ type ResumeSessionRequest struct {
 
 func (x *ResumeSessionRequest) Reset() {
 	*x = ResumeSessionRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[50]
+	mi := &file_cexec_v1_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3366,7 +3486,7 @@ func (x *ResumeSessionRequest) String() string {
 func (*ResumeSessionRequest) ProtoMessage() {}
 
 func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[50]
+	mi := &file_cexec_v1_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3379,7 +3499,7 @@ func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionRequest.ProtoReflect.Descriptor instead.
 func (*ResumeSessionRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{50}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ResumeSessionRequest) GetTenant() string {
@@ -3410,7 +3530,7 @@ type ResumeSessionResponse struct {
 
 func (x *ResumeSessionResponse) Reset() {
 	*x = ResumeSessionResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[51]
+	mi := &file_cexec_v1_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3422,7 +3542,7 @@ func (x *ResumeSessionResponse) String() string {
 func (*ResumeSessionResponse) ProtoMessage() {}
 
 func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[51]
+	mi := &file_cexec_v1_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3435,7 +3555,7 @@ func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionResponse.ProtoReflect.Descriptor instead.
 func (*ResumeSessionResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{51}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ResumeSessionResponse) GetSession() *SessionInfo {
@@ -3473,7 +3593,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[52]
+	mi := &file_cexec_v1_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3485,7 +3605,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[52]
+	mi := &file_cexec_v1_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3498,7 +3618,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{52}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *CheckpointRequest) GetTenant() string {
@@ -3539,7 +3659,7 @@ type CheckpointResponse struct {
 
 func (x *CheckpointResponse) Reset() {
 	*x = CheckpointResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[53]
+	mi := &file_cexec_v1_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3551,7 +3671,7 @@ func (x *CheckpointResponse) String() string {
 func (*CheckpointResponse) ProtoMessage() {}
 
 func (x *CheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[53]
+	mi := &file_cexec_v1_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3564,7 +3684,7 @@ func (x *CheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointResponse.ProtoReflect.Descriptor instead.
 func (*CheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{53}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *CheckpointResponse) GetSession() string {
@@ -3595,7 +3715,7 @@ type Skill struct {
 
 func (x *Skill) Reset() {
 	*x = Skill{}
-	mi := &file_cexec_v1_control_proto_msgTypes[54]
+	mi := &file_cexec_v1_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3607,7 +3727,7 @@ func (x *Skill) String() string {
 func (*Skill) ProtoMessage() {}
 
 func (x *Skill) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[54]
+	mi := &file_cexec_v1_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3620,7 +3740,7 @@ func (x *Skill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Skill.ProtoReflect.Descriptor instead.
 func (*Skill) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{54}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Skill) GetName() string {
@@ -3674,7 +3794,7 @@ type ListSkillsRequest struct {
 
 func (x *ListSkillsRequest) Reset() {
 	*x = ListSkillsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[55]
+	mi := &file_cexec_v1_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3686,7 +3806,7 @@ func (x *ListSkillsRequest) String() string {
 func (*ListSkillsRequest) ProtoMessage() {}
 
 func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[55]
+	mi := &file_cexec_v1_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3699,7 +3819,7 @@ func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsRequest.ProtoReflect.Descriptor instead.
 func (*ListSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{55}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListSkillsRequest) GetTenant() string {
@@ -3718,7 +3838,7 @@ type ListSkillsResponse struct {
 
 func (x *ListSkillsResponse) Reset() {
 	*x = ListSkillsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[56]
+	mi := &file_cexec_v1_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3730,7 +3850,7 @@ func (x *ListSkillsResponse) String() string {
 func (*ListSkillsResponse) ProtoMessage() {}
 
 func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[56]
+	mi := &file_cexec_v1_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3743,7 +3863,7 @@ func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsResponse.ProtoReflect.Descriptor instead.
 func (*ListSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{56}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListSkillsResponse) GetSkills() []*Skill {
@@ -3763,7 +3883,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[57]
+	mi := &file_cexec_v1_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3775,7 +3895,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[57]
+	mi := &file_cexec_v1_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3788,7 +3908,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{57}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetSkillRequest) GetTenant() string {
@@ -3814,7 +3934,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[58]
+	mi := &file_cexec_v1_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3826,7 +3946,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[58]
+	mi := &file_cexec_v1_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3839,7 +3959,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{58}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetSkillResponse) GetSkill() *Skill {
@@ -3861,7 +3981,7 @@ type SaveSkillRequest struct {
 
 func (x *SaveSkillRequest) Reset() {
 	*x = SaveSkillRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[59]
+	mi := &file_cexec_v1_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3873,7 +3993,7 @@ func (x *SaveSkillRequest) String() string {
 func (*SaveSkillRequest) ProtoMessage() {}
 
 func (x *SaveSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[59]
+	mi := &file_cexec_v1_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3886,7 +4006,7 @@ func (x *SaveSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSkillRequest.ProtoReflect.Descriptor instead.
 func (*SaveSkillRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{59}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *SaveSkillRequest) GetTenant() string {
@@ -3926,7 +4046,7 @@ type SaveSkillResponse struct {
 
 func (x *SaveSkillResponse) Reset() {
 	*x = SaveSkillResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[60]
+	mi := &file_cexec_v1_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3938,7 +4058,7 @@ func (x *SaveSkillResponse) String() string {
 func (*SaveSkillResponse) ProtoMessage() {}
 
 func (x *SaveSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[60]
+	mi := &file_cexec_v1_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3951,7 +4071,7 @@ func (x *SaveSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSkillResponse.ProtoReflect.Descriptor instead.
 func (*SaveSkillResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{60}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *SaveSkillResponse) GetSkill() *Skill {
@@ -3977,7 +4097,7 @@ type TenantInfo struct {
 
 func (x *TenantInfo) Reset() {
 	*x = TenantInfo{}
-	mi := &file_cexec_v1_control_proto_msgTypes[61]
+	mi := &file_cexec_v1_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3989,7 +4109,7 @@ func (x *TenantInfo) String() string {
 func (*TenantInfo) ProtoMessage() {}
 
 func (x *TenantInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[61]
+	mi := &file_cexec_v1_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4002,7 +4122,7 @@ func (x *TenantInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantInfo.ProtoReflect.Descriptor instead.
 func (*TenantInfo) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{61}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *TenantInfo) GetId() string {
@@ -4069,7 +4189,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[62]
+	mi := &file_cexec_v1_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4081,7 +4201,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[62]
+	mi := &file_cexec_v1_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4094,7 +4214,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{62}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{63}
 }
 
 type ListTenantsResponse struct {
@@ -4106,7 +4226,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[63]
+	mi := &file_cexec_v1_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4118,7 +4238,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[63]
+	mi := &file_cexec_v1_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4131,7 +4251,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{63}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListTenantsResponse) GetTenants() []*TenantInfo {
@@ -4151,7 +4271,7 @@ type GCTenantsRequest struct {
 
 func (x *GCTenantsRequest) Reset() {
 	*x = GCTenantsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	mi := &file_cexec_v1_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4163,7 +4283,7 @@ func (x *GCTenantsRequest) String() string {
 func (*GCTenantsRequest) ProtoMessage() {}
 
 func (x *GCTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	mi := &file_cexec_v1_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4176,7 +4296,7 @@ func (x *GCTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCTenantsRequest.ProtoReflect.Descriptor instead.
 func (*GCTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{64}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GCTenantsRequest) GetOlderThanMs() int64 {
@@ -4202,7 +4322,7 @@ type GCTenantsResponse struct {
 
 func (x *GCTenantsResponse) Reset() {
 	*x = GCTenantsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[65]
+	mi := &file_cexec_v1_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4214,7 +4334,7 @@ func (x *GCTenantsResponse) String() string {
 func (*GCTenantsResponse) ProtoMessage() {}
 
 func (x *GCTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[65]
+	mi := &file_cexec_v1_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4227,7 +4347,7 @@ func (x *GCTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCTenantsResponse.ProtoReflect.Descriptor instead.
 func (*GCTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{65}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GCTenantsResponse) GetRemoved() []*TenantInfo {
@@ -4245,7 +4365,7 @@ type PoolStatusRequest struct {
 
 func (x *PoolStatusRequest) Reset() {
 	*x = PoolStatusRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[66]
+	mi := &file_cexec_v1_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4257,7 +4377,7 @@ func (x *PoolStatusRequest) String() string {
 func (*PoolStatusRequest) ProtoMessage() {}
 
 func (x *PoolStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[66]
+	mi := &file_cexec_v1_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4270,7 +4390,7 @@ func (x *PoolStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolStatusRequest.ProtoReflect.Descriptor instead.
 func (*PoolStatusRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{66}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{67}
 }
 
 type PoolStatusResponse struct {
@@ -4295,7 +4415,7 @@ type PoolStatusResponse struct {
 
 func (x *PoolStatusResponse) Reset() {
 	*x = PoolStatusResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[67]
+	mi := &file_cexec_v1_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4307,7 +4427,7 @@ func (x *PoolStatusResponse) String() string {
 func (*PoolStatusResponse) ProtoMessage() {}
 
 func (x *PoolStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[67]
+	mi := &file_cexec_v1_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4320,7 +4440,7 @@ func (x *PoolStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolStatusResponse.ProtoReflect.Descriptor instead.
 func (*PoolStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{67}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *PoolStatusResponse) GetIdle() map[string]int32 {
@@ -4400,7 +4520,7 @@ type PoolSandbox struct {
 
 func (x *PoolSandbox) Reset() {
 	*x = PoolSandbox{}
-	mi := &file_cexec_v1_control_proto_msgTypes[68]
+	mi := &file_cexec_v1_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4412,7 +4532,7 @@ func (x *PoolSandbox) String() string {
 func (*PoolSandbox) ProtoMessage() {}
 
 func (x *PoolSandbox) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[68]
+	mi := &file_cexec_v1_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4425,7 +4545,7 @@ func (x *PoolSandbox) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolSandbox.ProtoReflect.Descriptor instead.
 func (*PoolSandbox) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{68}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *PoolSandbox) GetId() string {
@@ -4496,7 +4616,7 @@ type ExecuteTaskRequest struct {
 
 func (x *ExecuteTaskRequest) Reset() {
 	*x = ExecuteTaskRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[69]
+	mi := &file_cexec_v1_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4508,7 +4628,7 @@ func (x *ExecuteTaskRequest) String() string {
 func (*ExecuteTaskRequest) ProtoMessage() {}
 
 func (x *ExecuteTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[69]
+	mi := &file_cexec_v1_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4521,7 +4641,7 @@ func (x *ExecuteTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteTaskRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteTaskRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{69}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ExecuteTaskRequest) GetTenant() string {
@@ -4576,7 +4696,7 @@ type TaskAttempt struct {
 
 func (x *TaskAttempt) Reset() {
 	*x = TaskAttempt{}
-	mi := &file_cexec_v1_control_proto_msgTypes[70]
+	mi := &file_cexec_v1_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4588,7 +4708,7 @@ func (x *TaskAttempt) String() string {
 func (*TaskAttempt) ProtoMessage() {}
 
 func (x *TaskAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[70]
+	mi := &file_cexec_v1_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4601,7 +4721,7 @@ func (x *TaskAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAttempt.ProtoReflect.Descriptor instead.
 func (*TaskAttempt) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{70}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *TaskAttempt) GetGenerator() string {
@@ -4693,7 +4813,7 @@ type TaskTimings struct {
 
 func (x *TaskTimings) Reset() {
 	*x = TaskTimings{}
-	mi := &file_cexec_v1_control_proto_msgTypes[71]
+	mi := &file_cexec_v1_control_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4705,7 +4825,7 @@ func (x *TaskTimings) String() string {
 func (*TaskTimings) ProtoMessage() {}
 
 func (x *TaskTimings) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[71]
+	mi := &file_cexec_v1_control_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4718,7 +4838,7 @@ func (x *TaskTimings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskTimings.ProtoReflect.Descriptor instead.
 func (*TaskTimings) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{71}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *TaskTimings) GetSearchUs() int64 {
@@ -4789,7 +4909,7 @@ type ExecuteTaskResponse struct {
 
 func (x *ExecuteTaskResponse) Reset() {
 	*x = ExecuteTaskResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[72]
+	mi := &file_cexec_v1_control_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4801,7 +4921,7 @@ func (x *ExecuteTaskResponse) String() string {
 func (*ExecuteTaskResponse) ProtoMessage() {}
 
 func (x *ExecuteTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[72]
+	mi := &file_cexec_v1_control_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4814,7 +4934,7 @@ func (x *ExecuteTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteTaskResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteTaskResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{72}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ExecuteTaskResponse) GetStdout() string {
@@ -5040,7 +5160,7 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\tExecEvent\x12*\n" +
 	"\x06output\x18\x01 \x01(\v2\x10.cexec.v1.OutputH\x00R\x06output\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x14.cexec.v1.ExecResultH\x00R\x06resultB\a\n" +
-	"\x05event\"\xc6\x02\n" +
+	"\x05event\"\x94\x03\n" +
 	"\n" +
 	"ServerInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
@@ -5056,7 +5176,19 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\n" +
 	" \x01(\tR\tlastError\x12\x1a\n" +
-	"\boptional\x18\v \x01(\bR\boptional\"\x14\n" +
+	"\boptional\x18\v \x01(\bR\boptional\x12\x14\n" +
+	"\x05scope\x18\f \x01(\tR\x05scope\x126\n" +
+	"\tinstances\x18\r \x03(\v2\x18.cexec.v1.ServerInstanceR\tinstances\"\xfb\x01\n" +
+	"\x0eServerInstance\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x10\n" +
+	"\x03pid\x18\x03 \x01(\x05R\x03pid\x12&\n" +
+	"\x0fstarted_unix_ms\x18\x04 \x01(\x03R\rstartedUnixMs\x12)\n" +
+	"\x11last_used_unix_ms\x18\x05 \x01(\x03R\x0elastUsedUnixMs\x12\x1b\n" +
+	"\tin_flight\x18\x06 \x01(\x05R\binFlight\x12\x1a\n" +
+	"\brestarts\x18\a \x01(\x05R\brestarts\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\b \x01(\tR\tlastError\"\x14\n" +
 	"\x12ListServersRequest\"E\n" +
 	"\x13ListServersResponse\x12.\n" +
 	"\aservers\x18\x01 \x03(\v2\x14.cexec.v1.ServerInfoR\aservers\"\xca\x01\n" +
@@ -5371,7 +5503,7 @@ func file_cexec_v1_control_proto_rawDescGZIP() []byte {
 	return file_cexec_v1_control_proto_rawDescData
 }
 
-var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
+var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_cexec_v1_control_proto_goTypes = []any{
 	(*StatusRequest)(nil),         // 0: cexec.v1.StatusRequest
 	(*PluginSummary)(nil),         // 1: cexec.v1.PluginSummary
@@ -5394,60 +5526,61 @@ var file_cexec_v1_control_proto_goTypes = []any{
 	(*ExecResult)(nil),            // 18: cexec.v1.ExecResult
 	(*ExecEvent)(nil),             // 19: cexec.v1.ExecEvent
 	(*ServerInfo)(nil),            // 20: cexec.v1.ServerInfo
-	(*ListServersRequest)(nil),    // 21: cexec.v1.ListServersRequest
-	(*ListServersResponse)(nil),   // 22: cexec.v1.ListServersResponse
-	(*ToolInfo)(nil),              // 23: cexec.v1.ToolInfo
-	(*ListToolsRequest)(nil),      // 24: cexec.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 25: cexec.v1.ListToolsResponse
-	(*GetToolRequest)(nil),        // 26: cexec.v1.GetToolRequest
-	(*GetToolResponse)(nil),       // 27: cexec.v1.GetToolResponse
-	(*RefreshToolsRequest)(nil),   // 28: cexec.v1.RefreshToolsRequest
-	(*RefreshToolsResponse)(nil),  // 29: cexec.v1.RefreshToolsResponse
-	(*SearchToolsRequest)(nil),    // 30: cexec.v1.SearchToolsRequest
-	(*SearchHit)(nil),             // 31: cexec.v1.SearchHit
-	(*SearchToolsResponse)(nil),   // 32: cexec.v1.SearchToolsResponse
-	(*GetStateRequest)(nil),       // 33: cexec.v1.GetStateRequest
-	(*GetStateResponse)(nil),      // 34: cexec.v1.GetStateResponse
-	(*PutStateRequest)(nil),       // 35: cexec.v1.PutStateRequest
-	(*StateInfo)(nil),             // 36: cexec.v1.StateInfo
-	(*PutStateResponse)(nil),      // 37: cexec.v1.PutStateResponse
-	(*ListStateRequest)(nil),      // 38: cexec.v1.ListStateRequest
-	(*ListStateResponse)(nil),     // 39: cexec.v1.ListStateResponse
-	(*DeleteStateRequest)(nil),    // 40: cexec.v1.DeleteStateRequest
-	(*DeleteStateResponse)(nil),   // 41: cexec.v1.DeleteStateResponse
-	(*SessionInfo)(nil),           // 42: cexec.v1.SessionInfo
-	(*SessionEntry)(nil),          // 43: cexec.v1.SessionEntry
-	(*SessionResult)(nil),         // 44: cexec.v1.SessionResult
-	(*SessionToolCall)(nil),       // 45: cexec.v1.SessionToolCall
-	(*ListSessionsRequest)(nil),   // 46: cexec.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 47: cexec.v1.ListSessionsResponse
-	(*GetSessionRequest)(nil),     // 48: cexec.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),    // 49: cexec.v1.GetSessionResponse
-	(*ResumeSessionRequest)(nil),  // 50: cexec.v1.ResumeSessionRequest
-	(*ResumeSessionResponse)(nil), // 51: cexec.v1.ResumeSessionResponse
-	(*CheckpointRequest)(nil),     // 52: cexec.v1.CheckpointRequest
-	(*CheckpointResponse)(nil),    // 53: cexec.v1.CheckpointResponse
-	(*Skill)(nil),                 // 54: cexec.v1.Skill
-	(*ListSkillsRequest)(nil),     // 55: cexec.v1.ListSkillsRequest
-	(*ListSkillsResponse)(nil),    // 56: cexec.v1.ListSkillsResponse
-	(*GetSkillRequest)(nil),       // 57: cexec.v1.GetSkillRequest
-	(*GetSkillResponse)(nil),      // 58: cexec.v1.GetSkillResponse
-	(*SaveSkillRequest)(nil),      // 59: cexec.v1.SaveSkillRequest
-	(*SaveSkillResponse)(nil),     // 60: cexec.v1.SaveSkillResponse
-	(*TenantInfo)(nil),            // 61: cexec.v1.TenantInfo
-	(*ListTenantsRequest)(nil),    // 62: cexec.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),   // 63: cexec.v1.ListTenantsResponse
-	(*GCTenantsRequest)(nil),      // 64: cexec.v1.GCTenantsRequest
-	(*GCTenantsResponse)(nil),     // 65: cexec.v1.GCTenantsResponse
-	(*PoolStatusRequest)(nil),     // 66: cexec.v1.PoolStatusRequest
-	(*PoolStatusResponse)(nil),    // 67: cexec.v1.PoolStatusResponse
-	(*PoolSandbox)(nil),           // 68: cexec.v1.PoolSandbox
-	(*ExecuteTaskRequest)(nil),    // 69: cexec.v1.ExecuteTaskRequest
-	(*TaskAttempt)(nil),           // 70: cexec.v1.TaskAttempt
-	(*TaskTimings)(nil),           // 71: cexec.v1.TaskTimings
-	(*ExecuteTaskResponse)(nil),   // 72: cexec.v1.ExecuteTaskResponse
-	nil,                           // 73: cexec.v1.PoolStatusResponse.IdleEntry
-	nil,                           // 74: cexec.v1.PoolStatusResponse.TargetsEntry
+	(*ServerInstance)(nil),        // 21: cexec.v1.ServerInstance
+	(*ListServersRequest)(nil),    // 22: cexec.v1.ListServersRequest
+	(*ListServersResponse)(nil),   // 23: cexec.v1.ListServersResponse
+	(*ToolInfo)(nil),              // 24: cexec.v1.ToolInfo
+	(*ListToolsRequest)(nil),      // 25: cexec.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 26: cexec.v1.ListToolsResponse
+	(*GetToolRequest)(nil),        // 27: cexec.v1.GetToolRequest
+	(*GetToolResponse)(nil),       // 28: cexec.v1.GetToolResponse
+	(*RefreshToolsRequest)(nil),   // 29: cexec.v1.RefreshToolsRequest
+	(*RefreshToolsResponse)(nil),  // 30: cexec.v1.RefreshToolsResponse
+	(*SearchToolsRequest)(nil),    // 31: cexec.v1.SearchToolsRequest
+	(*SearchHit)(nil),             // 32: cexec.v1.SearchHit
+	(*SearchToolsResponse)(nil),   // 33: cexec.v1.SearchToolsResponse
+	(*GetStateRequest)(nil),       // 34: cexec.v1.GetStateRequest
+	(*GetStateResponse)(nil),      // 35: cexec.v1.GetStateResponse
+	(*PutStateRequest)(nil),       // 36: cexec.v1.PutStateRequest
+	(*StateInfo)(nil),             // 37: cexec.v1.StateInfo
+	(*PutStateResponse)(nil),      // 38: cexec.v1.PutStateResponse
+	(*ListStateRequest)(nil),      // 39: cexec.v1.ListStateRequest
+	(*ListStateResponse)(nil),     // 40: cexec.v1.ListStateResponse
+	(*DeleteStateRequest)(nil),    // 41: cexec.v1.DeleteStateRequest
+	(*DeleteStateResponse)(nil),   // 42: cexec.v1.DeleteStateResponse
+	(*SessionInfo)(nil),           // 43: cexec.v1.SessionInfo
+	(*SessionEntry)(nil),          // 44: cexec.v1.SessionEntry
+	(*SessionResult)(nil),         // 45: cexec.v1.SessionResult
+	(*SessionToolCall)(nil),       // 46: cexec.v1.SessionToolCall
+	(*ListSessionsRequest)(nil),   // 47: cexec.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 48: cexec.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),     // 49: cexec.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),    // 50: cexec.v1.GetSessionResponse
+	(*ResumeSessionRequest)(nil),  // 51: cexec.v1.ResumeSessionRequest
+	(*ResumeSessionResponse)(nil), // 52: cexec.v1.ResumeSessionResponse
+	(*CheckpointRequest)(nil),     // 53: cexec.v1.CheckpointRequest
+	(*CheckpointResponse)(nil),    // 54: cexec.v1.CheckpointResponse
+	(*Skill)(nil),                 // 55: cexec.v1.Skill
+	(*ListSkillsRequest)(nil),     // 56: cexec.v1.ListSkillsRequest
+	(*ListSkillsResponse)(nil),    // 57: cexec.v1.ListSkillsResponse
+	(*GetSkillRequest)(nil),       // 58: cexec.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),      // 59: cexec.v1.GetSkillResponse
+	(*SaveSkillRequest)(nil),      // 60: cexec.v1.SaveSkillRequest
+	(*SaveSkillResponse)(nil),     // 61: cexec.v1.SaveSkillResponse
+	(*TenantInfo)(nil),            // 62: cexec.v1.TenantInfo
+	(*ListTenantsRequest)(nil),    // 63: cexec.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),   // 64: cexec.v1.ListTenantsResponse
+	(*GCTenantsRequest)(nil),      // 65: cexec.v1.GCTenantsRequest
+	(*GCTenantsResponse)(nil),     // 66: cexec.v1.GCTenantsResponse
+	(*PoolStatusRequest)(nil),     // 67: cexec.v1.PoolStatusRequest
+	(*PoolStatusResponse)(nil),    // 68: cexec.v1.PoolStatusResponse
+	(*PoolSandbox)(nil),           // 69: cexec.v1.PoolSandbox
+	(*ExecuteTaskRequest)(nil),    // 70: cexec.v1.ExecuteTaskRequest
+	(*TaskAttempt)(nil),           // 71: cexec.v1.TaskAttempt
+	(*TaskTimings)(nil),           // 72: cexec.v1.TaskTimings
+	(*ExecuteTaskResponse)(nil),   // 73: cexec.v1.ExecuteTaskResponse
+	nil,                           // 74: cexec.v1.PoolStatusResponse.IdleEntry
+	nil,                           // 75: cexec.v1.PoolStatusResponse.TargetsEntry
 }
 var file_cexec_v1_control_proto_depIdxs = []int32{
 	1,  // 0: cexec.v1.StatusResponse.plugins:type_name -> cexec.v1.PluginSummary
@@ -5458,88 +5591,89 @@ var file_cexec_v1_control_proto_depIdxs = []int32{
 	16, // 5: cexec.v1.ExecResult.tool_calls:type_name -> cexec.v1.ToolCallRecord
 	15, // 6: cexec.v1.ExecEvent.output:type_name -> cexec.v1.Output
 	18, // 7: cexec.v1.ExecEvent.result:type_name -> cexec.v1.ExecResult
-	20, // 8: cexec.v1.ListServersResponse.servers:type_name -> cexec.v1.ServerInfo
-	23, // 9: cexec.v1.ListToolsResponse.tools:type_name -> cexec.v1.ToolInfo
-	23, // 10: cexec.v1.GetToolResponse.tool:type_name -> cexec.v1.ToolInfo
-	31, // 11: cexec.v1.SearchToolsResponse.hits:type_name -> cexec.v1.SearchHit
-	36, // 12: cexec.v1.PutStateResponse.state:type_name -> cexec.v1.StateInfo
-	36, // 13: cexec.v1.ListStateResponse.states:type_name -> cexec.v1.StateInfo
-	44, // 14: cexec.v1.SessionEntry.result:type_name -> cexec.v1.SessionResult
-	45, // 15: cexec.v1.SessionEntry.tool_calls:type_name -> cexec.v1.SessionToolCall
-	42, // 16: cexec.v1.ListSessionsResponse.sessions:type_name -> cexec.v1.SessionInfo
-	43, // 17: cexec.v1.GetSessionResponse.entries:type_name -> cexec.v1.SessionEntry
-	42, // 18: cexec.v1.ResumeSessionResponse.session:type_name -> cexec.v1.SessionInfo
-	43, // 19: cexec.v1.ResumeSessionResponse.checkpoint:type_name -> cexec.v1.SessionEntry
-	43, // 20: cexec.v1.ResumeSessionResponse.recent:type_name -> cexec.v1.SessionEntry
-	54, // 21: cexec.v1.ListSkillsResponse.skills:type_name -> cexec.v1.Skill
-	54, // 22: cexec.v1.GetSkillResponse.skill:type_name -> cexec.v1.Skill
-	54, // 23: cexec.v1.SaveSkillResponse.skill:type_name -> cexec.v1.Skill
-	61, // 24: cexec.v1.ListTenantsResponse.tenants:type_name -> cexec.v1.TenantInfo
-	61, // 25: cexec.v1.GCTenantsResponse.removed:type_name -> cexec.v1.TenantInfo
-	73, // 26: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
-	74, // 27: cexec.v1.PoolStatusResponse.targets:type_name -> cexec.v1.PoolStatusResponse.TargetsEntry
-	68, // 28: cexec.v1.PoolStatusResponse.sandboxes:type_name -> cexec.v1.PoolSandbox
-	18, // 29: cexec.v1.ExecuteTaskResponse.result:type_name -> cexec.v1.ExecResult
-	70, // 30: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
-	9,  // 31: cexec.v1.ExecuteTaskResponse.diagnostics:type_name -> cexec.v1.Diagnostic
-	71, // 32: cexec.v1.ExecuteTaskResponse.timings:type_name -> cexec.v1.TaskTimings
-	0,  // 33: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
-	4,  // 34: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
-	7,  // 35: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
-	10, // 36: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
-	12, // 37: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
-	14, // 38: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
-	21, // 39: cexec.v1.Control.ListServers:input_type -> cexec.v1.ListServersRequest
-	24, // 40: cexec.v1.Control.ListTools:input_type -> cexec.v1.ListToolsRequest
-	26, // 41: cexec.v1.Control.GetTool:input_type -> cexec.v1.GetToolRequest
-	28, // 42: cexec.v1.Control.RefreshTools:input_type -> cexec.v1.RefreshToolsRequest
-	30, // 43: cexec.v1.Control.SearchTools:input_type -> cexec.v1.SearchToolsRequest
-	33, // 44: cexec.v1.Control.GetState:input_type -> cexec.v1.GetStateRequest
-	35, // 45: cexec.v1.Control.PutState:input_type -> cexec.v1.PutStateRequest
-	38, // 46: cexec.v1.Control.ListState:input_type -> cexec.v1.ListStateRequest
-	40, // 47: cexec.v1.Control.DeleteState:input_type -> cexec.v1.DeleteStateRequest
-	46, // 48: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
-	48, // 49: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
-	50, // 50: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
-	52, // 51: cexec.v1.Control.Checkpoint:input_type -> cexec.v1.CheckpointRequest
-	55, // 52: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
-	57, // 53: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
-	59, // 54: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
-	62, // 55: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
-	64, // 56: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
-	66, // 57: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
-	69, // 58: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
-	2,  // 59: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
-	6,  // 60: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
-	8,  // 61: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
-	11, // 62: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
-	13, // 63: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
-	19, // 64: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
-	22, // 65: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
-	25, // 66: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
-	27, // 67: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
-	29, // 68: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
-	32, // 69: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
-	34, // 70: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
-	37, // 71: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
-	39, // 72: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
-	41, // 73: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
-	47, // 74: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
-	49, // 75: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
-	51, // 76: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
-	53, // 77: cexec.v1.Control.Checkpoint:output_type -> cexec.v1.CheckpointResponse
-	56, // 78: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
-	58, // 79: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
-	60, // 80: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
-	63, // 81: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
-	65, // 82: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
-	67, // 83: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
-	72, // 84: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
-	59, // [59:85] is the sub-list for method output_type
-	33, // [33:59] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	21, // 8: cexec.v1.ServerInfo.instances:type_name -> cexec.v1.ServerInstance
+	20, // 9: cexec.v1.ListServersResponse.servers:type_name -> cexec.v1.ServerInfo
+	24, // 10: cexec.v1.ListToolsResponse.tools:type_name -> cexec.v1.ToolInfo
+	24, // 11: cexec.v1.GetToolResponse.tool:type_name -> cexec.v1.ToolInfo
+	32, // 12: cexec.v1.SearchToolsResponse.hits:type_name -> cexec.v1.SearchHit
+	37, // 13: cexec.v1.PutStateResponse.state:type_name -> cexec.v1.StateInfo
+	37, // 14: cexec.v1.ListStateResponse.states:type_name -> cexec.v1.StateInfo
+	45, // 15: cexec.v1.SessionEntry.result:type_name -> cexec.v1.SessionResult
+	46, // 16: cexec.v1.SessionEntry.tool_calls:type_name -> cexec.v1.SessionToolCall
+	43, // 17: cexec.v1.ListSessionsResponse.sessions:type_name -> cexec.v1.SessionInfo
+	44, // 18: cexec.v1.GetSessionResponse.entries:type_name -> cexec.v1.SessionEntry
+	43, // 19: cexec.v1.ResumeSessionResponse.session:type_name -> cexec.v1.SessionInfo
+	44, // 20: cexec.v1.ResumeSessionResponse.checkpoint:type_name -> cexec.v1.SessionEntry
+	44, // 21: cexec.v1.ResumeSessionResponse.recent:type_name -> cexec.v1.SessionEntry
+	55, // 22: cexec.v1.ListSkillsResponse.skills:type_name -> cexec.v1.Skill
+	55, // 23: cexec.v1.GetSkillResponse.skill:type_name -> cexec.v1.Skill
+	55, // 24: cexec.v1.SaveSkillResponse.skill:type_name -> cexec.v1.Skill
+	62, // 25: cexec.v1.ListTenantsResponse.tenants:type_name -> cexec.v1.TenantInfo
+	62, // 26: cexec.v1.GCTenantsResponse.removed:type_name -> cexec.v1.TenantInfo
+	74, // 27: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
+	75, // 28: cexec.v1.PoolStatusResponse.targets:type_name -> cexec.v1.PoolStatusResponse.TargetsEntry
+	69, // 29: cexec.v1.PoolStatusResponse.sandboxes:type_name -> cexec.v1.PoolSandbox
+	18, // 30: cexec.v1.ExecuteTaskResponse.result:type_name -> cexec.v1.ExecResult
+	71, // 31: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
+	9,  // 32: cexec.v1.ExecuteTaskResponse.diagnostics:type_name -> cexec.v1.Diagnostic
+	72, // 33: cexec.v1.ExecuteTaskResponse.timings:type_name -> cexec.v1.TaskTimings
+	0,  // 34: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
+	4,  // 35: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
+	7,  // 36: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
+	10, // 37: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
+	12, // 38: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
+	14, // 39: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
+	22, // 40: cexec.v1.Control.ListServers:input_type -> cexec.v1.ListServersRequest
+	25, // 41: cexec.v1.Control.ListTools:input_type -> cexec.v1.ListToolsRequest
+	27, // 42: cexec.v1.Control.GetTool:input_type -> cexec.v1.GetToolRequest
+	29, // 43: cexec.v1.Control.RefreshTools:input_type -> cexec.v1.RefreshToolsRequest
+	31, // 44: cexec.v1.Control.SearchTools:input_type -> cexec.v1.SearchToolsRequest
+	34, // 45: cexec.v1.Control.GetState:input_type -> cexec.v1.GetStateRequest
+	36, // 46: cexec.v1.Control.PutState:input_type -> cexec.v1.PutStateRequest
+	39, // 47: cexec.v1.Control.ListState:input_type -> cexec.v1.ListStateRequest
+	41, // 48: cexec.v1.Control.DeleteState:input_type -> cexec.v1.DeleteStateRequest
+	47, // 49: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
+	49, // 50: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
+	51, // 51: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
+	53, // 52: cexec.v1.Control.Checkpoint:input_type -> cexec.v1.CheckpointRequest
+	56, // 53: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
+	58, // 54: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
+	60, // 55: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
+	63, // 56: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
+	65, // 57: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
+	67, // 58: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
+	70, // 59: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
+	2,  // 60: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
+	6,  // 61: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
+	8,  // 62: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
+	11, // 63: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
+	13, // 64: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
+	19, // 65: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
+	23, // 66: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
+	26, // 67: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
+	28, // 68: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
+	30, // 69: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
+	33, // 70: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
+	35, // 71: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
+	38, // 72: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
+	40, // 73: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
+	42, // 74: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
+	48, // 75: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
+	50, // 76: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
+	52, // 77: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
+	54, // 78: cexec.v1.Control.Checkpoint:output_type -> cexec.v1.CheckpointResponse
+	57, // 79: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
+	59, // 80: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
+	61, // 81: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
+	64, // 82: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
+	66, // 83: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
+	68, // 84: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
+	73, // 85: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
+	60, // [60:86] is the sub-list for method output_type
+	34, // [34:60] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_cexec_v1_control_proto_init() }
@@ -5557,7 +5691,7 @@ func file_cexec_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cexec_v1_control_proto_rawDesc), len(file_cexec_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   75,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

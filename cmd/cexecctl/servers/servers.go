@@ -5,6 +5,7 @@ package servers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -45,7 +46,10 @@ func table(env *cli.Env, ss []*cexecv1.ServerInfo) error {
 	t := cli.NewTable(env.Stdout, "NAME", "TRANSPORT", "STATE", "TOOLS", "PID", "RESTARTS", "PROTOCOL")
 	for _, s := range ss {
 		pid := "-"
-		if s.GetPid() > 0 {
+		switch {
+		case s.GetScope() == "tenant":
+			pid = fmt.Sprintf("per tenant (%d)", len(s.GetInstances()))
+		case s.GetPid() > 0:
 			pid = fmt.Sprint(s.GetPid())
 		}
 		state := s.GetState()
@@ -64,5 +68,49 @@ func table(env *cli.Env, ss []*cexecv1.ServerInfo) error {
 			fmt.Fprintf(env.Stdout, "%s: %s\n", s.GetName(), s.GetLastError())
 		}
 	}
+	return instances(env, ss, time.Now())
+}
+
+// instances lists the running per-tenant instances of tenant-scoped
+// servers; a server with none starts one on its next call.
+func instances(env *cli.Env, ss []*cexecv1.ServerInfo, now time.Time) error {
+	var t *cli.Table
+	for _, s := range ss {
+		for _, in := range s.GetInstances() {
+			if t == nil {
+				fmt.Fprintln(env.Stdout)
+				t = cli.NewTable(env.Stdout, "SERVER", "TENANT", "STATE", "PID", "UP", "IDLE", "CALLS", "RESTARTS")
+			}
+			pid := "-"
+			if in.GetPid() > 0 {
+				pid = fmt.Sprint(in.GetPid())
+			}
+			idle := "busy"
+			if in.GetInFlight() == 0 {
+				idle = since(now, in.GetLastUsedUnixMs())
+			}
+			t.Row(s.GetName(), in.GetTenant(), in.GetState(), pid, since(now, in.GetStartedUnixMs()), idle, in.GetInFlight(), in.GetRestarts())
+		}
+	}
+	if t == nil {
+		return nil
+	}
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	for _, s := range ss {
+		for _, in := range s.GetInstances() {
+			if in.GetLastError() != "" && in.GetState() != "ok" {
+				fmt.Fprintf(env.Stdout, "%s (tenant %s): %s\n", s.GetName(), in.GetTenant(), in.GetLastError())
+			}
+		}
+	}
 	return nil
+}
+
+func since(now time.Time, unixMs int64) string {
+	if unixMs == 0 {
+		return "-"
+	}
+	return now.Sub(time.UnixMilli(unixMs)).Round(time.Second).String()
 }
