@@ -554,6 +554,10 @@ func (m *Manager) collect(id string, olderThan time.Duration, dryRun bool) (*GCE
 	return e, trash, nil
 }
 
+// TenantUIDs is the range tenants' host users come from, or nil when
+// tenants share one (Options.TenantUIDs).
+func (m *Manager) TenantUIDs() *config.IDRange { return m.opts.TenantUIDs }
+
 // dirMode is the mode of the tenants folder and of each tenant's folder:
 // private, unless the one sandbox user all tenants share (Owner) must pass
 // through them to its workspace. Tenant users never need to: a backend

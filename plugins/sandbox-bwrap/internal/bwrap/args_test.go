@@ -62,8 +62,12 @@ func TestBwrapArgs(t *testing.T) {
 				if !slices.ContainsFunc(flagValues(args, "--ro-bind", 2), func(v []string) bool { return v[0] == "/lib-dir" && v[1] == "/cexec/lib" }) {
 					t.Errorf("runtime not bound read-only")
 				}
-				if v := flagValues(args, "--size", 1); len(v) != 1 || v[0][0] != "67108864" {
+				// /tmp, then /dev/shm.
+				if v := flagValues(args, "--size", 1); len(v) != 2 || v[0][0] != "67108864" || v[1][0] != "67108864" {
 					t.Errorf("--size %v", v)
+				}
+				if i := slices.Index(args, "/dev/shm"); i < 3 || args[i-1] != "--tmpfs" || args[i-3] != "--size" {
+					t.Error("/dev/shm is no size-capped tmpfs")
 				}
 				for _, v := range flagValues(args, "--ro-bind-try", 2) {
 					if v[0] == "/etc/resolv.conf" || v[0] == "/etc/passwd" || v[0] == "/etc/shadow" {

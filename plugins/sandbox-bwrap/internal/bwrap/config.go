@@ -26,6 +26,7 @@ type Config struct {
 	ExecTimeout  string   `json:"exec_timeout"`
 	OutputKB     int64    `json:"output_kb"`
 	TmpMB        int64    `json:"tmp_mb"`
+	ShmMB        int64    `json:"shm_mb"`
 	CPUs         float64  `json:"cpus"`
 	MaxFileMB    int64    `json:"max_file_mb"`
 	Cgroups      string   `json:"cgroups"`
@@ -45,6 +46,7 @@ const (
 	defaultTimeout  = 30 * time.Second
 	defaultOutputKB = 1024
 	defaultTmpMB    = 64
+	defaultShmMB    = 64
 	defaultRunAs    = 65534
 )
 
@@ -57,6 +59,7 @@ var configSchema = pluginapi.ConfigSchema{Attributes: []pluginapi.Attribute{
 	{Name: "exec_timeout", Type: "string", Description: "Default wall-clock limit of one execution, a Go duration such as \"30s\". Default 30s."},
 	{Name: "output_kb", Type: "number", Description: "Default cap on the stdout plus stderr of one execution in KiB. Default 1024."},
 	{Name: "tmp_mb", Type: "number", Description: "Default size of a sandbox's /tmp in MiB. Default 64."},
+	{Name: "shm_mb", Type: "number", Description: "Default size of a sandbox's /dev/shm in MiB (its pages count towards the sandbox's memory). Default 64."},
 	{Name: "cpus", Type: "number", Description: "Default CPU limit in CPUs, for example 0.5 (cgroup cpu controller). Default: no limit."},
 	{Name: "max_file_mb", Type: "number", Description: "Largest file a program may write, in MiB (RLIMIT_FSIZE). Default: no limit."},
 	{Name: "cgroups", Type: "string", Description: "\"auto\" (default) to limit memory and processes with cgroups v2 or v1 when they are writable, \"off\" to use rlimits only."},
@@ -81,14 +84,16 @@ type settings struct {
 	timeout      time.Duration
 	output       int64
 	tmp          int64
+	shm          int64
 	cpusMilli    int64
 	maxFile      int64
 	cgroups      bool
 	cgroupParent string
 	preload      []string
 	roPaths      []string
-	// runAs is the host uid and gid of sandboxes when the plugin is root;
-	// nil when it is not (sandboxes then run as the plugin's own user).
+	// runAs is the host uid and gid of sandboxes when the plugin is root
+	// and the request names no user of its own; nil when the plugin is
+	// not root (sandboxes then run as the plugin's own user).
 	runAs *[2]uint32
 }
 
@@ -120,6 +125,7 @@ func decodeConfig(ctx context.Context, raw json.RawMessage) (*settings, pluginap
 		timeout:      defaultTimeout,
 		output:       orDefault(c.OutputKB, defaultOutputKB) << 10,
 		tmp:          orDefault(c.TmpMB, defaultTmpMB) << 20,
+		shm:          orDefault(c.ShmMB, defaultShmMB) << 20,
 		cpusMilli:    int64(c.CPUs * 1000),
 		maxFile:      c.MaxFileMB << 20,
 		cgroups:      true,
@@ -142,7 +148,7 @@ func (s *settings) checkLimits(c *Config) pluginapi.Diagnostics {
 	for _, n := range []struct {
 		name string
 		v    int64
-	}{{"memory_mb", c.MemoryMB}, {"pids", c.Pids}, {"output_kb", c.OutputKB}, {"tmp_mb", c.TmpMB}, {"max_file_mb", c.MaxFileMB}} {
+	}{{"memory_mb", c.MemoryMB}, {"pids", c.Pids}, {"output_kb", c.OutputKB}, {"tmp_mb", c.TmpMB}, {"shm_mb", c.ShmMB}, {"max_file_mb", c.MaxFileMB}} {
 		if n.v < 0 {
 			diags = append(diags, pluginapi.Errorf(n.name, "Invalid "+n.name, "must not be negative"))
 		}
