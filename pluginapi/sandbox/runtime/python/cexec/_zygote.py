@@ -324,8 +324,10 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers):
         execution's, end other sessions' persistent interpreters (they
         hold their files open) and empty the scratch directories, so that
         nothing one session left in /tmp or /dev/shm reaches another (nor
-        fills the memory it is charged to)."""
-        if session == self.session:
+        fills the memory it is charged to). Without scratch directories
+        (a zygote not in a sandbox of its own) sessions share nothing to
+        clear, and their interpreters stay."""
+        if session == self.session or not self.opts.scratch:
             return
         self.session = session
         for other, worker in list(self.workers.items()):
