@@ -299,48 +299,69 @@ func (m *Manager) open(id string, decl *config.Tenant) (*Tenant, error) {
 		// First use, or a tenant.json lost to a crash: start the clock now.
 		meta = tenantMeta{ID: id, Created: now, LastUsed: now}
 	}
+	allocated := false
 	if m.opts.TenantUIDs != nil && meta.UID == nil {
 		uid, err := m.allocateUID(id)
 		if err != nil {
 			root.Close()
 			return nil, err
 		}
-		meta.UID, fresh = &uid, true
+		meta.UID, fresh, allocated = &uid, true, true
 	}
-	if fresh {
-		if err := writeAtomic(root, ".", tenantFile, mustJSON(meta), atomicWrite{}); err != nil {
-			root.Close()
-			return nil, err
+	err = m.openFolders(t, meta, allocated)
+	if err == nil && fresh {
+		// Only once the workspace is the tenant's: a uid persisted before
+		// would leave files of a failed hand-over with their old owner.
+		err = writeAtomic(root, ".", tenantFile, mustJSON(meta), atomicWrite{})
+		if err != nil {
+			t.close()
 		}
 	}
+	if err != nil {
+		if allocated {
+			m.releaseUID(id)
+		}
+		return nil, err
+	}
+	t.created, t.lastUsed, t.persistedUse = meta.Created, meta.LastUsed, meta.LastUsed
+	return t, nil
+}
+
+// openFolders creates or opens the folders of t, whose tenant.json says
+// meta, handing the workspace to the tenant's user. allocated means the
+// tenant's uid is new: an existing workspace (of a tenant from before
+// tenant_uids) is handed over whole. On error t is closed.
+func (m *Manager) openFolders(t *Tenant, meta tenantMeta, allocated bool) error {
+	root := t.root
 	t.owner, t.uid = m.opts.Owner, meta.UID
 	if meta.UID != nil && m.opts.TenantUIDs != nil {
 		t.owner = &Owner{UID: int(*meta.UID), GID: int(*meta.UID)}
 	}
 	own := t.owner
-	err = mkdirs(root, nil, "sessions")
+	err := mkdirs(root, nil, "sessions")
 	if err == nil {
 		err = mkdirs(root, own, "workspace")
 	}
 	if err != nil {
 		root.Close()
-		return nil, err
+		return err
 	}
 	if t.ws, err = root.OpenRoot("workspace"); err == nil {
 		err = mkdirs(t.ws, own, "state", "skills")
 	}
+	if err == nil && allocated {
+		err = chownTree(t.ws, own)
+	}
 	if err != nil {
 		t.close()
-		return nil, err
+		return err
 	}
 	for _, d := range []string{"state", "skills"} {
 		removeTemps(t.ws, d)
 	}
 	removeTemps(root, "sessions")
 	removeTemps(root, ".")
-
-	t.created, t.lastUsed, t.persistedUse = meta.Created, meta.LastUsed, meta.LastUsed
-	return t, nil
+	return nil
 }
 
 const tenantFile = "tenant.json"

@@ -161,3 +161,49 @@ open(sys.argv[1] + "/mine", "w").close()
 		t.Errorf("as tenant a's own user: %v\n%s", err, out)
 	}
 }
+
+// TestTenantUIDHandOver gives a tenant from before tenant_uids (its
+// workspace nobody's) its own uid, and the whole workspace with it,
+// symlinks included but never what they point to.
+func TestTenantUIDHandOver(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to hand workspaces to tenant users")
+	}
+	dataDir := t.TempDir()
+	m := newManager(t, Options{DataDir: dataDir, Owner: &Owner{UID: 65534, GID: 65534}})
+	old := mustTenant(t, m, "old")
+	if _, err := old.SaveState("x.json", json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(dataDir, "outside")
+	writeFile(t, outside, []byte("host"))
+	writeFile(t, old.WorkspaceDir()+"/deep/er/file", []byte("x"))
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Symlink(outside, old.WorkspaceDir()+"/link"))
+	must(os.Lchown(old.WorkspaceDir()+"/link", 65534, 65534))
+	m.Close()
+
+	m = newManager(t, Options{DataDir: dataDir, TenantUIDs: &config.IDRange{First: 300200, Last: 300209}})
+	tn := mustTenant(t, m, "old")
+	if o := tn.Owner(); o == nil || o.UID != 300200 {
+		t.Fatalf("owner %+v, want uid 300200", o)
+	}
+	ws := tn.WorkspaceDir()
+	for _, p := range []string{ws, ws + "/state", ws + "/state/x.json", ws + "/deep", ws + "/deep/er/file", ws + "/link"} {
+		st, err := os.Lstat(p)
+		must(err)
+		if uid := st.Sys().(*syscall.Stat_t).Uid; uid != 300200 {
+			t.Errorf("%s belongs to %d after the hand-over, want 300200", p, uid)
+		}
+	}
+	st, err := os.Stat(outside)
+	must(err)
+	if uid := st.Sys().(*syscall.Stat_t).Uid; uid != 0 {
+		t.Errorf("the symlink's target outside the workspace was handed over too (uid %d)", uid)
+	}
+}
