@@ -108,6 +108,8 @@ func checkRequest(s *settings, req sandbox.CreateRequest) (*boxSpec, error) {
 		switch {
 		case u.UID == 0 || u.GID == 0:
 			return nil, fmt.Errorf("run_as %d:%d: sandboxes never run as root", u.UID, u.GID)
+		case s.allowedUIDs != nil && (u.UID < s.allowedUIDs[0] || u.UID > s.allowedUIDs[1] || u.GID < s.allowedUIDs[0] || u.GID > s.allowedUIDs[1]):
+			return nil, fmt.Errorf("run_as %d:%d: outside this backend's allowed_uids %d-%d", u.UID, u.GID, s.allowedUIDs[0], s.allowedUIDs[1])
 		case s.runAs == nil && (int(u.UID) != os.Geteuid() || int(u.GID) != os.Getegid()):
 			return nil, fmt.Errorf("run_as %d:%d: the plugin does not run as root, so sandboxes can only run as its own user", u.UID, u.GID)
 		case s.runAs != nil:

@@ -35,6 +35,7 @@ type Config struct {
 	ROPaths      []string `json:"ro_paths"`
 	RunAsUID     *int64   `json:"run_as_uid"`
 	RunAsGID     *int64   `json:"run_as_gid"`
+	AllowedUIDs  string   `json:"allowed_uids"`
 }
 
 // Defaults of Config.
@@ -68,6 +69,7 @@ var configSchema = pluginapi.ConfigSchema{Attributes: []pluginapi.Attribute{
 	{Name: "ro_paths", Type: "list(string)", Description: "Extra host directories to show read-only at the same path inside sandboxes, for example an interpreter installed under /opt."},
 	{Name: "run_as_uid", Type: "number", Description: "Host uid sandboxes run as when the plugin runs as root (never as root itself: that would let programs change kernel settings and device files). Default 65534."},
 	{Name: "run_as_gid", Type: "number", Description: "Host gid sandboxes run as when the plugin runs as root. Default 65534."},
+	{Name: "allowed_uids", Type: "string", Description: "Inclusive range \"FIRST-LAST\" of host uids (and gids) a sandbox request may ask to run as (cexecd sends each tenant's own, from cexec.tenant_uids); requests outside it are refused. Default: any but root."},
 }}
 
 var modulePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
@@ -91,6 +93,8 @@ type settings struct {
 	cgroupParent string
 	preload      []string
 	roPaths      []string
+	// allowedUIDs bounds the users requests may name, when set.
+	allowedUIDs *[2]uint32
 	// runAs is the host uid and gid of sandboxes when the plugin is root
 	// and the request names no user of its own; nil when the plugin is
 	// not root (sandboxes then run as the plugin's own user).
@@ -173,6 +177,14 @@ func (s *settings) checkLimits(c *Config) pluginapi.Diagnostics {
 	if c.CgroupParent != "" && !filepath.IsAbs(c.CgroupParent) {
 		diags = append(diags, pluginapi.Errorf("cgroup_parent", "Invalid cgroup_parent", "must be a path within the cgroup hierarchy starting with /, like those in /proc/self/cgroup"))
 	}
+	if c.AllowedUIDs != "" {
+		first, last, ok := parseIDRange(c.AllowedUIDs)
+		if !ok || first == 0 || first > last {
+			diags = append(diags, pluginapi.Errorf("allowed_uids", "Invalid allowed_uids", fmt.Sprintf("%q is not a range of host uids above 0 such as \"200000-265535\"", c.AllowedUIDs)))
+		} else {
+			s.allowedUIDs = &[2]uint32{first, last}
+		}
+	}
 	for _, m := range c.Preload {
 		if !modulePattern.MatchString(m) {
 			diags = append(diags, pluginapi.Errorf("preload", "Invalid preload module", fmt.Sprintf("%q is not a Python module name", m)))
@@ -245,6 +257,14 @@ func (s *settings) resolveBinaries(ctx context.Context, c *Config) pluginapi.Dia
 	}
 	s.bwrap, s.bwrapVersion = path, version
 	return diags
+}
+
+// parseIDRange reads "FIRST-LAST".
+func parseIDRange(text string) (uint32, uint32, bool) {
+	a, b, found := strings.Cut(text, "-")
+	first, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 32)
+	last, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 32)
+	return uint32(first), uint32(last), found && err1 == nil && err2 == nil
 }
 
 func orDefault(v, def int64) int64 {
