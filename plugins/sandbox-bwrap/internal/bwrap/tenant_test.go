@@ -125,6 +125,14 @@ func TestRunAsTenantUser(t *testing.T) {
 	if _, out := runIn(t, sb, id, "s", false, `open("/workspace/f", "w").write("x"); print("ok")`); out != "ok\n" {
 		t.Fatalf("program printed %q", out)
 	}
+	// Started as the tenant's user, bwrap still roots the sandbox's cgroup
+	// namespace at its own cgroup.
+	_, cgroups := runIn(t, sb, id, "s", false, `print(open("/proc/self/cgroup").read(), end="")`)
+	for _, line := range strings.Split(strings.TrimSpace(cgroups), "\n") {
+		if !strings.HasSuffix(line, ":/") {
+			t.Errorf("/proc/self/cgroup line %q is not the namespace's root", line)
+		}
+	}
 	st, err := os.Stat(filepath.Join(ws, "f"))
 	if err != nil {
 		t.Fatal(err)
