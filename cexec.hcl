@@ -43,6 +43,15 @@ cexec {
   # with its folder before it returns (about 1 ms more per write).
   sync = "batched"
 
+  # Host users of tenants when cexecd runs as root: each tenant gets one uid
+  # (gid the same number) of this inclusive range on first use, kept in its
+  # tenant.json. Its sandboxes run as that user and its workspace is that
+  # user's (0700); the folders above and the session logs stay root's. The
+  # range must hold no host user's id (not 0, 65534 or 65535). Unset as
+  # root: every tenant's sandboxes run as nobody, one shared user (a warning
+  # says so). Not root: cexecd's own user throughout, and this is ignored.
+  tenant_uids = "200000-265535"
+
   # socket is left unset on purpose: cexecd then listens where cexecctl looks
   # by default, $XDG_RUNTIME_DIR/cexec/cexecd.sock or
   # /tmp/cexec-<uid>/cexecd.sock.
@@ -137,6 +146,7 @@ sandbox {
     timeout = "30s"
     output  = "1MiB"  # stdout+stderr kept per execution; the rest is cut
     tmp     = "64MiB" # size of the sandbox's /tmp
+    shm     = "64MiB" # size of its /dev/shm; both count towards memory
     # Per tool call, so that one program cannot crash an upstream other
     # tenants share; an mcp_server block may set its own.
     max_argument_size = "1MiB"

@@ -58,6 +58,8 @@ type Limits struct {
 	Timeout time.Duration
 	Output  int64
 	Tmp     int64
+	// Shm is the size of a sandbox's /dev/shm.
+	Shm int64
 	// MaxArgumentSize and MaxResultSize cap one tool call's arguments and
 	// result, so that one program cannot crash an upstream other tenants
 	// share; an mcp_server may set its own.
@@ -259,7 +261,7 @@ func (d *decoder) sandbox(cfg *Config, raw *rawSandbox, ov Overrides) {
 	// a recycle costs a cold start and its warm-up, about 1 ms of CPU per
 	// execution at 100 uses.
 	sb.Pool = Pool{Warm: 2, MaxTotal: 16, IdleTimeout: 5 * time.Minute, MaxUses: 1000}
-	sb.Limits = Limits{Memory: 256 << 20, PIDs: 128, Timeout: 30 * time.Second, Output: 1 << 20, Tmp: 64 << 20,
+	sb.Limits = Limits{Memory: 256 << 20, PIDs: 128, Timeout: 30 * time.Second, Output: 1 << 20, Tmp: 64 << 20, Shm: 64 << 20,
 		MaxArgumentSize: 1 << 20, MaxResultSize: 16 << 20}
 
 	var backend *hcl.Attribute
@@ -333,6 +335,9 @@ func (d *decoder) limits(l *Limits, raw *rawLimits) {
 	}
 	if n, ok := d.size(raw.Tmp, append(base, "tmp")); ok {
 		l.Tmp = n
+	}
+	if n, ok := d.size(raw.Shm, append(base, "shm")); ok {
+		l.Shm = n
 	}
 	if n, ok := d.callSize(raw.MaxArg, append(base, "max_argument_size")); ok {
 		l.MaxArgumentSize = n

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,7 +64,16 @@ type Daemon struct {
 	// entries and log lines fsynced in the background every 200 ms) or
 	// "always" (every write fsynced with its folder before it returns).
 	Sync string
+	// TenantUIDs is the range of host uids (and gids, the same numbers)
+	// tenants get one each of when cexecd runs as root; nil when not set.
+	TenantUIDs *IDRange
 }
+
+// IDRange is an inclusive range of host user ids.
+type IDRange struct{ First, Last uint32 }
+
+// Size is how many ids the range holds.
+func (r IDRange) Size() int64 { return int64(r.Last) - int64(r.First) + 1 }
 
 // Overrides are the command-line flags of cexecd, which win over everything
 // else. Empty fields are not set.
@@ -273,6 +283,9 @@ func (d *decoder) daemon(cfg *Config, raw *rawDaemon, ov Overrides) {
 				dd.Sync = s
 			}
 		}
+		if s, _, ok := d.str(raw.TenantUIDs, path("cexec", "tenant_uids")); ok {
+			dd.TenantUIDs = d.idRange(s, raw.TenantUIDs)
+		}
 	}
 
 	// Overrides are relative to the working directory, as a user typing a
@@ -341,3 +354,34 @@ const (
 	defaultPluginTimeout = 30 * time.Second
 	defaultMCPTimeout    = 60 * time.Second
 )
+
+// Host ids no tenant may get: root, and nobody and the overflow id (65534,
+// 65535), which other host processes run as or see unmapped users as.
+var reservedIDs = []uint32{0, 65534, 65535}
+
+// idRange decodes "FIRST-LAST", an inclusive range of host uids that holds
+// no reserved id, or reports why not on attr.
+func (d *decoder) idRange(s string, attr *hcl.Attribute) *IDRange {
+	bad := func(detail string, args ...any) *IDRange {
+		d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid tenant_uids",
+			Detail: fmt.Sprintf(detail, args...), Subject: attr.Expr.Range().Ptr()})
+		return nil
+	}
+	a, b, found := strings.Cut(s, "-")
+	first, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 32)
+	last, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 32)
+	switch {
+	case !found || err1 != nil || err2 != nil:
+		return bad("%q is not a range of host uids such as \"200000-265535\" (first-last, inclusive).", s)
+	case first > last:
+		return bad("%q starts after it ends.", s)
+	case last == 1<<32-1:
+		return bad("%q includes 4294967295, which is no valid id.", s)
+	}
+	for _, id := range reservedIDs {
+		if uint64(id) >= first && uint64(id) <= last {
+			return bad("%q includes %d; tenants never share root's, nobody's or the overflow id: choose ids no host user has, such as \"200000-265535\".", s, id)
+		}
+	}
+	return &IDRange{First: uint32(first), Last: uint32(last)}
+}

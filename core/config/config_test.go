@@ -55,7 +55,7 @@ func TestLoadValid(t *testing.T) {
 	if want := (Sandbox{
 		Backend: "bwrap", Network: true,
 		Pool: Pool{Warm: 1, MaxTotal: 4, IdleTimeout: 90 * time.Second, MaxUses: 10},
-		Limits: Limits{Memory: 512 << 20, PIDs: 64, Timeout: time.Minute, Output: 65536, Tmp: 1_000_000_000,
+		Limits: Limits{Memory: 512 << 20, PIDs: 64, Timeout: time.Minute, Output: 65536, Tmp: 1_000_000_000, Shm: 64 << 20,
 			MaxArgumentSize: 1 << 20, MaxResultSize: 8 << 20},
 	}); !reflect.DeepEqual(cfg.Sandbox, want) {
 		t.Errorf("sandbox = %+v, want %+v", cfg.Sandbox, want)
@@ -154,11 +154,11 @@ sandbox {
 		want    Daemon
 		backend string
 	}{
-		{"file", src, nil, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", "", "batched"}, "one"},
-		{"env over file", src, allEnv, Overrides{}, Daemon{"/env/data", "/env/sock", "warn", dirs["env"], "", "", "batched"}, "two"},
-		{"flags over env", src, allEnv, allFlags, Daemon{"/flag/data", "/flag/sock", "error", dirs["flag"], "", "", "batched"}, "three"},
-		{"empty env is unset", src, map[string]string{EnvLogLevel: ""}, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", "", "batched"}, "one"},
-		{"mixed", src, map[string]string{EnvSocket: "/env/sock"}, Overrides{LogLevel: "trace"}, Daemon{"/file/data", "/env/sock", "trace", dirs["file"], "", "", "batched"}, "one"},
+		{"file", src, nil, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", "", "batched", nil}, "one"},
+		{"env over file", src, allEnv, Overrides{}, Daemon{"/env/data", "/env/sock", "warn", dirs["env"], "", "", "batched", nil}, "two"},
+		{"flags over env", src, allEnv, allFlags, Daemon{"/flag/data", "/flag/sock", "error", dirs["flag"], "", "", "batched", nil}, "three"},
+		{"empty env is unset", src, map[string]string{EnvLogLevel: ""}, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", "", "batched", nil}, "one"},
+		{"mixed", src, map[string]string{EnvSocket: "/env/sock"}, Overrides{LogLevel: "trace"}, Daemon{"/file/data", "/env/sock", "trace", dirs["file"], "", "", "batched", nil}, "one"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -590,6 +590,50 @@ func TestToolDirs(t *testing.T) {
 			}
 			if cfg.Daemon.ServersDir != filepath.Join(dir, tc.servers) || cfg.Daemon.SkillsDir != filepath.Join(dir, tc.skills) {
 				t.Fatalf("got %s and %s", cfg.Daemon.ServersDir, cfg.Daemon.SkillsDir)
+			}
+		})
+	}
+}
+
+// TestTenantUIDs decodes tenant_uids: a valid range, and each way a range
+// is refused, with the diagnostic on the attribute's line.
+func TestTenantUIDs(t *testing.T) {
+	tests := []struct {
+		value string
+		want  *IDRange
+		says  string
+	}{
+		{`"200000-265535"`, &IDRange{First: 200000, Last: 265535}, ""},
+		{`"100000 - 100000"`, &IDRange{First: 100000, Last: 100000}, ""},
+		{`"200000"`, nil, "is not a range of host uids"},
+		{`"a-b"`, nil, "is not a range of host uids"},
+		{`"300000-200000"`, nil, "starts after it ends"},
+		{`"0-1000"`, nil, "includes 0"},
+		{`"65000-66000"`, nil, "includes 65534"},
+		{`"65535-70000"`, nil, "includes 65535"},
+		{`"100-4294967295"`, nil, "no valid id"},
+		{`"100-4294967296"`, nil, "is not a range of host uids"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "cexec.hcl")
+			src := "cexec {\n  log_level = \"info\"\n  tenant_uids = " + tt.value + "\n}\n"
+			if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, diags := Load(file, Overrides{PluginDir: t.TempDir(), LookupEnv: fakeEnv(nil)})
+			if tt.says == "" {
+				if diags.HasErrors() || !reflect.DeepEqual(cfg.Daemon.TenantUIDs, tt.want) {
+					t.Fatalf("TenantUIDs = %+v, %v; want %+v", cfg.Daemon.TenantUIDs, diags, tt.want)
+				}
+				return
+			}
+			if len(diags) != 1 || diags[0].Summary != "Invalid tenant_uids" || !strings.Contains(diags[0].Detail, tt.says) ||
+				diags[0].Subject == nil || diags[0].Subject.Start.Line != 3 {
+				t.Fatalf("diagnostics = %v; want one Invalid tenant_uids on line 3 saying %q", diags, tt.says)
+			}
+			if cfg.Daemon.TenantUIDs != nil {
+				t.Errorf("TenantUIDs = %+v after an error", cfg.Daemon.TenantUIDs)
 			}
 		})
 	}

@@ -83,6 +83,9 @@ func TestFixtureDiagnostics(t *testing.T) {
 		{"bad_sync.hcl", []wantDiag{
 			{4, "Invalid sync", false},
 		}},
+		{"bad_tenant_uids.hcl", []wantDiag{
+			{4, "Invalid tenant_uids", false},
+		}},
 		{"duplicate_plugin.hcl", []wantDiag{
 			{5, "Duplicate plugin", false},
 			{13, "Duplicate mcp_server", false},

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 
 	"github.com/hashicorp/hcl/v2"
@@ -125,7 +126,7 @@ func (c *Config) view(plugins []any) map[string]any {
 			"data_dir": c.Daemon.DataDir, "socket": c.Daemon.Socket,
 			"log_level": c.Daemon.LogLevel, "plugin_dir": c.Daemon.PluginDir,
 			"servers_dir": c.Daemon.ServersDir, "skills_dir": c.Daemon.SkillsDir,
-			"sync": c.Daemon.Sync,
+			"sync": c.Daemon.Sync, "tenant_uids": idRangeText(c.Daemon.TenantUIDs),
 		},
 		"plugins": plugins,
 		"pipeline": map[string]any{
@@ -141,7 +142,7 @@ func (c *Config) view(plugins []any) map[string]any {
 			},
 			"limits": map[string]any{
 				"memory": sb.Limits.Memory, "pids": sb.Limits.PIDs, "timeout": sb.Limits.Timeout.String(),
-				"output": sb.Limits.Output, "tmp": sb.Limits.Tmp,
+				"output": sb.Limits.Output, "tmp": sb.Limits.Tmp, "shm": sb.Limits.Shm,
 				"max_argument_size": sb.Limits.MaxArgumentSize, "max_result_size": sb.Limits.MaxResultSize,
 			},
 		},
@@ -209,4 +210,12 @@ func diagSummaries(diags hcl.Diagnostics) string {
 		}
 	}
 	return s
+}
+
+// idRangeText is r as cexec.hcl writes it, or "" when unset.
+func idRangeText(r *IDRange) string {
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d-%d", r.First, r.Last)
 }

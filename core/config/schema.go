@@ -24,6 +24,7 @@ type rawDaemon struct {
 	ServersDir *hcl.Attribute `hcl:"servers_dir,optional"`
 	SkillsDir  *hcl.Attribute `hcl:"skills_dir,optional"`
 	Sync       *hcl.Attribute `hcl:"sync,optional"`
+	TenantUIDs *hcl.Attribute `hcl:"tenant_uids,optional"`
 	DeclRange  hcl.Range      `hcl:",def_range"`
 }
 
@@ -73,6 +74,7 @@ type rawLimits struct {
 	Timeout   *hcl.Attribute `hcl:"timeout,optional"`
 	Output    *hcl.Attribute `hcl:"output,optional"`
 	Tmp       *hcl.Attribute `hcl:"tmp,optional"`
+	Shm       *hcl.Attribute `hcl:"shm,optional"`
 	MaxArg    *hcl.Attribute `hcl:"max_argument_size,optional"`
 	MaxResult *hcl.Attribute `hcl:"max_result_size,optional"`
 	DeclRange hcl.Range      `hcl:",def_range"`

@@ -76,10 +76,17 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 	if fi, err := os.Stat(cfg.Daemon.SkillsDir); err == nil && fi.IsDir() {
 		wsOpts.SharedSkillsDir = cfg.Daemon.SkillsDir
 	}
-	if os.Geteuid() == 0 {
+	wsOpts.OnRemove = s.removeTenantSandboxes
+	switch {
+	case os.Geteuid() != 0:
+		// Sandboxes run as cexecd's own user, which owns everything.
+	case cfg.Daemon.TenantUIDs != nil:
+		wsOpts.TenantUIDs = cfg.Daemon.TenantUIDs
+	default:
 		// Sandbox backends never run programs as root; the bwrap plugin's
 		// default host user is nobody (run_as_uid/run_as_gid).
 		wsOpts.Owner = &workspace.Owner{UID: 65534, GID: 65534}
+		log.Warn("cexecd runs as root without cexec.tenant_uids: every tenant's sandboxes run as one host user (nobody), who can reach every tenant's workspace; set tenant_uids to give each tenant its own")
 	}
 	if s.workspace, err = workspace.New(wsOpts); err != nil {
 		return s, fmt.Errorf("open workspaces: %w", err)
@@ -119,6 +126,9 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 			return nil
 		}
 		return fmt.Errorf("sandbox backend %s: %w", cfg.Sandbox.Backend, err)
+	}
+	if err := s.checkRunAs(sb); err != nil {
+		return err
 	}
 	pc := cfg.Sandbox.Pool
 	s.pool, err = pool.New(sb, pool.Config{
@@ -165,9 +175,47 @@ func (s *services) sandboxTemplate(tenant string) (sandbox.CreateRequest, error)
 			Timeout:     lim.Timeout,
 			OutputBytes: lim.Output,
 			TmpBytes:    lim.Tmp,
+			ShmBytes:    lim.Shm,
 		},
 		Network: s.cfg.Sandbox.Network,
+		RunAs:   s.runAs(t),
 	}, nil
+}
+
+// runAs is the host user tenant t's sandboxes run as: its own with
+// tenant_uids, else the backend's default.
+func (s *services) runAs(t *workspace.Tenant) *sandbox.HostUser {
+	if s.workspace.TenantUIDs() == nil {
+		return nil
+	}
+	o := t.Owner()
+	return &sandbox.HostUser{UID: uint32(o.UID), GID: uint32(o.GID)}
+}
+
+// checkRunAs refuses a sandbox backend that would ignore the tenants' own
+// host users (one built before CreateRequest.RunAs): it would run every
+// tenant as one user, which the workspace no longer lets in.
+func (s *services) checkRunAs(sb sandbox.Sandbox) error {
+	if s.workspace.TenantUIDs() == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	caps, err := sb.Capabilities(ctx)
+	if err != nil {
+		return fmt.Errorf("sandbox backend %s: capabilities: %w", s.cfg.Sandbox.Backend, err)
+	}
+	if !caps.RunAs {
+		return fmt.Errorf("sandbox backend %s cannot run sandboxes as their tenant's host user (cexec.tenant_uids is set); update the plugin or remove tenant_uids", s.cfg.Sandbox.Backend)
+	}
+	return nil
+}
+
+// removeTenantSandboxes destroys the sandboxes of a tenant GC removed.
+func (s *services) removeTenantSandboxes(tenant string) {
+	if p := s.pool; p != nil {
+		p.RemoveTenant(tenant)
+	}
 }
 
 // closePool destroys every sandbox, waiting up to grace.

@@ -359,6 +359,27 @@ func (p *Pool) Flush() {
 	p.poke()
 }
 
+// RemoveTenant destroys every idle sandbox of tenant and marks its busy
+// ones to be destroyed when released, and stops warming for it: the
+// tenant was removed, and one created again under its id must not find
+// the old one's /tmp, processes or host user.
+func (p *Pool) RemoveTenant(tenant string) {
+	p.mu.Lock()
+	drop := p.idle[tenant]
+	delete(p.idle, tenant)
+	for _, e := range p.busy {
+		if e.tenant == tenant {
+			e.stale = true
+		}
+	}
+	// Its demand stays: busy leases still count in it until released.
+	delete(p.active, tenant)
+	p.mu.Unlock()
+	for _, e := range drop {
+		p.retire(e)
+	}
+}
+
 // Close stops maintenance and destroys every idle sandbox; busy sandboxes
 // are destroyed as they are released. It waits for destructions in flight
 // until ctx is done.

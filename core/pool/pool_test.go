@@ -571,3 +571,34 @@ func TestRestedSandboxPreferred(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoveTenant destroys a removed tenant's idle sandboxes at once and
+// its busy ones on release, leaves other tenants' alone, and gives a
+// tenant created again under the same id only new sandboxes.
+func TestRemoveTenant(t *testing.T) {
+	b := newMem()
+	p := newPool(t, b, Config{MaxTotal: 6, Warm: 1})
+	ctx := context.Background()
+	idle := leased(t)(p.Acquire(ctx, "gone"))
+	busy := leased(t)(p.Acquire(ctx, "gone"))
+	other := leased(t)(p.Acquire(ctx, "stays"))
+	idle.Release(true)
+	other.Release(true)
+
+	p.RemoveTenant("gone")
+	waitFor(t, "the removed tenant's idle sandbox destroyed", func() bool { return !b.isLive(idle.ID) })
+	if !b.isLive(busy.ID) {
+		t.Fatal("a busy sandbox was destroyed under its execution")
+	}
+	busy.Release(true)
+	waitFor(t, "the removed tenant's busy sandbox destroyed on release", func() bool { return !b.isLive(busy.ID) })
+	if !b.isLive(other.ID) {
+		t.Error("another tenant's sandbox was destroyed")
+	}
+
+	again := leased(t)(p.Acquire(ctx, "gone"))
+	defer again.Release(true)
+	if again.Reused || again.ID == idle.ID || again.ID == busy.ID {
+		t.Errorf("the re-created tenant got sandbox %s (reused %v), want a new one", again.ID, again.Reused)
+	}
+}

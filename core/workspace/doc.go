@@ -5,8 +5,8 @@
 // # Layout
 //
 //	<data_dir>/tenants/<id>/            0700, created on first use
-//	    tenant.json                     created and last-used times (for GC)
-//	    workspace/                      mounted read-write at /workspace
+//	    tenant.json                     created and last-used times (for GC), uid; 0600
+//	    workspace/                      mounted read-write at /workspace; 0700
 //	        state/<name>.json|.yaml     state files, same bytes in and out
 //	        skills/<name>/SKILL.md      the tenant's skills
 //	        skills/<name>/__init__.py
@@ -14,7 +14,9 @@
 //	    sessions/<session>.meta.json    its summary, a cache
 //
 // Session logs sit outside the workspace so sandboxed code cannot read or
-// forge them. The repository's skills/ folder is shared read-only and
+// forge them. With Options.TenantUIDs (cexecd as root) each tenant has a host
+// uid of its own: the workspace and everything in it are that user's, the
+// rest root's, so no other tenant's sandboxes (nor nobody) can reach it. The repository's skills/ folder is shared read-only and
 // mounted at /cexec/skills.
 //
 // # Wiring

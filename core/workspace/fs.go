@@ -240,6 +240,17 @@ func mkdirs(root *os.Root, own *Owner, names ...string) error {
 	return nil
 }
 
+// chownTree hands everything in root to own, never following symlinks
+// (which the tenant's programs may have planted).
+func chownTree(root *os.Root, own *Owner) error {
+	return fs.WalkDir(root.FS(), ".", func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return root.Lchown(p, own.UID, own.GID)
+	})
+}
+
 // humanBytes formats a size for error messages.
 func humanBytes(n int64) string {
 	const unit = 1024

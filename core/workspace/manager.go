@@ -98,6 +98,16 @@ type Options struct {
 	// 0711 (enter, not list) so it can reach its own; session logs stay
 	// cexecd's. Nil leaves everything owned by cexecd, mode 0700.
 	Owner *Owner
+	// TenantUIDs, when set, gives each tenant a host user of its own (gid
+	// the same number), allocated from this range on first use and kept
+	// in tenant.json: sandboxes of the tenant run as it, and its workspace
+	// folders and the files cexecd writes in them are its, mode 0700,
+	// while the folders above them and sessions stay cexecd's, mode 0700.
+	// Owner is then unused. Only when cexecd runs as root.
+	TenantUIDs *config.IDRange
+	// OnRemove is called with the id of each tenant GC removed, once its
+	// folder is gone from view (the daemon destroys its sandboxes).
+	OnRemove func(tenant string)
 	// ExpireInterval is the period of the background sweep that removes
 	// expired sessions (ExpireSessions); 0 means no sweep.
 	ExpireInterval time.Duration
@@ -138,6 +148,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	tenants map[string]*Tenant
+	uids    uids
 	closed  bool
 }
 
@@ -281,40 +292,76 @@ func (m *Manager) open(id string, decl *config.Tenant) (*Tenant, error) {
 	if decl != nil {
 		t.quota = quotaOf(decl)
 	}
-	own := m.opts.Owner
-	err = mkdirs(root, nil, "sessions")
+	now := m.now().UTC()
+	meta, err := readTenantMeta(root)
+	fresh := err != nil
+	if fresh {
+		// First use, or a tenant.json lost to a crash: start the clock now.
+		meta = tenantMeta{ID: id, Created: now, LastUsed: now}
+	}
+	allocated := false
+	if m.opts.TenantUIDs != nil && meta.UID == nil {
+		uid, err := m.allocateUID(id)
+		if err != nil {
+			root.Close()
+			return nil, err
+		}
+		meta.UID, fresh, allocated = &uid, true, true
+	}
+	err = m.openFolders(t, meta, allocated)
+	if err == nil && fresh {
+		// Only once the workspace is the tenant's: a uid persisted before
+		// would leave files of a failed hand-over with their old owner.
+		err = writeAtomic(root, ".", tenantFile, mustJSON(meta), atomicWrite{})
+		if err != nil {
+			t.close()
+		}
+	}
+	if err != nil {
+		if allocated {
+			m.releaseUID(id)
+		}
+		return nil, err
+	}
+	t.created, t.lastUsed, t.persistedUse = meta.Created, meta.LastUsed, meta.LastUsed
+	return t, nil
+}
+
+// openFolders creates or opens the folders of t, whose tenant.json says
+// meta, handing the workspace to the tenant's user. allocated means the
+// tenant's uid is new: an existing workspace (of a tenant from before
+// tenant_uids) is handed over whole. On error t is closed.
+func (m *Manager) openFolders(t *Tenant, meta tenantMeta, allocated bool) error {
+	root := t.root
+	t.owner, t.uid = m.opts.Owner, meta.UID
+	if meta.UID != nil && m.opts.TenantUIDs != nil {
+		t.owner = &Owner{UID: int(*meta.UID), GID: int(*meta.UID)}
+	}
+	own := t.owner
+	err := mkdirs(root, nil, "sessions")
 	if err == nil {
 		err = mkdirs(root, own, "workspace")
 	}
 	if err != nil {
 		root.Close()
-		return nil, err
+		return err
 	}
 	if t.ws, err = root.OpenRoot("workspace"); err == nil {
 		err = mkdirs(t.ws, own, "state", "skills")
 	}
+	if err == nil && allocated {
+		err = chownTree(t.ws, own)
+	}
 	if err != nil {
 		t.close()
-		return nil, err
+		return err
 	}
 	for _, d := range []string{"state", "skills"} {
 		removeTemps(t.ws, d)
 	}
 	removeTemps(root, "sessions")
 	removeTemps(root, ".")
-
-	now := m.now().UTC()
-	meta, err := readTenantMeta(root)
-	if err != nil {
-		// First use, or a tenant.json lost to a crash: start the clock now.
-		meta = tenantMeta{ID: id, Created: now, LastUsed: now}
-		if err := writeAtomic(root, ".", tenantFile, mustJSON(meta), atomicWrite{}); err != nil {
-			t.close()
-			return nil, err
-		}
-	}
-	t.created, t.lastUsed, t.persistedUse = meta.Created, meta.LastUsed, meta.LastUsed
-	return t, nil
+	return nil
 }
 
 const tenantFile = "tenant.json"
@@ -324,6 +371,8 @@ type tenantMeta struct {
 	ID       string    `json:"id"`
 	Created  time.Time `json:"created"`
 	LastUsed time.Time `json:"last_used"`
+	// UID is the tenant's host uid and gid, from Options.TenantUIDs.
+	UID *uint32 `json:"uid,omitempty"`
 }
 
 func readTenantMeta(root *os.Root) (tenantMeta, error) {
@@ -472,6 +521,9 @@ func (m *Manager) GC(ctx context.Context, olderThan time.Duration, dryRun bool) 
 				return out, fmt.Errorf("tenant gc: remove %s: %w", id, err)
 			}
 			m.log.Info("removed inactive tenant", "tenant", id, "last_used", e.LastUsed, "bytes", e.DiskBytes)
+			if m.opts.OnRemove != nil {
+				m.opts.OnRemove(id)
+			}
 		}
 	}
 	return out, nil
@@ -519,13 +571,20 @@ func (m *Manager) collect(id string, olderThan time.Duration, dryRun bool) (*GCE
 		_ = t.closeRoots()
 		delete(m.tenants, id)
 	}
+	m.releaseUID(id)
 	return e, trash, nil
 }
 
+// TenantUIDs is the range tenants' host users come from, or nil when
+// tenants share one (Options.TenantUIDs).
+func (m *Manager) TenantUIDs() *config.IDRange { return m.opts.TenantUIDs }
+
 // dirMode is the mode of the tenants folder and of each tenant's folder:
-// private, unless a sandbox user must pass through them to its workspace.
+// private, unless the one sandbox user all tenants share (Owner) must pass
+// through them to its workspace. Tenant users never need to: a backend
+// running as root reaches the workspace for them (bwrap's staging).
 func (m *Manager) dirMode() os.FileMode {
-	if m.opts.Owner != nil {
+	if m.opts.Owner != nil && m.opts.TenantUIDs == nil {
 		return 0o711
 	}
 	return 0o700

@@ -216,7 +216,7 @@ func (t *Tenant) SaveSkill(ctx context.Context, name, description, code string) 
 func (t *Tenant) swapInSkill(name string, md, code []byte) error {
 	tmp := tempName(name)
 	tmpPath := path.Join(skillsDir, tmp)
-	own := t.m.opts.Owner
+	own := t.owner
 	defer t.ws.RemoveAll(tmpPath) // after the exchange it holds the old version
 	if err := mkdirs(t.ws, own, tmpPath); err != nil {
 		return err

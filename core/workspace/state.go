@@ -218,7 +218,7 @@ func (t *Tenant) writeState(name, format string, data []byte, check func() error
 	defer t.exit()
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
-	w := atomicWrite{sync: t.m.opts.Sync.stateWrite(), own: t.m.opts.Owner, check: check}
+	w := atomicWrite{sync: t.m.opts.Sync.stateWrite(), own: t.owner, check: check}
 	var old int64
 	if st, err := t.ws.Lstat(path.Join(stateDir, name)); err == nil {
 		old = st.Size()

@@ -36,6 +36,11 @@ type Tenant struct {
 	quota    Quota
 	root     *os.Root // dir: tenant.json, sessions/
 	ws       *os.Root // dir/workspace
+	// owner is the host user of the workspace and of the tenant's
+	// sandboxes, or nil for cexecd's own.
+	owner *Owner
+	// uid is the tenant's uid as tenant.json keeps it, or nil.
+	uid *uint32
 
 	// life is held shared by every file operation and exclusively by GC,
 	// so a tenant is never removed under a write.
@@ -78,6 +83,11 @@ func (t *Tenant) Declared() bool { return t.declared }
 
 // Quota returns the tenant's limits.
 func (t *Tenant) Quota() Quota { return t.quota }
+
+// Owner is the host user the tenant's sandboxes run as and its workspace
+// belongs to: its own with Options.TenantUIDs, else Options.Owner; nil
+// means cexecd's own user.
+func (t *Tenant) Owner() *Owner { return t.owner }
 
 // WorkspaceDir is the host folder mounted read-write at /workspace.
 func (t *Tenant) WorkspaceDir() string { return filepath.Join(t.dir, "workspace") }
@@ -328,7 +338,7 @@ func (t *Tenant) touchLocked() {
 	if t.gone != nil || now.Sub(t.persistedUse) < touchEvery {
 		return
 	}
-	meta := tenantMeta{ID: t.id, Created: t.created, LastUsed: now}
+	meta := tenantMeta{ID: t.id, Created: t.created, LastUsed: now, UID: t.uid}
 	if err := writeAtomic(t.root, ".", tenantFile, mustJSON(meta), atomicWrite{}); err != nil {
 		t.m.log.Warn("persist tenant last-used time", "tenant", t.id, "error", err)
 		return

@@ -86,6 +86,7 @@ func (c *client) Capabilities(ctx context.Context) (Capabilities, error) {
 		PersistentInterpreter: resp.GetPersistentInterpreter(),
 		Available:             resp.GetAvailable(),
 		UnavailableReason:     resp.GetUnavailableReason(),
+		RunAs:                 resp.GetRunAs(),
 	}, nil
 }
 
@@ -100,9 +101,13 @@ func (c *client) Create(ctx context.Context, req CreateRequest) (pluginapi.Diagn
 			OutputBytes: req.Limits.OutputBytes,
 			TmpBytes:    req.Limits.TmpBytes,
 			CpusMilli:   req.Limits.CPUsMilli,
+			ShmBytes:    req.Limits.ShmBytes,
 		},
 		Env:     req.Env,
 		Network: &sandboxv1.NetworkPolicy{Enabled: req.Network},
+	}
+	if u := req.RunAs; u != nil {
+		in.RunAs = &sandboxv1.HostUser{Uid: u.UID, Gid: u.GID}
 	}
 	for _, m := range req.Mounts {
 		in.Mounts = append(in.Mounts, &sandboxv1.Mount{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
@@ -258,6 +263,7 @@ func (s *server) Capabilities(ctx context.Context, _ *sandboxv1.CapabilitiesRequ
 		PersistentInterpreter: c.PersistentInterpreter,
 		Available:             c.Available,
 		UnavailableReason:     c.UnavailableReason,
+		RunAs:                 c.RunAs,
 	}, nil
 }
 
@@ -273,9 +279,13 @@ func (s *server) Create(ctx context.Context, in *sandboxv1.CreateRequest) (*sand
 			OutputBytes: l.GetOutputBytes(),
 			TmpBytes:    l.GetTmpBytes(),
 			CPUsMilli:   l.GetCpusMilli(),
+			ShmBytes:    l.GetShmBytes(),
 		},
 		Env:     in.GetEnv(),
 		Network: in.GetNetwork().GetEnabled(),
+	}
+	if u := in.GetRunAs(); u != nil {
+		req.RunAs = &HostUser{UID: u.GetUid(), GID: u.GetGid()}
 	}
 	for _, m := range in.GetMounts() {
 		req.Mounts = append(req.Mounts, Mount{Source: m.GetSource(), Target: m.GetTarget(), ReadOnly: m.GetReadOnly()})

@@ -448,7 +448,7 @@ func TestExecRawStream(t *testing.T) {
 func TestUnaryCalls(t *testing.T) {
 	created := time.UnixMilli(1_700_000_000_123)
 	b := &backend{
-		caps: sandbox.Capabilities{Isolation: "namespaces", Network: true, PersistentInterpreter: true, UnavailableReason: "no userns"},
+		caps: sandbox.Capabilities{Isolation: "namespaces", Network: true, PersistentInterpreter: true, UnavailableReason: "no userns", RunAs: true},
 		list: []sandbox.Status{
 			{ID: "sb1", Tenant: "t1", State: "idle", Created: created, Executions: 3, RSSBytes: 1 << 20},
 			{ID: "sb2", State: "creating"},
@@ -471,9 +471,10 @@ func TestUnaryCalls(t *testing.T) {
 	creq := sandbox.CreateRequest{
 		ID: "sb1", Tenant: "t1",
 		Mounts:  []sandbox.Mount{{Source: "/srv/ws", Target: "/workspace"}, {Source: "/srv/skills", Target: "/skills", ReadOnly: true}},
-		Limits:  sandbox.Limits{MemoryBytes: 256 << 20, Pids: 64, Timeout: 30 * time.Second, OutputBytes: 1 << 20, TmpBytes: 64 << 20, CPUsMilli: 1000},
+		Limits:  sandbox.Limits{MemoryBytes: 256 << 20, Pids: 64, Timeout: 30 * time.Second, OutputBytes: 1 << 20, TmpBytes: 64 << 20, CPUsMilli: 1000, ShmBytes: 32 << 20},
 		Env:     map[string]string{"LANG": "C.UTF-8"},
 		Network: true,
+		RunAs:   &sandbox.HostUser{UID: 200001, GID: 200001},
 	}
 	if diags, err := sb.Create(ctx, creq); err != nil || diags != nil {
 		t.Errorf("Create = %v, %v", diags, err)

@@ -28,6 +28,16 @@ type Capabilities struct {
 	// UnavailableReason then says why, plainly.
 	Available         bool
 	UnavailableReason string
+	// RunAs is true when the backend honours CreateRequest.RunAs: it runs
+	// the sandbox as that host user, or has no host user to run programs
+	// as (a microVM). A backend built before the field reports false, and
+	// a host that separates tenants by user refuses it.
+	RunAs bool
+}
+
+// HostUser is a user and group on the host.
+type HostUser struct {
+	UID, GID uint32
 }
 
 // Mount binds a host path into the sandbox.
@@ -48,6 +58,9 @@ type Limits struct {
 	// TmpBytes is the size of the /tmp tmpfs.
 	TmpBytes  int64
 	CPUsMilli int64
+	// ShmBytes is the size of the /dev/shm tmpfs. Its pages, like /tmp's,
+	// are charged to the sandbox's memory.
+	ShmBytes int64
 }
 
 // CreateRequest describes a sandbox to create.
@@ -58,6 +71,10 @@ type CreateRequest struct {
 	Limits  Limits
 	Env     map[string]string
 	Network bool
+	// RunAs is the host user the sandbox's processes run as, one per
+	// tenant so that tenants cannot reach each other's files or
+	// sandboxes on the host; nil means the backend's default. Never root.
+	RunAs *HostUser
 }
 
 // ExecRequest runs one program in a sandbox.

@@ -145,6 +145,13 @@ type ZygoteConfig struct {
 	Workdir string
 	// Preload lists modules imported while idle; nil means DefaultPreload.
 	Preload []string
+	// Scratch lists directories private to the sandbox (its /tmp and
+	// /dev/shm tmpfs) that the zygote empties before an execution of
+	// another session than the previous one's, and persistent
+	// interpreters of other sessions end then: a warm sandbox carries no
+	// files (and no tmpfs memory) from one session to the next. Only for
+	// sandboxes: the zygote deletes everything below them.
+	Scratch []string
 	Rlimits Rlimits
 	// CtlIn and CtlOut are the zygote's control descriptors (host to zygote
 	// and zygote to host); default 3 and 4.
@@ -208,6 +215,9 @@ func (c ZygoteConfig) Command() []string {
 	args = append(args, "--cwd", c.Workdir)
 	if len(c.Preload) > 0 {
 		args = append(args, "--preload", strings.Join(c.Preload, ","))
+	}
+	for _, d := range c.Scratch {
+		args = append(args, "--scratch", d)
 	}
 	for _, l := range []struct {
 		name string

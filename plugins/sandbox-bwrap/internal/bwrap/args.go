@@ -39,6 +39,7 @@ const (
 const (
 	workspaceDir = "/workspace"
 	libTarget    = "/cexec/lib"
+	shmDir       = "/dev/shm"
 )
 
 // systemDirs are shown read-only from the host, as bind mounts or, where the
@@ -88,6 +89,10 @@ type boxSpec struct {
 	env     map[string]string
 	limits  sandbox.Limits
 	rlimits runtime.Rlimits
+	// runAs is the host uid and gid bwrap runs as: the request's (its
+	// tenant's), else run_as when the plugin is root; nil for the
+	// plugin's own user.
+	runAs *[2]uint32
 }
 
 // checkRequest validates req and applies the defaults of s.
@@ -98,7 +103,19 @@ func checkRequest(s *settings, req sandbox.CreateRequest) (*boxSpec, error) {
 	if req.Network && !s.allowNetwork {
 		return nil, fmt.Errorf("network access was requested but this backend's allow_network is false")
 	}
-	spec := &boxSpec{id: req.ID, tenant: req.Tenant, network: req.Network, env: map[string]string{}, limits: req.Limits}
+	spec := &boxSpec{id: req.ID, tenant: req.Tenant, network: req.Network, env: map[string]string{}, limits: req.Limits, runAs: s.runAs}
+	if u := req.RunAs; u != nil {
+		switch {
+		case u.UID == 0 || u.GID == 0:
+			return nil, fmt.Errorf("run_as %d:%d: sandboxes never run as root", u.UID, u.GID)
+		case s.allowedUIDs != nil && (u.UID < s.allowedUIDs[0] || u.UID > s.allowedUIDs[1] || u.GID < s.allowedUIDs[0] || u.GID > s.allowedUIDs[1]):
+			return nil, fmt.Errorf("run_as %d:%d: outside this backend's allowed_uids %d-%d", u.UID, u.GID, s.allowedUIDs[0], s.allowedUIDs[1])
+		case s.runAs == nil && (int(u.UID) != os.Geteuid() || int(u.GID) != os.Getegid()):
+			return nil, fmt.Errorf("run_as %d:%d: the plugin does not run as root, so sandboxes can only run as its own user", u.UID, u.GID)
+		case s.runAs != nil:
+			spec.runAs = &[2]uint32{u.UID, u.GID}
+		}
+	}
 	seen := map[string]bool{}
 	for _, m := range req.Mounts {
 		if why := reservedTarget(m.Target); why != "" {
@@ -132,7 +149,7 @@ func checkRequest(s *settings, req sandbox.CreateRequest) (*boxSpec, error) {
 	for _, d := range []struct {
 		v   *int64
 		def int64
-	}{{&l.MemoryBytes, s.memory}, {&l.Pids, s.pids}, {&l.OutputBytes, s.output}, {&l.TmpBytes, s.tmp}, {&l.CPUsMilli, s.cpusMilli}} {
+	}{{&l.MemoryBytes, s.memory}, {&l.Pids, s.pids}, {&l.OutputBytes, s.output}, {&l.TmpBytes, s.tmp}, {&l.ShmBytes, s.shm}, {&l.CPUsMilli, s.cpusMilli}} {
 		if *d.v < 0 {
 			return nil, fmt.Errorf("negative limit")
 		}
@@ -156,6 +173,7 @@ func zygoteConfig(s *settings, spec *boxSpec) runtime.ZygoteConfig {
 		LibDir:  libTarget,
 		Workdir: workspaceDir,
 		Preload: s.preload,
+		Scratch: []string{"/tmp", shmDir},
 		Rlimits: spec.rlimits,
 		CtlIn:   fdCtlIn,
 		CtlOut:  fdCtlOut,
@@ -214,6 +232,11 @@ func bwrapArgs(s *settings, spec *boxSpec, libDir string, sources []string) []st
 		a = append(a, "--size", strconv.FormatInt(spec.limits.TmpBytes, 10))
 	}
 	a = append(a, "--tmpfs", "/tmp")
+	// bwrap's /dev has a /dev/shm directory on its unbounded tmpfs.
+	if s.hasTmpfsSize() {
+		a = append(a, "--size", strconv.FormatInt(spec.limits.ShmBytes, 10))
+	}
+	a = append(a, "--tmpfs", shmDir)
 	haveWorkspace := false
 	for i, m := range spec.mounts {
 		op := "--bind"
@@ -263,12 +286,12 @@ var (
 // that run_as cannot write is handed to run_as (the directory itself, not
 // its contents, which stay as they are). Read-only sources run_as cannot
 // read get a warning.
-func prepareMounts(s *settings, spec *boxSpec) pluginapi.Diagnostics {
-	if s.runAs == nil {
+func prepareMounts(spec *boxSpec) pluginapi.Diagnostics {
+	if spec.runAs == nil {
 		return nil
 	}
 	var diags pluginapi.Diagnostics
-	uid, gid := s.runAs[0], s.runAs[1]
+	uid, gid := spec.runAs[0], spec.runAs[1]
 	for _, m := range spec.mounts {
 		fi, err := os.Stat(m.Source)
 		if err != nil {

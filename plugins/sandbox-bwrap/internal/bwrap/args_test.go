@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -62,8 +63,12 @@ func TestBwrapArgs(t *testing.T) {
 				if !slices.ContainsFunc(flagValues(args, "--ro-bind", 2), func(v []string) bool { return v[0] == "/lib-dir" && v[1] == "/cexec/lib" }) {
 					t.Errorf("runtime not bound read-only")
 				}
-				if v := flagValues(args, "--size", 1); len(v) != 1 || v[0][0] != "67108864" {
+				// /tmp, then /dev/shm.
+				if v := flagValues(args, "--size", 1); len(v) != 2 || v[0][0] != "67108864" || v[1][0] != "67108864" {
 					t.Errorf("--size %v", v)
+				}
+				if i := slices.Index(args, "/dev/shm"); i < 3 || args[i-1] != "--tmpfs" || args[i-3] != "--size" {
+					t.Error("/dev/shm is no size-capped tmpfs")
 				}
 				for _, v := range flagValues(args, "--ro-bind-try", 2) {
 					if v[0] == "/etc/resolv.conf" || v[0] == "/etc/passwd" || v[0] == "/etc/shadow" {
@@ -111,6 +116,53 @@ func TestBwrapArgs(t *testing.T) {
 				sources[i] = m.Source
 			}
 			tc.check(t, bwrapArgs(s, spec, "/lib-dir", sources))
+		})
+	}
+}
+
+// TestCheckRunAs checks the host users a request may name: never root,
+// within allowed_uids when set, and only the plugin's own user when the
+// plugin is not root.
+func TestCheckRunAs(t *testing.T) {
+	root := &settings{runAs: &[2]uint32{65534, 65534}}
+	bounded := &settings{runAs: &[2]uint32{65534, 65534}, allowedUIDs: &[2]uint32{200000, 200009}}
+	unprivileged := &settings{}
+	own := &sandbox.HostUser{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())}
+	tests := []struct {
+		name  string
+		s     *settings
+		runAs *sandbox.HostUser
+		want  *[2]uint32 // nil: refused, unless def
+		def   bool       // the plugin's default user
+	}{
+		{"root plugin, tenant user", root, &sandbox.HostUser{UID: 200001, GID: 200001}, &[2]uint32{200001, 200001}, false},
+		{"root plugin, no user", root, nil, &[2]uint32{65534, 65534}, false},
+		{"root plugin, root asked", root, &sandbox.HostUser{UID: 0, GID: 0}, nil, false},
+		{"root plugin, root group asked", root, &sandbox.HostUser{UID: 200001, GID: 0}, nil, false},
+		{"within allowed_uids", bounded, &sandbox.HostUser{UID: 200009, GID: 200009}, &[2]uint32{200009, 200009}, false},
+		{"outside allowed_uids", bounded, &sandbox.HostUser{UID: 1000, GID: 1000}, nil, false},
+		{"gid outside allowed_uids", bounded, &sandbox.HostUser{UID: 200001, GID: 1000}, nil, false},
+		{"unprivileged plugin, its own user", unprivileged, own, nil, true},
+		{"unprivileged plugin, another user", unprivileged, &sandbox.HostUser{UID: own.UID + 1, GID: own.GID + 1}, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.def && own.UID == 0 {
+				t.Skip("the test runs as root, which no request may name")
+			}
+			spec, err := checkRequest(tt.s, sandbox.CreateRequest{ID: "a", RunAs: tt.runAs})
+			switch {
+			case tt.want == nil && !tt.def:
+				if err == nil {
+					t.Fatalf("accepted, runs as %v", spec.runAs)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case tt.def && spec.runAs != nil:
+				t.Errorf("runs as %v, want the plugin's own user", *spec.runAs)
+			case tt.want != nil && (spec.runAs == nil || *spec.runAs != *tt.want):
+				t.Errorf("runs as %v, want %v", spec.runAs, *tt.want)
+			}
 		})
 	}
 }

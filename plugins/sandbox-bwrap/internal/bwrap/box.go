@@ -69,7 +69,7 @@ func startBox(ctx context.Context, s *settings, spec *boxSpec, libDir, stageDir 
 	}
 	cmd := bwrapCommand(s, spec, libDir, stageDir, p)
 	var binds []sandbox.Mount
-	if s.runAs != nil {
+	if spec.runAs != nil {
 		binds = spec.mounts
 	}
 	if err := launch(cmd, stageDir, binds, cg, b.exited); err != nil {
@@ -139,7 +139,7 @@ func bwrapCommand(s *settings, spec *boxSpec, libDir, stageDir string, p *boxPip
 	for i, m := range spec.mounts {
 		sources[i] = m.Source
 	}
-	if s.runAs != nil {
+	if spec.runAs != nil {
 		sources = stagedSources(stageDir, len(spec.mounts))
 	}
 	cmd := exec.Command(s.bwrap, bwrapArgs(s, spec, libDir, sources)...)
@@ -148,7 +148,7 @@ func bwrapCommand(s *settings, spec *boxSpec, libDir, stageDir string, p *boxPip
 	for fd := fdCtlIn; fd <= fdHosts; fd++ {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, p.files[fd])
 	}
-	cmd.SysProcAttr = sysProcAttr(s)
+	cmd.SysProcAttr = sysProcAttr(spec.runAs)
 	return cmd
 }
 
@@ -332,15 +332,15 @@ func stage(stageDir string, binds []sandbox.Mount) error {
 	return nil
 }
 
-// sysProcAttr starts bwrap as the sandbox's host user: the plugin's own
-// user, or run_as when the plugin is root. Mapping the sandbox user to host
-// root would make programs the owner of kernel settings in /proc/sys and of
-// the host's device nodes.
-func sysProcAttr(s *settings) *syscall.SysProcAttr {
+// sysProcAttr starts bwrap as the sandbox's host user runAs (its tenant's
+// or run_as when the plugin is root), or the plugin's own when nil.
+// Mapping the sandbox user to host root would make programs the owner of
+// kernel settings in /proc/sys and of the host's device nodes.
+func sysProcAttr(runAs *[2]uint32) *syscall.SysProcAttr {
 	// bwrap's --die-with-parent covers the sandbox; this covers bwrap.
 	a := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if s.runAs != nil {
-		a.Credential = &syscall.Credential{Uid: s.runAs[0], Gid: s.runAs[1], Groups: []uint32{}}
+	if runAs != nil {
+		a.Credential = &syscall.Credential{Uid: runAs[0], Gid: runAs[1], Groups: []uint32{}}
 	}
 	return a
 }

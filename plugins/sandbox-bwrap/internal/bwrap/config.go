@@ -26,6 +26,7 @@ type Config struct {
 	ExecTimeout  string   `json:"exec_timeout"`
 	OutputKB     int64    `json:"output_kb"`
 	TmpMB        int64    `json:"tmp_mb"`
+	ShmMB        int64    `json:"shm_mb"`
 	CPUs         float64  `json:"cpus"`
 	MaxFileMB    int64    `json:"max_file_mb"`
 	Cgroups      string   `json:"cgroups"`
@@ -34,6 +35,7 @@ type Config struct {
 	ROPaths      []string `json:"ro_paths"`
 	RunAsUID     *int64   `json:"run_as_uid"`
 	RunAsGID     *int64   `json:"run_as_gid"`
+	AllowedUIDs  string   `json:"allowed_uids"`
 }
 
 // Defaults of Config.
@@ -45,6 +47,7 @@ const (
 	defaultTimeout  = 30 * time.Second
 	defaultOutputKB = 1024
 	defaultTmpMB    = 64
+	defaultShmMB    = 64
 	defaultRunAs    = 65534
 )
 
@@ -57,6 +60,7 @@ var configSchema = pluginapi.ConfigSchema{Attributes: []pluginapi.Attribute{
 	{Name: "exec_timeout", Type: "string", Description: "Default wall-clock limit of one execution, a Go duration such as \"30s\". Default 30s."},
 	{Name: "output_kb", Type: "number", Description: "Default cap on the stdout plus stderr of one execution in KiB. Default 1024."},
 	{Name: "tmp_mb", Type: "number", Description: "Default size of a sandbox's /tmp in MiB. Default 64."},
+	{Name: "shm_mb", Type: "number", Description: "Default size of a sandbox's /dev/shm in MiB (its pages count towards the sandbox's memory). Default 64."},
 	{Name: "cpus", Type: "number", Description: "Default CPU limit in CPUs, for example 0.5 (cgroup cpu controller). Default: no limit."},
 	{Name: "max_file_mb", Type: "number", Description: "Largest file a program may write, in MiB (RLIMIT_FSIZE). Default: no limit."},
 	{Name: "cgroups", Type: "string", Description: "\"auto\" (default) to limit memory and processes with cgroups v2 or v1 when they are writable, \"off\" to use rlimits only."},
@@ -65,6 +69,7 @@ var configSchema = pluginapi.ConfigSchema{Attributes: []pluginapi.Attribute{
 	{Name: "ro_paths", Type: "list(string)", Description: "Extra host directories to show read-only at the same path inside sandboxes, for example an interpreter installed under /opt."},
 	{Name: "run_as_uid", Type: "number", Description: "Host uid sandboxes run as when the plugin runs as root (never as root itself: that would let programs change kernel settings and device files). Default 65534."},
 	{Name: "run_as_gid", Type: "number", Description: "Host gid sandboxes run as when the plugin runs as root. Default 65534."},
+	{Name: "allowed_uids", Type: "string", Description: "Inclusive range \"FIRST-LAST\" of host uids (and gids) a sandbox request may ask to run as (cexecd sends each tenant's own, from cexec.tenant_uids); requests outside it are refused. Default: any but root."},
 }}
 
 var modulePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
@@ -81,14 +86,18 @@ type settings struct {
 	timeout      time.Duration
 	output       int64
 	tmp          int64
+	shm          int64
 	cpusMilli    int64
 	maxFile      int64
 	cgroups      bool
 	cgroupParent string
 	preload      []string
 	roPaths      []string
-	// runAs is the host uid and gid of sandboxes when the plugin is root;
-	// nil when it is not (sandboxes then run as the plugin's own user).
+	// allowedUIDs bounds the users requests may name, when set.
+	allowedUIDs *[2]uint32
+	// runAs is the host uid and gid of sandboxes when the plugin is root
+	// and the request names no user of its own; nil when the plugin is
+	// not root (sandboxes then run as the plugin's own user).
 	runAs *[2]uint32
 }
 
@@ -120,6 +129,7 @@ func decodeConfig(ctx context.Context, raw json.RawMessage) (*settings, pluginap
 		timeout:      defaultTimeout,
 		output:       orDefault(c.OutputKB, defaultOutputKB) << 10,
 		tmp:          orDefault(c.TmpMB, defaultTmpMB) << 20,
+		shm:          orDefault(c.ShmMB, defaultShmMB) << 20,
 		cpusMilli:    int64(c.CPUs * 1000),
 		maxFile:      c.MaxFileMB << 20,
 		cgroups:      true,
@@ -142,7 +152,7 @@ func (s *settings) checkLimits(c *Config) pluginapi.Diagnostics {
 	for _, n := range []struct {
 		name string
 		v    int64
-	}{{"memory_mb", c.MemoryMB}, {"pids", c.Pids}, {"output_kb", c.OutputKB}, {"tmp_mb", c.TmpMB}, {"max_file_mb", c.MaxFileMB}} {
+	}{{"memory_mb", c.MemoryMB}, {"pids", c.Pids}, {"output_kb", c.OutputKB}, {"tmp_mb", c.TmpMB}, {"shm_mb", c.ShmMB}, {"max_file_mb", c.MaxFileMB}} {
 		if n.v < 0 {
 			diags = append(diags, pluginapi.Errorf(n.name, "Invalid "+n.name, "must not be negative"))
 		}
@@ -166,6 +176,14 @@ func (s *settings) checkLimits(c *Config) pluginapi.Diagnostics {
 	}
 	if c.CgroupParent != "" && !filepath.IsAbs(c.CgroupParent) {
 		diags = append(diags, pluginapi.Errorf("cgroup_parent", "Invalid cgroup_parent", "must be a path within the cgroup hierarchy starting with /, like those in /proc/self/cgroup"))
+	}
+	if c.AllowedUIDs != "" {
+		first, last, ok := parseIDRange(c.AllowedUIDs)
+		if !ok || first == 0 || first > last {
+			diags = append(diags, pluginapi.Errorf("allowed_uids", "Invalid allowed_uids", fmt.Sprintf("%q is not a range of host uids above 0 such as \"200000-265535\"", c.AllowedUIDs)))
+		} else {
+			s.allowedUIDs = &[2]uint32{first, last}
+		}
 	}
 	for _, m := range c.Preload {
 		if !modulePattern.MatchString(m) {
@@ -239,6 +257,14 @@ func (s *settings) resolveBinaries(ctx context.Context, c *Config) pluginapi.Dia
 	}
 	s.bwrap, s.bwrapVersion = path, version
 	return diags
+}
+
+// parseIDRange reads "FIRST-LAST".
+func parseIDRange(text string) (uint32, uint32, bool) {
+	a, b, found := strings.Cut(text, "-")
+	first, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 32)
+	last, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 32)
+	return uint32(first), uint32(last), found && err1 == nil && err2 == nil
 }
 
 func orDefault(v, def int64) int64 {

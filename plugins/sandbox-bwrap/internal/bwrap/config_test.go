@@ -57,6 +57,15 @@ func TestDecodeConfig(t *testing.T) {
 		{name: "bad timeout", config: `{"exec_timeout": "soon"}`, errAttr: "exec_timeout"},
 		{name: "negative memory", config: `{"memory_mb": -1}`, errAttr: "memory_mb"},
 		{name: "bad cgroups", config: `{"cgroups": "v3"}`, errAttr: "cgroups"},
+		{name: "allowed uids", config: `{"allowed_uids": "200000-265535", "shm_mb": 16}`, check: func(t *testing.T, s *settings) {
+			if s.allowedUIDs == nil || *s.allowedUIDs != [2]uint32{200000, 265535} || s.shm != 16<<20 {
+				t.Errorf("allowed uids %v, shm %d", s.allowedUIDs, s.shm)
+			}
+		}},
+		{name: "allowed uids with root", config: `{"allowed_uids": "0-100"}`, errAttr: "allowed_uids"},
+		{name: "allowed uids reversed", config: `{"allowed_uids": "300-200"}`, errAttr: "allowed_uids"},
+		{name: "allowed uids not a range", config: `{"allowed_uids": "200000"}`, errAttr: "allowed_uids"},
+		{name: "negative shm", config: `{"shm_mb": -1}`, errAttr: "shm_mb"},
 		{name: "bad module", config: `{"preload": ["os; import x"]}`, errAttr: "preload"},
 		{name: "ro path over the system", config: `{"ro_paths": ["/etc"]}`, errAttr: "ro_paths"},
 		{name: "unknown attribute", config: `{"pythn": "x"}`, errAttr: "pythn"},

@@ -122,6 +122,7 @@ func (p *Plugin) Capabilities(ctx context.Context) (sandbox.Capabilities, error)
 		Isolation:             "namespaces",
 		Network:               s.allowNetwork,
 		PersistentInterpreter: true,
+		RunAs:                 true,
 		Available:             a.ok,
 		UnavailableReason:     a.reason,
 	}, nil
@@ -179,7 +180,7 @@ func probe(ctx context.Context, s *settings) availability {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.bwrap, args...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	cmd.SysProcAttr = sysProcAttr(s)
+	cmd.SysProcAttr = sysProcAttr(s.runAs)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return availability{reason: fmt.Sprintf("bubblewrap cannot create a sandbox on this machine (%v): %s", err, strings.TrimSpace(string(out)))}
 	}
@@ -394,7 +395,7 @@ func (p *Plugin) start(ctx context.Context, s *settings, spec *boxSpec) (*box, p
 		}
 		diags = append(diags, pluginapi.Diagnostic{Severity: pluginapi.SeverityWarning, Summary: "Sandbox limits without cgroups", Detail: detail})
 	}
-	diags = append(diags, prepareMounts(s, spec)...)
+	diags = append(diags, prepareMounts(spec)...)
 	if !s.hasTmpfsSize() {
 		// Without a size for the tmpfs, at least no single file may grow
 		// beyond it.

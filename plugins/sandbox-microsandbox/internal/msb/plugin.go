@@ -176,7 +176,11 @@ func (p *Plugin) Capabilities(ctx context.Context) (sandbox.Capabilities, error)
 		Isolation:             "microvm",
 		Network:               s.allowNetwork || s.api == apiServer,
 		PersistentInterpreter: true,
-		Available:             true,
+		// CreateRequest.RunAs is accepted and ignored: programs run in a
+		// guest kernel, never as a host user, and tenants are apart by
+		// their VMs; the VM's host process is the plugin's.
+		RunAs:     true,
+		Available: true,
 	}
 	if err := p.availability(ctx, s, be); err != nil {
 		caps.Available, caps.UnavailableReason = false, unavailablePrefix+err.Error()

@@ -53,6 +53,40 @@ _SIGNAL_NAMES: dict[int, str] = {
 }
 
 
+def _empty_dir(path: str) -> None:
+    """Delete everything below path, which stays. Programs may have taken
+    their own permissions away from a directory; the zygote, the same user,
+    gives them back."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        _empty_at(fd)
+    finally:
+        os.close(fd)
+
+
+def _empty_at(dfd: int) -> None:
+    for name in os.listdir(dfd):
+        try:
+            st = os.lstat(name, dir_fd=dfd)
+            if st.st_mode & 0o170000 != 0o040000:
+                os.unlink(name, dir_fd=dfd)
+                continue
+            # No program runs meanwhile (leftovers are swept after each
+            # execution), so the directory is still the one just examined.
+            os.chmod(name, 0o700, dir_fd=dfd)
+            sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dfd)
+            try:
+                _empty_at(sub)
+            finally:
+                os.close(sub)
+            os.rmdir(name, dir_fd=dfd)
+        except OSError:
+            pass
+
+
 class HostGone(Exception):
     """The host closed the control channel."""
 
@@ -65,6 +99,7 @@ class Options:
         self.packages: dict[str, list[str]] = {}
         self.cwd = "/workspace"
         self.preload: list[str] = []
+        self.scratch: list[str] = []
         self.rlimits: dict[str, int] = {}
         self.ctl_in = 3
         self.ctl_out = 4
@@ -88,6 +123,8 @@ def parse_args(argv: list[str]) -> Options:
             opts.cwd = value
         elif flag == "--preload":
             opts.preload.extend(m for m in value.split(",") if m)
+        elif flag == "--scratch":
+            opts.scratch.append(value)
         elif flag == "--rlimit":
             name, _, num = value.partition("=")
             if name not in _RLIMITS or not num.isdigit():
@@ -162,6 +199,8 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers):
         self.last_end = 0.0
         self.preload = list(opts.preload)
         self.executions = 0
+        # The session of the previous execution; None before the first.
+        self.session: str | None = None
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
@@ -241,6 +280,7 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers):
             if not isinstance(job.get("code"), str):
                 raise ValueError("exec frame without code")
             self.harden()
+            self.enter_session(str(job.get("session") or ""))
             if job.get("persistent"):
                 self.start_persistent(run, job)
             elif not self.take_spare(run, job):
@@ -265,6 +305,24 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers):
         finally:
             self.close_fds(run)
         self.report(run)
+
+    def enter_session(self, session: str) -> None:
+        """Start an execution of session: when it is not the previous
+        execution's, end other sessions' persistent interpreters (they
+        hold their files open) and empty the scratch directories, so that
+        nothing one session left in /tmp or /dev/shm reaches another (nor
+        fills the memory it is charged to). Without scratch directories
+        (a zygote not in a sandbox of its own) sessions share nothing to
+        clear, and their interpreters stay."""
+        if session == self.session or not self.opts.scratch:
+            return
+        self.session = session
+        for other, worker in list(self.workers.items()):
+            if other != session:
+                self.workers.pop(other, None)
+                self.kill_worker(worker)
+        for path in self.opts.scratch:
+            _empty_dir(path)
 
     def report(self, run: Run) -> None:
         done = run.done or {}

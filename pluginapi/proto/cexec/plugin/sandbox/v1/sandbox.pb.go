@@ -120,8 +120,13 @@ type CapabilitiesResponse struct {
 	// unavailable_reason then says why, plainly.
 	Available         bool   `protobuf:"varint,4,opt,name=available,proto3" json:"available,omitempty"`
 	UnavailableReason string `protobuf:"bytes,5,opt,name=unavailable_reason,json=unavailableReason,proto3" json:"unavailable_reason,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// run_as is true when the backend honours CreateRequest.run_as: it runs
+	// the sandbox as that host user, or has no host user to run programs as
+	// (a microVM). Backends older than the field leave it false, and a host
+	// that separates tenants by user refuses them.
+	RunAs         bool `protobuf:"varint,6,opt,name=run_as,json=runAs,proto3" json:"run_as,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CapabilitiesResponse) Reset() {
@@ -189,6 +194,66 @@ func (x *CapabilitiesResponse) GetUnavailableReason() string {
 	return ""
 }
 
+func (x *CapabilitiesResponse) GetRunAs() bool {
+	if x != nil {
+		return x.RunAs
+	}
+	return false
+}
+
+// HostUser is a user and group on the host.
+type HostUser struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Uid           uint32                 `protobuf:"varint,1,opt,name=uid,proto3" json:"uid,omitempty"`
+	Gid           uint32                 `protobuf:"varint,2,opt,name=gid,proto3" json:"gid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostUser) Reset() {
+	*x = HostUser{}
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostUser) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostUser) ProtoMessage() {}
+
+func (x *HostUser) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostUser.ProtoReflect.Descriptor instead.
+func (*HostUser) Descriptor() ([]byte, []int) {
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *HostUser) GetUid() uint32 {
+	if x != nil {
+		return x.Uid
+	}
+	return 0
+}
+
+func (x *HostUser) GetGid() uint32 {
+	if x != nil {
+		return x.Gid
+	}
+	return 0
+}
+
 type Mount struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Source        string                 `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"` // host path
@@ -200,7 +265,7 @@ type Mount struct {
 
 func (x *Mount) Reset() {
 	*x = Mount{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[2]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -212,7 +277,7 @@ func (x *Mount) String() string {
 func (*Mount) ProtoMessage() {}
 
 func (x *Mount) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[2]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -225,7 +290,7 @@ func (x *Mount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mount.ProtoReflect.Descriptor instead.
 func (*Mount) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{2}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Mount) GetSource() string {
@@ -257,13 +322,14 @@ type Limits struct {
 	OutputBytes   int64                  `protobuf:"varint,4,opt,name=output_bytes,json=outputBytes,proto3" json:"output_bytes,omitempty"` // cap on captured stdout+stderr per execution
 	TmpBytes      int64                  `protobuf:"varint,5,opt,name=tmp_bytes,json=tmpBytes,proto3" json:"tmp_bytes,omitempty"`          // size of the /tmp tmpfs
 	CpusMilli     int64                  `protobuf:"varint,6,opt,name=cpus_milli,json=cpusMilli,proto3" json:"cpus_milli,omitempty"`
+	ShmBytes      int64                  `protobuf:"varint,7,opt,name=shm_bytes,json=shmBytes,proto3" json:"shm_bytes,omitempty"` // size of the /dev/shm tmpfs
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[3]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -275,7 +341,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[3]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -288,7 +354,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{3}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Limits) GetMemoryBytes() int64 {
@@ -333,6 +399,13 @@ func (x *Limits) GetCpusMilli() int64 {
 	return 0
 }
 
+func (x *Limits) GetShmBytes() int64 {
+	if x != nil {
+		return x.ShmBytes
+	}
+	return 0
+}
+
 type NetworkPolicy struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Enabled       bool                   `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
@@ -342,7 +415,7 @@ type NetworkPolicy struct {
 
 func (x *NetworkPolicy) Reset() {
 	*x = NetworkPolicy{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[4]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -354,7 +427,7 @@ func (x *NetworkPolicy) String() string {
 func (*NetworkPolicy) ProtoMessage() {}
 
 func (x *NetworkPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[4]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -367,7 +440,7 @@ func (x *NetworkPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkPolicy.ProtoReflect.Descriptor instead.
 func (*NetworkPolicy) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{4}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *NetworkPolicy) GetEnabled() bool {
@@ -378,20 +451,23 @@ func (x *NetworkPolicy) GetEnabled() bool {
 }
 
 type CreateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Tenant        string                 `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	Mounts        []*Mount               `protobuf:"bytes,3,rep,name=mounts,proto3" json:"mounts,omitempty"`
-	Limits        *Limits                `protobuf:"bytes,4,opt,name=limits,proto3" json:"limits,omitempty"`
-	Env           map[string]string      `protobuf:"bytes,5,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Network       *NetworkPolicy         `protobuf:"bytes,6,opt,name=network,proto3" json:"network,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Tenant  string                 `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Mounts  []*Mount               `protobuf:"bytes,3,rep,name=mounts,proto3" json:"mounts,omitempty"`
+	Limits  *Limits                `protobuf:"bytes,4,opt,name=limits,proto3" json:"limits,omitempty"`
+	Env     map[string]string      `protobuf:"bytes,5,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Network *NetworkPolicy         `protobuf:"bytes,6,opt,name=network,proto3" json:"network,omitempty"`
+	// run_as is the host user the sandbox's processes run as, one per tenant;
+	// unset: the backend's default.
+	RunAs         *HostUser `protobuf:"bytes,7,opt,name=run_as,json=runAs,proto3" json:"run_as,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateRequest) Reset() {
 	*x = CreateRequest{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[5]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -403,7 +479,7 @@ func (x *CreateRequest) String() string {
 func (*CreateRequest) ProtoMessage() {}
 
 func (x *CreateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[5]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -416,7 +492,7 @@ func (x *CreateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRequest.ProtoReflect.Descriptor instead.
 func (*CreateRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{5}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateRequest) GetId() string {
@@ -461,6 +537,13 @@ func (x *CreateRequest) GetNetwork() *NetworkPolicy {
 	return nil
 }
 
+func (x *CreateRequest) GetRunAs() *HostUser {
+	if x != nil {
+		return x.RunAs
+	}
+	return nil
+}
+
 type CreateResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -471,7 +554,7 @@ type CreateResponse struct {
 
 func (x *CreateResponse) Reset() {
 	*x = CreateResponse{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[6]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -483,7 +566,7 @@ func (x *CreateResponse) String() string {
 func (*CreateResponse) ProtoMessage() {}
 
 func (x *CreateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[6]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -496,7 +579,7 @@ func (x *CreateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResponse.ProtoReflect.Descriptor instead.
 func (*CreateResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{6}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateResponse) GetId() string {
@@ -528,7 +611,7 @@ type ExecStart struct {
 
 func (x *ExecStart) Reset() {
 	*x = ExecStart{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[7]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -540,7 +623,7 @@ func (x *ExecStart) String() string {
 func (*ExecStart) ProtoMessage() {}
 
 func (x *ExecStart) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[7]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -553,7 +636,7 @@ func (x *ExecStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecStart.ProtoReflect.Descriptor instead.
 func (*ExecStart) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{7}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ExecStart) GetSandboxId() string {
@@ -605,7 +688,7 @@ type HostReply struct {
 
 func (x *HostReply) Reset() {
 	*x = HostReply{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[8]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -617,7 +700,7 @@ func (x *HostReply) String() string {
 func (*HostReply) ProtoMessage() {}
 
 func (x *HostReply) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[8]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -630,7 +713,7 @@ func (x *HostReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostReply.ProtoReflect.Descriptor instead.
 func (*HostReply) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{8}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *HostReply) GetCallId() string {
@@ -669,7 +752,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[9]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +764,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[9]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +777,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{9}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{10}
 }
 
 type ExecInput struct {
@@ -711,7 +794,7 @@ type ExecInput struct {
 
 func (x *ExecInput) Reset() {
 	*x = ExecInput{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[10]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -723,7 +806,7 @@ func (x *ExecInput) String() string {
 func (*ExecInput) ProtoMessage() {}
 
 func (x *ExecInput) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[10]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -736,7 +819,7 @@ func (x *ExecInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecInput.ProtoReflect.Descriptor instead.
 func (*ExecInput) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{10}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ExecInput) GetMsg() isExecInput_Msg {
@@ -805,7 +888,7 @@ type OutputChunk struct {
 
 func (x *OutputChunk) Reset() {
 	*x = OutputChunk{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[11]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -817,7 +900,7 @@ func (x *OutputChunk) String() string {
 func (*OutputChunk) ProtoMessage() {}
 
 func (x *OutputChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[11]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -830,7 +913,7 @@ func (x *OutputChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputChunk.ProtoReflect.Descriptor instead.
 func (*OutputChunk) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{11}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *OutputChunk) GetStream() Stream {
@@ -861,7 +944,7 @@ type HostCall struct {
 
 func (x *HostCall) Reset() {
 	*x = HostCall{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[12]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -873,7 +956,7 @@ func (x *HostCall) String() string {
 func (*HostCall) ProtoMessage() {}
 
 func (x *HostCall) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[12]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -886,7 +969,7 @@ func (x *HostCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCall.ProtoReflect.Descriptor instead.
 func (*HostCall) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{12}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HostCall) GetCallId() string {
@@ -921,7 +1004,7 @@ type ExecError struct {
 
 func (x *ExecError) Reset() {
 	*x = ExecError{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[13]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +1016,7 @@ func (x *ExecError) String() string {
 func (*ExecError) ProtoMessage() {}
 
 func (x *ExecError) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[13]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1029,7 @@ func (x *ExecError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecError.ProtoReflect.Descriptor instead.
 func (*ExecError) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{13}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ExecError) GetType() string {
@@ -980,7 +1063,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[14]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1075,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[14]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1088,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{14}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Usage) GetCpuMs() int64 {
@@ -1041,7 +1124,7 @@ type ExecResult struct {
 
 func (x *ExecResult) Reset() {
 	*x = ExecResult{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[15]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1053,7 +1136,7 @@ func (x *ExecResult) String() string {
 func (*ExecResult) ProtoMessage() {}
 
 func (x *ExecResult) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[15]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1066,7 +1149,7 @@ func (x *ExecResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResult.ProtoReflect.Descriptor instead.
 func (*ExecResult) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{15}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ExecResult) GetExitCode() int32 {
@@ -1139,7 +1222,7 @@ type ExecOutput struct {
 
 func (x *ExecOutput) Reset() {
 	*x = ExecOutput{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[16]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1151,7 +1234,7 @@ func (x *ExecOutput) String() string {
 func (*ExecOutput) ProtoMessage() {}
 
 func (x *ExecOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[16]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1164,7 +1247,7 @@ func (x *ExecOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecOutput.ProtoReflect.Descriptor instead.
 func (*ExecOutput) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{16}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExecOutput) GetMsg() isExecOutput_Msg {
@@ -1232,7 +1315,7 @@ type DestroyRequest struct {
 
 func (x *DestroyRequest) Reset() {
 	*x = DestroyRequest{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[17]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1327,7 @@ func (x *DestroyRequest) String() string {
 func (*DestroyRequest) ProtoMessage() {}
 
 func (x *DestroyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[17]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1340,7 @@ func (x *DestroyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyRequest.ProtoReflect.Descriptor instead.
 func (*DestroyRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{17}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DestroyRequest) GetId() string {
@@ -1275,7 +1358,7 @@ type DestroyResponse struct {
 
 func (x *DestroyResponse) Reset() {
 	*x = DestroyResponse{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[18]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1287,7 +1370,7 @@ func (x *DestroyResponse) String() string {
 func (*DestroyResponse) ProtoMessage() {}
 
 func (x *DestroyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[18]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1300,7 +1383,7 @@ func (x *DestroyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyResponse.ProtoReflect.Descriptor instead.
 func (*DestroyResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{18}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{19}
 }
 
 type ListRequest struct {
@@ -1311,7 +1394,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[19]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1406,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[19]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1419,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{19}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{20}
 }
 
 type SandboxStatus struct {
@@ -1353,7 +1436,7 @@ type SandboxStatus struct {
 
 func (x *SandboxStatus) Reset() {
 	*x = SandboxStatus{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[20]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1365,7 +1448,7 @@ func (x *SandboxStatus) String() string {
 func (*SandboxStatus) ProtoMessage() {}
 
 func (x *SandboxStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[20]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1378,7 +1461,7 @@ func (x *SandboxStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxStatus.ProtoReflect.Descriptor instead.
 func (*SandboxStatus) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{20}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SandboxStatus) GetId() string {
@@ -1432,7 +1515,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[21]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1444,7 +1527,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[21]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1457,7 +1540,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{21}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListResponse) GetSandboxes() []*SandboxStatus {
@@ -1476,7 +1559,7 @@ type HealthRequest struct {
 
 func (x *HealthRequest) Reset() {
 	*x = HealthRequest{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[22]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1488,7 +1571,7 @@ func (x *HealthRequest) String() string {
 func (*HealthRequest) ProtoMessage() {}
 
 func (x *HealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[22]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1501,7 +1584,7 @@ func (x *HealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthRequest.ProtoReflect.Descriptor instead.
 func (*HealthRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{22}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *HealthRequest) GetId() string {
@@ -1521,7 +1604,7 @@ type HealthResponse struct {
 
 func (x *HealthResponse) Reset() {
 	*x = HealthResponse{}
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[23]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1533,7 +1616,7 @@ func (x *HealthResponse) String() string {
 func (*HealthResponse) ProtoMessage() {}
 
 func (x *HealthResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[23]
+	mi := &file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +1629,7 @@ func (x *HealthResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthResponse.ProtoReflect.Descriptor instead.
 func (*HealthResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{23}
+	return file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *HealthResponse) GetOk() bool {
@@ -1568,17 +1651,21 @@ var File_cexec_plugin_sandbox_v1_sandbox_proto protoreflect.FileDescriptor
 const file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
 	"%cexec/plugin/sandbox/v1/sandbox.proto\x12\x17cexec.plugin.sandbox.v1\x1a#cexec/plugin/common/v1/common.proto\"\x15\n" +
-	"\x13CapabilitiesRequest\"\xd2\x01\n" +
+	"\x13CapabilitiesRequest\"\xe9\x01\n" +
 	"\x14CapabilitiesResponse\x12\x1c\n" +
 	"\tisolation\x18\x01 \x01(\tR\tisolation\x12\x18\n" +
 	"\anetwork\x18\x02 \x01(\bR\anetwork\x125\n" +
 	"\x16persistent_interpreter\x18\x03 \x01(\bR\x15persistentInterpreter\x12\x1c\n" +
 	"\tavailable\x18\x04 \x01(\bR\tavailable\x12-\n" +
-	"\x12unavailable_reason\x18\x05 \x01(\tR\x11unavailableReason\"T\n" +
+	"\x12unavailable_reason\x18\x05 \x01(\tR\x11unavailableReason\x12\x15\n" +
+	"\x06run_as\x18\x06 \x01(\bR\x05runAs\".\n" +
+	"\bHostUser\x12\x10\n" +
+	"\x03uid\x18\x01 \x01(\rR\x03uid\x12\x10\n" +
+	"\x03gid\x18\x02 \x01(\rR\x03gid\"T\n" +
 	"\x05Mount\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x1b\n" +
-	"\tread_only\x18\x03 \x01(\bR\breadOnly\"\xbd\x01\n" +
+	"\tread_only\x18\x03 \x01(\bR\breadOnly\"\xda\x01\n" +
 	"\x06Limits\x12!\n" +
 	"\fmemory_bytes\x18\x01 \x01(\x03R\vmemoryBytes\x12\x12\n" +
 	"\x04pids\x18\x02 \x01(\x03R\x04pids\x12\x1d\n" +
@@ -1587,16 +1674,18 @@ const file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\foutput_bytes\x18\x04 \x01(\x03R\voutputBytes\x12\x1b\n" +
 	"\ttmp_bytes\x18\x05 \x01(\x03R\btmpBytes\x12\x1d\n" +
 	"\n" +
-	"cpus_milli\x18\x06 \x01(\x03R\tcpusMilli\")\n" +
+	"cpus_milli\x18\x06 \x01(\x03R\tcpusMilli\x12\x1b\n" +
+	"\tshm_bytes\x18\a \x01(\x03R\bshmBytes\")\n" +
 	"\rNetworkPolicy\x12\x18\n" +
-	"\aenabled\x18\x01 \x01(\bR\aenabled\"\xe5\x02\n" +
+	"\aenabled\x18\x01 \x01(\bR\aenabled\"\x9f\x03\n" +
 	"\rCreateRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x126\n" +
 	"\x06mounts\x18\x03 \x03(\v2\x1e.cexec.plugin.sandbox.v1.MountR\x06mounts\x127\n" +
 	"\x06limits\x18\x04 \x01(\v2\x1f.cexec.plugin.sandbox.v1.LimitsR\x06limits\x12A\n" +
 	"\x03env\x18\x05 \x03(\v2/.cexec.plugin.sandbox.v1.CreateRequest.EnvEntryR\x03env\x12@\n" +
-	"\anetwork\x18\x06 \x01(\v2&.cexec.plugin.sandbox.v1.NetworkPolicyR\anetwork\x1a6\n" +
+	"\anetwork\x18\x06 \x01(\v2&.cexec.plugin.sandbox.v1.NetworkPolicyR\anetwork\x128\n" +
+	"\x06run_as\x18\a \x01(\v2!.cexec.plugin.sandbox.v1.HostUserR\x05runAs\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +
@@ -1707,77 +1796,79 @@ func file_cexec_plugin_sandbox_v1_sandbox_proto_rawDescGZIP() []byte {
 }
 
 var file_cexec_plugin_sandbox_v1_sandbox_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_cexec_plugin_sandbox_v1_sandbox_proto_goTypes = []any{
 	(Stream)(0),                  // 0: cexec.plugin.sandbox.v1.Stream
 	(*CapabilitiesRequest)(nil),  // 1: cexec.plugin.sandbox.v1.CapabilitiesRequest
 	(*CapabilitiesResponse)(nil), // 2: cexec.plugin.sandbox.v1.CapabilitiesResponse
-	(*Mount)(nil),                // 3: cexec.plugin.sandbox.v1.Mount
-	(*Limits)(nil),               // 4: cexec.plugin.sandbox.v1.Limits
-	(*NetworkPolicy)(nil),        // 5: cexec.plugin.sandbox.v1.NetworkPolicy
-	(*CreateRequest)(nil),        // 6: cexec.plugin.sandbox.v1.CreateRequest
-	(*CreateResponse)(nil),       // 7: cexec.plugin.sandbox.v1.CreateResponse
-	(*ExecStart)(nil),            // 8: cexec.plugin.sandbox.v1.ExecStart
-	(*HostReply)(nil),            // 9: cexec.plugin.sandbox.v1.HostReply
-	(*Cancel)(nil),               // 10: cexec.plugin.sandbox.v1.Cancel
-	(*ExecInput)(nil),            // 11: cexec.plugin.sandbox.v1.ExecInput
-	(*OutputChunk)(nil),          // 12: cexec.plugin.sandbox.v1.OutputChunk
-	(*HostCall)(nil),             // 13: cexec.plugin.sandbox.v1.HostCall
-	(*ExecError)(nil),            // 14: cexec.plugin.sandbox.v1.ExecError
-	(*Usage)(nil),                // 15: cexec.plugin.sandbox.v1.Usage
-	(*ExecResult)(nil),           // 16: cexec.plugin.sandbox.v1.ExecResult
-	(*ExecOutput)(nil),           // 17: cexec.plugin.sandbox.v1.ExecOutput
-	(*DestroyRequest)(nil),       // 18: cexec.plugin.sandbox.v1.DestroyRequest
-	(*DestroyResponse)(nil),      // 19: cexec.plugin.sandbox.v1.DestroyResponse
-	(*ListRequest)(nil),          // 20: cexec.plugin.sandbox.v1.ListRequest
-	(*SandboxStatus)(nil),        // 21: cexec.plugin.sandbox.v1.SandboxStatus
-	(*ListResponse)(nil),         // 22: cexec.plugin.sandbox.v1.ListResponse
-	(*HealthRequest)(nil),        // 23: cexec.plugin.sandbox.v1.HealthRequest
-	(*HealthResponse)(nil),       // 24: cexec.plugin.sandbox.v1.HealthResponse
-	nil,                          // 25: cexec.plugin.sandbox.v1.CreateRequest.EnvEntry
-	(*v1.Diagnostic)(nil),        // 26: cexec.plugin.common.v1.Diagnostic
-	(*v1.InfoRequest)(nil),       // 27: cexec.plugin.common.v1.InfoRequest
-	(*v1.ConfigureRequest)(nil),  // 28: cexec.plugin.common.v1.ConfigureRequest
-	(*v1.PluginInfo)(nil),        // 29: cexec.plugin.common.v1.PluginInfo
-	(*v1.ConfigureResponse)(nil), // 30: cexec.plugin.common.v1.ConfigureResponse
+	(*HostUser)(nil),             // 3: cexec.plugin.sandbox.v1.HostUser
+	(*Mount)(nil),                // 4: cexec.plugin.sandbox.v1.Mount
+	(*Limits)(nil),               // 5: cexec.plugin.sandbox.v1.Limits
+	(*NetworkPolicy)(nil),        // 6: cexec.plugin.sandbox.v1.NetworkPolicy
+	(*CreateRequest)(nil),        // 7: cexec.plugin.sandbox.v1.CreateRequest
+	(*CreateResponse)(nil),       // 8: cexec.plugin.sandbox.v1.CreateResponse
+	(*ExecStart)(nil),            // 9: cexec.plugin.sandbox.v1.ExecStart
+	(*HostReply)(nil),            // 10: cexec.plugin.sandbox.v1.HostReply
+	(*Cancel)(nil),               // 11: cexec.plugin.sandbox.v1.Cancel
+	(*ExecInput)(nil),            // 12: cexec.plugin.sandbox.v1.ExecInput
+	(*OutputChunk)(nil),          // 13: cexec.plugin.sandbox.v1.OutputChunk
+	(*HostCall)(nil),             // 14: cexec.plugin.sandbox.v1.HostCall
+	(*ExecError)(nil),            // 15: cexec.plugin.sandbox.v1.ExecError
+	(*Usage)(nil),                // 16: cexec.plugin.sandbox.v1.Usage
+	(*ExecResult)(nil),           // 17: cexec.plugin.sandbox.v1.ExecResult
+	(*ExecOutput)(nil),           // 18: cexec.plugin.sandbox.v1.ExecOutput
+	(*DestroyRequest)(nil),       // 19: cexec.plugin.sandbox.v1.DestroyRequest
+	(*DestroyResponse)(nil),      // 20: cexec.plugin.sandbox.v1.DestroyResponse
+	(*ListRequest)(nil),          // 21: cexec.plugin.sandbox.v1.ListRequest
+	(*SandboxStatus)(nil),        // 22: cexec.plugin.sandbox.v1.SandboxStatus
+	(*ListResponse)(nil),         // 23: cexec.plugin.sandbox.v1.ListResponse
+	(*HealthRequest)(nil),        // 24: cexec.plugin.sandbox.v1.HealthRequest
+	(*HealthResponse)(nil),       // 25: cexec.plugin.sandbox.v1.HealthResponse
+	nil,                          // 26: cexec.plugin.sandbox.v1.CreateRequest.EnvEntry
+	(*v1.Diagnostic)(nil),        // 27: cexec.plugin.common.v1.Diagnostic
+	(*v1.InfoRequest)(nil),       // 28: cexec.plugin.common.v1.InfoRequest
+	(*v1.ConfigureRequest)(nil),  // 29: cexec.plugin.common.v1.ConfigureRequest
+	(*v1.PluginInfo)(nil),        // 30: cexec.plugin.common.v1.PluginInfo
+	(*v1.ConfigureResponse)(nil), // 31: cexec.plugin.common.v1.ConfigureResponse
 }
 var file_cexec_plugin_sandbox_v1_sandbox_proto_depIdxs = []int32{
-	3,  // 0: cexec.plugin.sandbox.v1.CreateRequest.mounts:type_name -> cexec.plugin.sandbox.v1.Mount
-	4,  // 1: cexec.plugin.sandbox.v1.CreateRequest.limits:type_name -> cexec.plugin.sandbox.v1.Limits
-	25, // 2: cexec.plugin.sandbox.v1.CreateRequest.env:type_name -> cexec.plugin.sandbox.v1.CreateRequest.EnvEntry
-	5,  // 3: cexec.plugin.sandbox.v1.CreateRequest.network:type_name -> cexec.plugin.sandbox.v1.NetworkPolicy
-	26, // 4: cexec.plugin.sandbox.v1.CreateResponse.diagnostics:type_name -> cexec.plugin.common.v1.Diagnostic
-	8,  // 5: cexec.plugin.sandbox.v1.ExecInput.start:type_name -> cexec.plugin.sandbox.v1.ExecStart
-	9,  // 6: cexec.plugin.sandbox.v1.ExecInput.reply:type_name -> cexec.plugin.sandbox.v1.HostReply
-	10, // 7: cexec.plugin.sandbox.v1.ExecInput.cancel:type_name -> cexec.plugin.sandbox.v1.Cancel
-	0,  // 8: cexec.plugin.sandbox.v1.OutputChunk.stream:type_name -> cexec.plugin.sandbox.v1.Stream
-	14, // 9: cexec.plugin.sandbox.v1.ExecResult.error:type_name -> cexec.plugin.sandbox.v1.ExecError
-	15, // 10: cexec.plugin.sandbox.v1.ExecResult.usage:type_name -> cexec.plugin.sandbox.v1.Usage
-	12, // 11: cexec.plugin.sandbox.v1.ExecOutput.output:type_name -> cexec.plugin.sandbox.v1.OutputChunk
-	13, // 12: cexec.plugin.sandbox.v1.ExecOutput.call:type_name -> cexec.plugin.sandbox.v1.HostCall
-	16, // 13: cexec.plugin.sandbox.v1.ExecOutput.result:type_name -> cexec.plugin.sandbox.v1.ExecResult
-	21, // 14: cexec.plugin.sandbox.v1.ListResponse.sandboxes:type_name -> cexec.plugin.sandbox.v1.SandboxStatus
-	27, // 15: cexec.plugin.sandbox.v1.Sandbox.Info:input_type -> cexec.plugin.common.v1.InfoRequest
-	28, // 16: cexec.plugin.sandbox.v1.Sandbox.Configure:input_type -> cexec.plugin.common.v1.ConfigureRequest
-	1,  // 17: cexec.plugin.sandbox.v1.Sandbox.Capabilities:input_type -> cexec.plugin.sandbox.v1.CapabilitiesRequest
-	6,  // 18: cexec.plugin.sandbox.v1.Sandbox.Create:input_type -> cexec.plugin.sandbox.v1.CreateRequest
-	11, // 19: cexec.plugin.sandbox.v1.Sandbox.Exec:input_type -> cexec.plugin.sandbox.v1.ExecInput
-	18, // 20: cexec.plugin.sandbox.v1.Sandbox.Destroy:input_type -> cexec.plugin.sandbox.v1.DestroyRequest
-	20, // 21: cexec.plugin.sandbox.v1.Sandbox.List:input_type -> cexec.plugin.sandbox.v1.ListRequest
-	23, // 22: cexec.plugin.sandbox.v1.Sandbox.Health:input_type -> cexec.plugin.sandbox.v1.HealthRequest
-	29, // 23: cexec.plugin.sandbox.v1.Sandbox.Info:output_type -> cexec.plugin.common.v1.PluginInfo
-	30, // 24: cexec.plugin.sandbox.v1.Sandbox.Configure:output_type -> cexec.plugin.common.v1.ConfigureResponse
-	2,  // 25: cexec.plugin.sandbox.v1.Sandbox.Capabilities:output_type -> cexec.plugin.sandbox.v1.CapabilitiesResponse
-	7,  // 26: cexec.plugin.sandbox.v1.Sandbox.Create:output_type -> cexec.plugin.sandbox.v1.CreateResponse
-	17, // 27: cexec.plugin.sandbox.v1.Sandbox.Exec:output_type -> cexec.plugin.sandbox.v1.ExecOutput
-	19, // 28: cexec.plugin.sandbox.v1.Sandbox.Destroy:output_type -> cexec.plugin.sandbox.v1.DestroyResponse
-	22, // 29: cexec.plugin.sandbox.v1.Sandbox.List:output_type -> cexec.plugin.sandbox.v1.ListResponse
-	24, // 30: cexec.plugin.sandbox.v1.Sandbox.Health:output_type -> cexec.plugin.sandbox.v1.HealthResponse
-	23, // [23:31] is the sub-list for method output_type
-	15, // [15:23] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	4,  // 0: cexec.plugin.sandbox.v1.CreateRequest.mounts:type_name -> cexec.plugin.sandbox.v1.Mount
+	5,  // 1: cexec.plugin.sandbox.v1.CreateRequest.limits:type_name -> cexec.plugin.sandbox.v1.Limits
+	26, // 2: cexec.plugin.sandbox.v1.CreateRequest.env:type_name -> cexec.plugin.sandbox.v1.CreateRequest.EnvEntry
+	6,  // 3: cexec.plugin.sandbox.v1.CreateRequest.network:type_name -> cexec.plugin.sandbox.v1.NetworkPolicy
+	3,  // 4: cexec.plugin.sandbox.v1.CreateRequest.run_as:type_name -> cexec.plugin.sandbox.v1.HostUser
+	27, // 5: cexec.plugin.sandbox.v1.CreateResponse.diagnostics:type_name -> cexec.plugin.common.v1.Diagnostic
+	9,  // 6: cexec.plugin.sandbox.v1.ExecInput.start:type_name -> cexec.plugin.sandbox.v1.ExecStart
+	10, // 7: cexec.plugin.sandbox.v1.ExecInput.reply:type_name -> cexec.plugin.sandbox.v1.HostReply
+	11, // 8: cexec.plugin.sandbox.v1.ExecInput.cancel:type_name -> cexec.plugin.sandbox.v1.Cancel
+	0,  // 9: cexec.plugin.sandbox.v1.OutputChunk.stream:type_name -> cexec.plugin.sandbox.v1.Stream
+	15, // 10: cexec.plugin.sandbox.v1.ExecResult.error:type_name -> cexec.plugin.sandbox.v1.ExecError
+	16, // 11: cexec.plugin.sandbox.v1.ExecResult.usage:type_name -> cexec.plugin.sandbox.v1.Usage
+	13, // 12: cexec.plugin.sandbox.v1.ExecOutput.output:type_name -> cexec.plugin.sandbox.v1.OutputChunk
+	14, // 13: cexec.plugin.sandbox.v1.ExecOutput.call:type_name -> cexec.plugin.sandbox.v1.HostCall
+	17, // 14: cexec.plugin.sandbox.v1.ExecOutput.result:type_name -> cexec.plugin.sandbox.v1.ExecResult
+	22, // 15: cexec.plugin.sandbox.v1.ListResponse.sandboxes:type_name -> cexec.plugin.sandbox.v1.SandboxStatus
+	28, // 16: cexec.plugin.sandbox.v1.Sandbox.Info:input_type -> cexec.plugin.common.v1.InfoRequest
+	29, // 17: cexec.plugin.sandbox.v1.Sandbox.Configure:input_type -> cexec.plugin.common.v1.ConfigureRequest
+	1,  // 18: cexec.plugin.sandbox.v1.Sandbox.Capabilities:input_type -> cexec.plugin.sandbox.v1.CapabilitiesRequest
+	7,  // 19: cexec.plugin.sandbox.v1.Sandbox.Create:input_type -> cexec.plugin.sandbox.v1.CreateRequest
+	12, // 20: cexec.plugin.sandbox.v1.Sandbox.Exec:input_type -> cexec.plugin.sandbox.v1.ExecInput
+	19, // 21: cexec.plugin.sandbox.v1.Sandbox.Destroy:input_type -> cexec.plugin.sandbox.v1.DestroyRequest
+	21, // 22: cexec.plugin.sandbox.v1.Sandbox.List:input_type -> cexec.plugin.sandbox.v1.ListRequest
+	24, // 23: cexec.plugin.sandbox.v1.Sandbox.Health:input_type -> cexec.plugin.sandbox.v1.HealthRequest
+	30, // 24: cexec.plugin.sandbox.v1.Sandbox.Info:output_type -> cexec.plugin.common.v1.PluginInfo
+	31, // 25: cexec.plugin.sandbox.v1.Sandbox.Configure:output_type -> cexec.plugin.common.v1.ConfigureResponse
+	2,  // 26: cexec.plugin.sandbox.v1.Sandbox.Capabilities:output_type -> cexec.plugin.sandbox.v1.CapabilitiesResponse
+	8,  // 27: cexec.plugin.sandbox.v1.Sandbox.Create:output_type -> cexec.plugin.sandbox.v1.CreateResponse
+	18, // 28: cexec.plugin.sandbox.v1.Sandbox.Exec:output_type -> cexec.plugin.sandbox.v1.ExecOutput
+	20, // 29: cexec.plugin.sandbox.v1.Sandbox.Destroy:output_type -> cexec.plugin.sandbox.v1.DestroyResponse
+	23, // 30: cexec.plugin.sandbox.v1.Sandbox.List:output_type -> cexec.plugin.sandbox.v1.ListResponse
+	25, // 31: cexec.plugin.sandbox.v1.Sandbox.Health:output_type -> cexec.plugin.sandbox.v1.HealthResponse
+	24, // [24:32] is the sub-list for method output_type
+	16, // [16:24] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_cexec_plugin_sandbox_v1_sandbox_proto_init() }
@@ -1785,12 +1876,12 @@ func file_cexec_plugin_sandbox_v1_sandbox_proto_init() {
 	if File_cexec_plugin_sandbox_v1_sandbox_proto != nil {
 		return
 	}
-	file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[10].OneofWrappers = []any{
+	file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[11].OneofWrappers = []any{
 		(*ExecInput_Start)(nil),
 		(*ExecInput_Reply)(nil),
 		(*ExecInput_Cancel)(nil),
 	}
-	file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[16].OneofWrappers = []any{
+	file_cexec_plugin_sandbox_v1_sandbox_proto_msgTypes[17].OneofWrappers = []any{
 		(*ExecOutput_Output)(nil),
 		(*ExecOutput_Call)(nil),
 		(*ExecOutput_Result)(nil),
@@ -1801,7 +1892,7 @@ func file_cexec_plugin_sandbox_v1_sandbox_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc), len(file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
