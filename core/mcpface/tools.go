@@ -66,8 +66,8 @@ var toolDefs = []toolDef{
 		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"Session to continue; default: this connection's"}},"required":["code"]}`,
 		false, (*Face).executeCode},
 	{ToolExecuteTask,
-		"Describe a task in words; cexec writes a program with the tools it finds, runs it and returns the output and the code. Prefer execute_code when you can write the program.",
-		`{"type":"object","properties":{"task_description":{"type":"string"}},"required":["task_description"]}`,
+		"Describe a task in words; cexec writes a program with the tools it finds and returns its output, or says it cannot. Prefer execute_code when you can write the program.",
+		`{"type":"object","properties":{"task_description":{"type":"string"},"show_code":{"type":"boolean","default":false,"description":"Also return the program"}},"required":["task_description"]}`,
 		false, (*Face).executeTask},
 	{ToolGetState,
 		"Read a saved state value; without a name, list the state files.",
@@ -338,7 +338,7 @@ func (f *Face) getTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest) 
 	if t.Import != "" {
 		b.WriteString(t.Import + "\n\n")
 	}
-	b.WriteString(src)
+	b.WriteString(stubInterface(src))
 	return reply{text: b.String()}
 }
 
@@ -380,9 +380,15 @@ func (f *Face) executeCode(ctx context.Context, sc *Scope, req mcp.CallToolReque
 	if strings.TrimSpace(code) == "" {
 		return errorReply("code is empty: pass a Python program that prints what you need")
 	}
+	// The session is reported only when the argument changed it: the
+	// connection's own is implied.
+	changed := ""
 	if s := strings.TrimSpace(req.GetString("session", "")); s != "" {
 		if !validSessionID(s) {
 			return errorReply("invalid session %q: use 1-128 characters of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit", cutRunes(s, 80))
+		}
+		if s != sc.Session {
+			changed = s
 		}
 		sc.Session = s
 	}
@@ -390,7 +396,7 @@ func (f *Face) executeCode(ctx context.Context, sc *Scope, req mcp.CallToolReque
 	if err != nil {
 		return failure("execute_code", err)
 	}
-	return f.executionReply(ex, sc.Session, nil)
+	return f.executionReply(ex, changed, nil, false)
 }
 
 func (f *Face) executeTask(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
@@ -402,7 +408,7 @@ func (f *Face) executeTask(ctx context.Context, sc *Scope, req mcp.CallToolReque
 	if err != nil {
 		return failure("execute_task", err)
 	}
-	return f.executionReply(res.Execution, sc.Session, &res)
+	return f.executionReply(res.Execution, "", &res, req.GetBool("show_code", false))
 }
 
 func (f *Face) getState(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
