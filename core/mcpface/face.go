@@ -143,7 +143,9 @@ func New(o Options) (*Face, error) {
 	}
 	f.sessions = newSessionTable(o.OnSessionEnd)
 	f.srv = f.newMCPServer()
-	f.addTools()
+	if err := f.addTools(); err != nil {
+		return nil, err
+	}
 	f.addResources()
 	f.handler = f.admit(f.routes())
 	return f, nil
@@ -250,7 +252,6 @@ func (f *Face) newMCPServer() *server.MCPServer {
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, true),
 		server.WithInstructions(instructions),
-		server.WithInputSchemaValidation(),
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
 		server.WithHooks(hooks),

@@ -1,6 +1,7 @@
 package mcpface
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,9 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/cexec/cexec/internal/schemamsg"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -91,7 +94,7 @@ var toolDefs = []toolDef{
 		true, (*Face).getSkill},
 }
 
-func (f *Face) addTools() {
+func (f *Face) addTools() error {
 	for _, d := range toolDefs {
 		if d.name == ToolExecuteTask && f.o.Tasks == nil {
 			continue
@@ -100,11 +103,62 @@ func (f *Face) addTools() {
 		if d.readOnly {
 			t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(true)
 		}
-		fn := d.fn
+		schema, err := compileInputSchema(d.name, d.schema)
+		if err != nil {
+			return err
+		}
+		fn, name := d.fn, d.name
 		f.srv.AddTool(t, f.wrap(d.name, func(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+			if msg := checkArguments(schema, req.GetArguments()); msg != "" {
+				return errorReply("%s: %s", name, msg)
+			}
 			return fn(f, ctx, sc, req)
 		}))
 	}
+	return nil
+}
+
+// compileInputSchema compiles a tool's input schema, to check arguments
+// against it: mcp-go's own check words its errors as Go values
+// (&{Missing:[code]}).
+func compileInputSchema(name, schema string) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
+	if err != nil {
+		return nil, fmt.Errorf("input schema of %s: %w", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	url := "https://cexec.invalid/tools/" + name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("input schema of %s: %w", name, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("input schema of %s: %w", name, err)
+	}
+	return sch, nil
+}
+
+// checkArguments validates a call's arguments and says in sentences what
+// is wrong, or returns "".
+func checkArguments(schema *jsonschema.Schema, args map[string]any) string {
+	if args == nil {
+		args = map[string]any{}
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return "arguments are not JSON: " + err.Error()
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return "arguments are not JSON: " + err.Error()
+	}
+	var verr *jsonschema.ValidationError
+	if err := schema.Validate(v); errors.As(err, &verr) {
+		return schemamsg.Describe(verr)
+	} else if err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // failure turns a service error into an isError reply; for ErrNotFound the

@@ -442,3 +442,27 @@ func TestErrorsTokenized(t *testing.T) {
 		}
 	}
 }
+
+// TestArgumentErrors checks that arguments that do not fit a tool's input
+// schema are answered in sentences naming the argument.
+func TestArgumentErrors(t *testing.T) {
+	w := newWorld(t)
+	c := connect(t, w.url+"/mcp")
+	tests := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{ToolExecuteCode, map[string]any{}, `execute_code: missing required argument "code"`},
+		{ToolExecuteCode, map[string]any{"code": 3}, `execute_code: argument "code": expected string, got number`},
+		{ToolGetTool, map[string]any{"server": "everything"}, `get_tool: missing required argument "tool"`},
+		{ToolSearchTools, map[string]any{"query": "x", "limit": 0}, `search_tools: argument "limit": `},
+		{ToolSearchTools, map[string]any{"query": "x", "detail_level": "all"}, `search_tools: argument "detail_level": `},
+	}
+	for _, tt := range tests {
+		text, res := call(t, c, tt.tool, tt.args)
+		if !res.IsError || !strings.HasPrefix(text, tt.want) || strings.ContainsAny(text, "&{}") {
+			t.Errorf("%s(%v) = %v %q; want an error starting %q", tt.tool, tt.args, res.IsError, text, tt.want)
+		}
+	}
+}
