@@ -593,17 +593,23 @@ func (f *Face) unknownSkill(ctx context.Context, sc Scope, name string) reply {
 	return errorReply("no skill named %q; known skills: %s", name, strings.Join(names, ", "))
 }
 
-// renderSkill is a skill as Markdown: how to import it, its instructions
-// and its code.
+// renderSkill is a skill as Markdown: its title once, how to import it,
+// its instructions and its code.
 func renderSkill(s *Skill) string {
 	imp := s.Import
 	if imp == "" {
 		imp = "skills." + s.Name
 	}
+	title, body := "# "+s.Name, strings.TrimSpace(s.Instructions)
+	// SKILL.md bodies usually open with their own title.
+	if strings.HasPrefix(body, "# ") {
+		title, body, _ = strings.Cut(body, "\n")
+		body = strings.TrimSpace(body)
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\n%s\n\nImport: from %s import ...\n", s.Name, s.Description, imp)
-	if in := strings.TrimSpace(s.Instructions); in != "" {
-		b.WriteString("\n" + in + "\n")
+	fmt.Fprintf(&b, "%s\n\n%s\n\nImport: from %s import ...\n", title, s.Description, imp)
+	if body != "" && body != strings.TrimSpace(s.Description) {
+		b.WriteString("\n" + body + "\n")
 	}
 	if s.Code != "" {
 		b.WriteString("\n```python\n" + strings.TrimRight(s.Code, "\n") + "\n```\n")

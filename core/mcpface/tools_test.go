@@ -466,3 +466,30 @@ func TestArgumentErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderSkill checks that a skill's title and description appear once,
+// whether or not its instructions open with a title of their own.
+func TestRenderSkill(t *testing.T) {
+	for _, s := range []Skill{
+		{Name: "csv_report", Description: "Summarise a CSV file.", Instructions: "# csv_report\n\nUse this for CSV files.\n", Code: "x = 1\n"},
+		{Name: "double", Description: "Doubles a number", Instructions: "Doubles a number", Code: "x = 1\n"},
+		{Name: "plain", Description: "Plain.", Instructions: "Call run().", Code: "x = 1\n"},
+	} {
+		got := renderSkill(&s)
+		if n := strings.Count(got, "# "+s.Name); n != 1 || strings.Count(got, s.Description) != 1 || !strings.HasPrefix(got, "# "+s.Name+"\n") {
+			t.Errorf("%s: title %d times, or the description not once:\n%s", s.Name, n, got)
+		}
+	}
+}
+
+// TestInstructionsDoNotRepeatTools checks that initialize's instructions
+// add to the tool descriptions instead of repeating them.
+func TestInstructionsDoNotRepeatTools(t *testing.T) {
+	for _, d := range toolDefs {
+		for _, phrase := range []string{"search_tools", "get_tool", "execute_code", "prints only", "print only"} {
+			if strings.Contains(instructions, phrase) && strings.Contains(d.desc, phrase) {
+				t.Errorf("instructions repeat %q of %s's description", phrase, d.name)
+			}
+		}
+	}
+}
