@@ -55,6 +55,11 @@ func (t taskView) RunTask(ctx context.Context, sc mcpface.Scope, task string) (m
 		}
 	}
 	if res.Exec == nil {
+		// The diagnostics already say what each generator answered (a
+		// refusal says what it can do); the attempts would repeat it.
+		if len(res.Diagnostics) > 0 {
+			why = why[:0]
+		}
 		for _, d := range res.Diagnostics {
 			why = append(why, strings.TrimSpace(d.Summary+": "+d.Detail))
 		}
