@@ -493,3 +493,28 @@ func TestInstructionsDoNotRepeatTools(t *testing.T) {
 		}
 	}
 }
+
+// TestToolErrorReply checks what a failed tool call costs the model: the
+// program's frame, the message once, none of the runtime's or the stub's
+// frames.
+func TestToolErrorReply(t *testing.T) {
+	w := newWorld(t)
+	c := connect(t, w.url+"/mcp")
+	code := "from servers.memory import read_graph\n\ndef load():\n    return read_graph()\n\nload()\n"
+	text, res := call(t, c, ToolExecuteCode, map[string]any{"code": code})
+	const msg = "server memory is not connected"
+	if !res.IsError || strings.Count(text, msg) != 1 {
+		t.Errorf("isError %v; the message is not there once:\n%s", res.IsError, text)
+	}
+	for _, frame := range []string{"line 6, in <module>\n    load()\n", "line 4, in load\n    return read_graph()\n"} {
+		if !strings.Contains(text, frame) {
+			t.Errorf("the program's frame %q is missing:\n%s", frame, text)
+		}
+	}
+	if strings.Count(text, "File ") != 2 || strings.Contains(text, "cexec/__init__.py") || strings.Contains(text, "read_graph.py") {
+		t.Errorf("runtime or stub frames shown:\n%s", text)
+	}
+	if len(text) > 400 {
+		t.Errorf("the reply is %d characters:\n%s", len(text), text)
+	}
+}

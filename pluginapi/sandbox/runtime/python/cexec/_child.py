@@ -183,29 +183,59 @@ def _hide_internal_frames(tb: types.TracebackType | None) -> None:
 
 def _note_no_network(e: BaseException) -> None:
     """Say why a connection failed when the sandbox has no network: the
-    errors (name resolution, unreachable network) do not say it."""
+    errors (name resolution, unreachable network, a refused socket) do not
+    say it."""
+    if any(_network_error(x) for x in _causes(e)) and not _has_network():
+        e.add_note("cexec: the sandbox has no network access; call tools through servers.<name> instead")
+
+
+def _causes(e: BaseException) -> list[BaseException]:
+    """e and the exceptions behind it: causes, contexts and the reason a
+    urllib error wraps."""
+    out: list[BaseException] = []
+    todo: list[object] = [e]
+    while todo and len(out) < 8:
+        x = todo.pop()
+        if isinstance(x, BaseException) and x not in out:
+            out.append(x)
+            todo.extend((x.__cause__, x.__context__, getattr(x, "reason", None)))
+    return out
+
+
+def _network_error(x: BaseException) -> bool:
     import errno
     import socket
 
-    causes: list[object] = [e]
-    seen = 0
-    while causes and seen < 8:
-        x = causes.pop()
-        seen += 1
-        if isinstance(x, socket.gaierror) or (
-                isinstance(x, OSError) and x.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EADDRNOTAVAIL)):
-            break
-        if isinstance(x, BaseException):
-            causes.extend(c for c in (x.__cause__, x.__context__, getattr(x, "reason", None)) if c is not None)
-    else:
-        return
+    if isinstance(x, socket.gaierror):
+        return True
+    if not isinstance(x, OSError):
+        return False
+    if x.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EADDRNOTAVAIL):
+        return True
+    # A sandbox may refuse the socket itself; other permission errors are
+    # about files.
+    tb = x.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return x.errno in (errno.EPERM, errno.EACCES) and tb is not None and tb.tb_frame.f_code.co_filename == socket.__file__
+
+
+def _has_network() -> bool:
+    """Whether the process has a route out. Connecting a UDP socket sends
+    nothing: it only looks the route up."""
+    import socket
+
     try:
-        interfaces = [name for _, name in socket.if_nameindex()]
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     except OSError:
-        return
-    if any(name != "lo" for name in interfaces):
-        return
-    e.add_note("cexec: the sandbox has no network access; call tools through servers.<name> instead")
+        return False
+    try:
+        s.connect(("192.0.2.1", 9))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
 
 
 def _run_program(code: str, module: types.ModuleType, filename: str, compiled: types.CodeType | None = None) -> dict[str, Any]:
