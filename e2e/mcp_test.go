@@ -186,6 +186,13 @@ func TestMCPFace(t *testing.T) {
 		if tt := mcpText(task); task.IsError || tt != "42\n" {
 			t.Errorf("execute_task:\n%s", tt)
 		}
+		refused := mcpCall(ctx, t, c, "execute_task", map[string]any{"task_description": "what is the capital of France?"})
+		if tt := mcpText(refused); !refused.IsError || !strings.Contains(tt, "the rules generator answers only tasks in these forms") ||
+			strings.Count(tt, "what is 12 times 7?") != 1 {
+			t.Errorf("execute_task of a factual question:\n%s", tt)
+		} else {
+			t.Logf("refusal, %d characters: %s", len(tt), tt)
+		}
 		task = mcpCall(ctx, t, c, "execute_task", map[string]any{"task_description": "what is 6 * 7", "show_code": true})
 		if tt := mcpText(task); task.IsError || !strings.Contains(tt, "```python") || !strings.HasSuffix(tt, "\n42\n") {
 			t.Errorf("execute_task with show_code:\n%s", tt)

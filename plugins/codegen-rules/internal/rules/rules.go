@@ -314,7 +314,8 @@ func (m Match) Render() (string, error) {
 }
 
 // Abilities says what the set's rules do, for a task none of them fits:
-// the description and first example of each, and where to get more.
+// one example task per rule (its description when it has none), and where
+// to get more.
 func (s *Set) Abilities() string {
 	var b strings.Builder
 	b.WriteString("the rules generator answers only tasks in these forms: ")
@@ -322,13 +323,13 @@ func (s *Set) Abilities() string {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		d := r.Description
-		if d == "" {
-			d = r.Name
-		}
-		b.WriteString(strings.ToLower(d[:1]) + d[1:])
-		if len(r.Examples) > 0 {
-			fmt.Fprintf(&b, " (%q)", r.Examples[0])
+		switch {
+		case len(r.Examples) > 0:
+			b.WriteString(r.Examples[0])
+		case r.Description != "":
+			b.WriteString(r.Description)
+		default:
+			b.WriteString(r.Name)
 		}
 	}
 	b.WriteString(". For other tasks add a rule file under rules_dir or configure the \"llm\" codegen plugin")
