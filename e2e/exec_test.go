@@ -114,6 +114,8 @@ func TestExec(t *testing.T) {
 		}{
 			{"sys.exit(3)", "import sys\nprint('bye')\nsys.exit(3)", 3, ""},
 			{"sys.exit(0)", "import sys\nsys.exit(0)", 0, ""},
+			{"sys.exit(message)", "import sys\nsys.exit('bye')", 1, "bye"},
+			{"os._exit(5)", "import os\nos._exit(5)", 5, ""},
 			{"uncaught exception", "def f():\n    raise ValueError('boom')\nf()", 1, "ValueError: boom"},
 			{"syntax error", "print(", 1, "SyntaxError"},
 		} {
@@ -244,10 +246,33 @@ func TestExec(t *testing.T) {
 		if len(r.ToolCalls) != 1 || r.ToolCalls[0].Server != "no-such-server" || r.ToolCalls[0].OK {
 			t.Errorf("tool call record: %+v", r.ToolCalls)
 		}
-		// Uncaught, it fails the program like any exception.
+		// Uncaught, it fails the program like any exception; the traceback
+		// ends at the program's line, without the runtime's frames, and
+		// says the message once.
 		r, code = sbxJSON(t, s, "-c", "from cexec import call_tool\ncall_tool('no-such-server', 'no_tool')")
 		if code != 1 || r.Error == nil || r.Error.Type != "ToolError" {
-			t.Errorf("uncaught ToolNotFound: exit %d, %+v", code, r)
+			t.Fatalf("uncaught ToolNotFound: exit %d, %+v", code, r)
+		}
+		if tb := r.Error.Traceback; strings.Contains(tb, "cexec/__init__.py") || strings.Count(tb, r.Error.Message) != 1 ||
+			!strings.Contains(tb, "line 2, in <module>\n    call_tool('no-such-server', 'no_tool')\n") {
+			t.Errorf("traceback:\n%s", tb)
+		}
+	})
+
+	// The sandbox has no network; a program that tries learns why its
+	// connection failed and what to do instead.
+	t.Run("no network", func(t *testing.T) {
+		for _, code := range []string{
+			"import urllib.request\nurllib.request.urlopen('http://example.com', timeout=5)",
+			"import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=5)",
+		} {
+			r, exit := sbxJSON(t, s, "-c", code)
+			if exit != 1 || r.Error == nil || !strings.Contains(r.Error.Traceback, "the sandbox has no network access; call tools through servers.<name> instead") {
+				t.Errorf("%s: exit %d, %+v", code, exit, r.Error)
+			}
+		}
+		if _, errOut, _ := ctl(t, s, "exec", "-c", "raise OSError('disk')"); strings.Contains(errOut, "network") {
+			t.Errorf("an unrelated OSError got the network note: %s", errOut)
 		}
 	})
 

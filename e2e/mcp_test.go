@@ -175,14 +175,27 @@ func TestMCPFace(t *testing.T) {
 		if err := json.Unmarshal(b, &out); err != nil {
 			t.Fatalf("structuredContent: %v\n%s", err, b)
 		}
-		if !out.OK || out.ToolCalls.Calls != 1 || out.Session != c.GetSessionId() {
-			t.Errorf("structuredContent = %s; want ok, one tool call, and the MCP session %s as the cexec session", b, c.GetSessionId())
+		// The MCP session is the cexec session, implied: structuredContent
+		// names a session only when the call chose another.
+		if !out.OK || out.ToolCalls.Calls != 1 || out.Session != "" || !strings.HasPrefix(text, "The sum of 40 and 2 is 42.\n[result] ") {
+			t.Errorf("text %q, structuredContent = %s; want the output, ok, one tool call and no session", text, b)
 		}
-		// execute_task: the rules generator writes the program, the face
-		// shows it with its output.
+		// execute_task: the rules generator writes the program; the face
+		// shows its output, and the program only when asked.
 		task := mcpCall(ctx, t, c, "execute_task", map[string]any{"task_description": "what is 6 * 7"})
-		if tt := mcpText(task); task.IsError || !strings.Contains(tt, "```python") || !strings.Contains(tt, "\n42\n") {
+		if tt := mcpText(task); task.IsError || tt != "42\n" {
 			t.Errorf("execute_task:\n%s", tt)
+		}
+		refused := mcpCall(ctx, t, c, "execute_task", map[string]any{"task_description": "what is the capital of France?"})
+		if tt := mcpText(refused); !refused.IsError || !strings.Contains(tt, "the rules generator answers only tasks in these forms") ||
+			strings.Count(tt, "what is 12 times 7?") != 1 {
+			t.Errorf("execute_task of a factual question:\n%s", tt)
+		} else {
+			t.Logf("refusal, %d characters: %s", len(tt), tt)
+		}
+		task = mcpCall(ctx, t, c, "execute_task", map[string]any{"task_description": "what is 6 * 7", "show_code": true})
+		if tt := mcpText(task); task.IsError || !strings.Contains(tt, "```python") || !strings.HasSuffix(tt, "\n42\n") {
+			t.Errorf("execute_task with show_code:\n%s", tt)
 		}
 		// The MCP session is the cexec session: its log is in the tenant's
 		// sessions folder under the MCP session id.

@@ -123,6 +123,10 @@ func newTaskSetup(t *testing.T, codegen []string, extra string) taskSetup {
 	if err := os.MkdirAll(filepath.Dir(ts.memFile), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// The shipped local tools, which the word-count and CSV rules use.
+	if err := os.CopyFS(filepath.Join(s.dir, "servers", "textutils"), os.DirFS(filepath.Join(testutil.ModuleRoot(), "servers", "textutils"))); err != nil {
+		t.Fatal(err)
+	}
 	quoted := make([]string, len(codegen))
 	for i, c := range codegen {
 		quoted[i] = fmt.Sprintf("%q", c)
@@ -241,6 +245,12 @@ func TestTaskRulesReferenceServers(t *testing.T) {
 		{task: "remember that Bob Smith speaks French", rule: "remember", want: "remembered: Bob Smith speaks French\n", call: "memory/create_entities"},
 		{task: "list all memories", rule: "list_memory", want: "Alice: works at Acme; likes tea\nBob Smith: speaks French\n", call: "memory/read_graph"},
 		{task: "what is 2 + 3 * 4", rule: "arithmetic", want: "14\n"},
+		{task: "what is 12 times 7?", rule: "arithmetic", want: "84\n"},
+		{task: "divide 100 by 8", rule: "arithmetic", want: "12.5\n"},
+		{task: "count the words in notes/todo.txt", rule: "word_count", call: "filesystem/read_text_file",
+			want: "6 words (6 distinct) in 3 lines\nmost frequent: buy (1), milk (1), call (1), bob (1), book (1)\n"},
+		{task: "summarize data.csv", rule: "csv_summary", call: "filesystem/read_text_file",
+			want: "2 rows, 2 columns\n- region (text, 0 empty): most common: north (1), south (1)\n- revenue (int, 0 empty): min 95, max 120, mean 107.5, sum 215\n"},
 		{task: "calculate (17 - 5) / 4", rule: "arithmetic", want: "3\n"},
 		{task: "sum of 1, 2, 3 and 4", rule: "aggregate_numbers", want: "10\n"},
 		{task: "average of 4, 8 and 15", rule: "aggregate_numbers", want: "9\n"},
@@ -302,8 +312,19 @@ func TestTaskRulesReferenceServers(t *testing.T) {
 		}
 		out, errOut, code := ctl(t, ts.setup, "task", "-v", "what is 2 + 3 * 4")
 		if code != 0 || out != "14\n" || !strings.Contains(errOut, "generator  rules (rules/arithmetic)") ||
-			!strings.Contains(errOut, "pipeline overhead") || !strings.Contains(errOut, `expr = "2 + 3 * 4"`) {
+			!strings.Contains(errOut, "pipeline overhead") || !strings.Contains(errOut, `ast.parse("2 + 3 * 4"`) {
 			t.Errorf("-v: exit %d\nstdout %q\nstderr:\n%s", code, out, errOut)
+		}
+	})
+
+	// A question no rule answers is refused, saying what the rules do,
+	// rather than answered by a rule that half matches it.
+	t.Run("refusal", func(t *testing.T) {
+		for _, q := range []string{"what is the capital of France?", "who is Alice?"} {
+			out, errOut, code := ctl(t, ts.setup, "task", q)
+			if code == 0 || out != "" || !strings.Contains(errOut, "the rules generator answers only tasks in these forms") {
+				t.Errorf("%q: exit %d\nstdout %q\nstderr:\n%s", q, code, out, errOut)
+			}
 		}
 	})
 

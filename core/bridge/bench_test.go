@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"github.com/cexec/cexec/internal/testpeers"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cexec/cexec/internal/testpeers"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/client"

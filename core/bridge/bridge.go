@@ -32,6 +32,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/cexec/cexec/core/catalog"
+	"github.com/cexec/cexec/internal/schemamsg"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
@@ -140,7 +141,7 @@ func (b *Bridge) call(ctx context.Context, tenant string, t catalog.Tool, args j
 	if sch := b.schemas.get(&t); sch != nil {
 		var verr *jsonschema.ValidationError
 		if err := sch.Validate(inst); errors.As(err, &verr) {
-			return nil, &sandbox.CallError{Type: TypeInvalidArguments, Message: fmt.Sprintf("invalid arguments for %s: %s", t.ID, describe(verr))}
+			return nil, &sandbox.CallError{Type: TypeInvalidArguments, Message: fmt.Sprintf("invalid arguments for %s: %s", t.ID, schemamsg.Describe(verr))}
 		} else if err != nil {
 			return nil, &sandbox.CallError{Type: TypeInvalidArguments, Message: fmt.Sprintf("invalid arguments for %s: %v", t.ID, err)}
 		}

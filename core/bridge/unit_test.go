@@ -13,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/cexec/cexec/core/catalog"
+	"github.com/cexec/cexec/internal/schemamsg"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
@@ -58,7 +59,7 @@ func TestDescribe(t *testing.T) {
 			if !errors.As(sch.Validate(inst), &verr) {
 				t.Fatal("valid, want an error")
 			}
-			if got := describe(verr); !strings.Contains(got, tt.want) {
+			if got := schemamsg.Describe(verr); !strings.Contains(got, tt.want) {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})

@@ -54,21 +54,29 @@ func (v catalogView) Servers(_ context.Context, sc mcpface.Scope) ([]mcpface.Ser
 	if err != nil {
 		return nil, err
 	}
+	return serverList(v.cat.Tools(), v.cat.Servers(), ten.Allowed, visible), nil
+}
+
+// serverList is list_servers' answer: the allowed upstream servers with
+// their stub package and visible tools, then each local package once (its
+// directory under servers/ is its package).
+func serverList(tools []catalog.Tool, statuses []catalog.ServerStatus, allowed func(string) bool, visible func(*catalog.Tool) bool) []mcpface.Server {
 	counts := map[string]int{}
 	pkgs := map[string]string{}
 	var local []string
-	for _, t := range v.cat.Tools() {
-		if t.Local != nil && pkgs[t.Server] == "" {
-			local = append(local, t.Server)
-		}
-		if p := stubPackage(t.Stub.Module); p != "" {
+	for _, t := range tools {
+		if t.Local != nil {
+			if _, seen := pkgs[t.Server]; !seen {
+				local = append(local, t.Server)
+			}
+			pkgs[t.Server] = t.Server
+		} else if p := stubPackage(t.Stub.Module); p != "" {
 			pkgs[t.Server] = p
 		}
 		if visible(&t) {
 			counts[t.Server]++
 		}
 	}
-	statuses := v.cat.Servers()
 	var named []stubgen.Server
 	for _, s := range statuses {
 		if pkgs[s.Name] == "" {
@@ -82,7 +90,7 @@ func (v catalogView) Servers(_ context.Context, sc mcpface.Scope) ([]mcpface.Ser
 	}
 	var out []mcpface.Server
 	for _, s := range statuses {
-		if !ten.Allowed(s.Name) {
+		if !allowed(s.Name) {
 			continue
 		}
 		srv := mcpface.Server{Name: s.Name, Package: pkgs[s.Name], State: string(s.State), Tools: counts[s.Name]}
@@ -96,7 +104,7 @@ func (v catalogView) Servers(_ context.Context, sc mcpface.Scope) ([]mcpface.Ser
 			out = append(out, mcpface.Server{Name: name, Package: pkgs[name], State: "local", Tools: counts[name]})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // stubPackage is the package of a stub module: servers.<package>.<function>.

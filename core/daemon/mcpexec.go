@@ -55,15 +55,22 @@ func (t taskView) RunTask(ctx context.Context, sc mcpface.Scope, task string) (m
 		}
 	}
 	if res.Exec == nil {
+		// The diagnostics already say what each generator answered (a
+		// refusal says what it can do); the attempts would repeat it.
+		if len(res.Diagnostics) > 0 {
+			why = why[:0]
+		}
 		for _, d := range res.Diagnostics {
 			why = append(why, strings.TrimSpace(d.Summary+": "+d.Detail))
 		}
-		sentinel := pluginapi.ErrInvalidArgument
-		if res.Status == pipeline.TaskDenied {
-			sentinel = pluginapi.ErrDenied
+		if len(why) == 0 {
+			why = append(why, "no code generator wrote a program")
 		}
-		return mcpface.TaskResult{}, fmt.Errorf("no program ran (%s): %s; write one with execute_code instead: %w",
-			res.Status, strings.Join(why, "; "), sentinel)
+		msg := strings.Join(why, "; ") + "; write the program with execute_code instead"
+		if res.Status == pipeline.TaskDenied {
+			return mcpface.TaskResult{}, noProgram{"no program ran (denied): " + msg, pluginapi.ErrDenied}
+		}
+		return mcpface.TaskResult{}, noProgram{msg, pluginapi.ErrInvalidArgument}
 	}
 	out.Execution = faceExecution(res.Exec)
 	return out, nil
@@ -99,3 +106,13 @@ func faceExecution(res *pipeline.CodeResult) mcpface.Execution {
 	}
 	return ex
 }
+
+// noProgram is why a task ran no program, read by a model: its text leaves
+// out the sentinel it wraps.
+type noProgram struct {
+	msg  string
+	kind error
+}
+
+func (e noProgram) Error() string { return e.msg }
+func (e noProgram) Unwrap() error { return e.kind }

@@ -78,8 +78,12 @@
 //
 // Failures are isError results with a message that says what to do (an
 // unknown server lists the known ones, a mistyped tool gets a suggestion).
-// execute_code returns stdout (its middle cut above Options.MaxOutput, and
-// saying so), stderr, the cexec.result() value, the error with its
-// traceback, a summary of the tool calls and the duration, as text and as
-// ExecOutput in structuredContent.
+// Replies carry what the model needs and no more. execute_code's text is
+// the output (its middle cut above Options.MaxOutput, a long line keeping its
+// head and tail, and saying so), stderr and the cexec.result() value; a
+// failure adds the traceback (the program's frames, the message once), the
+// exit code and the tool calls it does not explain. ExecOutput in
+// structuredContent says the same compactly, with the rounded duration and
+// the session only when the call chose another. get_tool shows a stub's
+// types, signature and docstring; argument errors are sentences.
 package mcpface

@@ -143,7 +143,9 @@ func New(o Options) (*Face, error) {
 	}
 	f.sessions = newSessionTable(o.OnSessionEnd)
 	f.srv = f.newMCPServer()
-	f.addTools()
+	if err := f.addTools(); err != nil {
+		return nil, err
+	}
 	f.addResources()
 	f.handler = f.admit(f.routes())
 	return f, nil
@@ -250,7 +252,6 @@ func (f *Face) newMCPServer() *server.MCPServer {
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, true),
 		server.WithInstructions(instructions),
-		server.WithInputSchemaValidation(),
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
 		server.WithHooks(hooks),
@@ -290,11 +291,11 @@ func (f *Face) routes() *http.ServeMux {
 	return mux
 }
 
-// instructions is the server's description of itself in initialize: the
-// workflow, once, for clients that show it to the model.
-const instructions = "cexec runs your Python next to upstream MCP tools. " +
-	"Find tools with search_tools, read a stub with get_tool, then write one program for execute_code " +
-	"that calls the tools, filters the data and prints only what you need."
+// instructions is the server's description of itself in initialize, for
+// clients that show it to the model. The tool descriptions teach the
+// workflow; this says only what they do not.
+const instructions = "cexec: upstream MCP tools as Python functions in a sandbox without network access. " +
+	"One program does the work of many tool calls; only what it prints reaches you."
 
 // NotifyResourcesChanged tells connected clients that the stub tree or the
 // skills changed (resources/list_changed); call it when the catalog

@@ -3,14 +3,17 @@ package mcpface
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 )
 
-// ExecOutput is execute_code's (and execute_task's) structuredContent. The
-// text content says the same for clients that only read text.
+// ExecOutput is execute_code's (and execute_task's) structuredContent. It
+// says what the text says, compactly: empty fields are left out and times
+// are rounded.
 type ExecOutput struct {
 	OK     bool   `json:"ok"`
 	Stdout string `json:"stdout"`
@@ -23,40 +26,102 @@ type ExecOutput struct {
 	ResultOmitted bool       `json:"result_omitted,omitempty"`
 	Error         *ExecError `json:"error,omitempty"`
 	// ExitCode is set when the program exited with a non-zero status.
-	ExitCode   int       `json:"exit_code,omitempty"`
-	TimedOut   bool      `json:"timed_out,omitempty"`
-	ToolCalls  ToolCalls `json:"tool_calls"`
-	DurationMS float64   `json:"duration_ms"`
-	Session    string    `json:"session"`
-	// Code and Attempts are execute_task's: the program that ran last.
+	ExitCode int  `json:"exit_code,omitempty"`
+	TimedOut bool `json:"timed_out,omitempty"`
+	// ToolCalls is left out when the program made no tool call.
+	ToolCalls  *ToolCalls `json:"tool_calls,omitempty"`
+	DurationMS float64    `json:"duration_ms"`
+	// Session is set only when the execution ran in another session than
+	// the connection's (the session argument).
+	Session string `json:"session,omitempty"`
+	// Code is execute_task's program, when asked for; Attempts counts the
+	// programs it generated.
 	Code     string `json:"code,omitempty"`
 	Attempts int    `json:"attempts,omitempty"`
 }
 
+// cutMarker replaces what capMiddle drops.
+func cutMarker(n int) string {
+	return "…[cut " + groupThousands(n) + " characters]…"
+}
+
+func groupThousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// maxWord is the longest run without a space that capMiddle moves its cut
+// around: longer ones (a line of one character repeated, base64) are cut
+// inside, keeping their head and tail, rather than dropped whole.
+const maxWord = 256
+
 // capMiddle cuts s to at most max bytes (plus a marker) by dropping its
 // middle (the end of a program's output often holds its summary). It reports
-// whether it cut. Cuts fall between lines, or between words when a line is
-// longer than the budget, never inside a word: the reply is tokenized after
-// this, and half a value (an e-mail address cut at the "@") would no longer
-// be recognised as PII.
+// whether it cut. Each cut moves to a line break when one is near (within an
+// eighth of max), else to a space, never inside a word shorter than maxWord:
+// the reply is tokenized after this, and half a value (an e-mail address cut
+// at the "@") would no longer be recognised as PII. A longer word is cut
+// inside, so that no line is dropped whole.
 func capMiddle(s string, max int) (string, bool) {
 	if len(s) <= max {
 		return s, false
 	}
+	near := max / 8
 	head, start := max*3/4, len(s)-max/4
-	if i := strings.LastIndexByte(s[:head], '\n'); i >= 0 {
+	if i := strings.LastIndexByte(s[:head], '\n'); i >= 0 && head-i <= near {
 		head = i + 1
+	} else if j := wordStart(s, head); j >= 0 {
+		head = j
 	} else {
-		head = strings.LastIndexFunc(s[:head], unicode.IsSpace) + 1
+		for head > 0 && !utf8.RuneStart(s[head]) {
+			head--
+		}
 	}
-	if i := strings.IndexByte(s[start:], '\n'); i >= 0 {
+	atLine := true
+	if i := strings.IndexByte(s[start:], '\n'); i >= 0 && i < near {
 		start += i + 1
-	} else if i := strings.IndexFunc(s[start:], unicode.IsSpace); i >= 0 {
-		start += i + 1
+	} else if j := wordEnd(s, start); j >= 0 {
+		start, atLine = j, false
+	} else if j := wordStart(s, start); j > head {
+		start, atLine = j, false
 	} else {
-		start = len(s)
+		for start < len(s) && !utf8.RuneStart(s[start]) {
+			start++
+		}
+		atLine = false
 	}
-	return s[:head] + fmt.Sprintf("\n[… %d bytes cut …]\n", start-head) + s[start:], true
+	marker := cutMarker(utf8.RuneCountInString(s[head:start]))
+	if atLine {
+		marker += "\n"
+	}
+	return s[:head] + marker + s[start:], true
+}
+
+// wordStart is the start of the word s[i] is in, if it began within
+// maxWord bytes on the same line, else -1.
+func wordStart(s string, i int) int {
+	j := strings.LastIndexFunc(s[max(i-maxWord, 0):i], unicode.IsSpace)
+	if j < 0 && i > maxWord {
+		return -1
+	}
+	return max(i-maxWord, 0) + j + 1
+}
+
+// wordEnd is the end of the word s[i] is in (after the space that ends
+// it), if that is within maxWord bytes on the same line, else -1.
+func wordEnd(s string, i int) int {
+	seg := s[i:min(i+maxWord, len(s))]
+	if nl := strings.IndexByte(seg, '\n'); nl >= 0 {
+		seg = seg[:nl]
+	}
+	j := strings.IndexAny(seg, " \t")
+	if j < 0 {
+		return -1
+	}
+	return i + j + 1
 }
 
 // capTail keeps the last max bytes of s: the end of a traceback names the
@@ -72,51 +137,62 @@ func capTail(s string, max int) string {
 	return "[…]\n" + s[start:]
 }
 
+// ms rounds a duration to what a reader compares: 0.1 ms below 10 ms,
+// whole milliseconds above.
 func ms(d time.Duration) float64 {
-	return float64(d.Round(10*time.Microsecond)) / float64(time.Millisecond)
+	if d < 10*time.Millisecond {
+		return float64(d.Round(100*time.Microsecond)) / float64(time.Millisecond)
+	}
+	return float64(d.Round(time.Millisecond) / time.Millisecond)
 }
 
-// executionReply renders an execution for the agent: stdout first, then
-// what else there is, each part capped, and a last line with the outcome.
-func (f *Face) executionReply(ex Execution, session string, task *TaskResult) reply {
+// roundMS rounds a figure in milliseconds as ms does.
+func roundMS(v float64) float64 {
+	return ms(time.Duration(v * float64(time.Millisecond)))
+}
+
+// executionReply renders an execution for the agent. A success is its
+// output and nothing else ("(no output)" when there is none); a failure adds
+// what went wrong once (the traceback, whose last line names the error), the
+// exit status and the tool calls that failed. session is the session to
+// report: "" when it is the connection's own.
+func (f *Face) executionReply(ex Execution, session string, task *TaskResult, showCode bool) reply {
 	max := f.o.MaxOutput
 	out := ExecOutput{
 		OK:         ex.Error == nil && !ex.TimedOut && ex.ExitCode == 0,
 		Error:      ex.Error,
 		ExitCode:   ex.ExitCode,
 		TimedOut:   ex.TimedOut,
-		ToolCalls:  ex.Calls,
 		DurationMS: ms(ex.Duration),
 		Session:    session,
 	}
+	if c := ex.Calls; c.Calls > 0 || c.Refused > 0 {
+		out.ToolCalls = roundCalls(c)
+	}
 	var b strings.Builder
 	if task != nil {
-		code, _ := capMiddle(task.Code, max)
-		out.Code, out.Attempts = code, task.Attempts
-		fmt.Fprintf(&b, "[program, attempt %d]\n```python\n%s\n```\n", task.Attempts, strings.TrimRight(code, "\n"))
+		out.Attempts = task.Attempts
+		if showCode {
+			code, _ := capMiddle(task.Code, max)
+			out.Code = code
+			fmt.Fprintf(&b, "```python\n%s\n```\n", strings.TrimRight(code, "\n"))
+		}
 	}
 
 	stdout, cut := capMiddle(ex.Stdout, max)
 	out.Stdout, out.StdoutTruncated = stdout, cut || ex.OutputTruncated
-	if stdout != "" {
-		b.WriteString(stdout)
-		if !strings.HasSuffix(stdout, "\n") {
-			b.WriteByte('\n')
-		}
-	}
+	writeLine(&b, stdout)
 	switch {
 	case cut:
-		fmt.Fprintf(&b, "[stdout truncated: %d bytes, middle cut to fit %d; print less, e.g. counts or the first rows]\n", len(ex.Stdout), max)
+		fmt.Fprintf(&b, "[stdout cut from %d to %d bytes; print less]\n", len(ex.Stdout), max)
 	case ex.OutputTruncated:
-		b.WriteString("[output truncated at the sandbox's output limit; print less]\n")
+		b.WriteString("[stdout cut at the sandbox's output limit; print less]\n")
 	}
 	if ex.Stderr != "" {
 		stderr, _ := capMiddle(ex.Stderr, max/4)
 		out.Stderr = stderr
-		b.WriteString("[stderr]\n" + stderr)
-		if !strings.HasSuffix(stderr, "\n") {
-			b.WriteByte('\n')
-		}
+		b.WriteString("[stderr]\n")
+		writeLine(&b, stderr)
 	}
 	if len(ex.Result) > 0 {
 		if len(ex.Result) > max {
@@ -133,49 +209,88 @@ func (f *Face) executionReply(ex Execution, session string, task *TaskResult) re
 		errCopy := *e
 		errCopy.Traceback = capTail(e.Traceback, max/4)
 		out.Error = &errCopy
-		fmt.Fprintf(&b, "[error] %s: %s\n", e.Type, e.Message)
-		if tb := strings.TrimRight(errCopy.Traceback, "\n"); tb != "" {
-			b.WriteString(tb + "\n")
+		tb := strings.TrimRight(errCopy.Traceback, "\n")
+		if tb == "" || !strings.Contains(tb, e.Message) {
+			// The traceback's last line names the error; without one the
+			// error is said here.
+			fmt.Fprintf(&b, "%s: %s\n", e.Type, e.Message)
 		}
+		writeLine(&b, tb)
 	}
-	if ex.Stdout == "" && ex.Stderr == "" && len(ex.Result) == 0 && ex.Error == nil {
-		b.WriteString("(no output: print what you need)\n")
+	if c := ex.Calls; c.Refused > 0 || c.Failed > 0 && !explained(c, ex.Error) {
+		b.WriteString(callSummary(c, ex.Error))
 	}
-	if c := ex.Calls; c.Calls > 0 || c.Refused > 0 {
-		b.WriteString(callSummary(c))
-	}
-	status := "ok"
 	switch {
 	case ex.TimedOut:
-		status = "timed out"
-	case ex.Error != nil:
-		status = "failed"
-	case ex.ExitCode != 0:
-		status = fmt.Sprintf("exited with code %d", ex.ExitCode)
+		fmt.Fprintf(&b, "[timed out after %s and was stopped; do less per program]\n", formatMS(out.DurationMS))
+	case ex.ExitCode != 0 && ex.Error == nil:
+		fmt.Fprintf(&b, "[exited with code %d]\n", ex.ExitCode)
+	case b.Len() == 0:
+		b.WriteString("(no output)\n")
 	}
-	fmt.Fprintf(&b, "[%s in %s]", status, formatMS(out.DurationMS))
 	return reply{text: b.String(), structured: out, isError: !out.OK, tokenized: ex.Tokenized}
 }
 
-// callSummary is one line: how many calls, to what, and what failed.
-func callSummary(c ToolCalls) string {
+// writeLine writes s, ending it with a newline.
+func writeLine(b *strings.Builder, s string) {
+	if s == "" {
+		return
+	}
+	b.WriteString(s)
+	if !strings.HasSuffix(s, "\n") {
+		b.WriteByte('\n')
+	}
+}
+
+// roundCalls is c with its times rounded, for structuredContent.
+func roundCalls(c ToolCalls) *ToolCalls {
+	c.TotalMS = roundMS(c.TotalMS)
+	c.Tools = slices.Clone(c.Tools)
+	for i := range c.Tools {
+		c.Tools[i].TotalMS = roundMS(c.Tools[i].TotalMS)
+		c.Tools[i].MaxMS = roundMS(c.Tools[i].MaxMS)
+	}
+	return &c
+}
+
+// explained reports whether the program's error is the error of every
+// tool call that failed: its traceback then says all there is to say.
+func explained(c ToolCalls, progErr *ExecError) bool {
+	if progErr == nil {
+		return false
+	}
+	for _, t := range c.Tools {
+		if t.Failed > 0 && (t.Failed > 1 || !strings.Contains(t.LastError, progErr.Message)) {
+			return false
+		}
+	}
+	return true
+}
+
+// callSummary is one line on the tool calls that failed or were refused;
+// the last error of a tool is left out when it is the program's error,
+// which the reply shows already.
+func callSummary(c ToolCalls, progErr *ExecError) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[%d tool call%s, %s", c.Calls, plural(c.Calls), formatMS(c.TotalMS))
+	b.WriteByte('[')
 	if c.Failed > 0 {
-		fmt.Fprintf(&b, ", %d failed", c.Failed)
+		fmt.Fprintf(&b, "%d of %d tool call%s failed", c.Failed, c.Calls, plural(c.Calls))
+		if c.Refused > 0 {
+			b.WriteString(", ")
+		}
 	}
 	if c.Refused > 0 {
-		fmt.Fprintf(&b, ", %d refused by the call limit", c.Refused)
+		fmt.Fprintf(&b, "%d tool call%s refused by the call limit", c.Refused, plural(c.Refused))
 	}
-	for i, t := range c.Tools {
-		if i == 0 {
-			b.WriteString(": ")
-		} else {
-			b.WriteString("; ")
+	sep := ": "
+	for _, t := range c.Tools {
+		if t.Failed == 0 {
+			continue
 		}
-		fmt.Fprintf(&b, "%s/%s ×%d", t.Server, t.Tool, t.Calls)
-		if t.Failed > 0 {
-			fmt.Fprintf(&b, " (%d failed: %s)", t.Failed, cutRunes(t.LastError, 200))
+		fmt.Fprintf(&b, "%s%s/%s ×%d", sep, t.Server, t.Tool, t.Failed)
+		sep = "; "
+		if progErr == nil || !strings.Contains(t.LastError, progErr.Message) {
+			fmt.Fprintf(&b, " (%s)", cutRunes(t.LastError, 200))
 		}
 	}
 	b.WriteString("]\n")

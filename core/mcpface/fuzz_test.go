@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -122,6 +123,35 @@ func FuzzJSONRPC(f *testing.F) {
 		}
 		if reply.Result == nil && reply.Error == nil {
 			t.Fatalf("reply to %q has neither result nor error: %s", body, b)
+		}
+	})
+}
+
+// FuzzCapMiddle checks capMiddle's promises on any text: valid UTF-8 stays
+// valid, the result stays near the budget, and it keeps a head and a tail
+// of the input around one marker.
+func FuzzCapMiddle(f *testing.F) {
+	f.Add(strings.Repeat("a", 5000), 1000)
+	f.Add(strings.Repeat("row alice@example.com\n", 300), 2000)
+	f.Add("first\n"+strings.Repeat("é", 3000)+"\nlast\n", 1000)
+	f.Fuzz(func(t *testing.T, s string, budget int) {
+		if budget < 64 || budget > 1<<16 || !utf8.ValidString(s) {
+			return
+		}
+		got, cut := capMiddle(s, budget)
+		if !cut {
+			if got != s || len(s) > budget {
+				t.Fatalf("uncut %d bytes with max %d", len(s), budget)
+			}
+			return
+		}
+		if !utf8.ValidString(got) || len(got) > budget+maxWord+64 {
+			t.Fatalf("%d bytes with max %d, or invalid UTF-8", len(got), budget)
+		}
+		i := strings.Index(got, "…[cut ")
+		j := strings.Index(got[max(i, 0):], "]…")
+		if i < 0 || j < 0 || !strings.HasPrefix(s, got[:i]) || !strings.HasSuffix(s, strings.TrimPrefix(got[i+j+len("]…"):], "\n")) {
+			t.Fatalf("not a head and a tail of the input around a marker: %q", got)
 		}
 	})
 }

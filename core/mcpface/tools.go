@@ -1,6 +1,7 @@
 package mcpface
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,9 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/cexec/cexec/internal/schemamsg"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -66,8 +69,8 @@ var toolDefs = []toolDef{
 		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"Session to continue; default: this connection's"}},"required":["code"]}`,
 		false, (*Face).executeCode},
 	{ToolExecuteTask,
-		"Describe a task in words; cexec writes a program with the tools it finds, runs it and returns the output and the code. Prefer execute_code when you can write the program.",
-		`{"type":"object","properties":{"task_description":{"type":"string"}},"required":["task_description"]}`,
+		"Describe a task in words; cexec writes a program with the tools it finds and returns its output, or says it cannot. Prefer execute_code when you can write the program.",
+		`{"type":"object","properties":{"task_description":{"type":"string"},"show_code":{"type":"boolean","default":false,"description":"Also return the program"}},"required":["task_description"]}`,
 		false, (*Face).executeTask},
 	{ToolGetState,
 		"Read a saved state value; without a name, list the state files.",
@@ -91,7 +94,7 @@ var toolDefs = []toolDef{
 		true, (*Face).getSkill},
 }
 
-func (f *Face) addTools() {
+func (f *Face) addTools() error {
 	for _, d := range toolDefs {
 		if d.name == ToolExecuteTask && f.o.Tasks == nil {
 			continue
@@ -100,11 +103,62 @@ func (f *Face) addTools() {
 		if d.readOnly {
 			t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(true)
 		}
-		fn := d.fn
+		schema, err := compileInputSchema(d.name, d.schema)
+		if err != nil {
+			return err
+		}
+		fn, name := d.fn, d.name
 		f.srv.AddTool(t, f.wrap(d.name, func(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+			if msg := checkArguments(schema, req.GetArguments()); msg != "" {
+				return errorReply("%s: %s", name, msg)
+			}
 			return fn(f, ctx, sc, req)
 		}))
 	}
+	return nil
+}
+
+// compileInputSchema compiles a tool's input schema, to check arguments
+// against it: mcp-go's own check words its errors as Go values
+// (&{Missing:[code]}).
+func compileInputSchema(name, schema string) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
+	if err != nil {
+		return nil, fmt.Errorf("input schema of %s: %w", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	url := "https://cexec.invalid/tools/" + name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("input schema of %s: %w", name, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("input schema of %s: %w", name, err)
+	}
+	return sch, nil
+}
+
+// checkArguments validates a call's arguments and says in sentences what
+// is wrong, or returns "".
+func checkArguments(schema *jsonschema.Schema, args map[string]any) string {
+	if args == nil {
+		args = map[string]any{}
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return "arguments are not JSON: " + err.Error()
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return "arguments are not JSON: " + err.Error()
+	}
+	var verr *jsonschema.ValidationError
+	if err := schema.Validate(v); errors.As(err, &verr) {
+		return schemamsg.Describe(verr)
+	} else if err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // failure turns a service error into an isError reply; for ErrNotFound the
@@ -338,7 +392,7 @@ func (f *Face) getTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest) 
 	if t.Import != "" {
 		b.WriteString(t.Import + "\n\n")
 	}
-	b.WriteString(src)
+	b.WriteString(stubInterface(src))
 	return reply{text: b.String()}
 }
 
@@ -380,9 +434,15 @@ func (f *Face) executeCode(ctx context.Context, sc *Scope, req mcp.CallToolReque
 	if strings.TrimSpace(code) == "" {
 		return errorReply("code is empty: pass a Python program that prints what you need")
 	}
+	// The session is reported only when the argument changed it: the
+	// connection's own is implied.
+	changed := ""
 	if s := strings.TrimSpace(req.GetString("session", "")); s != "" {
 		if !validSessionID(s) {
 			return errorReply("invalid session %q: use 1-128 characters of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit", cutRunes(s, 80))
+		}
+		if s != sc.Session {
+			changed = s
 		}
 		sc.Session = s
 	}
@@ -390,7 +450,7 @@ func (f *Face) executeCode(ctx context.Context, sc *Scope, req mcp.CallToolReque
 	if err != nil {
 		return failure("execute_code", err)
 	}
-	return f.executionReply(ex, sc.Session, nil)
+	return f.executionReply(ex, changed, nil, false)
 }
 
 func (f *Face) executeTask(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
@@ -402,7 +462,7 @@ func (f *Face) executeTask(ctx context.Context, sc *Scope, req mcp.CallToolReque
 	if err != nil {
 		return failure("execute_task", err)
 	}
-	return f.executionReply(res.Execution, sc.Session, &res)
+	return f.executionReply(res.Execution, "", &res, req.GetBool("show_code", false))
 }
 
 func (f *Face) getState(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
@@ -533,17 +593,23 @@ func (f *Face) unknownSkill(ctx context.Context, sc Scope, name string) reply {
 	return errorReply("no skill named %q; known skills: %s", name, strings.Join(names, ", "))
 }
 
-// renderSkill is a skill as Markdown: how to import it, its instructions
-// and its code.
+// renderSkill is a skill as Markdown: its title once, how to import it,
+// its instructions and its code.
 func renderSkill(s *Skill) string {
 	imp := s.Import
 	if imp == "" {
 		imp = "skills." + s.Name
 	}
+	title, body := "# "+s.Name, strings.TrimSpace(s.Instructions)
+	// SKILL.md bodies usually open with their own title.
+	if strings.HasPrefix(body, "# ") {
+		title, body, _ = strings.Cut(body, "\n")
+		body = strings.TrimSpace(body)
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\n%s\n\nImport: from %s import ...\n", s.Name, s.Description, imp)
-	if in := strings.TrimSpace(s.Instructions); in != "" {
-		b.WriteString("\n" + in + "\n")
+	fmt.Fprintf(&b, "%s\n\n%s\n\nImport: from %s import ...\n", title, s.Description, imp)
+	if body != "" && body != strings.TrimSpace(s.Description) {
+		b.WriteString("\n" + body + "\n")
 	}
 	if s.Code != "" {
 		b.WriteString("\n```python\n" + strings.TrimRight(s.Code, "\n") + "\n```\n")

@@ -85,7 +85,8 @@ func TestTools(t *testing.T) {
 		{"unknown server lists known ones", ToolGetServerTools, map[string]any{"server": "github"}, true,
 			[]string{`unknown server "github"; known servers: everything, memory`}, nil},
 		{"get tool by MCP name", ToolGetTool, map[string]any{"server": "everything", "tool": "get-sum"}, false,
-			[]string{"from servers.everything import get_sum\n\n", "def get_sum(", "call_tool("}, nil},
+			[]string{"from servers.everything import get_sum\n\n", "def get_sum(*, a: float, b: float) -> Any:", "Args:\n        a: First number"},
+			[]string{"call_tool", "Code generated", "__all__", "from typing"}},
 		{"get tool by Python name", ToolGetTool, map[string]any{"server": "everything", "tool": "get_sum"}, false,
 			[]string{"def get_sum("}, nil},
 		{"tool typo gets a suggestion", ToolGetTool, map[string]any{"server": "everything", "tool": "get-summ"}, true,
@@ -93,20 +94,22 @@ func TestTools(t *testing.T) {
 		{"unknown tool", ToolGetTool, map[string]any{"server": "everything", "tool": "launch_rockets"}, true,
 			[]string{`has no tool "launch_rockets"`, `get_server_tools("everything")`}, nil},
 		{"missing argument", ToolGetTool, map[string]any{"server": "everything"}, true, nil, nil},
-		{"execute", ToolExecuteCode, map[string]any{"code": "print(1+1)"}, false, []string{"2\n[ok in "}, nil},
+		{"execute", ToolExecuteCode, map[string]any{"code": "print(1+1)"}, false, []string{"2\n"}, []string{"ok in", " ms"}},
 		{"execute empty", ToolExecuteCode, map[string]any{"code": ""}, true, []string{"code is empty"}, nil},
-		{"execute silent", ToolExecuteCode, map[string]any{"code": "x = 1"}, false, []string{"(no output: print what you need)"}, nil},
+		{"execute silent", ToolExecuteCode, map[string]any{"code": "x = 1"}, false, []string{"(no output)"}, nil},
 		{"execute exception", ToolExecuteCode, map[string]any{"code": "print('before')\n1/0"}, true,
-			[]string{"before\n", "[error] ZeroDivisionError: division by zero", "Traceback", "[failed in "}, nil},
+			[]string{"before\nTraceback", "ZeroDivisionError: division by zero"}, []string{"[error]", " ms"}},
 		{"execute result", ToolExecuteCode, map[string]any{"code": "import cexec\ncexec.result({'n': 3})"}, false,
 			[]string{`[result] {"n":3}`}, []string{"no output"}},
 		{"execute stderr", ToolExecuteCode, map[string]any{"code": "import sys\nprint('warn', file=sys.stderr)"}, false,
 			[]string{"[stderr]\nwarn\n"}, nil},
 		{"execute bad session", ToolExecuteCode, map[string]any{"code": "print(1)", "session": "../x"}, true, []string{"invalid session"}, nil},
 		{"tool call to a server that is down", ToolExecuteCode, map[string]any{"code": "from servers.memory import read_graph\nread_graph()"}, true,
-			[]string{"[error] ToolError: server memory is not connected", "[1 tool call, ", "1 failed: memory/read_graph ×1 (1 failed: "}, nil},
+			[]string{"read_graph()\ncexec.ToolError: server memory is not connected"}, []string{"cexec/__init__.py", "tool call"}},
 		{"task", ToolExecuteTask, map[string]any{"task_description": "say hi"}, false,
-			[]string{"[program, attempt 1]", "SAY HI\n"}, nil},
+			[]string{"SAY HI\n"}, []string{"```python"}},
+		{"task with its code", ToolExecuteTask, map[string]any{"task_description": "say hi", "show_code": true}, false,
+			[]string{"```python\n", "SAY HI\n"}, nil},
 		{"state list empty", ToolGetState, nil, false, []string{"No state saved yet"}, nil},
 		{"state bad name", ToolSaveState, map[string]any{"name": "x.pkl", "value": 1}, true, []string{"must end in .json"}, nil},
 		{"state save", ToolSaveState, map[string]any{"name": "p.json", "value": map[string]any{"done": 3}}, false, []string{"Saved p.json (10 bytes)"}, nil},
@@ -156,11 +159,11 @@ func TestExecuteCodeStructured(t *testing.T) {
 		t.Fatalf("structuredContent %s: %v", b, err)
 	}
 	if out.OK || out.Stdout != "hi\n" || string(out.Result) != "[1,2]" || out.Error == nil || out.Error.Type != "ValueError" ||
-		!strings.Contains(out.Error.Traceback, "raise ValueError('bad')") || out.DurationMS <= 0 || out.Session == "" {
+		!strings.Contains(out.Error.Traceback, "raise ValueError('bad')") || out.DurationMS <= 0 || out.ToolCalls != nil {
 		t.Errorf("structuredContent = %s", b)
 	}
-	if out.Session != c.GetSessionId() {
-		t.Errorf("session = %q, want the MCP session %q", out.Session, c.GetSessionId())
+	if out.Session != "" {
+		t.Errorf("session = %q, want none: the connection's session is implied", out.Session)
 	}
 	_, res = call(t, c, ToolExecuteCode, map[string]any{"code": "print(1)", "session": "nightly-report"})
 	b, _ = json.Marshal(res.StructuredContent)
@@ -194,7 +197,7 @@ func TestExecuteCodeExitStatus(t *testing.T) {
 			if res.IsError != (tc.exit != 0) || out.OK != (tc.exit == 0) || out.ExitCode != tc.exit || out.Stdout != tc.stdout {
 				t.Errorf("isError %v, structuredContent %s", res.IsError, b)
 			}
-			if want := fmt.Sprintf("[exited with code %d in ", tc.exit); tc.exit != 0 && !strings.Contains(text, want) {
+			if want := fmt.Sprintf("[exited with code %d]", tc.exit); tc.exit != 0 && !strings.Contains(text, want) {
 				t.Errorf("text lacks %q:\n%s", want, text)
 			}
 		})
@@ -211,10 +214,8 @@ func TestExecuteCodeCallsUpstream(t *testing.T) {
 	if res.IsError {
 		t.Fatalf("error: %s", text)
 	}
-	for _, want := range []string{"5", "hello", "[2 tool calls, ", "everything/get-sum ×1; everything/echo ×1]"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("text lacks %q:\n%s", want, text)
-		}
+	if text != "The sum of 2 and 3 is 5.\nEcho: hello\n" {
+		t.Errorf("text is not the output alone:\n%s", text)
 	}
 	var out ExecOutput
 	b, _ := json.Marshal(res.StructuredContent)
@@ -232,13 +233,18 @@ func TestOutputCaps(t *testing.T) {
 	if res.IsError {
 		t.Fatal(text)
 	}
-	for _, want := range []string{"line 0\n", "line 999\n", " bytes cut …]", "[stdout truncated: 8890 bytes, middle cut to fit 1000; print less"} {
+	for _, want := range []string{"line 0\n", "line 999\n", " characters]…\n", "[stdout cut from 8890 to 1000 bytes; print less]"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
 	}
 	if len(text) > 1400 {
 		t.Errorf("text is %d bytes with a cap of 1000", len(text))
+	}
+	// A line longer than the cap keeps its head and tail.
+	text, _ = call(t, c, ToolExecuteCode, map[string]any{"code": "print('a' * 40000)"})
+	if want := strings.Repeat("a", 750) + "…[cut 39,001 characters]…" + strings.Repeat("a", 249) + "\n"; !strings.HasPrefix(text, want) {
+		t.Errorf("long line not cut in its middle:\n%s", text)
 	}
 	text, _ = call(t, c, ToolExecuteCode, map[string]any{"code": "import cexec\ncexec.result('x' * 5000)"})
 	if !strings.Contains(text, "[result omitted: 5002 bytes of JSON; return less]") {
@@ -252,16 +258,21 @@ func TestCapMiddle(t *testing.T) {
 		lines = append(lines, fmt.Sprintf("row %d: alice.smith@example.com paid", i))
 		words = append(words, "alice.smith@example.com", "é")
 	}
+	long := "first\n" + strings.Repeat("é", 3000) + "\nlast\n"
 	tests := []struct {
-		name string
-		in   string
-		max  int
-		cut  bool
+		name       string
+		in         string
+		max        int
+		cut        bool
+		wholeWords bool // every kept word is a word of the input
+		want       []string
 	}{
-		{"short", "short", 10, false},
-		{"lines", strings.Join(lines, "\n"), 300, true},
-		{"one long line", strings.Join(words, " "), 300, true},
-		{"one giant word", strings.Repeat("a", 200), 100, true},
+		{"short", "short", 10, false, true, nil},
+		{"lines", strings.Join(lines, "\n"), 300, true, true, []string{"row 0: ", "row 39: "}},
+		{"one long line", strings.Join(words, " "), 300, true, true, nil},
+		{"a line without spaces", strings.Repeat("a", 40000), 16384, true, false,
+			[]string{strings.Repeat("a", 12288) + "…[cut 23,616 characters]…" + strings.Repeat("a", 4096)}},
+		{"a long line among short ones", long, 1000, true, false, []string{"first\néé", "éé\nlast\n", "…[cut "}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,18 +286,25 @@ func TestCapMiddle(t *testing.T) {
 			if !cut {
 				return
 			}
-			marker := strings.Index(got, "\n[… ")
-			if marker < 0 || len(got)-len(tt.in) > 0 {
-				t.Fatalf("no marker or not shorter: %q", got)
+			marker := strings.Index(got, "…[cut ")
+			if marker < 0 || len(got) >= len(tt.in) || len(got) > tt.max+40 {
+				t.Fatalf("no marker, or not cut to the budget: %q", got)
 			}
-			// Every kept word is a whole word of the input: a value is
-			// never cut in half.
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("result lacks %q: %q", w, got)
+				}
+			}
+			if !tt.wholeWords {
+				return
+			}
+			// A value is never cut in half.
 			whole := map[string]bool{}
 			for _, w := range strings.Fields(tt.in) {
 				whole[w] = true
 			}
-			kept := got[:marker] + " " + got[strings.Index(got[marker+1:], "\n")+marker+2:]
-			for _, w := range strings.Fields(kept) {
+			end := strings.Index(got[marker:], "]…") + marker + len("]…")
+			for _, w := range strings.Fields(got[:marker] + " " + got[end:]) {
 				if !whole[w] {
 					t.Fatalf("kept a partial word %q in %q", w, got)
 				}
@@ -391,12 +409,12 @@ func TestTokenizedExecution(t *testing.T) {
 	text, res := call(t, c, ToolExecuteCode, map[string]any{"code": "pass"})
 	b, _ := json.Marshal(res.StructuredContent)
 	// The raw address stands for text the pipeline let through as it is.
-	for _, want := range []string{"mail [EMAIL_1] ann@example.com", `[result] {"to":"[EMAIL_1]"}`, "[error] [EMAIL_2]: raised", "[EMAIL_2]/send", "no server [EMAIL_2]"} {
+	for _, want := range []string{"mail [EMAIL_1] ann@example.com", `[result] {"to":"[EMAIL_1]"}`, "[EMAIL_2]: raised", "[EMAIL_2]/send", "no server [EMAIL_2]"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("reply lacks %q:\n%s", want, text)
 		}
 	}
-	if strings.Contains(text, "withheld") || !strings.Contains(string(b), `"result":{"to":"[EMAIL_1]"}`) || !strings.Contains(string(b), `"session":"`) {
+	if strings.Contains(text, "withheld") || !strings.Contains(string(b), `"result":{"to":"[EMAIL_1]"}`) {
 		t.Errorf("structured content: %s", b)
 	}
 }
@@ -422,5 +440,81 @@ func TestErrorsTokenized(t *testing.T) {
 		if !res.IsError || !strings.Contains(text, tt.want) || strings.Contains(text, "@example.com") {
 			t.Errorf("%s(%v): error %v, %q; want it tokenized, with %q", tt.tool, tt.args, res.IsError, text, tt.want)
 		}
+	}
+}
+
+// TestArgumentErrors checks that arguments that do not fit a tool's input
+// schema are answered in sentences naming the argument.
+func TestArgumentErrors(t *testing.T) {
+	w := newWorld(t)
+	c := connect(t, w.url+"/mcp")
+	tests := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{ToolExecuteCode, map[string]any{}, `execute_code: missing required argument "code"`},
+		{ToolExecuteCode, map[string]any{"code": 3}, `execute_code: argument "code": expected string, got number`},
+		{ToolGetTool, map[string]any{"server": "everything"}, `get_tool: missing required argument "tool"`},
+		{ToolSearchTools, map[string]any{"query": "x", "limit": 0}, `search_tools: argument "limit": `},
+		{ToolSearchTools, map[string]any{"query": "x", "detail_level": "all"}, `search_tools: argument "detail_level": `},
+	}
+	for _, tt := range tests {
+		text, res := call(t, c, tt.tool, tt.args)
+		if !res.IsError || !strings.HasPrefix(text, tt.want) || strings.ContainsAny(text, "&{}") {
+			t.Errorf("%s(%v) = %v %q; want an error starting %q", tt.tool, tt.args, res.IsError, text, tt.want)
+		}
+	}
+}
+
+// TestRenderSkill checks that a skill's title and description appear once,
+// whether or not its instructions open with a title of their own.
+func TestRenderSkill(t *testing.T) {
+	for _, s := range []Skill{
+		{Name: "csv_report", Description: "Summarise a CSV file.", Instructions: "# csv_report\n\nUse this for CSV files.\n", Code: "x = 1\n"},
+		{Name: "double", Description: "Doubles a number", Instructions: "Doubles a number", Code: "x = 1\n"},
+		{Name: "plain", Description: "Plain.", Instructions: "Call run().", Code: "x = 1\n"},
+	} {
+		got := renderSkill(&s)
+		if n := strings.Count(got, "# "+s.Name); n != 1 || strings.Count(got, s.Description) != 1 || !strings.HasPrefix(got, "# "+s.Name+"\n") {
+			t.Errorf("%s: title %d times, or the description not once:\n%s", s.Name, n, got)
+		}
+	}
+}
+
+// TestInstructionsDoNotRepeatTools checks that initialize's instructions
+// add to the tool descriptions instead of repeating them.
+func TestInstructionsDoNotRepeatTools(t *testing.T) {
+	for _, d := range toolDefs {
+		for _, phrase := range []string{"search_tools", "get_tool", "execute_code", "prints only", "print only"} {
+			if strings.Contains(instructions, phrase) && strings.Contains(d.desc, phrase) {
+				t.Errorf("instructions repeat %q of %s's description", phrase, d.name)
+			}
+		}
+	}
+}
+
+// TestToolErrorReply checks what a failed tool call costs the model: the
+// program's frame, the message once, none of the runtime's or the stub's
+// frames.
+func TestToolErrorReply(t *testing.T) {
+	w := newWorld(t)
+	c := connect(t, w.url+"/mcp")
+	code := "from servers.memory import read_graph\n\ndef load():\n    return read_graph()\n\nload()\n"
+	text, res := call(t, c, ToolExecuteCode, map[string]any{"code": code})
+	const msg = "server memory is not connected"
+	if !res.IsError || strings.Count(text, msg) != 1 {
+		t.Errorf("isError %v; the message is not there once:\n%s", res.IsError, text)
+	}
+	for _, frame := range []string{"line 6, in <module>\n    load()\n", "line 4, in load\n    return read_graph()\n"} {
+		if !strings.Contains(text, frame) {
+			t.Errorf("the program's frame %q is missing:\n%s", frame, text)
+		}
+	}
+	if strings.Count(text, "File ") != 2 || strings.Contains(text, "cexec/__init__.py") || strings.Contains(text, "read_graph.py") {
+		t.Errorf("runtime or stub frames shown:\n%s", text)
+	}
+	if len(text) > 400 {
+		t.Errorf("the reply is %d characters:\n%s", len(text), text)
 	}
 }

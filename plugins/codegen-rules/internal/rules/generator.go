@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -102,8 +103,9 @@ func fromHCL(attr string, d hcl.Diagnostics) pluginapi.Diagnostics {
 }
 
 // Generate renders the first matching rule whose required tools were
-// selected. When none fits, the response has no code and says why, so the
-// pipeline moves on to the next generator.
+// selected. When none fits, the response has no code and says what the
+// rules can do, so that the pipeline moves on to the next generator and the
+// agent learns what to ask instead: a rule never guesses.
 func (g *Generator) Generate(_ context.Context, req codegen.GenerateRequest) (codegen.GenerateResponse, error) {
 	g.mu.RLock()
 	set := g.set
@@ -120,15 +122,19 @@ func (g *Generator) Generate(_ context.Context, req codegen.GenerateRequest) (co
 		have[t.ID] = true
 	}
 	var diags pluginapi.Diagnostics
-	matches := set.Find(req.Task)
-	for _, m := range matches {
+	matched := false
+	for _, m := range set.Find(req.Task) {
+		code, err := m.Render()
+		if errors.Is(err, ErrNoMatch) {
+			continue
+		}
+		matched = true
 		if missing := missingTools(m.Rule.Requires, have); len(missing) > 0 {
 			diags = append(diags, pluginapi.Diagnostic{Severity: pluginapi.SeverityWarning,
 				Summary: "rule " + m.Rule.Name + " matched but its tools are not available",
 				Detail:  "missing: " + strings.Join(missing, ", ")})
 			continue
 		}
-		code, err := m.Render()
 		if err != nil {
 			diags = append(diags, pluginapi.Diagnostic{Severity: pluginapi.SeverityWarning,
 				Summary: "rule " + m.Rule.Name + " matched but could not be rendered", Detail: err.Error()})
@@ -136,12 +142,11 @@ func (g *Generator) Generate(_ context.Context, req codegen.GenerateRequest) (co
 		}
 		return codegen.GenerateResponse{Code: code, Diagnostics: diags, Model: "rules/" + m.Rule.Name}, nil
 	}
-	if len(matches) == 0 {
-		diags = append(diags, pluginapi.Errorf("", "no rule matches the task",
-			fmt.Sprintf("%d rules tried; add a rule file under rules_dir or configure an LLM generator", len(set.Rules))))
-	} else {
-		diags = append(diags, pluginapi.Errorf("", "no matching rule could be used", ""))
+	summary := "no rule matches the task"
+	if matched {
+		summary = "no matching rule could be used"
 	}
+	diags = append(diags, pluginapi.Errorf("", summary, set.Abilities()))
 	return codegen.GenerateResponse{Diagnostics: diags}, nil
 }
 

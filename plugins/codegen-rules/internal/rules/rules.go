@@ -23,14 +23,16 @@
 //
 // Captured values reach the template only as Python literals: {{ .name }} is
 // a quoted str, {{ .name.Int }} and {{ .name.Number }} are numeric literals
-// (the rule does not match when the capture is not a number). Task text can
-// therefore never inject code.
+// and {{ .name.Arithmetic }} an arithmetic expression in Python's operators,
+// as a str (the rule does not match when the capture is not one). Task text
+// can therefore never inject code.
 package rules
 
 import (
 	"bytes"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -209,11 +211,16 @@ func (v Value) String() string {
 	return string(b)
 }
 
+// ErrNoMatch is what a value's conversion returns when the capture is not
+// what the rule needs (a number, an expression): the rule then does not
+// match, as if its pattern had not.
+var ErrNoMatch = errors.New("the rule does not apply")
+
 // Int renders the value as a Python int literal, or fails the match.
 func (v Value) Int() (string, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64)
 	if err != nil {
-		return "", fmt.Errorf("%q is not a whole number", string(v))
+		return "", fmt.Errorf("%q is not a whole number: %w", string(v), ErrNoMatch)
 	}
 	return strconv.FormatInt(n, 10), nil
 }
@@ -227,7 +234,7 @@ func (v Value) Number() (string, error) {
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || f != f || f > 1e308 || f < -1e308 {
-		return "", fmt.Errorf("%q is not a number", string(v))
+		return "", fmt.Errorf("%q is not a number: %w", string(v), ErrNoMatch)
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64), nil
 }
@@ -304,4 +311,27 @@ func (m Match) Render() (string, error) {
 		return "", fmt.Errorf("render rule %s: %w", m.Rule.Name, err)
 	}
 	return buf.String(), nil
+}
+
+// Abilities says what the set's rules do, for a task none of them fits:
+// one example task per rule (its description when it has none), and where
+// to get more.
+func (s *Set) Abilities() string {
+	var b strings.Builder
+	b.WriteString("the rules generator answers only tasks in these forms: ")
+	for i, r := range s.Rules {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		switch {
+		case len(r.Examples) > 0:
+			b.WriteString(r.Examples[0])
+		case r.Description != "":
+			b.WriteString(r.Description)
+		default:
+			b.WriteString(r.Name)
+		}
+	}
+	b.WriteString(". For other tasks add a rule file under rules_dir or configure the \"llm\" codegen plugin")
+	return b.String()
 }

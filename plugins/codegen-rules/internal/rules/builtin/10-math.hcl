@@ -34,20 +34,24 @@ snippet "safe_eval" {
 }
 
 rule "arithmetic" {
-  description = "Evaluate an arithmetic expression"
-  pattern     = "(?i)^(?:what is|what's|compute|calculate|evaluate)\\s+(?P<expr>[0-9+\\-*/%().^\\s]+?)\\s*[?.!]?$"
-  examples    = ["what is 2 + 3 * 4", "calculate (17 - 5) / 4", "compute 2^10"]
+  description = "Evaluate an arithmetic expression, in symbols or words"
+  # Numbers, operators and operator words only; .Arithmetic then checks the
+  # expression and turns it into Python operators, so that "what is the
+  # capital of France" or "sum of 1, 2" is left to other rules.
+  pattern     = "(?i)^(?:(?:what is|what's|whats|how much is|compute|calculate|evaluate|work out)\\s+)?(?P<expr>(?:[-0-9.\\s()+*/%^×÷−]|\\b(?:x|plus|minus|times|multiplied|divided|over|to|the|power|of|squared|cubed|square|cube|root|percent|mod|modulo|divide|by|into|multiply|and|with|add|subtract|from|difference|between|remainder|when|is)\\b)+?)\\s*[?!=.]*\\s*$"
+  examples    = ["what is 12 times 7?", "calculate (17 - 5) / 4", "what's 15% of 80", "divide 100 by 8", "12*7"]
   template    = <<-PY
     {{ template "safe_eval" . }}
-    expr = {{ .expr }}.replace("^", "**")
-    result = _eval(ast.parse(expr, mode="eval"))
-    print(_fmt(result))
+    try:
+        print(_fmt(_eval(ast.parse({{ .expr.Arithmetic }}, mode="eval"))))
+    except ZeroDivisionError:
+        print("undefined: division by zero")
   PY
 }
 
 rule "aggregate_numbers" {
   description = "Sum, average, minimum or maximum of a list of numbers"
-  pattern     = "(?i)^(?:what is |compute |calculate )?(?:the )?(?P<op>sum|total|average|mean|minimum|min|maximum|max|product) of (?P<nums>-?[0-9.]+(?:\\s*(?:,|and|\\s)\\s*-?[0-9.]+)*)\\s*[?.!]?$"
+  pattern     = "(?i)^(?:(?:what is|what's|whats|compute|calculate|find|give me)\\s+)?(?:the )?(?P<op>sum|total|average|mean|minimum|min|maximum|max|product) of (?:the numbers )?(?P<nums>-?[0-9.]+(?:\\s*(?:,|and|,\\s*and|\\s)\\s*-?[0-9.]+)*)\\s*[?.!]?$"
   examples    = ["sum of 1, 2, 3", "average of 4, 8 and 15", "maximum of 3 9 2"]
   template    = <<-PY
     {{ template "safe_eval" . }}

@@ -151,3 +151,46 @@ rule "write_file" {
     print("wrote", len({{ .content }}), "characters to", {{ .path }})
   PY
 }
+
+# Counting words and summarising CSV use the shipped local tools
+# (servers/textutils), which run in the program itself: no tool call.
+
+rule "word_count" {
+  description = "Count the words of a file and list the most frequent ones"
+  pattern     = "(?i)^(?:(?:count|how many) (?:the )?words (?:are )?(?:there )?(?:in|of) |(?:the )?word count (?:of|for) |(?:what are )?(?:the )?(?:most (?:common|frequent)|top) words (?:in|of) )(?:the file )?(?P<path>[^\\s?]+\\.[A-Za-z0-9]+)\\s*[?.!]?$"
+  requires    = ["filesystem/read_text_file"]
+  examples    = ["count the words in notes/todo.txt", "how many words are in report.md?", "most common words in notes/todo.txt"]
+  template    = <<-PY
+    {{ template "fs" . }}
+    from servers.filesystem import read_text_file
+    from servers.textutils import word_count
+
+    counts = word_count(_text(read_text_file(path=_path({{ .path }}))), top=5)
+    print(f"{counts['words']} words ({counts['unique']} distinct) in {counts['lines']} lines")
+    if counts["top"]:
+        print("most frequent: " + ", ".join(f"{w} ({n})" for w, n in counts["top"]))
+  PY
+}
+
+rule "csv_summary" {
+  description = "Summarise a CSV file column by column"
+  pattern     = "(?i)^(?:summari[sz]e|describe|(?:give me )?(?:a )?summary of|what is in|what's in) (?:the )?(?:csv )?(?:file )?(?P<path>[^\\s?]+\\.(?:csv|tsv))\\s*[?.!]?$"
+  requires    = ["filesystem/read_text_file"]
+  examples    = ["summarize data/sales.csv", "describe the csv file reports/q3.csv", "what is in data/sales.csv?"]
+  template    = <<-PY
+    {{ template "fs" . }}
+    from servers.filesystem import read_text_file
+    from servers.textutils import csv_summary
+
+    summary = csv_summary(_text(read_text_file(path=_path({{ .path }}))))
+    print(f"{summary['rows']} rows, {len(summary['columns'])} columns")
+    for c in summary["columns"]:
+        if "mean" in c:
+            detail = f"min {c['min']:g}, max {c['max']:g}, mean {c['mean']:.4g}, sum {c['sum']:g}"
+        elif c.get("top"):
+            detail = "most common: " + ", ".join(f"{v} ({n})" for v, n in c["top"])
+        else:
+            detail = "empty"
+        print(f"- {c['name']} ({c['type']}, {c['empty']} empty): {detail}")
+  PY
+}

@@ -31,7 +31,9 @@ rule "remember" {
 
 rule "recall" {
   description = "Recall what is known about someone or something"
-  pattern     = "(?i)^(?:what do you (?:know|remember) about|recall|tell me (?:what you know )?about|who is|what is) (?P<name>[^?]+?)\\s*\\??$"
+  # Only questions about memory: "who is X" or "what is X" are factual
+  # questions, which an empty recall would answer wrongly.
+  pattern     = "(?i)^(?:what do you (?:know|remember) about|what did I tell you about|recall|tell me what you (?:know|remember) about) (?P<name>[^?]+?)\\s*\\??$"
   requires    = ["memory/open_nodes", "memory/search_nodes"]
   examples    = ["what do you know about Alice?", "recall Bob Smith"]
   template    = <<-PY

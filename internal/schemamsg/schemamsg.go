@@ -1,0 +1,121 @@
+// Package schemamsg words JSON Schema validation errors
+// (santhosh-tekuri/jsonschema) as sentences that name the argument at
+// fault, for messages a model reads: `missing required argument "code"`,
+// `argument "limit": must be >= 1 but found 0`.
+package schemamsg
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+var printer = message.NewPrinter(language.English)
+
+// maxProblems is how many validation problems one error message lists.
+const maxProblems = 3
+
+// Describe turns the library's error tree into a short message naming the
+// arguments at fault: the leaves of the tree (the keywords that failed),
+// at most maxProblems of them.
+func Describe(err *jsonschema.ValidationError) string {
+	var msgs []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			if m := problem(e); !slices.Contains(msgs, m) {
+				msgs = append(msgs, m)
+			}
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(err)
+	if len(msgs) > maxProblems {
+		msgs = append(msgs[:maxProblems], fmt.Sprintf("and %d more", len(msgs)-maxProblems))
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// problem words one failed keyword: `argument "path": expected string, got
+// number`; below the top level the JSON pointer says where:
+// `argument "entities" at /entities/0/name: expected string, got number`.
+func problem(e *jsonschema.ValidationError) string {
+	loc := e.InstanceLocation
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		if len(loc) == 0 {
+			return plural("missing required argument", k.Missing) + " " + quoteList(k.Missing)
+		}
+		return where(loc) + ": " + plural("missing required property", k.Missing) + " " + quoteList(k.Missing)
+	case *kind.AdditionalProperties:
+		if len(loc) == 0 {
+			return plural("unexpected argument", k.Properties) + " " + quoteList(k.Properties)
+		}
+		return where(loc) + ": " + plural("unexpected property", k.Properties) + " " + quoteList(k.Properties)
+	case *kind.Type:
+		if len(loc) == 0 {
+			return fmt.Sprintf("arguments must be %s, got %s", article(k.Want), k.Got)
+		}
+		return fmt.Sprintf("%s: expected %s, got %s", where(loc), strings.Join(k.Want, " or "), k.Got)
+	}
+	msg := e.ErrorKind.LocalizedString(printer)
+	if len(loc) == 0 {
+		return "arguments: " + msg
+	}
+	return where(loc) + ": " + msg
+}
+
+func where(loc []string) string {
+	arg := fmt.Sprintf("argument %q", loc[0])
+	if len(loc) == 1 {
+		return arg
+	}
+	return arg + " at " + pointer(loc)
+}
+
+// pointer is the RFC 6901 JSON pointer of an instance location.
+func pointer(loc []string) string {
+	var b strings.Builder
+	for _, tok := range loc {
+		b.WriteByte('/')
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1"))
+	}
+	return b.String()
+}
+
+func plural(noun string, items []string) string {
+	switch {
+	case len(items) < 2:
+		return noun
+	case strings.HasSuffix(noun, "y"):
+		return noun[:len(noun)-1] + "ies"
+	default:
+		return noun + "s"
+	}
+}
+
+// quoteList quotes names in sorted order: the validator collects them from
+// a map, and a message should not change from one call to the next.
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	slices.Sort(q)
+	return strings.Join(q, ", ")
+}
+
+func article(types []string) string {
+	if len(types) == 1 && types[0] == "object" {
+		return "an object"
+	}
+	return strings.Join(types, " or ")
+}
