@@ -166,11 +166,7 @@ func TestKillMidCall(t *testing.T) {
 	// the call, without a wall-clock bound in the test.
 	errc := make(chan error, 1)
 	go func() {
-<<<<<<< HEAD
-		_, err := c.Call(context.Background(), "everything", "trigger-long-running-operation", json.RawMessage(`{"duration": 3600, "steps": 2}`))
-=======
-		_, err := c.Call(context.Background(), "default", "everything", "trigger-long-running-operation", json.RawMessage(`{"duration": 20, "steps": 2}`))
->>>>>>> upstream
+		_, err := c.Call(context.Background(), "default", "everything", "trigger-long-running-operation", json.RawMessage(`{"duration": 3600, "steps": 2}`))
 		errc <- err
 	}()
 	time.Sleep(300 * time.Millisecond)
