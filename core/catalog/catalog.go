@@ -242,6 +242,17 @@ func (c *Catalog) Close() error {
 	return nil
 }
 
+// RemoveTenant stops tenant's instances of every tenant-scoped server, for a
+// tenant whose data was removed: a tenant re-created under the same id
+// starts from fresh processes, never ones holding the old tenant's state.
+func (c *Catalog) RemoveTenant(tenant string) {
+	for _, u := range c.servers {
+		if u.tenants != nil {
+			u.tenants.remove(tenant)
+		}
+	}
+}
+
 // Servers returns the status of every upstream server in config order.
 func (c *Catalog) Servers() []ServerStatus {
 	out := make([]ServerStatus, len(c.servers))

@@ -156,6 +156,17 @@ func (p *tenants) stopLocked(in *instance) {
 	in.stop()
 }
 
+// remove stops tenant's instance, if it runs; calls in flight on it fail
+// as on a crash.
+func (p *tenants) remove(tenant string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if in := p.instances[tenant]; in != nil {
+		in.up.log.Info("instance stopped: its tenant was removed")
+		p.stopLocked(in)
+	}
+}
+
 // reapIdle stops every instance idle for idle_timeout. While the server's
 // tools are not known yet (known false) nothing is stopped, so the
 // instance discovering them keeps trying.

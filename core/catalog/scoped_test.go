@@ -155,6 +155,32 @@ mcp_server "memory" {
 	}
 }
 
+// TestTenantRemoved stops a removed tenant's instance and leaves the
+// others running.
+func TestTenantRemoved(t *testing.T) {
+	bin := testpeers.Bin(t, "mcp-server-memory")
+	c, _ := startHCL(t, nil, fmt.Sprintf(`
+mcp_server "memory" {
+  command = %q
+  env     = { MEMORY_FILE_PATH = "${tenant.dir}/memory.jsonl" }
+  scope   = "tenant"
+}`, bin))
+	ctx := t.Context()
+	for _, tenant := range []string{"acme", "beta"} {
+		if _, err := c.Call(ctx, tenant, "memory", "read_graph", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acme, beta := instances(c, "memory")["acme"].PID, instances(c, "memory")["beta"].PID
+	c.RemoveTenant("acme")
+	if ins := instances(c, "memory"); ins["acme"].PID != 0 || ins["beta"].PID != beta {
+		t.Fatalf("after removing acme: %+v", ins)
+	}
+	if acme != 0 {
+		eventually(t, "the removed tenant's server process to exit", 10*time.Second, func() bool { return !alive(acme) })
+	}
+}
+
 func TestTenantMaxInstances(t *testing.T) {
 	bin := testpeers.Bin(t, "mcp-server-everything")
 	c, _ := startHCL(t, nil, fmt.Sprintf(`

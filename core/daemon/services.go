@@ -76,7 +76,7 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 	if fi, err := os.Stat(cfg.Daemon.SkillsDir); err == nil && fi.IsDir() {
 		wsOpts.SharedSkillsDir = cfg.Daemon.SkillsDir
 	}
-	wsOpts.OnRemove = s.removeTenantSandboxes
+	wsOpts.OnRemove = s.removeTenant
 	switch {
 	case os.Geteuid() != 0:
 		// Sandboxes run as cexecd's own user, which owns everything.
@@ -211,10 +211,14 @@ func (s *services) checkRunAs(sb sandbox.Sandbox) error {
 	return nil
 }
 
-// removeTenantSandboxes destroys the sandboxes of a tenant GC removed.
-func (s *services) removeTenantSandboxes(tenant string) {
+// removeTenant destroys the sandboxes and stops the per-tenant upstream
+// instances of a tenant GC removed.
+func (s *services) removeTenant(tenant string) {
 	if p := s.pool; p != nil {
 		p.RemoveTenant(tenant)
+	}
+	if c := s.catalog; c != nil {
+		c.RemoveTenant(tenant)
 	}
 }
 

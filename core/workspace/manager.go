@@ -105,8 +105,9 @@ type Options struct {
 	// while the folders above them and sessions stay cexecd's, mode 0700.
 	// Owner is then unused. Only when cexecd runs as root.
 	TenantUIDs *config.IDRange
-	// OnRemove is called with the id of each tenant GC removed, once its
-	// folder is gone from view (the daemon destroys its sandboxes).
+	// OnRemove is called with the id of each tenant GC removes, once its
+	// folder is gone from view and before its files are deleted (the
+	// daemon destroys its sandboxes and stops its server instances).
 	OnRemove func(tenant string)
 	// ExpireInterval is the period of the background sweep that removes
 	// expired sessions (ExpireSessions); 0 means no sweep.
@@ -516,14 +517,16 @@ func (m *Manager) GC(ctx context.Context, olderThan time.Duration, dryRun bool) 
 		}
 		out = append(out, *e)
 		if trash != "" {
+			// Its sandboxes and server instances stop before its files
+			// go, so none of them holds or writes the removed data.
+			if m.opts.OnRemove != nil {
+				m.opts.OnRemove(id)
+			}
 			// Outside the locks: the tenant is already gone from view.
 			if err := os.RemoveAll(trash); err != nil {
 				return out, fmt.Errorf("tenant gc: remove %s: %w", id, err)
 			}
 			m.log.Info("removed inactive tenant", "tenant", id, "last_used", e.LastUsed, "bytes", e.DiskBytes)
-			if m.opts.OnRemove != nil {
-				m.opts.OnRemove(id)
-			}
 		}
 	}
 	return out, nil
