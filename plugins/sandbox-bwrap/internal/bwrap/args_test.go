@@ -97,7 +97,7 @@ func TestBwrapArgs(t *testing.T) {
 				for _, v := range flagValues(args, "--setenv", 2) {
 					env[v[0]] = v[1]
 				}
-				if env["PYTHONPATH"] != "/cexec/lib:/workspace:/cexec" || env["TZ"] != "UTC" || env["HOME"] != "/tmp" {
+				if env["PYTHONPATH"] != "/cexec/lib" || env["CEXEC_PATH"] != "/workspace:/cexec" || env["TZ"] != "UTC" || env["HOME"] != "/tmp" {
 					t.Errorf("env %v", env)
 				}
 				if strings.Contains(strings.Join(args, " "), "do-not-pass") {
