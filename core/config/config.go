@@ -63,7 +63,20 @@ type Daemon struct {
 	// entries and log lines fsynced in the background every 200 ms) or
 	// "always" (every write fsynced with its folder before it returns).
 	Sync string
+	// DiskQuota and MaxFiles hold every tenant without its own: no tenant
+	// may fill the file system that holds data_dir.
+	DiskQuota int64
+	MaxFiles  int
 }
+
+// Defaults of the tenant limits that apply when neither the tenant block
+// nor the cexec block sets one.
+const (
+	DefaultDiskQuota = 1 << 30
+	DefaultMaxFiles  = 131072
+	// DefaultMaxFileSize is sandbox.limits' max_file_size.
+	DefaultMaxFileSize = 256 << 20
+)
 
 // Overrides are the command-line flags of cexecd, which win over everything
 // else. Empty fields are not set.
@@ -232,6 +245,7 @@ func (d *decoder) daemon(cfg *Config, raw *rawDaemon, ov Overrides) {
 	dd.ServersDir = filepath.Join(d.dir, "servers")
 	dd.SkillsDir = filepath.Join(d.dir, "skills")
 	dd.Sync = "batched"
+	dd.DiskQuota, dd.MaxFiles = DefaultDiskQuota, DefaultMaxFiles
 	dataDirKnown := false
 	dd.DataDir, dataDirKnown = defaultDataDir(d.lookup)
 
@@ -272,6 +286,12 @@ func (d *decoder) daemon(cfg *Config, raw *rawDaemon, ov Overrides) {
 			} else {
 				dd.Sync = s
 			}
+		}
+		if n, ok := d.size(raw.DiskQuota, path("cexec", "disk_quota")); ok {
+			dd.DiskQuota = n
+		}
+		if n, ok := d.integer(raw.MaxFiles, path("cexec", "max_files"), 1); ok {
+			dd.MaxFiles = n
 		}
 	}
 

@@ -24,6 +24,8 @@ type rawDaemon struct {
 	ServersDir *hcl.Attribute `hcl:"servers_dir,optional"`
 	SkillsDir  *hcl.Attribute `hcl:"skills_dir,optional"`
 	Sync       *hcl.Attribute `hcl:"sync,optional"`
+	DiskQuota  *hcl.Attribute `hcl:"disk_quota,optional"`
+	MaxFiles   *hcl.Attribute `hcl:"max_files,optional"`
 	DeclRange  hcl.Range      `hcl:",def_range"`
 }
 
@@ -73,6 +75,7 @@ type rawLimits struct {
 	Timeout   *hcl.Attribute `hcl:"timeout,optional"`
 	Output    *hcl.Attribute `hcl:"output,optional"`
 	Tmp       *hcl.Attribute `hcl:"tmp,optional"`
+	MaxFile   *hcl.Attribute `hcl:"max_file_size,optional"`
 	MaxArg    *hcl.Attribute `hcl:"max_argument_size,optional"`
 	MaxResult *hcl.Attribute `hcl:"max_result_size,optional"`
 	DeclRange hcl.Range      `hcl:",def_range"`
@@ -101,6 +104,7 @@ type rawTenant struct {
 	DiskQuota      *hcl.Attribute `hcl:"disk_quota,optional"`
 	MaxConcurrent  *hcl.Attribute `hcl:"max_concurrent,optional"`
 	MaxSessionLog  *hcl.Attribute `hcl:"max_session_log,optional"`
+	MaxFiles       *hcl.Attribute `hcl:"max_files,optional"`
 	SessionTTL     *hcl.Attribute `hcl:"session_ttl,optional"`
 	AllowedServers *hcl.Attribute `hcl:"allowed_servers,optional"`
 	Policy         *rawPolicy     `hcl:"policy,block"`
