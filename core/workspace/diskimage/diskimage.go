@@ -106,7 +106,7 @@ func Create(ctx context.Context, path string, lim Limits) error {
 			"-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", tmp)
 	}
 	if err == nil {
-		err = Fit(ctx, tmp, lim)
+		err = Fit(ctx, tmp, lim, 0)
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)
@@ -169,17 +169,22 @@ func (g geometry) minBlocks(files int64) int64 {
 	return (groups-1)*g.blocksPerGroup + ceilDiv(g.inodesPerGroup*g.inodeSize, g.blockSize) + 64
 }
 
-// Fit resizes the unmounted image at path so that unprivileged users get
-// lim.Bytes (rounded up to a block) and root lim.Reserve more: it grows or
-// shrinks the file system with resize2fs, then sets the reserved blocks
-// with tune2fs. Shrinking below what the image holds fails with
+// Fit resizes the unmounted image at path, which holds used bytes
+// (Usage.Bytes when it was last mounted), so that unprivileged users get
+// lim.Bytes in all (rounded up to a block) and root lim.Reserve more: it
+// grows or shrinks the file system with resize2fs, then sets the reserved
+// blocks with tune2fs. Shrinking below what the image holds fails with
 // ErrShrinkBelowUse and changes nothing. The inode count stays as created.
-func Fit(ctx context.Context, path string, lim Limits) error {
+func Fit(ctx context.Context, path string, lim Limits, used int64) error {
 	g, err := readGeometry(ctx, path)
 	if err != nil {
 		return err
 	}
-	want := ceilDiv(lim.Bytes, g.blockSize)
+	// want is what is still free for unprivileged users.
+	want := ceilDiv(lim.Bytes, g.blockSize) - used/g.blockSize
+	if want < 0 {
+		return fmt.Errorf("shrink to %d bytes: %w (%d bytes in use)", lim.Bytes, ErrShrinkBelowUse, used)
+	}
 	reserve := ceilDiv(lim.Reserve, g.blockSize)
 	for range 8 {
 		spare := g.free - g.kernelReserve() - want - reserve
@@ -205,6 +210,9 @@ func Fit(ctx context.Context, path string, lim Limits) error {
 	r := g.free - g.kernelReserve() - want
 	if r < 0 {
 		return fmt.Errorf("image %s: %d blocks short of %d bytes after resizing", path, -r, lim.Bytes)
+	}
+	if r == g.reserved {
+		return nil
 	}
 	return run(ctx, "tune2fs", "-r", strconv.FormatInt(r, 10), path)
 }
@@ -361,6 +369,17 @@ func Unmount(dir string) error {
 	}
 	return nil
 }
+
+// Fits reports whether an image with usage u gives unprivileged users
+// lim.Bytes in all, give or take a few blocks: when not, Fit it.
+func Fits(u Usage, lim Limits) bool {
+	capacity := u.Bytes + u.FreeBytes
+	return capacity >= lim.Bytes && capacity <= lim.Bytes+fitSlack
+}
+
+// fitSlack is how far over the limit an image may be before Fits asks for
+// a resize: a few blocks of rounding.
+const fitSlack = 64 << 10
 
 // UsageOf is the usage of the image mounted on dir: one statfs.
 func UsageOf(dir string) (Usage, error) {

@@ -120,10 +120,15 @@ func TestRemountKeepsDataAndFitResizes(t *testing.T) {
 		t.Fatalf("Mounted = %v, %v", ok, err)
 	}
 	for _, size := range []int64{8 << 20, 3 << 20} {
+		lim := Limits{Bytes: size, Files: 1000, Reserve: 1 << 20}
+		u, err := UsageOf(dir)
+		if err != nil || Fits(u, lim) {
+			t.Fatalf("usage %+v fits %+v: %v", u, lim, err)
+		}
 		if err := Unmount(dir); err != nil {
 			t.Fatal(err)
 		}
-		if err := Fit(context.Background(), img, Limits{Bytes: size, Files: 1000, Reserve: 1 << 20}); err != nil {
+		if err := Fit(context.Background(), img, lim, u.Bytes); err != nil {
 			t.Fatal(err)
 		}
 		if err := Mount(context.Background(), img, dir); err != nil {
@@ -132,9 +137,23 @@ func TestRemountKeepsDataAndFitResizes(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(dir, "keep")); string(b) != "data" {
 			t.Fatalf("after remount: %q, %v", b, err)
 		}
-		if u, _ := UsageOf(dir); u.FreeBytes < size-64<<10 || u.FreeBytes > size {
-			t.Errorf("after resizing to %d: %d bytes free", size, u.FreeBytes)
+		if u, _ := UsageOf(dir); !Fits(u, lim) {
+			t.Errorf("after resizing to %d: %+v", size, u)
 		}
+	}
+	// Shrinking below what it holds is refused.
+	if err := os.WriteFile(filepath.Join(dir, "fill"), make([]byte, 2<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := UsageOf(dir)
+	if err := Unmount(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := Fit(context.Background(), img, Limits{Bytes: 1 << 20, Files: 1000}, u.Bytes); !errors.Is(err, ErrShrinkBelowUse) {
+		t.Fatalf("shrink below use: %v", err)
+	}
+	if err := Mount(context.Background(), img, dir); err != nil {
+		t.Fatal(err)
 	}
 }
 
