@@ -165,6 +165,7 @@ func (s *services) sandboxTemplate(tenant string) (sandbox.CreateRequest, error)
 			Timeout:     lim.Timeout,
 			OutputBytes: lim.Output,
 			TmpBytes:    lim.Tmp,
+			FileBytes:   lim.MaxFileSize,
 		},
 		Network: s.cfg.Sandbox.Network,
 	}, nil

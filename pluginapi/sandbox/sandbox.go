@@ -48,6 +48,9 @@ type Limits struct {
 	// TmpBytes is the size of the /tmp tmpfs.
 	TmpBytes  int64
 	CPUsMilli int64
+	// FileBytes is the largest file a program may write (RLIMIT_FSIZE: a
+	// write past it fails with EFBIG); 0 means the backend's default.
+	FileBytes int64
 }
 
 // CreateRequest describes a sandbox to create.

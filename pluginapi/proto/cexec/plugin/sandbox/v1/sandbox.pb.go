@@ -257,6 +257,7 @@ type Limits struct {
 	OutputBytes   int64                  `protobuf:"varint,4,opt,name=output_bytes,json=outputBytes,proto3" json:"output_bytes,omitempty"` // cap on captured stdout+stderr per execution
 	TmpBytes      int64                  `protobuf:"varint,5,opt,name=tmp_bytes,json=tmpBytes,proto3" json:"tmp_bytes,omitempty"`          // size of the /tmp tmpfs
 	CpusMilli     int64                  `protobuf:"varint,6,opt,name=cpus_milli,json=cpusMilli,proto3" json:"cpus_milli,omitempty"`
+	FileBytes     int64                  `protobuf:"varint,7,opt,name=file_bytes,json=fileBytes,proto3" json:"file_bytes,omitempty"` // largest file a program may write (RLIMIT_FSIZE); 0: the backend's default
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -329,6 +330,13 @@ func (x *Limits) GetTmpBytes() int64 {
 func (x *Limits) GetCpusMilli() int64 {
 	if x != nil {
 		return x.CpusMilli
+	}
+	return 0
+}
+
+func (x *Limits) GetFileBytes() int64 {
+	if x != nil {
+		return x.FileBytes
 	}
 	return 0
 }
@@ -1578,7 +1586,7 @@ const file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x05Mount\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x1b\n" +
-	"\tread_only\x18\x03 \x01(\bR\breadOnly\"\xbd\x01\n" +
+	"\tread_only\x18\x03 \x01(\bR\breadOnly\"\xdc\x01\n" +
 	"\x06Limits\x12!\n" +
 	"\fmemory_bytes\x18\x01 \x01(\x03R\vmemoryBytes\x12\x12\n" +
 	"\x04pids\x18\x02 \x01(\x03R\x04pids\x12\x1d\n" +
@@ -1587,7 +1595,9 @@ const file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\foutput_bytes\x18\x04 \x01(\x03R\voutputBytes\x12\x1b\n" +
 	"\ttmp_bytes\x18\x05 \x01(\x03R\btmpBytes\x12\x1d\n" +
 	"\n" +
-	"cpus_milli\x18\x06 \x01(\x03R\tcpusMilli\")\n" +
+	"cpus_milli\x18\x06 \x01(\x03R\tcpusMilli\x12\x1d\n" +
+	"\n" +
+	"file_bytes\x18\a \x01(\x03R\tfileBytes\")\n" +
 	"\rNetworkPolicy\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\"\xe5\x02\n" +
 	"\rCreateRequest\x12\x0e\n" +
