@@ -77,7 +77,7 @@ func (x *Execution) Finish(e Entry) (Entry, error) {
 	if e.StateFiles == nil {
 		e.StateFiles = stateChanges(x.before, x.t.snapshotState())
 	}
-	qerr := x.t.overQuota()
+	qerr := x.t.nearQuota()
 	if qerr != nil {
 		e.Quota = qerr.Error()
 	}

@@ -304,6 +304,8 @@ func (m *Manager) open(id string, decl *config.Tenant) (*Tenant, error) {
 	dir := filepath.Join(m.dir, id)
 	quota, mode := m.quotaOf(decl), DiskModeMeasured
 	if m.images {
+		lim := quota.limits() // no tenant is uncapped
+		quota.DiskBytes, quota.MaxFiles = lim.Bytes, lim.Files
 		var err error
 		if mode, err = m.attach(context.Background(), id, dir, quota); err != nil {
 			return nil, fmt.Errorf("mount image: %w", err)

@@ -201,6 +201,8 @@ type diskUse struct {
 	bytes, files int64
 	// full: nothing more fits for sandboxed code.
 	full bool
+	// near: so little is left that one large write already fails.
+	near bool
 }
 
 // imageUse reads the usage of the tenant's image: one statfs.
@@ -211,8 +213,28 @@ func (t *Tenant) imageUse() (diskUse, error) {
 	}
 	// ext4 refuses a write a few blocks before the last (it keeps room for
 	// the metadata of delayed allocations): within fullSlack is full.
-	fullSlack := max(128<<10, t.quota.limits().Bytes/256)
-	return diskUse{bytes: u.Bytes, files: u.Files, full: u.FreeBytes < fullSlack || u.FreeFiles == 0}, nil
+	// One large write fails whole when less than a page-cache folio (up to
+	// 2 MiB) is free: near says so.
+	q := t.quota.limits().Bytes
+	return diskUse{bytes: u.Bytes, files: u.Files, full: u.FreeBytes < max(128<<10, q/256) || u.FreeFiles == 0,
+		near: u.FreeBytes < min(2<<20, q/4)}, nil
+}
+
+// nearQuota is overQuota, or in image mode a warning when so little is
+// left that a large write fails: what an execution's end reports.
+func (t *Tenant) nearQuota() error {
+	if t.mode != DiskModeImage {
+		return t.overQuota()
+	}
+	u, err := t.imageUse()
+	if err != nil {
+		return err
+	}
+	if qerr := t.quotaError(u); qerr != nil || !u.near {
+		return qerr
+	}
+	return fmt.Errorf("tenant %q is at its disk quota: %s of %s used, %s free; larger writes fail with \"No space left on device\"; delete files under /workspace, state (cexecctl state rm) or skills: %w",
+		t.id, humanBytes(u.bytes), humanBytes(t.quota.DiskBytes), humanBytes(t.quota.DiskBytes-u.bytes), ErrQuotaExceeded)
 }
 
 // overQuota checks the usage against the disk quota in O(1): in image
