@@ -22,7 +22,14 @@ func TestDefaultSizedImageIsSparse(t *testing.T) {
 		t.Fatal(err)
 	}
 	onDisk := st.Sys().(*syscall.Stat_t).Blocks * 512
-	t.Logf("image %d bytes, %d on disk", st.Size(), onDisk)
+	g, err := readGeometry(context.Background(), img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("image %d bytes, %d on disk; %d inodes for a %d files limit", st.Size(), onDisk, g.inodes, lim.Files)
+	if g.inodes < lim.Files || g.inodes > lim.Files+lim.Files/8 {
+		t.Errorf("%d inodes for a %d files limit", g.inodes, lim.Files)
+	}
 	if onDisk > 64<<20 {
 		t.Errorf("a new 1 GiB image takes %d bytes of the host's disk", onDisk)
 	}
