@@ -106,15 +106,16 @@ func (m *Manager) attach(ctx context.Context, id, dir string, q Quota) (string, 
 }
 
 // fit resizes a mounted image whose size is not its quota's (the quota
-// changed): it unmounts, resizes and mounts again. An image holding more
-// than a smaller quota keeps its size until the tenant is under.
+// changed, or a migration made it larger): it unmounts, resizes and mounts
+// again. An image holding more than its quota keeps its size until the
+// tenant is under.
 func (m *Manager) fit(ctx context.Context, id, img, dir string, lim diskimage.Limits) error {
 	u, err := diskimage.UsageOf(dir)
 	if err != nil || diskimage.Fits(u, lim) {
 		return err
 	}
 	if u.Bytes > lim.Bytes {
-		m.log.Warn("tenant stores more than its new disk quota: its image keeps the old size, and executions are refused until it is under",
+		m.log.Warn("tenant stores more than its disk quota: its image keeps its size, and executions are refused until it is under",
 			"tenant", id, "used", humanBytes(u.Bytes), "quota", humanBytes(lim.Bytes))
 		return nil
 	}

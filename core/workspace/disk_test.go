@@ -261,3 +261,30 @@ func TestMeasuredModeWithoutImages(t *testing.T) {
 		t.Fatalf("Begin over a measured quota = %v", err)
 	}
 }
+
+// TestImageNearQuotaWarns: ext4 fails a large write whole when less than
+// it is free, so the execution's end says the tenant is at its quota even
+// though a little is left.
+func TestImageNearQuotaWarns(t *testing.T) {
+	m := imageManager(t, imageDataDir(t), &config.Tenant{ID: "acme", DiskQuota: 2 << 20})
+	acme := mustTenant(t, m, "acme")
+	run, err := acme.Begin("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := sandboxed(t, acme.WorkspaceDir(), `
+import errno
+try:
+    for i in range(160):
+        with open("part%d" % i, "wb") as f:
+            f.write(b"x" * (512 << 10))
+except OSError as e:
+    print("OSError", errno.errorcode[e.errno])
+`)
+	if !strings.Contains(out, "OSError ENOSPC") {
+		t.Fatalf("program: %s", out)
+	}
+	if e, err := run.Finish(Entry{}); !errors.Is(err, ErrQuotaExceeded) || !strings.Contains(e.Quota, "No space left on device") {
+		t.Fatalf("Finish = %v, entry quota %q", err, e.Quota)
+	}
+}
