@@ -30,6 +30,10 @@ tenant "acme" {
   disk_quota = "2MiB"
   max_files  = 2000
 }
+
+tenant "logs" {
+  disk_quota = "1MiB"
+}
 `); err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +114,23 @@ except OSError as e:
 			}
 		})
 	}
+
+	t.Run("checkpoints fill the quota through the session log", func(t *testing.T) {
+		code := `import cexec
+n = 0
+try:
+    while n < 100:
+        cexec.checkpoint("step", {"pad": "c" * (100 << 10)})
+        n += 1
+    print("no cap")
+except Exception as e:
+    print(n > 0, 'tenant "logs" is over its disk quota' in str(e))
+`
+		if out := must(t, s, "", "exec", "--tenant", "logs", "-c", code); out != "True True\n" {
+			t.Fatalf("program output %q: want checkpoints, then the disk quota's error", out)
+		}
+		fails(t, s, 1, `tenant "logs" is over its disk quota`, "exec", "--tenant", "logs", "-c", "print(1)")
+	})
 
 	t.Run("a file past max_file_size", func(t *testing.T) {
 		code := `
