@@ -52,6 +52,20 @@ cexec {
   # says so). Not root: cexecd's own user throughout, and this is ignored.
   tenant_uids = "200000-265535"
 
+  # Disk limits of every tenant whose block sets none, or that has no block:
+  # no tenant can fill the file system that holds data_dir. Everything a
+  # tenant stores counts: workspace, state, skills, session logs, PII
+  # vaults. Run as root with loop devices and e2fsprogs (mkfs.ext4), cexecd
+  # gives each tenant its own ext4 image of that size, mounted at
+  # data_dir/tenants/<id> (images in data_dir/images, sparse): a write past
+  # the quota fails in the program with "No space left on device", and a
+  # few MiB more are kept for cexecd's own session log lines. Otherwise
+  # quotas are measured after executions (one warning at start; `cexecctl
+  # tenants ls` shows the mode). Either way a tenant at its quota is
+  # refused new executions until it deletes files.
+  disk_quota = "1GiB"
+  max_files  = 131072 # files and folders
+
   # socket is left unset on purpose: cexecd then listens where cexecctl looks
   # by default, $XDG_RUNTIME_DIR/cexec/cexecd.sock or
   # /tmp/cexec-<uid>/cexecd.sock.
@@ -147,6 +161,9 @@ sandbox {
     output  = "1MiB"  # stdout+stderr kept per execution; the rest is cut
     tmp     = "64MiB" # size of the sandbox's /tmp
     shm     = "64MiB" # size of its /dev/shm; both count towards memory
+    # Largest file a program may write (RLIMIT_FSIZE); past it a write
+    # fails with "File too large" (EFBIG).
+    max_file_size = "256MiB"
     # Per tool call, so that one program cannot crash an upstream other
     # tenants share; an mcp_server block may set its own.
     max_argument_size = "1MiB"
@@ -228,7 +245,8 @@ mcp_server "memory" {
 # and -. Example:
 #
 # tenant "acme" {
-#   disk_quota      = "1GiB"          # workspace size limit
+#   disk_quota      = "2GiB"          # all it stores; default: the cexec block's
+#   max_files       = 200000          # its files and folders; default: the cexec block's
 #   max_concurrent  = 4               # simultaneous executions
 #   allowed_servers = ["filesystem"]  # upstream servers it may call (default: all)
 #   policy {                        # see README.md, "PII tokens and policies"

@@ -106,7 +106,10 @@ func newSetup(t *testing.T) setup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		unmountUnder(t, dir) // what a killed cexecd left mounted
+		_ = os.RemoveAll(dir)
+	})
 	s := setup{dir: dir, sock: filepath.Join(dir, "run", "cexecd.sock"), config: filepath.Join(dir, "cexec.hcl")}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cexec {\n  data_dir   = %q\n  socket     = %q\n  plugin_dir = %q\n  log_level  = \"debug\"\n}\n\n",
@@ -144,11 +147,17 @@ func startDaemon(t *testing.T, s setup, args ...string) *daemon {
 		close(d.exited)
 	}()
 	t.Cleanup(func() {
+		// A stop, not a kill: cexecd unmounts the tenants' images.
 		select {
 		case <-d.exited:
 		default:
-			_ = cmd.Process.Kill()
-			<-d.exited
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-d.exited:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-d.exited
+			}
 		}
 		if t.Failed() {
 			t.Logf("cexecd stderr:\n%s", d.stderr)
@@ -481,4 +490,21 @@ func TestBenchStart(t *testing.T) {
 		}
 	}
 	t.Logf("start->ready p50 %.1f ms, idle rss p50 %.1f MiB (%d plugins)", r.ReadyMs.P50, r.IdleRSSMiB.P50, 1+len(bins.plugins))
+}
+
+// unmountUnder detaches every mount below dir: the tenant images of a
+// cexecd that was killed. The loop devices free themselves once the
+// sandboxes holding them are gone.
+func unmountUnder(t *testing.T, dir string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	for line := range strings.Lines(string(data)) {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			if err := syscall.Unmount(f[4], syscall.MNT_DETACH); err != nil {
+				t.Errorf("unmount %s: %v", f[4], err)
+			}
+		}
+	}
 }

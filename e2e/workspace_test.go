@@ -31,7 +31,7 @@ func workspaceSetup(t *testing.T) setup {
 		t.Fatal(err)
 	}
 	cfg := strings.Replace(string(b), "cexec {\n", fmt.Sprintf("cexec {\n  skills_dir = %q\n", skills), 1)
-	cfg += "\ntenant \"capped\" {\n  disk_quota = \"64KiB\"\n  max_session_log = \"64KiB\"\n}\n"
+	cfg += "\ntenant \"capped\" {\n  disk_quota = \"1MiB\"\n  max_session_log = \"64KiB\"\n}\n"
 	if err := os.WriteFile(s.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -176,10 +176,13 @@ type benchStateOut struct {
 	Sessions int `json:"sessions"`
 }
 
+// tenantList is `tenants ls --json` (protojson: int64 as strings).
 type tenantList struct {
 	Tenants []struct {
-		ID       string `json:"id"`
-		Declared bool   `json:"declared"`
+		ID        string `json:"id"`
+		Declared  bool   `json:"declared"`
+		DiskBytes string `json:"disk_bytes"`
+		DiskMode  string `json:"disk_mode"`
 	} `json:"tenants"`
 }
 
@@ -250,7 +253,7 @@ func TestWorkspaces(t *testing.T) {
 		fails(t, s, 1, "not valid JSON", "state", "put", "bad.json", "-")
 		fails(t, s, 2, "name it", "state", "put", "x.json", filepath.Join(in, "x.yaml"))
 		// Over the declared tenant's quota nothing is written.
-		big := `"` + strings.Repeat("x", 70<<10) + `"`
+		big := `"` + strings.Repeat("x", 1100<<10) + `"`
 		if _, errOut, code, _ := run(s, big, "state", "put", "big.json", "--tenant", "capped"); code != 1 || !strings.Contains(errOut, "quota") {
 			t.Errorf("put over quota: exit %d %s", code, errOut)
 		}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian/Ubuntu machine lacks to build, run and test
-# cexec: Debian packages (bubblewrap, protoc, mypy, node) and the npm packages
+# cexec: Debian packages (bubblewrap, protoc, mypy, node, e2fsprogs) and the npm packages
 # of the real MCP servers the tests talk to. Idempotent and quiet when
 # everything is present.
 set -euo pipefail
@@ -17,6 +17,8 @@ command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v git >/dev/null 2>&1 || missing+=(git)
+# Per-tenant file system images (core/workspace/diskimage).
+command -v mkfs.ext4 >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 if [ "${#missing[@]}" -gt 0 ]; then
 	echo "deps: installing Debian packages: ${missing[*]}" >&2
 	$sudo apt-get update -qq

@@ -60,6 +60,9 @@ type Limits struct {
 	Tmp     int64
 	// Shm is the size of a sandbox's /dev/shm.
 	Shm int64
+	// MaxFileSize is the largest file a program may write (RLIMIT_FSIZE):
+	// a write past it fails with EFBIG.
+	MaxFileSize int64
 	// MaxArgumentSize and MaxResultSize cap one tool call's arguments and
 	// result, so that one program cannot crash an upstream other tenants
 	// share; an mcp_server may set its own.
@@ -113,8 +116,13 @@ type MCPServer struct {
 // Tenant is one `tenant "<id>" { ... }` block.
 type Tenant struct {
 	ID string
-	// DiskQuota is the workspace size limit in bytes; 0 means unlimited.
+	// DiskQuota bounds everything the tenant stores (workspace, state,
+	// skills, session logs, PII vaults) in bytes; 0 means the cexec
+	// block's disk_quota.
 	DiskQuota int64
+	// MaxFiles bounds the tenant's files and folders; 0 means the cexec
+	// block's max_files.
+	MaxFiles int
 	// MaxConcurrent bounds simultaneous executions; 0 means unlimited.
 	MaxConcurrent int
 	// MaxSessionLog bounds one session's log in bytes; 0 means the
@@ -262,7 +270,7 @@ func (d *decoder) sandbox(cfg *Config, raw *rawSandbox, ov Overrides) {
 	// execution at 100 uses.
 	sb.Pool = Pool{Warm: 2, MaxTotal: 16, IdleTimeout: 5 * time.Minute, MaxUses: 1000}
 	sb.Limits = Limits{Memory: 256 << 20, PIDs: 128, Timeout: 30 * time.Second, Output: 1 << 20, Tmp: 64 << 20, Shm: 64 << 20,
-		MaxArgumentSize: 1 << 20, MaxResultSize: 16 << 20}
+		MaxFileSize: DefaultMaxFileSize, MaxArgumentSize: 1 << 20, MaxResultSize: 16 << 20}
 
 	var backend *hcl.Attribute
 	var block *hcl.Range
@@ -338,6 +346,9 @@ func (d *decoder) limits(l *Limits, raw *rawLimits) {
 	}
 	if n, ok := d.size(raw.Shm, append(base, "shm")); ok {
 		l.Shm = n
+	}
+	if n, ok := d.size(raw.MaxFile, append(base, "max_file_size")); ok {
+		l.MaxFileSize = n
 	}
 	if n, ok := d.callSize(raw.MaxArg, append(base, "max_argument_size")); ok {
 		l.MaxArgumentSize = n
@@ -476,6 +487,7 @@ func (d *decoder) tenants(cfg *Config, raws []*rawTenant) {
 			t.DiskQuota, _ = d.size(r.DiskQuota, append(base, "disk_quota"))
 		}
 		t.MaxConcurrent, _ = d.integer(r.MaxConcurrent, append(base, "max_concurrent"), 0)
+		t.MaxFiles, _ = d.integer(r.MaxFiles, append(base, "max_files"), 1)
 		if r.MaxSessionLog != nil {
 			t.MaxSessionLog, _ = d.size(r.MaxSessionLog, append(base, "max_session_log"))
 		}

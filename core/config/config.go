@@ -67,6 +67,10 @@ type Daemon struct {
 	// TenantUIDs is the range of host uids (and gids, the same numbers)
 	// tenants get one each of when cexecd runs as root; nil when not set.
 	TenantUIDs *IDRange
+	// DiskQuota and MaxFiles hold every tenant without its own: no tenant
+	// may fill the file system that holds data_dir.
+	DiskQuota int64
+	MaxFiles  int
 }
 
 // IDRange is an inclusive range of host user ids.
@@ -74,6 +78,15 @@ type IDRange struct{ First, Last uint32 }
 
 // Size is how many ids the range holds.
 func (r IDRange) Size() int64 { return int64(r.Last) - int64(r.First) + 1 }
+
+// Defaults of the tenant limits that apply when neither the tenant block
+// nor the cexec block sets one.
+const (
+	DefaultDiskQuota = 1 << 30
+	DefaultMaxFiles  = 131072
+	// DefaultMaxFileSize is sandbox.limits' max_file_size.
+	DefaultMaxFileSize = 256 << 20
+)
 
 // Overrides are the command-line flags of cexecd, which win over everything
 // else. Empty fields are not set.
@@ -242,6 +255,7 @@ func (d *decoder) daemon(cfg *Config, raw *rawDaemon, ov Overrides) {
 	dd.ServersDir = filepath.Join(d.dir, "servers")
 	dd.SkillsDir = filepath.Join(d.dir, "skills")
 	dd.Sync = "batched"
+	dd.DiskQuota, dd.MaxFiles = DefaultDiskQuota, DefaultMaxFiles
 	dataDirKnown := false
 	dd.DataDir, dataDirKnown = defaultDataDir(d.lookup)
 
@@ -285,6 +299,12 @@ func (d *decoder) daemon(cfg *Config, raw *rawDaemon, ov Overrides) {
 		}
 		if s, _, ok := d.str(raw.TenantUIDs, path("cexec", "tenant_uids")); ok {
 			dd.TenantUIDs = d.idRange(s, raw.TenantUIDs)
+		}
+		if n, ok := d.size(raw.DiskQuota, path("cexec", "disk_quota")); ok {
+			dd.DiskQuota = n
+		}
+		if n, ok := d.integer(raw.MaxFiles, path("cexec", "max_files"), 1); ok {
+			dd.MaxFiles = n
 		}
 	}
 

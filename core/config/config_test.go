@@ -34,6 +34,8 @@ func TestLoadValid(t *testing.T) {
 		ServersDir: filepath.Join(here, "servers"),
 		SkillsDir:  filepath.Join(here, "skills"),
 		Sync:       "batched",
+		DiskQuota:  DefaultDiskQuota,
+		MaxFiles:   DefaultMaxFiles,
 	}); cfg.Daemon != want {
 		t.Errorf("daemon = %+v, want %+v", cfg.Daemon, want)
 	}
@@ -56,7 +58,7 @@ func TestLoadValid(t *testing.T) {
 		Backend: "bwrap", Network: true,
 		Pool: Pool{Warm: 1, MaxTotal: 4, IdleTimeout: 90 * time.Second, MaxUses: 10},
 		Limits: Limits{Memory: 512 << 20, PIDs: 64, Timeout: time.Minute, Output: 65536, Tmp: 1_000_000_000, Shm: 64 << 20,
-			MaxArgumentSize: 1 << 20, MaxResultSize: 8 << 20},
+			MaxFileSize: DefaultMaxFileSize, MaxArgumentSize: 1 << 20, MaxResultSize: 8 << 20},
 	}); !reflect.DeepEqual(cfg.Sandbox, want) {
 		t.Errorf("sandbox = %+v, want %+v", cfg.Sandbox, want)
 	}
@@ -106,7 +108,8 @@ func TestLoadDefaults(t *testing.T) {
 			if len(diags) > 0 {
 				t.Fatalf("diags: %s", diags.Error())
 			}
-			want := Daemon{DataDir: tt.dataDir, Socket: tt.socket, LogLevel: "info", PluginDir: "/etc/cexec/bin", ServersDir: "/etc/cexec/servers", SkillsDir: "/etc/cexec/skills", Sync: "batched"}
+			want := Daemon{DataDir: tt.dataDir, Socket: tt.socket, LogLevel: "info", PluginDir: "/etc/cexec/bin", ServersDir: "/etc/cexec/servers", SkillsDir: "/etc/cexec/skills", Sync: "batched",
+				DiskQuota: DefaultDiskQuota, MaxFiles: DefaultMaxFiles}
 			if cfg.Daemon != want {
 				t.Errorf("daemon = %+v, want %+v", cfg.Daemon, want)
 			}
@@ -154,11 +157,11 @@ sandbox {
 		want    Daemon
 		backend string
 	}{
-		{"file", src, nil, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", "", "batched", nil}, "one"},
-		{"env over file", src, allEnv, Overrides{}, Daemon{"/env/data", "/env/sock", "warn", dirs["env"], "", "", "batched", nil}, "two"},
-		{"flags over env", src, allEnv, allFlags, Daemon{"/flag/data", "/flag/sock", "error", dirs["flag"], "", "", "batched", nil}, "three"},
-		{"empty env is unset", src, map[string]string{EnvLogLevel: ""}, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", "", "batched", nil}, "one"},
-		{"mixed", src, map[string]string{EnvSocket: "/env/sock"}, Overrides{LogLevel: "trace"}, Daemon{"/file/data", "/env/sock", "trace", dirs["file"], "", "", "batched", nil}, "one"},
+		{"file", src, nil, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", "", "batched", nil, DefaultDiskQuota, DefaultMaxFiles}, "one"},
+		{"env over file", src, allEnv, Overrides{}, Daemon{"/env/data", "/env/sock", "warn", dirs["env"], "", "", "batched", nil, DefaultDiskQuota, DefaultMaxFiles}, "two"},
+		{"flags over env", src, allEnv, allFlags, Daemon{"/flag/data", "/flag/sock", "error", dirs["flag"], "", "", "batched", nil, DefaultDiskQuota, DefaultMaxFiles}, "three"},
+		{"empty env is unset", src, map[string]string{EnvLogLevel: ""}, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", "", "batched", nil, DefaultDiskQuota, DefaultMaxFiles}, "one"},
+		{"mixed", src, map[string]string{EnvSocket: "/env/sock"}, Overrides{LogLevel: "trace"}, Daemon{"/file/data", "/env/sock", "trace", dirs["file"], "", "", "batched", nil, DefaultDiskQuota, DefaultMaxFiles}, "one"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -634,6 +637,45 @@ func TestTenantUIDs(t *testing.T) {
 			}
 			if cfg.Daemon.TenantUIDs != nil {
 				t.Errorf("TenantUIDs = %+v after an error", cfg.Daemon.TenantUIDs)
+			}
+		})
+	}
+}
+
+func TestDiskLimits(t *testing.T) {
+	tests := []struct {
+		name, src        string
+		quota, fileSize  int64
+		files            int
+		tenantQ, tenantF int64
+	}{
+		{"defaults", `tenant "acme" {}`, DefaultDiskQuota, DefaultMaxFileSize, DefaultMaxFiles, 0, 0},
+		{"set", `
+cexec {
+  disk_quota = "4GiB"
+  max_files  = 500000
+}
+sandbox {
+  limits {
+    max_file_size = "16MiB"
+  }
+}
+tenant "acme" {
+  disk_quota = "2MiB"
+  max_files  = 10000
+}`, 4 << 30, 16 << 20, 500000, 2 << 20, 10000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, diags := load([]byte(tt.src), filepath.Join(t.TempDir(), "cexec.hcl"), Overrides{LookupEnv: fakeEnv(map[string]string{"HOME": "/home/u"})})
+			if len(diags) > 0 {
+				t.Fatalf("diags: %s", diags.Error())
+			}
+			if cfg.Daemon.DiskQuota != tt.quota || cfg.Daemon.MaxFiles != tt.files || cfg.Sandbox.Limits.MaxFileSize != tt.fileSize {
+				t.Errorf("daemon %+v, max_file_size %d", cfg.Daemon, cfg.Sandbox.Limits.MaxFileSize)
+			}
+			if a := cfg.Tenant("acme"); a.DiskQuota != tt.tenantQ || int64(a.MaxFiles) != tt.tenantF {
+				t.Errorf("tenant = %+v", a)
 			}
 		})
 	}

@@ -80,6 +80,12 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{9, "Invalid duration", false},
 			{13, "Invalid size", false},
 		}},
+		{"disk_limits.hcl", []wantDiag{
+			{3, "Invalid size", false},
+			{4, "Number out of range", false},
+			{9, "Invalid size", false},
+			{15, "Invalid number", false},
+		}},
 		{"bad_sync.hcl", []wantDiag{
 			{4, "Invalid sync", false},
 		}},
@@ -142,6 +148,11 @@ func TestFixtureDiagnostics(t *testing.T) {
 		"no_guard.hcl": {
 			`Add plugin "guard" "pii" {}`,
 			`pipeline { guards = [] }`,
+		},
+		"disk_limits.hcl": {
+			`write disk_quota = "512MiB" for mebibytes or "512B" for bytes`,
+			`"max_files" must be at least 1, not 0`,
+			`"max_file_size": not a size`,
 		},
 		"tenant_caps.hcl": {
 			`write max_session_log = "4096MiB" for mebibytes or "4096B" for bytes`,

@@ -103,7 +103,7 @@ func (c *Config) view(plugins []any) map[string]any {
 	tenants := make([]any, len(c.Tenants))
 	for i, t := range c.Tenants {
 		tenants[i] = map[string]any{
-			"id": t.ID, "disk_quota": t.DiskQuota, "max_concurrent": t.MaxConcurrent, "max_session_log": t.MaxSessionLog, "session_ttl": t.SessionTTL.String(),
+			"id": t.ID, "disk_quota": t.DiskQuota, "max_files": t.MaxFiles, "max_concurrent": t.MaxConcurrent, "max_session_log": t.MaxSessionLog, "session_ttl": t.SessionTTL.String(),
 			"allowed_servers": t.AllowedServers, "policy": t.Policy != nil,
 		}
 		if len(t.Servers) > 0 {
@@ -127,6 +127,7 @@ func (c *Config) view(plugins []any) map[string]any {
 			"log_level": c.Daemon.LogLevel, "plugin_dir": c.Daemon.PluginDir,
 			"servers_dir": c.Daemon.ServersDir, "skills_dir": c.Daemon.SkillsDir,
 			"sync": c.Daemon.Sync, "tenant_uids": idRangeText(c.Daemon.TenantUIDs),
+			"disk_quota": c.Daemon.DiskQuota, "max_files": c.Daemon.MaxFiles,
 		},
 		"plugins": plugins,
 		"pipeline": map[string]any{
@@ -142,7 +143,7 @@ func (c *Config) view(plugins []any) map[string]any {
 			},
 			"limits": map[string]any{
 				"memory": sb.Limits.Memory, "pids": sb.Limits.PIDs, "timeout": sb.Limits.Timeout.String(),
-				"output": sb.Limits.Output, "tmp": sb.Limits.Tmp, "shm": sb.Limits.Shm,
+				"output": sb.Limits.Output, "tmp": sb.Limits.Tmp, "shm": sb.Limits.Shm, "max_file_size": sb.Limits.MaxFileSize,
 				"max_argument_size": sb.Limits.MaxArgumentSize, "max_result_size": sb.Limits.MaxResultSize,
 			},
 		},

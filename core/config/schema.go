@@ -25,6 +25,8 @@ type rawDaemon struct {
 	SkillsDir  *hcl.Attribute `hcl:"skills_dir,optional"`
 	Sync       *hcl.Attribute `hcl:"sync,optional"`
 	TenantUIDs *hcl.Attribute `hcl:"tenant_uids,optional"`
+	DiskQuota  *hcl.Attribute `hcl:"disk_quota,optional"`
+	MaxFiles   *hcl.Attribute `hcl:"max_files,optional"`
 	DeclRange  hcl.Range      `hcl:",def_range"`
 }
 
@@ -75,6 +77,7 @@ type rawLimits struct {
 	Output    *hcl.Attribute `hcl:"output,optional"`
 	Tmp       *hcl.Attribute `hcl:"tmp,optional"`
 	Shm       *hcl.Attribute `hcl:"shm,optional"`
+	MaxFile   *hcl.Attribute `hcl:"max_file_size,optional"`
 	MaxArg    *hcl.Attribute `hcl:"max_argument_size,optional"`
 	MaxResult *hcl.Attribute `hcl:"max_result_size,optional"`
 	DeclRange hcl.Range      `hcl:",def_range"`
@@ -121,6 +124,7 @@ type rawTenant struct {
 	Policy         *rawPolicy           `hcl:"policy,block"`
 	Servers        []*rawServerOverride `hcl:"mcp_server,block"`
 	DeclRange      hcl.Range            `hcl:",def_range"`
+	MaxFiles       *hcl.Attribute       `hcl:"max_files,optional"`
 }
 
 // rawPolicy keeps the tenant policy undecoded: its schema belongs to the

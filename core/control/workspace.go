@@ -257,6 +257,8 @@ func (s *Server) ListTenants(ctx context.Context, _ *cexecv1.ListTenantsRequest)
 			Declared:  i.Declared,
 			DiskBytes: i.DiskBytes,
 			DiskQuota: i.Quota.DiskBytes,
+			MaxFiles:  i.Quota.MaxFiles,
+			DiskMode:  i.DiskMode,
 			Running:   int32(i.Running),
 			Sessions:  int32(i.Sessions),
 		}

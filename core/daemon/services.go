@@ -176,6 +176,7 @@ func (s *services) sandboxTemplate(tenant string) (sandbox.CreateRequest, error)
 			OutputBytes: lim.Output,
 			TmpBytes:    lim.Tmp,
 			ShmBytes:    lim.Shm,
+			FileBytes:   lim.MaxFileSize,
 		},
 		Network: s.cfg.Sandbox.Network,
 		RunAs:   s.runAs(t),

@@ -4,7 +4,9 @@
 //
 // # Layout
 //
-//	<data_dir>/tenants/<id>/            0700, created on first use
+//	<data_dir>/images/<id>.img          the tenant's ext4 image (image mode)
+//	<data_dir>/tenants/<id>/            0700, created on first use; the
+//	                                    image's mount point in image mode
 //	    tenant.json                     created and last-used times (for GC), uid; 0600
 //	    workspace/                      mounted read-write at /workspace; 0700
 //	        state/<name>.json|.yaml     state files, same bytes in and out
@@ -12,12 +14,14 @@
 //	        skills/<name>/__init__.py
 //	    sessions/<session>.jsonl        session log, append-only, 0600
 //	    sessions/<session>.meta.json    its summary, a cache
+//	    vaults/<session>.json           PII vaults (core/guard/vault)
 //
 // Session logs sit outside the workspace so sandboxed code cannot read or
 // forge them. With Options.TenantUIDs (cexecd as root) each tenant has a host
 // uid of its own: the workspace and everything in it are that user's, the
-// rest root's, so no other tenant's sandboxes (nor nobody) can reach it. The repository's skills/ folder is shared read-only and
-// mounted at /cexec/skills.
+// rest root's, so no other tenant's sandboxes (nor nobody) can reach it.
+// The repository's skills/ folder is shared read-only and mounted at
+// /cexec/skills.
 //
 // # Wiring
 //
@@ -34,7 +38,8 @@
 //		return ws.HandleHostCall(ctx, "acme", run.Session(), method, params)
 //	}
 //	entry, err := run.Finish(workspace.Entry{Code: code, Result: &res})
-//	// err wraps ErrQuotaExceeded when the workspace is over quota (last measured).
+//	// err wraps ErrQuotaExceeded when the tenant is at or over its quota;
+//	// Begin refuses it then.
 //
 // The sandbox's module path must list /workspace before /cexec, so that
 // `skills` is one namespace package and `from skills.<name> import ...`
@@ -57,13 +62,33 @@
 //     fsync, rename, fsync of the folder) and checked against the size limit
 //     and the disk quota before anything is written. Writes that do not grow
 //     the workspace always pass, so a tenant over quota can clean up.
-//   - Disk usage is the sum of the apparent sizes of the workspace's files.
-//     It is cached and updated by the host's own writes. After executions of
-//     a tenant with a disk quota, a per-tenant accountant measures it again
-//     in the background (debounced: a burst costs at most two walks), never
-//     on the request path; its last figure gates writes and reports the
-//     quota. Without a quota the figure is dropped and measured when asked. The walk is iterative and
+//   - Disk quotas hold at write time where cexecd can mount (root, loop
+//     devices, e2fsprogs; Options.DiskImages): each tenant's whole folder is
+//     the mount of its own ext4 image (package diskimage), sized so that
+//     sandboxed code (an unprivileged user) gets the quota in bytes and
+//     max_files in inodes, and cexecd (root) a reserve of 1/16 of the quota
+//     (4-64 MiB) more, so an execution's log line still lands when the
+//     program filled the rest. Everything the tenant stores counts, usage is
+//     one statfs, and nothing is measured per execution; the image is
+//     mounted when the tenant is first opened and unmounted by Close. A
+//     mount a crashed daemon left is reused; a changed quota resizes the
+//     image at the next open (offline: growing online needs
+//     CAP_SYS_RESOURCE, and quotas only change with a restart), except below
+//     what it stores. A folder from before images is copied into one (cp -a)
+//     before the image takes its name, so a crash loses nothing; one that
+//     does not fit stays measured.
+//   - Measured (the fallback): disk usage is the sum of the apparent sizes
+//     of the workspace's files. It is cached and updated by the host's own
+//     writes. After executions of a tenant with a disk quota, a per-tenant
+//     accountant measures it again in the background (debounced: a burst
+//     costs at most two walks), never on the request path; its last figure
+//     gates writes and refuses executions. Without a quota the figure is
+//     dropped and measured when asked. The walk is iterative and
 //     openat-based: linear in entries whatever the tree's depth.
+//   - Either way an execution is refused before it starts while the tenant
+//     is at or over its quota (bytes, or files in image mode), with an error
+//     naming the quota; the execution entry that hit it records it
+//     (Entry.Quota).
 //   - Session log appends are one write(2) of one line with O_APPEND,
 //     fsynced as Options.Sync says. A crash can leave only a torn
 //     last line: readers skip and report it, the next append cuts it off.

@@ -44,6 +44,9 @@ type Entry struct {
 	Context json.RawMessage `json:"context,omitempty"`
 	// Skill names a skill saved during the session.
 	Skill string `json:"skill,omitempty"`
+	// Quota says that the tenant was at or over its disk quota when the
+	// execution ended: why its writes failed (ENOSPC).
+	Quota string `json:"quota,omitempty"`
 	// Truncated is set when long text or lists were cut to fit the log.
 	Truncated bool `json:"truncated,omitempty"`
 }

@@ -23,16 +23,26 @@ type Execution struct {
 
 // Begin starts an execution in session, or in a new session when session is
 // "". It takes one of the tenant's slots and fails with
-// ErrTooManyExecutions when none is free.
+// ErrTooManyExecutions when none is free, or with ErrQuotaExceeded, naming
+// the quota, when the tenant is at or over its disk quota.
 func (t *Tenant) Begin(session string) (*Execution, error) {
 	if session == "" {
 		session = NewSessionID()
 	} else if err := ValidateSessionID(session); err != nil {
 		return nil, err
 	}
+	if err := t.overQuota(); err != nil {
+		return nil, err
+	}
 	release, err := t.Acquire()
 	if err != nil {
 		return nil, err
+	}
+	if t.mode == DiskModeImage {
+		if err := t.createLog(session); err != nil {
+			release()
+			return nil, err
+		}
 	}
 	return &Execution{t: t, session: session, start: t.m.now(), before: t.snapshotState(), release: release}, nil
 }
@@ -67,6 +77,10 @@ func (x *Execution) Finish(e Entry) (Entry, error) {
 	if e.StateFiles == nil {
 		e.StateFiles = stateChanges(x.before, x.t.snapshotState())
 	}
+	qerr := x.t.nearQuota()
+	if qerr != nil {
+		e.Quota = qerr.Error()
+	}
 	logged, lerr := x.t.Append(x.session, e)
-	return logged, errors.Join(lerr, x.t.overQuota())
+	return logged, errors.Join(lerr, qerr)
 }

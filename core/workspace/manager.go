@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/workspace/diskimage"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -33,10 +34,16 @@ const (
 // Owner is a host user and group.
 type Owner struct{ UID, GID int }
 
-// Quota bounds one tenant. Zero values mean unlimited.
+// Quota bounds one tenant. Zero values mean unlimited, except that in
+// image mode a tenant without DiskBytes or MaxFiles gets
+// config.DefaultDiskQuota and config.DefaultMaxFiles.
 type Quota struct {
-	// DiskBytes bounds the workspace: the sizes of all its files.
+	// DiskBytes bounds everything the tenant stores: workspace, state,
+	// skills, session logs and PII vaults.
 	DiskBytes int64
+	// MaxFiles bounds the tenant's files and folders; only image mode
+	// enforces it.
+	MaxFiles int64
 	// MaxConcurrent bounds simultaneous executions.
 	MaxConcurrent int
 	// AllowedServers lists the upstream servers the tenant may call; nil
@@ -50,10 +57,21 @@ type Quota struct {
 	SessionTTL time.Duration
 }
 
-// quotaOf is the quota of a tenant block.
-func quotaOf(d *config.Tenant) Quota {
-	return Quota{DiskBytes: d.DiskQuota, MaxConcurrent: d.MaxConcurrent, AllowedServers: d.AllowedServers,
+// quotaOf is the quota of a tenant: its block's, with the disk limits it
+// leaves out taken from Options.DefaultQuota.
+func (m *Manager) quotaOf(d *config.Tenant) Quota {
+	if d == nil {
+		return m.opts.DefaultQuota
+	}
+	q := Quota{DiskBytes: d.DiskQuota, MaxFiles: int64(d.MaxFiles), MaxConcurrent: d.MaxConcurrent, AllowedServers: d.AllowedServers,
 		MaxSessionLog: d.MaxSessionLog, SessionTTL: d.SessionTTL}
+	if q.DiskBytes <= 0 {
+		q.DiskBytes = m.opts.DefaultQuota.DiskBytes
+	}
+	if q.MaxFiles <= 0 {
+		q.MaxFiles = m.opts.DefaultQuota.MaxFiles
+	}
+	return q
 }
 
 // maxSessionLog is the bound on one session's log.
@@ -72,8 +90,14 @@ type Options struct {
 	// Tenants are the tenant blocks of cexec.hcl. They set quotas, and GC
 	// never removes a declared tenant.
 	Tenants []*config.Tenant
-	// DefaultQuota applies to tenants without a block.
+	// DefaultQuota applies to tenants without a block; its DiskBytes and
+	// MaxFiles also to blocks that set none.
 	DefaultQuota Quota
+	// DiskImages holds each tenant to its quota at write time: its folder
+	// is the mount of an ext4 image of that size (package diskimage).
+	// Without it, or when this process cannot mount images (not root, no
+	// loop devices), quotas are measured after executions.
+	DiskImages bool
 	// DeclaredOnly refuses tenants without a block instead of creating them
 	// on first use.
 	DeclaredOnly bool
@@ -124,7 +148,8 @@ type Options struct {
 // OptionsFromConfig returns the Options a daemon with cfg uses: its data_dir,
 // sync policy and tenant blocks, defaults for everything else.
 func OptionsFromConfig(cfg *config.Config) Options {
-	o := Options{DataDir: cfg.Daemon.DataDir, Tenants: cfg.Tenants}
+	o := Options{DataDir: cfg.Daemon.DataDir, Tenants: cfg.Tenants, DiskImages: true,
+		DefaultQuota: Quota{DiskBytes: cfg.Daemon.DiskQuota, MaxFiles: int64(cfg.Daemon.MaxFiles)}}
 	if cfg.Daemon.Sync == "always" {
 		o.Sync = SyncAlways
 	}
@@ -137,6 +162,7 @@ func OptionsFromConfig(cfg *config.Config) Options {
 type Manager struct {
 	opts     Options
 	dir      string // DataDir/tenants
+	images   bool   // tenants are image mounts (DiskModeImage)
 	declared map[string]*config.Tenant
 	log      hclog.Logger
 	now      func() time.Time
@@ -209,6 +235,13 @@ func New(opts Options) (*Manager, error) {
 			}
 		}
 	}
+	if opts.DiskImages {
+		if err := m.prepareImages(); err != nil {
+			m.log.Warn("disk quotas are measured after executions, not enforced at write time: tenant file system images are unavailable", "reason", err)
+		} else {
+			m.images = true
+		}
+	}
 	if opts.Sync == SyncBatched {
 		interval := opts.SyncInterval
 		if interval <= 0 {
@@ -224,8 +257,8 @@ func New(opts Options) (*Manager, error) {
 	return m, nil
 }
 
-// Close flushes pending writes to disk and releases the open tenant
-// folders. The Manager is unusable after.
+// Close flushes pending writes to disk, releases the open tenant folders
+// and unmounts their images. The Manager is unusable after.
 func (m *Manager) Close() error {
 	if m.stopExpire != nil {
 		close(m.stopExpire)
@@ -242,6 +275,9 @@ func (m *Manager) Close() error {
 	var errs []error
 	for _, t := range m.tenants {
 		errs = append(errs, t.flush(), t.close())
+		if t.mode == DiskModeImage {
+			errs = append(errs, diskimage.Unmount(t.dir))
+		}
 	}
 	m.tenants, m.closed = map[string]*Tenant{}, true
 	return errors.Join(errs...)
@@ -278,9 +314,28 @@ func (m *Manager) Tenant(id string) (*Tenant, error) {
 // open creates or opens a tenant's folders. Called with m.mu held.
 func (m *Manager) open(id string, decl *config.Tenant) (*Tenant, error) {
 	dir := filepath.Join(m.dir, id)
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+	quota, mode := m.quotaOf(decl), DiskModeMeasured
+	if m.images {
+		lim := quota.limits() // no tenant is uncapped
+		quota.DiskBytes, quota.MaxFiles = lim.Bytes, lim.Files
+		var err error
+		if mode, err = m.attach(context.Background(), id, dir, quota); err != nil {
+			return nil, fmt.Errorf("mount image: %w", err)
+		}
+	} else if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
+	t, err := m.openTenant(id, dir, decl, quota, mode)
+	if err != nil && mode == DiskModeImage {
+		_ = diskimage.Unmount(dir)
+	}
+	return t, err
+}
+
+// openTenant opens the tenant folder dir (an image's mount point in image
+// mode): its tenant.json, a host uid for a tenant that has none yet, and
+// its folders.
+func (m *Manager) openTenant(id, dir string, decl *config.Tenant, quota Quota, mode string) (*Tenant, error) {
 	if err := os.Chmod(dir, m.dirMode()); err != nil {
 		return nil, err
 	}
@@ -288,11 +343,8 @@ func (m *Manager) open(id string, decl *config.Tenant) (*Tenant, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tenant{m: m, id: id, dir: dir, root: root, declared: decl != nil, quota: m.opts.DefaultQuota,
+	t := &Tenant{m: m, id: id, dir: dir, root: root, declared: decl != nil, quota: quota, mode: mode,
 		valid: newValidatedFiles()}
-	if decl != nil {
-		t.quota = quotaOf(decl)
-	}
 	now := m.now().UTC()
 	meta, err := readTenantMeta(root)
 	fresh := err != nil
@@ -398,6 +450,8 @@ type TenantInfo struct {
 	Running   int
 	Sessions  int
 	Quota     Quota
+	// DiskMode is DiskModeImage or DiskModeMeasured.
+	DiskMode string
 }
 
 // Tenants lists declared tenants and those with a folder, sorted by id.
@@ -420,16 +474,24 @@ func (m *Manager) Tenants(ctx context.Context) ([]TenantInfo, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		info := TenantInfo{ID: id, Declared: m.declared[id] != nil, Quota: m.opts.DefaultQuota}
-		if d := m.declared[id]; d != nil {
-			info.Quota = quotaOf(d)
+		info := TenantInfo{ID: id, Declared: m.declared[id] != nil, Quota: m.quotaOf(m.declared[id]), DiskMode: DiskModeMeasured}
+		if m.images {
+			info.DiskMode = DiskModeImage
 		}
 		if !slices.Contains(names, id) {
 			out = append(out, info)
 			continue
 		}
 		info.Exists = true
-		if t := m.loaded(id); t != nil {
+		t := m.loaded(id)
+		if t == nil && m.images {
+			// Its usage and times are inside its image.
+			if t, err = m.held(id); err != nil {
+				return nil, fmt.Errorf("list tenants: %w", err)
+			}
+		}
+		if t != nil {
+			info.DiskMode = t.mode
 			t.mu.Lock()
 			info.Created, info.LastUsed, info.Running = t.created, t.lastUsed, t.running
 			t.mu.Unlock()
@@ -456,6 +518,25 @@ func (m *Manager) loaded(id string) *Tenant {
 	return m.tenants[id]
 }
 
+// held returns a tenant that has a folder, opening (mounting) it when it is
+// not loaded, declared or not.
+func (m *Manager) held(id string) (*Tenant, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("tenant %s: %w", id, errManagerClosed)
+	}
+	if t := m.tenants[id]; t != nil {
+		return t, nil
+	}
+	t, err := m.open(id, m.declared[id])
+	if err != nil {
+		return nil, fmt.Errorf("open tenant %s: %w", id, err)
+	}
+	m.tenants[id] = t
+	return t, nil
+}
+
 // storedUse reads a tenant's persisted timestamps without opening it; the
 // folder's modification time stands in when tenant.json is unreadable.
 func (m *Manager) storedUse(id string) (created, lastUsed time.Time) {
@@ -472,8 +553,15 @@ func (m *Manager) storedUse(id string) (created, lastUsed time.Time) {
 	return time.Time{}, time.Time{}
 }
 
+// diskUsageOf measures a tenant folder: a walk, or in image mode one
+// statfs.
 func (m *Manager) diskUsageOf(id string) (int64, error) {
-	root, err := os.OpenRoot(filepath.Join(m.dir, id, "workspace"))
+	dir := filepath.Join(m.dir, id)
+	if ok, _ := diskimage.Mounted(m.imagePath(id), dir); ok {
+		u, err := diskimage.UsageOf(dir)
+		return u.Bytes, err
+	}
+	root, err := os.OpenRoot(filepath.Join(dir, "workspace"))
 	if err != nil {
 		return 0, err
 	}
@@ -507,6 +595,12 @@ func (m *Manager) GC(ctx context.Context, olderThan time.Duration, dryRun bool) 
 		}
 		if ValidateTenantID(id) != nil || m.declared[id] != nil {
 			continue
+		}
+		if m.images {
+			// Its last-used time is inside its image.
+			if _, err := m.held(id); err != nil {
+				return out, fmt.Errorf("tenant gc: %w", err)
+			}
 		}
 		e, trash, err := m.collect(id, olderThan, dryRun)
 		if err != nil {
@@ -565,11 +659,24 @@ func (m *Manager) collect(id string, olderThan time.Duration, dryRun bool) (*GCE
 	if dryRun {
 		return e, "", nil
 	}
+	dir := filepath.Join(m.dir, id)
+	if t != nil && t.mode == DiskModeImage {
+		// A mount point cannot be renamed: the image goes first, whole.
+		t.gone = ErrTenantRemoved
+		_ = t.closeRoots()
+		delete(m.tenants, id)
+		if err := diskimage.Unmount(dir); err != nil {
+			return nil, "", err
+		}
+		if err := os.Remove(m.imagePath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, "", err
+		}
+	}
 	trash := filepath.Join(m.dir, tempNameFor(gcPrefix, id))
-	if err := os.Rename(filepath.Join(m.dir, id), trash); err != nil {
+	if err := os.Rename(dir, trash); err != nil {
 		return nil, "", err
 	}
-	if t != nil {
+	if t != nil && t.gone == nil {
 		t.gone = ErrTenantRemoved
 		_ = t.closeRoots()
 		delete(m.tenants, id)
@@ -612,4 +719,30 @@ func mustJSON(v any) []byte {
 		panic(fmt.Sprintf("workspace: marshal %T: %v", v, err))
 	}
 	return b
+}
+
+// prepareImages checks that images can be mounted and creates the folder
+// that holds them, removing what an interrupted creation left.
+func (m *Manager) prepareImages() error {
+	if err := diskimage.Supported(); err != nil {
+		return err
+	}
+	dir := filepath.Join(m.opts.DataDir, imagesDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create images folder: %w", err)
+	}
+	names, err := readDirNames(dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, migratePrefix) || strings.HasSuffix(n, ".new") {
+			p := filepath.Join(dir, n)
+			_ = diskimage.Unmount(p)
+			if err := os.RemoveAll(p); err != nil {
+				m.log.Warn("remove leftover of an interrupted image creation", "file", n, "error", err)
+			}
+		}
+	}
+	return nil
 }

@@ -115,6 +115,13 @@ func (t *Tenant) Append(session string, e Entry) (Entry, error) {
 		return Entry{}, fmt.Errorf("tenant %s: session %s's log holds %s; this %s entry would take it over its %s limit (max_session_log); nothing was written; start a new session: %w",
 			t.id, session, humanBytes(meta.End), humanBytes(int64(len(line))), humanBytes(max), ErrQuotaExceeded)
 	}
+	if e.Kind != KindExecution && t.mode == DiskModeImage {
+		// An execution's entry may use the reserve only cexecd writes to,
+		// so it says the quota is full; nothing else may.
+		if err := t.overQuota(); err != nil {
+			return Entry{}, fmt.Errorf("session %s: nothing was written: %w", session, err)
+		}
+	}
 	if _, err := f.Write(line); err != nil {
 		// Take back a partial line so the next append starts clean.
 		_ = f.Truncate(meta.End)
@@ -136,6 +143,21 @@ func (t *Tenant) Append(session string, e Entry) (Entry, error) {
 	t.storeMeta(&meta)
 	t.touch()
 	return e, nil
+}
+
+// createLog creates a session's log if it is new, before a program can
+// take the image's last inode: ext4 keeps blocks, not inodes, for root, and
+// the execution's entry must land even when the program used every file.
+func (t *Tenant) createLog(session string) error {
+	if err := t.enter(); err != nil {
+		return err
+	}
+	defer t.exit()
+	f, err := t.root.OpenFile(sessionsDir+"/"+session+logSuffix, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("tenant %s: create session log %s: %w", t.id, session, err)
+	}
+	return f.Close()
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

@@ -352,14 +352,11 @@ func TestStateQuota(t *testing.T) {
 	if _, err := run.Finish(Entry{Code: "dump()"}); err != nil && !errors.Is(err, ErrQuotaExceeded) {
 		t.Fatal(err)
 	}
-	// The accountant measures in the background; the next execution's end
-	// reports its figure.
+	// The accountant measures in the background; the next execution is
+	// refused with its figure.
 	settle(tn)
-	if run, err = tn.Begin(""); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := run.Finish(Entry{Code: "print(1)"}); !errors.Is(err, ErrQuotaExceeded) {
-		t.Fatalf("Finish over quota = %v, want ErrQuotaExceeded", err)
+	if _, err = tn.Begin(""); !errors.Is(err, ErrQuotaExceeded) || !strings.Contains(err.Error(), `tenant "acme" is over its disk quota: 14.0 KiB of 10.0 KiB used`) {
+		t.Fatalf("Begin over quota = %v, want ErrQuotaExceeded naming the quota", err)
 	}
 	if _, err := tn.CheckQuota(); !errors.Is(err, ErrQuotaExceeded) {
 		t.Fatalf("CheckQuota = %v, want ErrQuotaExceeded", err)

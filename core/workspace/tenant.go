@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cexec/cexec/core/workspace/diskimage"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
@@ -34,6 +35,7 @@ type Tenant struct {
 	dir      string // DataDir/tenants/<id>
 	declared bool
 	quota    Quota
+	mode     string   // DiskModeImage or DiskModeMeasured
 	root     *os.Root // dir: tenant.json, sessions/
 	ws       *os.Root // dir/workspace
 	// owner is the host user of the workspace and of the tenant's
@@ -88,6 +90,10 @@ func (t *Tenant) Quota() Quota { return t.quota }
 // belongs to: its own with Options.TenantUIDs, else Options.Owner; nil
 // means cexecd's own user.
 func (t *Tenant) Owner() *Owner { return t.owner }
+
+// DiskMode says how the disk quota holds: DiskModeImage or
+// DiskModeMeasured.
+func (t *Tenant) DiskMode() string { return t.mode }
 
 // WorkspaceDir is the host folder mounted read-write at /workspace.
 func (t *Tenant) WorkspaceDir() string { return filepath.Join(t.dir, "workspace") }
@@ -153,10 +159,12 @@ func (t *Tenant) LastUsed() time.Time {
 	return t.lastUsed
 }
 
-// DiskUsage is the size of the workspace's files in bytes (apparent sizes,
-// so sparse and hard-linked files count in full): the accountant's last
-// figure, kept up to date by the host's own writes. Only the first call
-// walks the workspace; after executions the accountant of a tenant with a
+// DiskUsage is what the tenant stores in bytes: workspace, state, skills,
+// session logs and vaults. In image mode it is the blocks in use of the
+// tenant's file system, one statfs. Measured, it is the sum of apparent
+// sizes (sparse and hard-linked files count in full): the accountant's
+// last figure, kept up to date by the host's own writes. Only the first
+// call walks the folder; after executions the accountant of a tenant with a
 // quota measures it again in the background, and for one without, the next
 // call walks.
 func (t *Tenant) DiskUsage() (int64, error) {
@@ -164,6 +172,10 @@ func (t *Tenant) DiskUsage() (int64, error) {
 		return 0, err
 	}
 	defer t.exit()
+	if t.mode == DiskModeImage {
+		u, err := diskimage.UsageOf(t.dir)
+		return u.Bytes, err
+	}
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	return t.usageLocked()
@@ -180,6 +192,10 @@ func (t *Tenant) CheckQuota() (int64, error) {
 	defer t.exit()
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
+	if t.mode == DiskModeImage {
+		u, err := t.imageUse()
+		return u.bytes, errors.Join(err, t.quotaError(u))
+	}
 	t.mu.Lock()
 	t.usageKnown = false
 	t.mu.Unlock()
@@ -187,33 +203,90 @@ func (t *Tenant) CheckQuota() (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("tenant %s: measure workspace: %w", t.id, err)
 	}
-	return usage, t.quotaError(usage)
+	return usage, t.quotaError(diskUse{bytes: usage, files: -1})
 }
 
-// overQuota checks the last known usage against the disk quota without
-// measuring: O(1), for the end of each execution.
+// diskUse is what a tenant stores; files is -1 when unknown (measured).
+type diskUse struct {
+	bytes, files int64
+	// full: nothing more fits for sandboxed code.
+	full bool
+	// near: so little is left that one large write already fails.
+	near bool
+}
+
+// imageUse reads the usage of the tenant's image: one statfs.
+func (t *Tenant) imageUse() (diskUse, error) {
+	u, err := diskimage.UsageOf(t.dir)
+	if err != nil {
+		return diskUse{}, fmt.Errorf("tenant %s: %w", t.id, err)
+	}
+	// ext4 refuses a write a few blocks before the last (it keeps room for
+	// the metadata of delayed allocations): within fullSlack is full.
+	// One large write fails whole when less than a page-cache folio (up to
+	// 2 MiB) is free: near says so.
+	q := t.quota.limits().Bytes
+	return diskUse{bytes: u.Bytes, files: u.Files, full: u.FreeBytes < max(128<<10, q/256) || u.FreeFiles == 0,
+		near: u.FreeBytes < min(2<<20, q/4)}, nil
+}
+
+// nearQuota is overQuota, or in image mode a warning when so little is
+// left that a large write fails: what an execution's end reports.
+func (t *Tenant) nearQuota() error {
+	if t.mode != DiskModeImage {
+		return t.overQuota()
+	}
+	u, err := t.imageUse()
+	if err != nil {
+		return err
+	}
+	if qerr := t.quotaError(u); qerr != nil || !u.near {
+		return qerr
+	}
+	return fmt.Errorf("tenant %q is at its disk quota: %s of %s used, %s free; larger writes fail with \"No space left on device\"; delete files under /workspace, state (cexecctl state rm) or skills: %w",
+		t.id, humanBytes(u.bytes), humanBytes(t.quota.DiskBytes), humanBytes(t.quota.DiskBytes-u.bytes), ErrQuotaExceeded)
+}
+
+// overQuota checks the usage against the disk quota in O(1): in image
+// mode one statfs, measured the last known figure. Executions are refused
+// before they start while it fails.
 func (t *Tenant) overQuota() error {
+	if t.mode == DiskModeImage {
+		u, err := t.imageUse()
+		if err != nil {
+			return err
+		}
+		return t.quotaError(u)
+	}
 	t.mu.Lock()
 	usage, known := t.usage, t.usageKnown
 	t.mu.Unlock()
 	if !known {
 		return nil
 	}
-	return t.quotaError(usage)
+	return t.quotaError(diskUse{bytes: usage, files: -1})
 }
 
-func (t *Tenant) quotaError(usage int64) error {
-	if q := t.quota.DiskBytes; q > 0 && usage > q {
-		return fmt.Errorf("tenant %s: the workspace uses %s of its %s disk quota; delete files under /workspace, state or skills to get below it: %w",
-			t.id, humanBytes(usage), humanBytes(q), ErrQuotaExceeded)
+func (t *Tenant) quotaError(u diskUse) error {
+	q := t.quota
+	if !u.full && (q.DiskBytes <= 0 || u.bytes < q.DiskBytes) && (q.MaxFiles <= 0 || u.files < q.MaxFiles) {
+		return nil
 	}
-	return nil
+	files := ""
+	if u.files >= 0 && q.MaxFiles > 0 {
+		files = fmt.Sprintf(", %d of %d files", u.files, q.MaxFiles)
+	}
+	return fmt.Errorf("tenant %q is over its disk quota: %s of %s used%s; delete files under /workspace, state (cexecctl state rm) or skills to run again: %w",
+		t.id, humanBytes(u.bytes), humanBytes(q.DiskBytes), files, ErrQuotaExceeded)
 }
 
 // remeasureLocked marks the usage stale and starts the accountant unless it
 // runs; one that runs measures again when done, so a burst of executions
 // costs at most two walks. Called with t.mu held.
 func (t *Tenant) remeasureLocked() {
+	if t.mode == DiskModeImage {
+		return // statfs reads it when asked
+	}
 	if t.quota.DiskBytes <= 0 {
 		// Nothing waits for the figure of a tenant without a quota: forget
 		// it rather than walk after every execution; DiskUsage (tenants
@@ -271,6 +344,10 @@ func (t *Tenant) account() {
 // workspace. Called with t.wmu held, so no host write changes the workspace
 // meanwhile.
 func (t *Tenant) usageLocked() (int64, error) {
+	if t.mode == DiskModeImage {
+		u, err := diskimage.UsageOf(t.dir)
+		return u.Bytes, err
+	}
 	t.mu.Lock()
 	if t.usageKnown {
 		u := t.usage

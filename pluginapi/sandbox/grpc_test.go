@@ -471,7 +471,7 @@ func TestUnaryCalls(t *testing.T) {
 	creq := sandbox.CreateRequest{
 		ID: "sb1", Tenant: "t1",
 		Mounts:  []sandbox.Mount{{Source: "/srv/ws", Target: "/workspace"}, {Source: "/srv/skills", Target: "/skills", ReadOnly: true}},
-		Limits:  sandbox.Limits{MemoryBytes: 256 << 20, Pids: 64, Timeout: 30 * time.Second, OutputBytes: 1 << 20, TmpBytes: 64 << 20, CPUsMilli: 1000, ShmBytes: 32 << 20},
+		Limits:  sandbox.Limits{MemoryBytes: 256 << 20, Pids: 64, Timeout: 30 * time.Second, OutputBytes: 1 << 20, TmpBytes: 64 << 20, CPUsMilli: 1000, ShmBytes: 32 << 20, FileBytes: 16 << 20},
 		Env:     map[string]string{"LANG": "C.UTF-8"},
 		Network: true,
 		RunAs:   &sandbox.HostUser{UID: 200001, GID: 200001},

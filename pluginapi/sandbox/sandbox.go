@@ -61,6 +61,9 @@ type Limits struct {
 	// ShmBytes is the size of the /dev/shm tmpfs. Its pages, like /tmp's,
 	// are charged to the sandbox's memory.
 	ShmBytes int64
+	// FileBytes is the largest file a program may write (RLIMIT_FSIZE: a
+	// write past it fails with EFBIG); 0 means the backend's default.
+	FileBytes int64
 }
 
 // CreateRequest describes a sandbox to create.

@@ -4091,8 +4091,12 @@ type TenantInfo struct {
 	LastUsedUnixMs int64                  `protobuf:"varint,6,opt,name=last_used_unix_ms,json=lastUsedUnixMs,proto3" json:"last_used_unix_ms,omitempty"`
 	Sessions       int32                  `protobuf:"varint,7,opt,name=sessions,proto3" json:"sessions,omitempty"`
 	CreatedUnixMs  int64                  `protobuf:"varint,8,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	MaxFiles       int64                  `protobuf:"varint,9,opt,name=max_files,json=maxFiles,proto3" json:"max_files,omitempty"`
+	// How the disk quota holds: "image" (a file system image of the quota,
+	// enforced at write time) or "measured" (measured after executions).
+	DiskMode      string `protobuf:"bytes,10,opt,name=disk_mode,json=diskMode,proto3" json:"disk_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TenantInfo) Reset() {
@@ -4179,6 +4183,20 @@ func (x *TenantInfo) GetCreatedUnixMs() int64 {
 		return x.CreatedUnixMs
 	}
 	return 0
+}
+
+func (x *TenantInfo) GetMaxFiles() int64 {
+	if x != nil {
+		return x.MaxFiles
+	}
+	return 0
+}
+
+func (x *TenantInfo) GetDiskMode() string {
+	if x != nil {
+		return x.DiskMode
+	}
+	return ""
 }
 
 type ListTenantsRequest struct {
@@ -5367,7 +5385,7 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x12\n" +
 	"\x04code\x18\x04 \x01(\tR\x04code\":\n" +
 	"\x11SaveSkillResponse\x12%\n" +
-	"\x05skill\x18\x01 \x01(\v2\x0f.cexec.v1.SkillR\x05skill\"\xff\x01\n" +
+	"\x05skill\x18\x01 \x01(\v2\x0f.cexec.v1.SkillR\x05skill\"\xb9\x02\n" +
 	"\n" +
 	"TenantInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
@@ -5379,7 +5397,10 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\arunning\x18\x05 \x01(\x05R\arunning\x12)\n" +
 	"\x11last_used_unix_ms\x18\x06 \x01(\x03R\x0elastUsedUnixMs\x12\x1a\n" +
 	"\bsessions\x18\a \x01(\x05R\bsessions\x12&\n" +
-	"\x0fcreated_unix_ms\x18\b \x01(\x03R\rcreatedUnixMs\"\x14\n" +
+	"\x0fcreated_unix_ms\x18\b \x01(\x03R\rcreatedUnixMs\x12\x1b\n" +
+	"\tmax_files\x18\t \x01(\x03R\bmaxFiles\x12\x1b\n" +
+	"\tdisk_mode\x18\n" +
+	" \x01(\tR\bdiskMode\"\x14\n" +
 	"\x12ListTenantsRequest\"E\n" +
 	"\x13ListTenantsResponse\x12.\n" +
 	"\atenants\x18\x01 \x03(\v2\x14.cexec.v1.TenantInfoR\atenants\"O\n" +

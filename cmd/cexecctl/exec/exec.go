@@ -99,6 +99,8 @@ type jsonResult struct {
 	TimedOut        bool            `json:"timed_out"`
 	SandboxID       string          `json:"sandbox_id"`
 	ToolCalls       []jsonToolCall  `json:"tool_calls"`
+	// Warnings are the daemon's, such as a disk quota the tenant is over.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 type jsonError struct {
@@ -162,6 +164,11 @@ func run(cmd *cobra.Command, env *cli.Env, c *client.Client, req *cexecv1.ExecRe
 	if !env.JSON && res.GetOutputTruncated() {
 		fmt.Fprintln(env.Stderr, "cexecctl: output was truncated at the sandbox's output limit")
 	}
+	if !env.JSON {
+		for _, w := range res.GetWarnings() {
+			fmt.Fprintln(env.Stderr, "cexecctl:", w)
+		}
+	}
 	if code := int(res.GetExitCode()); code != 0 {
 		return &cli.ExitError{Code: code}
 	}
@@ -170,6 +177,7 @@ func run(cmd *cobra.Command, env *cli.Env, c *client.Client, req *cexecv1.ExecRe
 
 func fill(out *jsonResult, r *cexecv1.ExecResult) {
 	out.ExitCode = r.GetExitCode()
+	out.Warnings = r.GetWarnings()
 	if len(r.GetResultJson()) > 0 {
 		out.Result = r.GetResultJson()
 	}

@@ -5,6 +5,7 @@ package tenants
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,7 +30,7 @@ func Command(env *cli.Env) *cobra.Command {
 }
 
 func ls(env *cli.Env) *cobra.Command {
-	cmd := cli.List(env, "List tenants: ID DECLARED DISK QUOTA RUNNING SESSIONS LAST-USED", func(ctx context.Context, c *client.Client) error {
+	cmd := cli.List(env, "List tenants: ID DECLARED DISK QUOTA FILES MODE RUNNING SESSIONS LAST-USED", func(ctx context.Context, c *client.Client) error {
 		ts, err := c.ListTenants(ctx)
 		if err != nil {
 			return err
@@ -37,20 +38,27 @@ func ls(env *cli.Env) *cobra.Command {
 		if env.JSON {
 			return env.PrintProto(&cexecv1.ListTenantsResponse{Tenants: ts})
 		}
-		t := cli.NewTable(env.Stdout, "ID", "DECLARED", "DISK", "QUOTA", "RUNNING", "SESSIONS", "LAST-USED")
+		t := cli.NewTable(env.Stdout, "ID", "DECLARED", "DISK", "QUOTA", "FILES", "MODE", "RUNNING", "SESSIONS", "LAST-USED")
 		for _, tn := range ts {
-			quota := "-"
+			quota, files := "-", "-"
 			if tn.GetDiskQuota() > 0 {
 				quota = cli.Bytes(tn.GetDiskQuota())
 			}
-			t.Row(tn.GetId(), cli.YesNo(tn.GetDeclared()), cli.Bytes(tn.GetDiskBytes()), quota,
+			if tn.GetMaxFiles() > 0 {
+				files = strconv.FormatInt(tn.GetMaxFiles(), 10)
+			}
+			t.Row(tn.GetId(), cli.YesNo(tn.GetDeclared()), cli.Bytes(tn.GetDiskBytes()), quota, files, tn.GetDiskMode(),
 				tn.GetRunning(), tn.GetSessions(), cli.UnixMs(tn.GetLastUsedUnixMs()))
 		}
 		return t.Flush()
 	})
 	cmd.Long = `List the tenants declared in cexec.hcl and those with a workspace. Declared
 tenants are never removed by gc; a declared tenant that never ran shows "-"
-as its last use.`
+as its last use. DISK counts everything a tenant stores (workspace, state,
+skills, session logs, PII vaults) in image mode, the workspace when
+measured. MODE says how the disk quota holds: "image" (the tenant's own file
+system of that size: writes past it fail) or "measured" (measured after
+executions; cexecd could not mount images).`
 	return cmd
 }
 

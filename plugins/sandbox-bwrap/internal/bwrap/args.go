@@ -161,6 +161,9 @@ func checkRequest(s *settings, req sandbox.CreateRequest) (*boxSpec, error) {
 		l.Timeout = s.timeout
 	}
 	spec.rlimits = runtime.Rlimits{FileSize: s.maxFile}
+	if l.FileBytes > 0 {
+		spec.rlimits.FileSize = l.FileBytes
+	}
 	return spec, nil
 }
 

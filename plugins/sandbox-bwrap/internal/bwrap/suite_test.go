@@ -268,6 +268,9 @@ func TestEscapes(t *testing.T) {
 			check: wantLines("OSError 30", "OSError 30", "OSError 30", "OSError 30", "PermissionError", "PermissionError", "PermissionError")},
 		{name: "fill /tmp", lim: sandbox.Limits{TmpBytes: 8 << 20}, code: tryAll(`open('/tmp/big', 'wb').write(b'x' * (32 << 20))`),
 			check: wantLines("OSError 28")},
+		{name: "a file past max_file_size", lim: sandbox.Limits{FileBytes: 1 << 20}, code: tryAll(`open('/workspace/big', 'wb').write(b'x' * (4 << 20))`,
+			`print(os.path.getsize('/workspace/big') <= 1 << 20)`),
+			check: wantLines("OSError 27", "True", "ok")},
 		{name: "symlinks to host paths", setup: func(t *testing.T, ws string) {
 			must(t, os.Symlink("/etc/shadow", filepath.Join(ws, "shadow")))
 			must(t, os.Symlink(hostSecretFile, filepath.Join(ws, "secret")))

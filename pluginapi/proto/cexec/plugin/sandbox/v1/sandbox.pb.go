@@ -322,7 +322,8 @@ type Limits struct {
 	OutputBytes   int64                  `protobuf:"varint,4,opt,name=output_bytes,json=outputBytes,proto3" json:"output_bytes,omitempty"` // cap on captured stdout+stderr per execution
 	TmpBytes      int64                  `protobuf:"varint,5,opt,name=tmp_bytes,json=tmpBytes,proto3" json:"tmp_bytes,omitempty"`          // size of the /tmp tmpfs
 	CpusMilli     int64                  `protobuf:"varint,6,opt,name=cpus_milli,json=cpusMilli,proto3" json:"cpus_milli,omitempty"`
-	ShmBytes      int64                  `protobuf:"varint,7,opt,name=shm_bytes,json=shmBytes,proto3" json:"shm_bytes,omitempty"` // size of the /dev/shm tmpfs
+	ShmBytes      int64                  `protobuf:"varint,7,opt,name=shm_bytes,json=shmBytes,proto3" json:"shm_bytes,omitempty"`    // size of the /dev/shm tmpfs
+	FileBytes     int64                  `protobuf:"varint,8,opt,name=file_bytes,json=fileBytes,proto3" json:"file_bytes,omitempty"` // largest file a program may write (RLIMIT_FSIZE); 0: the backend's default
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -402,6 +403,13 @@ func (x *Limits) GetCpusMilli() int64 {
 func (x *Limits) GetShmBytes() int64 {
 	if x != nil {
 		return x.ShmBytes
+	}
+	return 0
+}
+
+func (x *Limits) GetFileBytes() int64 {
+	if x != nil {
+		return x.FileBytes
 	}
 	return 0
 }
@@ -1665,7 +1673,7 @@ const file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x05Mount\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x1b\n" +
-	"\tread_only\x18\x03 \x01(\bR\breadOnly\"\xda\x01\n" +
+	"\tread_only\x18\x03 \x01(\bR\breadOnly\"\xf9\x01\n" +
 	"\x06Limits\x12!\n" +
 	"\fmemory_bytes\x18\x01 \x01(\x03R\vmemoryBytes\x12\x12\n" +
 	"\x04pids\x18\x02 \x01(\x03R\x04pids\x12\x1d\n" +
@@ -1675,7 +1683,9 @@ const file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\ttmp_bytes\x18\x05 \x01(\x03R\btmpBytes\x12\x1d\n" +
 	"\n" +
 	"cpus_milli\x18\x06 \x01(\x03R\tcpusMilli\x12\x1b\n" +
-	"\tshm_bytes\x18\a \x01(\x03R\bshmBytes\")\n" +
+	"\tshm_bytes\x18\a \x01(\x03R\bshmBytes\x12\x1d\n" +
+	"\n" +
+	"file_bytes\x18\b \x01(\x03R\tfileBytes\")\n" +
 	"\rNetworkPolicy\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\"\x9f\x03\n" +
 	"\rCreateRequest\x12\x0e\n" +
