@@ -48,7 +48,9 @@ type Options struct {
 	Executor Executor
 	// Tasks, when set, adds execute_task; set it when a code generator is
 	// configured.
-	Tasks  TaskRunner
+	Tasks TaskRunner
+	// Calls, when set, adds call_tool.
+	Calls  ToolCaller
 	State  StateStore
 	Skills SkillStore
 	// PII tokenizes everything that leaves through the face.
@@ -293,8 +295,8 @@ func (f *Face) routes() *http.ServeMux {
 // instructions is the server's description of itself in initialize: the
 // workflow, once, for clients that show it to the model.
 const instructions = "cexec runs your Python next to upstream MCP tools. " +
-	"Find tools with search_tools, read a stub with get_tool, then write one program for execute_code " +
-	"that calls the tools, filters the data and prints only what you need."
+	"Find tools with search_tools at detail_level full, then write one program for execute_code " +
+	"that calls them, filters the data and prints only what you need; call_tool makes a single call."
 
 // NotifyResourcesChanged tells connected clients that the stub tree or the
 // skills changed (resources/list_changed); call it when the catalog

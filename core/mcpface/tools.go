@@ -21,6 +21,7 @@ const (
 	ToolGetTool        = "get_tool"
 	ToolExecuteCode    = "execute_code"
 	ToolExecuteTask    = "execute_task"
+	ToolCallTool       = "call_tool"
 	ToolGetState       = "get_state"
 	ToolSaveState      = "save_state"
 	ToolSaveSkill      = "save_skill"
@@ -36,7 +37,8 @@ const (
 )
 
 // toolDef is one tool as listed: the descriptions teach the workflow
-// (search → read the stub → one program → print only what matters) and the
+// (search at full detail → one program that prints only what matters, or
+// call_tool for a single call) and the
 // whole tools/list stays within a small token budget, which a test checks.
 type toolDef struct {
 	name, desc, schema string
@@ -46,8 +48,8 @@ type toolDef struct {
 
 var toolDefs = []toolDef{
 	{ToolSearchTools,
-		"Find tools for a task among all upstream MCP servers. Workflow: search_tools, then get_tool to read a stub, then execute_code with one program that calls the tools and prints only what you need.",
-		`{"type":"object","properties":{"query":{"type":"string","description":"What you want to do"},"detail_level":{"type":"string","enum":["name","description","full"],"default":"description","description":"full adds import and signature"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":8}},"required":["query"]}`,
+		"Find tools among all upstream MCP servers. At detail_level full a hit has all you need to call it: import, signature, return shape. Then write one execute_code program that calls the tools and prints only what you need, or use call_tool for a single call.",
+		`{"type":"object","properties":{"query":{"type":"string","description":"What you want to do"},"detail_level":{"type":"string","enum":["name","description","full"],"default":"description"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":8}},"required":["query"]}`,
 		true, (*Face).searchTools},
 	{ToolListServers,
 		"List upstream servers with their Python package, tool count and status.",
@@ -58,13 +60,17 @@ var toolDefs = []toolDef{
 		`{"type":"object","properties":{"server":{"type":"string"}},"required":["server"]}`,
 		true, (*Face).getServerTools},
 	{ToolGetTool,
-		"Show a tool's Python stub: import line, typed signature, docstring. Read it before calling the tool.",
+		"Show a tool's Python stub: import line, typed signature, docstring.",
 		`{"type":"object","properties":{"server":{"type":"string"},"tool":{"type":"string"}},"required":["server","tool"]}`,
 		true, (*Face).getTool},
 	{ToolExecuteCode,
-		"Run a Python 3 program in a sandbox; only its output comes back (capped). Import tools as get_tool shows and call them with keyword arguments: they return Python values and raise cexec.ToolError on failure. Make independent calls from threads (concurrent.futures). Filter and aggregate in the program; print only what matters. /workspace persists; cexec.result(obj) returns data; saved skills import from skills.<name>.",
+		"Run a Python 3 program in a sandbox; only its output comes back (capped). Import tools as search_tools shows and call them with keyword arguments: they return Python values and raise cexec.ToolError on failure. Make independent calls from threads. Filter and aggregate in the program; print only what matters. /workspace persists; cexec.result(obj) returns data; skills import from skills.NAME.",
 		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"Session to continue; default: this connection's"}},"required":["code"]}`,
 		false, (*Face).executeCode},
+	{ToolCallTool,
+		"Call one tool and get its result as is, when you need no program around it. Arguments are checked as from code.",
+		`{"type":"object","properties":{"server":{"type":"string"},"tool":{"type":"string"},"arguments":{"type":"object"}},"required":["server","tool"]}`,
+		false, (*Face).callTool},
 	{ToolExecuteTask,
 		"Describe a task in words; cexec writes a program with the tools it finds, runs it and returns the output and the code. Prefer execute_code when you can write the program.",
 		`{"type":"object","properties":{"task_description":{"type":"string"}},"required":["task_description"]}`,
@@ -78,7 +84,7 @@ var toolDefs = []toolDef{
 		`{"type":"object","properties":{"name":{"type":"string"},"value":{"description":"Any JSON value"}},"required":["name","value"]}`,
 		false, (*Face).saveState},
 	{ToolSaveSkill,
-		"Save reusable Python code as a skill; programs then import it from skills.<name>. Give functions docstrings.",
+		"Save reusable Python code as a skill; programs then import it from skills.NAME. Give functions docstrings.",
 		`{"type":"object","properties":{"name":{"type":"string","description":"snake_case"},"description":{"type":"string"},"code":{"type":"string"}},"required":["name","description","code"]}`,
 		false, (*Face).saveSkill},
 	{ToolListSkills,
@@ -93,7 +99,7 @@ var toolDefs = []toolDef{
 
 func (f *Face) addTools() {
 	for _, d := range toolDefs {
-		if d.name == ToolExecuteTask && f.o.Tasks == nil {
+		if d.name == ToolExecuteTask && f.o.Tasks == nil || d.name == ToolCallTool && f.o.Calls == nil {
 			continue
 		}
 		t := mcp.NewToolWithRawSchema(d.name, d.desc, json.RawMessage(d.schema))
@@ -163,7 +169,8 @@ func (f *Face) searchTools(ctx context.Context, sc *Scope, req mcp.CallToolReque
 }
 
 // writeTool writes one tool at a detail level: "server/tool", a one-line
-// summary, or the import, signature and whole description.
+// summary, or everything needed to call it without get_tool: the import,
+// the signature, what it returns and the whole description.
 func writeTool(b *strings.Builder, t *Tool, detail string) {
 	b.WriteString(t.Server)
 	b.WriteByte('/')
@@ -181,6 +188,9 @@ func writeTool(b *strings.Builder, t *Tool, detail string) {
 		}
 		if t.Signature != "" {
 			b.WriteString("  " + t.Signature + "\n")
+		}
+		if !t.Local {
+			b.WriteString("  returns: " + returnShape(t.OutputSchema) + "\n")
 		}
 		if d := strings.TrimSpace(t.Description); d != "" {
 			b.WriteString("  " + strings.ReplaceAll(d, "\n", "\n  ") + "\n")
@@ -391,6 +401,42 @@ func (f *Face) executeCode(ctx context.Context, sc *Scope, req mcp.CallToolReque
 		return failure("execute_code", err)
 	}
 	return f.executionReply(ex, sc.Session, nil)
+}
+
+func (f *Face) callTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+	server := strings.TrimSpace(req.GetString("server", ""))
+	tool := strings.TrimSpace(req.GetString("tool", ""))
+	if server == "" || tool == "" {
+		return errorReply("server and tool are required, as search_tools shows them: server/tool")
+	}
+	var args json.RawMessage
+	if a, ok := req.GetArguments()["arguments"]; ok && a != nil {
+		if _, isObject := a.(map[string]any); !isObject {
+			return errorReply("arguments must be a JSON object of the tool's parameters")
+		}
+		var err error
+		if args, err = json.Marshal(a); err != nil {
+			return errorReply("arguments: %v", err)
+		}
+	}
+	ex, err := f.o.Calls.CallTool(ctx, *sc, server, tool, args)
+	if err != nil {
+		return failure("call_tool", err)
+	}
+	if e := ex.Error; e != nil {
+		return reply{text: e.Type + ": " + e.Message, isError: true, tokenized: ex.Tokenized}
+	}
+	return reply{text: resultText(ex.Result), tokenized: ex.Tokenized}
+}
+
+// resultText is a call's value as the agent reads it: a string as it is,
+// anything else as JSON.
+func resultText(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(v)
 }
 
 func (f *Face) executeTask(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
