@@ -294,9 +294,8 @@ func (f *Face) routes() *http.ServeMux {
 
 // instructions is the server's description of itself in initialize: the
 // workflow, once, for clients that show it to the model.
-const instructions = "cexec runs your Python next to upstream MCP tools. " +
-	"Find tools with search_tools at detail_level full, then write one program for execute_code " +
-	"that calls them, filters the data and prints only what you need; call_tool makes a single call."
+const instructions = "Find tools with search_tools (detail_level full), then run one execute_code program " +
+	"that calls them and prints only what you need, or call_tool for a single call."
 
 // NotifyResourcesChanged tells connected clients that the stub tree or the
 // skills changed (resources/list_changed); call it when the catalog

@@ -48,43 +48,43 @@ type toolDef struct {
 
 var toolDefs = []toolDef{
 	{ToolSearchTools,
-		"Find tools among all upstream MCP servers. At detail_level full a hit has all you need to call it: import, signature, return shape. Then write one execute_code program that calls the tools and prints only what you need, or use call_tool for a single call.",
-		`{"type":"object","properties":{"query":{"type":"string","description":"What you want to do"},"detail_level":{"type":"string","enum":["name","description","full"],"default":"description"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":8}},"required":["query"]}`,
+		"Find upstream tools for a task. At detail_level full a hit has all you need to call it: import, signature, return shape.",
+		`{"type":"object","properties":{"query":{"type":"string"},"detail_level":{"type":"string","enum":["name","description","full"],"default":"description"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":8}},"required":["query"]}`,
 		true, (*Face).searchTools},
 	{ToolListServers,
-		"List upstream servers with their Python package, tool count and status.",
+		"List upstream servers: Python package, tool count, status.",
 		`{"type":"object","properties":{}}`,
 		true, (*Face).listServers},
 	{ToolGetServerTools,
-		"List every tool of one server with a one-line summary.",
+		"List one server's tools, a line each.",
 		`{"type":"object","properties":{"server":{"type":"string"}},"required":["server"]}`,
 		true, (*Face).getServerTools},
 	{ToolGetTool,
-		"Show a tool's Python stub: import line, typed signature, docstring.",
+		"Show a tool's Python stub.",
 		`{"type":"object","properties":{"server":{"type":"string"},"tool":{"type":"string"}},"required":["server","tool"]}`,
 		true, (*Face).getTool},
 	{ToolExecuteCode,
-		"Run a Python 3 program in a sandbox; only its output comes back (capped). Import tools as search_tools shows and call them with keyword arguments: they return Python values and raise cexec.ToolError on failure. Make independent calls from threads. Filter and aggregate in the program; print only what matters. /workspace persists; cexec.result(obj) returns data; skills import from skills.NAME.",
-		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"Session to continue; default: this connection's"}},"required":["code"]}`,
+		"Run a Python 3 program that imports tools as search_tools shows and calls them with keyword arguments (they return Python values, raise cexec.ToolError). Only its output comes back, capped: filter in the program, print what matters. Threads run independent calls. /workspace persists; cexec.result(obj) returns data; skills import from skills.NAME.",
+		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"default: this connection's"}},"required":["code"]}`,
 		false, (*Face).executeCode},
 	{ToolCallTool,
-		"Call one tool and get its result as is, when you need no program around it. Arguments are checked as from code.",
+		"Call one tool; returns its result as is. Checked as calls from code are.",
 		`{"type":"object","properties":{"server":{"type":"string"},"tool":{"type":"string"},"arguments":{"type":"object"}},"required":["server","tool"]}`,
 		false, (*Face).callTool},
 	{ToolExecuteTask,
-		"Describe a task in words; cexec writes a program with the tools it finds, runs it and returns the output and the code. Prefer execute_code when you can write the program.",
+		"Describe a task; cexec writes and runs a program and returns its output and code. Prefer execute_code when you can write it.",
 		`{"type":"object","properties":{"task_description":{"type":"string"}},"required":["task_description"]}`,
 		false, (*Face).executeTask},
 	{ToolGetState,
-		"Read a saved state value; without a name, list the state files.",
+		"Read a saved state value, or list them.",
 		`{"type":"object","properties":{"name":{"type":"string"}}}`,
 		true, (*Face).getState},
 	{ToolSaveState,
-		"Save a JSON value under a name ending in .json or .yaml; programs see it in /workspace/state.",
-		`{"type":"object","properties":{"name":{"type":"string"},"value":{"description":"Any JSON value"}},"required":["name","value"]}`,
+		"Save a JSON value as NAME.json or .yaml; programs see it in /workspace/state.",
+		`{"type":"object","properties":{"name":{"type":"string"},"value":{}},"required":["name","value"]}`,
 		false, (*Face).saveState},
 	{ToolSaveSkill,
-		"Save reusable Python code as a skill; programs then import it from skills.NAME. Give functions docstrings.",
+		"Save reusable Python code as skills.NAME. Give functions docstrings.",
 		`{"type":"object","properties":{"name":{"type":"string","description":"snake_case"},"description":{"type":"string"},"code":{"type":"string"}},"required":["name","description","code"]}`,
 		false, (*Face).saveSkill},
 	{ToolListSkills,
@@ -153,7 +153,7 @@ func (f *Face) searchTools(ctx context.Context, sc *Scope, req mcp.CallToolReque
 		byID[all[i].Server+"/"+all[i].Name] = &all[i]
 	}
 	var b strings.Builder
-	n := 0
+	n, untyped := 0, false
 	for _, h := range hits {
 		t := byID[h.Server+"/"+h.Tool]
 		if t == nil || n == limit {
@@ -161,9 +161,14 @@ func (f *Face) searchTools(ctx context.Context, sc *Scope, req mcp.CallToolReque
 		}
 		n++
 		writeTool(&b, t, detail)
+		untyped = untyped || !t.Local && len(t.OutputSchema) == 0
 	}
 	if n == 0 {
 		return textReply("No tools match %q. Try other words, or list_servers and get_server_tools.", query)
+	}
+	if detail == DetailFull && untyped {
+		// Said once rather than for every tool without an output schema.
+		b.WriteString("-> Any: " + noSchemaReturn + "\n")
 	}
 	return reply{text: b.String()}
 }
@@ -187,10 +192,7 @@ func writeTool(b *strings.Builder, t *Tool, detail string) {
 			b.WriteString("  " + t.Import + "\n")
 		}
 		if t.Signature != "" {
-			b.WriteString("  " + t.Signature + "\n")
-		}
-		if !t.Local {
-			b.WriteString("  returns: " + returnShape(t.OutputSchema) + "\n")
+			b.WriteString("  " + fullSignature(t) + "\n")
 		}
 		if d := strings.TrimSpace(t.Description); d != "" {
 			b.WriteString("  " + strings.ReplaceAll(d, "\n", "\n  ") + "\n")
@@ -198,6 +200,20 @@ func writeTool(b *strings.Builder, t *Tool, detail string) {
 		return
 	}
 	b.WriteByte('\n')
+}
+
+// fullSignature is a tool's signature with what it returns: the shape of
+// its output schema in place of the stub's TypedDict name, which the
+// agent could only read in the stub.
+func fullSignature(t *Tool) string {
+	if t.Local || len(t.OutputSchema) == 0 || string(t.OutputSchema) == "null" {
+		return t.Signature
+	}
+	sig := t.Signature
+	if i := strings.LastIndex(sig, " -> "); i >= 0 {
+		sig = sig[:i]
+	}
+	return sig + " -> " + returnShape(t.OutputSchema)
 }
 
 // summary is a tool's first line of description (or title), cut short.
