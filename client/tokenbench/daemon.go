@@ -168,7 +168,6 @@ type face struct {
 	c            *conn
 	toolsJSON    string
 	instructions string
-	tools        []string
 }
 
 func (dm *daemon) face(ctx context.Context, tenant string) (*face, error) {
@@ -182,13 +181,7 @@ func (dm *daemon) face(ctx context.Context, tenant string) (*face, error) {
 		return nil, fmt.Errorf("face tools/list: %w", err)
 	}
 	all, _ := json.Marshal(tools)
-	f := &face{c: c, toolsJSON: string(all), instructions: c.instructions}
-	for _, t := range tools {
-		var n struct{ Name string }
-		_ = json.Unmarshal(t, &n)
-		f.tools = append(f.tools, n.Name)
-	}
-	return f, nil
+	return &face{c: c, toolsJSON: string(all), instructions: c.instructions}, nil
 }
 
 func (f *face) close() { f.c.close() }

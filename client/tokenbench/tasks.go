@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 )
 
@@ -97,19 +96,9 @@ func (a *codeAgent) search(ctx context.Context, qs []query, need ...string) erro
 	return nil
 }
 
-// single calls one tool for its result as is: call_tool when the face has
-// it, else a program that prints the result.
-func (a *codeAgent) single(ctx context.Context, server, tool, function string, args map[string]any, print string) (string, error) {
-	if slices.Contains(a.f.tools, "call_tool") {
-		return a.call(ctx, "call_tool", map[string]any{"server": server, "tool": tool, "arguments": args})
-	}
-	var kw []string
-	for k, v := range args {
-		kw = append(kw, fmt.Sprintf("%s=%q", k, v))
-	}
-	slices.Sort(kw)
-	imp := "from servers." + server + " import " + function
-	return a.program(ctx, fmt.Sprintf("%s\nr = %s(%s)\nprint(%s)\n", imp, function, strings.Join(kw, ", "), print))
+// single is call_tool: one call whose result the agent reads as is.
+func (a *codeAgent) single(ctx context.Context, server, tool string, args map[string]any) (string, error) {
+	return a.call(ctx, "call_tool", map[string]any{"server": server, "tool": tool, "arguments": args})
 }
 
 func (a *codeAgent) program(ctx context.Context, code string) (string, error) {
@@ -140,10 +129,6 @@ func tasks(d *data) []task {
 	csv := filepath.Join(d.dir, "sales.csv")
 	doc := filepath.Join(d.dir, "design-review.md")
 	tiny := filepath.Join(d.dir, "settings.ini")
-	var firstFields []string
-	for _, r := range d.csvRows {
-		firstFields = append(firstFields, strings.SplitN(r, ",", 2)[0])
-	}
 	return []task{
 		{
 			name:   "notes",
@@ -262,8 +247,7 @@ print("saved", len(doc), "characters:", [e["name"] for e in made["entities"]])
 				if err := a.search(ctx, []query{{"current stock price of a symbol", 3}}, "livemcpbench/yahoo-finance__get_current_stock_price"); err != nil {
 					return err
 				}
-				out, err := a.single(ctx, "livemcpbench", "yahoo-finance__get_current_stock_price", "yahoo_finance__get_current_stock_price",
-					map[string]any{"symbol": "NVDA"}, "r")
+				out, err := a.single(ctx, "livemcpbench", "yahoo-finance__get_current_stock_price", map[string]any{"symbol": "NVDA"})
 				if err != nil {
 					return err
 				}
@@ -311,7 +295,7 @@ print(", ".join(e["name"] for e in search_nodes(query="Falcon")["entities"]))
 				if err := a.search(ctx, []query{{"read a text file", 2}}, "filesystem/read_text_file"); err != nil {
 					return err
 				}
-				out, err := a.single(ctx, "filesystem", "read_text_file", "read_text_file", map[string]any{"path": tiny}, `r["content"]`)
+				out, err := a.single(ctx, "filesystem", "read_text_file", map[string]any{"path": tiny})
 				if err != nil {
 					return err
 				}

@@ -435,6 +435,19 @@ func (f *Face) callTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 			return errorReply("arguments: %v", err)
 		}
 	}
+	// Agents copy names from import lines too: servers.<package> and the
+	// function name resolve to the MCP names. A name not found goes on as
+	// it is, for the bridge's did-you-mean.
+	tools, r := f.serverTools(ctx, *sc, server)
+	if r != nil {
+		return *r
+	}
+	for i := range tools {
+		if tools[i].Name == tool || (tools[i].Path != "" && functionName(&tools[i]) == tool) {
+			server, tool = tools[i].Server, tools[i].Name
+			break
+		}
+	}
 	ex, err := f.o.Calls.CallTool(ctx, *sc, server, tool, args)
 	if err != nil {
 		return failure("call_tool", err)

@@ -163,6 +163,10 @@ func TestCallTool(t *testing.T) {
 	}{
 		{"call a tool", ToolCallTool, map[string]any{"server": "everything", "tool": "get-sum", "arguments": map[string]any{"a": 2, "b": 3}}, false,
 			[]string{"The sum of 2 and 3 is 5."}, []string{"[ok", "tool call"}},
+		{"call by Python names", ToolCallTool, map[string]any{"server": "everything", "tool": "get_sum", "arguments": map[string]any{"a": 1, "b": 1}}, false,
+			[]string{"The sum of 1 and 1 is 2."}, nil},
+		{"call an unknown server", ToolCallTool, map[string]any{"server": "github", "tool": "x"}, true,
+			[]string{`unknown server "github"; known servers: everything, memory`}, nil},
 		{"call with invalid arguments", ToolCallTool, map[string]any{"server": "everything", "tool": "get-sum", "arguments": map[string]any{"a": 2}}, true,
 			[]string{"ToolError: ", "received undefined at b"}, nil},
 		{"call a denied tool", ToolCallTool, map[string]any{"server": "everything", "tool": "get-env"}, true,
