@@ -82,6 +82,7 @@ func (m *mcpServer) faceOptions(cfg *config.Config, svc *services, host *pluginh
 		Catalog:     cv,
 		Searcher:    searchView{svc: svc.search, v: cv},
 		Executor:    mcpExecutor{exec: svc.exec, pii: m.pii},
+		Calls:       mcpExecutor{exec: svc.exec, pii: m.pii},
 		State:       stateView{ws: svc.workspace, pii: m.pii},
 		Skills:      skillView{ws: svc.workspace, pii: m.pii},
 		PII:         pii,

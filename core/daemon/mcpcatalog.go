@@ -157,6 +157,10 @@ func faceTool(t *catalog.Tool) mcpface.Tool {
 		Import:      t.Stub.Import,
 		Signature:   t.Stub.Signature,
 		Path:        t.Stub.Path,
+		// Shapes are rendered for search hits only: the catalog lists
+		// every tool per search.
+		OutputSchema: t.OutputSchema,
+		Local:        t.Local != nil,
 	}
 }
 

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -26,6 +27,20 @@ func (e mcpExecutor) Execute(ctx context.Context, sc mcpface.Scope, code string)
 	}
 	res, err := e.exec.ExecuteCode(ctx, pipeline.CodeRequest{Tenant: sc.Tenant, Session: sc.Session,
 		Vault: vaultSession(ctx, sc), Code: code, ModelFacing: true})
+	if err != nil {
+		return mcpface.Execution{}, err
+	}
+	return faceExecution(res), nil
+}
+
+// CallTool is call_tool: one call through the pipeline, which guards,
+// validates, logs and tokenizes it as a program's.
+func (e mcpExecutor) CallTool(ctx context.Context, sc mcpface.Scope, server, tool string, args json.RawMessage) (mcpface.Execution, error) {
+	if e.exec == nil {
+		return mcpface.Execution{}, fmt.Errorf("no sandbox backend is running; the operator can check `cexecctl plugins ls`: %w", pluginapi.ErrUnavailable)
+	}
+	res, err := e.exec.CallTool(ctx, pipeline.ToolCallRequest{Tenant: sc.Tenant, Session: sc.Session,
+		Vault: vaultSession(ctx, sc), Server: server, Tool: tool, Arguments: args, ModelFacing: true})
 	if err != nil {
 		return mcpface.Execution{}, err
 	}

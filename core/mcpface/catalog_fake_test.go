@@ -68,7 +68,7 @@ func newTestCatalog(t testing.TB) (*testCatalog, string) {
 		for j, st := range p.Stubs {
 			tl := srvs[i].Tools[j]
 			c.tools = append(c.tools, Tool{Server: p.Server, Name: st.Tool, Title: tl.Title, Description: tl.Description,
-				Import: st.Import(), Signature: st.Signature, Path: st.Path})
+				Import: st.Import(), Signature: st.Signature, Path: st.Path, OutputSchema: tl.OutputSchema})
 			c.src[p.Server+"/"+st.Tool] = string(p.Files[st.Path])
 		}
 	}

@@ -1,10 +1,11 @@
 // Package mcpface is cexecd's MCP server (ARCHITECTURE §6): what agents see
-// instead of hundreds of upstream tools. It offers eleven tools
+// instead of hundreds of upstream tools. It offers twelve tools
 // (search_tools, list_servers, get_server_tools, get_tool, execute_code,
-// execute_task when a code generator is configured, get_state, save_state,
-// save_skill, list_skills, get_skill) whose descriptions teach the workflow
-// (search → read the stub → write one program → print only what matters)
-// in about 750 tokens, and the stub tree (cexec://servers/<pkg>/<tool>.py)
+// call_tool, execute_task when a code generator is configured, get_state,
+// save_state, save_skill, list_skills, get_skill) whose descriptions teach
+// the workflow (search at full detail → write one program that prints only
+// what matters, or call_tool for a single call) in under 1,000 tokens, and
+// the stub tree (cexec://servers/<pkg>/<tool>.py)
 // and skills (cexec://skills/<name>) as resources. It is built on
 // github.com/mark3labs/mcp-go.
 //
@@ -12,8 +13,8 @@
 //
 // The face owns no state beyond sessions; daemon.Run gives it the daemon's
 // parts through small interfaces (service.go): Catalog (servers, tools,
-// stub source), Searcher, Executor (execute_code), TaskRunner
-// (execute_task, optional), StateStore, SkillStore and Tokenizer (the PII
+// stub source), Searcher, Executor (execute_code), ToolCaller (call_tool,
+// optional), TaskRunner (execute_task, optional), StateStore, SkillStore and Tokenizer (the PII
 // vault). Every method gets a Scope: the tenant and the session.
 // Everything a tool or resource returns passes Tokenizer; identifiers
 // (server, tool, skill names and URIs) are left as they are so they can be

@@ -3,6 +3,7 @@ package mcpface
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -150,4 +151,28 @@ func (r taskRunner) RunTask(ctx context.Context, sc Scope, task string) (TaskRes
 	code := fmt.Sprintf("print(%q.upper())\n", task)
 	ex, err := r.ex.Execute(ctx, sc, code)
 	return TaskResult{Code: code, Attempts: 1, Execution: ex}, err
+}
+
+// toolCaller is call_tool over the test's upstream, with a deny list in
+// place of the tenant's policy (the real path is core/pipeline's CallTool).
+type toolCaller struct {
+	ex   *zygoteExecutor
+	deny []string
+}
+
+func (c toolCaller) CallTool(ctx context.Context, _ Scope, server, tool string, args json.RawMessage) (Execution, error) {
+	if slices.Contains(c.deny, server+"/"+tool) {
+		return Execution{Error: &ExecError{Type: "PermissionError", Message: fmt.Sprintf("tool %s/%s is denied by the tenant's policy", server, tool)}}, nil
+	}
+	var a map[string]any
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &a); err != nil {
+			return Execution{}, err
+		}
+	}
+	out, err := newExecHost(c.ex.up).call(ctx, server, tool, a)
+	if ce := (*sandbox.CallError)(nil); errors.As(err, &ce) {
+		return Execution{Error: &ExecError{Type: ce.Type, Message: ce.Message}}, nil
+	}
+	return Execution{Result: out}, err
 }

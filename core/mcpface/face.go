@@ -48,7 +48,9 @@ type Options struct {
 	Executor Executor
 	// Tasks, when set, adds execute_task; set it when a code generator is
 	// configured.
-	Tasks  TaskRunner
+	Tasks TaskRunner
+	// Calls, when set, adds call_tool.
+	Calls  ToolCaller
 	State  StateStore
 	Skills SkillStore
 	// PII tokenizes everything that leaves through the face.

@@ -63,6 +63,12 @@ type Tool struct {
 	// Path is the stub file relative to the stub tree's parent, e.g.
 	// servers/filesystem/read_file.py; the resource URI is cexec://<Path>.
 	Path string
+	// OutputSchema is an upstream tool's output schema (nil when it
+	// declares none); search_tools renders what a call returns from it.
+	OutputSchema json.RawMessage
+	// Local is set for a hand-written local tool, whose signature already
+	// says what it returns.
+	Local bool
 }
 
 // Hit is one search result.
@@ -154,6 +160,15 @@ type Execution struct {
 // says it is Tokenized.
 type Executor interface {
 	Execute(ctx context.Context, sc Scope, code string) (Execution, error)
+}
+
+// ToolCaller makes one upstream call for the agent (call_tool) on the path
+// a program's calls take: allowed servers, policy and guards, PII tokens
+// restored in the arguments, argument validation and size limits, the
+// session log. The Execution's Result is the call's value, or its Error
+// the failure (Type as cexec.ToolError's); Tokenized as for Executor.
+type ToolCaller interface {
+	CallTool(ctx context.Context, sc Scope, server, tool string, args json.RawMessage) (Execution, error)
 }
 
 // TaskResult is the outcome of execute_task.

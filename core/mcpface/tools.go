@@ -24,6 +24,7 @@ const (
 	ToolGetTool        = "get_tool"
 	ToolExecuteCode    = "execute_code"
 	ToolExecuteTask    = "execute_task"
+	ToolCallTool       = "call_tool"
 	ToolGetState       = "get_state"
 	ToolSaveState      = "save_state"
 	ToolSaveSkill      = "save_skill"
@@ -39,7 +40,8 @@ const (
 )
 
 // toolDef is one tool as listed: the descriptions teach the workflow
-// (search → read the stub → one program → print only what matters) and the
+// (search at full detail → one program that prints only what matters, or
+// call_tool for a single call) and the
 // whole tools/list stays within a small token budget, which a test checks.
 type toolDef struct {
 	name, desc, schema string
@@ -49,39 +51,43 @@ type toolDef struct {
 
 var toolDefs = []toolDef{
 	{ToolSearchTools,
-		"Find tools for a task among all upstream MCP servers. Workflow: search_tools, then get_tool to read a stub, then execute_code with one program that calls the tools and prints only what you need.",
-		`{"type":"object","properties":{"query":{"type":"string","description":"What you want to do"},"detail_level":{"type":"string","enum":["name","description","full"],"default":"description","description":"full adds import and signature"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":8}},"required":["query"]}`,
+		"Find upstream tools for a task. At detail_level full a hit has all you need to call it: import, signature, return shape.",
+		`{"type":"object","properties":{"query":{"type":"string"},"detail_level":{"type":"string","enum":["name","description","full"],"default":"description"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":8}},"required":["query"]}`,
 		true, (*Face).searchTools},
 	{ToolListServers,
-		"List upstream servers with their Python package, tool count and status.",
+		"List upstream servers: Python package, tool count, status.",
 		`{"type":"object","properties":{}}`,
 		true, (*Face).listServers},
 	{ToolGetServerTools,
-		"List every tool of one server with a one-line summary.",
+		"List one server's tools, a line each.",
 		`{"type":"object","properties":{"server":{"type":"string"}},"required":["server"]}`,
 		true, (*Face).getServerTools},
 	{ToolGetTool,
-		"Show a tool's Python stub: import line, typed signature, docstring. Read it before calling the tool.",
+		"Show a tool's Python stub.",
 		`{"type":"object","properties":{"server":{"type":"string"},"tool":{"type":"string"}},"required":["server","tool"]}`,
 		true, (*Face).getTool},
 	{ToolExecuteCode,
-		"Run a Python 3 program in a sandbox; only its output comes back (capped). Import tools as get_tool shows and call them with keyword arguments: they return Python values and raise cexec.ToolError on failure. Make independent calls from threads (concurrent.futures). Filter and aggregate in the program; print only what matters. /workspace persists; cexec.result(obj) returns data; saved skills import from skills.<name>.",
-		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"Session to continue; default: this connection's"}},"required":["code"]}`,
+		"Run a Python 3 program that imports tools as search_tools shows and calls them with keyword arguments (they return Python values, raise cexec.ToolError). Only its output comes back, capped: filter in the program, print what matters. Threads run independent calls. /workspace persists; cexec.result(obj) returns data; skills import from skills.NAME.",
+		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"default: this connection's"}},"required":["code"]}`,
 		false, (*Face).executeCode},
+	{ToolCallTool,
+		"Call one tool; returns its result as is. Checked as calls from code are.",
+		`{"type":"object","properties":{"server":{"type":"string"},"tool":{"type":"string"},"arguments":{"type":"object"}},"required":["server","tool"]}`,
+		false, (*Face).callTool},
 	{ToolExecuteTask,
 		"Describe a task in words; cexec writes a program with the tools it finds and returns its output, or says it cannot. Prefer execute_code when you can write the program.",
 		`{"type":"object","properties":{"task_description":{"type":"string"},"show_code":{"type":"boolean","default":false,"description":"Also return the program"}},"required":["task_description"]}`,
 		false, (*Face).executeTask},
 	{ToolGetState,
-		"Read a saved state value; without a name, list the state files.",
+		"Read a saved state value, or list them.",
 		`{"type":"object","properties":{"name":{"type":"string"}}}`,
 		true, (*Face).getState},
 	{ToolSaveState,
-		"Save a JSON value under a name ending in .json or .yaml; programs see it in /workspace/state.",
-		`{"type":"object","properties":{"name":{"type":"string"},"value":{"description":"Any JSON value"}},"required":["name","value"]}`,
+		"Save a JSON value as NAME.json or .yaml; programs see it in /workspace/state.",
+		`{"type":"object","properties":{"name":{"type":"string"},"value":{}},"required":["name","value"]}`,
 		false, (*Face).saveState},
 	{ToolSaveSkill,
-		"Save reusable Python code as a skill; programs then import it from skills.<name>. Give functions docstrings.",
+		"Save reusable Python code as skills.NAME. Give functions docstrings.",
 		`{"type":"object","properties":{"name":{"type":"string","description":"snake_case"},"description":{"type":"string"},"code":{"type":"string"}},"required":["name","description","code"]}`,
 		false, (*Face).saveSkill},
 	{ToolListSkills,
@@ -96,7 +102,7 @@ var toolDefs = []toolDef{
 
 func (f *Face) addTools() error {
 	for _, d := range toolDefs {
-		if d.name == ToolExecuteTask && f.o.Tasks == nil {
+		if d.name == ToolExecuteTask && f.o.Tasks == nil || d.name == ToolCallTool && f.o.Calls == nil {
 			continue
 		}
 		t := mcp.NewToolWithRawSchema(d.name, d.desc, json.RawMessage(d.schema))
@@ -201,7 +207,7 @@ func (f *Face) searchTools(ctx context.Context, sc *Scope, req mcp.CallToolReque
 		byID[all[i].Server+"/"+all[i].Name] = &all[i]
 	}
 	var b strings.Builder
-	n := 0
+	n, untyped := 0, false
 	for _, h := range hits {
 		t := byID[h.Server+"/"+h.Tool]
 		if t == nil || n == limit {
@@ -209,15 +215,21 @@ func (f *Face) searchTools(ctx context.Context, sc *Scope, req mcp.CallToolReque
 		}
 		n++
 		writeTool(&b, t, detail)
+		untyped = untyped || !t.Local && len(t.OutputSchema) == 0
 	}
 	if n == 0 {
 		return textReply("No tools match %q. Try other words, or list_servers and get_server_tools.", query)
+	}
+	if detail == DetailFull && untyped {
+		// Said once rather than for every tool without an output schema.
+		b.WriteString("-> Any: " + noSchemaReturn + "\n")
 	}
 	return reply{text: b.String()}
 }
 
 // writeTool writes one tool at a detail level: "server/tool", a one-line
-// summary, or the import, signature and whole description.
+// summary, or everything needed to call it without get_tool: the import,
+// the signature, what it returns and the whole description.
 func writeTool(b *strings.Builder, t *Tool, detail string) {
 	b.WriteString(t.Server)
 	b.WriteByte('/')
@@ -234,7 +246,7 @@ func writeTool(b *strings.Builder, t *Tool, detail string) {
 			b.WriteString("  " + t.Import + "\n")
 		}
 		if t.Signature != "" {
-			b.WriteString("  " + t.Signature + "\n")
+			b.WriteString("  " + fullSignature(t) + "\n")
 		}
 		if d := strings.TrimSpace(t.Description); d != "" {
 			b.WriteString("  " + strings.ReplaceAll(d, "\n", "\n  ") + "\n")
@@ -242,6 +254,20 @@ func writeTool(b *strings.Builder, t *Tool, detail string) {
 		return
 	}
 	b.WriteByte('\n')
+}
+
+// fullSignature is a tool's signature with what it returns: the shape of
+// its output schema in place of the stub's TypedDict name, which the
+// agent could only read in the stub.
+func fullSignature(t *Tool) string {
+	if t.Local || len(t.OutputSchema) == 0 || string(t.OutputSchema) == "null" {
+		return t.Signature
+	}
+	sig := t.Signature
+	if i := strings.LastIndex(sig, " -> "); i >= 0 {
+		sig = sig[:i]
+	}
+	return sig + " -> " + returnShape(t.OutputSchema)
 }
 
 // summary is a tool's first line of description (or title), cut short.
@@ -451,6 +477,55 @@ func (f *Face) executeCode(ctx context.Context, sc *Scope, req mcp.CallToolReque
 		return failure("execute_code", err)
 	}
 	return f.executionReply(ex, changed, nil, false)
+}
+
+func (f *Face) callTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+	server := strings.TrimSpace(req.GetString("server", ""))
+	tool := strings.TrimSpace(req.GetString("tool", ""))
+	if server == "" || tool == "" {
+		return errorReply("server and tool are required, as search_tools shows them: server/tool")
+	}
+	var args json.RawMessage
+	if a, ok := req.GetArguments()["arguments"]; ok && a != nil {
+		if _, isObject := a.(map[string]any); !isObject {
+			return errorReply("arguments must be a JSON object of the tool's parameters")
+		}
+		var err error
+		if args, err = json.Marshal(a); err != nil {
+			return errorReply("arguments: %v", err)
+		}
+	}
+	// Agents copy names from import lines too: servers.<package> and the
+	// function name resolve to the MCP names. A name not found goes on as
+	// it is, for the bridge's did-you-mean.
+	tools, r := f.serverTools(ctx, *sc, server)
+	if r != nil {
+		return *r
+	}
+	for i := range tools {
+		if tools[i].Name == tool || (tools[i].Path != "" && functionName(&tools[i]) == tool) {
+			server, tool = tools[i].Server, tools[i].Name
+			break
+		}
+	}
+	ex, err := f.o.Calls.CallTool(ctx, *sc, server, tool, args)
+	if err != nil {
+		return failure("call_tool", err)
+	}
+	if e := ex.Error; e != nil {
+		return reply{text: e.Type + ": " + e.Message, isError: true, tokenized: ex.Tokenized}
+	}
+	return reply{text: resultText(ex.Result), tokenized: ex.Tokenized}
+}
+
+// resultText is a call's value as the agent reads it: a string as it is,
+// anything else as JSON.
+func resultText(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(v)
 }
 
 func (f *Face) executeTask(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {

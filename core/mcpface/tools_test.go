@@ -20,10 +20,10 @@ func TestToolsList(t *testing.T) {
 		want  []string
 	}{
 		{"with a code generator", true, []string{
-			ToolExecuteCode, ToolExecuteTask, ToolGetServerTools, ToolGetSkill, ToolGetState, ToolGetTool,
+			ToolCallTool, ToolExecuteCode, ToolExecuteTask, ToolGetServerTools, ToolGetSkill, ToolGetState, ToolGetTool,
 			ToolListServers, ToolListSkills, ToolSaveSkill, ToolSaveState, ToolSearchTools}},
 		{"without one, no execute_task", false, []string{
-			ToolExecuteCode, ToolGetServerTools, ToolGetSkill, ToolGetState, ToolGetTool,
+			ToolCallTool, ToolExecuteCode, ToolGetServerTools, ToolGetSkill, ToolGetState, ToolGetTool,
 			ToolListServers, ToolListSkills, ToolSaveSkill, ToolSaveState, ToolSearchTools}},
 	}
 	for _, tt := range tests {
@@ -71,7 +71,11 @@ func TestTools(t *testing.T) {
 		{"search names only", ToolSearchTools, map[string]any{"query": "sum numbers", "detail_level": "name", "limit": 1}, false,
 			[]string{"everything/get-sum\n"}, []string{"Returns"}},
 		{"search full", ToolSearchTools, map[string]any{"query": "sum numbers", "detail_level": "full", "limit": 1}, false,
-			[]string{"from servers.everything import get_sum", "get_sum(*, a: float, b: float)"}, nil},
+			[]string{"from servers.everything import get_sum", "get_sum(*, a: float, b: float) -> Any\n", "\n-> Any: the result's text, JSON-decoded when it is JSON\n"}, nil},
+		{"search full has the return shape", ToolSearchTools, map[string]any{"query": "search nodes knowledge graph", "detail_level": "full", "limit": 1}, false,
+			[]string{"memory/search_nodes\n", "from servers.memory import search_nodes",
+				"search_nodes(*, query: str) -> {entities: list[{entityType: str, name: str, observations: list[str]}], relations: list[{from: str, relationType: str, to: str}]}\n"},
+			[]string{"SearchNodesResult", "-> Any"}},
 		{"search nothing found", ToolSearchTools, map[string]any{"query": "zzzqqq"}, false, []string{"No tools match"}, nil},
 		{"search empty query", ToolSearchTools, map[string]any{"query": "  "}, true, []string{"query is empty"}, nil},
 		{"search bad detail", ToolSearchTools, map[string]any{"query": "sum", "detail_level": "all"}, true, nil, nil},
@@ -124,6 +128,55 @@ func TestTools(t *testing.T) {
 		{"skills list", ToolListSkills, nil, false, []string{"double: Doubles a number"}, nil},
 		{"skill get", ToolGetSkill, map[string]any{"name": "double"}, false, []string{"# double", "```python\ndef run(x):"}, nil},
 		{"skill typo", ToolGetSkill, map[string]any{"name": "doubel"}, true, []string{`did you mean "double"?`}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text, res := call(t, c, tt.tool, tt.args)
+			if res.IsError != tt.isError {
+				t.Errorf("isError = %v, want %v; text:\n%s", res.IsError, tt.isError, text)
+			}
+			for _, s := range tt.want {
+				if !strings.Contains(text, s) {
+					t.Errorf("text lacks %q:\n%s", s, text)
+				}
+			}
+			for _, s := range tt.notWant {
+				if strings.Contains(text, s) {
+					t.Errorf("text has %q:\n%s", s, text)
+				}
+			}
+		})
+	}
+}
+
+// TestCallTool drives call_tool against the real server-everything: the
+// result comes as it is, without execute_code's trailer; failures (the
+// server's own validation, the policy) are isError sentences; the result
+// passes the PII tokenizer.
+func TestCallTool(t *testing.T) {
+	w := newWorld(t, withUpstream(t))
+	c := connect(t, w.url+"/mcp")
+	tests := []struct {
+		name    string
+		tool    string
+		args    map[string]any
+		isError bool
+		want    []string
+		notWant []string
+	}{
+		{"call a tool", ToolCallTool, map[string]any{"server": "everything", "tool": "get-sum", "arguments": map[string]any{"a": 2, "b": 3}}, false,
+			[]string{"The sum of 2 and 3 is 5."}, []string{"[ok", "tool call"}},
+		{"call by Python names", ToolCallTool, map[string]any{"server": "everything", "tool": "get_sum", "arguments": map[string]any{"a": 1, "b": 1}}, false,
+			[]string{"The sum of 1 and 1 is 2."}, nil},
+		{"call an unknown server", ToolCallTool, map[string]any{"server": "github", "tool": "x"}, true,
+			[]string{`unknown server "github"; known servers: everything, memory`}, nil},
+		{"call with invalid arguments", ToolCallTool, map[string]any{"server": "everything", "tool": "get-sum", "arguments": map[string]any{"a": 2}}, true,
+			[]string{"ToolError: ", "received undefined at b"}, nil},
+		{"call a denied tool", ToolCallTool, map[string]any{"server": "everything", "tool": "get-env"}, true,
+			[]string{"PermissionError: tool everything/get-env is denied by the tenant's policy"}, nil},
+		{"call with a blank tool", ToolCallTool, map[string]any{"server": "everything", "tool": " "}, true, []string{"server and tool are required"}, nil},
+		{"call returns tokens", ToolCallTool, map[string]any{"server": "everything", "tool": "echo", "arguments": map[string]any{"message": "ann@example.com"}}, false,
+			[]string{"Echo: [EMAIL_1]"}, []string{"ann@"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -81,6 +81,9 @@ type CodeRequest struct {
 	// its own can restore the raw text with the session's Untokenize, which
 	// inverts Tokenize exactly; its own pass then issues the same tokens.
 	ModelFacing bool
+
+	// call, set by CallTool, makes one tool call instead of running Code.
+	call *toolCall
 }
 
 // CodeResult is the outcome of one execution.
@@ -167,6 +170,9 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 }
 
 func (x *Executor) execute(ctx context.Context, t *workspace.Tenant, req CodeRequest) (*CodeResult, error) {
+	if req.call != nil {
+		return x.callOnce(ctx, t, req)
+	}
 	acquire := x.Pool.Acquire
 	if req.FreshSandbox {
 		acquire = x.Pool.AcquireFresh

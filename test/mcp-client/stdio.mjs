@@ -49,7 +49,7 @@ const seen = { server: client.getServerVersion() };
 // 1. A handful of tools, each described.
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
-for (const want of ["search_tools", "list_servers", "get_server_tools", "get_tool", "execute_code",
+for (const want of ["search_tools", "list_servers", "get_server_tools", "get_tool", "execute_code", "call_tool",
   "get_state", "save_state", "save_skill", "list_skills", "get_skill"]) {
   check(names.includes(want), `tools/list lacks ${want}`, names);
 }
@@ -79,6 +79,13 @@ check(run.structuredContent?.ok === true && run.structuredContent.tool_calls?.ca
   "execute_code's structuredContent does not show one tool call", run.structuredContent);
 seen.execute = text(run).split("\n")[0];
 seen.duration_ms = run.structuredContent.duration_ms;
+
+// 4b. call_tool: one call, its result as is; arguments are checked.
+const one = await client.callTool({ name: "call_tool", arguments: { server, tool: "get-sum", arguments: { a: 2, b: 3 } } });
+check(!one.isError && /\b5\b/.test(text(one)) && !text(one).includes("[ok"), "call_tool did not return the sum as is", text(one));
+const half = await client.callTool({ name: "call_tool", arguments: { server, tool: "get-sum", arguments: { a: 2 } } });
+check(half.isError === true && /\bb\b/.test(text(half)), "call_tool without b was not an error naming it", text(half));
+seen.call_tool = text(one);
 
 // 5. A failing program is an isError result with its traceback.
 const bad = await client.callTool({ name: "execute_code", arguments: { code: "1/0" } });

@@ -32,7 +32,7 @@ func Command(env *cli.Env) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure cexecd",
 	})
-	cmd.AddCommand(start(env), execBench(env), mcpBench(env), stateBench(env), toolsBench(env))
+	cmd.AddCommand(start(env), execBench(env), mcpBench(env), stateBench(env), toolsBench(env), tokensBench(env))
 	return cmd
 }
 
