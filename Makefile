@@ -66,6 +66,8 @@ fuzz:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(BIN)/cexecctl bench tools --json
+	$(GO) build -trimpath -o $(BIN)/catalogpeer ./internal/tools/catalogpeer
+	$(BIN)/cexecctl bench tokens --json
 	$(GO) run ./plugins/selector-embeddings/cmd/evalsearch -dataset ../shared/eval/livemcpbench -scale -json
 	scripts/bench.sh
 
