@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -156,10 +157,12 @@ type session struct {
 	epoch int // the daemon it was opened with
 }
 
-// openSession connects to the daemon's private MCP socket as tenant.
-func openSession(ctx context.Context, socket, tenant string) (*session, error) {
+// openSession connects to the daemon's private MCP socket as tenant. hc
+// is shared by every session, as in one agent process, so connections are
+// reused and counted once.
+func openSession(ctx context.Context, hc *http.Client, tenant string) (*session, error) {
 	c, err := client.NewStreamableHttpClient(endpoint.UnixBaseURL+endpoint.MCPPath,
-		transport.WithHTTPBasicClient(endpoint.UnixClient(socket)),
+		transport.WithHTTPBasicClient(hc),
 		transport.WithHTTPHeaders(map[string]string{endpoint.TenantHeader: tenant}))
 	if err != nil {
 		return nil, fmt.Errorf("mcp client: %w", err)

@@ -30,6 +30,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -39,6 +40,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/cexec/cexec/api/endpoint"
 )
 
 type options struct {
@@ -93,7 +96,7 @@ func main() {
 	flag.IntVar(&o.sessionExecs, "session-execs", 200, "executions per MCP session before the harness opens a new one")
 	flag.StringVar(&o.logLevel, "log-level", "info", "the harness's log level (stderr)")
 	flag.StringVar(&o.daemonLogLevel, "daemon-log-level", "info", "cexecd's log level (its log is in the run's directory)")
-	flag.Int64Var(&o.bounds.RSSGrowthMiB, "max-rss-growth", 64, "bound: daemon RSS growth in MiB between quiescent samples")
+	flag.Int64Var(&o.bounds.RSSGrowthMiB, "max-rss-growth", 32, "bound: daemon RSS growth in MiB between quiescent samples")
 	flag.IntVar(&o.bounds.FDSlack, "fd-slack", 10, "bound: daemon descriptors above the warm baseline")
 	flag.IntVar(&o.bounds.GoroutineSlack, "goroutine-slack", 30, "bound: daemon goroutines above the warm baseline")
 	flag.IntVar(&o.bounds.ProcSlack, "proc-slack", 8, "bound: processes below cexecd above the warm baseline")
@@ -144,6 +147,8 @@ type run struct {
 	s   setup
 	log hclog.Logger
 	rec *record
+	// mcp is the HTTP client of every MCP session, over the MCP socket.
+	mcp *http.Client
 
 	next atomic.Int64 // the next iteration to start
 
@@ -169,7 +174,7 @@ func soak(ctx context.Context, o options, log hclog.Logger) (*Report, setup, err
 	if err != nil {
 		return nil, s, err
 	}
-	r := &run{o: o, s: s, log: log, rec: newRecord(), up: make(chan struct{})}
+	r := &run{o: o, s: s, log: log, rec: newRecord(), up: make(chan struct{}), mcp: endpoint.UnixClient(s.mcpSocket())}
 	d, err := startDaemon(ctx, o, s, log)
 	if err != nil {
 		return nil, s, err
@@ -270,7 +275,9 @@ func (r *run) segment(ctx context.Context, seg, from, to int) (Sample, error) {
 	}
 	took := time.Since(segStart)
 	lat := r.rec.takeLatency()
-	// Closed sessions and returned sandboxes settle before the sample.
+	// An agent that went quiet holds no connection; closed sessions and
+	// returned sandboxes settle before the sample.
+	r.mcp.CloseIdleConnections()
 	time.Sleep(time.Second)
 	smp, err := takeSample(ctx, fmt.Sprintf("%d%%", (seg+1)*100/segments), to, r.s, r.daemon())
 	if err != nil {
@@ -313,11 +320,11 @@ func (r *run) worker(ctx context.Context, to int) {
 			s = nil
 		}
 		if s == nil {
-			s, err = openSession(cctx, r.s.mcpSocket(), j.tenant)
+			s, err = openSession(cctx, r.mcp, j.tenant)
 			if err != nil {
 				cancel()
 				delete(sessions, j.tenant)
-				r.rec.noReply(err, r.epochNow() != epoch)
+				r.noReply(j, err, epoch)
 				r.pause(ctx)
 				continue
 			}
@@ -332,7 +339,7 @@ func (r *run) worker(ctx context.Context, to int) {
 		if err != nil {
 			_ = s.c.Close()
 			delete(sessions, j.tenant)
-			r.rec.noReply(err, r.epochNow() != epoch)
+			r.noReply(j, err, epoch)
 			r.pause(ctx)
 			continue
 		}
@@ -341,6 +348,16 @@ func (r *run) worker(ctx context.Context, to int) {
 			r.pause(ctx)
 		}
 	}
+}
+
+// noReply records a call without a reply; it is expected only when the
+// daemon was killed since the call began.
+func (r *run) noReply(j job, err error, epoch int) {
+	killed := r.epochNow() != epoch
+	if !killed {
+		r.log.Warn("no reply", "execution", j.i, "tenant", j.tenant, "error", err)
+	}
+	r.rec.noReply(err, killed)
 }
 
 // pause is what an agent does after a failure: wait a moment before the
