@@ -77,6 +77,12 @@ bench: build
 bench-exec: build
 	scripts/bench.sh $(ARGS)
 
+# Soak and chaos: 100,000 executions across 20 tenants while every plugin, the
+# upstream and cexecd are SIGKILLed (make soak ARGS="-n 20000 -json").
+.PHONY: soak
+soak:
+	scripts/soak.sh $(ARGS)
+
 # Generators are pinned as go.mod tool dependencies; protoc comes from Debian's protobuf-compiler.
 proto:
 	scripts/proto.sh

@@ -9,6 +9,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -153,6 +154,7 @@ func (s *Server) Status(context.Context, *cexecv1.StatusRequest) (*cexecv1.Statu
 		Socket:        s.d.Socket,
 		Pid:           int32(s.d.PID),
 		Plugins:       sum,
+		Goroutines:    int32(runtime.NumGoroutine()),
 		Mcp: &cexecv1.McpStatus{
 			Socket:    s.d.MCP.Socket,
 			SocketOff: s.d.MCP.SocketOff,

@@ -104,6 +104,9 @@ func TestStatus(t *testing.T) {
 			if r.UptimeMs < 3000 {
 				t.Errorf("uptime %d ms, want >= 3000", r.UptimeMs)
 			}
+			if r.Goroutines <= 0 {
+				t.Errorf("goroutines = %d, want the daemon's count", r.Goroutines)
+			}
 			got := r.Plugins
 			if got.Total != tt.want.Total || got.Ok != tt.want.Ok || got.Failed != tt.want.Failed || got.Restarting != tt.want.Restarting {
 				t.Errorf("summary = %v, want %v", got, tt.want)

@@ -279,6 +279,14 @@ func (f *Face) tenantOf(r *http.Request, kind listenerKind) (string, int, string
 		tenant := asked
 		if tenant == "" {
 			tenant = f.o.DefaultTenant
+			// mcp-go's client sends the DELETE that ends its session
+			// without the headers of its other requests; the session id
+			// names the tenant instead, which this user may act as anyway.
+			// Without this the session lived on until the idle sweep and
+			// counted against the tenant's session cap.
+			if owner, ok := f.sessions.owner(sessionIDOf(r)); ok {
+				tenant = owner
+			}
 		}
 		if !tenantRE.MatchString(tenant) {
 			return "", http.StatusBadRequest, fmt.Sprintf("invalid tenant %q: use 1-64 characters of a-z, 0-9, _ and -", tenant)
@@ -306,6 +314,17 @@ func (f *Face) tenantOf(r *http.Request, kind listenerKind) (string, int, string
 		return "", http.StatusForbidden, fmt.Sprintf("this token belongs to tenant %q, not %q", tenant, asked)
 	}
 	return tenant, 0, ""
+}
+
+// sessionIDOf is the MCP session a request names, or "".
+func sessionIDOf(r *http.Request) string {
+	switch r.URL.Path {
+	case endpoint.MCPPath:
+		return r.Header.Get(server.HeaderKeySessionID)
+	case endpoint.MessagePath:
+		return r.URL.Query().Get("sessionId")
+	}
+	return ""
 }
 
 // checkSession refuses a session id of another tenant as if it did not

@@ -328,6 +328,24 @@ func TestUnixSocket(t *testing.T) {
 	if st := bad.initialize(endpoint.TenantHeader, "../etc"); st != http.StatusBadRequest {
 		t.Errorf("invalid tenant header: %d", st)
 	}
+
+	// mcp-go's Close sends its DELETE without the tenant header; it still
+	// ends acme's session rather than leaving it to the idle sweep.
+	live := w.face.Sessions()
+	if err := acme.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.face.Sessions(); n != live-1 {
+		t.Errorf("%d sessions live after acme's client closed, want %d", n, live-1)
+	}
+	select {
+	case sc := <-w.ended:
+		if sc.Tenant != "acme" {
+			t.Errorf("ended %+v, want acme's session", sc)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the end of acme's session was not reported")
+	}
 }
 
 // TestSSE drives the HTTP+SSE transport with the real client.

@@ -18,6 +18,7 @@ import (
 	"github.com/cexec/cexec/core/bridge"
 	"github.com/cexec/cexec/core/pool"
 	"github.com/cexec/cexec/core/workspace"
+	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
@@ -179,6 +180,22 @@ func (x *Executor) execute(ctx context.Context, t *workspace.Tenant, req CodeReq
 	} else if req.Persistent {
 		acquire = x.Pool.AcquireRecent
 	}
+	out, err := x.executeIn(ctx, t, req, acquire)
+	if errors.Is(err, errSandboxGone) {
+		// The sandbox died with a restarted backend before the pool heard
+		// of the restart; the program never started, so it gets one more
+		// sandbox.
+		x.Log.Warn("the sandbox backend no longer knows a pooled sandbox; running in another", "tenant", req.Tenant, "error", err)
+		out, err = x.executeIn(ctx, t, req, acquire)
+	}
+	return out, err
+}
+
+// errSandboxGone marks an execution that never started because the backend
+// no longer had its sandbox.
+var errSandboxGone = errors.New("the sandbox backend no longer has this sandbox (it was restarted); run the program again")
+
+func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeRequest, acquire func(context.Context, string) (*pool.Lease, error)) (*CodeResult, error) {
 	lease, err := acquire(ctx, req.Tenant)
 	if err != nil {
 		return nil, fmt.Errorf("get a sandbox for tenant %s: %w", req.Tenant, err)
@@ -204,6 +221,9 @@ func (x *Executor) execute(ctx context.Context, t *workspace.Tenant, req CodeReq
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(err, pluginapi.ErrNotFound) && h.untouched() {
+			return nil, fmt.Errorf("run in sandbox %s: %w: %w", lease.ID, errSandboxGone, err)
 		}
 		return nil, fmt.Errorf("run in sandbox %s: %w", lease.ID, err)
 	}
@@ -247,6 +267,15 @@ type host struct {
 
 	mu             sync.Mutex
 	stdout, stderr bytes.Buffer
+	calls          int
+}
+
+// untouched reports that the program showed no sign of running: no output,
+// no host call.
+func (h *host) untouched() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stdout.Len() == 0 && h.stderr.Len() == 0 && h.calls == 0
 }
 
 func (h *host) Output(stream sandbox.Stream, data []byte) error {
@@ -264,6 +293,9 @@ func (h *host) Output(stream sandbox.Stream, data []byte) error {
 }
 
 func (h *host) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	h.mu.Lock()
+	h.calls++
+	h.mu.Unlock()
 	if method == bridge.MethodCallTool {
 		if h.exec == nil {
 			return nil, &sandbox.CallError{Type: bridge.TypeToolNotFound, Message: "no upstream MCP servers are configured (add mcp_server blocks to cexec.hcl)"}

@@ -138,6 +138,9 @@ type StatusResponse struct {
 	Pid           int32                  `protobuf:"varint,6,opt,name=pid,proto3" json:"pid,omitempty"`
 	Plugins       *PluginSummary         `protobuf:"bytes,7,opt,name=plugins,proto3" json:"plugins,omitempty"`
 	Mcp           *McpStatus             `protobuf:"bytes,8,opt,name=mcp,proto3" json:"mcp,omitempty"`
+	// goroutines is the daemon's runtime.NumGoroutine, so soak runs can see a
+	// leak without a profiling endpoint.
+	Goroutines    int32 `protobuf:"varint,9,opt,name=goroutines,proto3" json:"goroutines,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -226,6 +229,13 @@ func (x *StatusResponse) GetMcp() *McpStatus {
 		return x.Mcp
 	}
 	return nil
+}
+
+func (x *StatusResponse) GetGoroutines() int32 {
+	if x != nil {
+		return x.Goroutines
+	}
+	return 0
 }
 
 // McpStatus is where the MCP face serves agents, or why it does not.
@@ -5072,7 +5082,7 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\x06failed\x18\x03 \x01(\x05R\x06failed\x12\x1e\n" +
 	"\n" +
 	"restarting\x18\x04 \x01(\x05R\n" +
-	"restarting\"\x94\x02\n" +
+	"restarting\"\xb4\x02\n" +
 	"\x0eStatusResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12&\n" +
 	"\x0fstarted_unix_ms\x18\x02 \x01(\x03R\rstartedUnixMs\x12\x1b\n" +
@@ -5082,7 +5092,10 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\x06socket\x18\x05 \x01(\tR\x06socket\x12\x10\n" +
 	"\x03pid\x18\x06 \x01(\x05R\x03pid\x121\n" +
 	"\aplugins\x18\a \x01(\v2\x17.cexec.v1.PluginSummaryR\aplugins\x12%\n" +
-	"\x03mcp\x18\b \x01(\v2\x13.cexec.v1.McpStatusR\x03mcp\"Z\n" +
+	"\x03mcp\x18\b \x01(\v2\x13.cexec.v1.McpStatusR\x03mcp\x12\x1e\n" +
+	"\n" +
+	"goroutines\x18\t \x01(\x05R\n" +
+	"goroutines\"Z\n" +
 	"\tMcpStatus\x12\x16\n" +
 	"\x06socket\x18\x01 \x01(\tR\x06socket\x12\x1d\n" +
 	"\n" +
