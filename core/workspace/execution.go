@@ -16,7 +16,8 @@ type Execution struct {
 	t       *Tenant
 	session string
 	start   time.Time
-	before  map[string]stateStamp
+	mark    uint64                // with a watched state folder
+	before  map[string]stateStamp // without
 	release func()
 	once    sync.Once
 }
@@ -44,7 +45,13 @@ func (t *Tenant) Begin(session string) (*Execution, error) {
 			return nil, err
 		}
 	}
-	return &Execution{t: t, session: session, start: t.m.now(), before: t.snapshotState(), release: release}, nil
+	x := &Execution{t: t, session: session, start: t.m.now(), release: release}
+	if t.state != nil {
+		x.mark = t.m.states.mark(t.state)
+	} else {
+		x.before = t.snapshotState()
+	}
+	return x, nil
 }
 
 // Session is the execution's session id.
@@ -75,7 +82,7 @@ func (x *Execution) Finish(e Entry) (Entry, error) {
 		e.Duration = Duration(x.t.m.now().Sub(x.start))
 	}
 	if e.StateFiles == nil {
-		e.StateFiles = stateChanges(x.before, x.t.snapshotState())
+		e.StateFiles = x.stateFiles()
 	}
 	qerr := x.t.nearQuota()
 	if qerr != nil {
@@ -83,4 +90,20 @@ func (x *Execution) Finish(e Entry) (Entry, error) {
 	}
 	logged, lerr := x.t.Append(x.session, e)
 	return logged, errors.Join(lerr, qerr)
+}
+
+// stateFiles lists the state files added, changed or removed since Begin,
+// by this execution or another of the tenant's running meanwhile. When
+// changes may have gone unrecorded (the folder replaced, the event queue
+// overflowed), every file the folder holds is listed.
+func (x *Execution) stateFiles() []string {
+	t := x.t
+	if t.state == nil {
+		return stateChanges(x.before, t.snapshotState())
+	}
+	names, complete := t.m.states.since(t.state, x.mark)
+	if complete {
+		return names
+	}
+	return t.stateNames()
 }

@@ -173,6 +173,11 @@ type Manager struct {
 	stopExpire chan struct{}
 	expireDone chan struct{}
 
+	// states tells which state files an execution changed; nil when
+	// inotify is unavailable, and executions then list the folder before
+	// and after.
+	states *stateWatcher
+
 	mu      sync.Mutex
 	tenants map[string]*Tenant
 	uids    uids
@@ -242,6 +247,9 @@ func New(opts Options) (*Manager, error) {
 			m.images = true
 		}
 	}
+	if m.states, err = newStateWatcher(); err != nil {
+		m.log.Warn("state changes are found by listing the state folder around each execution: inotify is unavailable", "error", err)
+	}
 	if opts.Sync == SyncBatched {
 		interval := opts.SyncInterval
 		if interval <= 0 {
@@ -280,6 +288,9 @@ func (m *Manager) Close() error {
 		}
 	}
 	m.tenants, m.closed = map[string]*Tenant{}, true
+	if m.states != nil {
+		errs = append(errs, m.states.close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -414,6 +425,11 @@ func (m *Manager) openFolders(t *Tenant, meta tenantMeta, allocated bool) error 
 	}
 	removeTemps(root, "sessions")
 	removeTemps(root, ".")
+	if m.states != nil {
+		if t.state, err = m.states.watch(stateDirOf(t)); err != nil {
+			m.log.Warn("state changes of this tenant are found by listing its state folder", "tenant", t.id, "error", err)
+		}
+	}
 	return nil
 }
 

@@ -293,6 +293,24 @@ func (t *Tenant) snapshotState() map[string]stateStamp {
 	return out
 }
 
+// stateNames lists the state folder's files without a stat each.
+func (t *Tenant) stateNames() []string {
+	d, err := t.ws.Open(stateDir)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	entries, _ := d.ReadDir(-1)
+	var out []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") && !e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // stateChanges lists files added, changed or removed between two snapshots.
 func stateChanges(before, after map[string]stateStamp) []string {
 	var out []string

@@ -38,6 +38,9 @@ type Tenant struct {
 	mode     string   // DiskModeImage or DiskModeMeasured
 	root     *os.Root // dir: tenant.json, sessions/
 	ws       *os.Root // dir/workspace
+	// state records changes in the state folder (Manager.states), or is
+	// nil.
+	state *stateLog
 	// owner is the host user of the workspace and of the tenant's
 	// sandboxes, or nil for cexecd's own.
 	owner *Owner
@@ -449,6 +452,9 @@ func (t *Tenant) sessionLock(session string) *sync.Mutex {
 func (t *Tenant) closeRoots() error {
 	t.bg.Wait()
 	t.acct.Wait()
+	if t.state != nil {
+		t.m.states.unwatch(t.state)
+	}
 	var errs []error
 	if t.ws != nil {
 		errs = append(errs, t.ws.Close())
