@@ -1,7 +1,6 @@
 package tokenbench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,11 +9,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/client"
+	"github.com/cexec/cexec/internal/tailbuf"
 )
 
 // daemon is a private cexecd on a temporary socket.
@@ -22,7 +21,7 @@ type daemon struct {
 	cmd    *exec.Cmd
 	exited chan error
 	socket string
-	stderr *lockedBuffer
+	stderr *tailbuf.Buffer
 }
 
 // config is the daemon's cexec.hcl: the default config's plugins (bwrap,
@@ -77,7 +76,7 @@ func startDaemon(ctx context.Context, o Options, dir string, d *data, servers []
 	if err != nil {
 		return nil, err
 	}
-	dm := &daemon{socket: filepath.Join(dir, "cexecd.sock"), exited: make(chan error, 1), stderr: &lockedBuffer{}}
+	dm := &daemon{socket: filepath.Join(dir, "cexecd.sock"), exited: make(chan error, 1), stderr: tailbuf.New(3000)}
 	dm.cmd = exec.Command(o.Cexecd, "-config", cfg, "-socket", dm.socket)
 	dm.cmd.Stderr = dm.stderr
 	if err := dm.cmd.Start(); err != nil {
@@ -86,7 +85,7 @@ func startDaemon(ctx context.Context, o Options, dir string, d *data, servers []
 	go func() { dm.exited <- dm.cmd.Wait() }()
 	if err := dm.ready(ctx, servers); err != nil {
 		dm.stop()
-		return nil, fmt.Errorf("%w\ncexecd stderr:\n%s", err, dm.stderr.tail())
+		return nil, fmt.Errorf("%w\ncexecd stderr:\n%s", err, strings.TrimSpace(dm.stderr.String()))
 	}
 	return dm, nil
 }
@@ -256,26 +255,4 @@ func (s *directSet) begin(_ context.Context, tr *trajectory, t task) error {
 	}
 	tr.add("user", t.prompt)
 	return nil
-}
-
-// lockedBuffer collects the daemon's stderr for error messages.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) tail() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := strings.TrimSpace(l.b.String())
-	if len(s) > 3000 {
-		s = "..." + s[len(s)-3000:]
-	}
-	return s
 }

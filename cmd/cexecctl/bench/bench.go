@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
+	"github.com/cexec/cexec/internal/tailbuf"
 )
 
 // Command returns the bench command and its subcommands.
@@ -170,28 +170,6 @@ func findCexecd(flag string) (string, error) {
 	return p, nil
 }
 
-// lockedBuffer collects the daemon's stderr for error messages.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) tail() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := strings.TrimSpace(l.b.String())
-	if len(s) > 2000 {
-		s = "..." + s[len(s)-2000:]
-	}
-	return s
-}
-
 func runOnce(ctx context.Context, bin, cfg string, f startFlags) (Run, error) {
 	dir, err := os.MkdirTemp("", "cexec-bench-")
 	if err != nil {
@@ -202,8 +180,8 @@ func runOnce(ctx context.Context, bin, cfg string, f startFlags) (Run, error) {
 
 	args := append([]string{"-config", cfg, "-socket", sock, "-data-dir", filepath.Join(dir, "data"), "-log-level", "warn"}, f.extra...)
 	cmd := exec.CommandContext(ctx, bin, args...)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
+	stderr := tailbuf.New(2000)
+	cmd.Stderr = stderr
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
 		return Run{}, fmt.Errorf("start %s: %w", bin, err)
@@ -221,7 +199,7 @@ func runOnce(ctx context.Context, bin, cfg string, f startFlags) (Run, error) {
 	var r Run
 	c, err := waitReady(ctx, sock, exited, f.timeout)
 	if err != nil {
-		return Run{}, fmt.Errorf("%w\ncexecd stderr:\n%s", err, stderr.tail())
+		return Run{}, fmt.Errorf("%w\ncexecd stderr:\n%s", err, strings.TrimSpace(stderr.String()))
 	}
 	r.ReadyMs = ms(time.Since(t0))
 	defer func() { _ = c.Close() }()
@@ -232,7 +210,7 @@ func runOnce(ctx context.Context, bin, cfg string, f startFlags) (Run, error) {
 	select {
 	case <-time.After(f.idle):
 	case err := <-exited:
-		return Run{}, fmt.Errorf("cexecd exited while idle (%v)\ncexecd stderr:\n%s", err, stderr.tail())
+		return Run{}, fmt.Errorf("cexecd exited while idle (%v)\ncexecd stderr:\n%s", err, strings.TrimSpace(stderr.String()))
 	case <-ctx.Done():
 		return Run{}, ctx.Err()
 	}
@@ -265,7 +243,7 @@ func runOnce(ctx context.Context, bin, cfg string, f startFlags) (Run, error) {
 	case err := <-exited:
 		r.ShutdownMs = ms(time.Since(t1))
 		if err != nil {
-			return Run{}, fmt.Errorf("cexecd did not exit cleanly on SIGTERM: %w\ncexecd stderr:\n%s", err, stderr.tail())
+			return Run{}, fmt.Errorf("cexecd did not exit cleanly on SIGTERM: %w\ncexecd stderr:\n%s", err, strings.TrimSpace(stderr.String()))
 		}
 	case <-time.After(f.timeout):
 		return Run{}, fmt.Errorf("cexecd still running %s after SIGTERM", f.timeout)

@@ -13,6 +13,7 @@ import (
 
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/client"
+	"github.com/cexec/cexec/internal/tailbuf"
 )
 
 // loopProgram makes 1,000 call_tool calls, from a pool of threads or one
@@ -236,8 +237,8 @@ mcp_server "memory" {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, bin, "-config", cfgPath, "-socket", sock)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
+	stderr := tailbuf.New(2000)
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", bin, err)
 	}
@@ -254,11 +255,11 @@ mcp_server "memory" {
 	}()
 	c, err := waitReady(ctx, sock, exited, f.timeout)
 	if err != nil {
-		return fmt.Errorf("%w\ncexecd stderr:\n%s", err, stderr.tail())
+		return fmt.Errorf("%w\ncexecd stderr:\n%s", err, strings.TrimSpace(stderr.String()))
 	}
 	defer func() { _ = c.Close() }()
 	if err := fn(c); err != nil {
-		return fmt.Errorf("%w\ncexecd stderr:\n%s", err, stderr.tail())
+		return fmt.Errorf("%w\ncexecd stderr:\n%s", err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }
