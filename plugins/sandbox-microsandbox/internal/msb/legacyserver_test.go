@@ -26,12 +26,18 @@ import (
 // -i` REPL line by line up to an end marker. There is no VM: commands run
 // on this machine, with the guest paths of the sandbox's volumes
 // rewritten to their host paths in arguments (plain paths and KEY=paths
-// environment arguments) and as working directory.
+// environment arguments) and as working directory. As each real sandbox
+// is a VM with a file system of its own, each one here gets its own host
+// folder for guest_dir/run of the configs the server handed out, so that
+// sandboxes of one plugin never share the relay's control pipes (a new
+// sandbox's launch replaced a running one's, and its ready frame could be
+// read by the other's relay).
 type legacyServer struct {
 	srv *httptest.Server
 	key string
 
 	mu        sync.Mutex
+	guestDirs []string
 	sandboxes map[string]*legacySandbox
 	started   bool
 	methods   []string
@@ -168,6 +174,11 @@ func (s *legacyServer) start(w http.ResponseWriter, p *rpcParams, ok func(any)) 
 		return
 	}
 	sb := &legacySandbox{name: p.Sandbox, volumes: map[string]string{}, envs: p.Config.Envs, memory: p.Config.Memory, procs: map[*exec.Cmd]bool{}}
+	s.mu.Lock()
+	for _, g := range s.guestDirs {
+		sb.volumes[g+"/run"] = g + "/run.vm-" + p.Sandbox
+	}
+	s.mu.Unlock()
 	for _, v := range p.Config.Volumes {
 		host, guest, found := strings.Cut(v, ":")
 		if !found {
@@ -288,6 +299,11 @@ func (s *legacyServer) configMap(t testing.TB, extra map[string]any) map[string]
 		"guest_dir": filepath.Join(t.TempDir(), "guest"), "python": python, "exec_timeout": "20s"}
 	for k, v := range extra {
 		c[k] = v
+	}
+	if g, ok := c["guest_dir"].(string); ok {
+		s.mu.Lock()
+		s.guestDirs = append(s.guestDirs, g)
+		s.mu.Unlock()
 	}
 	return c
 }
