@@ -239,7 +239,12 @@ cexec.result(dict(line.split(": ", 1) for line in text.splitlines() if ": " in l
 		t.Fatalf("reading the record failed:\n%s", first.text)
 	}
 	assertNoPII(t, "the first model-facing reply", first.raw)
-	session := first.out.Session
+	// The reply names no session: it ran in the connection's own, whose id
+	// is the MCP session's.
+	session := c1.GetSessionId()
+	if first.out.Session != "" || session == "" {
+		t.Fatalf("reply session %q, MCP session %q: want the connection's own, unnamed", first.out.Session, session)
+	}
 	var fields map[string]string
 	if err := json.Unmarshal(first.out.Result, &fields); err != nil {
 		t.Fatalf("result: %v\n%s", err, first.out.Result)

@@ -593,12 +593,11 @@ func TestTaskPromptTokenized(t *testing.T) {
 	})
 	ts := newTaskSetup(t, []string{"llm"}, llmBlock(cs.URL))
 	startDaemon(t, ts.setup)
-	contacts := filepath.Join(ts.dir, "data", "tenants", "default", "workspace", "contacts")
-	if err := os.MkdirAll(contacts, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(contacts, email), []byte("call Ann on Monday\n"), 0o644); err != nil {
-		t.Fatal(err)
+	// The tenant's own program leaves the file, as tenants' files come to
+	// be: the workspace is the tenant's file system image, mounted when
+	// the daemon first opens it.
+	if r, _ := sbxJSON(t, ts.setup, "-c", fmt.Sprintf("import os\nos.makedirs('contacts', exist_ok=True)\nopen('contacts/%s', 'w').write('call Ann on Monday\\n')\n", email)); r.ExitCode != 0 {
+		t.Fatalf("write the contact file: %+v", r)
 	}
 
 	r, code := task(t, ts.setup, "what does the contact file say?")
