@@ -319,6 +319,10 @@ func (t *Tenant) remeasure() {
 func (t *Tenant) account() {
 	defer t.acct.Done()
 	for {
+		// The old contents of replaced state files count until their
+		// background removal is done (as in usageLocked); waited for
+		// before the walk holds life, which GC may be waiting to take.
+		t.bg.Wait()
 		t.mu.Lock()
 		if !t.stale || t.gone != nil || !t.life.TryRLock() {
 			t.measuring = false
