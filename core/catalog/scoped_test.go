@@ -64,14 +64,22 @@ func instances(c *Catalog, server string) map[string]InstanceStatus {
 
 func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
 
-func TestTenantInstancesSeparateState(t *testing.T) {
-	bin := testpeers.Bin(t, "mcp-server-memory")
-	c, cfg := startHCL(t, nil, fmt.Sprintf(`
+// startMemory starts a catalog whose one server is the reference memory
+// server scoped per tenant, each instance with its own graph file; extra
+// adds attributes to its block.
+func startMemory(t testing.TB, extra string) (*Catalog, *config.Config) {
+	t.Helper()
+	return startHCL(t, nil, fmt.Sprintf(`
 mcp_server "memory" {
   command = %q
   env     = { MEMORY_FILE_PATH = "${tenant.dir}/memory.jsonl" }
   scope   = "tenant"
-}`, bin))
+  %s
+}`, testpeers.Bin(t, "mcp-server-memory"), extra))
+}
+
+func TestTenantInstancesSeparateState(t *testing.T) {
+	c, cfg := startMemory(t, "")
 	ctx := t.Context()
 	// Discovered through the default tenant's instance at start.
 	if st, _ := c.Server("memory"); st.State != StateReady || st.Tools == 0 || st.Scope != config.ScopeTenant {
@@ -129,14 +137,7 @@ mcp_server "memory" {
 }
 
 func TestTenantInstanceIdleStop(t *testing.T) {
-	bin := testpeers.Bin(t, "mcp-server-memory")
-	c, _ := startHCL(t, nil, fmt.Sprintf(`
-mcp_server "memory" {
-  command      = %q
-  env          = { MEMORY_FILE_PATH = "${tenant.dir}/memory.jsonl" }
-  scope        = "tenant"
-  idle_timeout = "20ms"
-}`, bin))
+	c, _ := startMemory(t, `idle_timeout = "20ms"`)
 	ctx := t.Context()
 	if _, err := c.Call(ctx, "acme", "memory", "read_graph", nil); err != nil {
 		t.Fatal(err)
@@ -158,13 +159,7 @@ mcp_server "memory" {
 // TestTenantRemoved stops a removed tenant's instance and leaves the
 // others running.
 func TestTenantRemoved(t *testing.T) {
-	bin := testpeers.Bin(t, "mcp-server-memory")
-	c, _ := startHCL(t, nil, fmt.Sprintf(`
-mcp_server "memory" {
-  command = %q
-  env     = { MEMORY_FILE_PATH = "${tenant.dir}/memory.jsonl" }
-  scope   = "tenant"
-}`, bin))
+	c, _ := startMemory(t, "")
 	ctx := t.Context()
 	for _, tenant := range []string{"acme", "beta"} {
 		if _, err := c.Call(ctx, tenant, "memory", "read_graph", nil); err != nil {
@@ -335,14 +330,7 @@ tenant "acme" {
 // tenant-scoped reference memory server (start the process, initialize,
 // list tools, call) and reports the resident memory of one instance.
 func BenchmarkTenantInstanceStart(b *testing.B) {
-	bin := testpeers.Bin(b, "mcp-server-memory")
-	c, _ := startHCL(b, nil, fmt.Sprintf(`
-mcp_server "memory" {
-  command       = %q
-  env           = { MEMORY_FILE_PATH = "${tenant.dir}/memory.jsonl" }
-  scope         = "tenant"
-  max_instances = 4
-}`, bin))
+	c, _ := startMemory(b, `max_instances = 4`)
 	ctx := b.Context()
 	var rss int64
 	i := 0
