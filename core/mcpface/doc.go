@@ -34,6 +34,13 @@
 //     token decides the tenant (tokens compared in constant time); without
 //     tokens only loopback addresses are served, as the default tenant.
 //     ListenTCP and Serve refuse a non-loopback address without tokens.
+//   - With Options.OAuth the face is also an OAuth 2.1 resource server
+//     (oauth.go): a bearer token that is not a static one must be a JWT
+//     access token signed by the issuer's keys (JWKS, discovered from its
+//     RFC 8414/OpenID metadata, cached, refreshed on an unknown kid at most
+//     every 30 s), for the configured audience, not expired; its tenant is
+//     the configured claim. 401s point at the RFC 9728 metadata, served
+//     without a token at /.well-known/oauth-protected-resource[/path].
 //
 // On every listener the Origin header must be absent or in
 // Options.AllowedOrigins (on loopback listeners also the face's own origin;

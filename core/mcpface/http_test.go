@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -232,7 +233,7 @@ func TestNoTokens(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r, _ := http.NewRequest(http.MethodPost, "/mcp", nil)
-		if _, st, msg := f.tenantOf(r, tt.kind); st != tt.status {
+		if _, st, msg := f.tenantOf(httptest.NewRecorder(), r, tt.kind); st != tt.status {
 			t.Errorf("kind %d: status %d (%s), want %d", tt.kind, st, msg, tt.status)
 		}
 	}
