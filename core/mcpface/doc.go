@@ -1,10 +1,11 @@
 // Package mcpface is cexecd's MCP server (ARCHITECTURE §6): what agents see
-// instead of hundreds of upstream tools. It offers twelve tools
-// (search_tools, list_servers, get_server_tools, get_tool, execute_code,
-// call_tool, execute_task when a code generator is configured, get_state,
-// save_state, save_skill, list_skills, get_skill) whose descriptions teach
-// the workflow (search at full detail → write one program that prints only
-// what matters, or call_tool for a single call) in under 1,000 tokens, and
+// instead of hundreds of upstream tools. It offers seven tools
+// (search_tools, list_tools, execute_code, call_tool, execute_task when a
+// code generator is configured, state, skills; reads and writes of one kind
+// share a tool, since every tool's schema costs every agent's context)
+// whose descriptions teach the workflow (search at full detail → write one
+// program that prints only what matters, or call_tool for a single call) in
+// about 600 tokens (a test holds it under 1,000), and
 // the stub tree (cexec://servers/<pkg>/<tool>.py)
 // and skills (cexec://skills/<name>) as resources. It is built on
 // github.com/mark3labs/mcp-go.
@@ -92,6 +93,6 @@
 // failure adds the traceback (the program's frames, the message once), the
 // exit code and the tool calls it does not explain. ExecOutput in
 // structuredContent says the same compactly, with the rounded duration and
-// the session only when the call chose another. get_tool shows a stub's
+// the session only when the call chose another. list_tools(server, tool) shows a stub's
 // types, signature and docstring; argument errors are sentences.
 package mcpface
