@@ -18,11 +18,12 @@ import (
 
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/internal/testutil"
+	"github.com/cexec/cexec/internal/testutil/idptest"
 )
 
 // oauthWorld is a face that is an OAuth resource server of idp, served on
 // a listener opened first so that its audience is its real URL.
-func oauthWorld(t *testing.T, idp *testIdP, scopes ...string) (*world, string) {
+func oauthWorld(t *testing.T, idp *idptest.IdP, scopes ...string) (*world, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -31,38 +32,38 @@ func oauthWorld(t *testing.T, idp *testIdP, scopes ...string) (*world, string) {
 	audience := "http://" + ln.Addr().String() + "/mcp"
 	w := newWorld(t, func(o *Options, w *world) {
 		o.Tokens = []Token{{Token: "static-ops", Tenant: "ops"}}
-		o.OAuth = &OAuth{Issuer: idp.issuer, Audience: audience, TenantClaim: idp.tenantClaim, RequiredScopes: scopes}
+		o.OAuth = &OAuth{Issuer: idp.Issuer, Audience: audience, TenantClaim: idp.TenantClaim, RequiredScopes: scopes}
 		w.ln = ln
 	})
 	return w, audience
 }
 
 // TestOAuthResourceServerWithProtocolLevelIdP: the face as a resource
-// server of a protocol-level identity provider (oauthidp_test.go) accepts
+// server of a protocol-level identity provider (internal/testutil/idptest) accepts
 // its valid RS256 and ES256 access tokens, taking the tenant from the
 // configured claim, and refuses wrong audience, expired, not yet valid,
 // unsigned, HMAC-confused, foreign-issuer, foreign-key, tenantless and
 // under-scoped tokens with RFC 6750 challenges that point at the protected
 // resource metadata. Static tokens keep working beside it.
 func TestOAuthResourceServerWithProtocolLevelIdP(t *testing.T) {
-	idp := newTestIdP(t)
+	idp := idptest.New(t)
 	w, aud := oauthWorld(t, idp, "mcp")
-	rsaKey, ecKey := idp.keys[0], idp.keys[1]
+	rsaKey, ecKey := idp.Keys()[0], idp.Keys()[1]
 	good := func(mod func(jwt.MapClaims)) jwt.MapClaims {
-		c := idp.claimsFor(aud, "acme", "mcp openid")
+		c := idp.Claims(aud, "acme", "mcp openid")
 		if mod != nil {
 			mod(c)
 		}
 		return c
 	}
 	now := time.Now()
-	pubDER, err := x509.MarshalPKIXPublicKey(rsaKey.priv.Public())
+	pubDER, err := x509.MarshalPKIXPublicKey(rsaKey.Priv.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
 	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
 	hmacConfused := jwt.NewWithClaims(jwt.SigningMethodHS256, good(nil))
-	hmacConfused.Header["kid"] = rsaKey.kid
+	hmacConfused.Header["kid"] = rsaKey.KID
 	confused, err := hmacConfused.SignedString(pubPEM)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestOAuthResourceServerWithProtocolLevelIdP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger := newRSAKey(t, rsaKey.kid) // same kid, a key the issuer never published
+	stranger := idptest.NewRSAKey(t, rsaKey.KID) // same kid, a key the issuer never published
 
 	tests := []struct {
 		name   string
@@ -81,36 +82,36 @@ func TestOAuthResourceServerWithProtocolLevelIdP(t *testing.T) {
 		tenant string
 		want   string // in the body and, for 401/403, the challenge
 	}{
-		{"valid RS256", signWith(t, rsaKey, good(nil)), "", http.StatusOK, "acme", ""},
-		{"valid ES256, audience as a string, scp list", signWith(t, ecKey, good(func(c jwt.MapClaims) {
-			c["aud"], c[idp.tenantClaim] = aud, "beta"
+		{"valid RS256", idptest.SignWith(t, rsaKey, good(nil)), "", http.StatusOK, "acme", ""},
+		{"valid ES256, audience as a string, scp list", idptest.SignWith(t, ecKey, good(func(c jwt.MapClaims) {
+			c["aud"], c[idp.TenantClaim] = aud, "beta"
 			delete(c, "scope")
 			c["scp"] = []string{"mcp"}
 		})), "", http.StatusOK, "beta", ""},
-		{"expired within the leeway", signWith(t, rsaKey, good(func(c jwt.MapClaims) { c["exp"] = now.Add(-5 * time.Second).Unix() })), "", http.StatusOK, "acme", ""},
+		{"expired within the leeway", idptest.SignWith(t, rsaKey, good(func(c jwt.MapClaims) { c["exp"] = now.Add(-5 * time.Second).Unix() })), "", http.StatusOK, "acme", ""},
 		{"static token beside oauth", "static-ops", "", http.StatusOK, "ops", ""},
-		{"wrong audience", signWith(t, rsaKey, good(func(c jwt.MapClaims) { c["aud"] = "http://other.example/mcp" })), "", http.StatusUnauthorized, "", "audience must be " + aud},
-		{"audience of the issuer", signWith(t, rsaKey, good(func(c jwt.MapClaims) { c["aud"] = idp.issuer })), "", http.StatusUnauthorized, "", "audience"},
-		{"no audience", signWith(t, rsaKey, good(func(c jwt.MapClaims) { delete(c, "aud") })), "", http.StatusUnauthorized, "", "required claim"},
-		{"expired", signWith(t, rsaKey, good(func(c jwt.MapClaims) { c["exp"] = now.Add(-2 * time.Minute).Unix() })), "", http.StatusUnauthorized, "", "expired"},
-		{"no expiry", signWith(t, rsaKey, good(func(c jwt.MapClaims) { delete(c, "exp") })), "", http.StatusUnauthorized, "", "required claim"},
-		{"not valid yet", signWith(t, rsaKey, good(func(c jwt.MapClaims) { c["nbf"] = now.Add(5 * time.Minute).Unix() })), "", http.StatusUnauthorized, "", "not valid yet"},
-		{"issued in the future", signWith(t, rsaKey, good(func(c jwt.MapClaims) { c["iat"] = now.Add(5 * time.Minute).Unix() })), "", http.StatusUnauthorized, "", "not valid yet"},
+		{"wrong audience", idptest.SignWith(t, rsaKey, good(func(c jwt.MapClaims) { c["aud"] = "http://other.example/mcp" })), "", http.StatusUnauthorized, "", "audience must be " + aud},
+		{"audience of the issuer", idptest.SignWith(t, rsaKey, good(func(c jwt.MapClaims) { c["aud"] = idp.Issuer })), "", http.StatusUnauthorized, "", "audience"},
+		{"no audience", idptest.SignWith(t, rsaKey, good(func(c jwt.MapClaims) { delete(c, "aud") })), "", http.StatusUnauthorized, "", "required claim"},
+		{"expired", idptest.SignWith(t, rsaKey, good(func(c jwt.MapClaims) { c["exp"] = now.Add(-2 * time.Minute).Unix() })), "", http.StatusUnauthorized, "", "expired"},
+		{"no expiry", idptest.SignWith(t, rsaKey, good(func(c jwt.MapClaims) { delete(c, "exp") })), "", http.StatusUnauthorized, "", "required claim"},
+		{"not valid yet", idptest.SignWith(t, rsaKey, good(func(c jwt.MapClaims) { c["nbf"] = now.Add(5 * time.Minute).Unix() })), "", http.StatusUnauthorized, "", "not valid yet"},
+		{"issued in the future", idptest.SignWith(t, rsaKey, good(func(c jwt.MapClaims) { c["iat"] = now.Add(5 * time.Minute).Unix() })), "", http.StatusUnauthorized, "", "not valid yet"},
 		{"unsigned (alg none)", unsigned, "", http.StatusUnauthorized, "", "signature"},
 		{"HS256 with the RSA public key as secret", confused, "", http.StatusUnauthorized, "", "signature"},
-		{"signed by a key the issuer never published", signWith(t, stranger, good(nil)), "", http.StatusUnauthorized, "", "signature"},
-		{"signature cut off", func() string { s := signWith(t, rsaKey, good(nil)); return s[:strings.LastIndexByte(s, '.')+1] }(), "", http.StatusUnauthorized, "", "signature"},
+		{"signed by a key the issuer never published", idptest.SignWith(t, stranger, good(nil)), "", http.StatusUnauthorized, "", "signature"},
+		{"signature cut off", func() string { s := idptest.SignWith(t, rsaKey, good(nil)); return s[:strings.LastIndexByte(s, '.')+1] }(), "", http.StatusUnauthorized, "", "signature"},
 		{"claims altered after signing", func() string {
-			s := strings.Split(signWith(t, rsaKey, good(nil)), ".")
-			other := strings.Split(signWith(t, rsaKey, good(func(c jwt.MapClaims) { c[idp.tenantClaim] = "beta" })), ".")
+			s := strings.Split(idptest.SignWith(t, rsaKey, good(nil)), ".")
+			other := strings.Split(idptest.SignWith(t, rsaKey, good(func(c jwt.MapClaims) { c[idp.TenantClaim] = "beta" })), ".")
 			return s[0] + "." + other[1] + "." + s[2]
 		}(), "", http.StatusUnauthorized, "", "signature"},
-		{"other issuer", signWith(t, rsaKey, good(func(c jwt.MapClaims) { c["iss"] = "http://evil.example" })), "", http.StatusUnauthorized, "", "issuer"},
+		{"other issuer", idptest.SignWith(t, rsaKey, good(func(c jwt.MapClaims) { c["iss"] = "http://evil.example" })), "", http.StatusUnauthorized, "", "issuer"},
 		{"not a JWT", "not-a-jwt", "", http.StatusUnauthorized, "", "not a JWT"},
-		{"no tenant claim", signWith(t, rsaKey, good(func(c jwt.MapClaims) { delete(c, idp.tenantClaim) })), "", http.StatusUnauthorized, "", `no "cexec_tenant" claim`},
-		{"tenant claim not a tenant id", signWith(t, rsaKey, good(func(c jwt.MapClaims) { c[idp.tenantClaim] = "../acme" })), "", http.StatusUnauthorized, "", "not a tenant id"},
-		{"scope missing", signWith(t, rsaKey, good(func(c jwt.MapClaims) { c["scope"] = "openid" })), "", http.StatusForbidden, "", "insufficient_scope"},
-		{"another tenant asked for", signWith(t, rsaKey, good(nil)), "beta", http.StatusForbidden, "", `belongs to tenant "acme"`},
+		{"no tenant claim", idptest.SignWith(t, rsaKey, good(func(c jwt.MapClaims) { delete(c, idp.TenantClaim) })), "", http.StatusUnauthorized, "", `no "cexec_tenant" claim`},
+		{"tenant claim not a tenant id", idptest.SignWith(t, rsaKey, good(func(c jwt.MapClaims) { c[idp.TenantClaim] = "../acme" })), "", http.StatusUnauthorized, "", "not a tenant id"},
+		{"scope missing", idptest.SignWith(t, rsaKey, good(func(c jwt.MapClaims) { c["scope"] = "openid" })), "", http.StatusForbidden, "", "insufficient_scope"},
+		{"another tenant asked for", idptest.SignWith(t, rsaKey, good(nil)), "beta", http.StatusForbidden, "", `belongs to tenant "acme"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,7 +153,7 @@ func TestOAuthResourceServerWithProtocolLevelIdP(t *testing.T) {
 // configured audience gives and at the root, naming the configured
 // audience whatever Host the request names.
 func TestOAuthProtectedResourceMetadata(t *testing.T) {
-	idp := newTestIdP(t)
+	idp := idptest.New(t)
 	w, aud := oauthWorld(t, idp, "mcp", "cexec:run")
 	res, body := newRaw(t, nil, w.url+"/mcp").do(http.MethodPost, initBody)
 	wantMD := w.url + "/.well-known/oauth-protected-resource/mcp"
@@ -178,7 +179,7 @@ func TestOAuthProtectedResourceMetadata(t *testing.T) {
 		if err != nil || res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/json" {
 			t.Fatalf("GET %s: %s %v", u, res.Status, err)
 		}
-		if md.Resource != aud || len(md.Servers) != 1 || md.Servers[0] != idp.issuer ||
+		if md.Resource != aud || len(md.Servers) != 1 || md.Servers[0] != idp.Issuer ||
 			strings.Join(md.Scopes, " ") != "mcp cexec:run" || strings.Join(md.BearerMethods, ",") != "header" {
 			t.Errorf("GET %s: %+v", u, md)
 		}
@@ -194,36 +195,36 @@ func TestOAuthProtectedResourceMetadata(t *testing.T) {
 // more and is accepted; tokens naming made-up key ids do not make it fetch
 // again (the refresh is rate-limited), and are refused.
 func TestOAuthKeyRotationRateLimited(t *testing.T) {
-	idp := newTestIdP(t)
+	idp := idptest.New(t)
 	w, aud := oauthWorld(t, idp)
-	try := func(k idpKey) int {
+	try := func(k idptest.Key) int {
 		c := newRaw(t, nil, w.url+"/mcp")
-		c.header.Set("Authorization", "Bearer "+signWith(t, k, idp.claimsFor(aud, "acme", "")))
+		c.header.Set("Authorization", "Bearer "+idptest.SignWith(t, k, idp.Claims(aud, "acme", "")))
 		return c.initialize()
 	}
-	if st := try(idp.keys[0]); st != http.StatusOK {
+	if st := try(idp.Keys()[0]); st != http.StatusOK {
 		t.Fatalf("first token: %d", st)
 	}
-	if n := idp.jwksFetches.Load(); n != 1 {
+	if n := idp.JWKSFetches(); n != 1 {
 		t.Fatalf("key set fetched %d times for the first token, want 1", n)
 	}
-	if st := try(idp.keys[0]); st != http.StatusOK || idp.jwksFetches.Load() != 1 {
-		t.Fatalf("second token: %d, key set fetched %d times: not cached", st, idp.jwksFetches.Load())
+	if st := try(idp.Keys()[0]); st != http.StatusOK || idp.JWKSFetches() != 1 {
+		t.Fatalf("second token: %d, key set fetched %d times: not cached", st, idp.JWKSFetches())
 	}
-	rotated := newECKey(t, "ec-2")
-	idp.addKey(rotated)
+	rotated := idptest.NewECKey(t, "ec-2")
+	idp.AddKey(rotated)
 	if st := try(rotated); st != http.StatusOK {
 		t.Fatalf("token of the rotated key: %d", st)
 	}
-	if n := idp.jwksFetches.Load(); n != 2 {
+	if n := idp.JWKSFetches(); n != 2 {
 		t.Fatalf("key set fetched %d times after the rotation, want 2", n)
 	}
 	for i := range 5 {
-		if st := try(newRSAKey(t, "made-up-"+string(rune('a'+i)))); st != http.StatusUnauthorized {
+		if st := try(idptest.NewRSAKey(t, "made-up-"+string(rune('a'+i)))); st != http.StatusUnauthorized {
 			t.Errorf("token of a made-up key: %d", st)
 		}
 	}
-	if n := idp.jwksFetches.Load(); n != 2 {
+	if n := idp.JWKSFetches(); n != 2 {
 		t.Errorf("made-up key ids made the face fetch the key set %d times in all, want 2", n)
 	}
 }
@@ -232,10 +233,10 @@ func TestOAuthKeyRotationRateLimited(t *testing.T) {
 // a token gets 503 (not a claim that it is invalid), and the static tokens
 // still work.
 func TestOAuthIdentityProviderDown(t *testing.T) {
-	idp := newTestIdP(t)
+	idp := idptest.New(t)
 	w, aud := oauthWorld(t, idp)
-	tok := signWith(t, idp.keys[0], idp.claimsFor(aud, "acme", ""))
-	idp.srv.Close()
+	tok := idptest.SignWith(t, idp.Keys()[0], idp.Claims(aud, "acme", ""))
+	idp.Close()
 	c := newRaw(t, nil, w.url+"/mcp")
 	c.header.Set("Authorization", "Bearer "+tok)
 	if res, body := c.do(http.MethodPost, initBody); res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "identity provider") {
@@ -255,13 +256,13 @@ func TestOAuthDiscovery(t *testing.T) {
 	mux := http.NewServeMux()
 	srv := newServer(t, mux)
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, 200, map[string]string{"issuer": srv, "jwks_uri": srv + "/keys-8414"})
+		idptest.WriteJSON(w, 200, map[string]string{"issuer": srv, "jwks_uri": srv + "/keys-8414"})
 	})
 	mux.HandleFunc("/realms/a/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, 200, map[string]string{"issuer": srv + "/realms/a", "jwks_uri": srv + "/keys-oidc"})
+		idptest.WriteJSON(w, 200, map[string]string{"issuer": srv + "/realms/a", "jwks_uri": srv + "/keys-oidc"})
 	})
 	mux.HandleFunc("/.well-known/oauth-authorization-server/realms/b", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, 200, map[string]string{"issuer": "https://evil.example", "jwks_uri": srv + "/keys"})
+		idptest.WriteJSON(w, 200, map[string]string{"issuer": "https://evil.example", "jwks_uri": srv + "/keys"})
 	})
 	ctx := context.Background()
 	for issuer, want := range map[string]string{srv: srv + "/keys-8414", srv + "/realms/a": srv + "/keys-oidc", srv + "/realms/b": "names issuer"} {
@@ -319,13 +320,13 @@ func TestOAuthTypeScriptClientCredentials(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "test/peers/node_modules/@modelcontextprotocol/sdk/package.json")); err != nil {
 		testutil.SkipMissing(t, "the TypeScript SDK is not installed in test/peers (run scripts/deps.sh): %v", err)
 	}
-	idp := newTestIdP(t)
-	idp.addClient("agent-7", "s3cret", "acme", "mcp")
+	idp := idptest.New(t)
+	idp.AddClient("agent-7", "s3cret", "acme", "mcp")
 	w, aud := oauthWorld(t, idp, "mcp")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join(root, "test/mcp-client/oauth.mjs"))
-	cmd.Env = append(os.Environ(), "MCP_URL="+aud, "OAUTH_ISSUER="+idp.issuer, "OAUTH_CLIENT_ID=agent-7", "OAUTH_CLIENT_SECRET=s3cret", "OAUTH_SCOPE=mcp")
+	cmd.Env = append(os.Environ(), "MCP_URL="+aud, "OAUTH_ISSUER="+idp.Issuer, "OAUTH_CLIENT_ID=agent-7", "OAUTH_CLIENT_SECRET=s3cret", "OAUTH_SCOPE=mcp")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("oauth.mjs: %v\n%s", err, out)
@@ -333,9 +334,7 @@ func TestOAuthTypeScriptClientCredentials(t *testing.T) {
 	if !strings.Contains(string(out), "tools: ") || !strings.Contains(string(out), "execute_code") {
 		t.Errorf("oauth.mjs: %s", out)
 	}
-	idp.mu.Lock()
-	resources := idp.resources
-	idp.mu.Unlock()
+	resources := idp.Resources()
 	if len(resources) == 0 || resources[0] != aud {
 		t.Errorf("token requests named resources %q, want %q", resources, aud)
 	}
