@@ -517,9 +517,12 @@ func (f *Face) callTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 	if r != nil {
 		return *r
 	}
+	if len(tools) > 0 {
+		server = tools[0].Server
+	}
 	for i := range tools {
 		if tools[i].Name == tool || (tools[i].Path != "" && functionName(&tools[i]) == tool) {
-			server, tool = tools[i].Server, tools[i].Name
+			tool = tools[i].Name
 			break
 		}
 	}
