@@ -515,7 +515,7 @@ func (f *Face) callTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 	if e := ex.Error; e != nil {
 		return reply{text: e.Type + ": " + e.Message, isError: true, tokenized: ex.Tokenized}
 	}
-	return reply{text: resultText(ex.Result), tokenized: ex.Tokenized}
+	return reply{text: resultText(ex.Result), tokenized: ex.Tokenized, attachments: ex.Attachments}
 }
 
 // resultText is a call's value as the agent reads it: a string as it is,

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -107,7 +109,12 @@ func (c *attachments) add(a Attachment) (string, error) {
 	}
 	name := a.Name
 	if name == "" {
-		name = defaultName(a.Kind, a.MIMEType)
+		name = a.Kind
+	}
+	// The extension says the type to whoever reads the file back (the MCP
+	// face serves it by its name).
+	if exts, _ := mime.ExtensionsByType(a.MIMEType); len(exts) > 0 && !slices.Contains(exts, strings.ToLower(path.Ext(name))) {
+		name += exts[0]
 	}
 	rel, err := c.tenant.SaveAttachment(c.session, name, data)
 	if err != nil {
@@ -130,15 +137,6 @@ func (c *attachments) list() []Attachment {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.items
-}
-
-// defaultName names an unnamed attachment by its kind and type.
-func defaultName(kind, mimeType string) string {
-	ext := ""
-	if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
-		ext = exts[0]
-	}
-	return kind + ext
 }
 
 // showParams are the params of the runtime's show host call.

@@ -235,9 +235,9 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 		return nil, fmt.Errorf("run in sandbox %s: %w", lease.ID, err)
 	}
 	out := &CodeResult{
-		ExecResult: res,
-		Stdout:     h.stdout.Bytes(),
-		Stderr:     h.stderr.Bytes(),
+		ExecResult:  res,
+		Stdout:      h.stdout.Bytes(),
+		Stderr:      h.stderr.Bytes(),
 		SandboxID:   lease.ID,
 		Warm:        lease.Reused,
 		Attachments: h.att.list(),
