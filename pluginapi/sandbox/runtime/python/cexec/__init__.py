@@ -249,20 +249,20 @@ def read_resource(server: str, uri: str) -> Any:
     return items[0] if len(items) == 1 else items
 
 
-def show(obj: Any, mime_type: str | None = None, name: str | None = None) -> None:
+def show(obj: Any, mime_type: str | None = None, name: str | None = None) -> str | None:
     """Hand obj to the agent as content beside the printed output: an Image,
     Audio or Resource; a ResourceLink (its resource is read and shown);
     bytes (mime_type, else guessed from the first bytes: image/* becomes an
     image, audio/* audio, anything else a resource); or the path of a file
     (str or os.PathLike; its type from mime_type or the name). name names
     the item for the agent. Items over the host's inline size are saved in
-    the workspace and reach the agent as a resource link. Text content is
-    checked for PII like printed output; binary content is not."""
+    the workspace and reach the agent as a resource link: show returns the
+    saved file's path then, else None. Text content is checked for PII like
+    printed output; binary content is not."""
     if isinstance(obj, ResourceLink):
         got = obj.read()
-        for r in got if isinstance(got, list) else [got]:
-            show(r, mime_type, name)
-        return
+        paths = [show(r, mime_type, name) for r in (got if isinstance(got, list) else [got])]
+        return next((p for p in paths if p), None)
     if isinstance(obj, (Image, Audio)):
         params = _content.binary_params("image" if isinstance(obj, Image) else "audio", obj.data,
                                         mime_type or obj.mime_type, name)
@@ -291,7 +291,9 @@ def show(obj: Any, mime_type: str | None = None, name: str | None = None) -> Non
         params = _content.binary_params(_kind(mime), data, mime, name or os.path.basename(path))
     else:
         raise TypeError(f"show: cannot show {type(obj).__name__}; pass an Image, Audio, Resource, bytes or a file path")
-    _host_call("show", params)
+    out = _host_call("show", params)
+    path = out.get("path") if isinstance(out, dict) else None
+    return path if isinstance(path, str) else None
 
 
 def _kind(mime: str) -> str:
