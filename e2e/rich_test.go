@@ -55,4 +55,24 @@ func TestRichContentTypeScriptClient(t *testing.T) {
 		t.Fatalf("rich.mjs: %v\n%s", err, out)
 	}
 	t.Logf("rich.mjs: %s", strings.TrimSpace(string(out)))
+
+	// cexecctl exec lists what the program showed and saves it on request.
+	dir := t.TempDir()
+	code := `import cexec
+cexec.show(b"\x89PNG\r\n\x1a\nfake", name="chart.png")
+print(cexec.show(b"x" * 100000, mime_type="application/octet-stream", name="big.bin"))
+`
+	stdout, stderr, rc := ctl(t, s, "exec", "--tenant", "acme", "--save-attachments", dir, "-c", code)
+	if rc != 0 || !strings.HasPrefix(stdout, "/workspace/attachments/") {
+		t.Fatalf("cexecctl exec: %d\n%s\n%s", rc, stdout, stderr)
+	}
+	saved := filepath.Join(dir, "1-chart.png")
+	wantLines := []string{"[chart.png: image/png 12 bytes, written to " + saved + "]",
+		"[big.bin: application/octet-stream 100000 bytes, saved as " + strings.TrimSpace(stdout) + "]"}
+	if got := strings.Split(strings.TrimSpace(stderr), "\n"); strings.Join(got, "\n") != strings.Join(wantLines, "\n") {
+		t.Errorf("cexecctl exec stderr:\n%s\nwant:\n%s", stderr, strings.Join(wantLines, "\n"))
+	}
+	if data, err := os.ReadFile(saved); err != nil || string(data) != "\x89PNG\r\n\x1a\nfake" {
+		t.Errorf("saved attachment %q, %v", data, err)
+	}
 }
