@@ -67,7 +67,7 @@ var toolDefs = []toolDef{
 		`{"type":"object","properties":{"server":{"type":"string"},"tool":{"type":"string"}},"required":["server","tool"]}`,
 		true, (*Face).getTool},
 	{ToolExecuteCode,
-		"Run a Python 3 program that imports tools as search_tools shows and calls them with keyword arguments (they return Python values, raise cexec.ToolError). Only its output comes back, capped: filter in the program, print what matters. Threads run independent calls. /workspace persists; cexec.result(obj) returns data; skills import from skills.NAME.",
+		"Run a Python 3 program that imports tools as search_tools shows and calls them with keyword arguments (they return Python values, raise cexec.ToolError). Only its output comes back, capped: filter in the program, print what matters. Threads run independent calls. /workspace persists; cexec.result(obj) returns data, cexec.show(image_or_file) shows it; skills import from skills.NAME.",
 		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"default: this connection's"}},"required":["code"]}`,
 		false, (*Face).executeCode},
 	{ToolCallTool,
