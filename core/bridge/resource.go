@@ -24,14 +24,17 @@ type ResourceReader interface {
 
 // readResourceParams are the params of the runtime's read_resource host call.
 type readResourceParams struct {
-	Server string `json:"server"`
+	Server string `json:"server,omitempty"`
 	URI    string `json:"uri"`
 }
 
 // ReadResource reads uri from server (resources/read) for the execution's
 // tenant. It counts against the execution's calls like a tool call and is
 // recorded as the server's "read_resource"; the tenant's allowed servers
-// apply, and the result is held to the server's max_result_size. The value
+// apply, the Before hook sees it as a call of tool "read_resource" with
+// arguments {"uri": uri} (so policies and guards can allow or deny it, and
+// PII tokens in the URI are restored), and the result is held to the
+// server's max_result_size. The value
 // is the resource's contents as MCP lists them: objects with uri, mimeType
 // and text or blob (base64).
 func (e *Execution) ReadResource(ctx context.Context, server, uri string) (json.RawMessage, error) {
@@ -46,7 +49,7 @@ func (e *Execution) ReadResource(ctx context.Context, server, uri string) (json.
 	e.mu.Unlock()
 
 	start := time.Now()
-	out, err := e.b.readResource(ctx, e.opts.Tenant, server, uri, e.opts.AllowedServers)
+	out, err := e.readResource(ctx, server, uri)
 	rec := CallRecord{Server: server, Tool: MethodReadResource, Start: start, Duration: time.Since(start), OK: err == nil}
 	if err != nil {
 		var ce *sandbox.CallError
@@ -62,10 +65,32 @@ func (e *Execution) ReadResource(ctx context.Context, server, uri string) (json.
 	return out, err
 }
 
-func (b *Bridge) readResource(ctx context.Context, tenant, server, uri string, allowed []string) (json.RawMessage, error) {
-	if _, known := b.cat.Server(server); !known || (allowed != nil && !slices.Contains(allowed, server)) {
-		return nil, &sandbox.CallError{Type: TypeToolNotFound, Message: b.notFound(server, "", allowed, false)}
+func (e *Execution) readResource(ctx context.Context, server, uri string) (json.RawMessage, error) {
+	if _, known := e.b.cat.Server(server); !known || (e.opts.AllowedServers != nil && !slices.Contains(e.opts.AllowedServers, server)) {
+		return nil, &sandbox.CallError{Type: TypeToolNotFound, Message: e.b.notFound(server, "", e.opts.AllowedServers, false)}
 	}
+	if e.opts.Before != nil {
+		args, err := json.Marshal(readResourceParams{URI: uri})
+		if err != nil {
+			return nil, err
+		}
+		if args, err = e.opts.Before(ctx, server, MethodReadResource, args); err != nil {
+			var ce *sandbox.CallError
+			if errors.As(err, &ce) {
+				return nil, ce
+			}
+			return nil, &sandbox.CallError{Type: TypeToolError, Message: err.Error()}
+		}
+		var p readResourceParams
+		if err := json.Unmarshal(args, &p); err != nil || p.URI == "" {
+			return nil, &sandbox.CallError{Type: TypeInvalidArguments, Message: "read_resource: the guards left no uri to read"}
+		}
+		uri = p.URI
+	}
+	return e.b.readResource(ctx, e.opts.Tenant, server, uri)
+}
+
+func (b *Bridge) readResource(ctx context.Context, tenant, server, uri string) (json.RawMessage, error) {
 	rr, ok := b.cat.(ResourceReader)
 	if !ok {
 		return nil, &sandbox.CallError{Type: TypeToolError, Message: "this daemon's catalog cannot read upstream resources"}

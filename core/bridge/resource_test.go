@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
 // TestReadResource reads server-everything's resources through an
@@ -75,5 +77,27 @@ func TestReadResource(t *testing.T) {
 	}
 	if s := x.Summary(); s.Calls != 5 || s.Failed != 1 {
 		t.Errorf("summary %+v, want 5 calls, 1 failed", s)
+	}
+
+	// Policies and guards see the read as tool "read_resource" and may
+	// rewrite its uri (PII tokens restored) or refuse it.
+	var seen []string
+	guarded := f.b.NewExecution(ExecOptions{Tenant: "default", Before: func(_ context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
+		seen = append(seen, server+"/"+tool+" "+string(args))
+		if strings.Contains(string(args), "blob") {
+			return nil, &sandbox.CallError{Type: "PermissionError", Message: "blobs are denied"}
+		}
+		return json.RawMessage(strings.Replace(string(args), "[ID_1]", "1", 1)), nil
+	}})
+	out, err = guarded.ReadResource(ctx, "everything", "demo://resource/dynamic/text/[ID_1]")
+	if err != nil || !strings.Contains(string(out), "Resource 1:") {
+		t.Errorf("rewritten read: %s, %v", out, err)
+	}
+	_, err = guarded.ReadResource(ctx, "everything", "demo://resource/dynamic/blob/1")
+	if ce := callErr(t, err); ce.Type != "PermissionError" {
+		t.Errorf("denied read: %s: %s", ce.Type, ce.Message)
+	}
+	if want := `everything/read_resource {"uri":"demo://resource/dynamic/text/[ID_1]"}`; len(seen) != 2 || seen[0] != want {
+		t.Errorf("Before saw %q, want %q first", seen, want)
 	}
 }
