@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cexec/cexec/pluginapi"
 )
@@ -40,6 +41,23 @@ func TestAttachments(t *testing.T) {
 		if _, err := ten.ReadAttachment(bad); !errors.Is(err, pluginapi.ErrNotFound) {
 			t.Errorf("ReadAttachment(%q) = %v, want not found", bad, err)
 		}
+	}
+	// The attachments go with their session when it expires.
+	if _, err := ten.Checkpoint("s1", "step", nil); err != nil {
+		t.Fatal(err)
+	}
+	then := time.Now().Add(-31 * 24 * time.Hour)
+	if err := os.Chtimes(filepath.Join(m.opts.DataDir, "tenants", "acme", "sessions", "s1"+logSuffix), then, then); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := m.ExpireSessions(t.Context()); n != 1 || err != nil {
+		t.Fatalf("expired %d, %v", n, err)
+	}
+	if _, err := os.Lstat(filepath.Join(ten.WorkspaceDir(), "attachments", "s1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an expired session's attachments are still there: %v", err)
+	}
+	if _, err := os.Stat("/etc/passwd"); err != nil {
+		t.Errorf("the symlink's target went with the attachments: %v", err)
 	}
 	if _, err := ten.SaveAttachment("../x", "a", nil); err == nil {
 		t.Error("a bad session id was accepted")

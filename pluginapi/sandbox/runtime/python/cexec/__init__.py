@@ -257,7 +257,8 @@ def show(obj: Any, mime_type: str | None = None, name: str | None = None) -> str
     (str or os.PathLike; its type from mime_type or the name). name names
     the item for the agent. Items over the host's inline size are saved in
     the workspace and reach the agent as a resource link: show returns the
-    saved file's path then, else None. Text content is checked for PII like
+    saved file's path then, else None. One item carries at most about 47 MiB
+    (a host call's 63 MiB, base64-encoded). Text content is checked for PII like
     printed output; binary content is not."""
     if isinstance(obj, ResourceLink):
         got = obj.read()
