@@ -136,7 +136,7 @@ func (c *attachments) list() []Attachment {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.items
+	return slices.Clone(c.items)
 }
 
 // showParams are the params of the runtime's show host call.

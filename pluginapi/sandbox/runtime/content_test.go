@@ -40,7 +40,7 @@ func TestRichContent(t *testing.T) {
 				{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"},
 				{"type":"resource","resource":{"uri":"file:///a.txt","mimeType":"text/plain","text":"A"}},
 				{"type":"resource_link","uri":"demo://r/7","name":"r7","mimeType":"application/gzip"},
-				{"type":"future","x":1}]}`), nil
+				{"type":"future","x":1}, {"type":"resource"}]}`), nil
 		case "image":
 			return json.RawMessage(`{"$cexec.content":[{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]}`), nil
 		case "escaped":
@@ -55,7 +55,7 @@ print([type(i).__name__ for i in items])
 print(items[0], items[1], items[2], items[3], items[4])
 assert items[1].data == b"\x89PNG\r\n\x1a\n" and items[1] == Image(b"\x89PNG\r\n\x1a\n", "image/png")
 assert items[3].text == "A" and items[3].uri == "file:///a.txt"
-assert items[4].server == "s" and items[5] == {"type": "future", "x": 1}
+assert items[4].server == "s" and items[5] == {"type": "future", "x": 1} and items[6] == {"type": "resource"}
 img = call_tool("s", "image")
 print(repr(img))
 print(call_tool("s", "escaped"), call_tool("s", "plain"))
@@ -85,7 +85,7 @@ except ValueError as e:
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", res.ExitCode, out, errOut)
 	}
 	want := []string{
-		"['str', 'Image', 'Audio', 'Resource', 'ResourceLink', 'dict']",
+		"['str', 'Image', 'Audio', 'Resource', 'ResourceLink', 'dict', 'dict']",
 		"a tiny image Image(image/png, 8 bytes) Audio(audio/wav, 4 bytes) Resource('file:///a.txt', text/plain, 1 chars) ResourceLink('demo://r/7', application/gzip)",
 		"Image(image/png, 8 bytes)",
 		"{'$cexec.content': 1} {'type': 'image', 'data': 'plain'}",

@@ -163,7 +163,8 @@ def resource(item: Any) -> Resource:
 
 
 def item(it: Any, server: str | None) -> Any:
-    """One MCP content item as a Python value; an unknown kind stays a dict."""
+    """One MCP content item as a Python value; an unknown kind, or one
+    missing its parts, stays a dict."""
     if not isinstance(it, dict):
         return it
     kind = it.get("type")
@@ -173,8 +174,8 @@ def item(it: Any, server: str | None) -> Any:
         return Image(_b64decode(it.get("data")), it.get("mimeType") or None)
     if kind == "audio":
         return Audio(_b64decode(it.get("data")), it.get("mimeType") or None)
-    if kind == "resource":
-        return resource(it.get("resource"))
+    if kind == "resource" and isinstance(it.get("resource"), dict):
+        return resource(it["resource"])
     if kind == "resource_link":
         size = it.get("size")
         return ResourceLink(str(it.get("uri") or ""), str(it.get("name") or ""), it.get("mimeType") or None,
@@ -186,8 +187,8 @@ def item(it: Any, server: str | None) -> Any:
 def decode(value: Any, server: str | None = None) -> Any:
     """A call_tool result as the program gets it: envelopes opened."""
     if type(value) is dict and len(value) == 1:
-        if CONTENT_KEY in value:
-            items = [item(it, server) for it in value[CONTENT_KEY] or []]
+        if CONTENT_KEY in value and isinstance(value[CONTENT_KEY], list):
+            items = [item(it, server) for it in value[CONTENT_KEY]]
             return items[0] if len(items) == 1 else items
         if VALUE_KEY in value:
             return value[VALUE_KEY]
