@@ -81,7 +81,8 @@ var walkthroughWant = map[string][]string{
 	},
 	"13-llm-code-generation": {
 		"generator  llm (walkthrough-coder), 500 prompt + 60 completion tokens", "words: 13", "most common: the x4, sat x2, on x2",
-		"1 request(s) to model walkthrough-coder", "prompt carries the stub it found: True",
+		"execute_task replied:\n    ```python\n    from servers.textutils import word_count",
+		"2 request(s) to model walkthrough-coder", "prompt carries the stub it found: True",
 		"the e-mail address went as a token: True | in the clear: False",
 	},
 	"14-progressive-disclosure": {

@@ -74,8 +74,12 @@ ctl status >/dev/null || { cat "$work/cexecd.log" >&2; exit 1; }
 for _ in $(seq 150); do ctl tools ls textutils 2>/dev/null | grep -q word_count && break; sleep 0.2; done
 ctl tools ls textutils
 
-step "cexecctl task (execute_task over MCP is the same pipeline)"
+step "cexecctl task: the pipeline from the command line"
 ctl task -v "count the words of a sentence and show the most common ones; mail them to ann@example.com" 2>&1
+
+step "execute_task over MCP, as an agent calls it"
+export CEXECCTL
+node "$HERE/task.mjs"
 
 step "what the model was sent"
 python3 - "$work/requests.jsonl" <<'PY'
@@ -83,7 +87,7 @@ import json, sys
 reqs = [json.loads(l) for l in open(sys.argv[1])]
 msgs = reqs[0]["messages"]
 prompt = "\n".join(m["content"] for m in msgs if isinstance(m.get("content"), str))
-print(f"{len(reqs)} request(s) to model {reqs[0]['model']}, {len(msgs)} messages, {len(prompt)} characters")
+print(f"{len(reqs)} request(s) to model {reqs[0]['model']}; the first: {len(msgs)} messages, {len(prompt)} characters")
 print("prompt carries the stub it found:", "from servers.textutils import word_count" in prompt)
 print("the e-mail address went as a token:", "[EMAIL_1]" in prompt, "| in the clear:", "ann@example.com" in prompt)
 PY
