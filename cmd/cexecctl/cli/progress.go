@@ -169,7 +169,7 @@ func (r *progressReader) Read(b []byte) (int, error) {
 
 // Done ends the report: on a terminal the line is cleared, so that what
 // the command prints next stands alone; in plain mode a last line says it
-// finished and how long it took, with err when it failed.
+// finished and how long it took, or that it failed (err not nil).
 func (p *Progress) Done(err error) {
 	p.mu.Lock()
 	if p.finished {
@@ -186,7 +186,8 @@ func (p *Progress) Done(err error) {
 			count = " " + p.amount(p.done) + "/" + p.amount(p.total)
 		}
 		if err != nil {
-			fmt.Fprintf(p.w, "%s: failed after %s%s: %v\n", p.label, took, count, err)
+			// The command reports err itself.
+			fmt.Fprintf(p.w, "%s: failed after %s%s\n", p.label, took, count)
 		} else {
 			fmt.Fprintf(p.w, "%s: done in %s%s\n", p.label, took, count)
 		}

@@ -56,7 +56,7 @@ func TestProgressPlainUnknownTotalAndFailure(t *testing.T) {
 	p.Add(1) // no total: no line per step
 	p.Done(errors.New("server gone"))
 	p.Done(nil) // a second Done changes nothing
-	want := "refreshing all servers ...\nrefreshing all servers: failed after 1.5s: server gone\n"
+	want := "refreshing all servers ...\nrefreshing all servers: failed after 1.5s\n"
 	if buf.String() != want {
 		t.Fatalf("got %q, want %q", buf.String(), want)
 	}

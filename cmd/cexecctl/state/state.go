@@ -161,7 +161,9 @@ converted.`,
 				p(err)
 				return fmt.Errorf("read state data: %w", err)
 			}
-			return env.Do(cmd.Context(), func(c *client.Client) error {
+			// p ends the report once the daemon answered, before the result
+			// is printed, or after env.Do when it could not be reached.
+			err = env.Do(cmd.Context(), func(c *client.Client) error {
 				var info *cexecv1.StateInfo
 				if plan.fromJSON {
 					info, err = c.SaveState(cmd.Context(), *tenant, plan.name, data)
@@ -178,6 +180,8 @@ converted.`,
 				_, err = fmt.Fprintf(env.Stdout, "saved %s (%s) for tenant %s\n", info.GetName(), cli.Bytes(info.GetBytes()), *tenant)
 				return err
 			})
+			p(err)
+			return err
 		},
 	}
 }
