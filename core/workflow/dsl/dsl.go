@@ -12,6 +12,7 @@ package dsl
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -39,6 +40,7 @@ type (
 	ForTask           = model.ForTask
 	ForkTask          = model.ForkTask
 	TryTask           = model.TryTask
+	TryTaskCatch      = model.TryTaskCatch
 	RaiseTask         = model.RaiseTask
 	WaitTask          = model.WaitTask
 	ListenTask        = model.ListenTask
@@ -112,7 +114,17 @@ func Load(file string, src []byte) (*Document, error) {
 	if len(c.diags) > 0 {
 		return nil, c.diags
 	}
-	wf, err := parser.FromYAMLSource(src)
+	// The SDK's own YAML reading follows YAML 1.1, where a key n or y is a
+	// boolean; yaml.v3 reads YAML 1.2, where it is the string it looks like.
+	var tree any
+	if err := root.Decode(&tree); err != nil {
+		return nil, Diagnostics{syntaxDiag(file, err)}
+	}
+	js, err := json.Marshal(tree)
+	if err != nil {
+		return nil, Diagnostics{{File: file, Line: 1, Column: 1, Message: "not representable as JSON: " + err.Error()}}
+	}
+	wf, err := parser.FromJSONSource(js)
 	if err != nil {
 		return nil, sdkDiags(file, root.Content[0], err)
 	}
