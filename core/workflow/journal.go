@@ -73,17 +73,17 @@ type Record struct {
 
 // journal appends a run's records and holds what a resumed run replays.
 type journal struct {
-	store          Journals
-	tenant, run    string
-	mu             sync.Mutex
-	seq            int
-	done           map[string]*Record // path → its done record
-	caught         map[string]*Record // attempt path → its caught record
-	started        map[string]*Record // path → its start record
-	signals        map[string]*Record // listen path → its signal
-	waiting        map[string]*Record // listen path → its waiting record
-	records        []Record
-	doneTasks      int
+	store       Journals
+	tenant, run string
+	mu          sync.Mutex
+	seq         int
+	done        map[string]*Record // path → its done record
+	caught      map[string]*Record // attempt path → its caught record
+	started     map[string]*Record // path → its start record
+	signals     map[string]*Record // listen path → its signal
+	waiting     map[string]*Record // listen path → its waiting record
+	records     []Record
+	doneTasks   int
 }
 
 func newJournal(store Journals, tenant, run string) *journal {

@@ -14,19 +14,19 @@ import (
 
 // run is one run in this process.
 type run struct {
-	e           *Embedded
-	tenant, id  string
-	doc         *dsl.Document
-	input       any
-	j           *journal
-	x           exprs
-	sch         schemas
-	cancel      context.CancelFunc
-	done        chan struct{}
-	started     time.Time
-	mu          sync.Mutex
+	e              *Embedded
+	tenant, id     string
+	doc            *dsl.Document
+	input          any
+	j              *journal
+	x              exprs
+	sch            schemas
+	cancel         context.CancelFunc
+	done           chan struct{}
+	started        time.Time
+	mu             sync.Mutex
 	state, current string
-	ctxVal      any
+	ctxVal         any
 	// wake is closed (and replaced) when a signal arrives.
 	wake chan struct{}
 }
