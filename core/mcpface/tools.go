@@ -98,11 +98,16 @@ var toolDefs = []toolDef{
 		"Show a skill's instructions and code.",
 		`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`,
 		true, (*Face).getSkill},
+	{ToolWorkflow,
+		"Run a stored workflow: start it by name, then status, or signal a run that waits for input.",
+		`{"type":"object","properties":{"action":{"enum":["start","status","signal"]},"name":{"type":"string"},"input":{"type":"object"},"run":{"type":"string"},"event":{"type":"string"},"data":{}},"required":["action"]}`,
+		false, (*Face).workflow},
 }
 
 func (f *Face) addTools() error {
 	for _, d := range toolDefs {
-		if d.name == ToolExecuteTask && f.o.Tasks == nil || d.name == ToolCallTool && f.o.Calls == nil {
+		if d.name == ToolExecuteTask && f.o.Tasks == nil || d.name == ToolCallTool && f.o.Calls == nil ||
+			d.name == ToolWorkflow && f.o.Workflows == nil {
 			continue
 		}
 		t := mcp.NewToolWithRawSchema(d.name, d.desc, json.RawMessage(d.schema))

@@ -83,6 +83,8 @@ type Options struct {
 	// MaxConcurrent bounds the runs of one tenant that execute at once;
 	// more wait, queued. Default 4.
 	MaxConcurrent int
+	// Limit, when set, is a tenant's own bound instead of MaxConcurrent.
+	Limit func(tenant string) int
 	// OnWaiting, when set, hears of each listen that starts waiting, so
 	// that something (MCP elicitation) can ask for the answer and Signal
 	// it. It must not block.
@@ -183,7 +185,11 @@ func (e *Embedded) launch(r *run) {
 	e.runs[key(r.tenant, r.id)] = r
 	slot := e.slots[r.tenant]
 	if slot == nil {
-		slot = make(chan struct{}, e.opts.MaxConcurrent)
+		n := e.opts.MaxConcurrent
+		if e.opts.Limit != nil {
+			n = max(1, e.opts.Limit(r.tenant))
+		}
+		slot = make(chan struct{}, n)
 		e.slots[r.tenant] = slot
 	}
 	e.mu.Unlock()

@@ -15,6 +15,7 @@ type checker struct {
 	diags  Diagnostics
 	errors map[string]bool // use.errors names
 	retry  map[string]bool // use.retries names
+	server func(string) bool
 }
 
 func (c *checker) at(n *yaml.Node, format string, args ...any) {
@@ -222,6 +223,8 @@ func (c *checker) call(name, k, v, t *yaml.Node) {
 	}
 	if _, s := value(with, "server"); s == nil || s.Kind != yaml.ScalarNode || s.Value == "" {
 		c.at(with, "task %s: with.server: missing; name an mcp_server of cexec.hcl", name.Value)
+	} else if c.server != nil && !IsExpr(s.Value) && !c.server(s.Value) {
+		c.at(s, "task %s: with.server: %q is not an mcp_server of cexec.hcl", name.Value, s.Value)
 	}
 	mk, method := value(with, "method")
 	_, tool := value(with, "tool")

@@ -102,6 +102,18 @@ func (ds Diagnostics) Error() string {
 // not valid, or that uses what cexec does not execute, is a Diagnostics
 // error naming each problem's line.
 func Load(file string, src []byte) (*Document, error) {
+	return LoadWith(file, src, Options{})
+}
+
+// Options add the daemon's own checks to Load.
+type Options struct {
+	// Server, when set, says whether a call: mcp task's with.server names
+	// a configured upstream.
+	Server func(name string) bool
+}
+
+// LoadWith is Load with the checks of opts.
+func LoadWith(file string, src []byte, opts Options) (*Document, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(src, &root); err != nil {
 		return nil, Diagnostics{syntaxDiag(file, err)}
@@ -109,7 +121,7 @@ func Load(file string, src []byte) (*Document, error) {
 	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
 		return nil, Diagnostics{{File: file, Line: 1, Column: 1, Message: "a workflow document is a mapping with document and do"}}
 	}
-	c := &checker{file: file}
+	c := &checker{file: file, server: opts.Server}
 	c.document(root.Content[0])
 	if len(c.diags) > 0 {
 		return nil, c.diags

@@ -1,0 +1,103 @@
+package mcpface
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/pkoukk/tiktoken-go"
+	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// memWorkflows stands in for the daemon's engine (the e2e tests drive the
+// real one through this tool): one run that waits for "approval".
+type memWorkflows struct {
+	mu   sync.Mutex
+	runs map[string]*WorkflowRun
+}
+
+func (m *memWorkflows) StartWorkflow(_ context.Context, sc Scope, name string, input json.RawMessage) (WorkflowRun, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.runs == nil {
+		m.runs = map[string]*WorkflowRun{}
+	}
+	r := &WorkflowRun{Run: fmt.Sprintf("r%d", len(m.runs)+1), Workflow: name, State: "waiting", Task: "ask",
+		Waiting: []WorkflowWait{{Task: "ask", Events: []string{"approval"}}}, Output: input}
+	m.runs[sc.Tenant+"/"+r.Run] = r
+	return *r, nil
+}
+
+func (m *memWorkflows) WorkflowStatus(_ context.Context, sc Scope, run string) (WorkflowRun, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[sc.Tenant+"/"+run]
+	if r == nil {
+		return WorkflowRun{}, fmt.Errorf("no run %s", run)
+	}
+	return *r, nil
+}
+
+func (m *memWorkflows) SignalWorkflow(_ context.Context, sc Scope, run, event string, data json.RawMessage) (WorkflowRun, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[sc.Tenant+"/"+run]
+	if r == nil || event != "approval" {
+		return WorkflowRun{}, fmt.Errorf("run %s does not wait for %s", run, event)
+	}
+	r.State, r.Waiting, r.Output, r.TasksDone = "completed", nil, data, 2
+	return *r, nil
+}
+
+func withWorkflows(o *Options, _ *world) { o.Workflows = &memWorkflows{} }
+
+func TestWorkflowTool(t *testing.T) {
+	w := newWorld(t, withWorkflows)
+	c := connect(t, w.url+"/mcp")
+	text, res := call(t, c, ToolWorkflow, map[string]any{"action": "start", "name": "approve", "input": map[string]any{"to": "ada@example.com"}})
+	if res.IsError || !strings.Contains(text, "run r1 (approve): waiting") || !strings.Contains(text, "for event approval") {
+		t.Fatalf("start: %s", text)
+	}
+	if strings.Contains(text, "ada@example.com") {
+		t.Errorf("start reply shows raw PII: %s", text)
+	}
+	text, res = call(t, c, ToolWorkflow, map[string]any{"action": "signal", "run": "r1", "event": "approval", "data": map[string]any{"ok": true}})
+	if res.IsError || !strings.Contains(text, "completed, 2 tasks done") || !strings.Contains(text, `output: {"ok":true}`) {
+		t.Fatalf("signal: %s", text)
+	}
+	for _, bad := range []map[string]any{{"action": "start"}, {"action": "status"}, {"action": "signal", "run": "r1"}, {"action": "stop"}} {
+		text, res := call(t, c, ToolWorkflow, bad)
+		if !res.IsError {
+			t.Errorf("%v: want an error, got %s", bad, text)
+		}
+	}
+}
+
+// TestToolsListTokensWithWorkflow holds tools/list with the workflow tool
+// to the same budget as TestToolsListTokens.
+func TestToolsListTokensWithWorkflow(t *testing.T) {
+	tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader())
+	w := newWorld(t, withWorkflows)
+	c := connect(t, w.url+"/mcp")
+	res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != 13 {
+		t.Fatalf("%d tools, want 13", len(res.Tools))
+	}
+	all, _ := json.Marshal(res.Tools)
+	enc, err := tiktoken.GetEncoding("o200k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(enc.EncodeOrdinary(string(all)))
+	t.Logf("tools/list with workflow: %d tokens (o200k_base)", n)
+	if n > toolsListBudget {
+		t.Errorf("tools/list costs %d tokens, over the budget of %d", n, toolsListBudget)
+	}
+}
