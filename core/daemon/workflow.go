@@ -189,4 +189,3 @@ func (w workflowEffects) RunScript(ctx context.Context, s workflow.Script) (any,
 	}
 	return nil, nil
 }
-
