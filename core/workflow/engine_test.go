@@ -353,3 +353,45 @@ func TestConcurrencyLimit(t *testing.T) {
 		}
 	}
 }
+
+const contextDoc = `
+document: {dsl: 1.0.0, namespace: test, name: ctx, version: 1.0.0}
+do:
+  - prep:
+      do:
+        - inner:
+            set: {v: 7}
+            export: {as: "${ {v: .v} }"}
+  - second:
+      call: mcp
+      with: {server: s, tool: block}
+  - third:
+      set: {v: "${ $context.v }"}
+`
+
+// TestResumeKeepsContext resumes a run whose $context was set inside a
+// finished composite task, which a resumed run skips as a whole.
+func TestResumeKeepsContext(t *testing.T) {
+	store := newStore(t)
+	fx := &effects{block: make(chan struct{})}
+	e := NewEmbedded(Options{Journals: store, Effects: fx})
+	ctx := context.Background()
+	st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, contextDoc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fx.count("s/block") == 0 {
+		waitAMoment()
+	}
+	e.Close()
+	close(fx.block)
+	e2 := NewEmbedded(Options{Journals: store, Effects: fx})
+	defer e2.Close()
+	if _, err := e2.ResumeAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = e2.Wait(ctx, "acme", st.Run)
+	if st.State != StateCompleted || string(st.Output) != `{"v":7}` {
+		t.Fatalf("state %s output %s", st.State, st.Output)
+	}
+}

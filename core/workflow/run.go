@@ -27,6 +27,9 @@ type run struct {
 	mu             sync.Mutex
 	state, current string
 	ctxVal         any
+	// ctxVer counts changes of ctxVal, so that a task whose subtasks
+	// changed it journals the result with it.
+	ctxVer int
 	// wake is closed (and replaced) when a signal arrives.
 	wake chan struct{}
 }
@@ -200,12 +203,11 @@ func (r *run) task(ctx context.Context, path string, item *dsl.TaskItem, input a
 			if err := json.Unmarshal(rec.Context, &c); err != nil {
 				return nil, "", fmt.Errorf("journal of task %s: %w", path, err)
 			}
-			r.mu.Lock()
-			r.ctxVal = c
-			r.mu.Unlock()
+			r.setContext(c)
 		}
 		return out, rec.Flow, nil
 	}
+	ver := r.contextVersion()
 	r.setTask(item.Key)
 	base := item.GetBase()
 	v = v.with("task", map[string]any{"name": item.Key, "reference": path})
@@ -273,16 +275,36 @@ func (r *run) task(ctx context.Context, path string, item *dsl.TaskItem, input a
 		if err := r.sch.check(base.Export.Schema, exported, "task "+item.Key+"'s export"); err != nil {
 			return nil, "", asError(err, path)
 		}
-		r.mu.Lock()
-		r.ctxVal = exported
-		r.mu.Unlock()
+		r.setContext(exported)
 	}
 	if flow == "" && base.Then != nil {
 		flow = base.Then.Value
 	}
-	return out, flow, r.journalDone(path, item.Key, out, exported, flow)
+	var ctxAfter any
+	if r.contextVersion() != ver {
+		r.mu.Lock()
+		ctxAfter = r.ctxVal
+		r.mu.Unlock()
+	}
+	return out, flow, r.journalDone(path, item.Key, out, ctxAfter, flow)
 }
 
+func (r *run) setContext(v any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ctxVal = v
+	r.ctxVer++
+}
+
+func (r *run) contextVersion() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ctxVer
+}
+
+// journalDone records a finished task: its output, the flow after it, and
+// $context when the task (or one of its subtasks) changed it, so that a
+// resumed run that skips the task has the same $context after it.
 func (r *run) journalDone(path, name string, out, exported any, flow string) error {
 	rec := Record{Kind: KindDone, Path: path, Task: name, Flow: flow}
 	var err error

@@ -1,0 +1,158 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+type workflowRunJSON struct {
+	Run        string `json:"run"`
+	State      string `json:"state"`
+	TasksDone  int    `json:"tasks_done"`
+	OutputJSON string `json:"output_json"`
+	ErrorJSON  string `json:"error_json"`
+}
+
+type journalRecord struct {
+	Seq  int    `json:"seq"`
+	Kind string `json:"kind"`
+	Path string `json:"path"`
+}
+
+func workflowStatus(t *testing.T, s setup, run string) workflowRunJSON {
+	t.Helper()
+	var st workflowRunJSON
+	if err := json.Unmarshal([]byte(mustCtl(t, s, "workflow", "status", "--json", run)), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func workflowJournal(t *testing.T, s setup, run string) []journalRecord {
+	t.Helper()
+	var out []journalRecord
+	for _, line := range strings.Split(strings.TrimSpace(mustCtl(t, s, "workflow", "logs", "--json", run)), "\n") {
+		var r journalRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("journal line %q: %v", line, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// checkNoRerun fails when a task finished twice or its effect started
+// again after it finished: a finished task is never run again.
+func checkNoRerun(t *testing.T, run string, recs []journalRecord) (reruns int) {
+	t.Helper()
+	done := map[string]bool{}
+	for _, r := range recs {
+		switch r.Kind {
+		case "done":
+			if done[r.Path] {
+				t.Errorf("run %s: task %s finished twice", run, r.Path)
+			}
+			done[r.Path] = true
+		case "start", "rerun":
+			if done[r.Path] {
+				t.Errorf("run %s: task %s started again after it finished (record %d)", run, r.Path, r.Seq)
+			}
+			if r.Kind == "rerun" {
+				reruns++
+			}
+		}
+	}
+	return reruns
+}
+
+const wantNotes = `{"notes":3,"remembered":["apple","banana"]}`
+
+// TestWorkflows runs the shared example workflow (filesystem and memory
+// reference servers, a loop, a switch, a Python step that fails once and is
+// retried) through cexecctl on a real cexecd, checks that a broken document
+// is reported with its lines, and then kills cexecd with SIGKILL at random
+// points of 20 runs: after each restart the run resumes and completes, and
+// its journal shows no finished task run again.
+func TestWorkflows(t *testing.T) {
+	ts := newToolsSetup(t)
+	s := ts.setup
+	d := startDaemon(t, s)
+	requireSandbox(t, s)
+	input := fmt.Sprintf(`{"folder": %q}`, filepath.Join(ts.files, "notes"))
+
+	t.Run("validate", func(t *testing.T) {
+		bad := filepath.Join(s.dir, "bad.yaml")
+		doc := "document:\n  dsl: 1.0.0\n  namespace: t\n  name: bad\n  version: 1.0.0\ndo:\n  - a:\n      call: mcp\n      with:\n        server: nosuch\n        tool: x\n  - b:\n      call: http\n"
+		if err := os.WriteFile(bad, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := ctl(t, s, "workflow", "validate", bad)
+		if code != 1 || !strings.Contains(out, bad+`:10:17: task a: with.server: "nosuch" is not an mcp_server of cexec.hcl`) ||
+			!strings.Contains(out, bad+":13:13: task b: call: http is not supported") {
+			t.Fatalf("validate: exit %d\n%s\n%s", code, out, errOut)
+		}
+		out = mustCtl(t, s, "workflow", "validate", filepath.Join("..", "workflows", "notes-to-memory.yaml"))
+		if !strings.Contains(out, "ok (examples/notes-to-memory:1.0.0)") {
+			t.Errorf("validate example: %s", out)
+		}
+	})
+
+	var runTime time.Duration
+	t.Run("run", func(t *testing.T) {
+		start := time.Now()
+		out, errOut, code := ctl(t, s, "workflow", "run", "notes-to-memory", "--input", input)
+		runTime = time.Since(start)
+		if code != 0 || !strings.Contains(out, "state:    completed") || !strings.Contains(out, "output:   "+wantNotes) {
+			t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+		}
+		if !strings.Contains(errOut, "tasks done, at") {
+			t.Errorf("no progress on stderr:\n%s", errOut)
+		}
+		run := strings.Fields(strings.SplitN(out, "\n", 2)[0])[1]
+		recs := workflowJournal(t, s, run)
+		caught := slices.IndexFunc(recs, func(r journalRecord) bool { return r.Kind == "caught" && strings.HasPrefix(r.Path, "/tally/try@0") })
+		if caught < 0 {
+			t.Errorf("the failing step's first try is not in the journal as caught: %+v", recs)
+		}
+		checkNoRerun(t, run, recs)
+		ls := mustCtl(t, s, "workflow", "ls")
+		if !strings.Contains(ls, run) || !strings.Contains(ls, "completed") {
+			t.Errorf("ls:\n%s", ls)
+		}
+	})
+
+	t.Run("kill", func(t *testing.T) {
+		seed := time.Now().UnixNano()
+		t.Logf("seed %d, a run takes about %s", seed, runTime)
+		rng := rand.New(rand.NewPCG(uint64(seed), 1))
+		reruns := 0
+		for i := range 20 {
+			var st workflowRunJSON
+			if err := json.Unmarshal([]byte(mustCtl(t, s, "workflow", "run", "--detach", "--json", "notes-to-memory", "--input", input)), &st); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Duration(rng.Int64N(int64(runTime) + 1)))
+			if err := d.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			<-d.exited
+			d = startDaemon(t, s)
+			deadline := time.Now().Add(2 * time.Minute)
+			for st = workflowStatus(t, s, st.Run); st.State != "completed" && st.State != "failed" && time.Now().Before(deadline); st = workflowStatus(t, s, st.Run) {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if st.State != "completed" || st.OutputJSON != wantNotes {
+				t.Fatalf("run %d (%s) after SIGKILL: %s, output %s, error %s\n%s", i, st.Run, st.State, st.OutputJSON, st.ErrorJSON, mustCtl(t, s, "workflow", "logs", st.Run))
+			}
+			reruns += checkNoRerun(t, st.Run, workflowJournal(t, s, st.Run))
+		}
+		t.Logf("20 runs killed and resumed; %d tasks were in flight at a kill and ran again from their start", reruns)
+	})
+}
