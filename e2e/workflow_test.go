@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -155,4 +156,50 @@ func TestWorkflows(t *testing.T) {
 		}
 		t.Logf("20 runs killed and resumed; %d tasks were in flight at a kill and ran again from their start", reruns)
 	})
+}
+
+// TestWorkflowListen starts the shared approve-note workflow through the
+// MCP face's workflow tool, sees it wait for its approval in cexecctl
+// workflow status, answers with cexecctl workflow signal, and finds the
+// note written by the filesystem server.
+func TestWorkflowListen(t *testing.T) {
+	ts := newToolsSetup(t)
+	s := ts.setup
+	startDaemon(t, s)
+	requireSandbox(t, s)
+	c := mcpSession(t, s, "default")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	note := filepath.Join(ts.files, "approved.txt")
+	text := mcpCallText(ctx, t, c, "workflow", map[string]any{"action": "start", "name": "approve-note",
+		"input": map[string]any{"path": note, "text": "approved by a person\n"}})
+	if !strings.Contains(text, "(examples/approve-note:1.0.0)") {
+		t.Fatalf("start through the face: %s", text)
+	}
+	run := strings.Fields(text)[1]
+	var st workflowRunJSON
+	for st = workflowStatus(t, s, run); st.State != "waiting"; st = workflowStatus(t, s, run) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	out := mustCtl(t, s, "workflow", "status", run)
+	if !strings.Contains(out, "waiting:  ask for approval (cexecctl workflow signal "+run+" approval --data JSON)") {
+		t.Fatalf("status does not show the pending approval:\n%s", out)
+	}
+	if _, errOut, code := ctl(t, s, "workflow", "signal", run, "other"); code != 1 || !strings.Contains(errOut, `does not wait for event "other"`) {
+		t.Errorf("signal of the wrong event: exit %d %s", code, errOut)
+	}
+	mustCtl(t, s, "workflow", "signal", run, "approval", "--data", `{"approved": true}`)
+	for st = workflowStatus(t, s, run); st.State != "completed" && st.State != "failed"; st = workflowStatus(t, s, run) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st.State != "completed" {
+		t.Fatalf("run %s: %s %s", run, st.State, st.ErrorJSON)
+	}
+	if b, err := os.ReadFile(note); err != nil || string(b) != "approved by a person\n" {
+		t.Errorf("note: %q %v", b, err)
+	}
+	status := mcpCallText(ctx, t, c, "workflow", map[string]any{"action": "status", "run": run})
+	if !strings.Contains(status, "completed") || !strings.Contains(status, note) {
+		t.Errorf("status through the face: %s", status)
+	}
 }
