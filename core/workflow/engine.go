@@ -196,6 +196,8 @@ func (e *Embedded) launch(r *run) {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
+		// An ended run is read from its journal from now on.
+		defer e.forget(r)
 		defer cancel()
 		defer close(r.done)
 		select {
@@ -209,6 +211,14 @@ func (e *Embedded) launch(r *run) {
 		out, err := r.execute(ctx)
 		r.finish(ctx, out, err)
 	}()
+}
+
+func (e *Embedded) forget(r *run) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.runs[key(r.tenant, r.id)] == r {
+		delete(e.runs, key(r.tenant, r.id))
+	}
 }
 
 func (e *Embedded) live(tenant, run string) *run {
