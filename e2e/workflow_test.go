@@ -27,10 +27,10 @@ type journalRecord struct {
 	Path string `json:"path"`
 }
 
-func workflowStatus(t *testing.T, s setup, run string) workflowRunJSON {
+func workflowStatus(t *testing.T, s setup, args ...string) workflowRunJSON {
 	t.Helper()
 	var st workflowRunJSON
-	if err := json.Unmarshal([]byte(mustCtl(t, s, "workflow", "status", "--json", run)), &st); err != nil {
+	if err := json.Unmarshal([]byte(mustCtl(t, s, append([]string{"workflow", "status", "--json"}, args...)...)), &st); err != nil {
 		t.Fatal(err)
 	}
 	return st
@@ -161,10 +161,19 @@ func TestWorkflows(t *testing.T) {
 // TestWorkflowListen starts the shared approve-note workflow through the
 // MCP face's workflow tool, sees it wait for its approval in cexecctl
 // workflow status, answers with cexecctl workflow signal, and finds the
-// note written by the filesystem server.
+// note written by the filesystem server. A tenant whose policy denies the
+// write gets the run failed by that policy, as a program's call would be.
 func TestWorkflowListen(t *testing.T) {
 	ts := newToolsSetup(t)
 	s := ts.setup
+	f, err := os.OpenFile(s.config, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("\ntenant \"careful\" {\n  policy {\n    deny = [\"filesystem/write_file\"]\n  }\n}\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 	startDaemon(t, s)
 	requireSandbox(t, s)
 	c := mcpSession(t, s, "default")
@@ -201,5 +210,25 @@ func TestWorkflowListen(t *testing.T) {
 	status := mcpCallText(ctx, t, c, "workflow", map[string]any{"action": "status", "run": run})
 	if !strings.Contains(status, "completed") || !strings.Contains(status, note) {
 		t.Errorf("status through the face: %s", status)
+	}
+
+	denied := filepath.Join(ts.files, "denied.txt")
+	var cst workflowRunJSON
+	if err := json.Unmarshal([]byte(mustCtl(t, s, "workflow", "run", "--tenant", "careful", "--detach", "--json", "approve-note",
+		"--input", fmt.Sprintf(`{"path": %q, "text": "no"}`, denied))), &cst); err != nil {
+		t.Fatal(err)
+	}
+	for cst = workflowStatus(t, s, "--tenant=careful", cst.Run); cst.State != "waiting"; cst = workflowStatus(t, s, "--tenant=careful", cst.Run) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	mustCtl(t, s, "workflow", "signal", "--tenant", "careful", cst.Run, "approval", "--data", `{"approved": true}`)
+	for cst = workflowStatus(t, s, "--tenant=careful", cst.Run); cst.State != "completed" && cst.State != "failed"; cst = workflowStatus(t, s, "--tenant=careful", cst.Run) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if cst.State != "failed" || !strings.Contains(cst.ErrorJSON, "write_file") {
+		t.Errorf("a write the tenant's policy denies: %s %s", cst.State, cst.ErrorJSON)
+	}
+	if _, err := os.Stat(denied); err == nil {
+		t.Error("the denied write happened")
 	}
 }
