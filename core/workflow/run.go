@@ -353,13 +353,14 @@ func (r *run) do(ctx context.Context, path string, item *dsl.TaskItem, in any, v
 }
 
 // effect marks the start of a task with an outside effect. A task that had
-// started but not finished when cexecd stopped runs again from its start
-// (at least once): the journal says so with a rerun record.
+// started but not finished (cexecd stopped, or the run failed there) runs
+// again from its start (at least once): the journal says so with a rerun
+// record.
 func (r *run) effect(path, name string) error {
 	kind := KindStart
 	if r.j.lookup(r.j.started, path) != nil {
 		kind = KindRerun
-		r.e.opts.Log.Warn("a workflow task was in flight when cexecd stopped; running it again", "tenant", r.tenant, "run", r.id, "task", path)
+		r.e.opts.Log.Warn("a workflow task started before (in flight at a crash, or it failed) and did not finish; running it again", "tenant", r.tenant, "run", r.id, "task", path)
 	}
 	_, err := r.j.append(Record{Kind: kind, Path: path, Task: name})
 	return err

@@ -339,15 +339,17 @@ func (c *checker) schemaHolder(t *yaml.Node, key string) {
 // exprs compiles every runtime expression among a task's own fields (not
 // its sub-task lists, which are checked as tasks).
 func (c *checker) exprs(t *yaml.Node) {
-	var walk func(n *yaml.Node, key string)
-	walk = func(n *yaml.Node, key string) {
+	// bare says a key's plain string is a jq program (if, when, in,
+	// while) because it sits in the task's own structure, not inside a
+	// value the task passes on (with, set, arguments …).
+	var walk func(n *yaml.Node, key string, bare bool)
+	walk = func(n *yaml.Node, key string, bare bool) {
 		switch n.Kind {
 		case yaml.ScalarNode:
-			if IsExpr(n.Value) || key == "if" || key == "when" || key == "in" || key == "while" {
-				if n.Tag == "!!str" && n.Value != "" {
-					if _, err := gojq.Parse(Unwrap(n.Value)); err != nil {
-						c.at(n, "expression %q: %v", n.Value, err)
-					}
+			isBare := bare && (key == "if" || key == "when" || key == "in" || key == "while")
+			if n.Tag == "!!str" && n.Value != "" && (IsExpr(n.Value) || isBare) {
+				if _, err := gojq.Parse(Unwrap(n.Value)); err != nil {
+					c.at(n, "expression %q: %v", n.Value, err)
 				}
 			}
 		case yaml.MappingNode:
@@ -360,16 +362,20 @@ func (c *checker) exprs(t *yaml.Node) {
 				case "code", "document", "schema":
 					continue
 				}
-				walk(p[1], p[0].Value)
+				walk(p[1], p[0].Value, bare && !valueKeys[p[0].Value])
 			}
 		case yaml.SequenceNode:
 			for _, x := range n.Content {
-				walk(x, key)
+				walk(x, key, bare)
 			}
 		}
 	}
-	walk(t, "")
+	walk(t, "", true)
 }
+
+// valueKeys hold values a task passes on, where only ${ } is an
+// expression.
+var valueKeys = map[string]bool{"with": true, "set": true, "arguments": true, "parameters": true, "as": true, "from": true, "metadata": true}
 
 // IsExpr says whether s is a runtime expression, ${ ... }.
 func IsExpr(s string) bool {

@@ -56,6 +56,15 @@ func TestLoadBroken(t *testing.T) {
 	}
 }
 
+// TestPlainValues checks that words in values a task passes on are not
+// taken for expressions: only ${ } is one there.
+func TestPlainValues(t *testing.T) {
+	src := "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      call: mcp\n      with:\n        server: m\n        tool: t\n        arguments:\n          when: tomorrow at five\n          in: the morning\n  - b:\n      set:\n        if: maybe so\n"
+	if _, err := Load("x.yaml", []byte(src)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLoadErrors(t *testing.T) {
 	tests := []struct {
 		name, src, want string
@@ -65,11 +74,13 @@ func TestLoadErrors(t *testing.T) {
 		{"sdk field rule", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: B_C\n  version: 1.0.0\ndo:\n  - a:\n      set: {x: 1}\n", "x.yaml:4:9: document.name: fails the \"hostname_rfc1123\" rule"},
 		{"no do", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\n", "x.yaml:1:1: do: missing"},
 		{"json", "{\"document\": {\"dsl\": \"1.0.0\", \"namespace\": \"a\", \"name\": \"b\", \"version\": \"1.0.0\"},\n \"do\": [{\"a\": {\"wait\": \"PT1S\", \"call\": \"grpc\"}}]}", "x.yaml:2:40: task a: call: grpc is not supported"},
+		{"unknown server", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      call: mcp\n      with:\n        server: n\n        tool: t\n", "x.yaml:10:17: task a: with.server: \"n\" is not an mcp_server of cexec.hcl"},
+		{"bare when", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      switch:\n        - x:\n            when: .a b\n            then: end\n", "x.yaml:10:19: expression \".a b\""},
 		{"unknown server method", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      call: mcp\n      with:\n        server: m\n        method: sampling/createMessage\n", "x.yaml:11:17: task a: with.method \"sampling/createMessage\" is not supported"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Load("x.yaml", []byte(tt.src))
+			_, err := LoadWith("x.yaml", []byte(tt.src), Options{Server: func(s string) bool { return s == "m" }})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want %q", err, tt.want)
 			}
