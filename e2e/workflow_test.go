@@ -105,6 +105,34 @@ func TestWorkflows(t *testing.T) {
 		}
 	})
 
+	t.Run("resources and prompts", func(t *testing.T) {
+		doc := filepath.Join(s.dir, "methods.yaml")
+		src := `document: {dsl: 1.0.0, namespace: t, name: methods, version: 1.0.0}
+do:
+  - res:
+      call: mcp
+      with:
+        server: everything
+        method: resources/read
+        parameters: {uri: "demo://resource/dynamic/text/7"}
+      export: {as: '${ {text: .contents[0].text} }'}
+  - prompt:
+      call: mcp
+      with:
+        server: everything
+        method: prompts/get
+        parameters: {name: args-prompt, arguments: {city: Paris}}
+      output: {as: '${ {resource: $context.text, prompt: .messages[0].content.text} }'}
+`
+		if err := os.WriteFile(doc, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := ctl(t, s, "workflow", "run", doc)
+		if code != 0 || !strings.Contains(out, `"resource":"Resource 7: This is a plaintext resource`) || !strings.Contains(out, `"prompt":"What's weather in Paris?"`) {
+			t.Fatalf("resources/read and prompts/get: exit %d\n%s\n%s", code, out, errOut)
+		}
+	})
+
 	var runTime time.Duration
 	t.Run("run", func(t *testing.T) {
 		start := time.Now()
