@@ -260,3 +260,64 @@ func TestWorkflowListen(t *testing.T) {
 		t.Error("the denied write happened")
 	}
 }
+
+// waitState polls a run until it reaches one of states.
+func waitState(t *testing.T, s setup, run string, states ...string) workflowRunJSON {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st := workflowStatus(t, s, run)
+		if slices.Contains(states, st.State) {
+			return st
+		}
+		if st.State == "failed" || time.Now().After(deadline) {
+			t.Fatalf("run %s is %s, not %v: %s\n%s", run, st.State, states, st.ErrorJSON, mustCtl(t, s, "workflow", "logs", run))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestWorkflowForm runs the shared fill-form workflow: fields prefilled
+// from the memory server, the missing one asked for, approval, the form
+// written and read back through the filesystem server, a report per field.
+func TestWorkflowForm(t *testing.T) {
+	ts := newToolsSetup(t)
+	s := ts.setup
+	startDaemon(t, s)
+	requireSandbox(t, s)
+	mustCtl(t, s, "exec", "-c", `from servers.memory import create_entities
+create_entities(entities=[{"name": "Ada", "entityType": "person", "observations": ["name: Ada Lovelace", "email: ada@example.com", "likes: engines"]}])`)
+	out := filepath.Join(ts.files, "ada-form.json")
+	input := fmt.Sprintf(`{"subject": "Ada", "out": %q, "form": {"type": "object", "required": ["name", "email", "city"],
+		"properties": {"name": {"type": "string"}, "email": {"type": "string"}, "city": {"type": "string"}, "phone": {"type": "string"}}}}`, out)
+	var st workflowRunJSON
+	if err := json.Unmarshal([]byte(mustCtl(t, s, "workflow", "run", "--detach", "--json", "fill-form", "--input", input)), &st); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, st.Run, "waiting")
+	if text := mustCtl(t, s, "workflow", "status", st.Run); !strings.Contains(text, "waiting:  ask for form-input") {
+		t.Fatalf("not waiting for the missing field:\n%s", text)
+	}
+	mustCtl(t, s, "workflow", "signal", st.Run, "form-input", "--data", `{"city": "Paris"}`)
+	for {
+		text := mustCtl(t, s, "workflow", "status", st.Run)
+		if strings.Contains(text, "waiting:  approve for approval") {
+			break
+		}
+		if !strings.Contains(text, "state:    running") && !strings.Contains(text, "state:    waiting") {
+			t.Fatalf("after form-input:\n%s", text)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mustCtl(t, s, "workflow", "signal", st.Run, "approval", "--data", `{"approved": true}`)
+	st = waitState(t, s, st.Run, "completed")
+	want := fmt.Sprintf(`{"fields":{"city":"asked","email":"prefilled","name":"prefilled","phone":"empty"},"written":%q}`, out)
+	if st.OutputJSON != want {
+		t.Errorf("report %s, want %s", st.OutputJSON, want)
+	}
+	b, err := os.ReadFile(out)
+	var form map[string]string
+	if err != nil || json.Unmarshal(b, &form) != nil || form["city"] != "Paris" || form["email"] != "ada@example.com" || form["name"] != "Ada Lovelace" {
+		t.Errorf("written form %s %v", b, err)
+	}
+}

@@ -2,15 +2,23 @@ package dsl
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 )
 
-func TestExampleLoads(t *testing.T) {
-	src, err := os.ReadFile("../../../workflows/notes-to-memory.yaml")
-	if err != nil {
-		t.Fatal(err)
+// TestExamplesLoad loads every shared workflow of the repository.
+func TestExamplesLoad(t *testing.T) {
+	files, err := filepath.Glob("../../../workflows/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no shared workflows: %v", err)
 	}
-	if _, err := Load("notes-to-memory.yaml", src); err != nil {
-		t.Fatal(err)
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(filepath.Base(f), src); err != nil {
+			t.Errorf("%v", err)
+		}
 	}
 }
