@@ -177,7 +177,9 @@ func (e *Embedded) newRun(tenant, id string, doc *dsl.Document, input any) *run 
 	return r
 }
 
-// launch runs r in the background, in one of its tenant's slots.
+// launch runs r in the background, in one of its tenant's slots. A run
+// gives its slot back while all its branches wait (listen, wait), so runs
+// waiting for people do not hold up the tenant's others.
 func (e *Embedded) launch(r *run) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	r.cancel = cancel
@@ -200,13 +202,12 @@ func (e *Embedded) launch(r *run) {
 		defer e.forget(r)
 		defer cancel()
 		defer close(r.done)
-		select {
-		case slot <- struct{}{}:
-		case <-ctx.Done():
-			r.finish(ctx, nil, ctx.Err())
+		r.slot = slot
+		if err := r.busy(ctx, 1); err != nil {
+			r.finish(ctx, nil, err)
 			return
 		}
-		defer func() { <-slot }()
+		defer r.releaseSlot()
 		r.setState(StateRunning)
 		out, err := r.execute(ctx)
 		r.finish(ctx, out, err)

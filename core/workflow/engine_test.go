@@ -395,3 +395,31 @@ func TestResumeKeepsContext(t *testing.T) {
 		t.Fatalf("state %s output %s", st.State, st.Output)
 	}
 }
+
+// TestWaitingRunGivesSlotBack holds a tenant to one run at a time: a run
+// waiting for a signal does not keep another from running.
+func TestWaitingRunGivesSlotBack(t *testing.T) {
+	fx := &effects{}
+	waiting := make(chan Pending, 1)
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: fx, MaxConcurrent: 1, OnWaiting: func(_, _ string, p Pending) { waiting <- p }})
+	defer e.Close()
+	ctx := context.Background()
+	a, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, listenDoc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-waiting
+	b, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, flow), Input: json.RawMessage(`{"names":["x"]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := e.Wait(ctx, "acme", b.Run); st.State != StateCompleted {
+		t.Fatalf("second run: %s %v", st.State, st.Error)
+	}
+	if err := e.Signal(ctx, "acme", a.Run, "approval", json.RawMessage(`{"approved":false}`)); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := e.Wait(ctx, "acme", a.Run); st.State != StateCompleted {
+		t.Fatalf("first run: %s %v", st.State, st.Error)
+	}
+}

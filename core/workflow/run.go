@@ -32,6 +32,57 @@ type run struct {
 	ctxVer int
 	// wake is closed (and replaced) when a signal arrives.
 	wake chan struct{}
+	// slot is the tenant's semaphore; the run holds one place in it while
+	// active (its branches that are not waiting) is above zero.
+	slot   chan struct{}
+	slotMu sync.Mutex
+	active int
+}
+
+// busy changes the count of the run's branches at work, taking a place in
+// the tenant's slots when it rises from zero and giving it back when it
+// falls to zero.
+func (r *run) busy(ctx context.Context, delta int) error {
+	r.slotMu.Lock()
+	defer r.slotMu.Unlock()
+	was := r.active
+	r.active += delta
+	switch {
+	case was > 0 && r.active <= 0:
+		r.active = 0
+		<-r.slot
+	case was <= 0 && r.active > 0:
+		select {
+		case r.slot <- struct{}{}:
+		case <-ctx.Done():
+			r.active = was
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// releaseSlot gives the run's place back when it ends.
+func (r *run) releaseSlot() {
+	r.slotMu.Lock()
+	defer r.slotMu.Unlock()
+	if r.active > 0 {
+		r.active = 0
+		<-r.slot
+	}
+}
+
+// idle runs wait (a listen's or a wait's) with the slot given back while
+// no other branch of the run works.
+func (r *run) idle(ctx context.Context, wait func() error) error {
+	if err := r.busy(ctx, -1); err != nil {
+		return err
+	}
+	werr := wait()
+	if err := r.busy(ctx, 1); err != nil {
+		return err
+	}
+	return werr
 }
 
 func (r *run) setState(s string) {
@@ -497,10 +548,15 @@ func (r *run) fork(ctx context.Context, path string, t *dsl.ForkTask, in any, v 
 	var wg sync.WaitGroup
 	var once sync.Once
 	winner := -1
+	// The branches count as the run's work while the fork itself waits.
+	if err := r.busy(ctx, len(branches)-1); err != nil {
+		return nil, "", err
+	}
 	for i, b := range branches {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { _ = r.busy(context.Background(), -1) }()
 			out, _, err := r.task(fctx, path+"/fork/"+b.Key, b, in, v)
 			outs[i], errs[i] = out, err
 			if err == nil && t.Fork.Compete {
@@ -509,6 +565,9 @@ func (r *run) fork(ctx context.Context, path string, t *dsl.ForkTask, in any, v 
 		}()
 	}
 	wg.Wait()
+	if err := r.busy(ctx, 1); err != nil {
+		return nil, "", err
+	}
 	if t.Fork.Compete {
 		if winner >= 0 {
 			return outs[winner], "", nil
@@ -704,7 +763,7 @@ func (r *run) wait(ctx context.Context, path, name string, t *dsl.WaitTask) erro
 	} else if _, err := r.j.append(Record{Kind: KindStart, Path: path, Task: name, Until: &until}); err != nil {
 		return err
 	}
-	return sleep(ctx, time.Until(until))
+	return r.idle(ctx, func() error { return sleep(ctx, time.Until(until)) })
 }
 
 // listen waits for one of its events, sent with Signal; a signal that
@@ -720,25 +779,26 @@ func (r *run) listen(ctx context.Context, path, name string, t *dsl.ListenTask) 
 			fn(r.tenant, r.id, Pending{Path: path, Task: name, Events: events, Since: rec.Time})
 		}
 	}
-	for {
-		r.mu.Lock()
-		wake := r.wake
-		r.mu.Unlock()
-		if rec := r.j.lookup(r.j.signals, path); rec != nil {
-			var data any
-			if len(rec.Data) > 0 {
-				if err := json.Unmarshal(rec.Data, &data); err != nil {
-					return nil, err
+	var data any
+	err := r.idle(ctx, func() error {
+		for {
+			r.mu.Lock()
+			wake := r.wake
+			r.mu.Unlock()
+			if rec := r.j.lookup(r.j.signals, path); rec != nil {
+				if len(rec.Data) > 0 {
+					return json.Unmarshal(rec.Data, &data)
 				}
+				return nil
 			}
-			return data, nil
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+	})
+	return data, err
 }
 
 func listenEvents(t *dsl.ListenTask) []string {
