@@ -207,6 +207,11 @@ func TestWorkflowListen(t *testing.T) {
 	c := mcpSession(t, s, "default")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	list := mcpCallText(ctx, t, c, "workflow", map[string]any{"action": "list"})
+	if !strings.Contains(list, "approve-note: Write a note after a person approves it. (input: path, text)") ||
+		!strings.Contains(list, "notes-to-memory: ") {
+		t.Errorf("list through the face:\n%s", list)
+	}
 	note := filepath.Join(ts.files, "approved.txt")
 	text := mcpCallText(ctx, t, c, "workflow", map[string]any{"action": "start", "name": "approve-note",
 		"input": map[string]any{"path": note, "text": "approved by a person\n"}})

@@ -27,6 +27,32 @@ func (v workflowView) untokenize(ctx context.Context, sc mcpface.Scope, raw json
 	return s.UntokenizeJSON(raw)
 }
 
+func (v workflowView) ListWorkflows(_ context.Context, sc mcpface.Scope) ([]mcpface.StoredWorkflow, error) {
+	t, err := v.svc.workspace.Tenant(sc.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := t.ListWorkflows()
+	if err != nil {
+		return nil, err
+	}
+	var out []mcpface.StoredWorkflow
+	for _, s := range stored {
+		w, err := t.GetWorkflow(s.Name)
+		if err != nil {
+			continue
+		}
+		doc, err := v.svc.loadWorkflow(w.File, w.Source)
+		if err != nil {
+			// A document that does not load cannot start; the operator
+			// sees why with cexecctl workflow validate.
+			continue
+		}
+		out = append(out, mcpface.StoredWorkflow{Name: s.Name, Summary: doc.Summary(), Input: doc.RequiredInput()})
+	}
+	return out, nil
+}
+
 func (v workflowView) StartWorkflow(ctx context.Context, sc mcpface.Scope, name string, input json.RawMessage) (mcpface.WorkflowRun, error) {
 	t, err := v.svc.workspace.Tenant(sc.Tenant)
 	if err != nil {

@@ -99,8 +99,8 @@ var toolDefs = []toolDef{
 		`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`,
 		true, (*Face).getSkill},
 	{ToolWorkflow,
-		"Run a stored workflow: start it by name, then status, or signal a run that waits for input.",
-		`{"type":"object","properties":{"action":{"enum":["start","status","signal"]},"name":{"type":"string"},"input":{"type":"object"},"run":{"type":"string"},"event":{"type":"string"},"data":{}},"required":["action"]}`,
+		"Run a stored workflow: list, start by name, status, or signal a run that waits for input.",
+		`{"type":"object","properties":{"action":{"enum":["list","start","status","signal"]},"name":{"type":"string"},"input":{"type":"object"},"run":{"type":"string"},"event":{"type":"string"},"data":{}},"required":["action"]}`,
 		false, (*Face).workflow},
 }
 

@@ -16,10 +16,20 @@ const ToolWorkflow = "workflow"
 // Workflows are the tenant's workflow runs (core/workflow through the
 // daemon, which restores PII tokens in inputs and signal data).
 type Workflows interface {
+	// ListWorkflows lists the stored workflows the tenant can start.
+	ListWorkflows(ctx context.Context, sc Scope) ([]StoredWorkflow, error)
 	// StartWorkflow starts a run of the stored workflow name.
 	StartWorkflow(ctx context.Context, sc Scope, name string, input json.RawMessage) (WorkflowRun, error)
 	WorkflowStatus(ctx context.Context, sc Scope, run string) (WorkflowRun, error)
 	SignalWorkflow(ctx context.Context, sc Scope, run, event string, data json.RawMessage) (WorkflowRun, error)
+}
+
+// StoredWorkflow is a workflow the agent can start by name.
+type StoredWorkflow struct {
+	Name    string `json:"name"`
+	Summary string `json:"summary,omitempty"`
+	// Input names the input's required fields.
+	Input []string `json:"input,omitempty"`
 }
 
 // WorkflowRun is a run as the agent sees it.
@@ -55,6 +65,23 @@ func (f *Face) workflow(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 	var st WorkflowRun
 	var err error
 	switch action := req.GetString("action", ""); action {
+	case "list":
+		ws, err := f.o.Workflows.ListWorkflows(ctx, *sc)
+		if err != nil {
+			return failure("workflow", err)
+		}
+		if len(ws) == 0 {
+			return textReply("No stored workflows.")
+		}
+		var b strings.Builder
+		for _, w := range ws {
+			fmt.Fprintf(&b, "%s: %s", w.Name, w.Summary)
+			if len(w.Input) > 0 {
+				fmt.Fprintf(&b, " (input: %s)", strings.Join(w.Input, ", "))
+			}
+			b.WriteString("\n")
+		}
+		return reply{text: b.String()}
 	case "start":
 		name := strings.TrimSpace(req.GetString("name", ""))
 		if name == "" {
@@ -73,7 +100,7 @@ func (f *Face) workflow(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 		}
 		st, err = f.o.Workflows.SignalWorkflow(ctx, *sc, run, event, raw("data"))
 	default:
-		return errorReply("workflow: action must be start, status or signal, not %q", action)
+		return errorReply("workflow: action must be list, start, status or signal, not %q", action)
 	}
 	if err != nil {
 		return failure("workflow", err)

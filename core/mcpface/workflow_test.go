@@ -20,6 +20,10 @@ type memWorkflows struct {
 	runs map[string]*WorkflowRun
 }
 
+func (m *memWorkflows) ListWorkflows(context.Context, Scope) ([]StoredWorkflow, error) {
+	return []StoredWorkflow{{Name: "approve", Summary: "Ask, then act.", Input: []string{"to"}}}, nil
+}
+
 func (m *memWorkflows) StartWorkflow(_ context.Context, sc Scope, name string, input json.RawMessage) (WorkflowRun, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -58,6 +62,9 @@ func withWorkflows(o *Options, _ *world) { o.Workflows = &memWorkflows{} }
 func TestWorkflowTool(t *testing.T) {
 	w := newWorld(t, withWorkflows)
 	c := connect(t, w.url+"/mcp")
+	if text, _ := call(t, c, ToolWorkflow, map[string]any{"action": "list"}); text != "approve: Ask, then act. (input: to)\n" {
+		t.Errorf("list: %q", text)
+	}
 	text, res := call(t, c, ToolWorkflow, map[string]any{"action": "start", "name": "approve", "input": map[string]any{"to": "ada@example.com"}})
 	if res.IsError || !strings.Contains(text, "run r1 (approve): waiting") || !strings.Contains(text, "for event approval") {
 		t.Fatalf("start: %s", text)

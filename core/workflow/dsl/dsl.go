@@ -76,6 +76,31 @@ func (d *Document) Name() string {
 	return doc.Namespace + "/" + doc.Name + ":" + doc.Version
 }
 
+// Summary is the document's summary, else its title.
+func (d *Document) Summary() string {
+	if s := d.Workflow.Document.Summary; s != "" {
+		return s
+	}
+	return d.Workflow.Document.Title
+}
+
+// RequiredInput lists the required fields of the input schema, if any.
+func (d *Document) RequiredInput() []string {
+	in := d.Workflow.Input
+	if in == nil || in.Schema == nil {
+		return nil
+	}
+	doc, _ := in.Schema.Document.(map[string]any)
+	req, _ := doc["required"].([]any)
+	var out []string
+	for _, r := range req {
+		if s, ok := r.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // Diagnostic is one problem in a document, at a line.
 type Diagnostic struct {
 	File         string
