@@ -42,6 +42,9 @@ func (s *services) startWorkflows(ctx context.Context) {
 			}
 			return defaultWorkflowRuns
 		},
+		OnWaiting: func(tenant, run string, p workflow.Pending) {
+			s.log.Named("workflow").Info("workflow run waits for a signal", "tenant", tenant, "run", run, "task", p.Task, "events", p.Events)
+		},
 		Log: s.log.Named("workflow"),
 	})
 	go func() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cexec/cexec/core/workflow/dsl"
 	"github.com/cexec/cexec/core/workspace"
+	"github.com/cexec/cexec/pluginapi"
 )
 
 // effects stands in for the daemon's pipeline in these tests (the e2e
@@ -231,6 +232,12 @@ func TestListenSignal(t *testing.T) {
 	}
 	if st, _ := e.Status(ctx, "acme", st.Run); st.State != StateWaiting || len(st.Waiting) != 1 {
 		t.Fatalf("status %+v", st)
+	}
+	if _, err := e.Status(ctx, "other", st.Run); !errors.Is(err, pluginapi.ErrNotFound) {
+		t.Errorf("another tenant sees the run: %v", err)
+	}
+	if err := e.Signal(ctx, "other", st.Run, "approval", nil); !errors.Is(err, pluginapi.ErrNotFound) {
+		t.Errorf("another tenant signals the run: %v", err)
 	}
 	err = e.Signal(ctx, "acme", st.Run, "other", nil)
 	if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "approval") {
