@@ -325,4 +325,17 @@ create_entities(entities=[{"name": "Ada", "entityType": "person", "observations"
 	if err != nil || json.Unmarshal(b, &form) != nil || form["city"] != "Paris" || form["email"] != "ada@example.com" || form["name"] != "Ada Lovelace" {
 		t.Errorf("written form %s %v", b, err)
 	}
+
+	// cancel and resume through cexecctl
+	var c2 workflowRunJSON
+	if err := json.Unmarshal([]byte(mustCtl(t, s, "workflow", "run", "--detach", "--json", "fill-form", "--input", input)), &c2); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, c2.Run, "waiting")
+	if out := mustCtl(t, s, "workflow", "cancel", c2.Run); !strings.Contains(out, "state:    cancelled") {
+		t.Errorf("cancel:\n%s", out)
+	}
+	if _, errOut, code := ctl(t, s, "workflow", "resume", c2.Run); code != 1 || !strings.Contains(errOut, "only an interrupted or failed run resumes") {
+		t.Errorf("resume of a cancelled run: exit %d %s", code, errOut)
+	}
 }
