@@ -7,17 +7,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// ReadResource reads a resource of an upstream server for tenant
-// (resources/read), routed and bounded as Call is.
-func (c *Catalog) ReadResource(ctx context.Context, tenant, server, uri string) (*mcp.ReadResourceResult, error) {
-	var out *mcp.ReadResourceResult
-	err := c.request(ctx, tenant, server, "resources/read "+uri, func(ctx context.Context, cn *conn) (err error) {
-		out, err = cn.client.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
-		return err
-	})
-	return out, err
-}
-
 // GetPrompt gets a prompt of an upstream server for tenant (prompts/get).
 func (c *Catalog) GetPrompt(ctx context.Context, tenant, server, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	var out *mcp.GetPromptResult

@@ -103,7 +103,21 @@ func (w workflowEffects) CallMCP(ctx context.Context, c workflow.MCPCall) (any, 
 			return nil, &workflow.Error{Type: workflow.ErrCommunication, Status: 502, Title: res.Error.Type, Detail: res.Error.Message}
 		}
 		return decodeValue(res.Result), nil
-	case "resources/read", "prompts/get":
+	case "resources/read":
+		x, err := w.exec()
+		if err != nil {
+			return nil, err
+		}
+		uri, _ := c.Params["uri"].(string)
+		res, err := x.ReadResource(ctx, pipeline.ResourceReadRequest{Tenant: c.Tenant, Session: c.Session, Server: c.Server, URI: uri})
+		if err != nil {
+			return nil, err
+		}
+		if res.Error != nil {
+			return nil, &workflow.Error{Type: workflow.ErrCommunication, Status: 502, Title: res.Error.Type, Detail: res.Error.Message}
+		}
+		return map[string]any{"contents": decodeValue(res.Result)}, nil
+	case "prompts/get":
 		t, err := w.svc.workspace.Tenant(c.Tenant)
 		if err != nil {
 			return nil, err
@@ -112,20 +126,14 @@ func (w workflowEffects) CallMCP(ctx context.Context, c workflow.MCPCall) (any, 
 			return nil, &workflow.Error{Type: workflow.ErrAuthorization, Status: 403, Title: "ServerNotAllowed",
 				Detail: fmt.Sprintf("tenant %s may not use server %s (allowed_servers)", c.Tenant, c.Server)}
 		}
-		var out any
-		if c.Method == "resources/read" {
-			uri, _ := c.Params["uri"].(string)
-			out, err = w.svc.catalog.ReadResource(ctx, c.Tenant, c.Server, uri)
-		} else {
-			name, _ := c.Params["name"].(string)
-			args := map[string]string{}
-			if a, ok := c.Params["arguments"].(map[string]any); ok {
-				for k, v := range a {
-					args[k] = fmt.Sprint(v)
-				}
+		name, _ := c.Params["name"].(string)
+		args := map[string]string{}
+		if a, ok := c.Params["arguments"].(map[string]any); ok {
+			for k, v := range a {
+				args[k] = fmt.Sprint(v)
 			}
-			out, err = w.svc.catalog.GetPrompt(ctx, c.Tenant, c.Server, name, args)
 		}
+		out, err := w.svc.catalog.GetPrompt(ctx, c.Tenant, c.Server, name, args)
 		if err != nil {
 			return nil, &workflow.Error{Type: workflow.ErrCommunication, Status: 502, Title: "MCPError", Detail: err.Error()}
 		}
@@ -137,7 +145,7 @@ func (w workflowEffects) CallMCP(ctx context.Context, c workflow.MCPCall) (any, 
 // mcpValue is an MCP result as a JSON value.
 func mcpValue(v any) (any, error) {
 	switch r := v.(type) {
-	case *mcp.ReadResourceResult, *mcp.GetPromptResult:
+	case *mcp.GetPromptResult:
 		b, err := json.Marshal(r)
 		if err != nil {
 			return nil, err

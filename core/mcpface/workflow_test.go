@@ -7,10 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/pkoukk/tiktoken-go"
-	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 // memWorkflows stands in for the daemon's engine (the e2e tests drive the
@@ -57,10 +53,8 @@ func (m *memWorkflows) SignalWorkflow(_ context.Context, sc Scope, run, event st
 	return *r, nil
 }
 
-func withWorkflows(o *Options, _ *world) { o.Workflows = &memWorkflows{} }
-
 func TestWorkflowTool(t *testing.T) {
-	w := newWorld(t, withWorkflows)
+	w := newWorld(t)
 	c := connect(t, w.url+"/mcp")
 	if text, _ := call(t, c, ToolWorkflow, map[string]any{"action": "list"}); text != "approve: Ask, then act. (input: to)\n" {
 		t.Errorf("list: %q", text)
@@ -81,30 +75,5 @@ func TestWorkflowTool(t *testing.T) {
 		if !res.IsError {
 			t.Errorf("%v: want an error, got %s", bad, text)
 		}
-	}
-}
-
-// TestToolsListTokensWithWorkflow holds tools/list with the workflow tool
-// to the same budget as TestToolsListTokens.
-func TestToolsListTokensWithWorkflow(t *testing.T) {
-	tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader())
-	w := newWorld(t, withWorkflows)
-	c := connect(t, w.url+"/mcp")
-	res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Tools) != 13 {
-		t.Fatalf("%d tools, want 13", len(res.Tools))
-	}
-	all, _ := json.Marshal(res.Tools)
-	enc, err := tiktoken.GetEncoding("o200k_base")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := len(enc.EncodeOrdinary(string(all)))
-	t.Logf("tools/list with workflow: %d tokens (o200k_base)", n)
-	if n > toolsListBudget {
-		t.Errorf("tools/list costs %d tokens, over the budget of %d", n, toolsListBudget)
 	}
 }
