@@ -50,9 +50,11 @@ type Options struct {
 	// configured.
 	Tasks TaskRunner
 	// Calls, when set, adds call_tool.
-	Calls  ToolCaller
-	State  StateStore
-	Skills SkillStore
+	Calls ToolCaller
+	// Workflows, when set, adds the workflow tool.
+	Workflows Workflows
+	State     StateStore
+	Skills    SkillStore
 	// Attachments, when set, serves saved attachments as
 	// cexec://workspace/<path> resources.
 	Attachments AttachmentStore

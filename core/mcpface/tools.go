@@ -76,11 +76,16 @@ var toolDefs = []toolDef{
 		"Saved skills: no arguments lists them; name shows one; name (snake_case), description and code save Python code as skills.NAME. Give functions docstrings.",
 		`{"type":"object","properties":{"name":{"type":"string"},"description":{"type":"string"},"code":{"type":"string"}}}`,
 		false, (*Face).skills},
+	{ToolWorkflow,
+		"Run a stored workflow: list, start by name, status, or signal a run that waits for input.",
+		`{"type":"object","properties":{"action":{"enum":["list","start","status","signal"]},"name":{"type":"string"},"input":{"type":"object"},"run":{"type":"string"},"event":{"type":"string"},"data":{}},"required":["action"]}`,
+		false, (*Face).workflow},
 }
 
 func (f *Face) addTools() error {
 	for _, d := range toolDefs {
-		if d.name == ToolExecuteTask && f.o.Tasks == nil || d.name == ToolCallTool && f.o.Calls == nil {
+		if d.name == ToolExecuteTask && f.o.Tasks == nil || d.name == ToolCallTool && f.o.Calls == nil ||
+			d.name == ToolWorkflow && f.o.Workflows == nil {
 			continue
 		}
 		t := mcp.NewToolWithRawSchema(d.name, d.desc, json.RawMessage(d.schema))
