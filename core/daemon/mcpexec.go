@@ -26,7 +26,7 @@ func (e mcpExecutor) Execute(ctx context.Context, sc mcpface.Scope, code string)
 		return mcpface.Execution{}, fmt.Errorf("no sandbox backend is running; the operator can check `cexecctl plugins ls`: %w", pluginapi.ErrUnavailable)
 	}
 	res, err := e.exec.ExecuteCode(ctx, pipeline.CodeRequest{Tenant: sc.Tenant, Session: sc.Session,
-		Vault: vaultSession(ctx, sc), Code: code, ModelFacing: true})
+		Vault: vaultSession(ctx, sc), Code: code, ModelFacing: true, Progress: progressTo(mcpface.ProgressFunc(ctx))})
 	if err != nil {
 		return mcpface.Execution{}, err
 	}

@@ -109,6 +109,10 @@ func (f *Face) addTools() error {
 		if d.readOnly {
 			t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(true)
 		}
+		if d.name == ToolExecuteCode {
+			// A long program can run as a task the client polls.
+			t.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
+		}
 		schema, err := compileInputSchema(d.name, d.schema)
 		if err != nil {
 			return err
@@ -472,7 +476,7 @@ func (f *Face) executeCode(ctx context.Context, sc *Scope, req mcp.CallToolReque
 		}
 		sc.Session = s
 	}
-	ex, err := f.o.Executor.Execute(ctx, *sc, code)
+	ex, err := f.o.Executor.Execute(f.withProgress(ctx, req), *sc, code)
 	if err != nil {
 		return failure("execute_code", err)
 	}

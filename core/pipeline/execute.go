@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cexec/cexec/core/bridge"
+	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/pool"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
@@ -82,9 +83,17 @@ type CodeRequest struct {
 	// its own can restore the raw text with the session's Untokenize, which
 	// inverts Tokenize exactly; its own pass then issues the same tokens.
 	ModelFacing bool
+	// Progress, when set, receives throttled reports while the program
+	// runs (progress.go): its cexec.progress calls, else its printed lines,
+	// and its upstreams' progress on tool calls. For a ModelFacing request
+	// under a guard layer the messages are tokenized as the result is.
+	Progress func(Progress)
 
 	// call, set by CallTool, makes one tool call instead of running Code.
 	call *toolCall
+	// tokenizeProgress is the guard session's tokenizer for Progress
+	// messages of a ModelFacing request.
+	tokenizeProgress func(context.Context, string) (string, error)
 }
 
 // CodeResult is the outcome of one execution.
@@ -109,6 +118,9 @@ type CodeResult struct {
 	// Tokenized is set when the texts above are the model-facing ones
 	// (CodeRequest.ModelFacing under a guard layer).
 	Tokenized bool
+	// UpstreamLog holds the log messages upstream servers sent during the
+	// program's tool calls (not model-facing: the session log keeps them).
+	UpstreamLog []workspace.UpstreamLog
 }
 
 // Workspaces are the tenants' workspaces (core/workspace).
@@ -149,6 +161,7 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 	out, err := x.guarded(ctx, t, req)
 	entry := workspace.Entry{Task: req.Task, Code: req.Code, Result: logResult(out, err)}
 	if out != nil {
+		entry.UpstreamLog = out.UpstreamLog
 		for _, c := range out.ToolCalls {
 			entry.ToolCalls = append(entry.ToolCalls, workspace.ToolCall{Server: c.Server, Tool: c.Tool,
 				Duration: workspace.Duration(c.Duration), OK: c.OK, Error: c.Error})
@@ -210,6 +223,9 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 		})
 	}
 	h := &host{req: &req, exec: exec, ws: x.Workspaces}
+	if req.Progress != nil {
+		h.progress = newProgressReporter(req.Progress, req.tokenizeProgress, x.Log)
+	}
 	res, err := x.Sandbox.Exec(ctx, sandbox.ExecRequest{
 		SandboxID:  lease.ID,
 		Code:       req.Code,
@@ -217,6 +233,9 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 		Persistent: req.Persistent,
 		Session:    req.Session,
 	}, h)
+	if h.progress != nil {
+		h.progress.stop()
+	}
 	lease.Release(err == nil && res.SandboxOK)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
@@ -228,11 +247,12 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 		return nil, fmt.Errorf("run in sandbox %s: %w", lease.ID, err)
 	}
 	out := &CodeResult{
-		ExecResult: res,
-		Stdout:     h.stdout.Bytes(),
-		Stderr:     h.stderr.Bytes(),
-		SandboxID:  lease.ID,
-		Warm:       lease.Reused,
+		ExecResult:  res,
+		Stdout:      h.stdout.Bytes(),
+		Stderr:      h.stderr.Bytes(),
+		SandboxID:   lease.ID,
+		Warm:        lease.Reused,
+		UpstreamLog: h.upstreamLog(),
 	}
 	if exec != nil {
 		out.ToolCalls = exec.Calls()
@@ -241,8 +261,15 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 	return out, nil
 }
 
+// TypeCancelled is the session log's error type of an execution whose
+// request was cancelled (notifications/cancelled, a closed session).
+const TypeCancelled = "Cancelled"
+
 // logResult is what the session log keeps of an execution.
 func logResult(out *CodeResult, err error) *workspace.Result {
+	if errors.Is(err, context.Canceled) {
+		return &workspace.Result{ErrorType: TypeCancelled, Error: "the execution was cancelled (the client cancelled its request or ended its session); the program was stopped"}
+	}
 	if err != nil {
 		return &workspace.Result{ErrorType: "HostError", Error: err.Error()}
 	}
@@ -265,9 +292,13 @@ type host struct {
 	exec *bridge.Execution
 	ws   Workspaces
 
+	// progress is nil when nobody asked for progress.
+	progress *progressReporter
+
 	mu             sync.Mutex
 	stdout, stderr bytes.Buffer
 	calls          int
+	logs           []workspace.UpstreamLog
 }
 
 // untouched reports that the program showed no sign of running: no output,
@@ -289,6 +320,9 @@ func (h *host) Output(stream sandbox.Stream, data []byte) error {
 	if h.req.Output != nil {
 		h.req.Output(stream, data)
 	}
+	if h.progress != nil {
+		h.progress.output(stream, data)
+	}
 	return nil
 }
 
@@ -300,7 +334,15 @@ func (h *host) Call(ctx context.Context, method string, params json.RawMessage) 
 		if h.exec == nil {
 			return nil, &sandbox.CallError{Type: bridge.TypeToolNotFound, Message: "no upstream MCP servers are configured (add mcp_server blocks to cexec.hcl)"}
 		}
-		return h.exec.HandleHostCall(ctx, method, params)
+		return h.exec.HandleHostCall(catalog.WithCallNotices(ctx, h.notices()), method, params)
+	}
+	if method == MethodProgress {
+		if h.progress == nil {
+			// Nobody asked: the program's reports go nowhere, as prints
+			// to a closed terminal would.
+			return json.RawMessage("null"), nil
+		}
+		return h.progress.call(params)
 	}
 	if workspace.HandlesMethod(method) {
 		return h.ws.HandleHostCall(ctx, h.req.Tenant, h.req.Session, method, params)

@@ -11,6 +11,10 @@ ToolError, or the exception class the host names when Python knows it.
 result(obj) records the execution's structured result, which the host gets
 as JSON next to stdout and stderr.
 
+progress(done, total=None, message=None) tells the agent how far a long
+program is (MCP progress notifications, when its client asked for them);
+printed lines are reported too until the program calls progress.
+
 The tenant's workspace outlives the execution:
 
     from cexec import get_state, save_state, checkpoint, save_skill
@@ -38,7 +42,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time, to keep sandbox start fast
     from typing import Any, Mapping
 
-__all__ = ["HostError", "ToolError", "call_tool", "checkpoint", "get_state", "result", "save_skill", "save_state"]
+__all__ = ["HostError", "ToolError", "call_tool", "checkpoint", "get_state", "progress", "result", "save_skill", "save_state"]
 
 # Largest accepted cexec.result() value, as JSON.
 MAX_RESULT_BYTES = 16 << 20
@@ -270,3 +274,18 @@ def save_skill(name: str, description: str, code: str) -> dict[str, Any]:
     Returns {"name", "import", "path"}."""
     out: dict[str, Any] = _host_call("save_skill", {"name": name, "description": description, "code": code})
     return out
+
+
+def progress(done: float, total: float | None = None, message: str | None = None) -> None:
+    """Report progress to the agent: done so far, out of total when known,
+    with a short message (one line; shown to the model, PII tokenized).
+    Reports are sent a few times a second at most, the latest winning; a
+    done that does not exceed the last report's is sent as the next step
+    with the numbers in the message, since MCP progress only increases."""
+    if isinstance(done, bool) or not isinstance(done, (int, float)):
+        raise TypeError("cexec.progress: done must be a number")
+    if total is not None and (isinstance(total, bool) or not isinstance(total, (int, float))):
+        raise TypeError("cexec.progress: total must be a number or None")
+    if message is not None and not isinstance(message, str):
+        raise TypeError("cexec.progress: message must be a string or None")
+    _host_call("progress", {"progress": done, "total": total, "message": message})
