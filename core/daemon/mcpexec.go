@@ -40,7 +40,8 @@ func (e mcpExecutor) CallTool(ctx context.Context, sc mcpface.Scope, server, too
 		return mcpface.Execution{}, fmt.Errorf("no sandbox backend is running; the operator can check `cexecctl plugins ls`: %w", pluginapi.ErrUnavailable)
 	}
 	res, err := e.exec.CallTool(ctx, pipeline.ToolCallRequest{Tenant: sc.Tenant, Session: sc.Session,
-		Vault: vaultSession(ctx, sc), Server: server, Tool: tool, Arguments: args, ModelFacing: true})
+		Vault: vaultSession(ctx, sc), Server: server, Tool: tool, Arguments: args, ModelFacing: true,
+		Progress: progressTo(mcpface.ProgressFunc(ctx))})
 	if err != nil {
 		return mcpface.Execution{}, err
 	}

@@ -512,7 +512,7 @@ func (f *Face) callTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 			break
 		}
 	}
-	ex, err := f.o.Calls.CallTool(ctx, *sc, server, tool, args)
+	ex, err := f.o.Calls.CallTool(f.withProgress(ctx, req), *sc, server, tool, args)
 	if err != nil {
 		return failure("call_tool", err)
 	}

@@ -206,6 +206,9 @@ func (p *progressReporter) output(stream sandbox.Stream, data []byte) {
 	lines := p.lines
 	p.mu.Unlock()
 	msg := fmt.Sprintf("%d lines printed", lines)
+	if lines == 1 {
+		msg = "1 line printed"
+	}
 	if last != "" {
 		msg += "; last: " + last
 	}

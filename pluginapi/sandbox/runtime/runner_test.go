@@ -254,6 +254,23 @@ func TestExecPrograms(t *testing.T) {
 			stdout: "True\n"},
 		{name: "non-daemon thread joined", code: "import threading, time\ndef w():\n    time.sleep(0.05)\n    print('late')\nthreading.Thread(target=w).start()", stdout: "late\n"},
 		{name: "result not json", code: "import cexec\ncexec.result(float('nan'))", exit: 1, errType: "ValueError"},
+		{name: "progress", code: "import cexec\nprint(cexec.progress(2, 5, 'two'), cexec.progress(3.5))",
+			host: func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+				if method != "progress" {
+					return nil, fmt.Errorf("method %s", method)
+				}
+				var p struct {
+					Progress float64  `json:"progress"`
+					Total    *float64 `json:"total"`
+					Message  *string  `json:"message"`
+				}
+				if err := json.Unmarshal(params, &p); err != nil || p.Progress < 2 || (p.Total != nil) != (p.Message != nil) {
+					return nil, fmt.Errorf("params %s", params)
+				}
+				return json.RawMessage("null"), nil
+			},
+			stdout: "None None\n"},
+		{name: "progress type", code: "import cexec\ncexec.progress('half')", exit: 1, errType: "TypeError", errMessage: "cexec.progress: done must be a number"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
