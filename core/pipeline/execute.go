@@ -1,7 +1,9 @@
 // Package pipeline orchestrates executions: execute_code runs a program in a
-// pooled sandbox with its host calls (tool calls, checkpoints, skills)
-// answered by the daemon; execute_task adds tool selection, code generation
-// and repair in front of it.
+// pooled sandbox with its host calls (tool calls, checkpoints, skills,
+// progress) answered by the daemon; execute_task adds tool selection, code
+// generation and repair in front of it. While a program runs, its progress
+// (cexec.progress, printed lines, upstreams' progress) can go to the caller
+// as throttled reports (progress.go); a cancelled context stops it.
 package pipeline
 
 import (
