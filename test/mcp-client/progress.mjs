@@ -1,6 +1,7 @@
 // Long runs through cexec's MCP face, driven by the official TypeScript SDK
 // client (@modelcontextprotocol/sdk, pinned in test/peers/package.json) over
-// streamable HTTP:
+// streamable HTTP, or over stdio through `cexecctl mcp` as Claude Desktop
+// connects:
 //
 //   1. progress: a program prints lines, then reports with cexec.progress;
 //      the client's onprogress sees both, worded by cexec, increasing, with
@@ -17,7 +18,9 @@
 //   5. task cancel: tasks/cancel stops a task's program and its child.
 //
 // Environment:
-//   MCP_URL          the face's streamable HTTP endpoint (required)
+//   MCP_URL          the face's streamable HTTP endpoint, or
+//   CEXECCTL and CEXECD_ADDRESS  the cexecctl binary and the daemon's control
+//                    socket, to go through `cexecctl mcp` over stdio
 //   MCP_E2E_SERVER   name of the upstream server-everything (default "everything")
 //   CANCEL_MARK      a number the cancelled programs' children carry in their
 //                    command line, for the Go test to look for (required)
@@ -27,12 +30,14 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { Client } from "../peers/node_modules/@modelcontextprotocol/sdk/dist/esm/client/index.js";
 import { StreamableHTTPClientTransport } from "../peers/node_modules/@modelcontextprotocol/sdk/dist/esm/client/streamableHttp.js";
+import { StdioClientTransport } from "../peers/node_modules/@modelcontextprotocol/sdk/dist/esm/client/stdio.js";
 
 const url = process.env.MCP_URL;
+const ctl = process.env.CEXECCTL;
 const server = process.env.MCP_E2E_SERVER || "everything";
 const mark = process.env.CANCEL_MARK;
-if (!url || !mark) {
-  console.error("progress.mjs: set MCP_URL and CANCEL_MARK");
+if (!(url || ctl) || !mark) {
+  console.error("progress.mjs: set MCP_URL (or CEXECCTL and CEXECD_ADDRESS) and CANCEL_MARK");
   process.exit(2);
 }
 
@@ -74,10 +79,11 @@ function increasing(notes) {
   return notes.every((n, i) => i === 0 || n.progress > notes[i - 1].progress);
 }
 
-const transport = new StreamableHTTPClientTransport(new URL(url));
+const transport = url ? new StreamableHTTPClientTransport(new URL(url))
+  : new StdioClientTransport({ command: ctl, args: ["mcp"], env: { ...process.env }, stderr: "inherit" });
 const client = new Client({ name: "cexec-e2e-progress", version: "1.0.0" });
 await client.connect(transport);
-const seen = { session: transport.sessionId };
+const seen = { transport: url ? "http" : "stdio" };
 const timeout = 120000;
 
 // 0. execute_code says it can run as a task.
