@@ -428,7 +428,7 @@ func (c *Catalog) Call(ctx context.Context, tenant, server, tool string, args js
 		args = json.RawMessage("{}")
 	}
 	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}}
-	end := cn.watches.begin(server, tool, callNoticesFrom(ctx), &req)
+	end := cn.watches.begin(server, tool, CallNoticesFrom(ctx), &req)
 	res, err := cn.client.CallTool(cctx, req)
 	end()
 	if err == nil {

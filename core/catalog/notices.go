@@ -43,7 +43,9 @@ func WithCallNotices(ctx context.Context, n *CallNotices) context.Context {
 	return context.WithValue(ctx, noticesKey{}, n)
 }
 
-func callNoticesFrom(ctx context.Context) *CallNotices {
+// CallNoticesFrom returns the CallNotices ctx carries, or nil; a catalog
+// standing in for this one reads them there.
+func CallNoticesFrom(ctx context.Context) *CallNotices {
 	n, _ := ctx.Value(noticesKey{}).(*CallNotices)
 	return n
 }

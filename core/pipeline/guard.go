@@ -99,6 +99,7 @@ func (x *Executor) guarded(ctx context.Context, t *workspace.Tenant, req CodeReq
 	if err != nil || !req.ModelFacing {
 		return out, err
 	}
+	tokenizeUpstreamLog(ctx, gs, out.UpstreamLog)
 	return tokenizeResult(ctx, gs, gx, out), nil
 }
 

@@ -1,7 +1,10 @@
 package pipeline
 
 import (
+	"context"
+
 	"github.com/cexec/cexec/core/catalog"
+	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/workspace"
 )
 
@@ -34,6 +37,23 @@ func (h *host) addLog(m catalog.LogMessage) {
 		l.Data, l.Truncated = nil, true
 	}
 	h.logs = append(h.logs, l)
+}
+
+// tokenizeUpstreamLog puts the upstreams' log messages of a model-facing
+// execution in the form the session log keeps of the rest; a message that
+// cannot be tokenized is withheld.
+func tokenizeUpstreamLog(ctx context.Context, gs *guard.Session, logs []workspace.UpstreamLog) {
+	for i := range logs {
+		if len(logs[i].Data) == 0 {
+			continue
+		}
+		data, err := gs.TokenizeJSON(ctx, logs[i].Data)
+		if err != nil {
+			logs[i].Data, logs[i].Withheld = nil, true
+			continue
+		}
+		logs[i].Data = data
+	}
 }
 
 func (h *host) upstreamLog() []workspace.UpstreamLog {

@@ -13,4 +13,7 @@ type UpstreamLog struct {
 	// over 4 KiB (Truncated).
 	Data      json.RawMessage `json:"data,omitempty"`
 	Truncated bool            `json:"truncated,omitempty"`
+	// Withheld is set when the message could not be checked for PII (a
+	// model-facing execution's log keeps the tokenized form only).
+	Withheld bool `json:"withheld,omitempty"`
 }
