@@ -278,3 +278,15 @@ func TestExecuteCodeCancelled(t *testing.T) {
 		t.Errorf("destroyed sandboxes %v, want the cancelled %s", r.destroyed, r.ran)
 	}
 }
+
+// BenchmarkProgressOutput is what progress adds to each chunk a program
+// prints when the agent asked for progress.
+func BenchmarkProgressOutput(b *testing.B) {
+	p := newProgressReporter(func(Progress) {}, nil, hclog.NewNullLogger())
+	defer p.stop()
+	chunk := []byte("a line a long-running program prints, sixty-four bytes or so..\n")
+	b.SetBytes(int64(len(chunk)))
+	for b.Loop() {
+		p.output(sandbox.Stdout, chunk)
+	}
+}

@@ -306,6 +306,34 @@ func TestExecPrograms(t *testing.T) {
 	}
 }
 
+// TestProgressInLoop: cexec.progress is cheap in a loop (calls close
+// together are not sent), and the one reaching total always goes.
+func TestProgressInLoop(t *testing.T) {
+	r, _ := startZygote(t, Options{})
+	var mu sync.Mutex
+	var sent []float64
+	h := &recHost{fn: func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		var p struct{ Progress float64 }
+		if err := json.Unmarshal(params, &p); err != nil || method != "progress" {
+			return nil, fmt.Errorf("%s %s", method, params)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, p.Progress)
+		return json.RawMessage("null"), nil
+	}}
+	res, err := r.Exec(context.Background(), sandbox.ExecRequest{Code: "import cexec\nfor i in range(1, 2001):\n    cexec.progress(i, 2000)"}, h)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) == 0 || sent[0] != 1 || sent[len(sent)-1] != 2000 {
+		t.Errorf("sent %v, want the first and the last of 2000 among them", sent)
+	}
+	t.Logf("%d of 2000 cexec.progress calls reached the host", len(sent))
+}
+
 func TestTracebackHidesRunner(t *testing.T) {
 	r, _ := startZygote(t, Options{})
 	res := exec1(t, r, "x = 1\n1/0\n", nil)

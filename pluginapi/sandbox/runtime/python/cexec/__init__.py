@@ -36,6 +36,7 @@ import _thread
 import builtins
 import json
 import os
+import time
 from cexec import _proto
 
 TYPE_CHECKING = False
@@ -276,16 +277,28 @@ def save_skill(name: str, description: str, code: str) -> dict[str, Any]:
     return out
 
 
+# Least seconds between two progress host calls; the host sends at most
+# four reports a second anyway, and a call is a round trip.
+_PROGRESS_EVERY = 0.05
+_progress_sent = -1.0
+
+
 def progress(done: float, total: float | None = None, message: str | None = None) -> None:
     """Report progress to the agent: done so far, out of total when known,
     with a short message (one line; shown to the model, PII tokenized).
-    Reports are sent a few times a second at most, the latest winning; a
-    done that does not exceed the last report's is sent as the next step
-    with the numbers in the message, since MCP progress only increases."""
+    Reports are sent a few times a second at most, the latest winning (the
+    one reaching total always goes); a done that does not exceed the last
+    report's is sent as the next step with the numbers in the message, since
+    MCP progress only increases. Cheap to call in a loop."""
+    global _progress_sent
     if isinstance(done, bool) or not isinstance(done, (int, float)):
         raise TypeError("cexec.progress: done must be a number")
     if total is not None and (isinstance(total, bool) or not isinstance(total, (int, float))):
         raise TypeError("cexec.progress: total must be a number or None")
     if message is not None and not isinstance(message, str):
         raise TypeError("cexec.progress: message must be a string or None")
+    now = time.monotonic()
+    if now - _progress_sent < _PROGRESS_EVERY and (total is None or done < total):
+        return
+    _progress_sent = now
     _host_call("progress", {"progress": done, "total": total, "message": message})
