@@ -123,6 +123,9 @@ type CodeResult struct {
 	// UpstreamLog holds the log messages upstream servers sent during the
 	// program's tool calls (not model-facing: the session log keeps them).
 	UpstreamLog []workspace.UpstreamLog
+	// Attachments are what the program showed (cexec.show), or a call's
+	// non-text content, in order; text ones are tokenized with the rest.
+	Attachments []Attachment
 }
 
 // Workspaces are the tenants' workspaces (core/workspace).
@@ -144,6 +147,10 @@ type Executor struct {
 	// the guard plugins, restores PII tokens in code and tool arguments,
 	// and tokenizes model-facing results (core/guard).
 	Guard Guardrails
+	// MaxInlineAttachment is the largest attachment returned inline (0:
+	// DefaultMaxInlineAttachment); larger ones, and those past four times
+	// it in one execution, are saved in the tenant's workspace.
+	MaxInlineAttachment int64
 }
 
 // ExecuteCode runs req.Code in a sandbox of req.Tenant's and waits for it.
@@ -224,7 +231,7 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 			Before:         req.BeforeToolCall,
 		})
 	}
-	h := &host{req: &req, exec: exec, ws: x.Workspaces}
+	h := &host{req: &req, exec: exec, ws: x.Workspaces, att: newAttachments(t, req.Session, x.MaxInlineAttachment)}
 	if req.Progress != nil {
 		h.progress = newProgressReporter(req.Progress, req.tokenizeProgress, x.Log)
 	}
@@ -255,6 +262,7 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 		SandboxID:   lease.ID,
 		Warm:        lease.Reused,
 		UpstreamLog: h.upstreamLog(),
+		Attachments: h.att.list(),
 	}
 	if exec != nil {
 		out.ToolCalls = exec.Calls()
@@ -293,6 +301,7 @@ type host struct {
 	req  *CodeRequest
 	exec *bridge.Execution
 	ws   Workspaces
+	att  *attachments
 
 	// progress is nil when nobody asked for progress.
 	progress *progressReporter
@@ -332,7 +341,10 @@ func (h *host) Call(ctx context.Context, method string, params json.RawMessage) 
 	h.mu.Lock()
 	h.calls++
 	h.mu.Unlock()
-	if method == bridge.MethodCallTool {
+	if method == MethodShow {
+		return h.att.show(ctx, params)
+	}
+	if method == bridge.MethodCallTool || method == bridge.MethodReadResource {
 		if h.exec == nil {
 			return nil, &sandbox.CallError{Type: bridge.TypeToolNotFound, Message: "no upstream MCP servers are configured (add mcp_server blocks to cexec.hcl)"}
 		}
