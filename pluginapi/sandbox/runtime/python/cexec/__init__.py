@@ -372,7 +372,7 @@ def save_skill(name: str, description: str, code: str) -> dict[str, Any]:
 # Least seconds between two progress host calls; the host sends at most
 # four reports a second anyway, and a call is a round trip.
 _PROGRESS_EVERY = 0.05
-_progress_sent = -1.0
+_progress_sent: float | None = None
 
 
 def progress(done: float, total: float | None = None, message: str | None = None) -> None:
@@ -390,7 +390,7 @@ def progress(done: float, total: float | None = None, message: str | None = None
     if message is not None and not isinstance(message, str):
         raise TypeError("cexec.progress: message must be a string or None")
     now = time.monotonic()
-    if now - _progress_sent < _PROGRESS_EVERY and (total is None or done < total):
+    if _progress_sent is not None and now - _progress_sent < _PROGRESS_EVERY and (total is None or done < total):
         return
     _progress_sent = now
     _host_call("progress", {"progress": done, "total": total, "message": message})
