@@ -17,9 +17,10 @@ type Progress struct {
 
 type progressKey struct{}
 
-// ProgressFunc returns where the Executor (or the ToolCaller) sends
-// progress reports for the execute_code (call_tool) request ctx belongs
-// to, or nil when the client asked for none (it gave no progress token). The func may be called from any
+// ProgressFunc returns where the Executor (the ToolCaller, the TaskRunner)
+// sends progress reports for the execute_code (call_tool, execute_task)
+// request ctx belongs to, or nil when the client asked for none (it gave
+// no progress token). The func may be called from any
 // goroutine until Execute returns, never after.
 func ProgressFunc(ctx context.Context) func(Progress) {
 	fn, _ := ctx.Value(progressKey{}).(func(Progress))

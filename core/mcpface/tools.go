@@ -555,7 +555,7 @@ func (f *Face) executeTask(ctx context.Context, sc *Scope, req mcp.CallToolReque
 	if task == "" {
 		return errorReply("task_description is empty: say what you want done")
 	}
-	res, err := f.o.Tasks.RunTask(ctx, *sc, task)
+	res, err := f.o.Tasks.RunTask(f.withProgress(ctx, req), *sc, task)
 	if err != nil {
 		return failure("execute_task", err)
 	}

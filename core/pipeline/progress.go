@@ -254,6 +254,31 @@ func (p *progressReporter) call(params json.RawMessage) (json.RawMessage, error)
 	return json.RawMessage("null"), nil
 }
 
+// acrossAttempts keeps the reports of a task's programs increasing across
+// its attempts, since a repair's program counts from the start again: a
+// report that does not exceed the last one advances by one, with its
+// numbers in the message.
+func acrossAttempts(send func(Progress)) func(Progress) {
+	if send == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	last := -1.0
+	return func(r Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Progress <= last {
+			msg := r.Message
+			if r.Total > 0 {
+				msg = joinMessage(formatCount(r.Progress, r.Total), msg)
+			}
+			r = Progress{Progress: last + 1, Message: msg}
+		}
+		last = r.Progress
+		send(r)
+	}
+}
+
 // cutMessage keeps a message to one short line.
 func cutMessage(s string) string {
 	s = strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD"))

@@ -290,3 +290,29 @@ func BenchmarkProgressOutput(b *testing.B) {
 		p.output(sandbox.Stdout, chunk)
 	}
 }
+
+// TestProgressAcrossAttempts: a repair's program counts from the start
+// again; the task's reports still increase.
+func TestProgressAcrossAttempts(t *testing.T) {
+	var got []Progress
+	send := acrossAttempts(func(r Progress) { got = append(got, r) })
+	for _, r := range []Progress{
+		{Progress: 1, Message: "1 line printed"}, {Progress: 2, Total: 4, Message: "two"}, // the first program
+		{Progress: 1, Total: 4, Message: "one"}, {Progress: 3, Total: 4}, {Progress: 4, Total: 4, Message: "all"}, // the repair's
+	} {
+		send(r)
+	}
+	want := []Progress{{Progress: 1, Message: "1 line printed"}, {Progress: 2, Total: 4, Message: "two"},
+		{Progress: 3, Message: "1/4: one"}, {Progress: 4, Message: "3/4"}, {Progress: 5, Message: "4/4: all"}}
+	if len(got) != len(want) {
+		t.Fatalf("reports %+v, want %+v", got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("report %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if acrossAttempts(nil) != nil {
+		t.Error("no sink, yet a func")
+	}
+}
