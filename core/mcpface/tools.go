@@ -92,6 +92,10 @@ func (f *Face) addTools() error {
 		if d.readOnly {
 			t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(true)
 		}
+		if d.name == ToolExecuteCode {
+			// A long program can run as a task the client polls.
+			t.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
+		}
 		schema, err := compileInputSchema(d.name, d.schema)
 		if err != nil {
 			return err
@@ -492,7 +496,7 @@ func (f *Face) executeCode(ctx context.Context, sc *Scope, req mcp.CallToolReque
 		}
 		sc.Session = s
 	}
-	ex, err := f.o.Executor.Execute(ctx, *sc, code)
+	ex, err := f.o.Executor.Execute(f.withProgress(ctx, req), *sc, code)
 	if err != nil {
 		return failure("execute_code", err)
 	}
@@ -531,7 +535,7 @@ func (f *Face) callTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 			break
 		}
 	}
-	ex, err := f.o.Calls.CallTool(ctx, *sc, server, tool, args)
+	ex, err := f.o.Calls.CallTool(f.withProgress(ctx, req), *sc, server, tool, args)
 	if err != nil {
 		return failure("call_tool", err)
 	}
@@ -556,7 +560,7 @@ func (f *Face) executeTask(ctx context.Context, sc *Scope, req mcp.CallToolReque
 	if task == "" {
 		return errorReply("task_description is empty: say what you want done")
 	}
-	res, err := f.o.Tasks.RunTask(ctx, *sc, task)
+	res, err := f.o.Tasks.RunTask(f.withProgress(ctx, req), *sc, task)
 	if err != nil {
 		return failure("execute_task", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cexec/cexec/core/bridge"
+	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
@@ -23,6 +24,9 @@ type ToolCallRequest struct {
 	// Arguments is a JSON object; empty means {}.
 	Arguments   json.RawMessage
 	ModelFacing bool
+	// Progress, when set, receives the upstream's progress on the call, as
+	// CodeRequest.Progress does.
+	Progress func(Progress)
 }
 
 // toolCall is the call a CodeRequest makes instead of running code: a
@@ -71,7 +75,7 @@ func (x *Executor) CallTool(ctx context.Context, req ToolCallRequest) (*CodeResu
 	return x.ExecuteCode(ctx, CodeRequest{
 		Tenant: req.Tenant, Session: req.Session, Vault: req.Vault,
 		Code:         fmt.Sprintf("call_tool(%q, %q, %s)", req.Server, req.Tool, args),
-		MaxToolCalls: 1, ModelFacing: req.ModelFacing,
+		MaxToolCalls: 1, ModelFacing: req.ModelFacing, Progress: req.Progress,
 		call: &toolCall{server: req.Server, tool: req.Tool, args: args},
 	})
 }
@@ -91,16 +95,26 @@ func (x *Executor) callOnce(ctx context.Context, t *workspace.Tenant, req CodeRe
 		AllowedServers: t.Quota().AllowedServers,
 		Before:         req.BeforeToolCall,
 	})
+	// The upstream's progress and log messages reach the agent and the
+	// session log as a program's calls' do.
+	h := &host{req: &req}
+	if req.Progress != nil {
+		h.progress = newProgressReporter(req.Progress, req.tokenizeProgress, x.Log)
+	}
 	start := time.Now()
+	nctx := catalog.WithCallNotices(ctx, h.notices())
 	var res json.RawMessage
 	var err error
 	if c.uri != "" {
-		res, err = exec.ReadResource(ctx, c.server, c.uri)
+		res, err = exec.ReadResource(nctx, c.server, c.uri)
 	} else {
-		res, err = exec.CallTool(ctx, c.server, c.tool, c.args)
+		res, err = exec.CallTool(nctx, c.server, c.tool, c.args)
 	}
 	out.Duration = time.Since(start)
-	out.ToolCalls, out.Summary = exec.Calls(), exec.Summary()
+	if h.progress != nil {
+		h.progress.stop()
+	}
+	out.ToolCalls, out.Summary, out.UpstreamLog = exec.Calls(), exec.Summary(), h.upstreamLog()
 	if err != nil {
 		var ce *sandbox.CallError
 		if !errors.As(err, &ce) {
