@@ -85,6 +85,16 @@ func (t tappedSSE) SendRequest(ctx context.Context, req transport.JSONRPCRequest
 	return resp, err
 }
 
+type tappedInProcess struct{ *transport.InProcessTransport }
+
+func (t tappedInProcess) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.InProcessTransport.SendRequest(ctx, req)
+	if err == nil {
+		tap(ctx, req, resp)
+	}
+	return resp, err
+}
+
 // stdioProcess is what a stdio connection knows about its child.
 type stdioProcess struct {
 	mu     sync.Mutex
@@ -157,6 +167,16 @@ func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Int
 			return nil, nil, err
 		}
 		return tappedSSE{t}, nil, nil
+	case config.TransportBuiltin:
+		build := u.cat.opts.Builtins[s.Name]
+		if build == nil {
+			return nil, nil, fmt.Errorf("cexecd has no built-in server %q", s.Name)
+		}
+		srv, err := build(u.tenant)
+		if err != nil {
+			return nil, nil, err
+		}
+		return tappedInProcess{transport.NewInProcessTransport(srv)}, nil, nil
 	default:
 		return nil, nil, fmt.Errorf("unknown transport %q", s.Transport)
 	}

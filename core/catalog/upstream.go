@@ -135,6 +135,8 @@ type upstream struct {
 	// tenants, for a tenant-scoped server, runs its per-tenant instances;
 	// this upstream then only stands for the server as a whole.
 	tenants *tenants
+	// tenant is the tenant of one instance of a tenant-scoped server.
+	tenant string
 
 	mu          sync.Mutex
 	state       State
