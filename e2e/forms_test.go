@@ -130,6 +130,47 @@ print(base64.b64encode(open("/workspace/forms/ada.pdf", "rb").read()).decode())`
 		t.Errorf("filled PDF holds %v, want %v", got, wantPDF)
 	}
 
+	// A value that is not one of its field's options is asked again, with
+	// the question as an elicitation schema (SEP-1330 options, SEP-1034
+	// default); a refused approval fills nothing.
+	bob := filepath.Join(ts.files, "people", "bob.json")
+	if err := os.WriteFile(bob, []byte(`{"name": "Bob", "email": "bob@example.com", "city": "Oslo", "plan": "gold", "newsletter": true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	input = fmt.Sprintf(`{"source": %q, "form": "forms/application.pdf", "out": "forms/bob.pdf"}`, bob)
+	if err := json.Unmarshal([]byte(mustCtl(t, s, "workflow", "run", "--detach", "--json", "fill-pdf-form", "--input", input)), &st); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, st.Run, "waiting")
+	var ask string
+	for _, line := range strings.Split(mustCtl(t, s, "workflow", "logs", "--json", st.Run), "\n") {
+		var rec struct {
+			Kind   string `json:"kind"`
+			Path   string `json:"path"`
+			Output struct {
+				Ask json.RawMessage `json:"ask"`
+			} `json:"output"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Kind == "done" && rec.Path == "/prefill" {
+			ask = string(rec.Output.Ask)
+		}
+	}
+	wantAsk := `{"type":"object","properties":{"plan":{"title":"Plan","type":"string","oneOf":[{"const":"basic","title":"basic"},{"const":"standard","title":"standard"},{"const":"premium","title":"premium"}],"default":"standard"}},"required":["plan"]}`
+	if compactJSON(t, ask) != compactJSON(t, wantAsk) {
+		t.Errorf("ask %s\nwant %s", ask, wantAsk)
+	}
+	mustCtl(t, s, "workflow", "signal", st.Run, "form-input", "--data", `{"plan": "basic"}`)
+	for !strings.Contains(mustCtl(t, s, "workflow", "status", st.Run), "waiting:  approve for approval") {
+		time.Sleep(50 * time.Millisecond)
+	}
+	mustCtl(t, s, "workflow", "signal", st.Run, "approval", "--data", `{"approved": false, "by": "alice"}`)
+	if st = waitState(t, s, st.Run, "completed"); compactJSON(t, st.OutputJSON) != `{"filled":false,"reason":"not approved"}` {
+		t.Errorf("refused run's output %s", st.OutputJSON)
+	}
+	if out := mustCtl(t, s, "exec", "-c", `import os; print(os.path.exists("/workspace/forms/bob.pdf"))`); strings.TrimSpace(out) != "False" {
+		t.Errorf("a refused form was written: %s", out)
+	}
+
 	// Another tenant's instance of the forms server sees its own workspace.
 	out := mustCtl(t, s, "exec", "--tenant", "other", "-c", `from servers.forms import read_pdf
 try:
@@ -139,4 +180,15 @@ except Exception as e:
 	if !strings.Contains(out, "refused:") || !strings.Contains(out, "no such file") || strings.Contains(out, "Lovelace") {
 		t.Errorf("tenant other reading default's form: %s", out)
 	}
+}
+
+// compactJSON returns s re-encoded with its keys in order.
+func compactJSON(t *testing.T, s string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
