@@ -427,7 +427,14 @@ func (c *Catalog) Call(ctx context.Context, tenant, server, tool string, args js
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
+	cctx, slot, done := cn.calls.track(cctx)
+	defer done()
 	res, err := cn.client.CallTool(cctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+	if ferr := slot.err(server); ferr != nil && ctx.Err() == nil {
+		// The server's own reading of the refusal may look like success;
+		// the program must see that the user did not answer.
+		return nil, fmt.Errorf("call %s/%s: %w", server, tool, ferr)
+	}
 	if err == nil {
 		return res, nil
 	}

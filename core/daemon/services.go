@@ -57,6 +57,9 @@ type services struct {
 	// stopScan cancels the background read of local tools and waits for it;
 	// set by scanLocal.
 	stopScan func()
+	// approvals are the tool calls waiting for an operator's decision
+	// (`cexecctl approvals`).
+	approvals *pipeline.Approvals
 }
 
 // newServices opens the workspaces and prepares the catalog, which reads
@@ -64,7 +67,7 @@ type services struct {
 // connects the upstream servers, startExec builds the pool and the
 // executor once the plugins run. On error, call close.
 func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *services, err error) {
-	s := &services{log: log, cfg: cfg}
+	s := &services{log: log, cfg: cfg, approvals: pipeline.NewApprovals()}
 
 	if s.vaults, err = vault.NewStore(vault.Options{DataDir: cfg.Daemon.DataDir, Logger: log}); err != nil {
 		return s, fmt.Errorf("open pii vaults: %w", err)
@@ -149,7 +152,8 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 	})
 	s.sandbox = sb
 	s.pool.Prewarm(endpoint.DefaultTenant)
-	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec")}
+	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec"),
+		Approvals: s.approvals}
 	if s.guards != nil {
 		s.exec.Guard = s.guards
 	}

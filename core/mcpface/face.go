@@ -356,6 +356,7 @@ func (f *Face) wrap(name string, fn toolFunc) server.ToolHandlerFunc {
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
+		ctx = f.withAsker(ctx)
 		r := fn(ctx, &sc, req)
 		text, structured, err := f.tokenizeReply(ctx, sc, r)
 		if err != nil {

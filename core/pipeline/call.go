@@ -22,6 +22,8 @@ type ToolCallRequest struct {
 	// Arguments is a JSON object; empty means {}.
 	Arguments   json.RawMessage
 	ModelFacing bool
+	// Asker is as CodeRequest's.
+	Asker Asker
 }
 
 // toolCall is the call a CodeRequest makes instead of running code.
@@ -46,7 +48,7 @@ func (x *Executor) CallTool(ctx context.Context, req ToolCallRequest) (*CodeResu
 	return x.ExecuteCode(ctx, CodeRequest{
 		Tenant: req.Tenant, Session: req.Session, Vault: req.Vault,
 		Code:         fmt.Sprintf("call_tool(%q, %q, %s)", req.Server, req.Tool, args),
-		MaxToolCalls: 1, ModelFacing: req.ModelFacing,
+		MaxToolCalls: 1, ModelFacing: req.ModelFacing, Asker: req.Asker,
 		call: &toolCall{server: req.Server, tool: req.Tool, args: args},
 	})
 }

@@ -83,6 +83,11 @@ type CodeRequest struct {
 	// inverts Tokenize exactly; its own pass then issues the same tokens.
 	ModelFacing bool
 
+	// Asker reaches the user behind the request (the agent's MCP client,
+	// the operator's terminal) for upstream elicitations and approvals;
+	// nil: nobody can be asked.
+	Asker Asker
+
 	// call, set by CallTool, makes one tool call instead of running Code.
 	call *toolCall
 }
@@ -130,6 +135,9 @@ type Executor struct {
 	// the guard plugins, restores PII tokens in code and tool arguments,
 	// and tokenizes model-facing results (core/guard).
 	Guard Guardrails
+	// Approvals holds the calls waiting for an operator's approval when
+	// the request's Asker cannot ask (nil: such calls are denied).
+	Approvals *Approvals
 }
 
 // ExecuteCode runs req.Code in a sandbox of req.Tenant's and waits for it.
@@ -151,7 +159,7 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 	if out != nil {
 		for _, c := range out.ToolCalls {
 			entry.ToolCalls = append(entry.ToolCalls, workspace.ToolCall{Server: c.Server, Tool: c.Tool,
-				Duration: workspace.Duration(c.Duration), OK: c.OK, Error: c.Error})
+				Duration: workspace.Duration(c.Duration), OK: c.OK, Error: c.Error, Approval: c.Approval})
 		}
 	}
 	_, ferr := run.Finish(entry)
