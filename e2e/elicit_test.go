@@ -224,3 +224,43 @@ func sessionLogs(t *testing.T, s setup, tenant string) string {
 	}
 	return b.String()
 }
+
+// TestExecAsksOnTerminal: `cexecctl exec --ask` (what a terminal gets by
+// default) answers an upstream's elicitation and an approval from standard
+// input, on the Interactive stream.
+func TestExecAsksOnTerminal(t *testing.T) {
+	s := elicitSetup(t)
+	startDaemon(t, s)
+	sandboxOrSkip(t, s)
+	run := func(code, answers string) (string, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(bins.dir, "cexecctl"), "exec", "--ask", "-c", code)
+		cmd.Env = append(os.Environ(), "CEXECD_ADDRESS="+s.sock)
+		cmd.Stdin = strings.NewReader(answers)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("cexecctl exec --ask: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+		}
+		return stdout.String(), stderr.String()
+	}
+	// Accept, a name, then the defaults of every other field.
+	out, prompts := run(`import cexec
+print(cexec.call_tool("everything", "trigger-elicitation-request", {}))`, "a\nZorblax\n"+strings.Repeat("\n", 20))
+	if !strings.Contains(out, "Name: Zorblax") || !strings.Contains(out, "Favorite Integer: 42") {
+		t.Errorf("the program did not print the operator's answer:\n%s\nprompts:\n%s", out, prompts)
+	}
+	if !strings.Contains(prompts, "cexec asks: [MCP server everything] Please provide inputs") {
+		t.Errorf("the question was not shown:\n%s", prompts)
+	}
+
+	out, prompts = run(`import cexec
+cexec.call_tool("memory", "create_entities", {"entities": [{"name": "doomed", "entityType": "note", "observations": ["x"]}]})
+cexec.call_tool("memory", "delete_entities", {"entityNames": ["doomed"]})
+print("DELETED")`, "a\ny\n")
+	if !strings.Contains(out, "DELETED") || !strings.Contains(prompts, "delete_entities") {
+		t.Errorf("approval on the terminal: stdout %q\nprompts:\n%s", out, prompts)
+	}
+}

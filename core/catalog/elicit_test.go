@@ -22,8 +22,7 @@ import (
 // and returns the answer, and whose "sample" tool asks for sampling, which
 // cexec must refuse.
 func askingServer() *server.MCPServer {
-	var s *server.MCPServer
-	s = server.NewMCPServer("asking", "1.0.0", server.WithElicitation(),
+	s := server.NewMCPServer("asking", "1.0.0", server.WithElicitation(),
 		// listChanged: a 2025-11-25 client then opens the GET stream, where
 		// mcp-go sends sampling requests.
 		server.WithToolCapabilities(true),
@@ -41,6 +40,7 @@ func askingServer() *server.MCPServer {
 		}).ToolResult(), nil
 	})
 	s.AddTool(mcp.NewTool("sample", mcp.WithDescription("Ask the client's model.")), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		//lint:ignore SA1019 the point is a server that still asks for sampling
 		_, err := s.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
 			Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("hi")}}, MaxTokens: 5}})
 		return mcp.NewToolResultText(fmt.Sprintf("sampling: %v", err)), nil

@@ -26,6 +26,7 @@ func Command(env *cli.Env) *cobra.Command {
 		session    string
 		timeout    time.Duration
 		persistent bool
+		ask        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "exec [-c CODE | FILE | -]",
@@ -36,7 +37,14 @@ The program comes from -c, from FILE, or from standard input (no argument or
 "-"). stdout and stderr stream as the program writes them; cexecctl exits
 with the program's exit code. With --json nothing streams: one JSON object
 with stdout, stderr, result, error, duration and resource usage is printed
-when the program ends.`,
+when the program ends.
+
+When an upstream server asks for input during a tool call (MCP elicitation),
+or a tenant policy wants a call approved, cexecctl asks on the terminal and
+sends the answer: when standard input is a terminal and the program does not
+come from it, or with --ask (answers then come from standard input, one per
+line). Otherwise the server gets a decline, and an approval waits for
+` + "`cexecctl approvals`" + `.`,
 		Args: cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			maxprocs.Set() // on an execution's path, as cexecd is
@@ -51,8 +59,16 @@ when the program ends.`,
 				Session:    session,
 				Persistent: persistent,
 			}
+			fromStdin := !cmd.Flags().Changed("code") && (len(args) == 0 || args[0] == "-")
+			if ask && fromStdin {
+				return cli.UsageErrorf("--ask reads answers from standard input: give the program with -c or as FILE")
+			}
+			var p *prompter
+			if ask || !fromStdin && isTerminal(cmd.InOrStdin()) {
+				p = newPrompter(cmd.InOrStdin(), env.Stderr)
+			}
 			return env.Do(cmd.Context(), func(c *client.Client) error {
-				return run(cmd, env, c, req)
+				return run(cmd, env, c, req, p)
 			})
 		},
 	}
@@ -62,6 +78,7 @@ when the program ends.`,
 	f.StringVar(&session, "session", "", "session to log the execution under (default: a new one)")
 	f.DurationVar(&timeout, "timeout", 0, "wall-clock limit (default: the sandbox's)")
 	f.BoolVar(&persistent, "persistent", false, "run in the session's persistent interpreter, keeping globals between executions")
+	f.BoolVar(&ask, "ask", false, "answer upstream servers' questions and approvals from standard input (the default on a terminal)")
 	return cmd
 }
 
@@ -117,10 +134,14 @@ type jsonToolCall struct {
 	Error      string  `json:"error,omitempty"`
 }
 
-func run(cmd *cobra.Command, env *cli.Env, c *client.Client, req *cexecv1.ExecRequest) error {
+func run(cmd *cobra.Command, env *cli.Env, c *client.Client, req *cexecv1.ExecRequest, p *prompter) error {
 	var out jsonResult
 	var res *cexecv1.ExecResult
-	for ev, err := range c.Exec(cmd.Context(), req) {
+	events := c.Exec(cmd.Context(), req)
+	if p != nil {
+		events = c.ExecInteractive(cmd.Context(), req, p.ask)
+	}
+	for ev, err := range events {
 		if err != nil {
 			return err
 		}
