@@ -55,7 +55,7 @@ type taskView struct{ tasks *pipeline.Tasks }
 
 // RunTask turns task into a program and runs it.
 func (t taskView) RunTask(ctx context.Context, sc mcpface.Scope, task string) (mcpface.TaskResult, error) {
-	res, err := t.tasks.ExecuteTask(ctx, pipeline.TaskRequest{Tenant: sc.Tenant, Session: sc.Session, Task: task})
+	res, err := t.tasks.ExecuteTask(ctx, pipeline.TaskRequest{Tenant: sc.Tenant, Session: sc.Session, Task: task, Asker: askerOf(ctx)})
 	if err != nil {
 		return mcpface.TaskResult{}, err
 	}

@@ -177,6 +177,8 @@ type TaskRequest struct {
 	// stay tokenized. Operator requests leave it false and get them
 	// restored.
 	ModelFacing bool
+	// Asker is as CodeRequest's, for every program of the task.
+	Asker Asker
 }
 
 // Attempt is one call of a generator and what became of its program.
