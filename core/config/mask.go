@@ -119,6 +119,13 @@ func (c *Config) view(plugins []any) map[string]any {
 	for i, t := range c.MCP.Tokens {
 		tokens[i] = map[string]any{"token": maskedValue, "tenant": t.Tenant}
 	}
+	var oauth any
+	if o := c.MCP.OAuth; o != nil {
+		oauth = map[string]any{
+			"issuer": o.Issuer, "jwks_url": o.JWKSURL, "audience": o.Audience,
+			"tenant_claim": o.TenantClaim, "required_scopes": nonNil(o.RequiredScopes),
+		}
+	}
 	sb := c.Sandbox
 	return map[string]any{
 		"path": c.Path,
@@ -152,6 +159,7 @@ func (c *Config) view(plugins []any) map[string]any {
 		"mcp": map[string]any{
 			"listen": c.MCP.Listen, "tokens": tokens,
 			"allowed_origins": nonNil(c.MCP.AllowedOrigins), "sse": c.MCP.SSE,
+			"oauth": oauth,
 		},
 	}
 }

@@ -150,5 +150,7 @@ type rawMCPFace struct {
 	MaxRequestBody        *hcl.Attribute `hcl:"max_request_body,optional"`
 	MaxSessionsPerTenant  *hcl.Attribute `hcl:"max_sessions_per_tenant,optional"`
 
+	OAuth *rawMCPOAuth `hcl:"oauth,block"`
+
 	DeclRange hcl.Range `hcl:",def_range"`
 }

@@ -126,6 +126,7 @@ func (m *mcpServer) stop() {
 	m.unsub()
 	m.cancel()
 	m.served.Wait()
+	m.face.Close()
 	if m.pii != nil {
 		m.pii.closeAll()
 	}

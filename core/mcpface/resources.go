@@ -131,7 +131,7 @@ func (f *Face) readSkill(ctx context.Context, req mcp.ReadResourceRequest) ([]mc
 	name := strings.TrimPrefix(uri, skillURIPrefix)
 	s, err := f.o.Skills.GetSkill(ctx, sc, name)
 	if errors.Is(err, pluginapi.ErrNotFound) {
-		return nil, fmt.Errorf("no skill at %s: list_skills shows the skills there are", uri)
+		return nil, fmt.Errorf("no skill at %s: skills() lists the skills there are", uri)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", uri, err)

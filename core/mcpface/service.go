@@ -33,8 +33,8 @@ type Scope struct {
 // Server is an upstream MCP server, or a package of local tools, as the
 // tenant sees it.
 type Server struct {
-	// Name is the server's name in cexec.hcl (the one get_server_tools and
-	// get_tool take).
+	// Name is the server's name in cexec.hcl (the one list_tools and
+	// call_tool take, as is the package name).
 	Name string
 	// Package is the Python package sandboxed code imports its tools from:
 	// servers.<package>.
