@@ -17,15 +17,19 @@ import (
 // question and prints the answer, or why it could not ask.
 type askingExecutor struct{ Executor }
 
-func (askingExecutor) Execute(ctx context.Context, _ Scope, _ string) (Execution, error) {
+func (askingExecutor) Execute(ctx context.Context, _ Scope, code string) (Execution, error) {
 	a := AskerFrom(ctx)
 	if a == nil {
 		return Execution{Stdout: "no asker"}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	res, err := a.Elicit(ctx, mcp.ElicitationParams{Message: "Which colour?", RequestedSchema: map[string]any{"type": "object",
-		"properties": map[string]any{"colour": map[string]any{"type": "string"}}}})
+	p := mcp.ElicitationParams{Message: "Which colour?", RequestedSchema: map[string]any{"type": "object",
+		"properties": map[string]any{"colour": map[string]any{"type": "string"}}}}
+	if code == "ask_url()" {
+		p = mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, Message: "Sign in", URL: "https://example.com/x", ElicitationID: "e1"}
+	}
+	res, err := a.Elicit(ctx, p)
 	switch {
 	case errors.Is(err, ErrCannotElicit):
 		return Execution{Stdout: "cannot ask: " + err.Error()}, nil
@@ -87,6 +91,13 @@ func TestAskerReachesTheCallingClient(t *testing.T) {
 	if !strings.Contains(text, "cannot ask") || !strings.Contains(text, "declared no elicitation") {
 		t.Errorf("without the capability: %q", text)
 	}
+	// mcp-go's client declares form mode only.
+	//lint:ignore SA1019 as above
+	text, _ = call(t, dial(mcpclient.WithElicitationHandler(h), mcpclient.WithLegacyProtocolOnly()), ToolExecuteCode, map[string]any{"code": "ask_url()"})
+	if !strings.Contains(text, "did not declare URL mode") {
+		t.Errorf("URL mode to a form-only client: %q", text)
+	}
+
 	// The newest protocol the face speaks with an mcp-go client.
 	c := dial(mcpclient.WithElicitationHandler(h))
 	text, _ = call(t, c, ToolExecuteCode, map[string]any{"code": "ask()"})

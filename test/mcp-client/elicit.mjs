@@ -11,6 +11,8 @@
 //     wants approved (destructiveHint): this client approves through the
 //     form cexec sends, with the arguments shown; the call runs.
 //  4. The same, denied: the program gets a PermissionError.
+//  5. server-everything's trigger-url-elicitation (offered only to clients
+//     declaring URL mode, as cexec does): the URL reaches the client.
 //
 // Environment: CEXECCTL, CEXECD_ADDRESS (required), CEXEC_TENANT.
 // Prints one JSON line with what it saw; exits 1 on the first failed check.
@@ -36,7 +38,7 @@ function text(result) {
 }
 
 const transport = new StdioClientTransport({ command: ctl, args: ["mcp"], env: { ...process.env }, stderr: "inherit" });
-const client = new Client({ name: "cexec-e2e-elicit", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } } });
+const client = new Client({ name: "cexec-e2e-elicit", version: "1.0.0" }, { capabilities: { elicitation: { form: {}, url: {} } } });
 
 // answer is what the handler says to the next elicitation; asked records
 // every request it got.
@@ -110,6 +112,16 @@ except PermissionError as e:
 check(asked.length === 4, "the second delete did not ask", asked.length);
 check(out.includes("DENIED") && out.includes("denied by the user"), "a denied call did not fail with PermissionError", out);
 seen.denied = out.trim();
+
+// 5. URL mode.
+answer = { action: "accept" };
+({ r, out } = await run(`import cexec
+print(cexec.call_tool("everything", "trigger-url-elicitation", {"url": "https://example.com/consent", "message": "Sign the form"}))`));
+check(asked.length === 5, "the URL elicitation did not reach the client", { out, asked: asked.length });
+check(asked[4].mode === "url" && asked[4].url === "https://example.com/consent" && asked[4].elicitationId,
+  "the URL elicitation's mode, url or id was not relayed", asked[4]);
+check(!r.isError && out.includes("completed the URL elicitation flow"), "the program did not print the URL flow's outcome", out);
+seen.url = asked[4].message;
 
 await client.close();
 console.log(JSON.stringify(seen));
