@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/client"
@@ -141,10 +143,16 @@ func run(cmd *cobra.Command, env *cli.Env, c *client.Client, req *cexecv1.ExecRe
 	if p != nil {
 		events = c.ExecInteractive(cmd.Context(), req, p.ask)
 	}
+	seen := false
 	for ev, err := range events {
+		if err != nil && !seen && p != nil && status.Code(err) == codes.Unimplemented {
+			// A daemon without the Interactive service: run without asking.
+			return run(cmd, env, c, req, nil)
+		}
 		if err != nil {
 			return err
 		}
+		seen = true
 		switch e := ev.GetEvent().(type) {
 		case *cexecv1.ExecEvent_Output:
 			w := env.Stdout
