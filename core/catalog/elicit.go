@@ -159,7 +159,14 @@ func (e elicitor) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)()
 	res, err := s.asker.Elicit(ctx, e.u.cfg.Name, req.Params)
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// The call ended, or the transport's own bound on answering a
+		// server request (30 s for streamable HTTP in mcp-go) passed.
+		e.u.log.Info("elicitation declined: no answer in time", "reason", err)
+		s.refuse("the user did not answer in time; cexec declined for the user")
+		return decline(), nil
+	case err != nil:
 		e.u.log.Info("elicitation declined: nobody could be asked", "reason", err)
 		s.refuse(fmt.Sprintf("nobody could be asked (%v); cexec declined for the user", err))
 		return decline(), nil

@@ -35,6 +35,14 @@ func (a *formAsker) Elicit(_ context.Context, p mcp.ElicitationParams) (*mcp.Eli
 	return a.answer()
 }
 
+// silentUser never answers: Elicit waits for ctx.
+type silentUser struct{}
+
+func (silentUser) Elicit(ctx context.Context, _ mcp.ElicitationParams) (*mcp.ElicitationResult, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
 func accept(content map[string]any) func() (*mcp.ElicitationResult, error) {
 	return func() (*mcp.ElicitationResult, error) {
 		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept, Content: content}}, nil
@@ -91,6 +99,7 @@ func TestApprovals(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		asker   *formAsker
+		silent  bool
 		decide  func()
 		timeout time.Duration
 		// ok: the call reached the upstream; else want is in the error.
@@ -108,6 +117,7 @@ func TestApprovals(t *testing.T) {
 			return nil, fmt.Errorf("%w: no capability", ErrCannotAsk)
 		}}, decide: func() { operator(true) }, ok: true, record: "approved by an operator"},
 		{name: "no asker: operator denies", decide: func() { operator(false) }, want: "denied by an operator", record: "denied by an operator"},
+		{name: "user does not answer", silent: true, timeout: 20 * time.Millisecond, want: "no approval from the user within 20ms", record: "no approval from the user within 20ms"},
 		{name: "no asker: nobody answers", timeout: 20 * time.Millisecond, want: "no approval from an operator within 20ms", record: "no approval from an operator within 20ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,6 +132,9 @@ func TestApprovals(t *testing.T) {
 			var asker Asker
 			if tc.asker != nil {
 				asker = tc.asker
+			}
+			if tc.silent {
+				asker = silentUser{}
 			}
 			res := callTool(t, x, asker, "delete_contact")
 			if tc.ok != (res.Error == nil) || tc.ok != (len(cat.sent) == n+1) {
