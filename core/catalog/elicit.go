@@ -14,6 +14,10 @@ import (
 // that caused it (the agent's MCP client, a terminal). It returns the
 // user's answer; an error means nobody could be asked, and the server gets
 // a decline.
+//
+// Calls carrying the same Asker (compared with ==, so use a pointer) are
+// taken for one agent's: a request that names no call may go to it when
+// they are the only calls in flight on a connection.
 type Asker interface {
 	Elicit(ctx context.Context, server string, params mcp.ElicitationParams) (*mcp.ElicitationResult, error)
 }

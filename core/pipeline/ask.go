@@ -28,16 +28,18 @@ var ErrCannotAsk = errors.New("cannot ask the user")
 // request's Asker, saying which server asks.
 type upstreamAsker struct{ a Asker }
 
-func (u upstreamAsker) Elicit(ctx context.Context, server string, p mcp.ElicitationParams) (*mcp.ElicitationResult, error) {
+func (u *upstreamAsker) Elicit(ctx context.Context, server string, p mcp.ElicitationParams) (*mcp.ElicitationResult, error) {
 	p.Message = "[MCP server " + server + "] " + p.Message
 	return u.a.Elicit(ctx, p)
 }
 
 // withAsker makes the upstream calls under ctx relay their elicitations to
-// a (a nil Asker leaves them with nobody to ask: they are declined).
+// a (a nil Asker leaves them with nobody to ask: they are declined). Each
+// execution gets its own *upstreamAsker: the catalog takes calls with the
+// same asker for one execution's.
 func withAsker(ctx context.Context, a Asker) context.Context {
 	if a == nil {
 		return ctx
 	}
-	return catalog.WithAsker(ctx, upstreamAsker{a})
+	return catalog.WithAsker(ctx, &upstreamAsker{a})
 }
