@@ -104,8 +104,14 @@ func (x *Executor) askUser(ctx context.Context, req *CodeRequest, server, tool s
 	case err != nil:
 		return false, "the user", err
 	}
-	if res.Action != mcp.ElicitationResponseActionAccept {
-		return false, "the user (" + string(res.Action) + ")", nil
+	switch res.Action {
+	case mcp.ElicitationResponseActionDecline:
+		return false, "the user, who declined the form", nil
+	case mcp.ElicitationResponseActionCancel:
+		return false, "the user, who cancelled the form", nil
+	case mcp.ElicitationResponseActionAccept:
+	default:
+		return false, "the user (an answer that is not accept, decline or cancel)", nil
 	}
 	content, _ := res.Content.(map[string]any)
 	yes, _ := content[approveField].(bool)

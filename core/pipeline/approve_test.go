@@ -108,10 +108,13 @@ func TestApprovals(t *testing.T) {
 	}{
 		{name: "user approves", asker: user, ok: true, record: "approved by the user"},
 		{name: "user refuses in the form", asker: &formAsker{answer: accept(map[string]any{approveField: false})}, want: "denied by the user", record: "denied by the user"},
-		{name: "user declines", asker: &formAsker{answer: accept(nil)}, want: "denied by the user"},
+		{name: "user accepts without the field", asker: &formAsker{answer: accept(nil)}, want: "denied by the user"},
+		{name: "user declines", asker: &formAsker{answer: func() (*mcp.ElicitationResult, error) {
+			return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}, nil
+		}}, want: "denied by the user, who declined the form"},
 		{name: "user cancels", asker: &formAsker{answer: func() (*mcp.ElicitationResult, error) {
 			return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionCancel}}, nil
-		}}, want: "denied by the user (cancel)"},
+		}}, want: "denied by the user, who cancelled the form"},
 		{name: "an answer without the approve field denies", asker: &formAsker{answer: accept(map[string]any{"approved": true})}, want: "denied by the user"},
 		{name: "client cannot elicit: operator approves", asker: &formAsker{answer: func() (*mcp.ElicitationResult, error) {
 			return nil, fmt.Errorf("%w: no capability", ErrCannotAsk)
