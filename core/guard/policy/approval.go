@@ -27,8 +27,10 @@ type Approval struct {
 	Tools       []string
 	Annotations []string
 	Timeout     time.Duration
-	// Range is the block's place in cexec.hcl.
-	Range hcl.Range
+	// Range is the block's place in cexec.hcl; TimeoutRange the timeout
+	// attribute's, nil when the block takes the default.
+	Range        hcl.Range
+	TimeoutRange *hcl.Range
 }
 
 // ToolHints are a tool's annotations as its server declared them (nil:
@@ -117,7 +119,7 @@ func (d *decoder) approval(ra *rawApproval) *Approval {
 		if err != nil || t <= 0 {
 			d.errorf(ra.Timeout.Expr.Range(), "Invalid timeout", "%q must be a positive duration with a unit, like \"30s\" or \"5m\"; got %q.", "timeout", s)
 		} else {
-			a.Timeout = t
+			a.Timeout, a.TimeoutRange = t, ra.Timeout.Expr.Range().Ptr()
 		}
 	}
 	if ra.Tools == nil && ra.Annotations == nil {
