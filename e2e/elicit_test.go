@@ -45,7 +45,7 @@ tenant %q {
   policy {
     approval {
       annotations = ["destructiveHint"]
-      timeout     = "2m"
+      timeout     = "25s"
     }
   }
 }
@@ -54,7 +54,7 @@ tenant "ops" {
   policy {
     approval {
       tools   = ["memory/delete_*"]
-      timeout = "2m"
+      timeout = "25s"
     }
     approval {
       tools   = ["everything/echo"]
