@@ -9,7 +9,8 @@ import (
 
 // Called is the tool call in progress, as ExecOptions.Before sees it
 // through CalledFrom: the tool found in the catalog (its annotations
-// decide approvals), and a note on its approval for the call's record.
+// decide approvals; zero for read_resource, which has no catalog entry),
+// and a note on its approval for the call's record.
 type Called struct {
 	Tool catalog.Tool
 
@@ -18,6 +19,12 @@ type Called struct {
 }
 
 type calledKey struct{}
+
+// WithCalled returns ctx for the call c, as the bridge passes it to
+// ExecOptions.Before (for tests of such hooks).
+func WithCalled(ctx context.Context, c *Called) context.Context {
+	return context.WithValue(ctx, calledKey{}, c)
+}
 
 // CalledFrom returns the call in progress that ctx was made for, or nil.
 func CalledFrom(ctx context.Context) *Called {

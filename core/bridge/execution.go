@@ -90,7 +90,7 @@ func (e *Execution) CallTool(ctx context.Context, server, tool string, args json
 
 	start := time.Now()
 	called := &Called{}
-	out, err := e.call(context.WithValue(ctx, calledKey{}, called), server, tool, args)
+	out, err := e.call(WithCalled(ctx, called), server, tool, args)
 	rec := CallRecord{Server: server, Tool: tool, Start: start, Duration: time.Since(start), OK: err == nil, Approval: called.note()}
 	if err != nil {
 		var ce *sandbox.CallError
@@ -139,10 +139,14 @@ type callToolParams struct {
 }
 
 // HandleHostCall serves the runtime's host calls that belong to the bridge:
-// method "call_tool" with params {"server", "tool", "arguments"}. Other
+// method "call_tool" with params {"server", "tool", "arguments"}, and
+// "read_resource" with params {"server", "uri"}. Other
 // methods return an error wrapping pluginapi.ErrUnimplemented, so an
 // executor can chain handlers.
 func (e *Execution) HandleHostCall(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if method == MethodReadResource {
+		return e.handleReadResource(ctx, params)
+	}
 	if method != MethodCallTool {
 		return nil, fmt.Errorf("host call %q: %w", method, pluginapi.ErrUnimplemented)
 	}

@@ -140,7 +140,7 @@ func (c *Config) view(plugins []any) map[string]any {
 		"pipeline": map[string]any{
 			"selector": c.Pipeline.Selector, "codegen": nonNil(c.Pipeline.Codegen),
 			"guards": nonNil(c.Pipeline.Guards), "max_repairs": c.Pipeline.MaxRepairs,
-			"search_limit": c.Pipeline.SearchLimit,
+			"search_limit": c.Pipeline.SearchLimit, "max_inline_attachment": c.Pipeline.MaxInlineAttachment,
 		},
 		"sandbox": map[string]any{
 			"backend": sb.Backend, "network": sb.Network,

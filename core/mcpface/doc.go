@@ -7,8 +7,11 @@
 // program that prints only what matters, or call_tool for a single call) in
 // about 600 tokens (a test holds it under 1,000), and
 // the stub tree (cexec://servers/<pkg>/<tool>.py)
-// and skills (cexec://skills/<name>) as resources. It is built on
-// github.com/mark3labs/mcp-go.
+// and skills (cexec://skills/<name>) as resources. What a program shows
+// (cexec.show) follows execute_code's text as image, audio or resource
+// content; an item too large to travel inline is a resource link to
+// cexec://workspace/<path>, served by AttachmentStore to its tenant only
+// (attachments.go). It is built on github.com/mark3labs/mcp-go.
 //
 // # Services
 //

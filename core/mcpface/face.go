@@ -53,6 +53,9 @@ type Options struct {
 	Calls  ToolCaller
 	State  StateStore
 	Skills SkillStore
+	// Attachments, when set, serves saved attachments as
+	// cexec://workspace/<path> resources.
+	Attachments AttachmentStore
 	// PII tokenizes everything that leaves through the face.
 	PII Tokenizer
 
@@ -367,6 +370,8 @@ type reply struct {
 	// tokenized says every text in the reply is in its model-facing form
 	// already (see Execution.Tokenized), so it is returned as it is.
 	tokenized bool
+	// attachments follow the text as further content items.
+	attachments []Attachment
 }
 
 func textReply(format string, args ...any) reply {
@@ -398,7 +403,17 @@ func (f *Face) wrap(name string, fn toolFunc) server.ToolHandlerFunc {
 			f.log.Error("pii tokenizer failed; output withheld", "tool", name, "tenant", sc.Tenant, "session", sc.Session, "error", err)
 			return mcp.NewToolResultError("cexec withheld this output because the PII tokenizer failed; try again, and tell the operator if it persists"), nil
 		}
+		atts := r.attachments
+		if !r.tokenized && len(atts) > 0 {
+			if atts, err = f.tokenizeAttachments(ctx, sc, atts); err != nil {
+				f.log.Error("pii tokenizer failed; output withheld", "tool", name, "tenant", sc.Tenant, "session", sc.Session, "error", err)
+				return mcp.NewToolResultError("cexec withheld this output because the PII tokenizer failed; try again, and tell the operator if it persists"), nil
+			}
+		}
 		res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}, IsError: r.isError}
+		for i := range atts {
+			res.Content = append(res.Content, atts[i].content(i))
+		}
 		if structured != nil {
 			res.StructuredContent = structured
 		}

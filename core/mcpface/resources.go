@@ -34,6 +34,12 @@ func (f *Face) addResources() {
 			mcp.WithTemplateDescription("A saved skill: instructions and code"),
 			mcp.WithTemplateMIMEType(markdownMIME)),
 		f.tokenizedErrors(f.readSkill))
+	if f.o.Attachments != nil {
+		f.srv.AddResourceTemplate(
+			mcp.NewResourceTemplate(WorkspaceURITemplate, "saved attachment",
+				mcp.WithTemplateDescription("Content a program showed that was too large to return inline")),
+			f.tokenizedErrors(f.readWorkspace))
+	}
 }
 
 // tokenizedErrors passes a resource handler's error message through the

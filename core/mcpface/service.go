@@ -148,10 +148,13 @@ type Execution struct {
 	Calls    ToolCalls
 	Duration time.Duration
 	// Tokenized says the texts above (outputs, result, error, the tool
-	// calls' servers, tools and errors) are model-facing already: PII
-	// tokenized in the scope's session and held to its max_output. The
-	// face then adds only its own wording and does not tokenize again.
+	// calls' servers, tools and errors, the attachments' texts) are
+	// model-facing already: PII tokenized in the scope's session and held
+	// to its max_output. The face then adds only its own wording and does
+	// not tokenize again.
 	Tokenized bool
+	// Attachments are returned as MCP content beside the text, in order.
+	Attachments []Attachment
 }
 
 // Executor runs agent code: execute_code. The implementation untokenizes PII

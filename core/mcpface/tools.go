@@ -57,7 +57,7 @@ var toolDefs = []toolDef{
 		`{"type":"object","properties":{"server":{"type":"string"},"tool":{"type":"string"}}}`,
 		true, (*Face).listTools},
 	{ToolExecuteCode,
-		"Run a Python 3 program that imports tools (from servers.PKG import FUNC) and calls them with keyword arguments (they return Python values, raise cexec.ToolError). Only its output comes back, capped: filter in the program, print what matters. Threads run independent calls. /workspace persists; cexec.result(obj) returns data; skills import from skills.NAME.",
+		"Run a Python 3 program that imports tools (from servers.PKG import FUNC) and calls them with keyword arguments (they return Python values, raise cexec.ToolError). Only its output comes back, capped: filter in the program, print what matters. Threads run independent calls. /workspace persists; cexec.result(obj) returns data, cexec.show(image_or_file) shows it; skills import from skills.NAME.",
 		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"default: this connection's"}},"required":["code"]}`,
 		false, (*Face).executeCode},
 	{ToolCallTool,
@@ -533,7 +533,7 @@ func (f *Face) callTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 	if e := ex.Error; e != nil {
 		return reply{text: e.Type + ": " + e.Message, isError: true, tokenized: ex.Tokenized}
 	}
-	return reply{text: resultText(ex.Result), tokenized: ex.Tokenized}
+	return reply{text: resultText(ex.Result), tokenized: ex.Tokenized, attachments: ex.Attachments}
 }
 
 // resultText is a call's value as the agent reads it: a string as it is,

@@ -23,9 +23,16 @@ import (
 func (x *Executor) approve(ctx context.Context, gs *guard.Session, req *CodeRequest, server, tool string, args json.RawMessage) error {
 	called := bridge.CalledFrom(ctx)
 	var hints policy.ToolHints
-	if called != nil {
+	switch {
+	case called != nil && called.Tool.Name != "":
 		a := called.Tool.Annotations
 		hints = policy.ToolHints{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}
+	case tool == bridge.MethodReadResource:
+		// A program's read_resource (no catalog tool): resources/read
+		// changes nothing, so only a tool pattern naming
+		// <server>/read_resource holds it.
+		readOnly, idempotent := true, true
+		hints = policy.ToolHints{ReadOnly: &readOnly, Idempotent: &idempotent}
 	}
 	rule := gs.Policy().Approval(server, tool, hints)
 	if rule == nil {

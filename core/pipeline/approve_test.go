@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/core/bridge"
+	"github.com/cexec/cexec/core/catalog"
 	coreguard "github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/guard/policy"
 	"github.com/cexec/cexec/core/guard/vault"
@@ -176,4 +177,39 @@ func callTool(t *testing.T, x *Executor, asker Asker, tool string) *CodeResult {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// TestApprovalOfReadResource: a program's read_resource has no catalog tool
+// and changes nothing, so an annotation rule does not hold it, while a
+// pattern naming <server>/read_resource does; an upstream tool that happens
+// to be called read_resource is judged by its own annotations.
+func TestApprovalOfReadResource(t *testing.T) {
+	args := json.RawMessage(`{"uri":"file:///x"}`)
+	for _, tc := range []struct {
+		name  string
+		rule  *policy.Approval
+		tool  *bridge.Called // nil: a program's read_resource
+		asked bool
+	}{
+		{"annotation rule, resource read", &policy.Approval{Annotations: []string{"destructiveHint"}, Timeout: time.Minute}, nil, false},
+		{"pattern rule, resource read", &policy.Approval{Tools: []string{"crm/read_resource"}, Timeout: time.Minute}, nil, true},
+		{"annotation rule, a tool named read_resource without annotations", &policy.Approval{Annotations: []string{"destructiveHint"}, Timeout: time.Minute},
+			&bridge.Called{Tool: catalog.Tool{Server: "crm", Name: "read_resource"}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gs, _ := openGuard(t, &policy.Policy{Approvals: []*policy.Approval{tc.rule}}, false)
+			user := &formAsker{answer: accept(map[string]any{approveField: true})}
+			x := &Executor{Log: hclog.NewNullLogger()}
+			ctx := context.Background()
+			if tc.tool != nil {
+				ctx = bridge.WithCalled(ctx, tc.tool)
+			}
+			if err := x.approve(ctx, gs, &CodeRequest{Tenant: "acme", Session: "s1", Asker: user}, "crm", bridge.MethodReadResource, args); err != nil {
+				t.Fatal(err)
+			}
+			if asked := len(user.asked) > 0; asked != tc.asked {
+				t.Errorf("asked %v, want %v", asked, tc.asked)
+			}
+		})
+	}
 }

@@ -29,6 +29,7 @@ func Command(env *cli.Env) *cobra.Command {
 		timeout    time.Duration
 		persistent bool
 		ask        bool
+		saveDir    string
 	)
 	cmd := &cobra.Command{
 		Use:   "exec [-c CODE | FILE | -]",
@@ -46,7 +47,12 @@ or a tenant policy wants a call approved, cexecctl asks on the terminal and
 sends the answer: when standard input is a terminal and the program does not
 come from it, or with --ask (answers then come from standard input, one per
 line). Otherwise the server gets a decline, and an approval waits for
-` + "`cexecctl approvals`" + `.`,
+` + "`cexecctl approvals`" + `.
+
+What the program shows with cexec.show (images, audio, files) is listed on
+stderr after its output, e.g. "[image/png 95 bytes]"; --save-attachments DIR
+writes the inline ones into DIR (larger ones are saved in the tenant's
+workspace, whose path is listed).`,
 		Args: cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			maxprocs.Set() // on an execution's path, as cexecd is
@@ -70,7 +76,7 @@ line). Otherwise the server gets a decline, and an approval waits for
 				p = newPrompter(cmd.InOrStdin(), env.Stderr)
 			}
 			return env.Do(cmd.Context(), func(c *client.Client) error {
-				return run(cmd, env, c, req, p)
+				return run(cmd, env, c, req, p, saveDir)
 			})
 		},
 	}
@@ -81,6 +87,7 @@ line). Otherwise the server gets a decline, and an approval waits for
 	f.DurationVar(&timeout, "timeout", 0, "wall-clock limit (default: the sandbox's)")
 	f.BoolVar(&persistent, "persistent", false, "run in the session's persistent interpreter, keeping globals between executions")
 	f.BoolVar(&ask, "ask", false, "answer upstream servers' questions and approvals from standard input (the default on a terminal)")
+	f.StringVar(&saveDir, "save-attachments", "", "write what the program shows (cexec.show) into this directory")
 	return cmd
 }
 
@@ -120,6 +127,8 @@ type jsonResult struct {
 	ToolCalls       []jsonToolCall  `json:"tool_calls"`
 	// Warnings are the daemon's, such as a disk quota the tenant is over.
 	Warnings []string `json:"warnings,omitempty"`
+	// Attachments are what the program showed (cexec.show).
+	Attachments []jsonAttachment `json:"attachments,omitempty"`
 }
 
 type jsonError struct {
@@ -136,7 +145,7 @@ type jsonToolCall struct {
 	Error      string  `json:"error,omitempty"`
 }
 
-func run(cmd *cobra.Command, env *cli.Env, c *client.Client, req *cexecv1.ExecRequest, p *prompter) error {
+func run(cmd *cobra.Command, env *cli.Env, c *client.Client, req *cexecv1.ExecRequest, p *prompter, saveDir string) error {
 	var out jsonResult
 	var res *cexecv1.ExecResult
 	events := c.Exec(cmd.Context(), req)
@@ -147,7 +156,7 @@ func run(cmd *cobra.Command, env *cli.Env, c *client.Client, req *cexecv1.ExecRe
 	for ev, err := range events {
 		if err != nil && !seen && p != nil && status.Code(err) == codes.Unimplemented {
 			// A daemon without the Interactive service: run without asking.
-			return run(cmd, env, c, req, nil)
+			return run(cmd, env, c, req, nil, saveDir)
 		}
 		if err != nil {
 			return err
@@ -176,6 +185,13 @@ func run(cmd *cobra.Command, env *cli.Env, c *client.Client, req *cexecv1.ExecRe
 	}
 	if res == nil {
 		return errors.New("exec: the daemon ended the stream without a result")
+	}
+	var atts *[]jsonAttachment
+	if env.JSON {
+		atts = &out.Attachments
+	}
+	if err := reportAttachments(env.Stderr, saveDir, res.GetAttachments(), atts); err != nil {
+		return err
 	}
 	if env.JSON {
 		fill(&out, res)
