@@ -196,3 +196,26 @@ func TestInflightAttribution(t *testing.T) {
 		})
 	}
 }
+
+// silentAsker never answers: it waits for its context.
+type silentAsker struct{}
+
+func (silentAsker) Elicit(ctx context.Context, _ string, _ mcp.ElicitationParams) (*mcp.ElicitationResult, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestElicitationUnanswered: a question nobody answers ends with the call,
+// at the server's timeout, and the call fails saying the user did not
+// answer in time.
+func TestElicitationUnanswered(t *testing.T) {
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(askingServer()))
+	t.Cleanup(ts.Close)
+	c := start(t, Options{}, &config.MCPServer{Name: "asking", Transport: config.TransportHTTP, URL: ts.URL + "/mcp", Timeout: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := c.Call(WithAsker(ctx, &silentAsker{}), "default", "asking", "ask", nil)
+	if err == nil || !strings.Contains(err.Error(), "did not answer in time") {
+		t.Errorf("err = %v, want the call to fail saying the user did not answer in time", err)
+	}
+}
