@@ -19,6 +19,7 @@ import (
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/core/pool"
 	"github.com/cexec/cexec/core/search"
+	"github.com/cexec/cexec/core/workflow"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -60,6 +61,8 @@ type services struct {
 	// approvals are the tool calls waiting for an operator's decision
 	// (`cexecctl approvals`).
 	approvals *pipeline.Approvals
+	// workflows is the embedded workflow engine; set by startWorkflows.
+	workflows *workflow.Embedded
 }
 
 // newServices opens the workspaces and prepares the catalog, which reads
@@ -79,6 +82,7 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 	if fi, err := os.Stat(cfg.Daemon.SkillsDir); err == nil && fi.IsDir() {
 		wsOpts.SharedSkillsDir = cfg.Daemon.SkillsDir
 	}
+	wsOpts.SharedWorkflowsDir = sharedWorkflowsDir(cfg.Daemon.SkillsDir)
 	wsOpts.OnRemove = s.removeTenant
 	switch {
 	case os.Geteuid() != 0:
@@ -158,6 +162,14 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 		s.exec.Guard = s.guards
 	}
 	return nil
+}
+
+// closeWorkflows stops the runs where they are; they resume at the next
+// start.
+func (s *services) closeWorkflows() {
+	if s.workflows != nil {
+		s.workflows.Close()
+	}
 }
 
 // sandboxTemplate is what every sandbox of tenant is created with.

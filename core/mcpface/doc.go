@@ -107,4 +107,15 @@
 // structuredContent says the same compactly, with the rounded duration and
 // the session only when the call chose another. list_tools(server, tool) shows a stub's
 // types, signature and docstring; argument errors are sentences.
+//
+// # Long runs
+//
+// A tools/call with a progress token gives the Executor (and ToolCaller) a
+// ProgressFunc (progress.go): its reports, worded and tokenized by the
+// executor, go out as notifications/progress on the client's session.
+// notifications/cancelled cancels the handler's context (mcp-go). execute_code
+// declares taskSupport optional: a task-augmented call gets a
+// CreateTaskResult at once, and the client polls tasks/get and tasks/result,
+// which mcp-go serves; tasks.go keeps the run alive past the request, stops
+// it on tasks/cancel or the session's end, and caps a task's ttl at TaskTTL.
 package mcpface

@@ -50,9 +50,11 @@ type Options struct {
 	// configured.
 	Tasks TaskRunner
 	// Calls, when set, adds call_tool.
-	Calls  ToolCaller
-	State  StateStore
-	Skills SkillStore
+	Calls ToolCaller
+	// Workflows, when set, adds the workflow tool.
+	Workflows Workflows
+	State     StateStore
+	Skills    SkillStore
 	// Attachments, when set, serves saved attachments as
 	// cexec://workspace/<path> resources.
 	Attachments AttachmentStore
@@ -137,6 +139,7 @@ type Face struct {
 	http     *server.StreamableHTTPServer
 	sse      *server.SSEServer
 	sessions *sessionTable
+	tasks    *taskRuns
 	tokens   []tokenEntry
 	oauth    *resourceServer // nil without Options.OAuth
 	origins  map[string]bool
@@ -161,7 +164,13 @@ func New(o Options) (*Face, error) {
 		}
 		f.oauth = rs
 	}
-	f.sessions = newSessionTable(o.OnSessionEnd)
+	f.tasks = newTaskRuns()
+	f.sessions = newSessionTable(func(sc Scope) {
+		f.tasks.endSession(sc.Session)
+		if o.OnSessionEnd != nil {
+			o.OnSessionEnd(sc)
+		}
+	})
 	f.srv = f.newMCPServer()
 	if err := f.addTools(); err != nil {
 		return nil, err
@@ -288,6 +297,8 @@ func (f *Face) newMCPServer() *server.MCPServer {
 		// session ends with its stream.
 		f.sessions.end(s.SessionID(), kindSSE)
 	})
+	taskHooks := &server.TaskHooks{}
+	f.tasks.hook(hooks, taskHooks)
 	return server.NewMCPServer("cexec", f.o.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, true),
@@ -295,6 +306,9 @@ func (f *Face) newMCPServer() *server.MCPServer {
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
 		server.WithHooks(hooks),
+		// execute_code may run as a task (tasks.go): listed, cancellable.
+		server.WithTaskCapabilities(true, true, true),
+		server.WithTaskHooks(taskHooks),
 	)
 }
 
@@ -395,6 +409,11 @@ func (f *Face) wrap(name string, fn toolFunc) server.ToolHandlerFunc {
 		sc, err := f.scope(ctx)
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
+		}
+		if req.Params.Task != nil {
+			var done func()
+			ctx, done = f.tasks.start(ctx, req, sc.Session)
+			defer done()
 		}
 		ctx = f.withAsker(ctx)
 		r := fn(ctx, &sc, req)

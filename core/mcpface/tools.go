@@ -76,16 +76,25 @@ var toolDefs = []toolDef{
 		"Saved skills: no arguments lists them; name shows one; name (snake_case), description and code save Python code as skills.NAME. Give functions docstrings.",
 		`{"type":"object","properties":{"name":{"type":"string"},"description":{"type":"string"},"code":{"type":"string"}}}`,
 		false, (*Face).skills},
+	{ToolWorkflow,
+		"Run a stored workflow: list, start by name, status, or signal a run that waits for input.",
+		`{"type":"object","properties":{"action":{"enum":["list","start","status","signal"]},"name":{"type":"string"},"input":{"type":"object"},"run":{"type":"string"},"event":{"type":"string"},"data":{}},"required":["action"]}`,
+		false, (*Face).workflow},
 }
 
 func (f *Face) addTools() error {
 	for _, d := range toolDefs {
-		if d.name == ToolExecuteTask && f.o.Tasks == nil || d.name == ToolCallTool && f.o.Calls == nil {
+		if d.name == ToolExecuteTask && f.o.Tasks == nil || d.name == ToolCallTool && f.o.Calls == nil ||
+			d.name == ToolWorkflow && f.o.Workflows == nil {
 			continue
 		}
 		t := mcp.NewToolWithRawSchema(d.name, d.desc, json.RawMessage(d.schema))
 		if d.readOnly {
 			t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(true)
+		}
+		if d.name == ToolExecuteCode {
+			// A long program can run as a task the client polls.
+			t.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
 		}
 		schema, err := compileInputSchema(d.name, d.schema)
 		if err != nil {
@@ -487,7 +496,7 @@ func (f *Face) executeCode(ctx context.Context, sc *Scope, req mcp.CallToolReque
 		}
 		sc.Session = s
 	}
-	ex, err := f.o.Executor.Execute(ctx, *sc, code)
+	ex, err := f.o.Executor.Execute(f.withProgress(ctx, req), *sc, code)
 	if err != nil {
 		return failure("execute_code", err)
 	}
@@ -526,7 +535,7 @@ func (f *Face) callTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 			break
 		}
 	}
-	ex, err := f.o.Calls.CallTool(ctx, *sc, server, tool, args)
+	ex, err := f.o.Calls.CallTool(f.withProgress(ctx, req), *sc, server, tool, args)
 	if err != nil {
 		return failure("call_tool", err)
 	}
@@ -551,7 +560,7 @@ func (f *Face) executeTask(ctx context.Context, sc *Scope, req mcp.CallToolReque
 	if task == "" {
 		return errorReply("task_description is empty: say what you want done")
 	}
-	res, err := f.o.Tasks.RunTask(ctx, *sc, task)
+	res, err := f.o.Tasks.RunTask(f.withProgress(ctx, req), *sc, task)
 	if err != nil {
 		return failure("execute_task", err)
 	}

@@ -179,6 +179,9 @@ type TaskRequest struct {
 	ModelFacing bool
 	// Asker is as CodeRequest's, for every program of the task.
 	Asker Asker
+	// Progress, when set, receives the programs' progress reports, as
+	// CodeRequest.Progress does, increasing across repairs.
+	Progress func(Progress)
 }
 
 // Attempt is one call of a generator and what became of its program.
@@ -270,6 +273,7 @@ func (p *Tasks) ExecuteTask(ctx context.Context, req TaskRequest) (*TaskResult, 
 	if err != nil {
 		return nil, fmt.Errorf("execute task: %w", err)
 	}
+	req.Progress = acrossAttempts(req.Progress)
 	r := &taskRun{p: p, req: req, tenant: t, log: p.log(), task: req.Task, res: &TaskResult{Session: req.Session}}
 	if p.Guard != nil {
 		gstart := time.Now()

@@ -105,6 +105,7 @@ func (r *taskRun) execute(ctx context.Context, code string) (*CodeResult, error)
 		Asker:   r.req.Asker,
 		// The failure goes back to the generators, which are models.
 		ModelFacing: true,
+		Progress:    r.req.Progress,
 	})
 }
 

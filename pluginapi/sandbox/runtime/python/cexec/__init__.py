@@ -29,6 +29,10 @@ printed output is; binary content is not scanned.
 result(obj) records the execution's structured result, which the host gets
 as JSON next to stdout and stderr.
 
+progress(done, total=None, message=None) tells the agent how far a long
+program is (MCP progress notifications, when its client asked for them);
+printed lines are reported too until the program calls progress.
+
 The tenant's workspace outlives the execution:
 
     from cexec import get_state, save_state, checkpoint, save_skill
@@ -50,6 +54,7 @@ import _thread
 import builtins
 import json
 import os
+import time
 from cexec import _content, _proto
 from cexec._content import Audio, EmbeddedResource, Image, Resource, ResourceLink
 
@@ -58,7 +63,7 @@ if TYPE_CHECKING:  # typing is not imported at run time, to keep sandbox start f
     from typing import Any, Mapping
 
 __all__ = ["Audio", "EmbeddedResource", "HostError", "Image", "Resource", "ResourceLink", "ToolError", "call_tool",
-           "checkpoint", "get_state", "read_resource", "result", "save_skill", "save_state", "show"]
+           "checkpoint", "get_state", "progress", "read_resource", "result", "save_skill", "save_state", "show"]
 
 # Largest accepted cexec.result() value, as JSON.
 MAX_RESULT_BYTES = 16 << 20
@@ -362,3 +367,30 @@ def save_skill(name: str, description: str, code: str) -> dict[str, Any]:
     Returns {"name", "import", "path"}."""
     out: dict[str, Any] = _host_call("save_skill", {"name": name, "description": description, "code": code})
     return out
+
+
+# Least seconds between two progress host calls; the host sends at most
+# four reports a second anyway, and a call is a round trip.
+_PROGRESS_EVERY = 0.05
+_progress_sent: float | None = None
+
+
+def progress(done: float, total: float | None = None, message: str | None = None) -> None:
+    """Report progress to the agent: done so far, out of total when known,
+    with a short message (one line; shown to the model, PII tokenized).
+    Reports are sent a few times a second at most, the latest winning (the
+    one reaching total always goes); a done that does not exceed the last
+    report's is sent as the next step with the numbers in the message, since
+    MCP progress only increases. Cheap to call in a loop."""
+    global _progress_sent
+    if isinstance(done, bool) or not isinstance(done, (int, float)):
+        raise TypeError("cexec.progress: done must be a number")
+    if total is not None and (isinstance(total, bool) or not isinstance(total, (int, float))):
+        raise TypeError("cexec.progress: total must be a number or None")
+    if message is not None and not isinstance(message, str):
+        raise TypeError("cexec.progress: message must be a string or None")
+    now = time.monotonic()
+    if _progress_sent is not None and now - _progress_sent < _PROGRESS_EVERY and (total is None or done < total):
+        return
+    _progress_sent = now
+    _host_call("progress", {"progress": done, "total": total, "message": message})
