@@ -98,6 +98,11 @@ type Options struct {
 	// Without it, or when this process cannot mount images (not root, no
 	// loop devices), quotas are measured after executions.
 	DiskImages bool
+	// SharedDataDir says other cexecd replicas use DataDir too (a shared
+	// volume): every state write then holds the tenant's state lock across
+	// processes. It excludes DiskImages, since two replicas mounting one
+	// image would corrupt it; New refuses both.
+	SharedDataDir bool
 	// DeclaredOnly refuses tenants without a block instead of creating them
 	// on first use.
 	DeclaredOnly bool
@@ -202,6 +207,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	if opts.SharedSkillsDir != "" && !filepath.IsAbs(opts.SharedSkillsDir) {
 		return nil, fmt.Errorf("workspace: shared skills folder %q is not absolute: %w", opts.SharedSkillsDir, pluginapi.ErrInvalidArgument)
+	}
+	if opts.SharedDataDir && opts.DiskImages {
+		return nil, fmt.Errorf("workspace: disk images need one cexecd per data_dir (each replica would mount the same tenant image), and replicas share this one; set cexec.disk_images = false, quotas are then measured: %w", pluginapi.ErrInvalidArgument)
 	}
 	m := &Manager{
 		opts:     opts,
