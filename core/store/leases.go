@@ -1,0 +1,45 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ClaimSession records that this replica serves an MCP session of tenant
+// (a new session, or one a failed-over client re-initialized).
+func (p *Postgres) ClaimSession(ctx context.Context, tenant, session string) error {
+	_, err := p.pool.Exec(ctx, `INSERT INTO cexec_leases (session, tenant, replica, updated) VALUES ($1, $2, $3, now())
+		ON CONFLICT (session) DO UPDATE SET tenant = $2, replica = $3, updated = now()`, session, tenant, p.replica)
+	if err != nil {
+		return fmt.Errorf("store: claim session: %w", err)
+	}
+	return nil
+}
+
+// ReleaseSession drops this replica's lease of session (the session ended).
+func (p *Postgres) ReleaseSession(ctx context.Context, session string) error {
+	_, err := p.pool.Exec(ctx, `DELETE FROM cexec_leases WHERE session = $1 AND replica = $2`, session, p.replica)
+	if err != nil {
+		return fmt.Errorf("store: release session: %w", err)
+	}
+	return nil
+}
+
+// SessionOwner returns the replica that holds session's lease and whether
+// that replica is alive (heard from within three heartbeats). found is
+// false when no replica holds it.
+func (p *Postgres) SessionOwner(ctx context.Context, session string) (replica string, live, found bool, err error) {
+	err = p.pool.QueryRow(ctx, `SELECT l.replica, coalesce(r.seen > now() - make_interval(secs => $2), false)
+		FROM cexec_leases l LEFT JOIN cexec_replicas r ON r.id = l.replica WHERE l.session = $1`,
+		session, p.liveWindow().Seconds()).Scan(&replica, &live)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, false, nil
+	}
+	if err != nil {
+		return "", false, false, fmt.Errorf("store: session owner: %w", err)
+	}
+	return replica, live, true, nil
+}
