@@ -62,4 +62,6 @@ func (p *Postgres) DeleteVault(ctx context.Context, tenant, session string) erro
 	return nil
 }
 
-func vaultAAD(tenant, session string) []byte { return []byte("cexec-vault\x00" + tenant + "\x00" + session) }
+func vaultAAD(tenant, session string) []byte {
+	return []byte("cexec-vault\x00" + tenant + "\x00" + session)
+}
