@@ -130,7 +130,7 @@ func (c *Config) view(plugins []any) map[string]any {
 			"disk_quota": c.Daemon.DiskQuota, "max_files": c.Daemon.MaxFiles,
 			"replica": c.Daemon.Replica,
 		},
-		"store": c.Store.view(),
+		"store":   c.Store.view(),
 		"plugins": plugins,
 		"pipeline": map[string]any{
 			"selector": c.Pipeline.Selector, "codegen": nonNil(c.Pipeline.Codegen),
