@@ -8,7 +8,6 @@
 //   - per-tenant concurrency slots, so max_concurrent holds across
 //     replicas; a dead replica's slots stop counting when its heartbeat
 //     stops;
-//   - per-tenant counters (executions run), summed over replicas;
 //   - PII vaults, encrypted at rest with AES-256-GCM under a key from the
 //     config (the tenant and session are the additional data, so a row
 //     cannot be moved to another session);

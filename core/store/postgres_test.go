@@ -3,7 +3,6 @@ package store_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -64,26 +63,26 @@ func TestPostgres(t *testing.T) {
 	})
 
 	t.Run("slots across replicas", func(t *testing.T) {
-		relA, err := a.AcquireSlot(ctx, "acme", 2)
-		if err != nil {
-			t.Fatal(err)
+		relA, full, err := a.AcquireSlot(ctx, "acme", 2)
+		if err != nil || full {
+			t.Fatal(full, err)
 		}
-		relB, err := b.AcquireSlot(ctx, "acme", 2)
-		if err != nil {
-			t.Fatal(err)
+		relB, full, err := b.AcquireSlot(ctx, "acme", 2)
+		if err != nil || full {
+			t.Fatal(full, err)
 		}
-		if _, err := a.AcquireSlot(ctx, "acme", 2); !errors.Is(err, store.ErrSlotsFull) {
-			t.Fatalf("third slot of 2: %v, want ErrSlotsFull", err)
+		if _, full, err := a.AcquireSlot(ctx, "acme", 2); !full || err != nil {
+			t.Fatalf("third slot of 2: full %v %v, want full", full, err)
 		}
-		if rel, err := a.AcquireSlot(ctx, "other", 1); err != nil {
-			t.Fatalf("another tenant's slot: %v", err)
+		if rel, full, err := a.AcquireSlot(ctx, "other", 1); err != nil || full {
+			t.Fatalf("another tenant's slot: %v %v", full, err)
 		} else {
 			rel()
 		}
 		relB()
-		rel, err := a.AcquireSlot(ctx, "acme", 2)
-		if err != nil {
-			t.Fatalf("slot after a release: %v", err)
+		rel, full, err := a.AcquireSlot(ctx, "acme", 2)
+		if err != nil || full {
+			t.Fatalf("slot after a release: %v %v", full, err)
 		}
 		rel()
 		relA()
@@ -103,11 +102,11 @@ func TestPostgres(t *testing.T) {
 				if i%2 == 1 {
 					p = b
 				}
-				rel, err := p.AcquireSlot(ctx, "burst", 5)
+				rel, full, err := p.AcquireSlot(ctx, "burst", 5)
 				if err != nil {
-					if !errors.Is(err, store.ErrSlotsFull) {
-						t.Error(err)
-					}
+					t.Error(err)
+				}
+				if full || err != nil {
 					return
 				}
 				mu.Lock()
@@ -121,18 +120,6 @@ func TestPostgres(t *testing.T) {
 		}
 		for _, rel := range granted {
 			rel()
-		}
-	})
-
-	t.Run("counters", func(t *testing.T) {
-		if _, err := a.AddCounter(ctx, "acme", "executions", 3); err != nil {
-			t.Fatal(err)
-		}
-		if v, err := b.AddCounter(ctx, "acme", "executions", 2); err != nil || v != 5 {
-			t.Fatalf("counter = %d %v, want 5", v, err)
-		}
-		if v, _ := b.Counter(ctx, "acme", "nothing"); v != 0 {
-			t.Fatalf("unknown counter = %d", v)
 		}
 	})
 
@@ -202,8 +189,8 @@ func TestPostgres(t *testing.T) {
 		if err := b.ClaimSession(ctx, "acme", "b.s9"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.AcquireSlot(ctx, "dead", 1); err != nil {
-			t.Fatal(err)
+		if _, full, err := b.AcquireSlot(ctx, "dead", 1); err != nil || full {
+			t.Fatal(full, err)
 		}
 		bClosed = true
 		if err := b.Close(); err != nil {
@@ -212,9 +199,9 @@ func TestPostgres(t *testing.T) {
 		if _, _, found, _ := a.SessionOwner(ctx, "b.s9"); found {
 			t.Fatal("a closed replica still holds its lease")
 		}
-		rel, err := a.AcquireSlot(ctx, "dead", 1)
-		if err != nil {
-			t.Fatalf("a closed replica's slot still counts: %v", err)
+		rel, full, err := a.AcquireSlot(ctx, "dead", 1)
+		if err != nil || full {
+			t.Fatalf("a closed replica's slot still counts: %v %v", full, err)
 		}
 		rel()
 	})

@@ -26,12 +26,6 @@ CREATE TABLE IF NOT EXISTS cexec_slots (
 	started timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS cexec_slots_tenant ON cexec_slots (tenant);
-CREATE TABLE IF NOT EXISTS cexec_counters (
-	tenant text NOT NULL,
-	name   text NOT NULL,
-	value  bigint NOT NULL,
-	PRIMARY KEY (tenant, name)
-);
 CREATE TABLE IF NOT EXISTS cexec_vaults (
 	tenant  text NOT NULL,
 	session text NOT NULL,

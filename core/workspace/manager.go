@@ -103,6 +103,10 @@ type Options struct {
 	// processes. It excludes DiskImages, since two replicas mounting one
 	// image would corrupt it; New refuses both.
 	SharedDataDir bool
+	// Slots, when set, holds max_concurrent across the replicas that share
+	// DataDir: an execution takes a slot there besides this process's own
+	// count. Nil counts in this process alone.
+	Slots Slots
 	// DeclaredOnly refuses tenants without a block instead of creating them
 	// on first use.
 	DeclaredOnly bool
