@@ -91,6 +91,13 @@ type Options struct {
 	// timeout, SSE stream closed, shutdown), e.g. to drop the session's
 	// persistent interpreter.
 	OnSessionEnd func(Scope)
+	// Replica, when set, prefixes session ids ("a.<id>"): the hint a proxy
+	// that cannot learn the Mcp-Session-Id header routes on. Leases, when
+	// set, records which replica serves each session, so a request routed
+	// to the wrong live replica gets 421 and one whose replica died 404
+	// (the client initializes a new session).
+	Replica string
+	Leases  SessionLeases
 
 	// MaxOutput caps the stdout returned by execute_code in bytes (stderr
 	// and tracebacks get a quarter of it); default 16 KiB.
@@ -143,7 +150,7 @@ func New(o Options) (*Face, error) {
 	if err := f.setAccess(o.Tokens, o.AllowedOrigins); err != nil {
 		return nil, err
 	}
-	f.sessions = newSessionTable(o.OnSessionEnd)
+	f.sessions = newSessionTable(o)
 	f.srv = f.newMCPServer()
 	if err := f.addTools(); err != nil {
 		return nil, err
@@ -282,7 +289,7 @@ func (f *Face) routes() *http.ServeMux {
 			server.WithKeepAlive(true),
 			server.WithSessionIDGenerator(func(ctx context.Context, _ *http.Request) (string, error) {
 				tenant, _ := tenantFrom(ctx)
-				id := newSessionID()
+				id := f.sessions.newSessionID()
 				f.sessions.add(id, tenant, kindSSE)
 				return id, nil
 			}),

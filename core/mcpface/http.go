@@ -349,7 +349,11 @@ func (f *Face) checkSession(r *http.Request, tenant string) (int, string) {
 	default:
 		return 0, ""
 	}
-	if owner, ok := f.sessions.owner(id); !ok || owner != tenant {
+	owner, ok := f.sessions.owner(id)
+	if !ok {
+		return f.sessions.elsewhere(r.Context(), id)
+	}
+	if owner != tenant {
 		return http.StatusNotFound, "session not found: it ended or never existed; initialize a new one"
 	}
 	return 0, ""

@@ -29,10 +29,11 @@ func (p *Postgres) ReleaseSession(ctx context.Context, session string) error {
 }
 
 // SessionOwner returns the replica that holds session's lease and whether
-// that replica is alive (heard from within three heartbeats). found is
+// that replica is alive (connected, and heard from within three
+// heartbeats). found is
 // false when no replica holds it.
 func (p *Postgres) SessionOwner(ctx context.Context, session string) (replica string, live, found bool, err error) {
-	err = p.pool.QueryRow(ctx, `SELECT l.replica, coalesce(r.seen > now() - make_interval(secs => $2), false)
+	err = p.pool.QueryRow(ctx, `SELECT l.replica, coalesce(`+liveSQL("$2")+`, false)
 		FROM cexec_leases l LEFT JOIN cexec_replicas r ON r.id = l.replica WHERE l.session = $1`,
 		session, p.liveWindow().Seconds()).Scan(&replica, &live)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -42,4 +43,19 @@ func (p *Postgres) SessionOwner(ctx context.Context, session string) (replica st
 		return "", false, false, fmt.Errorf("store: session owner: %w", err)
 	}
 	return replica, live, true, nil
+}
+
+// AdoptSession moves a session's lease of tenant to this replica when the
+// replica that held it is dead, and reports whether it did: a client whose
+// replica died continues that session here (its PII vault). Two survivors
+// cannot both adopt one session: the update is one statement.
+func (p *Postgres) AdoptSession(ctx context.Context, tenant, session string) (bool, error) {
+	tag, err := p.pool.Exec(ctx, `UPDATE cexec_leases l SET replica = $3, updated = now()
+		WHERE l.session = $1 AND l.tenant = $4 AND l.replica <> $3
+		AND NOT EXISTS (SELECT 1 FROM cexec_replicas r WHERE r.id = l.replica AND `+liveSQL("$2")+`)`,
+		session, p.liveWindow().Seconds(), p.replica, tenant)
+	if err != nil {
+		return false, fmt.Errorf("store: adopt session: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
 }

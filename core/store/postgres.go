@@ -77,6 +77,9 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 		// pgx's parse errors can quote the DSN, password included.
 		return nil, errors.New("store: the PostgreSQL DSN does not parse (it is not shown: it may hold a password)")
 	}
+	// Other replicas see this one alive while it holds a connection (see
+	// liveSQL): a killed process's connections close at once.
+	cfg.ConnConfig.RuntimeParams["application_name"] = appPrefix + o.Replica
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect to PostgreSQL: %w", err)
@@ -101,16 +104,14 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 func (p *Postgres) Replica() string { return p.replica }
 
 // Close stops the heartbeat and the listener, drops this replica's slots
-// and leases (it serves nothing any more) and closes the connections.
+// and its liveness (it serves nothing any more) and closes the connections.
+// Its leases stay, dead, for survivors to adopt (AdoptSession).
 func (p *Postgres) Close() error {
 	close(p.stop)
 	p.done.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := p.pool.Exec(ctx, `DELETE FROM cexec_slots WHERE replica = $1;`, p.replica)
-	if err == nil {
-		_, err = p.pool.Exec(ctx, `DELETE FROM cexec_leases WHERE replica = $1;`, p.replica)
-	}
 	if err == nil {
 		_, err = p.pool.Exec(ctx, `DELETE FROM cexec_replicas WHERE id = $1;`, p.replica)
 	}
@@ -119,6 +120,17 @@ func (p *Postgres) Close() error {
 		return fmt.Errorf("store: close: %w", err)
 	}
 	return nil
+}
+
+// appPrefix + the replica id is the application_name of its connections.
+const appPrefix = "cexec/"
+
+// liveSQL is true for the replica row r when that replica is alive: it beat
+// within the window (the parameter secs, in seconds) and holds a
+// connection now. The second half notices a killed replica at once; the
+// first a hung or partitioned one within three heartbeats.
+func liveSQL(secs string) string {
+	return `(r.seen > now() - make_interval(secs => ` + secs + `) AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = '` + appPrefix + `' || r.id))`
 }
 
 // liveWindow is how long a replica counts as alive after its last beat.

@@ -179,15 +179,23 @@ func TestPostgres(t *testing.T) {
 		if p := <-got; p != "acme" {
 			t.Fatalf("notification %q, want acme", p)
 		}
-		skills, err := a.Skills(ctx, "acme")
-		if err != nil || len(skills) != 1 || skills[0].Name != "shout" || skills[0].Replica != "b" {
-			t.Fatalf("skills = %+v %v", skills, err)
+		conn, err := pgx.Connect(ctx, pg.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var desc, replica string
+		if err := conn.QueryRow(ctx, `SELECT description, replica FROM cexec_skills WHERE tenant = 'acme' AND name = 'shout'`).Scan(&desc, &replica); err != nil || desc != "Upper-case text" || replica != "b" {
+			t.Fatalf("registry row = %q %q %v", desc, replica, err)
 		}
 	})
 
-	t.Run("a closed replica's lease is not live", func(t *testing.T) {
+	t.Run("a closed replica's lease is dead and adoptable", func(t *testing.T) {
 		if err := b.ClaimSession(ctx, "acme", "b.s9"); err != nil {
 			t.Fatal(err)
+		}
+		if ok, err := a.AdoptSession(ctx, "acme", "b.s9"); ok || err != nil {
+			t.Fatalf("adopted a live replica's session: %v %v", ok, err)
 		}
 		if _, full, err := b.AcquireSlot(ctx, "dead", 1); err != nil || full {
 			t.Fatal(full, err)
@@ -196,8 +204,17 @@ func TestPostgres(t *testing.T) {
 		if err := b.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, found, _ := a.SessionOwner(ctx, "b.s9"); found {
-			t.Fatal("a closed replica still holds its lease")
+		if owner, live, found, _ := a.SessionOwner(ctx, "b.s9"); !found || live || owner != "b" {
+			t.Fatalf("closed replica's lease: owner %q live %v found %v, want b, dead", owner, live, found)
+		}
+		if ok, err := a.AdoptSession(ctx, "other", "b.s9"); ok || err != nil {
+			t.Fatalf("another tenant adopted the session: %v %v", ok, err)
+		}
+		if ok, err := a.AdoptSession(ctx, "acme", "b.s9"); !ok || err != nil {
+			t.Fatalf("adopt a dead replica's session: %v %v", ok, err)
+		}
+		if owner, live, _, _ := a.SessionOwner(ctx, "b.s9"); owner != "a" || !live {
+			t.Fatalf("after adoption the owner is %q (live %v)", owner, live)
 		}
 		rel, full, err := a.AcquireSlot(ctx, "dead", 1)
 		if err != nil || full {

@@ -21,7 +21,7 @@ func (p *Postgres) AcquireSlot(ctx context.Context, tenant string, max int) (rel
 	}
 	var n int
 	err = tx.QueryRow(ctx, `SELECT count(*) FROM cexec_slots s JOIN cexec_replicas r ON r.id = s.replica
-		WHERE s.tenant = $1 AND r.seen > now() - make_interval(secs => $2)`, tenant, p.liveWindow().Seconds()).Scan(&n)
+		WHERE s.tenant = $1 AND `+liveSQL("$2"), tenant, p.liveWindow().Seconds()).Scan(&n)
 	if err != nil {
 		return nil, false, fmt.Errorf("store: acquire slot: %w", err)
 	}

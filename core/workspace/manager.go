@@ -107,6 +107,8 @@ type Options struct {
 	// DataDir: an execution takes a slot there besides this process's own
 	// count. Nil counts in this process alone.
 	Slots Slots
+	// Skills, when set, is told of every saved skill.
+	Skills SkillRegistry
 	// DeclaredOnly refuses tenants without a block instead of creating them
 	// on first use.
 	DeclaredOnly bool

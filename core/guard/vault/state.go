@@ -25,10 +25,10 @@ type entry struct {
 type state struct {
 	tenant, session string
 	// save stores an encoded snapshot durably (a file, or the Persister).
-	save func(data []byte) error
-	maxEntries            int
-	log                   hclog.Logger
-	refs                  int // guarded by Store.mu
+	save       func(data []byte) error
+	maxEntries int
+	log        hclog.Logger
+	refs       int // guarded by Store.mu
 
 	mu       sync.RWMutex
 	entries  []entry
