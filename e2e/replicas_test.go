@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -258,4 +260,42 @@ func rawPost(ctx context.Context, t *testing.T, url, session string) (int, strin
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// TestReplicasBench measures execute_code executions per second with one
+// replica (its MCP face directly) and with two behind HAProxy (sessions
+// spread round robin), the same clients and calls each time, and prints
+// both. It asserts only that every call succeeded: speed on a shared
+// machine is a figure to read, not to test.
+func TestReplicasBench(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a benchmark")
+	}
+	pg := pgtest.Start(t)
+	rs := startReplicas(t, pg, 2)
+	for _, r := range rs {
+		requireSandbox(t, r.s)
+	}
+	lb := startHAProxy(t, rs[0], rs[1])
+	type result struct {
+		N         int     `json:"n"`
+		Clients   int     `json:"clients"`
+		PerSecond float64 `json:"executions_per_second"`
+		P50Ms     float64 `json:"p50_ms"`
+	}
+	bench := func(url string) result {
+		out := mustCtl(t, rs[0].s, "bench", "mcp", "--json", "--url", url, "--clients", "4", "--n", "50", "--warmup", "5")
+		var r result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("bench mcp --json: %v\n%s", err, out)
+		}
+		if r.N != 200 || r.Clients != 4 || r.PerSecond <= 0 {
+			t.Fatalf("bench mcp: %+v", r)
+		}
+		return r
+	}
+	one := bench("http://" + rs[0].addr + endpoint.MCPPath)
+	two := bench("http://" + lb + endpoint.MCPPath)
+	t.Logf("execute_code print(1+1), 4 clients x 50 calls: one replica %.1f executions/s (p50 %.1f ms); two replicas behind HAProxy %.1f executions/s (p50 %.1f ms); %d CPUs",
+		one.PerSecond, one.P50Ms, two.PerSecond, two.P50Ms, runtime.NumCPU())
 }
