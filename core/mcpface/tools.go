@@ -84,7 +84,7 @@ var toolDefs = []toolDef{
 		true, (*Face).getState},
 	{ToolSaveState,
 		"Save a JSON value as NAME.json or .yaml; programs see it in /workspace/state.",
-		`{"type":"object","properties":{"name":{"type":"string"},"value":{}},"required":["name","value"]}`,
+		`{"type":"object","properties":{"name":{"type":"string"},"value":{},"version":{"type":"string","description":"from get_state: save only if unchanged since"}},"required":["name","value"]}`,
 		false, (*Face).saveState},
 	{ToolSaveSkill,
 		"Save reusable Python code as skills.NAME. Give functions docstrings.",
@@ -556,7 +556,17 @@ func (f *Face) getState(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 		}
 		return reply{text: b.String()}
 	}
-	v, err := f.o.State.GetState(ctx, *sc, name)
+	var (
+		v       json.RawMessage
+		version string
+		err     error
+	)
+	vs, versioned := f.o.State.(VersionedState)
+	if versioned {
+		v, version, err = vs.LoadState(ctx, *sc, name)
+	} else {
+		v, err = f.o.State.GetState(ctx, *sc, name)
+	}
 	if errors.Is(err, pluginapi.ErrNotFound) {
 		files, lerr := f.o.State.ListState(ctx, *sc)
 		if lerr == nil && len(files) > 0 {
@@ -570,6 +580,9 @@ func (f *Face) getState(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 	}
 	if err != nil {
 		return failure("get_state", err)
+	}
+	if versioned {
+		return reply{text: string(v) + "\nversion: " + version, structured: map[string]any{"name": name, "version": version}}
 	}
 	return reply{text: string(v)}
 }
@@ -586,6 +599,24 @@ func (f *Face) saveState(ctx context.Context, sc *Scope, req mcp.CallToolRequest
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return errorReply("value is not JSON: %v", err)
+	}
+	if version, ok := req.GetArguments()["version"]; ok {
+		vs, versioned := f.o.State.(VersionedState)
+		vstr, isString := version.(string)
+		switch {
+		case !versioned:
+			return errorReply("version: this server does not version state; save without it")
+		case !isString:
+			return errorReply("version must be a string, the one get_state reported")
+		}
+		err := vs.SaveStateIf(ctx, *sc, name, raw, vstr)
+		if errors.Is(err, ErrStateConflict) {
+			return errorReply("%s changed since version %q was read; nothing was saved: get_state again and retry", name, vstr)
+		}
+		if err != nil {
+			return failure("save_state", err)
+		}
+		return textReply("Saved %s (%d bytes); programs read it from /workspace/state/%s.", name, len(raw), name)
 	}
 	if err := f.o.State.SaveState(ctx, *sc, name, raw); err != nil {
 		return failure("save_state", err)
