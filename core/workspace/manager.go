@@ -168,8 +168,11 @@ func OptionsFromConfig(cfg *config.Config) Options {
 }
 
 // Manager owns the tenants under one data_dir. It is safe for concurrent
-// use. Only one Manager (one cexecd) may use a data_dir at a time: the
-// concurrency counts and the per-session append locks live in memory.
+// use. Only one Manager (one cexecd) may use a data_dir at a time, unless
+// Options.SharedDataDir says replicas share it: then state saves lock
+// across processes, Options.Slots counts executions, and each session is
+// served by one replica at a time (the per-session append locks live in
+// memory).
 type Manager struct {
 	opts     Options
 	dir      string // DataDir/tenants
