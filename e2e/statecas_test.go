@@ -67,6 +67,19 @@ func TestStateConcurrentIncrements(t *testing.T) {
 		t.Fatalf("count.json = %s after 20 increments (%d retries), want 20", got, retries)
 	}
 	t.Logf("20 increments, %d retries on StateConflict", retries)
+
+	// The control API's compare-and-set, through cexecctl.
+	v := strings.TrimSpace(mustCtl(t, s, "state", "version", "--tenant", "counter", "count.json"))
+	if out, errOut, code, err := run(s, "21", "state", "put", "--tenant", "counter", "count.json", "--if-version", v); err != nil || code != 0 {
+		t.Fatalf("put --if-version with the current version: exit %d %v\n%s%s", code, err, out, errOut)
+	}
+	out, errOut, code, err := run(s, "22", "state", "put", "--tenant", "counter", "count.json", "--if-version", v)
+	if err != nil || code != 1 || !strings.Contains(errOut, "not "+v) {
+		t.Fatalf("put --if-version with a stale version: exit %d %v\n%s%s", code, err, out, errOut)
+	}
+	if got := strings.TrimSpace(mustCtl(t, s, "state", "get", "--tenant", "counter", "count.json")); got != "21" {
+		t.Fatalf("count.json = %s after a refused put, want 21", got)
+	}
 }
 
 // poolFor20 lets twenty executions run at once (the default cap is 16).
