@@ -100,9 +100,6 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 	return p, nil
 }
 
-// Replica returns this replica's id.
-func (p *Postgres) Replica() string { return p.replica }
-
 // Close stops the heartbeat and the listener, drops this replica's slots
 // and its liveness (it serves nothing any more) and closes the connections.
 // Its leases stay, dead, for survivors to adopt (AdoptSession).

@@ -14,12 +14,6 @@ type Slots interface {
 	AcquireSlot(ctx context.Context, tenant string, max int) (release func(), full bool, err error)
 }
 
-// SkillRegistry records saved skills where every replica sees them and
-// tells the other replicas (core/store's PostgreSQL).
-type SkillRegistry interface {
-	RegisterSkill(ctx context.Context, tenant, name, description string) error
-}
-
 // slotTimeout bounds the wait for the shared count; Acquire has no context
 // of its own and must not hang an execution on a stalled database.
 const slotTimeout = 10 * time.Second
