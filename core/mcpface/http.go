@@ -192,7 +192,7 @@ func (f *Face) admit(next http.Handler) http.Handler {
 			f.deny(w, r, status, msg)
 			return
 		}
-		if opensSession(r) && f.sessions.count(tenant) >= f.o.MaxSessionsPerTenant {
+		if opensSession(r) && f.sessions.open(r.Context(), tenant) >= f.o.MaxSessionsPerTenant {
 			f.deny(w, r, http.StatusTooManyRequests, fmt.Sprintf("tenant %q has %d MCP sessions open, the limit (mcp.max_sessions_per_tenant); end one (DELETE) or let it time out", tenant, f.o.MaxSessionsPerTenant))
 			return
 		}

@@ -15,6 +15,9 @@ type SessionLeases interface {
 	// SessionOwner returns the replica holding session's lease and
 	// whether it is alive; found is false when none holds it.
 	SessionOwner(ctx context.Context, session string) (replica string, live, found bool, err error)
+	// TenantSessions counts tenant's sessions held by live replicas, so
+	// mcp.max_sessions_per_tenant holds across them.
+	TenantSessions(ctx context.Context, tenant string) (int, error)
 }
 
 // leaseTimeout bounds one lease call; a session works without its lease
@@ -31,6 +34,24 @@ func (t *sessionTable) claim(tenant, session string) {
 	if err := t.leases.ClaimSession(ctx, tenant, session); err != nil {
 		t.log.Warn("session lease not recorded", "error", err)
 	}
+}
+
+// open counts tenant's live sessions: over every replica with leases
+// (falling back to this one's count if the store does not answer), else
+// this replica's.
+func (t *sessionTable) open(ctx context.Context, tenant string) int {
+	local := t.count(tenant)
+	if t.leases == nil {
+		return local
+	}
+	ctx, cancel := context.WithTimeout(ctx, leaseTimeout)
+	defer cancel()
+	n, err := t.leases.TenantSessions(ctx, tenant)
+	if err != nil {
+		t.log.Warn("count sessions across replicas", "error", err)
+		return local
+	}
+	return max(n, local)
 }
 
 // release drops session's lease, off the caller's path.

@@ -37,6 +37,18 @@ func (r replicaLeases) ReleaseSession(_ context.Context, session string) error {
 	return nil
 }
 
+func (r replicaLeases) TenantSessions(_ context.Context, _ string) (int, error) {
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	n := 0
+	for _, o := range r.l.owner {
+		if !r.l.dead[o] {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (r replicaLeases) SessionOwner(_ context.Context, session string) (string, bool, bool, error) {
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
@@ -78,4 +90,31 @@ func TestReplicaSessions(t *testing.T) {
 		t.Fatalf("DELETE: %s", res.Status)
 	}
 	<-a.ended
+}
+
+// TestSessionCapAcrossReplicas: mcp.max_sessions_per_tenant counts the
+// sessions every live replica holds.
+func TestSessionCapAcrossReplicas(t *testing.T) {
+	l := &memLeases{owner: map[string]string{}, dead: map[string]bool{}}
+	capped := func(replica string) worldOpt {
+		return func(o *Options, _ *world) {
+			o.Replica, o.Leases, o.MaxSessionsPerTenant = replica, replicaLeases{l, replica}, 2
+		}
+	}
+	a := newWorld(t, capped("a"))
+	b := newWorld(t, capped("b"))
+	for _, url := range []string{a.url, b.url} {
+		if st := newRaw(t, nil, url+"/mcp").initialize(); st != http.StatusOK {
+			t.Fatalf("initialize on %s: %d", url, st)
+		}
+	}
+	if st := newRaw(t, nil, b.url+"/mcp").initialize(); st != http.StatusTooManyRequests {
+		t.Fatalf("a third session over two replicas: %d, want 429", st)
+	}
+	l.mu.Lock()
+	l.dead["a"] = true
+	l.mu.Unlock()
+	if st := newRaw(t, nil, b.url+"/mcp").initialize(); st != http.StatusOK {
+		t.Fatalf("a session once a's are gone: %d, want 200", st)
+	}
 }

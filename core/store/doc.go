@@ -4,7 +4,8 @@
 //   - session leases: MCP session id → the replica that serves it, kept
 //     alive by each replica's heartbeat, so a replica that gets another's
 //     session can tell a live owner (the balancer misrouted) from a dead one
-//     (the client must re-initialize);
+//     (the client must re-initialize), and count a tenant's sessions for
+//     mcp.max_sessions_per_tenant;
 //   - per-tenant concurrency slots, so max_concurrent holds across
 //     replicas; a dead replica's slots stop counting when its heartbeat
 //     stops;

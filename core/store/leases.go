@@ -59,3 +59,14 @@ func (p *Postgres) AdoptSession(ctx context.Context, tenant, session string) (bo
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+// TenantSessions counts tenant's sessions whose replica is alive.
+func (p *Postgres) TenantSessions(ctx context.Context, tenant string) (int, error) {
+	var n int
+	err := p.pool.QueryRow(ctx, `SELECT count(*) FROM cexec_leases l JOIN cexec_replicas r ON r.id = l.replica
+		WHERE l.tenant = $1 AND `+liveSQL("$2"), tenant, p.liveWindow().Seconds()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store: count sessions of %s: %w", tenant, err)
+	}
+	return n, nil
+}

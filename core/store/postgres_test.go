@@ -48,6 +48,9 @@ func TestPostgres(t *testing.T) {
 		if _, _, found, _ := b.SessionOwner(ctx, "nope"); found {
 			t.Fatal("an unknown session has an owner")
 		}
+		if n, err := b.TenantSessions(ctx, "acme"); err != nil || n != 1 {
+			t.Fatalf("acme's sessions = %d %v, want 1", n, err)
+		}
 		if err := b.ClaimSession(ctx, "acme", "a.s1"); err != nil { // failover
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ CREATE TABLE IF NOT EXISTS cexec_leases (
 	replica text NOT NULL,
 	updated timestamptz NOT NULL
 );
+CREATE INDEX IF NOT EXISTS cexec_leases_tenant ON cexec_leases (tenant);
 CREATE TABLE IF NOT EXISTS cexec_slots (
 	id      bigserial PRIMARY KEY,
 	tenant  text NOT NULL,
