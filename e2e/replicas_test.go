@@ -186,6 +186,16 @@ print("mail alice@example.com")
 	}
 	t.Logf("20 increments over two replicas, %d retries on StateConflict", retries)
 
+	// Replicas on one data_dir never mount tenant images (both would mount
+	// the same one): quotas are measured.
+	for _, r := range rs {
+		for _, tn := range decode[tenantList](t, must(t, r.s, "", "tenants", "ls", "--json")).Tenants {
+			if tn.DiskMode != "measured" {
+				t.Fatalf("replica %s: tenant %s is in %q mode, want measured", r.id, tn.ID, tn.DiskMode)
+			}
+		}
+	}
+
 	// The wrong live replica says where the session lives.
 	status, body := rawPost(ctx, t, "http://"+other.addr+endpoint.MCPPath, session)
 	if status != 421 || !strings.Contains(body, fmt.Sprintf("replica %q", owner.id)) {
