@@ -19,6 +19,7 @@ import (
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/core/pool"
 	"github.com/cexec/cexec/core/search"
+	"github.com/cexec/cexec/core/store"
 	"github.com/cexec/cexec/core/workflow"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
@@ -53,6 +54,9 @@ type services struct {
 	// vaults are the PII vaults under data_dir: the guard layer's, and the
 	// session expiry sweep removes an expired session's.
 	vaults *vault.Store
+	// store is the postgres store replicas share, nil with the files
+	// store.
+	store *store.Postgres
 	// search is search_tools and the selector's index; set by startSearch.
 	search *search.Service
 	// stopScan cancels the background read of local tools and waits for it;
@@ -72,10 +76,17 @@ type services struct {
 func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *services, err error) {
 	s := &services{log: log, cfg: cfg, approvals: pipeline.NewApprovals()}
 
-	if s.vaults, err = vault.NewStore(vault.Options{DataDir: cfg.Daemon.DataDir, Logger: log}); err != nil {
+	vaultOpts := vault.Options{DataDir: cfg.Daemon.DataDir, Logger: log}
+	wsOpts := workspace.OptionsFromConfig(cfg)
+	if s.store, err = openStore(cfg, &vaultOpts, &wsOpts, log); err != nil {
+		return s, err
+	}
+	if s.vaults, err = vault.NewStore(vaultOpts); err != nil {
 		return s, fmt.Errorf("open pii vaults: %w", err)
 	}
-	wsOpts := workspace.OptionsFromConfig(cfg)
+	if s.store != nil {
+		subscribeStore(s.store, s.vaults)
+	}
 	wsOpts.Logger = log.Named("workspace")
 	wsOpts.ExpireInterval = expireInterval
 	wsOpts.ExpireVault = s.vaults.Delete
@@ -264,6 +275,11 @@ func (s *services) close(ctx context.Context) {
 	if s.workspace != nil {
 		if err := s.workspace.Close(); err != nil {
 			s.log.Warn("close workspaces", "error", err)
+		}
+	}
+	if s.store != nil {
+		if err := s.store.Close(); err != nil {
+			s.log.Warn("close postgres store", "error", err)
 		}
 	}
 }
