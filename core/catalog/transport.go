@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"sync"
 	"time"
@@ -135,6 +136,9 @@ func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Int
 		if len(s.Headers) > 0 {
 			opts = append(opts, transport.WithHTTPHeaders(s.Headers))
 		}
+		if hc := u.authClient(s); hc != nil {
+			opts = append(opts, transport.WithHTTPBasicClient(hc))
+		}
 		if listen {
 			// Deprecated for 2026-07-28, which has subscriptions/listen
 			// instead; listen is only set for servers on earlier versions,
@@ -152,6 +156,9 @@ func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Int
 		if len(s.Headers) > 0 {
 			opts = append(opts, transport.WithHeaders(s.Headers))
 		}
+		if hc := u.authClient(s); hc != nil {
+			opts = append(opts, transport.WithHTTPClient(hc))
+		}
 		t, err := transport.NewSSE(s.URL, opts...)
 		if err != nil {
 			return nil, nil, err
@@ -160,6 +167,15 @@ func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Int
 	default:
 		return nil, nil, fmt.Errorf("unknown transport %q", s.Transport)
 	}
+}
+
+// authClient is the HTTP client signing u's requests with its tenant's
+// OAuth token, or nil for a server without OAuth.
+func (u *upstream) authClient(s *config.MCPServer) *http.Client {
+	if s.OAuth == nil || u.cat.opts.Authorizer == nil {
+		return nil
+	}
+	return u.cat.opts.Authorizer.Client(s, u.tenant)
 }
 
 // callTimeout is the bound on one call to s.

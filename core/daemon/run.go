@@ -293,6 +293,7 @@ func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *
 		Tools:  toolsView{Catalog: svc.catalog, search: svc.search},
 		Search: svc.search,
 	}).Register(srv)
+	control.NewAuth(svc.auth).Register(srv)
 	return srv
 }
 
