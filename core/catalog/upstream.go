@@ -454,6 +454,11 @@ func (u *upstream) ready(ctx context.Context) (*conn, error) {
 			// about to reconnect, so wait like for a reconnect.
 			st = StateReconnecting
 		case st == StateBackoff:
+			var signIn signInRequired
+			if errors.As(lastErr, &signIn) {
+				// Its own words say what to do; the transport's layers add nothing.
+				return nil, fmt.Errorf("%w: %w", ErrUnavailable, signIn)
+			}
 			return nil, fmt.Errorf("%w: server %s: %w", ErrUnavailable, u.cfg.Name, lastErr)
 		case st == StateClosed:
 			return nil, fmt.Errorf("%w: server %s: catalog closed", ErrUnavailable, u.cfg.Name)

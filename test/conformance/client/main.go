@@ -114,6 +114,10 @@ func (h *harness) writeConfig(url string) ([]string, error) {
 			b.WriteString("    client_secret = env(\"CONF_CLIENT_SECRET\")\n")
 			env = append(env, "CONF_CLIENT_SECRET="+ctx.ClientSecret)
 		}
+		if strings.HasPrefix(h.scenario, "auth/client-credentials") {
+			// Machine to machine: no user, no sign-in.
+			b.WriteString("    grant = \"client_credentials\"\n")
+		}
 		b.WriteString("  }\n")
 		oauth = b.String()
 	}
@@ -222,6 +226,7 @@ func (h *harness) drive() error {
 		signIns++
 		return h.login()
 	}
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		st, err := h.server()
 		if err != nil {
@@ -236,6 +241,9 @@ func (h *harness) drive() error {
 			}
 			continue
 		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("server conf did not connect: %s", st.LastError)
+		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	tools, err := h.tools()
@@ -248,7 +256,7 @@ func (h *harness) drive() error {
 	for _, t := range tools {
 		for {
 			out, err := h.call(t)
-			if err != nil && strings.Contains(err.Error(), "SignInRequired") {
+			if err != nil && strings.Contains(err.Error(), "needs a sign-in") {
 				if err := signIn(); err != nil {
 					return err
 				}
