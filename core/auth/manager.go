@@ -238,7 +238,12 @@ func (m *Manager) token(ctx context.Context, s *config.MCPServer, key Key, force
 }
 
 func usable(t *transport.Token) bool {
-	return t.AccessToken != "" && (t.ExpiresAt.IsZero() || time.Now().Add(expirySkew).Before(t.ExpiresAt))
+	skew := expirySkew
+	if life := time.Duration(t.ExpiresIn) * time.Second; life > 0 && life/2 < skew {
+		// A short-lived token would otherwise be refreshed on every request.
+		skew = life / 2
+	}
+	return t.AccessToken != "" && (t.ExpiresAt.IsZero() || time.Now().Add(skew).Before(t.ExpiresAt))
 }
 
 // clientCredentials gets a token without a user (machine to machine).
