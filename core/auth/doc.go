@@ -11,7 +11,9 @@
 // a client ID metadata document or dynamic registration (RFC 7591), the
 // resource indicator (RFC 8707) on every request, and a loopback redirect
 // listener in cexecd, so tokens never leave the daemon. client_credentials
-// servers get their tokens without a user.
+// servers get their tokens without a user. A client authenticates at the
+// token endpoint with its secret (basic or post) or with a JWT signed by
+// its key (private_key_jwt, RFC 7523).
 //
 // Tokens live in a Store: one AES-256-GCM encrypted file per (tenant,
 // server) under data_dir/auth, outside every tenant's folder, so no sandbox

@@ -3,7 +3,9 @@ package auth
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +22,9 @@ import (
 // client is the OAuth client cexecd is towards one authorization server.
 type client struct {
 	id, secret, method string
+	// key and audience sign private_key_jwt assertions.
+	key      crypto.Signer
+	audience string
 }
 
 // chooseClient picks the client: the configured one, else the client ID
@@ -27,7 +32,7 @@ type client struct {
 // registration for redirectURI.
 func chooseClient(ctx context.Context, hc *http.Client, o *config.OAuth, as *asMetadata, redirectURI string, scopes []string) (client, error) {
 	if o.ClientID != "" {
-		return client{id: o.ClientID, secret: o.ClientSecret, method: authMethod(o.AuthMethod, o.ClientSecret, as)}, nil
+		return configuredClient(o, as)
 	}
 	if o.ClientMetadataURL != "" && as.ClientIDMetadataDocSupp {
 		return client{id: o.ClientMetadataURL, method: "none"}, nil
@@ -36,6 +41,22 @@ func chooseClient(ctx context.Context, hc *http.Client, o *config.OAuth, as *asM
 		return client{}, fmt.Errorf("authorization server %s offers no dynamic client registration; set client_id (and client_secret) in the server's oauth block", as.Issuer)
 	}
 	return register(ctx, hc, as, redirectURI, scopes)
+}
+
+// configuredClient is the pre-registered client of o.
+func configuredClient(o *config.OAuth, as *asMetadata) (client, error) {
+	c := client{id: o.ClientID, secret: o.ClientSecret, method: authMethod(o.AuthMethod, o.ClientSecret, as), audience: as.Issuer}
+	if o.AssertionKey != "" {
+		key, err := config.ParseAssertionKey(o.AssertionKey)
+		if err != nil {
+			return client{}, err
+		}
+		c.key = key
+		if o.AuthMethod == "" {
+			c.method = "private_key_jwt"
+		}
+	}
+	return c, nil
 }
 
 // authMethod is how a client with secret authenticates at the token
@@ -126,6 +147,17 @@ func tokenRequest(ctx context.Context, hc *http.Client, tokenURL string, c clien
 		if c.method == "client_secret_post" {
 			form.Set("client_secret", c.secret)
 		}
+	}
+	if c.method == "private_key_jwt" {
+		if c.key == nil {
+			return nil, errors.New("private_key_jwt needs client_assertion_key")
+		}
+		jwt, err := clientAssertion(c.key, c.id, c.audience)
+		if err != nil {
+			return nil, fmt.Errorf("sign client assertion: %w", err)
+		}
+		form.Set("client_assertion_type", assertionType)
+		form.Set("client_assertion", jwt)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
 	if err != nil {

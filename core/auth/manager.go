@@ -221,7 +221,14 @@ func (m *Manager) token(ctx context.Context, s *config.MCPServer, key Key, force
 	// is spent once sent, and its successor must be saved.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	tok, err := tokenRequest(rctx, m.hc, rec.TokenURL, client{id: rec.ClientID, secret: rec.ClientSecret, method: rec.AuthMethod}, form)
+	c := client{id: rec.ClientID, secret: rec.ClientSecret, method: rec.AuthMethod, audience: rec.Issuer}
+	if c.method == "private_key_jwt" {
+		// The key stays in the config, never in the token store.
+		if c.key, err = config.ParseAssertionKey(s.OAuth.AssertionKey); err != nil {
+			return nil, &SignInRequiredError{Server: key.Server, Tenant: key.Tenant, Reason: "the token expired and cannot be refreshed: " + err.Error()}
+		}
+	}
+	tok, err := tokenRequest(rctx, m.hc, rec.TokenURL, c, form)
 	if err != nil {
 		m.log.Warn("token refresh failed", "server", key.Server, "tenant", key.Tenant, "error", err)
 		return nil, &SignInRequiredError{Server: key.Server, Tenant: key.Tenant, Reason: "the token expired and refreshing it failed: " + err.Error()}
@@ -253,7 +260,10 @@ func (m *Manager) clientCredentials(ctx context.Context, s *config.MCPServer, ke
 		return nil, err
 	}
 	o := s.OAuth
-	c := client{id: o.ClientID, secret: o.ClientSecret, method: authMethod(o.AuthMethod, o.ClientSecret, &md.as)}
+	c, err := configuredClient(o, &md.as)
+	if err != nil {
+		return nil, err
+	}
 	form := url.Values{"grant_type": {"client_credentials"}, "resource": {md.resource}}
 	if sc := chooseScopes(o, ch, md); len(sc) > 0 {
 		form.Set("scope", strings.Join(sc, " "))

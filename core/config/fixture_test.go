@@ -140,6 +140,7 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{13, "Number out of range", false},
 			{14, "Invalid grant", false},
 			{19, "Client credentials need a client", false},
+			{27, "Invalid client_assertion_key", false},
 		}},
 		{"symlink_escape.hcl", []wantDiag{
 			{4, "Plugin binary escapes plugin_dir", false},

@@ -1,6 +1,14 @@
 package config
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
 	"net/url"
 
 	"github.com/hashicorp/hcl/v2"
@@ -26,9 +34,13 @@ type OAuth struct {
 	// ClientMetadataURL is the https URL of this client's metadata document,
 	// used as its client_id where the server supports that.
 	ClientMetadataURL string
+	// AssertionKey is a PEM private key (PKCS#8 or SEC 1 EC P-256, or
+	// RSA) the client signs JWT assertions with (private_key_jwt, RFC
+	// 7523) instead of sending a secret.
+	AssertionKey string
 	// AuthMethod is how the client authenticates at the token endpoint
-	// ("client_secret_basic", "client_secret_post", "none"); "" chooses
-	// from the server's metadata.
+	// ("client_secret_basic", "client_secret_post", "private_key_jwt",
+	// "none"); "" chooses from the server's metadata.
 	AuthMethod string
 	// Scopes are the scopes requested; nil means the server's challenge,
 	// else its metadata's scopes_supported, else none.
@@ -47,6 +59,7 @@ type rawOAuth struct {
 	ClientSecret      *hcl.Attribute `hcl:"client_secret,optional"`
 	ClientMetadataURL *hcl.Attribute `hcl:"client_metadata_url,optional"`
 	AuthMethod        *hcl.Attribute `hcl:"token_endpoint_auth_method,optional"`
+	AssertionKey      *hcl.Attribute `hcl:"client_assertion_key,optional"`
 	Scopes            *hcl.Attribute `hcl:"scopes,optional"`
 	RedirectPort      *hcl.Attribute `hcl:"redirect_port,optional"`
 	Grant             *hcl.Attribute `hcl:"grant,optional"`
@@ -71,6 +84,16 @@ func (d *decoder) oauth(s *MCPServer, r *rawMCP, base []string) {
 	if o.ClientSecret != "" && !marked {
 		d.warnf(raw.ClientSecret.Range.Ptr(), "Secret written in the file", "Write client_secret as env(\"NAME\") so the secret stays out of cexec.hcl (and its backups and diffs).")
 	}
+	if v, marked, ok := d.str(raw.AssertionKey, append(base, "client_assertion_key")); ok {
+		if !marked {
+			d.warnf(raw.AssertionKey.Range.Ptr(), "Secret written in the file", "Write client_assertion_key as env(\"NAME\") so the private key stays out of cexec.hcl (and its backups and diffs).")
+		}
+		if _, err := ParseAssertionKey(v); err != nil {
+			d.errorf(raw.AssertionKey.Expr.Range().Ptr(), "Invalid client_assertion_key", "mcp_server %q: %s.", s.Name, err)
+		} else {
+			o.AssertionKey = v
+		}
+	}
 	if v, _, ok := d.str(raw.ClientMetadataURL, append(base, "client_metadata_url")); ok {
 		if !isHTTPSURLWithPath(v) {
 			d.errorf(raw.ClientMetadataURL.Expr.Range().Ptr(), "Invalid client_metadata_url", "mcp_server %q: client_metadata_url must be an https URL with a path, like \"https://app.example.com/oauth/client.json\"; got %q.", s.Name, v)
@@ -80,10 +103,10 @@ func (d *decoder) oauth(s *MCPServer, r *rawMCP, base []string) {
 	}
 	if v, _, ok := d.str(raw.AuthMethod, append(base, "token_endpoint_auth_method")); ok {
 		switch v {
-		case "client_secret_basic", "client_secret_post", "none":
+		case "client_secret_basic", "client_secret_post", "private_key_jwt", "none":
 			o.AuthMethod = v
 		default:
-			d.errorf(raw.AuthMethod.Expr.Range().Ptr(), "Invalid token_endpoint_auth_method", "mcp_server %q: token_endpoint_auth_method must be \"client_secret_basic\", \"client_secret_post\" or \"none\"; got %q.", s.Name, v)
+			d.errorf(raw.AuthMethod.Expr.Range().Ptr(), "Invalid token_endpoint_auth_method", "mcp_server %q: token_endpoint_auth_method must be \"client_secret_basic\", \"client_secret_post\", \"private_key_jwt\" or \"none\"; got %q.", s.Name, v)
 		}
 	}
 	if l, ok := d.strList(raw.Scopes, append(base, "scopes")); ok {
@@ -103,10 +126,45 @@ func (d *decoder) oauth(s *MCPServer, r *rawMCP, base []string) {
 			d.errorf(raw.Grant.Expr.Range().Ptr(), "Invalid grant", "mcp_server %q: grant must be %q (a user signs in) or %q (machine to machine); got %q.", s.Name, GrantAuthorizationCode, GrantClientCredentials, v)
 		}
 	}
-	if o.Grant == GrantClientCredentials && (o.ClientID == "" || o.ClientSecret == "") {
-		d.errorf(raw.DeclRange.Ptr(), "Client credentials need a client", "mcp_server %q: grant = %q needs client_id and client_secret (write the secret as env(\"NAME\")).", s.Name, GrantClientCredentials)
+	if o.Grant == GrantClientCredentials && (o.ClientID == "" || (o.ClientSecret == "" && o.AssertionKey == "")) {
+		d.errorf(raw.DeclRange.Ptr(), "Client credentials need a client", "mcp_server %q: grant = %q needs client_id and client_secret or client_assertion_key (write them as env(\"NAME\")).", s.Name, GrantClientCredentials)
+	}
+	if o.AuthMethod == "private_key_jwt" && o.AssertionKey == "" && raw.AssertionKey == nil {
+		d.errorf(raw.AuthMethod.Expr.Range().Ptr(), "private_key_jwt needs a key", "mcp_server %q: token_endpoint_auth_method = \"private_key_jwt\" signs with client_assertion_key; set it.", s.Name)
 	}
 	s.OAuth = o
+}
+
+// ParseAssertionKey parses a PEM private key for JWT client assertions:
+// EC P-256 (ES256) or RSA (RS256), PKCS#8, SEC 1 or PKCS#1.
+func ParseAssertionKey(pemText string) (crypto.Signer, error) {
+	block, _ := pem.Decode([]byte(pemText))
+	if block == nil {
+		return nil, errors.New("client_assertion_key is not a PEM block")
+	}
+	var key any
+	var err error
+	switch block.Type {
+	case "EC PRIVATE KEY":
+		key, err = x509.ParseECPrivateKey(block.Bytes)
+	case "RSA PRIVATE KEY":
+		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
+	default:
+		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client_assertion_key: %w", err)
+	}
+	switch k := key.(type) {
+	case *ecdsa.PrivateKey:
+		if k.Curve != elliptic.P256() {
+			return nil, errors.New("client_assertion_key: EC keys must be on P-256 (ES256)")
+		}
+		return k, nil
+	case *rsa.PrivateKey:
+		return k, nil
+	}
+	return nil, fmt.Errorf("client_assertion_key: %T keys are not supported; use EC P-256 or RSA", key)
 }
 
 // isHTTPSURLWithPath reports whether s is an absolute https URL with a

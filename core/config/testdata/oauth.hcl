@@ -9,7 +9,7 @@ mcp_server "remote" {
     client_id                  = "abc"
     client_secret              = "written-here"
     client_metadata_url        = "http://app.example.com/client.json"
-    token_endpoint_auth_method = "private_key_jwt"
+    token_endpoint_auth_method = "client_secret_jwt"
     redirect_port              = 70000
     grant                      = "password"
   }
@@ -18,6 +18,13 @@ mcp_server "m2m" {
   url = "https://mcp.example.com/m2m"
   oauth {
     grant = "client_credentials"
+  }
+}
+mcp_server "jwt" {
+  url = "https://mcp.example.com/jwt"
+  oauth {
+    client_id            = "svc"
+    client_assertion_key = env("CEXEC_TEST_TOKEN")
   }
 }
 mcp_server "ok" {

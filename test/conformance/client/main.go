@@ -95,6 +95,7 @@ func (h *harness) writeConfig(url string) ([]string, error) {
 		var ctx struct {
 			ClientID     string `json:"client_id"`
 			ClientSecret string `json:"client_secret"`
+			PrivateKey   string `json:"private_key_pem"`
 		}
 		if raw := os.Getenv("MCP_CONFORMANCE_CONTEXT"); raw != "" {
 			if err := json.Unmarshal([]byte(raw), &ctx); err != nil {
@@ -113,6 +114,10 @@ func (h *harness) writeConfig(url string) ([]string, error) {
 		if ctx.ClientSecret != "" {
 			b.WriteString("    client_secret = env(\"CONF_CLIENT_SECRET\")\n")
 			env = append(env, "CONF_CLIENT_SECRET="+ctx.ClientSecret)
+		}
+		if ctx.PrivateKey != "" {
+			b.WriteString("    client_assertion_key = env(\"CONF_CLIENT_KEY\")\n")
+			env = append(env, "CONF_CLIENT_KEY="+ctx.PrivateKey)
 		}
 		if strings.HasPrefix(h.scenario, "auth/client-credentials") {
 			// Machine to machine: no user, no sign-in.
