@@ -36,6 +36,9 @@ type BenchOptions struct {
 	Want string
 	// N calls are measured after Warmup unmeasured ones (defaults 200, 10).
 	N, Warmup int
+	// OnCall, when set, is called after each call, warm-up included (for a
+	// progress display).
+	OnCall func()
 }
 
 // BenchResult holds the latency of execute_code calls, as an agent sees it:
@@ -108,6 +111,9 @@ func BenchExecute(ctx context.Context, o BenchOptions) (BenchResult, error) {
 		}
 		if i >= o.Warmup {
 			times = append(times, d)
+		}
+		if o.OnCall != nil {
+			o.OnCall()
 		}
 	}
 	return summarize(times), nil

@@ -30,6 +30,7 @@ import (
 	"github.com/cexec/cexec/cmd/cexecctl/tenants"
 	"github.com/cexec/cexec/cmd/cexecctl/tools"
 	"github.com/cexec/cexec/cmd/cexecctl/version"
+	"github.com/cexec/cexec/cmd/cexecctl/workflow"
 )
 
 func main() {
@@ -72,6 +73,7 @@ func root(env *cli.Env) *cobra.Command {
 		sessions.Command(env),
 		skills.Command(env),
 		tenants.Command(env),
+		workflow.Command(env),
 	)
 	cmd.AddCommand(task.Command(env))
 	cmd.AddCommand(auth.Command(env))

@@ -22,6 +22,7 @@ import (
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/core/pool"
 	"github.com/cexec/cexec/core/search"
+	"github.com/cexec/cexec/core/workflow"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -63,6 +64,8 @@ type services struct {
 	// auth signs requests to OAuth-protected upstreams and runs sign-ins;
 	// its tokens live in data_dir/auth, outside every tenant's folder.
 	auth *auth.Manager
+	// workflows is the embedded workflow engine; set by startWorkflows.
+	workflows *workflow.Embedded
 }
 
 // newServices opens the workspaces and prepares the catalog, which reads
@@ -82,6 +85,7 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 	if fi, err := os.Stat(cfg.Daemon.SkillsDir); err == nil && fi.IsDir() {
 		wsOpts.SharedSkillsDir = cfg.Daemon.SkillsDir
 	}
+	wsOpts.SharedWorkflowsDir = sharedWorkflowsDir(cfg.Daemon.SkillsDir)
 	wsOpts.OnRemove = s.removeTenant
 	switch {
 	case os.Geteuid() != 0:
@@ -162,11 +166,20 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 	})
 	s.sandbox = sb
 	s.pool.Prewarm(endpoint.DefaultTenant)
-	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec")}
+	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec"),
+		MaxInlineAttachment: cfg.Pipeline.MaxInlineAttachment}
 	if s.guards != nil {
 		s.exec.Guard = s.guards
 	}
 	return nil
+}
+
+// closeWorkflows stops the runs where they are; they resume at the next
+// start.
+func (s *services) closeWorkflows() {
+	if s.workflows != nil {
+		s.workflows.Close()
+	}
 }
 
 // sandboxTemplate is what every sandbox of tenant is created with.

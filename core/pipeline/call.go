@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cexec/cexec/core/bridge"
@@ -24,10 +25,34 @@ type ToolCallRequest struct {
 	ModelFacing bool
 }
 
-// toolCall is the call a CodeRequest makes instead of running code.
+// toolCall is the call a CodeRequest makes instead of running code: a
+// tool call, or with uri set a resource read.
 type toolCall struct {
 	server, tool string
 	args         json.RawMessage
+	uri          string
+}
+
+// ResourceReadRequest is one resources/read outside a program (a
+// workflow's call: mcp).
+type ResourceReadRequest struct {
+	Tenant, Session, Vault string
+	Server, URI            string
+	ModelFacing            bool
+}
+
+// ReadResource reads a resource on the path a program's read_resource
+// takes (the bridge's: allowed servers, the policy and guards seeing it as
+// tool read_resource, PII tokens restored in the URI, the result size
+// limit), logged in the session like CallTool. The result is the contents
+// as a program gets them. No sandbox is used.
+func (x *Executor) ReadResource(ctx context.Context, req ResourceReadRequest) (*CodeResult, error) {
+	return x.ExecuteCode(ctx, CodeRequest{
+		Tenant: req.Tenant, Session: req.Session, Vault: req.Vault,
+		Code:         fmt.Sprintf("read_resource(%q, %q)", req.Server, req.URI),
+		MaxToolCalls: 1, ModelFacing: req.ModelFacing,
+		call: &toolCall{server: req.Server, tool: bridge.MethodReadResource, uri: req.URI},
+	})
 }
 
 // CallTool makes one tool call on the path a program's call takes: the
@@ -67,7 +92,13 @@ func (x *Executor) callOnce(ctx context.Context, t *workspace.Tenant, req CodeRe
 		Before:         req.BeforeToolCall,
 	})
 	start := time.Now()
-	res, err := exec.CallTool(ctx, c.server, c.tool, c.args)
+	var res json.RawMessage
+	var err error
+	if c.uri != "" {
+		res, err = exec.ReadResource(ctx, c.server, c.uri)
+	} else {
+		res, err = exec.CallTool(ctx, c.server, c.tool, c.args)
+	}
 	out.Duration = time.Since(start)
 	out.ToolCalls, out.Summary = exec.Calls(), exec.Summary()
 	if err != nil {
@@ -79,6 +110,41 @@ func (x *Executor) callOnce(ctx context.Context, t *workspace.Tenant, req CodeRe
 		out.Error = &sandbox.ExecError{Type: ce.Type, Message: ce.Message}
 		return out, nil
 	}
-	out.Result = res
-	return out, nil
+	if c.uri != "" {
+		out.Result = res
+		return out, nil
+	}
+	return out, callResult(out, newAttachments(t, req.Session, x.MaxInlineAttachment), res)
+}
+
+// callResult sets out's result from a call's value as the agent reads it:
+// a rich result's texts (and descriptions of resource links) joined as the
+// result, its images, audio and resources as attachments.
+func callResult(out *CodeResult, att *attachments, res json.RawMessage) error {
+	value, content, err := bridge.Unwrap(res)
+	if err != nil {
+		return err
+	}
+	if content == nil {
+		out.Result = value
+		return nil
+	}
+	var texts []string
+	for _, c := range content {
+		a, text, ok := contentAttachment(c)
+		if !ok {
+			texts = append(texts, text)
+			continue
+		}
+		if _, err := att.add(a); err != nil {
+			var ce *sandbox.CallError
+			if !errors.As(err, &ce) {
+				return err
+			}
+			texts = append(texts, "["+ce.Message+"]")
+		}
+	}
+	out.Attachments = att.list()
+	out.Result, err = json.Marshal(strings.Join(texts, "\n"))
+	return err
 }

@@ -104,6 +104,9 @@ type Options struct {
 	// SharedSkillsDir is the repository's skills/ folder, mounted read-only
 	// at /cexec/skills in sandboxes; "" means no shared skills.
 	SharedSkillsDir string
+	// SharedWorkflowsDir is the repository's workflows/ folder of shared,
+	// read-only workflow documents; "" means none.
+	SharedWorkflowsDir string
 	// Python checks skill code (compile only, never run); default
 	// /usr/bin/python3, symlinks resolved.
 	Python string

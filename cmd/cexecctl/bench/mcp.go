@@ -107,8 +107,11 @@ func mcpBench(env *cli.Env) *cobra.Command {
 					_ = c.Close()
 				}
 			}
+			p := env.Progress("bench mcp: execute_code calls", int64(f.n+f.warmup))
+			o.OnCall = func() { p.Add(1) }
 			load0, cpu0 := loadAvg(), cpuOf(pids)
 			r, err := mcpclient.BenchExecute(ctx, o)
+			p.Done(err)
 			if err != nil {
 				return err
 			}

@@ -151,21 +151,26 @@ converted.`,
 				return err
 			}
 			var data []byte
+			p := noProgress
 			if file == "" || file == "-" {
 				data, err = io.ReadAll(cmd.InOrStdin())
 			} else {
-				data, err = os.ReadFile(file)
+				data, p, err = readState(env, file, plan.name)
 			}
 			if err != nil {
+				p(err)
 				return fmt.Errorf("read state data: %w", err)
 			}
-			return env.Do(cmd.Context(), func(c *client.Client) error {
+			// p ends the report once the daemon answered, before the result
+			// is printed, or after env.Do when it could not be reached.
+			err = env.Do(cmd.Context(), func(c *client.Client) error {
 				var info *cexecv1.StateInfo
 				if plan.fromJSON {
 					info, err = c.SaveState(cmd.Context(), *tenant, plan.name, data)
 				} else {
 					info, err = c.PutState(cmd.Context(), *tenant, plan.name, data)
 				}
+				p(err)
 				if err != nil {
 					return err
 				}
@@ -175,6 +180,8 @@ converted.`,
 				_, err = fmt.Fprintf(env.Stdout, "saved %s (%s) for tenant %s\n", info.GetName(), cli.Bytes(info.GetBytes()), *tenant)
 				return err
 			})
+			p(err)
+			return err
 		},
 	}
 }
@@ -221,4 +228,31 @@ func rm(env *cli.Env, tenant *string) *cobra.Command {
 			})
 		},
 	}
+}
+
+// largeState is the size from which `state put` shows its progress.
+const largeState = 1 << 20
+
+func noProgress(error) {}
+
+// readState reads FILE; for a large one it starts a progress report of
+// the bytes read, and returns the function that ends it once the daemon
+// has stored them.
+func readState(env *cli.Env, file, name string) ([]byte, func(error), error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, noProgress, err
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, noProgress, err
+	}
+	if !st.Mode().IsRegular() || st.Size() < largeState {
+		data, err := io.ReadAll(f)
+		return data, noProgress, err
+	}
+	p := env.ProgressBytes("saving state "+name, st.Size())
+	data, err := io.ReadAll(p.Reader(f))
+	return data, p.Done, err
 }
