@@ -299,6 +299,7 @@ func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *
 	ctl.Register(srv)
 	ctl.Interactive().Register(srv)
 	control.NewApprovals(approvalQueue{svc.approvals}).Register(srv)
+	control.NewAuth(svc.auth).Register(srv)
 	control.RegisterWorkflows(srv, control.WorkflowDeps{
 		Engine: svc.workflows, Workspaces: svc.workspace, Load: svc.loadWorkflow, DefaultTenant: endpoint.DefaultTenant,
 	})
