@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cexec/cexec/cmd/cexecctl/auth"
 	"github.com/cexec/cexec/cmd/cexecctl/bench"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
 	"github.com/cexec/cexec/cmd/cexecctl/config"
@@ -29,6 +30,7 @@ import (
 	"github.com/cexec/cexec/cmd/cexecctl/tenants"
 	"github.com/cexec/cexec/cmd/cexecctl/tools"
 	"github.com/cexec/cexec/cmd/cexecctl/version"
+	"github.com/cexec/cexec/cmd/cexecctl/workflow"
 )
 
 func main() {
@@ -71,8 +73,10 @@ func root(env *cli.Env) *cobra.Command {
 		sessions.Command(env),
 		skills.Command(env),
 		tenants.Command(env),
+		workflow.Command(env),
 	)
 	cmd.AddCommand(task.Command(env))
+	cmd.AddCommand(auth.Command(env))
 	// bench task lives with the command it measures.
 	if b, _, err := cmd.Find([]string{"bench"}); err == nil {
 		b.AddCommand(task.BenchCommand(env))

@@ -129,11 +129,6 @@ go test -bench GenerateLiveMCPBench ./core/catalog/stubgen.`,
 }
 
 func benchTools(ctx context.Context, env *cli.Env, f toolsFlags) (*ToolsResult, error) {
-	progress := func(format string, args ...any) {
-		if !env.JSON {
-			fmt.Fprintf(env.Stderr, format+"\n", args...)
-		}
-	}
 	res := &ToolsResult{Rounds: f.rounds, LoopThreads: f.threads, CPUs: runtime.NumCPU()}
 	res.LoadAvg[0] = loadAvg()
 	mem, err := findPeer(f.memory, "mcp-server-memory")
@@ -141,27 +136,32 @@ func benchTools(ctx context.Context, env *cli.Env, f toolsFlags) (*ToolsResult, 
 		return nil, err
 	}
 
-	progress("1,000 calls from an mcp-go client in this process")
+	p := env.Progress("bench tools: 1,000 calls from an mcp-go client in this process", 0)
 	direct, err := startDirect(ctx, mem)
+	if err == nil {
+		defer direct.close()
+		res.Loop1000DirectConcurrentMs, err = direct.concurrent(ctx, f.threads)
+	}
+	p.Done(err)
 	if err != nil {
 		return nil, err
 	}
-	defer direct.close()
-	if res.Loop1000DirectConcurrentMs, err = direct.concurrent(ctx, f.threads); err != nil {
-		return nil, err
-	}
 
-	progress("1,000 call_tool in one execution: %d rounds", f.rounds)
+	// Each round is two executions (sequential and threaded), plus one
+	// unmeasured.
+	p = env.Progress(fmt.Sprintf("bench tools: 1,000 call_tool in one execution, %d rounds", f.rounds), int64(2*f.rounds+1))
+	step := func() { p.Add(1) }
 	if f.useDaemon {
 		res.Daemon = client.SocketPath(env.Address)
 		if res.Daemon == "" {
 			res.Daemon = client.DefaultAddress()
 		}
-		err = env.Do(ctx, func(c *client.Client) error { return benchLoop(ctx, c, direct, f.server, f.rounds, res) })
+		err = env.Do(ctx, func(c *client.Client) error { return benchLoop(ctx, c, direct, f.server, f.rounds, res, step) })
 	} else {
 		res.Daemon = "private"
-		err = withPrivateDaemon(ctx, f, mem, func(c *client.Client) error { return benchLoop(ctx, c, direct, "memory", f.rounds, res) })
+		err = withPrivateDaemon(ctx, f, mem, func(c *client.Client) error { return benchLoop(ctx, c, direct, "memory", f.rounds, res, step) })
 	}
+	p.Done(err)
 	if err != nil {
 		return nil, err
 	}

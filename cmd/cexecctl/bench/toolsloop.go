@@ -44,8 +44,8 @@ print(round((time.perf_counter() - t0) * 1000, 3))
 // benchLoop runs the 1,000-call program rounds times with the calls in a
 // plain loop, then (after one unmeasured run) rounds times from
 // res.LoopThreads threads, and records the medians and the CPU per
-// threaded loop.
-func benchLoop(ctx context.Context, c *client.Client, direct *directPeer, server string, rounds int, res *ToolsResult) error {
+// threaded loop; step is called after each execution.
+func benchLoop(ctx context.Context, c *client.Client, direct *directPeer, server string, rounds int, res *ToolsResult, step func()) error {
 	seq := &cexecv1.ExecRequest{Code: fmt.Sprintf(loopProgram, server, 1)}
 	var seqs, directs, overheads []float64
 	for range rounds {
@@ -59,6 +59,7 @@ func benchLoop(ctx context.Context, c *client.Client, direct *directPeer, server
 		}
 		seqs, directs = append(seqs, loop), append(directs, d)
 		overheads = append(overheads, (loop-d)/1000)
+		step()
 	}
 	res.Loop1000SequentialMs, res.Loop1000DirectMs = median(seqs), median(directs)
 	res.CallOverheadMs = math.Round(median(overheads)*1000) / 1000
@@ -67,6 +68,7 @@ func benchLoop(ctx context.Context, c *client.Client, direct *directPeer, server
 	if _, _, err := runLoop(ctx, c, req); err != nil {
 		return err
 	}
+	step()
 	pids, err := loopPIDs(ctx, c, server)
 	if err != nil {
 		return err
@@ -82,6 +84,7 @@ func benchLoop(ctx context.Context, c *client.Client, direct *directPeer, server
 		loops = append(loops, loop)
 		execs = append(execs, float64(r.GetDurationUs())/1000)
 		program += float64(r.GetCpuMs())
+		step()
 	}
 	after := cpuOf(pids)
 	n := float64(rounds)
