@@ -65,6 +65,9 @@ type services struct {
 	// stopScan cancels the background read of local tools and waits for it;
 	// set by scanLocal.
 	stopScan func()
+	// approvals are the tool calls waiting for an operator's decision
+	// (`cexecctl approvals`).
+	approvals *pipeline.Approvals
 	// auth signs requests to OAuth-protected upstreams and runs sign-ins;
 	// its tokens live in data_dir/auth, outside every tenant's folder.
 	auth *auth.Manager
@@ -77,7 +80,7 @@ type services struct {
 // connects the upstream servers, startExec builds the pool and the
 // executor once the plugins run. On error, call close.
 func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *services, err error) {
-	s := &services{log: log, cfg: cfg}
+	s := &services{log: log, cfg: cfg, approvals: pipeline.NewApprovals()}
 
 	vaultOpts := vault.Options{DataDir: cfg.Daemon.DataDir, Logger: log}
 	wsOpts := workspace.OptionsFromConfig(cfg)
@@ -178,7 +181,7 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 	s.sandbox = sb
 	s.pool.Prewarm(endpoint.DefaultTenant)
 	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec"),
-		MaxInlineAttachment: cfg.Pipeline.MaxInlineAttachment}
+		Approvals: s.approvals, MaxInlineAttachment: cfg.Pipeline.MaxInlineAttachment}
 	if s.guards != nil {
 		s.exec.Guard = s.guards
 	}
