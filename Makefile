@@ -63,7 +63,7 @@ e2e: build
 fuzz:
 	scripts/fuzz.sh
 
-bench: build
+bench: build data
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(BIN)/cexecctl bench tools --json
 	$(GO) build -trimpath -o $(BIN)/catalogpeer ./internal/tools/catalogpeer
@@ -74,8 +74,14 @@ bench: build
 # Only executions through a real cexecd (warm, cold, throughput, idle
 # sandbox RSS); flags go to cexecctl bench exec: make bench-exec ARGS="--n 100".
 .PHONY: bench-exec
-bench-exec: build
+bench-exec: build data
 	scripts/bench.sh $(ARGS)
+
+.PHONY: bench-replicas
+# Executions per second with one cexecd and with two behind HAProxy (needs
+# PostgreSQL and HAProxy from scripts/deps.sh).
+bench-replicas:
+	$(GO) test -count=1 -v -run '^TestReplicasBench$$' ./e2e/
 
 # Soak and chaos: 100,000 executions across 20 tenants while every plugin, the
 # upstream and cexecd are SIGKILLed (make soak ARGS="-n 20000 -json").

@@ -50,6 +50,8 @@ type CallRecord struct {
 	// message; "Canceled" when the execution's context ended).
 	ErrorType string `json:"error_type,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Approval says how a call that needed approval was decided.
+	Approval string `json:"approval,omitempty"`
 }
 
 // Execution is one program run's view of the bridge: it counts, limits and
@@ -87,8 +89,9 @@ func (e *Execution) CallTool(ctx context.Context, server, tool string, args json
 	e.mu.Unlock()
 
 	start := time.Now()
-	out, err := e.call(ctx, server, tool, args)
-	rec := CallRecord{Server: server, Tool: tool, Start: start, Duration: time.Since(start), OK: err == nil}
+	called := &Called{}
+	out, err := e.call(WithCalled(ctx, called), server, tool, args)
+	rec := CallRecord{Server: server, Tool: tool, Start: start, Duration: time.Since(start), OK: err == nil, Approval: called.note()}
 	if err != nil {
 		var ce *sandbox.CallError
 		if errors.As(err, &ce) {
@@ -107,6 +110,9 @@ func (e *Execution) call(ctx context.Context, server, tool string, args json.Raw
 	t, err := e.b.lookup(server, tool, e.opts.AllowedServers)
 	if err != nil {
 		return nil, err
+	}
+	if c := CalledFrom(ctx); c != nil {
+		c.Tool = t
 	}
 	// Before the guards too: they would scan an oversized argument in full.
 	if err := e.b.checkArgument(t.ID, server, len(args)); err != nil {

@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -103,6 +104,15 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the delay between reconnection
 	// attempts, which doubles after each failure.
 	MinBackoff, MaxBackoff time.Duration
+	// Authorizer signs requests to servers with an oauth block; without
+	// one they go unsigned.
+	Authorizer Authorizer
+}
+
+// Authorizer gives the HTTP client of one tenant's session with an
+// OAuth-protected server (core/auth.Manager).
+type Authorizer interface {
+	Client(s *config.MCPServer, tenant string) *http.Client
 }
 
 // Builtin builds tenant's instance of a server built into cexecd.
@@ -438,14 +448,26 @@ func (c *Catalog) Call(ctx context.Context, tenant, server, tool string, args js
 	}
 	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}}
 	end := cn.watches.begin(server, tool, CallNoticesFrom(ctx), &req)
+	cctx, slot, done := cn.calls.track(cctx)
+	defer done()
 	res, err := cn.client.CallTool(cctx, req)
 	end()
+	if ferr := slot.err(server); ferr != nil && ctx.Err() == nil {
+		// The server's own reading of the refusal may look like success;
+		// the program must see that the user did not answer.
+		return nil, fmt.Errorf("call %s/%s: %w", server, tool, ferr)
+	}
 	if err == nil {
 		return res, nil
 	}
+	var signIn signInRequired
 	switch {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("call %s/%s: %w", server, tool, ctx.Err())
+	case errors.As(err, &signIn):
+		// The connection is fine; the token is not. Keep it for after the
+		// sign-in rather than reconnect in a loop.
+		return nil, fmt.Errorf("call %s/%s: %w", server, tool, signIn)
 	case cctx.Err() != nil:
 		return nil, fmt.Errorf("call %s/%s: %w after %s", server, tool, ErrTimeout, timeout)
 	case cn.isDead() || errors.Is(err, transport.ErrTransportClosed):
@@ -456,6 +478,33 @@ func (c *Catalog) Call(ctx context.Context, tenant, server, tool string, args js
 		return nil, fmt.Errorf("call %s/%s: %w (reconnecting to %s): %v", server, tool, ErrConnectionLost, server, err)
 	}
 	return nil, fmt.Errorf("call %s/%s: %w", server, tool, err)
+}
+
+// signInRequired is an upstream's refusal for want of a (better) OAuth
+// token: core/auth.SignInRequiredError.
+type signInRequired interface {
+	error
+	SignInRequired() (server, tenant string)
+}
+
+// Retry makes server's session for tenant (a tenant-scoped server's
+// instance, else the shared one) try to connect now instead of at the end
+// of its backoff: called after a sign-in.
+func (c *Catalog) Retry(server, tenant string) {
+	u := c.byName[server]
+	if u == nil {
+		return
+	}
+	if u.tenants != nil {
+		u.tenants.mu.Lock()
+		in := u.tenants.instances[tenant]
+		u.tenants.mu.Unlock()
+		if in == nil {
+			return
+		}
+		u = in.up
+	}
+	u.retryNow()
 }
 
 // deathCause prefers the supervisor's reason (process exited) over the

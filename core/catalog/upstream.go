@@ -87,10 +87,12 @@ type conn struct {
 	deadOnce  sync.Once
 	cause     error
 	closeOnce sync.Once
+	// calls are the calls in progress, to attribute elicitations to.
+	calls *inflight
 }
 
-func newConn(cli *client.Client, proc *stdioProcess, cancel context.CancelFunc) *conn {
-	return &conn{client: cli, proc: proc, cancel: cancel, kick: make(chan struct{}, 1), dead: make(chan struct{})}
+func newConn(cli *client.Client, proc *stdioProcess, cancel context.CancelFunc, calls *inflight) *conn {
+	return &conn{client: cli, proc: proc, cancel: cancel, kick: make(chan struct{}, 1), dead: make(chan struct{}), calls: calls}
 }
 
 // markDead records that the connection is unusable; the supervisor then
@@ -132,11 +134,14 @@ type upstream struct {
 	cat *Catalog
 	cfg *config.MCPServer
 	log hclog.Logger
+	// tenant is whose session this is: the instance's tenant for a
+	// tenant-scoped server, else the default tenant.
+	tenant string
+	// retry cuts a backoff short (after a sign-in).
+	retry chan struct{}
 	// tenants, for a tenant-scoped server, runs its per-tenant instances;
 	// this upstream then only stands for the server as a whole.
 	tenants *tenants
-	// tenant is the tenant of one instance of a tenant-scoped server.
-	tenant string
 
 	mu          sync.Mutex
 	state       State
@@ -162,12 +167,14 @@ type upstream struct {
 
 func newUpstream(cat *Catalog, s *config.MCPServer) *upstream {
 	return &upstream{
-		cat:   cat,
-		cfg:   s,
-		log:   cat.log.Named(s.Name),
-		state: StateConnecting,
-		wake:  make(chan struct{}),
-		first: make(chan struct{}),
+		cat:    cat,
+		cfg:    s,
+		log:    cat.log.Named(s.Name),
+		tenant: endpoint.DefaultTenant,
+		retry:  make(chan struct{}, 1),
+		state:  StateConnecting,
+		wake:   make(chan struct{}),
+		first:  make(chan struct{}),
 	}
 }
 
@@ -215,7 +222,7 @@ func (u *upstream) run(ctx context.Context) {
 			u.setState(StateBackoff, nil, err)
 			u.firstDone(err)
 			u.log.Warn("connect failed", "error", err, "retry_in", backoff)
-			if !sleep(ctx, backoff) {
+			if !u.backoff(ctx, backoff) {
 				u.setState(StateClosed, nil, nil)
 				return
 			}
@@ -250,6 +257,28 @@ func (u *upstream) run(ctx context.Context) {
 			return
 		}
 		backoff = min(2*backoff, opts.MaxBackoff)
+	}
+}
+
+// backoff waits d, or less when retryNow is called; false when ctx ended.
+func (u *upstream) backoff(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-u.retry:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// retryNow ends a backoff at once.
+func (u *upstream) retryNow() {
+	select {
+	case u.retry <- struct{}{}:
+	default:
 	}
 }
 
@@ -296,11 +325,13 @@ func (u *upstream) dial(ctx context.Context, listen bool) (_ *conn, relisten boo
 	if err != nil {
 		return nil, false, err
 	}
-	cli := client.NewClient(t)
+	calls := &inflight{}
+	cli := client.NewClient(t, client.WithElicitationHandler(elicitor{u: u, calls: calls}),
+		client.WithClientCapabilities(elicitationCapability()))
 	// The connection's own context outlives this attempt: it bounds the
 	// stdio process and the HTTP streams, and ends only in close.
 	life, cancel := context.WithCancel(context.Background())
-	c := newConn(cli, proc, cancel)
+	c := newConn(cli, proc, cancel, calls)
 	cli.OnNotification(func(n mcp.JSONRPCNotification) {
 		if c.watches.handle(u.cfg.Name, u.log, n) {
 			return
@@ -432,7 +463,12 @@ func (u *upstream) ready(ctx context.Context) (*conn, error) {
 			// about to reconnect, so wait like for a reconnect.
 			st = StateReconnecting
 		case st == StateBackoff:
-			return nil, fmt.Errorf("%w: server %s: %v", ErrUnavailable, u.cfg.Name, lastErr)
+			var signIn signInRequired
+			if errors.As(lastErr, &signIn) {
+				// Its own words say what to do; the transport's layers add nothing.
+				return nil, fmt.Errorf("%w: %w", ErrUnavailable, signIn)
+			}
+			return nil, fmt.Errorf("%w: server %s: %w", ErrUnavailable, u.cfg.Name, lastErr)
 		case st == StateClosed:
 			return nil, fmt.Errorf("%w: server %s: catalog closed", ErrUnavailable, u.cfg.Name)
 		}

@@ -36,6 +36,8 @@ type Config struct {
 	Tenants    []*Tenant
 	// MCP is cexecd's own MCP face (the mcp block).
 	MCP MCP
+	// Store is where what replicas share is kept (the store block).
+	Store Store
 
 	files map[string]*hcl.File
 	// sensitive holds paths into the MaskedJSON view whose values came from
@@ -71,6 +73,11 @@ type Daemon struct {
 	// may fill the file system that holds data_dir.
 	DiskQuota int64
 	MaxFiles  int
+	// Replica is this cexecd's id among replicas sharing a store: it
+	// prefixes MCP session ids ("a.<id>") so a proxy can route on it.
+	// Derived from the host name with a postgres store when not set; ""
+	// otherwise (session ids carry no prefix).
+	Replica string
 }
 
 // IDRange is an inclusive range of host user ids.
@@ -226,6 +233,7 @@ func load(src []byte, filename string, ov Overrides) (*Config, hcl.Diagnostics) 
 	d.mcpServers(cfg, raw.MCPServers)
 	d.tenants(cfg, raw.Tenants)
 	d.mcp(cfg, raw.MCP)
+	d.store(cfg, raw.Store, raw.Daemon)
 	cfg.sensitive = d.sensitive
 	return cfg, append(diags, d.diags...)
 }

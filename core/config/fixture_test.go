@@ -90,6 +90,18 @@ func TestFixtureDiagnostics(t *testing.T) {
 		{"bad_sync.hcl", []wantDiag{
 			{4, "Invalid sync", false},
 		}},
+		{"bad_store.hcl", []wantDiag{
+			{4, "Invalid replica id", false},
+			{7, "Missing store dsn", false},
+			{9, "Short vault_key", false},
+		}},
+		{"bad_store_kind.hcl", []wantDiag{
+			{3, "Invalid store kind", false},
+		}},
+		{"store_files_dsn.hcl", []wantDiag{
+			{3, "Setting of another store", false},
+			{4, "Setting of another store", false},
+		}},
 		{"bad_tenant_uids.hcl", []wantDiag{
 			{4, "Invalid tenant_uids", false},
 		}},
@@ -139,6 +151,16 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{10, "Argument not for a built-in server", false},
 			{12, "Unknown built-in server", false},
 			{14, "Invalid scope", false},
+		}},
+		{"oauth.hcl", []wantDiag{
+			{4, "OAuth needs a remote server", false},
+			{10, "Secret written in the file", true},
+			{11, "Invalid client_metadata_url", false},
+			{12, "Invalid token_endpoint_auth_method", false},
+			{13, "Number out of range", false},
+			{14, "Invalid grant", false},
+			{19, "Client credentials need a client", false},
+			{27, "Invalid client_assertion_key", false},
 		}},
 		{"symlink_escape.hcl", []wantDiag{
 			{4, "Plugin binary escapes plugin_dir", false},

@@ -14,6 +14,7 @@ type rawFile struct {
 	MCPServers []*rawMCP    `hcl:"mcp_server,block"`
 	Tenants    []*rawTenant `hcl:"tenant,block"`
 	MCP        *rawMCPFace  `hcl:"mcp,block"`
+	Store      *rawStore    `hcl:"store,block"`
 }
 
 type rawDaemon struct {
@@ -27,6 +28,7 @@ type rawDaemon struct {
 	TenantUIDs *hcl.Attribute `hcl:"tenant_uids,optional"`
 	DiskQuota  *hcl.Attribute `hcl:"disk_quota,optional"`
 	MaxFiles   *hcl.Attribute `hcl:"max_files,optional"`
+	Replica    *hcl.Attribute `hcl:"replica,optional"`
 	DeclRange  hcl.Range      `hcl:",def_range"`
 }
 
@@ -102,6 +104,7 @@ type rawMCP struct {
 	Scope     *hcl.Attribute `hcl:"scope,optional"`
 	IdleTime  *hcl.Attribute `hcl:"idle_timeout,optional"`
 	MaxInst   *hcl.Attribute `hcl:"max_instances,optional"`
+	OAuth     *rawOAuth      `hcl:"oauth,block"`
 	DeclRange hcl.Range      `hcl:",def_range"`
 }
 

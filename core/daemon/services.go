@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/cexec/cexec/core/auth"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -19,6 +22,7 @@ import (
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/core/pool"
 	"github.com/cexec/cexec/core/search"
+	"github.com/cexec/cexec/core/store"
 	"github.com/cexec/cexec/core/workflow"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
@@ -53,11 +57,20 @@ type services struct {
 	// vaults are the PII vaults under data_dir: the guard layer's, and the
 	// session expiry sweep removes an expired session's.
 	vaults *vault.Store
+	// store is the postgres store replicas share, nil with the files
+	// store.
+	store *store.Postgres
 	// search is search_tools and the selector's index; set by startSearch.
 	search *search.Service
 	// stopScan cancels the background read of local tools and waits for it;
 	// set by scanLocal.
 	stopScan func()
+	// approvals are the tool calls waiting for an operator's decision
+	// (`cexecctl approvals`).
+	approvals *pipeline.Approvals
+	// auth signs requests to OAuth-protected upstreams and runs sign-ins;
+	// its tokens live in data_dir/auth, outside every tenant's folder.
+	auth *auth.Manager
 	// workflows is the embedded workflow engine; set by startWorkflows.
 	workflows *workflow.Embedded
 }
@@ -67,12 +80,19 @@ type services struct {
 // connects the upstream servers, startExec builds the pool and the
 // executor once the plugins run. On error, call close.
 func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *services, err error) {
-	s := &services{log: log, cfg: cfg}
+	s := &services{log: log, cfg: cfg, approvals: pipeline.NewApprovals()}
 
-	if s.vaults, err = vault.NewStore(vault.Options{DataDir: cfg.Daemon.DataDir, Logger: log}); err != nil {
+	vaultOpts := vault.Options{DataDir: cfg.Daemon.DataDir, Logger: log}
+	wsOpts := workspace.OptionsFromConfig(cfg)
+	if s.store, err = openStore(cfg, &vaultOpts, &wsOpts, log); err != nil {
+		return s, err
+	}
+	if s.vaults, err = vault.NewStore(vaultOpts); err != nil {
 		return s, fmt.Errorf("open pii vaults: %w", err)
 	}
-	wsOpts := workspace.OptionsFromConfig(cfg)
+	if s.store != nil {
+		subscribeStore(s.store, s.vaults)
+	}
 	wsOpts.Logger = log.Named("workspace")
 	wsOpts.ExpireInterval = expireInterval
 	wsOpts.ExpireVault = s.vaults.Delete
@@ -99,7 +119,13 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 	if err := os.MkdirAll(cfg.Daemon.ServersDir, 0o755); err != nil {
 		return s, fmt.Errorf("create servers_dir: %w", err)
 	}
+	store, err := auth.OpenStore(filepath.Join(cfg.Daemon.DataDir, "auth"))
+	if err != nil {
+		return s, fmt.Errorf("open oauth token store: %w", err)
+	}
+	s.auth = auth.NewManager(cfg, store, nil, log.Named("auth"))
 	s.catalog, err = catalog.New(cfg, catalog.Options{
+		Authorizer:      s.auth,
 		Logger:          log.Named("catalog"),
 		ServersDir:      cfg.Daemon.ServersDir,
 		LocalServersDir: cfg.Daemon.ServersDir,
@@ -109,6 +135,7 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 	if err != nil {
 		return s, fmt.Errorf("prepare tool catalog: %w", err)
 	}
+	s.auth.OnSignIn(s.catalog.Retry)
 	s.bridge = bridge.New(s.catalog, log.Named("bridge"), bridgeLimits(cfg))
 	return s, nil
 }
@@ -155,7 +182,7 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 	s.sandbox = sb
 	s.pool.Prewarm(endpoint.DefaultTenant)
 	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec"),
-		MaxInlineAttachment: cfg.Pipeline.MaxInlineAttachment}
+		Approvals: s.approvals, MaxInlineAttachment: cfg.Pipeline.MaxInlineAttachment}
 	if s.guards != nil {
 		s.exec.Guard = s.guards
 	}
@@ -262,6 +289,11 @@ func (s *services) close(ctx context.Context) {
 	if s.workspace != nil {
 		if err := s.workspace.Close(); err != nil {
 			s.log.Warn("close workspaces", "error", err)
+		}
+	}
+	if s.store != nil {
+		if err := s.store.Close(); err != nil {
+			s.log.Warn("close postgres store", "error", err)
 		}
 	}
 }

@@ -18,7 +18,9 @@
 // The face owns no state beyond sessions; daemon.Run gives it the daemon's
 // parts through small interfaces (service.go): Catalog (servers, tools,
 // stub source), Searcher, Executor (execute_code), ToolCaller (call_tool,
-// optional), TaskRunner (execute_task, optional), StateStore, SkillStore and Tokenizer (the PII
+// optional), TaskRunner (execute_task, optional), StateStore (with
+// VersionedState, the state tool reports versions and takes one),
+// SkillStore and Tokenizer (the PII
 // vault). Every method gets a Scope: the tenant and the session.
 // Everything a tool or resource returns passes Tokenizer; identifiers
 // (server, tool, skill names and URIs) are left as they are so they can be
@@ -53,7 +55,11 @@
 // rebinding). A session id is bound to the tenant
 // that opened it and is the cexec session id (a valid workspace session
 // id); it dies on DELETE, after Options.SessionIdleTTL idle, or at
-// shutdown, and Options.OnSessionEnd hears of it. Protocol revisions
+// shutdown, and Options.OnSessionEnd hears of it. With Options.Replica
+// ids start with the replica's id and a dot, the hint a proxy routes on;
+// with Options.Leases a request for a session this replica does not hold
+// gets 421 naming the live replica that does, or 404 (initialize again)
+// when that replica is gone (replica.go). Protocol revisions
 // 2024-11-05 to 2025-11-25 are served; 2026-07-28 removed sessions, so its
 // clients negotiate down.
 //
@@ -85,6 +91,15 @@
 //	catalog.Subscribe(func(catalog.Change) { face.NotifyResourcesChanged() })
 //
 // Remove the MCP socket at shutdown, like the control socket.
+//
+// # Asking the agent's user
+//
+// Every tool handler's context carries an Asker (AskerFrom): the daemon
+// hands it to the executions the call starts, and upstream servers'
+// elicitations and policy approvals reach the user of this client, on this
+// session, through mcp-go's RequestElicitation (on the call's own response
+// stream). A client that did not declare elicitation, or not the mode asked
+// for, is not asked: Elicit fails with ErrCannotElicit before sending.
 //
 // # Results
 //

@@ -99,6 +99,13 @@ type Options struct {
 	// timeout, SSE stream closed, shutdown), e.g. to drop the session's
 	// persistent interpreter.
 	OnSessionEnd func(Scope)
+	// Replica, when set, prefixes session ids ("a.<id>"): the hint a proxy
+	// that cannot learn the Mcp-Session-Id header routes on. Leases, when
+	// set, records which replica serves each session, so a request routed
+	// to the wrong live replica gets 421 and one whose replica died 404
+	// (the client initializes a new session).
+	Replica string
+	Leases  SessionLeases
 
 	// MaxOutput caps the stdout returned by execute_code in bytes (stderr
 	// and tracebacks get a quarter of it); default 16 KiB.
@@ -165,12 +172,14 @@ func New(o Options) (*Face, error) {
 		f.oauth = rs
 	}
 	f.tasks = newTaskRuns()
-	f.sessions = newSessionTable(func(sc Scope) {
+	end := o.OnSessionEnd
+	o.OnSessionEnd = func(sc Scope) {
 		f.tasks.endSession(sc.Session)
-		if o.OnSessionEnd != nil {
-			o.OnSessionEnd(sc)
+		if end != nil {
+			end(sc)
 		}
-	})
+	}
+	f.sessions = newSessionTable(o)
 	f.srv = f.newMCPServer()
 	if err := f.addTools(); err != nil {
 		return nil, err
@@ -334,7 +343,7 @@ func (f *Face) routes() *http.ServeMux {
 			server.WithKeepAlive(true),
 			server.WithSessionIDGenerator(func(ctx context.Context, _ *http.Request) (string, error) {
 				tenant, _ := tenantFrom(ctx)
-				id := newSessionID()
+				id := f.sessions.newSessionID()
 				f.sessions.add(id, tenant, kindSSE)
 				return id, nil
 			}),
@@ -415,6 +424,7 @@ func (f *Face) wrap(name string, fn toolFunc) server.ToolHandlerFunc {
 			ctx, done = f.tasks.start(ctx, req, sc.Session)
 			defer done()
 		}
+		ctx = f.withAsker(ctx)
 		r := fn(ctx, &sc, req)
 		text, structured, err := f.tokenizeReply(ctx, sc, r)
 		if err != nil {

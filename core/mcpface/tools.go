@@ -69,8 +69,8 @@ var toolDefs = []toolDef{
 		`{"type":"object","properties":{"task_description":{"type":"string"},"show_code":{"type":"boolean","default":false,"description":"Also return the program"}},"required":["task_description"]}`,
 		false, (*Face).executeTask},
 	{ToolState,
-		"Saved state: no arguments lists it; name reads one; name and value save a JSON value as NAME.json or .yaml, which programs see in /workspace/state.",
-		`{"type":"object","properties":{"name":{"type":"string"},"value":{}}}`,
+		"Saved state: no arguments lists it; name reads one (and its version); name and value save a JSON value as NAME.json or .yaml, which programs see in /workspace/state; with version, only if unchanged since.",
+		`{"type":"object","properties":{"name":{"type":"string"},"value":{},"version":{"type":"string"}}}`,
 		false, (*Face).state},
 	{ToolSkills,
 		"Saved skills: no arguments lists them; name shows one; name (snake_case), description and code save Python code as skills.NAME. Give functions docstrings.",
@@ -571,7 +571,7 @@ func (f *Face) executeTask(ctx context.Context, sc *Scope, req mcp.CallToolReque
 func (f *Face) state(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
 	name := strings.TrimSpace(req.GetString("name", ""))
 	if v, ok := req.GetArguments()["value"]; ok {
-		return f.saveState(ctx, sc, name, v)
+		return f.saveState(ctx, sc, name, v, req.GetArguments())
 	}
 	if name == "" {
 		files, err := f.o.State.ListState(ctx, *sc)
@@ -587,7 +587,17 @@ func (f *Face) state(ctx context.Context, sc *Scope, req mcp.CallToolRequest) re
 		}
 		return reply{text: b.String()}
 	}
-	v, err := f.o.State.GetState(ctx, *sc, name)
+	var (
+		v       json.RawMessage
+		version string
+		err     error
+	)
+	vs, versioned := f.o.State.(VersionedState)
+	if versioned {
+		v, version, err = vs.LoadState(ctx, *sc, name)
+	} else {
+		v, err = f.o.State.GetState(ctx, *sc, name)
+	}
 	if errors.Is(err, pluginapi.ErrNotFound) {
 		files, lerr := f.o.State.ListState(ctx, *sc)
 		if lerr == nil && len(files) > 0 {
@@ -602,16 +612,37 @@ func (f *Face) state(ctx context.Context, sc *Scope, req mcp.CallToolRequest) re
 	if err != nil {
 		return failure("state", err)
 	}
+	if versioned {
+		return reply{text: string(v) + "\nversion: " + version, structured: map[string]any{"name": name, "version": version}}
+	}
 	return reply{text: string(v)}
 }
 
-func (f *Face) saveState(ctx context.Context, sc *Scope, name string, v any) reply {
+func (f *Face) saveState(ctx context.Context, sc *Scope, name string, v any, args map[string]any) reply {
 	if name == "" {
 		return errorReply("name is empty: to save a value, name it with .json or .yaml, e.g. progress.json")
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return errorReply("value is not JSON: %v", err)
+	}
+	if version, ok := args["version"]; ok {
+		vs, versioned := f.o.State.(VersionedState)
+		vstr, isString := version.(string)
+		switch {
+		case !versioned:
+			return errorReply("version: this server does not version state; save without it")
+		case !isString:
+			return errorReply("version must be a string, the one state reported with the value")
+		}
+		err := vs.SaveStateIf(ctx, *sc, name, raw, vstr)
+		if errors.Is(err, ErrStateConflict) {
+			return errorReply("%s changed since version %q was read; nothing was saved: read it again and retry", name, vstr)
+		}
+		if err != nil {
+			return failure("state", err)
+		}
+		return textReply("Saved %s (%d bytes); programs read it from /workspace/state/%s.", name, len(raw), name)
 	}
 	if err := f.o.State.SaveState(ctx, *sc, name, raw); err != nil {
 		return failure("state", err)

@@ -32,7 +32,7 @@ Sandboxed code reads and writes the same files with cexec.get_state and
 cexec.save_state, or directly under /workspace/state.`,
 	})
 	cli.TenantFlag(cmd.PersistentFlags(), &tenant)
-	cmd.AddCommand(get(env, &tenant), put(env, &tenant), ls(env, &tenant), rm(env, &tenant))
+	cmd.AddCommand(get(env, &tenant), put(env, &tenant), ls(env, &tenant), rm(env, &tenant), version(env, &tenant))
 	return cmd
 }
 
@@ -128,7 +128,8 @@ func planPut(name, file string) (putPlan, error) {
 }
 
 func put(env *cli.Env, tenant *string) *cobra.Command {
-	return &cobra.Command{
+	var ifVersion string
+	cmd := &cobra.Command{
 		Use:   "put NAME [FILE | -]",
 		Short: "Store a state file from FILE or standard input (JSON or YAML, by extension)",
 		Long: `Store a state file atomically: the old content stays until the new one is
@@ -139,7 +140,12 @@ NAME's extension (.json, .yaml or .yml) decides how the state is stored; a
 NAME without one takes FILE's extension, else .json. The input is read from
 FILE, or from standard input when FILE is "-" or missing, and must be in
 FILE's format (standard input: NAME's format). JSON input for a YAML name is
-converted.`,
+converted.
+
+With --if-version (from "cexecctl state version NAME"; "" for a state that
+must not exist yet) the state is stored only while it is still at that
+version: a save in between makes it fail with exit code 1, writing nothing.
+The input must then be JSON.`,
 		Args: cli.Args(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := ""
@@ -149,6 +155,9 @@ converted.`,
 			plan, err := planPut(args[0], file)
 			if err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("if-version") && !plan.fromJSON && !strings.HasSuffix(plan.name, ".json") {
+				return cli.UsageErrorf("--if-version takes JSON input; %s is YAML", plan.name)
 			}
 			var data []byte
 			p := noProgress
@@ -160,6 +169,22 @@ converted.`,
 			if err != nil {
 				p(err)
 				return fmt.Errorf("read state data: %w", err)
+			}
+			if cmd.Flags().Changed("if-version") {
+				err = env.Do(cmd.Context(), func(c *client.Client) error {
+					r, err := c.SaveStateIf(cmd.Context(), *tenant, plan.name, data, ifVersion)
+					p(err)
+					if err != nil {
+						return err
+					}
+					if env.JSON {
+						return env.PrintProto(r)
+					}
+					_, err = fmt.Fprintf(env.Stdout, "saved %s (%s) for tenant %s, version %s\n", r.GetName(), cli.Bytes(r.GetBytes()), *tenant, r.GetVersion())
+					return err
+				})
+				p(err)
+				return err
 			}
 			// p ends the report once the daemon answered, before the result
 			// is printed, or after env.Do when it could not be reached.
@@ -182,6 +207,29 @@ converted.`,
 			})
 			p(err)
 			return err
+		},
+	}
+	cmd.Flags().StringVar(&ifVersion, "if-version", "", "store only while the state is at this version (see state version)")
+	return cmd
+}
+
+func version(env *cli.Env, tenant *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version NAME",
+		Short: "Print a state's version, for put --if-version",
+		Args:  cli.Args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return env.Do(cmd.Context(), func(c *client.Client) error {
+				_, v, err := c.LoadState(cmd.Context(), *tenant, args[0])
+				if err != nil {
+					return err
+				}
+				if env.JSON {
+					return env.PrintJSON(map[string]string{"name": args[0], "version": v})
+				}
+				_, err = fmt.Fprintln(env.Stdout, v)
+				return err
+			})
 		},
 	}
 }

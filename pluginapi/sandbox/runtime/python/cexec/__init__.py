@@ -42,6 +42,19 @@ The tenant's workspace outlives the execution:
     checkpoint("page fetched", {"page": seen["page"] + 1})
     save_skill("shout", "Upper-case text", "def shout(s):\n    return s.upper()\n")
 
+Concurrent read-modify-write (other executions, other replicas) loses
+nothing when the save names the version it read:
+
+    from cexec import load_state, save_state, StateConflict
+
+    while True:
+        count, version = load_state("count.json", default=0)
+        try:
+            save_state("count.json", count + 1, version=version)
+            break
+        except StateConflict:
+            continue  # someone saved in between: read again
+
 State files are JSON or YAML by the name's extension and are the files under
 /workspace/state. A missing file raises KeyError unless a default is given.
 checkpoint records a step of the session for a later resume; a saved skill
@@ -52,18 +65,18 @@ from __future__ import annotations
 
 import _thread
 import builtins
-import json
 import os
 import time
-from cexec import _content, _proto
+from cexec import _codec, _content, _proto
 from cexec._content import Audio, EmbeddedResource, Image, Resource, ResourceLink
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time, to keep sandbox start fast
     from typing import Any, Mapping
 
-__all__ = ["Audio", "EmbeddedResource", "HostError", "Image", "Resource", "ResourceLink", "ToolError", "call_tool",
-           "checkpoint", "get_state", "progress", "read_resource", "result", "save_skill", "save_state", "show"]
+__all__ = ["Audio", "EmbeddedResource", "HostError", "Image", "Resource", "ResourceLink", "StateConflict", "ToolError",
+           "call_tool", "checkpoint", "get_state", "load_state", "progress", "read_resource", "result", "save_skill",
+           "save_state", "show"]
 
 # Largest accepted cexec.result() value, as JSON.
 MAX_RESULT_BYTES = 16 << 20
@@ -85,6 +98,15 @@ class ToolError(HostError):
         super().__init__(message, type)
 
 
+class StateConflict(HostError):
+    """save_state(..., version=v) found the state at another version than v:
+    it was saved (or deleted) since it was read, and nothing was written.
+    Load it again and retry."""
+
+    def __init__(self, message: str, type: str = "StateConflict") -> None:
+        super().__init__(message, type)
+
+
 def _error(method: str, message: str, type_name: str) -> Exception:
     """Build the exception a failed host call raises in the program: the
     built-in exception the host names (ValueError, PermissionError, ...),
@@ -95,6 +117,8 @@ def _error(method: str, message: str, type_name: str) -> Exception:
             return cls(message)
         except Exception:
             pass
+    if type_name == "StateConflict":
+        return StateConflict(message)
     if method in ("call_tool", "read_resource") or type_name == "ToolError":
         return ToolError(message, type_name or "ToolError")
     return HostError(message, type_name or "HostError")
@@ -314,7 +338,7 @@ def _kind(mime: str) -> str:
 def result(obj: Any) -> None:
     """Record obj (any JSON-serializable value) as the execution's structured
     result. The last call wins."""
-    encoded = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    encoded = _codec.dumps(obj)
     if len(encoded) > MAX_RESULT_BYTES:
         raise ValueError(f"cexec.result: value is {len(encoded)} bytes as JSON; the limit is {MAX_RESULT_BYTES}")
     ch = _channel
@@ -343,12 +367,30 @@ def get_state(name: str, default: Any = _MISSING) -> Any:
     return _host_call("get_state", params)
 
 
-def save_state(name: str, value: Any) -> dict[str, Any]:
+def load_state(name: str, default: Any = _MISSING) -> tuple[Any, str]:
+    """Return (value, version) of the state file name: the value as
+    get_state returns it and the version to pass to save_state(...,
+    version=...). A missing file raises KeyError unless default is given:
+    then (default, "") is returned, and saving with version "" succeeds only
+    while the file still does not exist."""
+    params: dict[str, Any] = {"name": name}
+    if default is not _MISSING:
+        params["default"] = default
+    out = _host_call("load_state", params)
+    return out["value"], str(out["version"])
+
+
+def save_state(name: str, value: Any, version: str | None = None) -> dict[str, Any]:
     """Store value (anything JSON can hold) as the state file name, in JSON
     or YAML by the name's extension. The write is atomic and durable, and
     refused with a HostError of type QuotaExceeded when the tenant's
-    workspace would exceed its disk quota. Returns {"name", "bytes"}."""
-    out: dict[str, Any] = _host_call("save_state", {"name": name, "value": value})
+    workspace would exceed its disk quota. With version (from load_state)
+    it happens only while the stored state is still at that version, and
+    raises StateConflict otherwise. Returns {"name", "bytes", "version"}."""
+    params: dict[str, Any] = {"name": name, "value": value}
+    if version is not None:
+        params["version"] = version
+    out: dict[str, Any] = _host_call("save_state", params)
     return out
 
 
