@@ -17,6 +17,7 @@ import (
 	"runtime"
 
 	"github.com/pdfcpu/pdfcpu/pkg/api"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 )
 
 const spec = `{
@@ -53,6 +54,8 @@ const spec = `{
 }`
 
 func main() {
+	// No config.yml under the user's config folder.
+	model.ConfigPath = "disable"
 	_, self, _, _ := runtime.Caller(0)
 	var out bytes.Buffer
 	if err := api.Create(nil, bytes.NewReader([]byte(spec)), &out, nil); err != nil {
