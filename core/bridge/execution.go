@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cexec/cexec/core/telemetry"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
@@ -86,6 +87,7 @@ func (e *Execution) CallTool(ctx context.Context, server, tool string, args json
 	e.started++
 	e.mu.Unlock()
 
+	ctx, span := telemetry.StartToolCall(ctx, e.opts.Tenant, server, tool)
 	start := time.Now()
 	out, err := e.call(ctx, server, tool, args)
 	rec := CallRecord{Server: server, Tool: tool, Start: start, Duration: time.Since(start), OK: err == nil}
@@ -97,6 +99,7 @@ func (e *Execution) CallTool(ctx context.Context, server, tool string, args json
 			rec.ErrorType, rec.Error = "Canceled", err.Error()
 		}
 	}
+	telemetry.EndOutcome(span, rec.ErrorType)
 	e.mu.Lock()
 	e.calls = append(e.calls, rec)
 	e.mu.Unlock()

@@ -36,6 +36,8 @@ type Config struct {
 	Tenants    []*Tenant
 	// MCP is cexecd's own MCP face (the mcp block).
 	MCP MCP
+	// Telemetry is the telemetry block: where traces are exported.
+	Telemetry Telemetry
 
 	files map[string]*hcl.File
 	// sensitive holds paths into the MaskedJSON view whose values came from
@@ -226,6 +228,7 @@ func load(src []byte, filename string, ov Overrides) (*Config, hcl.Diagnostics) 
 	d.mcpServers(cfg, raw.MCPServers)
 	d.tenants(cfg, raw.Tenants)
 	d.mcp(cfg, raw.MCP)
+	d.telemetry(cfg, raw.Telemetry)
 	cfg.sensitive = d.sensitive
 	return cfg, append(diags, d.diags...)
 }

@@ -14,6 +14,9 @@ type rawFile struct {
 	MCPServers []*rawMCP    `hcl:"mcp_server,block"`
 	Tenants    []*rawTenant `hcl:"tenant,block"`
 	MCP        *rawMCPFace  `hcl:"mcp,block"`
+
+	// Telemetry: see Telemetry (telemetry.go).
+	Telemetry *rawTelemetry `hcl:"telemetry,block"`
 }
 
 type rawDaemon struct {
