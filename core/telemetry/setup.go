@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	neturl "net/url"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -156,7 +157,7 @@ func newExporter(ctx context.Context, tc *config.Traces) (sdktrace.SpanExporter,
 		var opts []otlptracehttp.Option
 		switch {
 		case url:
-			opts = append(opts, otlptracehttp.WithEndpointURL(tc.Endpoint))
+			opts = append(opts, otlptracehttp.WithEndpointURL(httpTracesURL(tc.Endpoint)))
 		case tc.Endpoint != "":
 			opts = append(opts, otlptracehttp.WithEndpoint(tc.Endpoint))
 		}
@@ -185,4 +186,15 @@ func newExporter(ctx context.Context, tc *config.Traces) (sdktrace.SpanExporter,
 		exp, err := otlptracegrpc.New(ctx, opts...)
 		return exp, "grpc", err
 	}
+}
+
+// httpTracesURL adds OTLP/HTTP's traces path to a URL that has no path, as
+// OTEL_EXPORTER_OTLP_ENDPOINT's is; a URL with a path is used as it is.
+func httpTracesURL(endpoint string) string {
+	u, err := neturl.Parse(endpoint)
+	if err != nil || (u.Path != "" && u.Path != "/") {
+		return endpoint
+	}
+	u.Path = "/v1/traces"
+	return u.String()
 }

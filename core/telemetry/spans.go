@@ -47,12 +47,11 @@ func StartExecution(ctx context.Context, name, tenant, session string) (context.
 	if t == nil {
 		return ctx, noopSpan
 	}
-	ctx, span := t.tracer.Start(ctx, name)
-	span.SetAttributes(attribute.String(AttrTenant, tenant))
+	attrs := []attribute.KeyValue{attribute.String(AttrTenant, tenant)}
 	if session != "" {
-		span.SetAttributes(attribute.String(AttrSession, session))
+		attrs = append(attrs, attribute.String(AttrSession, session))
 	}
-	return ctx, span
+	return t.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
 }
 
 // StartToolCall starts the span of one tool call from code (core/bridge).
