@@ -132,20 +132,6 @@ func (p *tracePeer) traceIDs() (headers, metas []string) {
 	return headers, metas
 }
 
-func appendConfig(t *testing.T, s setup, extra string) {
-	t.Helper()
-	f, err := os.OpenFile(s.config, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(extra); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func stopDaemon(t *testing.T, d *daemon) {
 	t.Helper()
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
