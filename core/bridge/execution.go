@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cexec/cexec/core/telemetry"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
@@ -88,6 +89,7 @@ func (e *Execution) CallTool(ctx context.Context, server, tool string, args json
 	e.started++
 	e.mu.Unlock()
 
+	ctx, span := telemetry.StartToolCall(ctx, e.opts.Tenant, server, tool)
 	start := time.Now()
 	called := &Called{}
 	out, err := e.call(WithCalled(ctx, called), server, tool, args)
@@ -100,6 +102,7 @@ func (e *Execution) CallTool(ctx context.Context, server, tool string, args json
 			rec.ErrorType, rec.Error = "Canceled", err.Error()
 		}
 	}
+	telemetry.EndOutcome(span, rec.ErrorType)
 	e.mu.Lock()
 	e.calls = append(e.calls, rec)
 	e.mu.Unlock()

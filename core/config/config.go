@@ -38,6 +38,8 @@ type Config struct {
 	MCP MCP
 	// Store is where what replicas share is kept (the store block).
 	Store Store
+	// Telemetry is the telemetry block: where traces are exported.
+	Telemetry Telemetry
 
 	files map[string]*hcl.File
 	// sensitive holds paths into the MaskedJSON view whose values came from
@@ -234,6 +236,7 @@ func load(src []byte, filename string, ov Overrides) (*Config, hcl.Diagnostics) 
 	d.tenants(cfg, raw.Tenants)
 	d.mcp(cfg, raw.MCP)
 	d.store(cfg, raw.Store, raw.Daemon)
+	d.telemetry(cfg, raw.Telemetry)
 	cfg.sensitive = d.sensitive
 	return cfg, append(diags, d.diags...)
 }

@@ -163,6 +163,7 @@ func (c *Config) view(plugins []any) map[string]any {
 			"allowed_origins": nonNil(c.MCP.AllowedOrigins), "sse": c.MCP.SSE,
 			"oauth": oauth,
 		},
+		"telemetry": c.maskedTelemetry(),
 	}
 }
 

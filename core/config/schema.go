@@ -15,6 +15,9 @@ type rawFile struct {
 	Tenants    []*rawTenant `hcl:"tenant,block"`
 	MCP        *rawMCPFace  `hcl:"mcp,block"`
 	Store      *rawStore    `hcl:"store,block"`
+
+	// Telemetry: see Telemetry (telemetry.go).
+	Telemetry *rawTelemetry `hcl:"telemetry,block"`
 }
 
 type rawDaemon struct {
