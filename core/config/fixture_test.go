@@ -145,6 +145,13 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{27, "Headers need a remote server", false},
 			{29, "Duplicate mcp_server", false},
 		}},
+		{"builtin_server.hcl", []wantDiag{
+			{5, "Unknown built-in server", false},
+			{8, "Unknown built-in server", false},
+			{10, "Argument not for a built-in server", false},
+			{12, "Unknown built-in server", false},
+			{14, "Invalid scope", false},
+		}},
 		{"oauth.hcl", []wantDiag{
 			{4, "OAuth needs a remote server", false},
 			{10, "Secret written in the file", true},
