@@ -20,7 +20,7 @@ import (
 // fails the test, so a new one cannot go unchecked.
 var walkthroughWant = map[string][]string{
 	"01-basic-tool-call": {
-		"filesystem  stdio", "2. filesystem/read_text_file", "def read_text_file(",
+		"filesystem  stdio", ". filesystem/read_text_file  score", "def read_text_file(",
 		"read_text_file returned a dict with keys ['content']", "hello.txt says: hello from cexec",
 	},
 	"02-multi-tool-chain": {
@@ -37,7 +37,7 @@ var walkthroughWant = map[string][]string{
 		"while loop found the color after reading 2 lines: color: yellow",
 	},
 	"05-state-persistence": {
-		"saved: {'bytes': 53, 'name': 'walkthrough-colors.json'}", "loaded colors: {'apple': 'red', 'banana': 'yellow'} after 1 save(s)",
+		"saved: {'bytes': 53, 'name': 'walkthrough-colors.json', 'version': '", "loaded colors: {'apple': 'red', 'banana': 'yellow'} after 1 save(s)",
 		"it is a file in /workspace/state: True", "missing state with a default: (none)",
 		`{"colors":{"apple":"red","banana":"yellow"},"runs":1}`, "walkthrough-colors.json  json", "total kept between executions: 42",
 	},
@@ -63,7 +63,7 @@ var walkthroughWant = map[string][]string{
 		"plugins: sandbox/bwrap, selector/embeddings, guard/pii, codegen/rules", "servers: filesystem (shared), memory (tenant)",
 	},
 	"10-mcp-server-from-a-client": {
-		"tools/list: 7 tools: call_tool, execute_code, execute_task, list_tools, search_tools, skills, state",
+		"tools/list: 8 tools: call_tool, execute_code, execute_task, list_tools, search_tools, skills, state, workflow",
 		"servers.filesystem.list_directory(*, path: str) -> {content: str}", "3 notes: apple.txt, banana.txt, carrot.txt",
 		`{"content":"hello from cexec\n"}`, "cexec://servers/filesystem/read_text_file.py",
 	},
@@ -86,7 +86,7 @@ var walkthroughWant = map[string][]string{
 		"the e-mail address went as a token: True | in the clear: False",
 	},
 	"14-progressive-disclosure": {
-		"tools/list: 7 face tools", "memory (servers.memory): 9 tools",
+		"tools/list: 8 face tools", "memory (servers.memory): 9 tools",
 		"detail_level name (71 characters):\n    memory/create_entities\n",
 		"memory/create_entities: Create multiple new entities in the knowledge graph",
 		"servers.memory.create_entities(*, entities: list[", "6. execute_code with what step 4 said: True",

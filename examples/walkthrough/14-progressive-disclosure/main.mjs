@@ -1,4 +1,4 @@
-// Progressive disclosure: the model starts from seven small tools and asks
+// Progressive disclosure: the model starts from eight small tools and asks
 // for more detail only about the tools it is going to use.
 import { call, connect, indent } from "../mcp.mjs";
 
