@@ -49,7 +49,7 @@ type toolDef struct {
 // (list_tools browses the catalog; state and skills list, read and save).
 var toolDefs = []toolDef{
 	{ToolSearchTools,
-		"Find upstream tools for a task. At detail_level full a hit is servers.PKG.FUNC(signature) -> return shape, then its description: all you need to import and call it.",
+		"Find upstream tools for a task. detail_level full gives servers.PKG.FUNC(signature) -> return shape and the description: enough to call it.",
 		`{"type":"object","properties":{"query":{"type":"string"},"detail_level":{"type":"string","enum":["name","description","full"],"default":"description"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":8}},"required":["query"]}`,
 		true, (*Face).searchTools},
 	{ToolListTools,
@@ -58,7 +58,7 @@ var toolDefs = []toolDef{
 		true, (*Face).listTools},
 	{ToolExecuteCode,
 		"Run a Python 3 program that imports tools (from servers.PKG import FUNC) and calls them with keyword arguments (they return Python values, raise cexec.ToolError). Only its output comes back, capped: filter in the program, print what matters. Threads run independent calls. /workspace persists; cexec.result(obj) returns data, cexec.show(image_or_file) shows it; skills import from skills.NAME.",
-		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"default: this connection's"}},"required":["code"]}`,
+		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string"}},"required":["code"]}`,
 		false, (*Face).executeCode},
 	{ToolCallTool,
 		"Call one tool; returns its result as is.",
@@ -77,7 +77,7 @@ var toolDefs = []toolDef{
 		`{"type":"object","properties":{"name":{"type":"string"},"description":{"type":"string"},"code":{"type":"string"}}}`,
 		false, (*Face).skills},
 	{ToolWorkflow,
-		"Run a stored workflow: list, start by name, status, or signal a run that waits for input.",
+		"Stored workflows: list, start by name, status, or signal a run waiting for input.",
 		`{"type":"object","properties":{"action":{"enum":["list","start","status","signal"]},"name":{"type":"string"},"input":{"type":"object"},"run":{"type":"string"},"event":{"type":"string"},"data":{}},"required":["action"]}`,
 		false, (*Face).workflow},
 }
