@@ -59,6 +59,9 @@ const (
 	// TypeResultTooLarge: the server's result is over the call's
 	// max_result_size and was dropped.
 	TypeResultTooLarge = "ResultTooLarge"
+	// TypeDenied: the tenant's policy or a guard refused the call (the
+	// pipeline's refusal, Python's PermissionError).
+	TypeDenied = "PermissionError"
 )
 
 // Catalog is what the bridge needs of the tool catalog; *catalog.Catalog

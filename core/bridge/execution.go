@@ -50,6 +50,9 @@ type CallRecord struct {
 	// message; "Canceled" when the execution's context ended).
 	ErrorType string `json:"error_type,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// ArgsSHA256 is the hex sha256 of the arguments as the program sent
+	// them, for the audit log, which never holds arguments themselves.
+	ArgsSHA256 string `json:"args_sha256,omitempty"`
 }
 
 // Execution is one program run's view of the bridge: it counts, limits and
@@ -87,8 +90,9 @@ func (e *Execution) CallTool(ctx context.Context, server, tool string, args json
 	e.mu.Unlock()
 
 	start := time.Now()
-	out, err := e.call(ctx, server, tool, args)
-	rec := CallRecord{Server: server, Tool: tool, Start: start, Duration: time.Since(start), OK: err == nil}
+	out, known, err := e.call(ctx, server, tool, args)
+	rec := CallRecord{Server: server, Tool: tool, Start: start, Duration: time.Since(start), OK: err == nil,
+		ArgsSHA256: argsHash(args)}
 	if err != nil {
 		var ce *sandbox.CallError
 		if errors.As(err, &ce) {
@@ -97,32 +101,36 @@ func (e *Execution) CallTool(ctx context.Context, server, tool string, args json
 			rec.ErrorType, rec.Error = "Canceled", err.Error()
 		}
 	}
+	rec.record(known)
 	e.mu.Lock()
 	e.calls = append(e.calls, rec)
 	e.mu.Unlock()
 	return out, err
 }
 
-func (e *Execution) call(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
+// call makes the call; known says whether the catalog has the tool, so
+// that metrics label only real servers and tools.
+func (e *Execution) call(ctx context.Context, server, tool string, args json.RawMessage) (_ json.RawMessage, known bool, _ error) {
 	t, err := e.b.lookup(server, tool, e.opts.AllowedServers)
 	if err != nil {
-		return nil, err
+		return nil, t.ID != "", err
 	}
 	// Before the guards too: they would scan an oversized argument in full.
 	if err := e.b.checkArgument(t.ID, server, len(args)); err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	if e.opts.Before != nil {
 		args, err = e.opts.Before(ctx, server, tool, args)
 		if err != nil {
 			var ce *sandbox.CallError
 			if errors.As(err, &ce) {
-				return nil, ce
+				return nil, true, ce
 			}
-			return nil, &sandbox.CallError{Type: TypeToolError, Message: err.Error()}
+			return nil, true, &sandbox.CallError{Type: TypeToolError, Message: err.Error()}
 		}
 	}
-	return e.b.call(ctx, e.opts.Tenant, t, args)
+	out, err := e.b.call(ctx, e.opts.Tenant, t, args)
+	return out, true, err
 }
 
 // callToolParams are the params of the runtime's call_tool host call.

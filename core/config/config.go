@@ -36,6 +36,10 @@ type Config struct {
 	Tenants    []*Tenant
 	// MCP is cexecd's own MCP face (the mcp block).
 	MCP MCP
+	// Metrics is the Prometheus endpoint (the metrics block).
+	Metrics Metrics
+	// Audit sizes the per-tenant audit logs (the audit block).
+	Audit Audit
 
 	files map[string]*hcl.File
 	// sensitive holds paths into the MaskedJSON view whose values came from
@@ -226,6 +230,8 @@ func load(src []byte, filename string, ov Overrides) (*Config, hcl.Diagnostics) 
 	d.mcpServers(cfg, raw.MCPServers)
 	d.tenants(cfg, raw.Tenants)
 	d.mcp(cfg, raw.MCP)
+	d.metrics(cfg, raw.Metrics)
+	d.audit(cfg, raw.Audit)
 	cfg.sensitive = d.sensitive
 	return cfg, append(diags, d.diags...)
 }

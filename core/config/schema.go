@@ -14,6 +14,19 @@ type rawFile struct {
 	MCPServers []*rawMCP    `hcl:"mcp_server,block"`
 	Tenants    []*rawTenant `hcl:"tenant,block"`
 	MCP        *rawMCPFace  `hcl:"mcp,block"`
+	Metrics    *rawMetrics  `hcl:"metrics,block"`
+	Audit      *rawAudit    `hcl:"audit,block"`
+}
+
+type rawMetrics struct {
+	Listen    *hcl.Attribute `hcl:"listen,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
+type rawAudit struct {
+	RotateSize *hcl.Attribute `hcl:"rotate_size,optional"`
+	Keep       *hcl.Attribute `hcl:"keep,optional"`
+	DeclRange  hcl.Range      `hcl:",def_range"`
 }
 
 type rawDaemon struct {

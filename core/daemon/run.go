@@ -204,6 +204,15 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer face.stop()
+	ms, err := startMetrics(cfg, svc, host, face, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+		defer cancel()
+		ms.stop(stopCtx)
+	}()
 	srv := newControlServer(ctx, &o, cfg, svc, host, face.state())
 	return serveControl(ctx, &o, cfg, claim, srv, log)
 }

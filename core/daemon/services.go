@@ -15,6 +15,7 @@ import (
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/guard/vault"
+	"github.com/cexec/cexec/core/metrics"
 	"github.com/cexec/cexec/core/pipeline"
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/core/pool"
@@ -215,6 +216,7 @@ func (s *services) checkRunAs(sb sandbox.Sandbox) error {
 // removeTenant destroys the sandboxes and stops the per-tenant upstream
 // instances of a tenant GC removed.
 func (s *services) removeTenant(tenant string) {
+	metrics.ForgetTenant(tenant)
 	if p := s.pool; p != nil {
 		p.RemoveTenant(tenant)
 	}

@@ -309,6 +309,9 @@ func (f *Face) NotifyResourcesChanged() {
 // Sessions counts the live MCP sessions.
 func (f *Face) Sessions() int { return f.sessions.len() }
 
+// SessionsByTenant returns the live sessions per tenant (for metrics).
+func (f *Face) SessionsByTenant() map[string]int { return f.sessions.byTenant() }
+
 // scope is the default scope of a call: the transport's tenant and the MCP
 // session.
 func (f *Face) scope(ctx context.Context) (Scope, error) {

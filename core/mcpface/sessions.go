@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"net/http"
 	"regexp"
 	"strings"
@@ -93,6 +94,12 @@ func (t *sessionTable) end(id string, kind sessionKind) {
 	if ok && t.onEnd != nil {
 		t.onEnd(Scope{Tenant: e.tenant, Session: id})
 	}
+}
+
+func (t *sessionTable) byTenant() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.perTenant)
 }
 
 func (t *sessionTable) len() int {

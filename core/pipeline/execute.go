@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cexec/cexec/core/bridge"
+	"github.com/cexec/cexec/core/metrics"
 	"github.com/cexec/cexec/core/pool"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
@@ -155,6 +156,7 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 		}
 	}
 	_, ferr := run.Finish(entry)
+	metrics.Execution(req.Tenant, outcome(out, err), time.Since(start))
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cexec/cexec/core/config"
-	"github.com/cexec/cexec/internal/localgrpc"
 	"github.com/cexec/cexec/internal/tailbuf"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
@@ -122,7 +121,7 @@ func newClient(p *config.Plugin, path string, timeout time.Duration, log hclog.L
 		StartTimeout:    timeout,
 		Logger:          pluginLogger{log},
 		Stderr:          stderr,
-		GRPCDialOptions: localgrpc.DialOptions(),
+		GRPCDialOptions: dialOptions(string(p.Kind), p.Name),
 	}
 	if len(p.SHA256Bytes) > 0 {
 		// Checked again by go-plugin right before exec, narrowing the
