@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"google.golang.org/grpc"
 
+	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/control"
@@ -302,6 +303,8 @@ func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *
 		Tools:  toolsView{Catalog: svc.catalog, search: svc.search},
 		Search: svc.search,
 	}).Register(srv)
+	cexecv1.RegisterOperationsServer(srv, &operations{cfg: func() *config.Config { return cfg }, audit: svc.audit,
+		ws: svc.workspace, cat: svc.catalog, host: host})
 	return srv
 }
 

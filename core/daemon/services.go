@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cexec/cexec/api/endpoint"
+	"github.com/cexec/cexec/core/audit"
 	"github.com/cexec/cexec/core/bridge"
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/config"
@@ -53,6 +55,8 @@ type services struct {
 	// vaults are the PII vaults under data_dir: the guard layer's, and the
 	// session expiry sweep removes an expired session's.
 	vaults *vault.Store
+	// audit writes the tenants' and the daemon's audit logs.
+	audit *audit.Log
 	// search is search_tools and the selector's index; set by startSearch.
 	search *search.Service
 	// stopScan cancels the background read of local tools and waits for it;
@@ -92,6 +96,14 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 	if s.workspace, err = workspace.New(wsOpts); err != nil {
 		return s, fmt.Errorf("open workspaces: %w", err)
 	}
+	s.audit = audit.New(audit.Options{
+		Tenants:    s.workspace,
+		DaemonDir:  filepath.Join(cfg.Daemon.DataDir, "audit"),
+		RotateSize: cfg.Audit.RotateSize,
+		Keep:       cfg.Audit.Keep,
+		Sync:       cfg.Daemon.Sync == "always",
+		Logger:     log.Named("audit"),
+	})
 
 	if err := os.MkdirAll(cfg.Daemon.ServersDir, 0o755); err != nil {
 		return s, fmt.Errorf("create servers_dir: %w", err)
@@ -150,7 +162,7 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 	})
 	s.sandbox = sb
 	s.pool.Prewarm(endpoint.DefaultTenant)
-	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec")}
+	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec"), Audit: s.audit}
 	if s.guards != nil {
 		s.exec.Guard = s.guards
 	}
@@ -217,6 +229,7 @@ func (s *services) checkRunAs(sb sandbox.Sandbox) error {
 // instances of a tenant GC removed.
 func (s *services) removeTenant(tenant string) {
 	metrics.ForgetTenant(tenant)
+	s.audit.Forget(tenant)
 	if p := s.pool; p != nil {
 		p.RemoveTenant(tenant)
 	}

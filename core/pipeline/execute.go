@@ -131,6 +131,9 @@ type Executor struct {
 	// the guard plugins, restores PII tokens in code and tool arguments,
 	// and tokenizes model-facing results (core/guard).
 	Guard Guardrails
+	// Audit, when set, receives every execution, its tool calls and its
+	// policy denials (core/audit).
+	Audit Auditor
 }
 
 // ExecuteCode runs req.Code in a sandbox of req.Tenant's and waits for it.
@@ -156,7 +159,9 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 		}
 	}
 	_, ferr := run.Finish(entry)
-	metrics.Execution(req.Tenant, outcome(out, err), time.Since(start))
+	oc := outcome(out, err)
+	metrics.Execution(req.Tenant, oc, time.Since(start))
+	x.audit(ctx, req, out, err, oc, time.Since(start))
 	if err != nil {
 		return nil, err
 	}

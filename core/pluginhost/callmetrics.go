@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"path"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -30,25 +31,33 @@ func dialOptions(kind, name string) []grpc.DialOption {
 			metrics.PluginCall(kind, name, path.Base(method), time.Since(start), true)
 			return nil, err
 		}
-		return &timedStream{ClientStream: s, kind: kind, name: name, method: path.Base(method), start: start}, nil
+		ts := &timedStream{ClientStream: s, kind: kind, name: name, method: path.Base(method), start: start}
+		// Callers stop reading once they have what they need (the sandbox's
+		// Exec ends at its result) and cancel the stream's context: that is
+		// its end too.
+		context.AfterFunc(ctx, func() { ts.finish(false) })
+		return ts, nil
 	}
 	return append(localgrpc.DialOptions(), grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream))
 }
 
-// timedStream records its call when the stream ends: RecvMsg returns an
-// error (io.EOF on a clean end).
+// timedStream records its call once, when the stream ends: RecvMsg returns
+// an error (io.EOF on a clean end) or the caller cancels its context.
 type timedStream struct {
 	grpc.ClientStream
 	kind, name, method string
 	start              time.Time
-	done               bool
+	once               sync.Once
 }
 
 func (s *timedStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
-	if err != nil && !s.done {
-		s.done = true
-		metrics.PluginCall(s.kind, s.name, s.method, time.Since(s.start), !errors.Is(err, io.EOF))
+	if err != nil {
+		s.finish(!errors.Is(err, io.EOF))
 	}
 	return err
+}
+
+func (s *timedStream) finish(failed bool) {
+	s.once.Do(func() { metrics.PluginCall(s.kind, s.name, s.method, time.Since(s.start), failed) })
 }
