@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func TestOperations(t *testing.T) {
 	fmt.Fprintf(f, "\nmetrics {\n  listen = \"127.0.0.1:%d\"\n}\n\nmcp_server \"memory\" {\n  command = %q\n  env     = { MEMORY_FILE_PATH = %q }\n}\n",
 		metricsPort, memory, filepath.Join(s.dir, "memory.jsonl"))
 	_ = f.Close()
-	startDaemon(t, s)
+	d := startDaemon(t, s)
 	sandboxOrSkip(t, s) // one ok execution
 
 	mustCtl(t, s, "exec", "-c", "print('two')")
@@ -106,6 +107,40 @@ func TestOperations(t *testing.T) {
 		}
 	})
 
+	t.Run("SIGHUP reloads upstreams and refuses a broken config", func(t *testing.T) {
+		orig, err := os.ReadFile(s.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra := fmt.Sprintf("\nmcp_server \"memory2\" {\n  command = %q\n  env     = { MEMORY_FILE_PATH = %q }\n}\n", memory, filepath.Join(s.dir, "memory2.jsonl"))
+		reload := func(cfg string) {
+			t.Helper()
+			if err := os.WriteFile(s.config, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reload(string(orig) + extra)
+		waitFor(t, "memory2 to connect", func() bool { return listServers(t, s)["memory2"].State == "ok" })
+		if out := mustCtl(t, s, "exec", "-c", "from servers.memory2 import read_graph\nprint(type(read_graph()).__name__)"); !strings.Contains(out, "dict") {
+			t.Fatalf("tool of the added server: %q", out)
+		}
+		reload(string(orig) + extra + "\nmcp_server \"broken\" {\n  timeout = \"soon\"\n}\n")
+		waitFor(t, "the broken config's diagnostics in the log", func() bool {
+			return strings.Contains(d.stderr.String(), "config reload refused") && strings.Contains(d.stderr.String(), "cexec.hcl:")
+		})
+		daemonServes(t, s, d)
+		reload(string(orig))
+		waitFor(t, "memory2 to go", func() bool { _, ok := listServers(t, s)["memory2"]; return !ok })
+		// The default tenant's log was edited above; the daemon's is intact.
+		out, _, _ := ctl(t, s, "audit", "verify", "--all")
+		if !strings.Contains(out, "daemon: ok, 3 lines") {
+			t.Errorf("daemon audit log after three reloads: %s", out)
+		}
+	})
+
 	t.Run("doctor explains a machine without bubblewrap", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -126,6 +161,18 @@ func TestOperations(t *testing.T) {
 			t.Errorf("daemon doctor lacks its live checks:\n%s", out2)
 		}
 	})
+}
+
+// waitFor polls cond until it holds, failing after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func get(t *testing.T, u string) string {

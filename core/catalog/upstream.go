@@ -154,6 +154,10 @@ type upstream struct {
 	first     chan struct{} // closed when the first attempt ended
 	firstErr  error
 	firstOnce sync.Once
+
+	// stop ends run; done is closed when it returned (Reconfigure).
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 func newUpstream(cat *Catalog, s *config.MCPServer) *upstream {
@@ -164,6 +168,7 @@ func newUpstream(cat *Catalog, s *config.MCPServer) *upstream {
 		state: StateConnecting,
 		wake:  make(chan struct{}),
 		first: make(chan struct{}),
+		done:  make(chan struct{}),
 	}
 }
 

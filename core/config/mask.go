@@ -153,6 +153,8 @@ func (c *Config) view(plugins []any) map[string]any {
 			"listen": c.MCP.Listen, "tokens": tokens,
 			"allowed_origins": nonNil(c.MCP.AllowedOrigins), "sse": c.MCP.SSE,
 		},
+		"metrics": map[string]any{"listen": c.Metrics.Listen},
+		"audit":   map[string]any{"rotate_size": c.Audit.RotateSize, "keep": c.Audit.Keep},
 	}
 }
 

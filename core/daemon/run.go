@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -160,6 +161,8 @@ func logLevel(flag, fallback string) string {
 // a clean shutdown.
 func Run(ctx context.Context, o Options) error {
 	o.defaults()
+	hup := notifyHUP()
+	defer signal.Stop(hup)
 	log := newLogger(&o, logLevel(o.Overrides.LogLevel, "info"))
 	cfg, err := loadForRun(&o, log)
 	if err != nil {
@@ -214,7 +217,9 @@ func Run(ctx context.Context, o Options) error {
 		defer cancel()
 		ms.stop(stopCtx)
 	}()
-	srv := newControlServer(ctx, &o, cfg, svc, host, face.state())
+	rl := newReloader(&o, cfg, svc, log)
+	defer rl.watch(ctx, hup)()
+	srv := newControlServer(ctx, &o, cfg, svc, host, face.state(), rl.config)
 	return serveControl(ctx, &o, cfg, claim, srv, log)
 }
 
@@ -279,7 +284,7 @@ func stopPlugins(ctx context.Context, host *pluginhost.Host, grace time.Duration
 }
 
 // newControlServer registers the control API over the daemon's services.
-func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *services, host *pluginhost.Host, mcp control.MCPState) *grpc.Server {
+func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *services, host *pluginhost.Host, mcp control.MCPState, current func() *config.Config) *grpc.Server {
 	log := svc.log
 	schemas := &schemaCache{}
 	schemas.fill(ctx, cfg, host, log)
@@ -303,7 +308,7 @@ func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *
 		Tools:  toolsView{Catalog: svc.catalog, search: svc.search},
 		Search: svc.search,
 	}).Register(srv)
-	cexecv1.RegisterOperationsServer(srv, &operations{cfg: func() *config.Config { return cfg }, audit: svc.audit,
+	cexecv1.RegisterOperationsServer(srv, &operations{cfg: current, audit: svc.audit,
 		ws: svc.workspace, cat: svc.catalog, host: host})
 	return srv
 }
