@@ -146,3 +146,20 @@ func TestTornLineCut(t *testing.T) {
 		t.Fatalf("after the cut: %+v", rep)
 	}
 }
+
+// BenchmarkRecord is an execution's audit append: its entry and one tool
+// call, one write(2).
+func BenchmarkRecord(b *testing.B) {
+	l := New(Options{DaemonDir: filepath.Join(b.TempDir(), "audit"), RotateSize: 16 << 20, Keep: 2})
+	ctx := context.Background()
+	evs := []Event{
+		{Type: TypeExecution, Session: "s1", Actor: "agent", Outcome: "ok", DurationMS: 12.5, CodeSHA256: Hash([]byte("print(1)"))},
+		{Type: TypeToolCall, Session: "s1", Actor: "agent", Server: "memory", Tool: "read_graph", Outcome: "ok", DurationMS: 3.2, ArgsSHA256: Hash([]byte("{}"))},
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := l.Record(ctx, "", evs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
