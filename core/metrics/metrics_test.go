@@ -29,10 +29,14 @@ func TestSeries(t *testing.T) {
 	Denial("acme", "tool_call")
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewStateCollector(Sources{
-		Pool:        func() PoolState { return PoolState{Idle: map[string]int{"acme": 2}, Busy: map[string]int{"acme": 1}, MaxTotal: 16} },
-		Upstreams:   func() []Component { return []Component{{Name: "memory", State: "ready", Up: true, Restarts: 2}} },
-		Plugins:     func() []Component { return []Component{{Kind: "guard", Name: "pii", State: "restarting", Restarts: 1}} },
-		Quotas:      func() []TenantUsage { return []TenantUsage{{Tenant: "acme", Bytes: 4096, Files: -1, QuotaBytes: 1 << 30}} },
+		Pool: func() PoolState {
+			return PoolState{Idle: map[string]int{"acme": 2}, Busy: map[string]int{"acme": 1}, MaxTotal: 16}
+		},
+		Upstreams: func() []Component { return []Component{{Name: "memory", State: "ready", Up: true, Restarts: 2}} },
+		Plugins:   func() []Component { return []Component{{Kind: "guard", Name: "pii", State: "restarting", Restarts: 1}} },
+		Quotas: func() []TenantUsage {
+			return []TenantUsage{{Tenant: "acme", Bytes: 4096, Files: -1, QuotaBytes: 1 << 30}}
+		},
 		MCPSessions: func() map[string]int { return map[string]int{"acme": 3} },
 	}))
 	body := scrape(t, reg)
