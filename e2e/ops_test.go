@@ -105,6 +105,13 @@ func TestOperations(t *testing.T) {
 		if code != 1 || !strings.Contains(out, "BROKEN at audit.jsonl line 2") || !strings.Contains(out, "edited") {
 			t.Fatalf("edited line not reported (exit %d): %s", code, out)
 		}
+		// A tenant no config names and nobody used is not created to verify it.
+		if out, _, code := ctl(t, s, "audit", "verify", "--tenant", "nosuch"); code != 1 || !strings.Contains(out, "no tenant nosuch") {
+			t.Errorf("unknown tenant: exit %d: %s", code, out)
+		}
+		if _, err := os.Stat(filepath.Join(s.dir, "data", "tenants", "nosuch")); !os.IsNotExist(err) {
+			t.Errorf("verify created the tenant: %v", err)
+		}
 	})
 
 	t.Run("SIGHUP reloads upstreams and refuses a broken config", func(t *testing.T) {

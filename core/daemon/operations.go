@@ -36,7 +36,9 @@ func (s *operations) VerifyAudit(ctx context.Context, req *cexecv1.VerifyAuditRe
 		}
 		tenants = append(tenants, "")
 		for _, t := range infos {
-			tenants = append(tenants, t.ID)
+			if t.Exists {
+				tenants = append(tenants, t.ID)
+			}
 		}
 	case req.Tenant == "":
 		tenants = []string{endpoint.DefaultTenant}
@@ -48,6 +50,16 @@ func (s *operations) VerifyAudit(ctx context.Context, req *cexecv1.VerifyAuditRe
 	}
 	resp := &cexecv1.VerifyAuditResponse{}
 	for _, t := range tenants {
+		if t != "" && !s.ws.Exists(t) {
+			// Never used: nothing to verify, and verifying must not create
+			// the tenant. An id no config names is likely a typo.
+			r := &cexecv1.AuditReport{Tenant: t}
+			if t != endpoint.DefaultTenant && s.cfg().Tenant(t) == nil {
+				r.Error = "no tenant " + t + " (not in cexec.hcl, never used)"
+			}
+			resp.Reports = append(resp.Reports, r)
+			continue
+		}
 		rep, err := s.audit.Verify(ctx, t)
 		r := &cexecv1.AuditReport{Tenant: t, Files: rep.Files, Lines: int64(rep.Lines), FirstSeq: rep.FirstSeq, LastSeq: rep.LastSeq}
 		if err != nil {

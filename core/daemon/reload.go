@@ -123,8 +123,13 @@ func (r *reloader) reload(ctx context.Context) {
 		r.log.Warn("config reload: changed, but takes effect only after a restart", "change", w)
 	}
 	metrics.Reload(reloadApplied)
-	_ = r.svc.audit.Record(ctx, "", audit.Event{Type: audit.TypeConfigReload, Actor: "operator", Outcome: reloadApplied,
-		Reason: strings.Join(applied, "; "), Detail: map[string]string{"file": next.Path, "needs_restart": strings.Join(restart, "; ")}})
+	ev := audit.Event{Type: audit.TypeConfigReload, Actor: "operator", Outcome: reloadApplied,
+		Reason: strings.Join(applied, "; "), Detail: map[string]string{"file": next.Path, "needs_restart": strings.Join(restart, "; ")}}
+	_ = r.svc.audit.Record(ctx, "", ev)
+	// Each open tenant's log says so too: its policy may have changed.
+	for _, t := range r.svc.workspace.Loaded() {
+		_ = r.svc.audit.Record(ctx, t, ev)
+	}
 }
 
 // refuse logs why a reloaded config is not applied; the daemon runs on

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // auditDir is the tenant's audit log folder (core/audit): beside its
@@ -34,4 +35,25 @@ func (m *Manager) WithAuditDir(tenant string, fn func(dir *os.Root) error) error
 	}
 	defer dir.Close()
 	return fn(dir)
+}
+
+// Exists reports whether tenant id has a folder (it was used), without
+// opening or creating it.
+func (m *Manager) Exists(id string) bool {
+	if ValidateTenantID(id) != nil {
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(m.dir, id))
+	return err == nil && fi.IsDir()
+}
+
+// Loaded returns the ids of the tenants open now.
+func (m *Manager) Loaded() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := make([]string, 0, len(m.tenants))
+	for id := range m.tenants {
+		ids = append(ids, id)
+	}
+	return ids
 }
