@@ -36,20 +36,24 @@ func (x *Executor) audit(ctx context.Context, req CodeRequest, out *CodeResult, 
 		ev.Reason = out.Error.Type
 	}
 	events := []audit.Event{ev}
-	if out != nil && out.Error != nil && out.Error.Type == TypeDenied {
-		events = append(events, audit.Event{Type: audit.TypePolicyDenial, Session: req.Session, Actor: actor,
-			Outcome: "denied", Reason: out.Error.Message, Detail: map[string]string{"what": "code"}})
-	}
+	deniedCalls := 0
 	if out != nil {
 		for _, c := range out.ToolCalls {
 			events = append(events, audit.Event{Type: audit.TypeToolCall, Time: c.Start, Session: req.Session, Actor: actor,
 				Server: c.Server, Tool: c.Tool, Outcome: c.Outcome(), DurationMS: ms(c.Duration), ArgsSHA256: c.ArgsSHA256, Reason: c.ErrorType})
 			if c.ErrorType == bridge.TypeDenied {
+				deniedCalls++
 				events = append(events, audit.Event{Type: audit.TypePolicyDenial, Time: c.Start, Session: req.Session, Actor: actor,
 					Server: c.Server, Tool: c.Tool, Outcome: "denied", ArgsSHA256: c.ArgsSHA256, Reason: c.Error,
 					Detail: map[string]string{"what": "tool_call"}})
 			}
 		}
+	}
+	// A refused tool call the program did not catch fails the execution
+	// with the same refusal: one denial, the call's.
+	if out != nil && out.Error != nil && out.Error.Type == TypeDenied && deniedCalls == 0 {
+		events = append(events, audit.Event{Type: audit.TypePolicyDenial, Session: req.Session, Actor: actor,
+			Outcome: "denied", Reason: out.Error.Message, Detail: map[string]string{"what": "code"}})
 	}
 	// Record logs and counts its own failure; the execution stands.
 	_ = x.Audit.Record(context.WithoutCancel(ctx), req.Tenant, events...)
