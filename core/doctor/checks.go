@@ -106,30 +106,73 @@ func checkSeccomp() Check {
 }
 
 // checkCgroups reports the cgroup version and whether the controllers the
-// sandbox limits use (memory, pids, cpu) can be delegated here.
+// sandbox limits use (memory, pids, cpu) are there and writable where the
+// sandboxes' cgroups go: under cexecd's own cgroup on v2, the controllers'
+// hierarchies on v1 (the bwrap plugin uses either).
 func checkCgroups(o *Options) Check {
 	const name = "cgroups"
-	b, err := os.ReadFile(filepath.Join(o.CgroupRoot, "cgroup.controllers"))
-	if err != nil {
-		return warn(name, "cgroup v2 is not mounted at "+o.CgroupRoot+" (v1 or none): memory and pids limits fall back to rlimits",
-			"boot with the unified hierarchy (systemd.unified_cgroup_hierarchy=1), the default since Debian 11 and Ubuntu 21.10")
+	want := []string{"memory", "pids", "cpu"}
+	if b, err := os.ReadFile(filepath.Join(o.CgroupRoot, "cgroup.controllers")); err == nil {
+		own := filepath.Join(o.CgroupRoot, ownCgroup(o.ProcRoot))
+		if ob, err := os.ReadFile(filepath.Join(own, "cgroup.controllers")); err == nil {
+			b = ob
+		}
+		have := strings.Fields(string(b))
+		if missing := absent(want, have); len(missing) > 0 {
+			return warn(name, "cgroup v2 without the "+strings.Join(missing, ", ")+" controller(s) in "+own+": those limits are not enforced",
+				"enable the controllers in the parent's cgroup.subtree_control, or run cexecd under systemd with Delegate=yes (cexecd.service sets it)")
+		}
+		if unix.Access(own, unix.W_OK) != nil {
+			return warn(name, "cgroup v2 ("+strings.Join(have, " ")+"), but "+own+" is not writable by this user",
+				"run cexecd as root or under systemd with Delegate=yes, or set cgroup_parent in plugin \"sandbox\" \"bwrap\" to a delegated cgroup")
+		}
+		return ok(name, "cgroup v2, "+own+" holds: "+strings.Join(have, " "))
 	}
-	have := strings.Fields(string(b))
-	var missing []string
-	for _, c := range []string{"memory", "pids", "cpu"} {
-		if !contains(have, c) {
-			missing = append(missing, c)
+	var have, ro []string
+	for _, c := range want {
+		dir := filepath.Join(o.CgroupRoot, c)
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		have = append(have, c)
+		if unix.Access(dir, unix.W_OK) != nil {
+			ro = append(ro, c)
 		}
 	}
-	if len(missing) > 0 {
-		return warn(name, "cgroup v2 without the "+strings.Join(missing, ", ")+" controller(s): those limits are not enforced",
-			"enable the controllers in the parent's cgroup.subtree_control, or run cexecd under systemd with Delegate=yes (cexecd.service sets it)")
+	switch {
+	case len(have) == 0:
+		return warn(name, "no cgroup hierarchy at "+o.CgroupRoot+": sandboxes get rlimits only (no memory cgroup, no pids limit)",
+			"mount cgroup v2 at /sys/fs/cgroup (every systemd distribution does), or run cexecd where cgroups are available")
+	case len(ro) > 0:
+		return warn(name, "cgroup v1, but "+strings.Join(ro, ", ")+" not writable by this user", "run cexecd as root")
+	case len(absent(want, have)) > 0:
+		return warn(name, "cgroup v1 without "+strings.Join(absent(want, have), ", ")+": those limits are not enforced", "mount the missing controllers, or boot with cgroup v2")
 	}
-	if unix.Access(o.CgroupRoot, unix.W_OK) != nil {
-		return warn(name, "cgroup v2 ("+strings.Join(have, " ")+"), but "+o.CgroupRoot+" is not writable by this user",
-			"run cexecd as root or under systemd with Delegate=yes, or set cgroup_parent in plugin \"sandbox\" \"bwrap\" to a delegated cgroup")
+	return ok(name, "cgroup v1, controllers: "+strings.Join(have, " "))
+}
+
+// ownCgroup is this process's cgroup v2 path ("0::/path"), "/" when unknown.
+func ownCgroup(procRoot string) string {
+	b, err := os.ReadFile(filepath.Join(procRoot, "self", "cgroup"))
+	if err != nil {
+		return "/"
 	}
-	return ok(name, "cgroup v2, controllers: "+strings.Join(have, " "))
+	for _, l := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(l, "0::"); ok {
+			return p
+		}
+	}
+	return "/"
+}
+
+func absent(want, have []string) []string {
+	var out []string
+	for _, w := range want {
+		if !contains(have, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 func contains(l []string, s string) bool {

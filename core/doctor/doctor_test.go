@@ -98,3 +98,43 @@ func TestMachineWithBubblewrap(t *testing.T) {
 		t.Errorf("socket check %+v", s)
 	}
 }
+
+// TestCgroups reads fake cgroup trees: v2 with and without the
+// controllers, v1 hierarchies, none.
+func TestCgroups(t *testing.T) {
+	tests := []struct {
+		name   string
+		files  map[string]string // path under the root: content ("" a folder)
+		status string
+		says   string
+	}{
+		{"v2", map[string]string{"cgroup.controllers": "cpuset cpu io memory pids\n"}, OK, "cgroup v2"},
+		{"v2 without pids", map[string]string{"cgroup.controllers": "cpu memory\n"}, Warn, "without the pids"},
+		{"v1", map[string]string{"memory": "", "pids": "", "cpu": ""}, OK, "cgroup v1"},
+		{"v1 without pids", map[string]string{"memory": "", "cpu": ""}, Warn, "without pids"},
+		{"none", nil, Warn, "no cgroup hierarchy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			for p, content := range tt.files {
+				var err error
+				if content == "" {
+					err = os.Mkdir(filepath.Join(root, p), 0o755)
+				} else {
+					err = os.WriteFile(filepath.Join(root, p), []byte(content), 0o644)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := checkCgroups(&Options{CgroupRoot: root, ProcRoot: t.TempDir()})
+			if c.Status != tt.status || !strings.Contains(c.Detail, tt.says) {
+				t.Errorf("%+v: want %s saying %q", c, tt.status, tt.says)
+			}
+			if c.Status != OK && c.Fix == "" {
+				t.Error("no fix")
+			}
+		})
+	}
+}
