@@ -237,6 +237,12 @@ mcp_server "memory" {
 #   tokens = [
 #     { token = env("CEXEC_MCP_TOKEN_ACME"), tenant = "acme" },
 #   ]
+#   # Or sign-in at an identity provider: JWT access tokens for this URL.
+#   oauth {
+#     issuer       = "https://login.example.com/realms/cexec"
+#     audience     = "https://mcp.example.com/mcp"   # this face's public URL
+#     tenant_claim = "cexec_tenant"
+#   }
 # }
 
 # ---------------------------------------------------------------------------

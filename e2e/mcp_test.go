@@ -140,16 +140,16 @@ func TestMCPFace(t *testing.T) {
 			names = append(names, tl.Name)
 		}
 		// codegen-rules is configured, so execute_task is offered.
-		for _, want := range []string{"search_tools", "list_servers", "get_server_tools", "get_tool", "execute_code",
-			"execute_task", "get_state", "save_state", "save_skill", "list_skills", "get_skill"} {
+		for _, want := range []string{"search_tools", "list_tools", "execute_code",
+			"execute_task", "state", "skills"} {
 			if !slices.Contains(names, want) {
 				t.Errorf("tools/list lacks %s: %v", want, names)
 			}
 		}
 
-		servers := mcpCallText(ctx, t, c, "list_servers", nil)
+		servers := mcpCallText(ctx, t, c, "list_tools", nil)
 		if !strings.Contains(servers, "everything (servers.everything)") {
-			t.Errorf("list_servers:\n%s", servers)
+			t.Errorf("list_tools:\n%s", servers)
 		}
 		search := mcpCallText(ctx, t, c, "search_tools", map[string]any{"query": "add two numbers"})
 		if !strings.Contains(search, "everything/get-sum") {

@@ -72,9 +72,10 @@ type query struct {
 }
 
 // search is search_tools at full detail, which is enough to write the
-// program; several queries go out in one model message. A tool the agent
-// needs that no search found costs a get_tool turn, as it would cost a
-// real agent one.
+// program; several queries go out in one model message. need names the
+// functions the program imports (servers.PKG.FUNC): one that no search
+// found costs a list_tools turn for its stub, as it would cost a real agent
+// one.
 func (a *codeAgent) search(ctx context.Context, qs []query, need ...string) error {
 	var all strings.Builder
 	for i, q := range qs {
@@ -84,12 +85,12 @@ func (a *codeAgent) search(ctx context.Context, qs []query, need ...string) erro
 		}
 		all.WriteString(text)
 	}
-	for _, id := range need {
-		if strings.Contains(all.String(), id+"\n") {
+	for _, fn := range need {
+		if strings.Contains(all.String(), fn+"(") {
 			continue
 		}
-		server, tool, _ := strings.Cut(id, "/")
-		if _, err := a.call(ctx, "get_tool", map[string]any{"server": server, "tool": tool}); err != nil {
+		pkg, tool, _ := strings.Cut(strings.TrimPrefix(fn, "servers."), ".")
+		if _, err := a.call(ctx, "list_tools", map[string]any{"server": pkg, "tool": tool}); err != nil {
 			return err
 		}
 	}
@@ -151,7 +152,7 @@ func tasks(d *data) []task {
 				return expect(out, Phrase)
 			},
 			code: func(ctx context.Context, a *codeAgent) error {
-				if err := a.search(ctx, []query{{"list a directory and read text files", 4}}, "filesystem/list_directory", "filesystem/read_text_file"); err != nil {
+				if err := a.search(ctx, []query{{"list a directory and read text files", 4}}, "servers.filesystem.list_directory", "servers.filesystem.read_text_file"); err != nil {
 					return err
 				}
 				out, err := a.program(ctx, fmt.Sprintf(`from concurrent.futures import ThreadPoolExecutor
@@ -182,7 +183,7 @@ print(len(hits), "of", len(names), "notes:", ", ".join(hits))
 				return expect(out, d.csvRows...)
 			},
 			code: func(ctx context.Context, a *codeAgent) error {
-				if err := a.search(ctx, []query{{"read a text file", 3}}, "filesystem/read_text_file"); err != nil {
+				if err := a.search(ctx, []query{{"read a text file", 3}}, "servers.filesystem.read_text_file"); err != nil {
 					return err
 				}
 				out, err := a.program(ctx, fmt.Sprintf(`import csv, io
@@ -216,7 +217,7 @@ for r in rows:
 				return expect(out, "Design review")
 			},
 			code: func(ctx context.Context, a *codeAgent) error {
-				if err := a.search(ctx, []query{{"read a text file", 2}, {"create entities in the knowledge graph", 2}}, "filesystem/read_text_file", "memory/create_entities"); err != nil {
+				if err := a.search(ctx, []query{{"read a text file", 2}, {"create entities in the knowledge graph", 2}}, "servers.filesystem.read_text_file", "servers.memory.create_entities"); err != nil {
 					return err
 				}
 				out, err := a.program(ctx, fmt.Sprintf(`from servers.filesystem import read_text_file
@@ -244,7 +245,7 @@ print("saved", len(doc), "characters:", [e["name"] for e in made["entities"]])
 				return expect(out, "NVDA")
 			},
 			code: func(ctx context.Context, a *codeAgent) error {
-				if err := a.search(ctx, []query{{"current stock price of a symbol", 3}}, "livemcpbench/yahoo-finance__get_current_stock_price"); err != nil {
+				if err := a.search(ctx, []query{{"current stock price of a symbol", 3}}, "servers.livemcpbench.yahoo_finance__get_current_stock_price"); err != nil {
 					return err
 				}
 				out, err := a.single(ctx, "livemcpbench", "yahoo-finance__get_current_stock_price", map[string]any{"symbol": "NVDA"})
@@ -267,7 +268,7 @@ print("saved", len(doc), "characters:", [e["name"] for e in made["entities"]])
 				return expect(out, d.falcon...)
 			},
 			code: func(ctx context.Context, a *codeAgent) error {
-				if err := a.search(ctx, []query{{"search the knowledge graph", 3}}, "memory/search_nodes"); err != nil {
+				if err := a.search(ctx, []query{{"search the knowledge graph", 3}}, "servers.memory.search_nodes"); err != nil {
 					return err
 				}
 				out, err := a.program(ctx, `from servers.memory import search_nodes
@@ -292,7 +293,7 @@ print(", ".join(e["name"] for e in search_nodes(query="Falcon")["entities"]))
 				return expect(out, "port = 8443")
 			},
 			code: func(ctx context.Context, a *codeAgent) error {
-				if err := a.search(ctx, []query{{"read a text file", 2}}, "filesystem/read_text_file"); err != nil {
+				if err := a.search(ctx, []query{{"read a text file", 2}}, "servers.filesystem.read_text_file"); err != nil {
 					return err
 				}
 				out, err := a.single(ctx, "filesystem", "read_text_file", map[string]any{"path": tiny})

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -237,5 +238,29 @@ func BenchmarkBridgeOwnWork(b *testing.B) {
 		if _, err := e.CallTool(ctx, "memory", "search_nodes", benchArgs); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkDecodeResult measures turning an upstream result into the
+// program's value: a JSON text (today's common case, which must not slow
+// down), an object escaped because it looks like an envelope, and a rich
+// result with a 4 KiB image.
+func BenchmarkDecodeResult(b *testing.B) {
+	img := base64.StdEncoding.EncodeToString(make([]byte, 4096))
+	for _, bc := range []struct {
+		name string
+		res  mcp.CallToolResult
+	}{
+		{"json-text", mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(`{"rows":[1,2,3],"next":"abc"}`)}}},
+		{"escaped", mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(`{"$cexec.value":1}`)}}},
+		{"image-4KiB", mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("a tiny image"), mcp.NewImageContent(img, "image/png")}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := decodeResult(&bc.res); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

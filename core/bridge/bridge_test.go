@@ -63,25 +63,24 @@ func TestCallToolReferenceServers(t *testing.T) {
 			}},
 		{"image among texts", "everything", "get-tiny-image", `{}`,
 			func(t *testing.T, v any) {
-				items, ok := v.([]any)
-				if !ok || len(items) != 3 {
-					t.Fatalf("get-tiny-image: %T %v", v, v)
+				items := envelope(t, v)
+				if len(items) != 3 {
+					t.Fatalf("get-tiny-image: %v", v)
 				}
-				img, _ := items[1].(map[string]any)
+				img := items[1]
 				if img["type"] != "image" || img["mimeType"] != "image/png" || len(img["data"].(string)) < 50 {
 					t.Errorf("image item %v", img)
 				}
-				if _, ok := items[0].(string); !ok {
-					t.Errorf("text item %T", items[0])
+				if items[0]["type"] != "text" {
+					t.Errorf("first item %v", items[0])
 				}
 			}},
 		{"embedded resource", "everything", "get-resource-reference", `{"resourceType":"Text","resourceId":2}`,
 			func(t *testing.T, v any) {
-				items, _ := v.([]any)
 				var res map[string]any
-				for _, it := range items {
-					if m, ok := it.(map[string]any); ok && m["type"] == "resource" {
-						res = m
+				for _, it := range envelope(t, v) {
+					if it["type"] == "resource" {
+						res, _ = it["resource"].(map[string]any)
 					}
 				}
 				if res == nil || !strings.Contains(res["uri"].(string), "2") || res["text"] == nil {

@@ -141,10 +141,14 @@ type callToolParams struct {
 }
 
 // HandleHostCall serves the runtime's host calls that belong to the bridge:
-// method "call_tool" with params {"server", "tool", "arguments"}. Other
+// method "call_tool" with params {"server", "tool", "arguments"}, and
+// "read_resource" with params {"server", "uri"}. Other
 // methods return an error wrapping pluginapi.ErrUnimplemented, so an
 // executor can chain handlers.
 func (e *Execution) HandleHostCall(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if method == MethodReadResource {
+		return e.handleReadResource(ctx, params)
+	}
 	if method != MethodCallTool {
 		return nil, fmt.Errorf("host call %q: %w", method, pluginapi.ErrUnimplemented)
 	}

@@ -89,3 +89,18 @@ func callErr(t testing.TB, err error) *sandbox.CallError {
 	}
 	return ce
 }
+
+// envelope returns the items of a rich result (a ContentKey envelope).
+func envelope(t *testing.T, v any) []map[string]any {
+	t.Helper()
+	m, _ := v.(map[string]any)
+	raw, ok := m[ContentKey].([]any)
+	if !ok || len(m) != 1 {
+		t.Fatalf("result %T %v, want a %s envelope", v, v, ContentKey)
+	}
+	items := make([]map[string]any, len(raw))
+	for i, it := range raw {
+		items[i], _ = it.(map[string]any)
+	}
+	return items
+}

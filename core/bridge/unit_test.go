@@ -100,10 +100,13 @@ func TestDecodeResult(t *testing.T) {
 		{"empty text", mcp.CallToolResult{Content: []mcp.Content{text("")}}, `""`, ""},
 		{"texts joined", mcp.CallToolResult{Content: []mcp.Content{text("a"), text("{}")}}, `"a\n{}"`, ""},
 		{"no content", mcp.CallToolResult{}, `null`, ""},
-		{"image alone", mcp.CallToolResult{Content: []mcp.Content{img}}, `{"data":"iVBOR","mimeType":"image/png","type":"image"}`, ""},
-		{"mixed", mcp.CallToolResult{Content: []mcp.Content{text("see"), img}}, `["see",{"data":"iVBOR","mimeType":"image/png","type":"image"}]`, ""},
+		{"image alone", mcp.CallToolResult{Content: []mcp.Content{img}}, `{"$cexec.content":[{"type":"image","data":"iVBOR","mimeType":"image/png"}]}`, ""},
+		{"mixed", mcp.CallToolResult{Content: []mcp.Content{text("see"), img}}, `{"$cexec.content":[{"type":"text","text":"see"},{"type":"image","data":"iVBOR","mimeType":"image/png"}]}`, ""},
 		{"resources", mcp.CallToolResult{Content: []mcp.Content{res, blob, link}},
-			`[{"mimeType":"text/plain","text":"A","type":"resource","uri":"file:///a.txt"},{"blob":"AAE=","mimeType":"application/octet-stream","type":"resource","uri":"file:///a.bin"},{"mimeType":"text/plain","name":"b","type":"resource_link","uri":"file:///b"}]`, ""},
+			`{"$cexec.content":[{"type":"resource","resource":{"uri":"file:///a.txt","mimeType":"text/plain","text":"A"}},{"type":"resource","resource":{"uri":"file:///a.bin","mimeType":"application/octet-stream","blob":"AAE="}},{"type":"resource_link","uri":"file:///b","name":"b","description":"","mimeType":"text/plain"}]}`, ""},
+		{"value like an envelope is escaped", mcp.CallToolResult{RawStructuredContent: json.RawMessage(`{"$cexec.content": 1}`)}, `{"$cexec.value":{"$cexec.content":1}}`, ""},
+		{"text like an envelope is escaped", mcp.CallToolResult{Content: []mcp.Content{text(`{"$cexec.value":2}`)}}, `{"$cexec.value":{"$cexec.value":2}}`, ""},
+		{"object with more keys is not escaped", mcp.CallToolResult{Content: []mcp.Content{text(`{"$cexec.value":2,"b":3}`)}}, `{"$cexec.value":2,"b":3}`, ""},
 		{"isError", mcp.CallToolResult{IsError: true, Content: []mcp.Content{text("no such file"), text("really")}}, "", "ToolError: no such file\nreally"},
 		{"isError silent", mcp.CallToolResult{IsError: true}, "", "without a message"},
 	} {
@@ -118,6 +121,32 @@ func TestDecodeResult(t *testing.T) {
 			}
 			if err != nil || !bytes.Equal(out, []byte(tt.want)) {
 				t.Errorf("got %s, %v\nwant %s", out, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestUnwrap reads results back as the face's call_tool does.
+func TestUnwrap(t *testing.T) {
+	for _, tt := range []struct {
+		name, raw, value string
+		kinds            []string
+	}{
+		{"plain", `{"a":1}`, `{"a":1}`, nil},
+		{"escaped", `{"$cexec.value":{"$cexec.content":1}}`, `{"$cexec.content":1}`, nil},
+		{"content", `{"$cexec.content":[{"type":"text","text":"see"},{"type":"image","data":"iVBOR","mimeType":"image/png"}]}`, ``, []string{"mcp.TextContent", "mcp.ImageContent"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v, content, err := Unwrap(json.RawMessage(tt.raw))
+			if err != nil || string(v) != tt.value {
+				t.Fatalf("value %s, %v; want %s", v, err, tt.value)
+			}
+			var kinds []string
+			for _, c := range content {
+				kinds = append(kinds, fmt.Sprintf("%T", c))
+			}
+			if fmt.Sprint(kinds) != fmt.Sprint(tt.kinds) {
+				t.Errorf("content %v, want %v", kinds, tt.kinds)
 			}
 		})
 	}

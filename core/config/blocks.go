@@ -30,7 +30,14 @@ type Pipeline struct {
 	MaxRepairs int
 	// SearchLimit is how many tools the selector returns to the generator.
 	SearchLimit int
+	// MaxInlineAttachment is the largest item a program shows (cexec.show)
+	// that is returned inline to the agent; larger ones are saved in the
+	// tenant's workspace and returned as resource links.
+	MaxInlineAttachment int64
 }
+
+// DefaultMaxInlineAttachment is pipeline.max_inline_attachment's default.
+const DefaultMaxInlineAttachment = 1 << 20
 
 // Sandbox is the `sandbox { ... }` block.
 type Sandbox struct {
@@ -145,7 +152,7 @@ type Tenant struct {
 
 func (d *decoder) pipeline(cfg *Config, raw *rawPipeline) {
 	pl := &cfg.Pipeline
-	pl.MaxRepairs, pl.SearchLimit = 2, 8
+	pl.MaxRepairs, pl.SearchLimit, pl.MaxInlineAttachment = 2, 8, DefaultMaxInlineAttachment
 	var selector, codegen, guards *hcl.Attribute
 	var block *hcl.Range
 	if raw != nil {
@@ -155,6 +162,11 @@ func (d *decoder) pipeline(cfg *Config, raw *rawPipeline) {
 		}
 		if n, ok := d.integer(raw.SearchLimit, path("pipeline", "search_limit"), 1); ok {
 			pl.SearchLimit = n
+		}
+		if raw.MaxInlineAttachment != nil {
+			if n, ok := d.size(raw.MaxInlineAttachment, path("pipeline", "max_inline_attachment")); ok {
+				pl.MaxInlineAttachment = n
+			}
 		}
 	}
 

@@ -51,7 +51,7 @@ func TestLoadValid(t *testing.T) {
 	if emb := cfg.Plugin(pluginapi.KindSelector, "embeddings"); emb.Required || emb.Timeout != 30*time.Second {
 		t.Errorf("selector plugin = %+v", emb)
 	}
-	if want := (Pipeline{Selector: "embeddings", Codegen: []string{"llm", "rules"}, Guards: []string{"pii"}, MaxRepairs: 3, SearchLimit: 5}); !reflect.DeepEqual(cfg.Pipeline, want) {
+	if want := (Pipeline{Selector: "embeddings", Codegen: []string{"llm", "rules"}, Guards: []string{"pii"}, MaxRepairs: 3, SearchLimit: 5, MaxInlineAttachment: 256 << 10}); !reflect.DeepEqual(cfg.Pipeline, want) {
 		t.Errorf("pipeline = %+v, want %+v", cfg.Pipeline, want)
 	}
 	if want := (Sandbox{
@@ -76,7 +76,7 @@ func TestLoadValid(t *testing.T) {
 		t.Errorf("streamable transport = %q", s.Transport)
 	}
 	acme := cfg.Tenant("acme")
-	if acme.DiskQuota != 1<<30 || acme.MaxSessionLog != 16<<20 || acme.MaxConcurrent != 2 || !reflect.DeepEqual(acme.AllowedServers, []string{"filesystem"}) || acme.Policy == nil || acme.PolicyRange.Start.Line != 78 {
+	if acme.DiskQuota != 1<<30 || acme.MaxSessionLog != 16<<20 || acme.MaxConcurrent != 2 || !reflect.DeepEqual(acme.AllowedServers, []string{"filesystem"}) || acme.Policy == nil || acme.PolicyRange.Start.Line != 79 {
 		t.Errorf("tenant acme = %+v", acme)
 	}
 	if def := cfg.Tenant("default"); def.AllowedServers != nil || def.Policy != nil || def.DiskQuota != 0 {
@@ -535,7 +535,7 @@ func TestDefaultConfigFile(t *testing.T) {
 	if len(cfg.Plugins) != 4 {
 		t.Errorf("%d plugins, want 4", len(cfg.Plugins))
 	}
-	if want := (Pipeline{Selector: "embeddings", Codegen: []string{"rules"}, Guards: []string{"pii"}, MaxRepairs: 2, SearchLimit: 8}); !reflect.DeepEqual(cfg.Pipeline, want) {
+	if want := (Pipeline{Selector: "embeddings", Codegen: []string{"rules"}, Guards: []string{"pii"}, MaxRepairs: 2, SearchLimit: 8, MaxInlineAttachment: DefaultMaxInlineAttachment}); !reflect.DeepEqual(cfg.Pipeline, want) {
 		t.Errorf("pipeline = %+v", cfg.Pipeline)
 	}
 	if cfg.Sandbox.Backend != "bwrap" || cfg.Sandbox.Network {

@@ -64,6 +64,7 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{12, "Invalid size", false},
 			{13, "Invalid size", false},
 			{19, "Invalid duration", false},
+			{25, "Invalid size", false},
 		}},
 		{"bare_sizes.hcl", []wantDiag{
 			{4, "Invalid size", false},

@@ -119,6 +119,13 @@ func (c *Config) view(plugins []any) map[string]any {
 	for i, t := range c.MCP.Tokens {
 		tokens[i] = map[string]any{"token": maskedValue, "tenant": t.Tenant}
 	}
+	var oauth any
+	if o := c.MCP.OAuth; o != nil {
+		oauth = map[string]any{
+			"issuer": o.Issuer, "jwks_url": o.JWKSURL, "audience": o.Audience,
+			"tenant_claim": o.TenantClaim, "required_scopes": nonNil(o.RequiredScopes),
+		}
+	}
 	sb := c.Sandbox
 	return map[string]any{
 		"path": c.Path,
@@ -133,7 +140,7 @@ func (c *Config) view(plugins []any) map[string]any {
 		"pipeline": map[string]any{
 			"selector": c.Pipeline.Selector, "codegen": nonNil(c.Pipeline.Codegen),
 			"guards": nonNil(c.Pipeline.Guards), "max_repairs": c.Pipeline.MaxRepairs,
-			"search_limit": c.Pipeline.SearchLimit,
+			"search_limit": c.Pipeline.SearchLimit, "max_inline_attachment": c.Pipeline.MaxInlineAttachment,
 		},
 		"sandbox": map[string]any{
 			"backend": sb.Backend, "network": sb.Network,
@@ -152,6 +159,7 @@ func (c *Config) view(plugins []any) map[string]any {
 		"mcp": map[string]any{
 			"listen": c.MCP.Listen, "tokens": tokens,
 			"allowed_origins": nonNil(c.MCP.AllowedOrigins), "sse": c.MCP.SSE,
+			"oauth": oauth,
 		},
 		"metrics": map[string]any{"listen": c.Metrics.Listen},
 		"audit":   map[string]any{"rotate_size": c.Audit.RotateSize, "keep": c.Audit.Keep},

@@ -48,8 +48,11 @@ type MCP struct {
 	// serves MCP on the unix socket only.
 	Listen string
 	// Tokens map bearer tokens to tenants. A non-loopback Listen requires
-	// at least one.
+	// at least one, or OAuth.
 	Tokens []MCPToken
+	// OAuth, when set, also accepts JWT access tokens of an identity
+	// provider; nil without an oauth block.
+	OAuth *MCPOAuth
 	// AllowedOrigins are the browser origins (scheme://host[:port])
 	// accepted; localhost ones only when listed.
 	AllowedOrigins []string
@@ -115,6 +118,7 @@ func (d *decoder) mcp(cfg *Config, raw *rawMCPFace) {
 	}
 	d.mcpLimits(m, raw)
 	d.mcpTokens(m, raw.Tokens)
+	d.mcpOAuth(m, raw.OAuth)
 	if m.Listen != "" {
 		d.checkMCPListen(m, raw)
 	}
@@ -210,9 +214,9 @@ func (d *decoder) checkMCPListen(m *MCP, raw *rawMCPFace) {
 		d.errorf(subject, "Invalid listen address", "mcp listen must be host:port, like %q; got %q.", DefaultMCPListen, m.Listen)
 		return
 	}
-	if len(m.Tokens) == 0 && !loopbackHost(host) {
+	if len(m.Tokens) == 0 && m.OAuth == nil && raw.OAuth == nil && !loopbackHost(host) {
 		d.errorf(subject, "Refusing to serve MCP on a non-loopback address without auth",
-			"listen = %q is reachable from other machines; add tokens = [{ token = env(%q), tenant = %q }] to the mcp block, or listen on 127.0.0.1.", m.Listen, endpoint.TokenEnv, endpoint.DefaultTenant)
+			"listen = %q is reachable from other machines; add tokens = [{ token = env(%q), tenant = %q }] or an oauth block to the mcp block, or listen on 127.0.0.1.", m.Listen, endpoint.TokenEnv, endpoint.DefaultTenant)
 	}
 }
 

@@ -104,3 +104,67 @@ func TestMCPBlock(t *testing.T) {
 		})
 	}
 }
+
+func TestMCPOAuthFixture(t *testing.T) {
+	cfg, diags := Load("testdata/mcp_oauth.hcl", Overrides{})
+	checkDiags(t, diags, nil)
+	want := MCPOAuth{
+		Issuer: "https://login.example.com/realms/cexec", Audience: "https://mcp.example.com/mcp",
+		TenantClaim: "cexec_tenant", RequiredScopes: []string{"mcp", "cexec:run"},
+	}
+	got := cfg.MCP.OAuth
+	if got == nil {
+		t.Fatal("no oauth block decoded")
+	}
+	if got.DeclRange.Start.Line != 4 {
+		t.Errorf("oauth block at line %d, want 4", got.DeclRange.Start.Line)
+	}
+	got.DeclRange = want.DeclRange
+	if !reflect.DeepEqual(*got, want) {
+		t.Errorf("OAuth = %+v, want %+v", *got, want)
+	}
+	out, err := cfg.MaskedJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"audience": "https://mcp.example.com/mcp"`) {
+		t.Errorf("MaskedJSON lacks the oauth block:\n%s", out)
+	}
+
+	_, diags = Load("testdata/mcp_oauth_invalid.hcl", Overrides{})
+	checkDiags(t, diags, []wantDiag{
+		{5, "Invalid URL", false},
+		{6, "Invalid URL", false},
+		{7, "Invalid URL", false},
+		{8, "Empty claim name", false},
+		{9, "Invalid scope", false},
+	})
+}
+
+func TestMCPOAuthBlock(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want []wantDiag
+	}{
+		{"loopback http issuer and discovery", "mcp {\n  oauth {\n    issuer = \"http://127.0.0.1:9000\"\n    audience = \"http://localhost:7797/mcp\"\n    tenant_claim = \"t\"\n  }\n}\n", nil},
+		{"missing issuer and audience", "mcp {\n  oauth {\n    tenant_claim = \"t\"\n  }\n}\n",
+			[]wantDiag{{2, "Missing required argument", false}, {2, "Missing required argument", false}}},
+		{"missing tenant claim", "mcp {\n  oauth {\n    issuer = \"https://a.example\"\n    audience = \"https://b.example/mcp\"\n  }\n}\n",
+			[]wantDiag{{2, "Missing required argument", false}}},
+		{"two oauth blocks", "mcp {\n  oauth {\n  }\n  oauth {\n  }\n}\n",
+			[]wantDiag{{4, "Duplicate oauth block", false}}},
+		{"query in the audience", "mcp {\n  oauth {\n    issuer = \"https://a.example\"\n    audience = \"https://b.example/mcp?x=1\"\n    tenant_claim = \"t\"\n  }\n}\n",
+			[]wantDiag{{4, "Invalid URL", false}}},
+		{"all interfaces with oauth only", "mcp {\n  listen = \":9000\"\n  oauth {\n    issuer = \"https://a.example\"\n    audience = \"https://b.example/mcp\"\n    tenant_claim = \"t\"\n  }\n}\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, diags := load([]byte(tt.src), "t.hcl", Overrides{})
+			checkDiags(t, diags, tt.want)
+			if tt.want == nil && cfg.MCP.OAuth == nil {
+				t.Error("no oauth block decoded")
+			}
+		})
+	}
+}

@@ -64,7 +64,9 @@ type rawPipeline struct {
 	Guards      *hcl.Attribute `hcl:"guards,optional"`
 	MaxRepairs  *hcl.Attribute `hcl:"max_repairs,optional"`
 	SearchLimit *hcl.Attribute `hcl:"search_limit,optional"`
-	DeclRange   hcl.Range      `hcl:",def_range"`
+	// MaxInlineAttachment: see Pipeline.MaxInlineAttachment.
+	MaxInlineAttachment *hcl.Attribute `hcl:"max_inline_attachment,optional"`
+	DeclRange           hcl.Range      `hcl:",def_range"`
 }
 
 type rawSandbox struct {
@@ -162,6 +164,8 @@ type rawMCPFace struct {
 	MaxConnectionsPerPeer *hcl.Attribute `hcl:"max_connections_per_peer,optional"`
 	MaxRequestBody        *hcl.Attribute `hcl:"max_request_body,optional"`
 	MaxSessionsPerTenant  *hcl.Attribute `hcl:"max_sessions_per_tenant,optional"`
+
+	OAuth *rawMCPOAuth `hcl:"oauth,block"`
 
 	DeclRange hcl.Range `hcl:",def_range"`
 }

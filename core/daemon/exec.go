@@ -81,6 +81,10 @@ func resultProto(r *pipeline.CodeResult) *cexecv1.ExecResult {
 	if r.QuotaError != nil {
 		out.Warnings = append(out.Warnings, r.QuotaError.Error())
 	}
+	for _, a := range r.Attachments {
+		out.Attachments = append(out.Attachments, &cexecv1.Attachment{Kind: a.Kind, MimeType: a.MIMEType, Name: a.Name,
+			Uri: a.URI, Text: a.Text, Data: a.Data, Path: a.Path, Size: a.Size})
+	}
 	for _, c := range r.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, &cexecv1.ToolCallRecord{
 			Server: c.Server, Tool: c.Tool, DurationUs: c.Duration.Microseconds(), Ok: c.OK, Error: c.Error,

@@ -85,6 +85,7 @@ func (m *mcpServer) faceOptions(cfg *config.Config, svc *services, host *pluginh
 		Calls:       mcpExecutor{exec: svc.exec, pii: m.pii},
 		State:       stateView{ws: svc.workspace, pii: m.pii},
 		Skills:      skillView{ws: svc.workspace, pii: m.pii},
+		Attachments: attachmentView{ws: svc.workspace},
 		PII:         pii,
 		Version:     version.Version,
 		Logger:      m.log,
@@ -126,6 +127,7 @@ func (m *mcpServer) stop() {
 	m.unsub()
 	m.cancel()
 	m.served.Wait()
+	m.face.Close()
 	if m.pii != nil {
 		m.pii.closeAll()
 	}

@@ -182,22 +182,22 @@ func checkServersPerTenant(t *testing.T, def *client.Client, acme *client.Client
 		{acme, "acme", []string{"memory (servers.memory)"}, []string{"everything"}},
 	}
 	for _, tc := range tests {
-		out, isErr := callTool(t, tc.c, "list_servers", nil)
+		out, isErr := callTool(t, tc.c, "list_tools", nil)
 		for _, w := range tc.want {
 			if isErr || !strings.Contains(out, w) {
-				t.Errorf("%s: list_servers lacks %q:\n%s", tc.tenant, w, out)
+				t.Errorf("%s: list_tools lacks %q:\n%s", tc.tenant, w, out)
 			}
 		}
 		for _, n := range tc.not {
 			if strings.Contains(out, n) {
-				t.Errorf("%s: list_servers shows %q:\n%s", tc.tenant, n, out)
+				t.Errorf("%s: list_tools shows %q:\n%s", tc.tenant, n, out)
 			}
 		}
 	}
-	if out, isErr := callTool(t, acme, "get_tool", map[string]any{"server": "everything", "tool": "get-sum"}); !isErr || !strings.Contains(out, "known servers: memory") {
+	if out, isErr := callTool(t, acme, "list_tools", map[string]any{"server": "everything", "tool": "get-sum"}); !isErr || !strings.Contains(out, "known servers: memory") {
 		t.Errorf("acme read a stub of a server it may not use:\n%s", out)
 	}
-	if out, isErr := callTool(t, def, "get_tool", map[string]any{"server": "everything", "tool": "get-sum"}); isErr || !strings.Contains(out, "def get_sum(") {
+	if out, isErr := callTool(t, def, "list_tools", map[string]any{"server": "everything", "tool": "get-sum"}); isErr || !strings.Contains(out, "def get_sum(") {
 		t.Errorf("default cannot read the get-sum stub:\n%s", out)
 	}
 	if out, _ := callTool(t, acme, "search_tools", map[string]any{"query": "sum of two numbers"}); strings.Contains(out, "everything/") {
@@ -209,27 +209,27 @@ func checkServersPerTenant(t *testing.T, def *client.Client, acme *client.Client
 }
 
 func checkStateAndSkills(t *testing.T, dir string, def *client.Client, acme *client.Client) {
-	if out, isErr := callTool(t, acme, "save_state", map[string]any{"name": "progress.json", "value": map[string]any{"done": 3}}); isErr {
-		t.Fatalf("save_state: %s", out)
+	if out, isErr := callTool(t, acme, "state", map[string]any{"name": "progress.json", "value": map[string]any{"done": 3}}); isErr {
+		t.Fatalf("state: %s", out)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "data", "tenants", "acme", "workspace", "state", "progress.json"))
 	if err != nil || !strings.Contains(string(b), `"done":3`) {
 		t.Errorf("state on disk: %q %v", b, err)
 	}
-	if out, _ := callTool(t, acme, "get_state", map[string]any{"name": "progress.json"}); !strings.Contains(out, `"done":3`) {
-		t.Errorf("get_state: %s", out)
+	if out, _ := callTool(t, acme, "state", map[string]any{"name": "progress.json"}); !strings.Contains(out, `"done":3`) {
+		t.Errorf("state: %s", out)
 	}
-	if out, isErr := callTool(t, def, "get_state", map[string]any{"name": "progress.json"}); !isErr {
+	if out, isErr := callTool(t, def, "state", map[string]any{"name": "progress.json"}); !isErr {
 		t.Errorf("another tenant read acme's state: %s", out)
 	}
 	code := "def double(x):\n    \"\"\"Twice x.\"\"\"\n    return 2 * x\n"
-	if out, isErr := callTool(t, acme, "save_skill", map[string]any{"name": "doubler", "description": "Doubles numbers", "code": code}); isErr {
-		t.Fatalf("save_skill: %s", out)
+	if out, isErr := callTool(t, acme, "skills", map[string]any{"name": "doubler", "description": "Doubles numbers", "code": code}); isErr {
+		t.Fatalf("skills: %s", out)
 	}
-	if out, _ := callTool(t, acme, "get_skill", map[string]any{"name": "doubler"}); !strings.Contains(out, "return 2 * x") {
-		t.Errorf("get_skill: %s", out)
+	if out, _ := callTool(t, acme, "skills", map[string]any{"name": "doubler"}); !strings.Contains(out, "return 2 * x") {
+		t.Errorf("skills: %s", out)
 	}
-	if out, isErr := callTool(t, acme, "save_skill", map[string]any{"name": "broken", "description": "x", "code": "def f(:\n"}); !isErr || !strings.Contains(out, "line 1") {
+	if out, isErr := callTool(t, acme, "skills", map[string]any{"name": "broken", "description": "x", "code": "def f(:\n"}); !isErr || !strings.Contains(out, "line 1") {
 		t.Errorf("code that does not compile was saved or not explained: %s", out)
 	}
 }

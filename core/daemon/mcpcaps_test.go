@@ -70,8 +70,8 @@ mcp {
 		t.Fatal(err)
 	}
 	initialize(ctx, t, tcp)
-	if _, isErr := callTool(t, tcp, "list_servers", nil); isErr {
-		t.Error("list_servers over TCP failed while another peer was at its cap")
+	if _, isErr := callTool(t, tcp, "list_tools", nil); isErr {
+		t.Error("list_tools over TCP failed while another peer was at its cap")
 	}
 	_ = tcp.Close()
 
@@ -89,8 +89,8 @@ mcp {
 	}
 	unix := mcpSession(t, endpoint.MCPSocket(sock), "default")
 	defer func() { _ = unix.Close() }()
-	if _, isErr := callTool(t, unix, "list_servers", nil); isErr {
-		t.Error("list_servers over the private socket failed with the TCP face full")
+	if _, isErr := callTool(t, unix, "list_tools", nil); isErr {
+		t.Error("list_tools over the private socket failed with the TCP face full")
 	}
 }
 

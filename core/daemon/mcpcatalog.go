@@ -57,7 +57,7 @@ func (v catalogView) Servers(_ context.Context, sc mcpface.Scope) ([]mcpface.Ser
 	return serverList(v.cat.Tools(), v.cat.Servers(), ten.Allowed, visible), nil
 }
 
-// serverList is list_servers' answer: the allowed upstream servers with
+// serverList is list_tools' answer without arguments: the allowed upstream servers with
 // their stub package and visible tools, then each local package once (its
 // directory under servers/ is its package).
 func serverList(tools []catalog.Tool, statuses []catalog.ServerStatus, allowed func(string) bool, visible func(*catalog.Tool) bool) []mcpface.Server {
@@ -193,7 +193,7 @@ type searchView struct {
 // hides some.
 func (s searchView) Search(ctx context.Context, sc mcpface.Scope, query string, limit int) ([]mcpface.Hit, error) {
 	if s.svc == nil {
-		return nil, fmt.Errorf("tool search is not running; list_servers and get_server_tools still work: %w", pluginapi.ErrUnavailable)
+		return nil, fmt.Errorf("tool search is not running; list_tools still works: %w", pluginapi.ErrUnavailable)
 	}
 	ten, err := s.v.ws.Tenant(sc.Tenant)
 	if err != nil {

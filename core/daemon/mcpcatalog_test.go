@@ -8,7 +8,7 @@ import (
 	"github.com/cexec/cexec/core/mcpface"
 )
 
-// TestServerList checks list_servers' rows: each local package once, with
+// TestServerList checks list_tools' server rows: each local package once, with
 // its import name, after the upstream servers the tenant may use.
 func TestServerList(t *testing.T) {
 	local := func(pkg, name, module string) catalog.Tool {

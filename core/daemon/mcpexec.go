@@ -115,6 +115,10 @@ func faceExecution(res *pipeline.CodeResult) mcpface.Execution {
 		ex.Calls.Tools = append(ex.Calls.Tools, mcpface.ToolStat{Server: t.Server, Tool: t.Tool, Calls: t.Calls,
 			Failed: t.Failed, TotalMS: t.TotalMS, MaxMS: t.MaxMS, LastError: t.LastError})
 	}
+	for _, a := range res.Attachments {
+		ex.Attachments = append(ex.Attachments, mcpface.Attachment{Kind: a.Kind, MIMEType: a.MIMEType, Name: a.Name,
+			URI: a.URI, Text: a.Text, Data: a.Data, Path: a.Path, Size: a.Size})
+	}
 	if res.QuotaError != nil {
 		// The program ran; the agent should know its workspace is full.
 		ex.Stderr += fmt.Sprintf("\ncexec: %v; delete files under /workspace", res.QuotaError)

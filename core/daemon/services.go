@@ -162,7 +162,8 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 	})
 	s.sandbox = sb
 	s.pool.Prewarm(endpoint.DefaultTenant)
-	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec"), Audit: s.audit}
+	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec"),
+		MaxInlineAttachment: cfg.Pipeline.MaxInlineAttachment, Audit: s.audit}
 	if s.guards != nil {
 		s.exec.Guard = s.guards
 	}

@@ -1,13 +1,17 @@
 // Package mcpface is cexecd's MCP server (ARCHITECTURE §6): what agents see
-// instead of hundreds of upstream tools. It offers twelve tools
-// (search_tools, list_servers, get_server_tools, get_tool, execute_code,
-// call_tool, execute_task when a code generator is configured, get_state,
-// save_state, save_skill, list_skills, get_skill) whose descriptions teach
-// the workflow (search at full detail → write one program that prints only
-// what matters, or call_tool for a single call) in under 1,000 tokens, and
+// instead of hundreds of upstream tools. It offers seven tools
+// (search_tools, list_tools, execute_code, call_tool, execute_task when a
+// code generator is configured, state, skills; reads and writes of one kind
+// share a tool, since every tool's schema costs every agent's context)
+// whose descriptions teach the workflow (search at full detail → write one
+// program that prints only what matters, or call_tool for a single call) in
+// about 600 tokens (a test holds it under 1,000), and
 // the stub tree (cexec://servers/<pkg>/<tool>.py)
-// and skills (cexec://skills/<name>) as resources. It is built on
-// github.com/mark3labs/mcp-go.
+// and skills (cexec://skills/<name>) as resources. What a program shows
+// (cexec.show) follows execute_code's text as image, audio or resource
+// content; an item too large to travel inline is a resource link to
+// cexec://workspace/<path>, served by AttachmentStore to its tenant only
+// (attachments.go). It is built on github.com/mark3labs/mcp-go.
 //
 // # Services
 //
@@ -34,6 +38,13 @@
 //     token decides the tenant (tokens compared in constant time); without
 //     tokens only loopback addresses are served, as the default tenant.
 //     ListenTCP and Serve refuse a non-loopback address without tokens.
+//   - With Options.OAuth the face is also an OAuth 2.1 resource server
+//     (oauth.go): a bearer token that is not a static one must be a JWT
+//     access token signed by the issuer's keys (JWKS, discovered from its
+//     RFC 8414/OpenID metadata, cached, refreshed on an unknown kid at most
+//     every 30 s), for the configured audience, not expired; its tenant is
+//     the configured claim. 401s point at the RFC 9728 metadata, served
+//     without a token at /.well-known/oauth-protected-resource[/path].
 //
 // On every listener the Origin header must be absent or in
 // Options.AllowedOrigins (on loopback listeners also the face's own origin;
@@ -85,6 +96,6 @@
 // failure adds the traceback (the program's frames, the message once), the
 // exit code and the tool calls it does not explain. ExecOutput in
 // structuredContent says the same compactly, with the rounded duration and
-// the session only when the call chose another. get_tool shows a stub's
+// the session only when the call chose another. list_tools(server, tool) shows a stub's
 // types, signature and docstring; argument errors are sentences.
 package mcpface

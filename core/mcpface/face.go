@@ -53,12 +53,18 @@ type Options struct {
 	Calls  ToolCaller
 	State  StateStore
 	Skills SkillStore
+	// Attachments, when set, serves saved attachments as
+	// cexec://workspace/<path> resources.
+	Attachments AttachmentStore
 	// PII tokenizes everything that leaves through the face.
 	PII Tokenizer
 
 	// Tokens map bearer tokens to tenants. Without tokens, TCP is only
 	// served on loopback addresses, as DefaultTenant.
 	Tokens []Token
+	// OAuth, when set, also accepts the JWT access tokens of an identity
+	// provider (see OAuth); it counts as auth for non-loopback listeners.
+	OAuth *OAuth
 	// AllowedOrigins are the browser origins (scheme://host[:port])
 	// allowed; requests without an Origin header are not browsers'.
 	AllowedOrigins []string
@@ -115,6 +121,10 @@ func (o *Options) ApplyConfig(m config.MCP) {
 	for _, t := range m.Tokens {
 		o.Tokens = append(o.Tokens, Token{Token: t.Token, Tenant: t.Tenant})
 	}
+	o.OAuth = nil
+	if a := m.OAuth; a != nil {
+		o.OAuth = &OAuth{Issuer: a.Issuer, JWKSURL: a.JWKSURL, Audience: a.Audience, TenantClaim: a.TenantClaim, RequiredScopes: slices.Clone(a.RequiredScopes)}
+	}
 }
 
 var tenantRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
@@ -128,6 +138,7 @@ type Face struct {
 	sse      *server.SSEServer
 	sessions *sessionTable
 	tokens   []tokenEntry
+	oauth    *resourceServer // nil without Options.OAuth
 	origins  map[string]bool
 	hosts    map[string]bool
 	handler  http.Handler
@@ -143,6 +154,13 @@ func New(o Options) (*Face, error) {
 	if err := f.setAccess(o.Tokens, o.AllowedOrigins); err != nil {
 		return nil, err
 	}
+	if o.OAuth != nil {
+		rs, err := newResourceServer(*o.OAuth, o.Logger)
+		if err != nil {
+			return nil, err
+		}
+		f.oauth = rs
+	}
 	f.sessions = newSessionTable(o.OnSessionEnd)
 	f.srv = f.newMCPServer()
 	if err := f.addTools(); err != nil {
@@ -150,8 +168,28 @@ func New(o Options) (*Face, error) {
 	}
 	f.addResources()
 	f.handler = f.admit(f.routes())
+	if f.oauth != nil {
+		admitted := f.handler
+		f.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !f.oauth.serveMetadata(w, r) {
+				admitted.ServeHTTP(w, r)
+			}
+		})
+	}
 	return f, nil
 }
+
+// Close releases what New started beyond serving: the refreshing of the
+// identity provider's keys. Call it after the listeners stopped.
+func (f *Face) Close() {
+	if f.oauth != nil {
+		f.oauth.close()
+	}
+}
+
+// hasAuth reports whether TCP requests are authenticated: static tokens or
+// an identity provider's.
+func (f *Face) hasAuth() bool { return len(f.tokens) > 0 || f.oauth != nil }
 
 // check fails on missing services or an invalid default tenant and fills
 // in the defaults.
@@ -335,6 +373,8 @@ type reply struct {
 	// tokenized says every text in the reply is in its model-facing form
 	// already (see Execution.Tokenized), so it is returned as it is.
 	tokenized bool
+	// attachments follow the text as further content items.
+	attachments []Attachment
 }
 
 func textReply(format string, args ...any) reply {
@@ -365,7 +405,17 @@ func (f *Face) wrap(name string, fn toolFunc) server.ToolHandlerFunc {
 			f.log.Error("pii tokenizer failed; output withheld", "tool", name, "tenant", sc.Tenant, "session", sc.Session, "error", err)
 			return mcp.NewToolResultError("cexec withheld this output because the PII tokenizer failed; try again, and tell the operator if it persists"), nil
 		}
+		atts := r.attachments
+		if !r.tokenized && len(atts) > 0 {
+			if atts, err = f.tokenizeAttachments(ctx, sc, atts); err != nil {
+				f.log.Error("pii tokenizer failed; output withheld", "tool", name, "tenant", sc.Tenant, "session", sc.Session, "error", err)
+				return mcp.NewToolResultError("cexec withheld this output because the PII tokenizer failed; try again, and tell the operator if it persists"), nil
+			}
+		}
 		res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}, IsError: r.isError}
+		for i := range atts {
+			res.Content = append(res.Content, atts[i].content(i))
+		}
 		if structured != nil {
 			res.StructuredContent = structured
 		}

@@ -38,6 +38,9 @@ type ExecOutput struct {
 	// programs it generated.
 	Code     string `json:"code,omitempty"`
 	Attempts int    `json:"attempts,omitempty"`
+	// Attachments describes the content returned beside the text (what
+	// the program showed with cexec.show).
+	Attachments []AttachmentInfo `json:"attachments,omitempty"`
 }
 
 // cutMarker replaces what capMiddle drops.
@@ -217,6 +220,12 @@ func (f *Face) executionReply(ex Execution, session string, task *TaskResult, sh
 		}
 		writeLine(&b, tb)
 	}
+	for i := range ex.Attachments {
+		a := &ex.Attachments[i]
+		out.Attachments = append(out.Attachments, a.info())
+		b.WriteString(a.describe())
+		b.WriteByte('\n')
+	}
 	if c := ex.Calls; c.Refused > 0 || c.Failed > 0 && !explained(c, ex.Error) {
 		b.WriteString(callSummary(c, ex.Error))
 	}
@@ -228,7 +237,7 @@ func (f *Face) executionReply(ex Execution, session string, task *TaskResult, sh
 	case b.Len() == 0:
 		b.WriteString("(no output)\n")
 	}
-	return reply{text: b.String(), structured: out, isError: !out.OK, tokenized: ex.Tokenized}
+	return reply{text: b.String(), structured: out, isError: !out.OK, tokenized: ex.Tokenized, attachments: ex.Attachments}
 }
 
 // writeLine writes s, ending it with a newline.

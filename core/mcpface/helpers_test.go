@@ -87,6 +87,8 @@ type world struct {
 	skills  *memSkills
 	pii     *emailTokenizer
 	ended   chan Scope
+	// ln, when an option set it, is served instead of a new listener.
+	ln net.Listener
 }
 
 type worldOpt func(*Options, *world)
@@ -120,9 +122,12 @@ func newWorld(t testing.TB, opts ...worldOpt) *world {
 		t.Fatal(err)
 	}
 	w.face = f
-	ln, err := f.ListenTCP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	t.Cleanup(f.Close)
+	ln := w.ln
+	if ln == nil {
+		if ln, err = f.ListenTCP("127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w.url = "http://" + ln.Addr().String()
 	serve(t, f, ln)

@@ -147,6 +147,16 @@ func (f *Face) lookupToken(token string) (string, bool) {
 	return tenant, found == 1
 }
 
+// challenge is the WWW-Authenticate value of a 401 (or an OAuth 403): with
+// an identity provider it points the client at the protected resource
+// metadata (RFC 9728), and code and desc say what was wrong with the token.
+func (f *Face) challenge(code, desc string) string {
+	if f.oauth == nil {
+		return `Bearer realm="cexec"`
+	}
+	return f.oauth.challenge(code, desc)
+}
+
 func bearer(r *http.Request) (string, bool) {
 	h := r.Header.Get("Authorization")
 	const prefix = "bearer "
@@ -180,10 +190,10 @@ func (f *Face) admit(next http.Handler) http.Handler {
 		if origin != "" && allowCORS(w, r, origin) {
 			return
 		}
-		tenant, status, msg := f.tenantOf(r, kind)
+		tenant, status, msg := f.tenantOf(w, r, kind)
 		if status != 0 {
-			if status == http.StatusUnauthorized {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="cexec"`)
+			if status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
+				w.Header().Set("WWW-Authenticate", f.challenge("", ""))
 			}
 			f.deny(w, r, status, msg)
 			return
@@ -270,8 +280,8 @@ func (f *Face) deny(w http.ResponseWriter, r *http.Request, status int, msg stri
 }
 
 // tenantOf decides the tenant of a request, or the status and message to
-// refuse it with.
-func (f *Face) tenantOf(r *http.Request, kind listenerKind) (string, int, string) {
+// refuse it with; a refused access token's challenge goes into w's header.
+func (f *Face) tenantOf(w http.ResponseWriter, r *http.Request, kind listenerKind) (string, int, string) {
 	asked := r.Header.Get(endpoint.TenantHeader)
 	if kind == viaUnix {
 		// The socket is only reachable by the daemon's user, who may act
@@ -293,7 +303,7 @@ func (f *Face) tenantOf(r *http.Request, kind listenerKind) (string, int, string
 		}
 		return tenant, 0, ""
 	}
-	if len(f.tokens) == 0 {
+	if !f.hasAuth() {
 		if kind != viaLoopback {
 			return "", http.StatusForbidden, "MCP over a non-loopback address needs bearer tokens (mcp.tokens in cexec.hcl)"
 		}
@@ -307,8 +317,17 @@ func (f *Face) tenantOf(r *http.Request, kind listenerKind) (string, int, string
 		return "", http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <token>"
 	}
 	tenant, ok := f.lookupToken(token)
-	if !ok {
+	if !ok && f.oauth == nil {
 		return "", http.StatusUnauthorized, "invalid bearer token"
+	}
+	if !ok {
+		var refused *tokenRefusal
+		if tenant, refused = f.oauth.verify(r.Context(), token); refused != nil {
+			if refused.code != "" {
+				w.Header().Set("WWW-Authenticate", f.challenge(refused.code, refused.msg))
+			}
+			return "", refused.status, refused.msg
+		}
 	}
 	if asked != "" && asked != tenant {
 		return "", http.StatusForbidden, fmt.Sprintf("this token belongs to tenant %q, not %q", tenant, asked)
@@ -370,7 +389,7 @@ func (f *Face) Handler() http.Handler { return f.handler }
 // user, as ListenUnix makes it); on TCP from the bearer token. Serve refuses
 // a non-loopback TCP listener when no tokens are configured.
 func (f *Face) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
-	if ln.Addr().Network() != "unix" && !isLoopbackHost(ln.Addr().String()) && len(f.tokens) == 0 {
+	if ln.Addr().Network() != "unix" && !isLoopbackHost(ln.Addr().String()) && !f.hasAuth() {
 		return fmt.Errorf("serve mcp on %s: %w", ln.Addr(), ErrNoAuth)
 	}
 	if ln.Addr().Network() != "unix" {
@@ -420,7 +439,7 @@ func (f *Face) closeStreams(ctx context.Context) {
 
 // ErrNoAuth is returned when asked to serve MCP on a non-loopback address
 // without bearer tokens.
-var ErrNoAuth = errors.New("refusing to serve MCP on a non-loopback address without auth: configure mcp.tokens")
+var ErrNoAuth = errors.New("refusing to serve MCP on a non-loopback address without auth: configure mcp.tokens or mcp.oauth")
 
 // CheckListen reports whether addr (host:port) may be served with or
 // without tokens: a non-loopback address needs them.
@@ -438,7 +457,7 @@ func CheckListen(addr string, haveTokens bool) error {
 // ListenTCP listens on addr after CheckListen, so a non-loopback address
 // without tokens never opens.
 func (f *Face) ListenTCP(addr string) (net.Listener, error) {
-	if err := CheckListen(addr, len(f.tokens) > 0); err != nil {
+	if err := CheckListen(addr, f.hasAuth()); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)

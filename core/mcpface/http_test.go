@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -232,7 +233,7 @@ func TestNoTokens(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r, _ := http.NewRequest(http.MethodPost, "/mcp", nil)
-		if _, st, msg := f.tenantOf(r, tt.kind); st != tt.status {
+		if _, st, msg := f.tenantOf(httptest.NewRecorder(), r, tt.kind); st != tt.status {
 			t.Errorf("kind %d: status %d (%s), want %d", tt.kind, st, msg, tt.status)
 		}
 	}
@@ -317,11 +318,11 @@ func TestUnixSocket(t *testing.T) {
 	hc := endpoint.UnixClient(path)
 	acme := connect(t, endpoint.UnixBaseURL+endpoint.MCPPath, transport.WithHTTPBasicClient(hc),
 		transport.WithHTTPHeaders(map[string]string{endpoint.TenantHeader: "acme"}))
-	if text, _ := call(t, acme, ToolListServers, nil); strings.Contains(text, "everything") || !strings.Contains(text, "memory") {
+	if text, _ := call(t, acme, ToolListTools, nil); strings.Contains(text, "everything") || !strings.Contains(text, "memory") {
 		t.Errorf("acme over the socket sees:\n%s", text)
 	}
 	def := connect(t, endpoint.UnixBaseURL+endpoint.MCPPath, transport.WithHTTPBasicClient(hc))
-	if text, _ := call(t, def, ToolListServers, nil); !strings.Contains(text, "everything") {
+	if text, _ := call(t, def, ToolListTools, nil); !strings.Contains(text, "everything") {
 		t.Errorf("the default tenant over the socket sees:\n%s", text)
 	}
 	bad := newRaw(t, hc, endpoint.UnixBaseURL+endpoint.MCPPath)
@@ -397,7 +398,7 @@ func TestSSE(t *testing.T) {
 func TestResources(t *testing.T) {
 	w := newWorld(t)
 	c := connect(t, w.url+"/mcp")
-	call(t, c, ToolSaveSkill, map[string]any{"name": "greet", "description": "Greets ann@example.com", "code": "def run():\n    return 'hi'\n"})
+	call(t, c, ToolSkills, map[string]any{"name": "greet", "description": "Greets ann@example.com", "code": "def run():\n    return 'hi'\n"})
 	w.skills.broken = map[string]error{"broken": errors.New(`SKILL.md line 2: cannot parse "owner: bob@example.com"`)}
 	ctx := context.Background()
 	list, err := c.ListResources(ctx, mcp.ListResourcesRequest{})

@@ -19,19 +19,19 @@ func TestReplySizes(t *testing.T) {
 	}
 	w := newWorld(t)
 	c := connect(t, w.url+"/mcp")
-	call(t, c, ToolSaveSkill, map[string]any{"name": "double", "description": "Doubles a number", "code": "def run(x):\n    return 2 * x\n"})
+	call(t, c, ToolSkills, map[string]any{"name": "double", "description": "Doubles a number", "code": "def run(x):\n    return 2 * x\n"})
 	for _, tc := range []struct {
 		name, tool string
 		args       map[string]any
 	}{
-		{"get_tool get-sum", ToolGetTool, map[string]any{"server": "everything", "tool": "get-sum"}},
-		{"get_tool create_entities", ToolGetTool, map[string]any{"server": "memory", "tool": "create_entities"}},
+		{"list_tools get-sum", ToolListTools, map[string]any{"server": "everything", "tool": "get-sum"}},
+		{"list_tools create_entities", ToolListTools, map[string]any{"server": "memory", "tool": "create_entities"}},
 		{"execute print(1+1)", ToolExecuteCode, map[string]any{"code": "print(1+1)"}},
 		{"execute failed tool call", ToolExecuteCode, map[string]any{"code": "from servers.memory import read_graph\nread_graph()"}},
 		{"execute sys.exit(3)", ToolExecuteCode, map[string]any{"code": "import sys\nsys.exit(3)"}},
 		{"execute long line", ToolExecuteCode, map[string]any{"code": "print('a' * 40000)"}},
-		{"list_servers", ToolListServers, nil},
-		{"get_skill", ToolGetSkill, map[string]any{"name": "double"}},
+		{"list_tools", ToolListTools, nil},
+		{"skills double", ToolSkills, map[string]any{"name": "double"}},
 	} {
 		text, res := call(t, c, tc.tool, tc.args)
 		sc, _ := json.Marshal(res.StructuredContent)

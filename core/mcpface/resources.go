@@ -34,6 +34,12 @@ func (f *Face) addResources() {
 			mcp.WithTemplateDescription("A saved skill: instructions and code"),
 			mcp.WithTemplateMIMEType(markdownMIME)),
 		f.tokenizedErrors(f.readSkill))
+	if f.o.Attachments != nil {
+		f.srv.AddResourceTemplate(
+			mcp.NewResourceTemplate(WorkspaceURITemplate, "saved attachment",
+				mcp.WithTemplateDescription("Content a program showed that was too large to return inline")),
+			f.tokenizedErrors(f.readWorkspace))
+	}
 }
 
 // tokenizedErrors passes a resource handler's error message through the
@@ -131,7 +137,7 @@ func (f *Face) readSkill(ctx context.Context, req mcp.ReadResourceRequest) ([]mc
 	name := strings.TrimPrefix(uri, skillURIPrefix)
 	s, err := f.o.Skills.GetSkill(ctx, sc, name)
 	if errors.Is(err, pluginapi.ErrNotFound) {
-		return nil, fmt.Errorf("no skill at %s: list_skills shows the skills there are", uri)
+		return nil, fmt.Errorf("no skill at %s: skills() lists the skills there are", uri)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", uri, err)

@@ -33,8 +33,8 @@ type Scope struct {
 // Server is an upstream MCP server, or a package of local tools, as the
 // tenant sees it.
 type Server struct {
-	// Name is the server's name in cexec.hcl (the one get_server_tools and
-	// get_tool take).
+	// Name is the server's name in cexec.hcl (the one list_tools and
+	// call_tool take, as is the package name).
 	Name string
 	// Package is the Python package sandboxed code imports its tools from:
 	// servers.<package>.
@@ -148,10 +148,13 @@ type Execution struct {
 	Calls    ToolCalls
 	Duration time.Duration
 	// Tokenized says the texts above (outputs, result, error, the tool
-	// calls' servers, tools and errors) are model-facing already: PII
-	// tokenized in the scope's session and held to its max_output. The
-	// face then adds only its own wording and does not tokenize again.
+	// calls' servers, tools and errors, the attachments' texts) are
+	// model-facing already: PII tokenized in the scope's session and held
+	// to its max_output. The face then adds only its own wording and does
+	// not tokenize again.
 	Tokenized bool
+	// Attachments are returned as MCP content beside the text, in order.
+	Attachments []Attachment
 }
 
 // Executor runs agent code: execute_code. The implementation untokenizes PII

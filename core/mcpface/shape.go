@@ -7,7 +7,7 @@ import (
 )
 
 // maxShape bounds a rendered return shape; deeper or wider schemas end in
-// "…" and the stub (get_tool) has the whole TypedDict.
+// "…" and the stub (list_tools(server, tool)) has the whole TypedDict.
 const maxShape = 400
 
 // noSchemaReturn is what a stub returns for a tool without an output

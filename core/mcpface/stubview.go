@@ -2,7 +2,7 @@ package mcpface
 
 import "strings"
 
-// stubInterface is what get_tool shows of a stub module: the types and the
+// stubInterface is what list_tools(server, tool) shows of a stub module: the types and the
 // tool function's signature and docstring. The generated-file header, the
 // imports, __all__ and the function's body (how arguments travel to
 // call_tool) are left out: they tell the model nothing it calls with.

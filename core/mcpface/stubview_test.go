@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestStubInterface checks what get_tool keeps of a generated stub (the
+// TestStubInterface checks what list_tools keeps of a generated stub (the
 // stub generator's golden kitchen-sink module) and of a hand-written local
 // tool.
 func TestStubInterface(t *testing.T) {

@@ -35,8 +35,8 @@ func TestToolsListTokens(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &msg); err != nil {
 		t.Fatal(err)
 	}
-	if len(msg.Result.Tools) != 12 {
-		t.Fatalf("%d tools, want all 12", len(msg.Result.Tools))
+	if len(msg.Result.Tools) != len(toolDefs) {
+		t.Fatalf("%d tools, want all %d", len(msg.Result.Tools), len(toolDefs))
 	}
 	all, err := json.Marshal(msg.Result.Tools)
 	if err != nil {

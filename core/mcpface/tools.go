@@ -18,18 +18,13 @@ import (
 
 // Tool names, as agents see them.
 const (
-	ToolSearchTools    = "search_tools"
-	ToolListServers    = "list_servers"
-	ToolGetServerTools = "get_server_tools"
-	ToolGetTool        = "get_tool"
-	ToolExecuteCode    = "execute_code"
-	ToolExecuteTask    = "execute_task"
-	ToolCallTool       = "call_tool"
-	ToolGetState       = "get_state"
-	ToolSaveState      = "save_state"
-	ToolSaveSkill      = "save_skill"
-	ToolListSkills     = "list_skills"
-	ToolGetSkill       = "get_skill"
+	ToolSearchTools = "search_tools"
+	ToolListTools   = "list_tools"
+	ToolExecuteCode = "execute_code"
+	ToolExecuteTask = "execute_task"
+	ToolCallTool    = "call_tool"
+	ToolState       = "state"
+	ToolSkills      = "skills"
 )
 
 // Detail levels of search_tools.
@@ -49,55 +44,38 @@ type toolDef struct {
 	fn                 func(f *Face, ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply
 }
 
+// Every tool costs its schema's boilerplate in every agent's context, so
+// related reads and writes share one tool whose arguments pick the action
+// (list_tools browses the catalog; state and skills list, read and save).
 var toolDefs = []toolDef{
 	{ToolSearchTools,
-		"Find upstream tools for a task. At detail_level full a hit has all you need to call it: import, signature, return shape.",
+		"Find upstream tools for a task. At detail_level full a hit is servers.PKG.FUNC(signature) -> return shape, then its description: all you need to import and call it.",
 		`{"type":"object","properties":{"query":{"type":"string"},"detail_level":{"type":"string","enum":["name","description","full"],"default":"description"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":8}},"required":["query"]}`,
 		true, (*Face).searchTools},
-	{ToolListServers,
-		"List upstream servers: Python package, tool count, status.",
-		`{"type":"object","properties":{}}`,
-		true, (*Face).listServers},
-	{ToolGetServerTools,
-		"List one server's tools, a line each.",
-		`{"type":"object","properties":{"server":{"type":"string"}},"required":["server"]}`,
-		true, (*Face).getServerTools},
-	{ToolGetTool,
-		"Show a tool's Python stub.",
-		`{"type":"object","properties":{"server":{"type":"string"},"tool":{"type":"string"}},"required":["server","tool"]}`,
-		true, (*Face).getTool},
+	{ToolListTools,
+		"Browse upstream tools: no arguments lists the servers; server lists its tools; server and tool show the tool's Python stub.",
+		`{"type":"object","properties":{"server":{"type":"string"},"tool":{"type":"string"}}}`,
+		true, (*Face).listTools},
 	{ToolExecuteCode,
-		"Run a Python 3 program that imports tools as search_tools shows and calls them with keyword arguments (they return Python values, raise cexec.ToolError). Only its output comes back, capped: filter in the program, print what matters. Threads run independent calls. /workspace persists; cexec.result(obj) returns data; skills import from skills.NAME.",
+		"Run a Python 3 program that imports tools (from servers.PKG import FUNC) and calls them with keyword arguments (they return Python values, raise cexec.ToolError). Only its output comes back, capped: filter in the program, print what matters. Threads run independent calls. /workspace persists; cexec.result(obj) returns data, cexec.show(image_or_file) shows it; skills import from skills.NAME.",
 		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"default: this connection's"}},"required":["code"]}`,
 		false, (*Face).executeCode},
 	{ToolCallTool,
-		"Call one tool; returns its result as is. Checked as calls from code are.",
+		"Call one tool; returns its result as is.",
 		`{"type":"object","properties":{"server":{"type":"string"},"tool":{"type":"string"},"arguments":{"type":"object"}},"required":["server","tool"]}`,
 		false, (*Face).callTool},
 	{ToolExecuteTask,
 		"Describe a task in words; cexec writes a program with the tools it finds and returns its output, or says it cannot. Prefer execute_code when you can write the program.",
 		`{"type":"object","properties":{"task_description":{"type":"string"},"show_code":{"type":"boolean","default":false,"description":"Also return the program"}},"required":["task_description"]}`,
 		false, (*Face).executeTask},
-	{ToolGetState,
-		"Read a saved state value, or list them.",
-		`{"type":"object","properties":{"name":{"type":"string"}}}`,
-		true, (*Face).getState},
-	{ToolSaveState,
-		"Save a JSON value as NAME.json or .yaml; programs see it in /workspace/state.",
-		`{"type":"object","properties":{"name":{"type":"string"},"value":{}},"required":["name","value"]}`,
-		false, (*Face).saveState},
-	{ToolSaveSkill,
-		"Save reusable Python code as skills.NAME. Give functions docstrings.",
-		`{"type":"object","properties":{"name":{"type":"string","description":"snake_case"},"description":{"type":"string"},"code":{"type":"string"}},"required":["name","description","code"]}`,
-		false, (*Face).saveSkill},
-	{ToolListSkills,
-		"List saved skills.",
-		`{"type":"object","properties":{}}`,
-		true, (*Face).listSkills},
-	{ToolGetSkill,
-		"Show a skill's instructions and code.",
-		`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`,
-		true, (*Face).getSkill},
+	{ToolState,
+		"Saved state: no arguments lists it; name reads one; name and value save a JSON value as NAME.json or .yaml, which programs see in /workspace/state.",
+		`{"type":"object","properties":{"name":{"type":"string"},"value":{}}}`,
+		false, (*Face).state},
+	{ToolSkills,
+		"Saved skills: no arguments lists them; name shows one; name (snake_case), description and code save Python code as skills.NAME. Give functions docstrings.",
+		`{"type":"object","properties":{"name":{"type":"string"},"description":{"type":"string"},"code":{"type":"string"}}}`,
+		false, (*Face).skills},
 }
 
 func (f *Face) addTools() error {
@@ -218,7 +196,7 @@ func (f *Face) searchTools(ctx context.Context, sc *Scope, req mcp.CallToolReque
 		untyped = untyped || !t.Local && len(t.OutputSchema) == 0
 	}
 	if n == 0 {
-		return textReply("No tools match %q. Try other words, or list_servers and get_server_tools.", query)
+		return textReply("No tools match %q. Try other words, or browse with list_tools.", query)
 	}
 	if detail == DetailFull && untyped {
 		// Said once rather than for every tool without an output schema.
@@ -228,32 +206,54 @@ func (f *Face) searchTools(ctx context.Context, sc *Scope, req mcp.CallToolReque
 }
 
 // writeTool writes one tool at a detail level: "server/tool", a one-line
-// summary, or everything needed to call it without get_tool: the import,
-// the signature, what it returns and the whole description.
+// summary, or everything needed to call it without list_tools: where to
+// import it from, the signature, what it returns and the whole
+// description. At full detail the import and the signature are one line,
+// servers.PKG.FUNC(...), which call_tool also takes apart (package and
+// function names resolve to the MCP names).
 func writeTool(b *strings.Builder, t *Tool, detail string) {
-	b.WriteString(t.Server)
-	b.WriteByte('/')
-	b.WriteString(t.Name)
-	switch detail {
-	case DetailDescription:
-		if s := summary(t); s != "" {
-			b.WriteString(": ")
-			b.WriteString(s)
-		}
-	case DetailFull:
-		b.WriteByte('\n')
-		if t.Import != "" {
-			b.WriteString("  " + t.Import + "\n")
-		}
-		if t.Signature != "" {
-			b.WriteString("  " + fullSignature(t) + "\n")
+	if detail == DetailFull {
+		if qual, ok := qualifiedSignature(t); ok {
+			b.WriteString(qual + "\n")
+		} else {
+			b.WriteString(t.Server + "/" + t.Name + "\n")
+			if t.Import != "" {
+				b.WriteString("  " + t.Import + "\n")
+			}
+			if t.Signature != "" {
+				b.WriteString("  " + fullSignature(t) + "\n")
+			}
 		}
 		if d := strings.TrimSpace(t.Description); d != "" {
 			b.WriteString("  " + strings.ReplaceAll(d, "\n", "\n  ") + "\n")
 		}
 		return
 	}
+	b.WriteString(t.Server)
+	b.WriteByte('/')
+	b.WriteString(t.Name)
+	if detail == DetailDescription {
+		if s := summary(t); s != "" {
+			b.WriteString(": ")
+			b.WriteString(s)
+		}
+	}
 	b.WriteByte('\n')
+}
+
+// qualifiedSignature is the signature of a tool imported as
+// "from MODULE import FUNC" written as MODULE.FUNC(...) -> shape, or false
+// when the import is of another form.
+func qualifiedSignature(t *Tool) (string, bool) {
+	rest, ok := strings.CutPrefix(t.Import, "from ")
+	if !ok {
+		return "", false
+	}
+	module, fn, ok := strings.Cut(rest, " import ")
+	if !ok || strings.ContainsAny(fn, " ,()") || !strings.HasPrefix(t.Signature, fn+"(") {
+		return "", false
+	}
+	return module + "." + fullSignature(t), true
 }
 
 // fullSignature is a tool's signature with what it returns: the shape of
@@ -290,10 +290,26 @@ func cutRunes(s string, n int) string {
 	return strings.TrimSpace(string(r[:n-1])) + "…"
 }
 
-func (f *Face) listServers(ctx context.Context, sc *Scope, _ mcp.CallToolRequest) reply {
+// listTools browses the catalog: the servers, one server's tools, or one
+// tool's stub.
+func (f *Face) listTools(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+	server := strings.TrimSpace(req.GetString("server", ""))
+	tool := strings.TrimSpace(req.GetString("tool", ""))
+	switch {
+	case server == "" && tool == "":
+		return f.listServers(ctx, sc)
+	case server == "":
+		return errorReply("list_tools: tool %q needs its server; search_tools finds both", tool)
+	case tool == "":
+		return f.getServerTools(ctx, sc, server)
+	}
+	return f.getTool(ctx, sc, server, tool)
+}
+
+func (f *Face) listServers(ctx context.Context, sc *Scope) reply {
 	servers, err := f.o.Catalog.Servers(ctx, *sc)
 	if err != nil {
-		return failure("list_servers", err)
+		return failure("list_tools", err)
 	}
 	if len(servers) == 0 {
 		return textReply("No servers are available to tenant %s; the operator adds them as mcp_server blocks in cexec.hcl.", sc.Tenant)
@@ -330,16 +346,18 @@ func (f *Face) unknownServer(ctx context.Context, sc Scope, name string) reply {
 // Python package name, or an error reply listing the known servers.
 func (f *Face) serverTools(ctx context.Context, sc Scope, server string) ([]Tool, *reply) {
 	if server == "" {
-		r := errorReply("server is empty; list_servers shows the servers")
+		r := errorReply("server is empty; list_tools() lists the servers")
 		return nil, &r
 	}
 	tools, err := f.o.Catalog.Tools(ctx, sc, server)
 	if errors.Is(err, pluginapi.ErrNotFound) {
-		// Agents often pass the Python package name from an import line.
+		// Agents often pass the Python package name from an import line
+		// or a search hit, with or without "servers.".
+		pkg := strings.TrimPrefix(server, "servers.")
 		servers, serr := f.o.Catalog.Servers(ctx, sc)
 		if serr == nil {
 			for _, s := range servers {
-				if s.Package == server && s.Name != server {
+				if s.Package == pkg && s.Name != server {
 					tools, err = f.o.Catalog.Tools(ctx, sc, s.Name)
 					break
 				}
@@ -357,17 +375,16 @@ func (f *Face) serverTools(ctx context.Context, sc Scope, server string) ([]Tool
 	return tools, nil
 }
 
-func (f *Face) getServerTools(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
-	server := strings.TrimSpace(req.GetString("server", ""))
+func (f *Face) getServerTools(ctx context.Context, sc *Scope, server string) reply {
 	tools, r := f.serverTools(ctx, *sc, server)
 	if r != nil {
 		return *r
 	}
 	if len(tools) == 0 {
-		return textReply("Server %s has no tools right now (list_servers shows its status).", server)
+		return textReply("Server %s has no tools right now (list_tools() shows its status).", server)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d tools; get_tool shows one's stub\n", tools[0].Server, len(tools))
+	fmt.Fprintf(&b, "%s: %d tools; list_tools(server, tool) shows one's stub\n", tools[0].Server, len(tools))
 	for i := range tools {
 		b.WriteString(tools[i].Name)
 		if s := summary(&tools[i]); s != "" {
@@ -385,9 +402,7 @@ func functionName(t *Tool) string {
 	return strings.TrimSuffix(base, ".py")
 }
 
-func (f *Face) getTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
-	server := strings.TrimSpace(req.GetString("server", ""))
-	name := strings.TrimSpace(req.GetString("tool", ""))
+func (f *Face) getTool(ctx context.Context, sc *Scope, server, name string) reply {
 	tools, r := f.serverTools(ctx, *sc, server)
 	if r != nil {
 		return *r
@@ -406,13 +421,13 @@ func (f *Face) getTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest) 
 			names[i] = tools[i].Name
 		}
 		if guess := closest(name, names); guess != "" {
-			return errorReply("server %s has no tool %q; did you mean %q? get_server_tools(%q) lists them all", server, name, guess, server)
+			return errorReply("server %s has no tool %q; did you mean %q? list_tools(%q) lists them all", server, name, guess, server)
 		}
-		return errorReply("server %s has no tool %q; get_server_tools(%q) lists its tools", server, name, server)
+		return errorReply("server %s has no tool %q; list_tools(%q) lists its tools", server, name, server)
 	}
 	src, err := f.o.Catalog.StubSource(ctx, *sc, t.Server, t.Name)
 	if err != nil {
-		return failure("get_tool", err)
+		return failure("list_tools", err)
 	}
 	var b strings.Builder
 	if t.Import != "" {
@@ -483,7 +498,7 @@ func (f *Face) callTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 	server := strings.TrimSpace(req.GetString("server", ""))
 	tool := strings.TrimSpace(req.GetString("tool", ""))
 	if server == "" || tool == "" {
-		return errorReply("server and tool are required, as search_tools shows them: server/tool")
+		return errorReply("server and tool are required: for servers.PKG.FUNC from search_tools, server PKG and tool FUNC")
 	}
 	var args json.RawMessage
 	if a, ok := req.GetArguments()["arguments"]; ok && a != nil {
@@ -502,9 +517,12 @@ func (f *Face) callTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 	if r != nil {
 		return *r
 	}
+	if len(tools) > 0 {
+		server = tools[0].Server
+	}
 	for i := range tools {
 		if tools[i].Name == tool || (tools[i].Path != "" && functionName(&tools[i]) == tool) {
-			server, tool = tools[i].Server, tools[i].Name
+			tool = tools[i].Name
 			break
 		}
 	}
@@ -515,7 +533,7 @@ func (f *Face) callTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 	if e := ex.Error; e != nil {
 		return reply{text: e.Type + ": " + e.Message, isError: true, tokenized: ex.Tokenized}
 	}
-	return reply{text: resultText(ex.Result), tokenized: ex.Tokenized}
+	return reply{text: resultText(ex.Result), tokenized: ex.Tokenized, attachments: ex.Attachments}
 }
 
 // resultText is a call's value as the agent reads it: a string as it is,
@@ -540,15 +558,19 @@ func (f *Face) executeTask(ctx context.Context, sc *Scope, req mcp.CallToolReque
 	return f.executionReply(res.Execution, "", &res, req.GetBool("show_code", false))
 }
 
-func (f *Face) getState(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+// state lists, reads or (with a value) saves a state file.
+func (f *Face) state(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
 	name := strings.TrimSpace(req.GetString("name", ""))
+	if v, ok := req.GetArguments()["value"]; ok {
+		return f.saveState(ctx, sc, name, v)
+	}
 	if name == "" {
 		files, err := f.o.State.ListState(ctx, *sc)
 		if err != nil {
-			return failure("get_state", err)
+			return failure("state", err)
 		}
 		if len(files) == 0 {
-			return textReply("No state saved yet; save_state(name, value) or write files under /workspace/state.")
+			return textReply("No state saved yet; state(name, value) saves some, as do programs writing /workspace/state.")
 		}
 		var b strings.Builder
 		for _, s := range files {
@@ -569,34 +591,42 @@ func (f *Face) getState(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 		return errorReply("no state named %q; nothing is saved yet", name)
 	}
 	if err != nil {
-		return failure("get_state", err)
+		return failure("state", err)
 	}
 	return reply{text: string(v)}
 }
 
-func (f *Face) saveState(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
-	name := strings.TrimSpace(req.GetString("name", ""))
+func (f *Face) saveState(ctx context.Context, sc *Scope, name string, v any) reply {
 	if name == "" {
-		return errorReply("name is empty: use a name ending in .json or .yaml, e.g. progress.json")
-	}
-	v, ok := req.GetArguments()["value"]
-	if !ok {
-		return errorReply("value is missing: pass any JSON value")
+		return errorReply("name is empty: to save a value, name it with .json or .yaml, e.g. progress.json")
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return errorReply("value is not JSON: %v", err)
 	}
 	if err := f.o.State.SaveState(ctx, *sc, name, raw); err != nil {
-		return failure("save_state", err)
+		return failure("state", err)
 	}
 	return textReply("Saved %s (%d bytes); programs read it from /workspace/state/%s.", name, len(raw), name)
 }
 
-func (f *Face) saveSkill(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+// skills lists the skills, shows one, or (with code or a description)
+// saves one.
+func (f *Face) skills(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
 	name := strings.TrimSpace(req.GetString("name", ""))
-	desc := strings.TrimSpace(req.GetString("description", ""))
-	code := req.GetString("code", "")
+	args := req.GetArguments()
+	_, hasCode := args["code"]
+	_, hasDesc := args["description"]
+	switch {
+	case hasCode || hasDesc:
+		return f.saveSkill(ctx, sc, name, strings.TrimSpace(req.GetString("description", "")), req.GetString("code", ""))
+	case name != "":
+		return f.getSkill(ctx, sc, name)
+	}
+	return f.listSkills(ctx, sc)
+}
+
+func (f *Face) saveSkill(ctx context.Context, sc *Scope, name, desc, code string) reply {
 	switch {
 	case name == "":
 		return errorReply("name is empty: use a snake_case identifier, e.g. summarize_csv")
@@ -607,7 +637,7 @@ func (f *Face) saveSkill(ctx context.Context, sc *Scope, req mcp.CallToolRequest
 	}
 	s, err := f.o.Skills.SaveSkill(ctx, *sc, name, desc, code)
 	if err != nil {
-		return failure("save_skill", err)
+		return failure("skills", err)
 	}
 	imp := s.Import
 	if imp == "" {
@@ -616,13 +646,13 @@ func (f *Face) saveSkill(ctx context.Context, sc *Scope, req mcp.CallToolRequest
 	return textReply("Saved skill %s; programs use it with: from %s import ...", s.Name, imp)
 }
 
-func (f *Face) listSkills(ctx context.Context, sc *Scope, _ mcp.CallToolRequest) reply {
+func (f *Face) listSkills(ctx context.Context, sc *Scope) reply {
 	skills, err := f.o.Skills.ListSkills(ctx, *sc)
 	if err != nil {
-		return failure("list_skills", err)
+		return failure("skills", err)
 	}
 	if len(skills) == 0 {
-		return textReply("No skills yet; save_skill stores code for reuse.")
+		return textReply("No skills yet; skills(name, description, code) stores code for reuse.")
 	}
 	var b strings.Builder
 	for _, s := range skills {
@@ -638,17 +668,13 @@ func (f *Face) listSkills(ctx context.Context, sc *Scope, _ mcp.CallToolRequest)
 	return reply{text: b.String()}
 }
 
-func (f *Face) getSkill(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
-	name := strings.TrimSpace(req.GetString("name", ""))
-	if name == "" {
-		return errorReply("name is empty; list_skills shows the skills")
-	}
+func (f *Face) getSkill(ctx context.Context, sc *Scope, name string) reply {
 	s, err := f.o.Skills.GetSkill(ctx, *sc, name)
 	if errors.Is(err, pluginapi.ErrNotFound) {
 		return f.unknownSkill(ctx, *sc, name)
 	}
 	if err != nil {
-		return failure("get_skill", err)
+		return failure("skills", err)
 	}
 	return reply{text: renderSkill(&s)}
 }

@@ -20,11 +20,9 @@ func TestToolsList(t *testing.T) {
 		want  []string
 	}{
 		{"with a code generator", true, []string{
-			ToolCallTool, ToolExecuteCode, ToolExecuteTask, ToolGetServerTools, ToolGetSkill, ToolGetState, ToolGetTool,
-			ToolListServers, ToolListSkills, ToolSaveSkill, ToolSaveState, ToolSearchTools}},
+			ToolCallTool, ToolExecuteCode, ToolExecuteTask, ToolListTools, ToolSearchTools, ToolSkills, ToolState}},
 		{"without one, no execute_task", false, []string{
-			ToolCallTool, ToolExecuteCode, ToolGetServerTools, ToolGetSkill, ToolGetState, ToolGetTool,
-			ToolListServers, ToolListSkills, ToolSaveSkill, ToolSaveState, ToolSearchTools}},
+			ToolCallTool, ToolExecuteCode, ToolListTools, ToolSearchTools, ToolSkills, ToolState}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,33 +69,32 @@ func TestTools(t *testing.T) {
 		{"search names only", ToolSearchTools, map[string]any{"query": "sum numbers", "detail_level": "name", "limit": 1}, false,
 			[]string{"everything/get-sum\n"}, []string{"Returns"}},
 		{"search full", ToolSearchTools, map[string]any{"query": "sum numbers", "detail_level": "full", "limit": 1}, false,
-			[]string{"from servers.everything import get_sum", "get_sum(*, a: float, b: float) -> Any\n", "\n-> Any: the result's text, JSON-decoded when it is JSON\n"}, nil},
+			[]string{"servers.everything.get_sum(*, a: float, b: float) -> Any\n  Returns the sum", "\n-> Any: the result's text, JSON-decoded when it is JSON\n"}, []string{"everything/get-sum", "import"}},
 		{"search full has the return shape", ToolSearchTools, map[string]any{"query": "search nodes knowledge graph", "detail_level": "full", "limit": 1}, false,
-			[]string{"memory/search_nodes\n", "from servers.memory import search_nodes",
-				"search_nodes(*, query: str) -> {entities: list[{entityType: str, name: str, observations: list[str]}], relations: list[{from: str, relationType: str, to: str}]}\n"},
+			[]string{"servers.memory.search_nodes(*, query: str) -> {entities: list[{entityType: str, name: str, observations: list[str]}], relations: list[{from: str, relationType: str, to: str}]}\n"},
 			[]string{"SearchNodesResult", "-> Any"}},
 		{"search nothing found", ToolSearchTools, map[string]any{"query": "zzzqqq"}, false, []string{"No tools match"}, nil},
 		{"search empty query", ToolSearchTools, map[string]any{"query": "  "}, true, []string{"query is empty"}, nil},
 		{"search bad detail", ToolSearchTools, map[string]any{"query": "sum", "detail_level": "all"}, true, nil, nil},
 		{"search limit too high", ToolSearchTools, map[string]any{"query": "sum", "limit": 500}, true, nil, nil},
-		{"list servers", ToolListServers, nil, false,
+		{"list servers", ToolListTools, nil, false,
 			[]string{"everything (servers.everything): 13 tools, connected", "memory (servers.memory)"}, nil},
-		{"server tools", ToolGetServerTools, map[string]any{"server": "memory"}, false,
+		{"server tools", ToolListTools, map[string]any{"server": "memory"}, false,
 			[]string{"memory: 9 tools", "read_graph: "}, nil},
-		{"server tools by package name", ToolGetServerTools, map[string]any{"server": "everything"}, false,
+		{"server tools by package name", ToolListTools, map[string]any{"server": "servers.everything"}, false,
 			[]string{"get-sum: Returns the sum"}, nil},
-		{"unknown server lists known ones", ToolGetServerTools, map[string]any{"server": "github"}, true,
+		{"unknown server lists known ones", ToolListTools, map[string]any{"server": "github"}, true,
 			[]string{`unknown server "github"; known servers: everything, memory`}, nil},
-		{"get tool by MCP name", ToolGetTool, map[string]any{"server": "everything", "tool": "get-sum"}, false,
+		{"get tool by MCP name", ToolListTools, map[string]any{"server": "everything", "tool": "get-sum"}, false,
 			[]string{"from servers.everything import get_sum\n\n", "def get_sum(*, a: float, b: float) -> Any:", "Args:\n        a: First number"},
 			[]string{"call_tool", "Code generated", "__all__", "from typing"}},
-		{"get tool by Python name", ToolGetTool, map[string]any{"server": "everything", "tool": "get_sum"}, false,
+		{"get tool by Python name", ToolListTools, map[string]any{"server": "everything", "tool": "get_sum"}, false,
 			[]string{"def get_sum("}, nil},
-		{"tool typo gets a suggestion", ToolGetTool, map[string]any{"server": "everything", "tool": "get-summ"}, true,
+		{"tool typo gets a suggestion", ToolListTools, map[string]any{"server": "everything", "tool": "get-summ"}, true,
 			[]string{`did you mean "get-sum"?`}, nil},
-		{"unknown tool", ToolGetTool, map[string]any{"server": "everything", "tool": "launch_rockets"}, true,
-			[]string{`has no tool "launch_rockets"`, `get_server_tools("everything")`}, nil},
-		{"missing argument", ToolGetTool, map[string]any{"server": "everything"}, true, nil, nil},
+		{"unknown tool", ToolListTools, map[string]any{"server": "everything", "tool": "launch_rockets"}, true,
+			[]string{`has no tool "launch_rockets"`, `list_tools("everything")`}, nil},
+		{"tool without its server", ToolListTools, map[string]any{"tool": "get_sum"}, true, []string{"needs its server"}, nil},
 		{"execute", ToolExecuteCode, map[string]any{"code": "print(1+1)"}, false, []string{"2\n"}, []string{"ok in", " ms"}},
 		{"execute empty", ToolExecuteCode, map[string]any{"code": ""}, true, []string{"code is empty"}, nil},
 		{"execute silent", ToolExecuteCode, map[string]any{"code": "x = 1"}, false, []string{"(no output)"}, nil},
@@ -114,20 +111,23 @@ func TestTools(t *testing.T) {
 			[]string{"SAY HI\n"}, []string{"```python"}},
 		{"task with its code", ToolExecuteTask, map[string]any{"task_description": "say hi", "show_code": true}, false,
 			[]string{"```python\n", "SAY HI\n"}, nil},
-		{"state list empty", ToolGetState, nil, false, []string{"No state saved yet"}, nil},
-		{"state bad name", ToolSaveState, map[string]any{"name": "x.pkl", "value": 1}, true, []string{"must end in .json"}, nil},
-		{"state save", ToolSaveState, map[string]any{"name": "p.json", "value": map[string]any{"done": 3}}, false, []string{"Saved p.json (10 bytes)"}, nil},
-		{"state get", ToolGetState, map[string]any{"name": "p.json"}, false, []string{`{"done":3}`}, nil},
-		{"state list", ToolGetState, map[string]any{}, false, []string{"p.json (10 bytes"}, nil},
-		{"state unknown lists saved", ToolGetState, map[string]any{"name": "q.json"}, true, []string{`no state named "q.json"; saved: p.json`}, nil},
-		{"skills empty", ToolListSkills, nil, false, []string{"No skills yet"}, nil},
-		{"skill bad code", ToolSaveSkill, map[string]any{"name": "bad", "description": "d", "code": "def f(:\n"}, true, []string{"does not compile"}, nil},
-		{"skill bad name", ToolSaveSkill, map[string]any{"name": "Bad-Name", "description": "d", "code": "x = 1\n"}, true, []string{"invalid skill name"}, nil},
-		{"skill save", ToolSaveSkill, map[string]any{"name": "double", "description": "Doubles a number", "code": "def run(x):\n    return 2 * x\n"}, false,
+		{"state list empty", ToolState, nil, false, []string{"No state saved yet"}, nil},
+		{"state bad name", ToolState, map[string]any{"name": "x.pkl", "value": 1}, true, []string{"must end in .json"}, nil},
+		{"state save", ToolState, map[string]any{"name": "p.json", "value": map[string]any{"done": 3}}, false, []string{"Saved p.json (10 bytes)"}, nil},
+		{"state save null", ToolState, map[string]any{"name": "n.json", "value": nil}, false, []string{"Saved n.json (4 bytes)"}, nil},
+		{"state save without a name", ToolState, map[string]any{"value": 1}, true, []string{"name is empty"}, nil},
+		{"state get", ToolState, map[string]any{"name": "p.json"}, false, []string{`{"done":3}`}, nil},
+		{"state list", ToolState, map[string]any{}, false, []string{"p.json (10 bytes"}, nil},
+		{"state unknown lists saved", ToolState, map[string]any{"name": "q.json"}, true, []string{`no state named "q.json"; saved: n.json, p.json`}, nil},
+		{"skills empty", ToolSkills, nil, false, []string{"No skills yet"}, nil},
+		{"skill bad code", ToolSkills, map[string]any{"name": "bad", "description": "d", "code": "def f(:\n"}, true, []string{"does not compile"}, nil},
+		{"skill bad name", ToolSkills, map[string]any{"name": "Bad-Name", "description": "d", "code": "x = 1\n"}, true, []string{"invalid skill name"}, nil},
+		{"skill without code", ToolSkills, map[string]any{"name": "half", "description": "Halves"}, true, []string{"code is empty"}, nil},
+		{"skill save", ToolSkills, map[string]any{"name": "double", "description": "Doubles a number", "code": "def run(x):\n    return 2 * x\n"}, false,
 			[]string{"Saved skill double", "from skills.double import"}, nil},
-		{"skills list", ToolListSkills, nil, false, []string{"double: Doubles a number"}, nil},
-		{"skill get", ToolGetSkill, map[string]any{"name": "double"}, false, []string{"# double", "```python\ndef run(x):"}, nil},
-		{"skill typo", ToolGetSkill, map[string]any{"name": "doubel"}, true, []string{`did you mean "double"?`}, nil},
+		{"skills list", ToolSkills, nil, false, []string{"double: Doubles a number"}, nil},
+		{"skill get", ToolSkills, map[string]any{"name": "double"}, false, []string{"# double", "```python\ndef run(x):"}, nil},
+		{"skill typo", ToolSkills, map[string]any{"name": "doubel"}, true, []string{`did you mean "double"?`}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,6 +168,10 @@ func TestCallTool(t *testing.T) {
 			[]string{"The sum of 2 and 3 is 5."}, []string{"[ok", "tool call"}},
 		{"call by Python names", ToolCallTool, map[string]any{"server": "everything", "tool": "get_sum", "arguments": map[string]any{"a": 1, "b": 1}}, false,
 			[]string{"The sum of 1 and 1 is 2."}, nil},
+		{"call as a search hit names it", ToolCallTool, map[string]any{"server": "servers.everything", "tool": "get_sum", "arguments": map[string]any{"a": 1, "b": 2}}, false,
+			[]string{"The sum of 1 and 2 is 3."}, nil},
+		{"call a denied tool by package and function", ToolCallTool, map[string]any{"server": "servers.everything", "tool": "get_env"}, true,
+			[]string{"tool everything/get-env is denied"}, nil},
 		{"call an unknown server", ToolCallTool, map[string]any{"server": "github", "tool": "x"}, true,
 			[]string{`unknown server "github"; known servers: everything, memory`}, nil},
 		{"call with invalid arguments", ToolCallTool, map[string]any{"server": "everything", "tool": "get-sum", "arguments": map[string]any{"a": 2}}, true,
@@ -381,9 +385,9 @@ func TestPIITokenized(t *testing.T) {
 	if !strings.Contains(text, "mail [EMAIL_1]") || !strings.Contains(text, "[EMAIL_2]") || !strings.Contains(string(b), `"to":"[EMAIL_1]"`) {
 		t.Errorf("not tokenized as expected:\n%s\n%s", text, b)
 	}
-	call(t, c, ToolSaveState, map[string]any{"name": "c.json", "value": "carl@example.com"})
-	if text, _ := call(t, c, ToolGetState, map[string]any{"name": "c.json"}); text != `"[EMAIL_3]"` {
-		t.Errorf("get_state = %s", text)
+	call(t, c, ToolState, map[string]any{"name": "c.json", "value": "carl@example.com"})
+	if text, _ := call(t, c, ToolState, map[string]any{"name": "c.json"}); text != `"[EMAIL_3]"` {
+		t.Errorf("state = %s", text)
 	}
 	// A failing tokenizer withholds the output.
 	w.pii.mu.Lock()
@@ -403,18 +407,18 @@ func TestTenantScope(t *testing.T) {
 	})
 	acme := connect(t, w.url+"/mcp", bearerOpt("tok-acme"))
 	beta := connect(t, w.url+"/mcp", bearerOpt("tok-beta"))
-	if text, _ := call(t, acme, ToolListServers, nil); strings.Contains(text, "everything") {
+	if text, _ := call(t, acme, ToolListTools, nil); strings.Contains(text, "everything") {
 		t.Errorf("acme sees everything:\n%s", text)
 	}
-	text, res := call(t, acme, ToolGetTool, map[string]any{"server": "everything", "tool": "echo"})
+	text, res := call(t, acme, ToolListTools, map[string]any{"server": "everything", "tool": "echo"})
 	if !res.IsError || !strings.Contains(text, "known servers: memory") {
-		t.Errorf("acme get_tool everything/echo: %s", text)
+		t.Errorf("acme list_tools everything/echo: %s", text)
 	}
-	if text, _ := call(t, beta, ToolListServers, nil); !strings.Contains(text, "everything") {
+	if text, _ := call(t, beta, ToolListTools, nil); !strings.Contains(text, "everything") {
 		t.Errorf("beta does not see everything:\n%s", text)
 	}
-	call(t, acme, ToolSaveState, map[string]any{"name": "a.json", "value": 1})
-	if text, _ := call(t, beta, ToolGetState, nil); strings.Contains(text, "a.json") {
+	call(t, acme, ToolState, map[string]any{"name": "a.json", "value": 1})
+	if text, _ := call(t, beta, ToolState, nil); strings.Contains(text, "a.json") {
 		t.Errorf("beta sees acme's state: %s", text)
 	}
 }
@@ -478,15 +482,15 @@ func TestTokenizedExecution(t *testing.T) {
 func TestErrorsTokenized(t *testing.T) {
 	w := newWorld(t)
 	c := connect(t, w.url+"/mcp")
-	call(t, c, ToolSaveState, map[string]any{"name": "ann@example.com.json", "value": 1})
+	call(t, c, ToolState, map[string]any{"name": "ann@example.com.json", "value": 1})
 	w.skills.broken = map[string]error{"broken": errors.New(`SKILL.md line 2: cannot parse "owner: bob@example.com"`)}
 	tests := []struct {
 		tool string
 		args map[string]any
 		want string
 	}{
-		{ToolGetState, map[string]any{"name": "nope.json"}, "saved: [EMAIL_"},
-		{ToolGetSkill, map[string]any{"name": "broken"}, `cannot parse "owner: [EMAIL_`},
+		{ToolState, map[string]any{"name": "nope.json"}, "saved: [EMAIL_"},
+		{ToolSkills, map[string]any{"name": "broken"}, `cannot parse "owner: [EMAIL_`},
 	}
 	for _, tt := range tests {
 		text, res := call(t, c, tt.tool, tt.args)
@@ -508,7 +512,8 @@ func TestArgumentErrors(t *testing.T) {
 	}{
 		{ToolExecuteCode, map[string]any{}, `execute_code: missing required argument "code"`},
 		{ToolExecuteCode, map[string]any{"code": 3}, `execute_code: argument "code": expected string, got number`},
-		{ToolGetTool, map[string]any{"server": "everything"}, `get_tool: missing required argument "tool"`},
+		{ToolCallTool, map[string]any{"server": "everything"}, `call_tool: missing required argument "tool"`},
+		{ToolListTools, map[string]any{"server": 3}, `list_tools: argument "server": expected string, got number`},
 		{ToolSearchTools, map[string]any{"query": "x", "limit": 0}, `search_tools: argument "limit": `},
 		{ToolSearchTools, map[string]any{"query": "x", "detail_level": "all"}, `search_tools: argument "detail_level": `},
 	}
@@ -539,7 +544,7 @@ func TestRenderSkill(t *testing.T) {
 // add to the tool descriptions instead of repeating them.
 func TestInstructionsDoNotRepeatTools(t *testing.T) {
 	for _, d := range toolDefs {
-		for _, phrase := range []string{"search_tools", "get_tool", "execute_code", "prints only", "print only"} {
+		for _, phrase := range []string{"search_tools", "list_tools", "execute_code", "prints only", "print only"} {
 			if strings.Contains(instructions, phrase) && strings.Contains(d.desc, phrase) {
 				t.Errorf("instructions repeat %q of %s's description", phrase, d.name)
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cexec/cexec/core/bridge"
@@ -79,6 +80,37 @@ func (x *Executor) callOnce(ctx context.Context, t *workspace.Tenant, req CodeRe
 		out.Error = &sandbox.ExecError{Type: ce.Type, Message: ce.Message}
 		return out, nil
 	}
-	out.Result = res
-	return out, nil
+	return out, callResult(out, newAttachments(t, req.Session, x.MaxInlineAttachment), res)
+}
+
+// callResult sets out's result from a call's value as the agent reads it:
+// a rich result's texts (and descriptions of resource links) joined as the
+// result, its images, audio and resources as attachments.
+func callResult(out *CodeResult, att *attachments, res json.RawMessage) error {
+	value, content, err := bridge.Unwrap(res)
+	if err != nil {
+		return err
+	}
+	if content == nil {
+		out.Result = value
+		return nil
+	}
+	var texts []string
+	for _, c := range content {
+		a, text, ok := contentAttachment(c)
+		if !ok {
+			texts = append(texts, text)
+			continue
+		}
+		if _, err := att.add(a); err != nil {
+			var ce *sandbox.CallError
+			if !errors.As(err, &ce) {
+				return err
+			}
+			texts = append(texts, "["+ce.Message+"]")
+		}
+	}
+	out.Attachments = att.list()
+	out.Result, err = json.Marshal(strings.Join(texts, "\n"))
+	return err
 }

@@ -110,6 +110,9 @@ type CodeResult struct {
 	// Tokenized is set when the texts above are the model-facing ones
 	// (CodeRequest.ModelFacing under a guard layer).
 	Tokenized bool
+	// Attachments are what the program showed (cexec.show), or a call's
+	// non-text content, in order; text ones are tokenized with the rest.
+	Attachments []Attachment
 }
 
 // Workspaces are the tenants' workspaces (core/workspace).
@@ -131,6 +134,10 @@ type Executor struct {
 	// the guard plugins, restores PII tokens in code and tool arguments,
 	// and tokenizes model-facing results (core/guard).
 	Guard Guardrails
+	// MaxInlineAttachment is the largest attachment returned inline (0:
+	// DefaultMaxInlineAttachment); larger ones, and those past four times
+	// it in one execution, are saved in the tenant's workspace.
+	MaxInlineAttachment int64
 	// Audit, when set, receives every execution, its tool calls and its
 	// policy denials (core/audit).
 	Audit Auditor
@@ -216,7 +223,7 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 			Before:         req.BeforeToolCall,
 		})
 	}
-	h := &host{req: &req, exec: exec, ws: x.Workspaces}
+	h := &host{req: &req, exec: exec, ws: x.Workspaces, att: newAttachments(t, req.Session, x.MaxInlineAttachment)}
 	res, err := x.Sandbox.Exec(ctx, sandbox.ExecRequest{
 		SandboxID:  lease.ID,
 		Code:       req.Code,
@@ -235,11 +242,12 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 		return nil, fmt.Errorf("run in sandbox %s: %w", lease.ID, err)
 	}
 	out := &CodeResult{
-		ExecResult: res,
-		Stdout:     h.stdout.Bytes(),
-		Stderr:     h.stderr.Bytes(),
-		SandboxID:  lease.ID,
-		Warm:       lease.Reused,
+		ExecResult:  res,
+		Stdout:      h.stdout.Bytes(),
+		Stderr:      h.stderr.Bytes(),
+		SandboxID:   lease.ID,
+		Warm:        lease.Reused,
+		Attachments: h.att.list(),
 	}
 	if exec != nil {
 		out.ToolCalls = exec.Calls()
@@ -271,6 +279,7 @@ type host struct {
 	req  *CodeRequest
 	exec *bridge.Execution
 	ws   Workspaces
+	att  *attachments
 
 	mu             sync.Mutex
 	stdout, stderr bytes.Buffer
@@ -303,7 +312,10 @@ func (h *host) Call(ctx context.Context, method string, params json.RawMessage) 
 	h.mu.Lock()
 	h.calls++
 	h.mu.Unlock()
-	if method == bridge.MethodCallTool {
+	if method == MethodShow {
+		return h.att.show(ctx, params)
+	}
+	if method == bridge.MethodCallTool || method == bridge.MethodReadResource {
 		if h.exec == nil {
 			return nil, &sandbox.CallError{Type: bridge.TypeToolNotFound, Message: "no upstream MCP servers are configured (add mcp_server blocks to cexec.hcl)"}
 		}

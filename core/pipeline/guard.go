@@ -109,7 +109,7 @@ func (x *Executor) guarded(ctx context.Context, t *workspace.Tenant, req CodeReq
 func tokenizeResult(ctx context.Context, gs *guard.Session, gx *guard.Execution, out *CodeResult) *CodeResult {
 	out.Tokenized = true
 	if err := tokenizeTexts(ctx, gs, gx, out); err != nil {
-		out.Stdout, out.Stderr, out.Result = nil, nil, nil
+		out.Stdout, out.Stderr, out.Result, out.Attachments = nil, nil, nil, nil
 		msg := "cexec withheld this execution's output because it could not be checked for sensitive data: " + err.Error()
 		if d := (*guard.Denial)(nil); errors.As(err, &d) && d.Hook == "Detect" {
 			// The usual cause, a guard restarting, passes: say what to do.
@@ -129,9 +129,9 @@ func tokenizeResult(ctx context.Context, gs *guard.Session, gx *guard.Execution,
 }
 
 // tokenizeTexts tokenizes every text of out with one detection: the
-// structured result, the error, stdout and stderr, and the tool calls'
+// structured result, the error, stdout and stderr, the tool calls'
 // servers, tools and errors (the program names them, and the summary
-// quotes upstream servers). Then it charges what max_output counts, in
+// quotes upstream servers), and the attachments' texts, names and URIs. Then it charges what max_output counts, in
 // that order. The MCP face returns these texts as they are.
 func tokenizeTexts(ctx context.Context, gs *guard.Session, gx *guard.Execution, out *CodeResult) error {
 	var b textBatch
@@ -156,6 +156,12 @@ func tokenizeTexts(ctx context.Context, gs *guard.Session, gx *guard.Execution, 
 	for i := range tools {
 		b.add(&tools[i].Server, &tools[i].Tool, &tools[i].LastError)
 	}
+	// Attachments' texts and the names the program gave them are text like
+	// printed output; binary data is not scanned.
+	atts := slices.Clone(out.Attachments)
+	for i := range atts {
+		b.add(&atts[i].Text, &atts[i].Name, &atts[i].URI)
+	}
 	toks, result, err := gs.TokenizeTexts(ctx, b.texts, out.Result)
 	if err != nil {
 		return err
@@ -175,7 +181,10 @@ func tokenizeTexts(ctx context.Context, gs *guard.Session, gx *guard.Execution, 
 		out.Error = &e
 	}
 	out.Stdout, out.Stderr = []byte(gx.Charge(stdout)), []byte(gx.Charge(stderr))
-	out.ToolCalls, out.Summary.Tools = calls, tools
+	for i := range atts {
+		atts[i].Text = gx.Charge(atts[i].Text)
+	}
+	out.ToolCalls, out.Summary.Tools, out.Attachments = calls, tools, atts
 	if denied != nil {
 		msg, err := gs.Tokenize(ctx, "the result was withheld: "+denied.Error())
 		if err != nil {

@@ -83,7 +83,8 @@ func (t *Tenant) expireSessions(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// expireSession removes one session if its log is older than cutoff. The
+// expireSession removes one session if its log is older than cutoff, with
+// its saved attachments. The
 // append lock keeps an entry from landing in a log being removed.
 func (t *Tenant) expireSession(session string, cutoff time.Time) (bool, error) {
 	mu := t.sessionLock(session)
@@ -103,6 +104,9 @@ func (t *Tenant) expireSession(session string, cutoff time.Time) (bool, error) {
 		return false, fmt.Errorf("tenant %s: expire session %s: %w", t.id, session, err)
 	}
 	_ = t.root.Remove(sessionsDir + "/" + session + metaSuffix)
+	if err := t.ws.RemoveAll(AttachmentsDir + "/" + session); err != nil {
+		t.m.log.Warn("remove an expired session's attachments", "tenant", t.id, "session", session, "error", err)
+	}
 	t.m.log.Info("expired session", "tenant", t.id, "session", session, "last_write", st.ModTime().UTC())
 	return true, nil
 }

@@ -49,8 +49,7 @@ const seen = { server: client.getServerVersion() };
 // 1. A handful of tools, each described.
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
-for (const want of ["search_tools", "list_servers", "get_server_tools", "get_tool", "execute_code", "call_tool",
-  "get_state", "save_state", "save_skill", "list_skills", "get_skill"]) {
+for (const want of ["search_tools", "list_tools", "execute_code", "call_tool", "state", "skills"]) {
   check(names.includes(want), `tools/list lacks ${want}`, names);
 }
 check(tools.every((t) => t.description && t.inputSchema?.type === "object"), "a tool lacks a description or schema", tools);
@@ -58,12 +57,12 @@ seen.tools = names;
 
 // 2. Search finds the upstream tool.
 const search = await client.callTool({ name: "search_tools", arguments: { query: "sum of two numbers", detail_level: "full" } });
-check(!search.isError && text(search).includes(`${server}/get-sum`), "search_tools did not find get-sum", text(search));
+check(!search.isError && text(search).includes(".get_sum(*, a: float, b: float)"), "search_tools did not find get-sum", text(search));
 seen.search = text(search).split("\n")[0];
 
 // 3. Its stub, as a tool result and as a resource.
-const stub = await client.callTool({ name: "get_tool", arguments: { server, tool: "get-sum" } });
-check(!stub.isError && text(stub).includes("def get_sum("), "get_tool did not return the stub", text(stub));
+const stub = await client.callTool({ name: "list_tools", arguments: { server, tool: "get-sum" } });
+check(!stub.isError && text(stub).includes("def get_sum("), "list_tools did not return the stub", text(stub));
 const { resources } = await client.listResources();
 const uri = resources.map((r) => r.uri).find((u) => u.endsWith("/get_sum.py"));
 check(uri !== undefined, "resources/list lacks the get_sum stub", resources.map((r) => r.uri));
@@ -93,7 +92,7 @@ check(bad.isError === true && text(bad).includes("ZeroDivisionError") && text(ba
   "a failing program was not reported with its traceback", text(bad));
 
 // 6. An unknown server is an actionable error.
-const unknown = await client.callTool({ name: "get_tool", arguments: { server: "no-such-server", tool: "x" } });
+const unknown = await client.callTool({ name: "list_tools", arguments: { server: "no-such-server", tool: "x" } });
 check(unknown.isError === true && text(unknown).includes("known servers"), "unknown server error does not list the servers", text(unknown));
 
 await client.close();

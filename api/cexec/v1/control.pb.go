@@ -1187,7 +1187,9 @@ type ExecResult struct {
 	Warnings []string `protobuf:"bytes,12,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	// warm is true when the sandbox came warm from the pool, false when it
 	// was created for this execution.
-	Warm          bool `protobuf:"varint,13,opt,name=warm,proto3" json:"warm,omitempty"`
+	Warm bool `protobuf:"varint,13,opt,name=warm,proto3" json:"warm,omitempty"`
+	// attachments are what the program showed (cexec.show), in order.
+	Attachments   []*Attachment `protobuf:"bytes,14,rep,name=attachments,proto3" json:"attachments,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1311,6 +1313,13 @@ func (x *ExecResult) GetWarm() bool {
 		return x.Warm
 	}
 	return false
+}
+
+func (x *ExecResult) GetAttachments() []*Attachment {
+	if x != nil {
+		return x.Attachments
+	}
+	return nil
 }
 
 type ExecEvent struct {
@@ -5074,7 +5083,7 @@ var File_cexec_v1_control_proto protoreflect.FileDescriptor
 
 const file_cexec_v1_control_proto_rawDesc = "" +
 	"\n" +
-	"\x16cexec/v1/control.proto\x12\bcexec.v1\"\x0f\n" +
+	"\x16cexec/v1/control.proto\x12\bcexec.v1\x1a\x19cexec/v1/attachment.proto\"\x0f\n" +
 	"\rStatusRequest\"m\n" +
 	"\rPluginSummary\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x0e\n" +
@@ -5167,7 +5176,7 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\tExecError\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1c\n" +
-	"\ttraceback\x18\x03 \x01(\tR\ttraceback\"\xbb\x03\n" +
+	"\ttraceback\x18\x03 \x01(\tR\ttraceback\"\xf3\x03\n" +
 	"\n" +
 	"ExecResult\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x1f\n" +
@@ -5187,7 +5196,8 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	" \x01(\tR\tsandboxId\x12\x18\n" +
 	"\asession\x18\v \x01(\tR\asession\x12\x1a\n" +
 	"\bwarnings\x18\f \x03(\tR\bwarnings\x12\x12\n" +
-	"\x04warm\x18\r \x01(\bR\x04warm\"p\n" +
+	"\x04warm\x18\r \x01(\bR\x04warm\x126\n" +
+	"\vattachments\x18\x0e \x03(\v2\x14.cexec.v1.AttachmentR\vattachments\"p\n" +
 	"\tExecEvent\x12*\n" +
 	"\x06output\x18\x01 \x01(\v2\x10.cexec.v1.OutputH\x00R\x06output\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x14.cexec.v1.ExecResultH\x00R\x06resultB\a\n" +
@@ -5615,6 +5625,7 @@ var file_cexec_v1_control_proto_goTypes = []any{
 	(*ExecuteTaskResponse)(nil),   // 73: cexec.v1.ExecuteTaskResponse
 	nil,                           // 74: cexec.v1.PoolStatusResponse.IdleEntry
 	nil,                           // 75: cexec.v1.PoolStatusResponse.TargetsEntry
+	(*Attachment)(nil),            // 76: cexec.v1.Attachment
 }
 var file_cexec_v1_control_proto_depIdxs = []int32{
 	1,  // 0: cexec.v1.StatusResponse.plugins:type_name -> cexec.v1.PluginSummary
@@ -5623,91 +5634,92 @@ var file_cexec_v1_control_proto_depIdxs = []int32{
 	9,  // 3: cexec.v1.CheckConfigResponse.diagnostics:type_name -> cexec.v1.Diagnostic
 	17, // 4: cexec.v1.ExecResult.error:type_name -> cexec.v1.ExecError
 	16, // 5: cexec.v1.ExecResult.tool_calls:type_name -> cexec.v1.ToolCallRecord
-	15, // 6: cexec.v1.ExecEvent.output:type_name -> cexec.v1.Output
-	18, // 7: cexec.v1.ExecEvent.result:type_name -> cexec.v1.ExecResult
-	21, // 8: cexec.v1.ServerInfo.instances:type_name -> cexec.v1.ServerInstance
-	20, // 9: cexec.v1.ListServersResponse.servers:type_name -> cexec.v1.ServerInfo
-	24, // 10: cexec.v1.ListToolsResponse.tools:type_name -> cexec.v1.ToolInfo
-	24, // 11: cexec.v1.GetToolResponse.tool:type_name -> cexec.v1.ToolInfo
-	32, // 12: cexec.v1.SearchToolsResponse.hits:type_name -> cexec.v1.SearchHit
-	37, // 13: cexec.v1.PutStateResponse.state:type_name -> cexec.v1.StateInfo
-	37, // 14: cexec.v1.ListStateResponse.states:type_name -> cexec.v1.StateInfo
-	45, // 15: cexec.v1.SessionEntry.result:type_name -> cexec.v1.SessionResult
-	46, // 16: cexec.v1.SessionEntry.tool_calls:type_name -> cexec.v1.SessionToolCall
-	43, // 17: cexec.v1.ListSessionsResponse.sessions:type_name -> cexec.v1.SessionInfo
-	44, // 18: cexec.v1.GetSessionResponse.entries:type_name -> cexec.v1.SessionEntry
-	43, // 19: cexec.v1.ResumeSessionResponse.session:type_name -> cexec.v1.SessionInfo
-	44, // 20: cexec.v1.ResumeSessionResponse.checkpoint:type_name -> cexec.v1.SessionEntry
-	44, // 21: cexec.v1.ResumeSessionResponse.recent:type_name -> cexec.v1.SessionEntry
-	55, // 22: cexec.v1.ListSkillsResponse.skills:type_name -> cexec.v1.Skill
-	55, // 23: cexec.v1.GetSkillResponse.skill:type_name -> cexec.v1.Skill
-	55, // 24: cexec.v1.SaveSkillResponse.skill:type_name -> cexec.v1.Skill
-	62, // 25: cexec.v1.ListTenantsResponse.tenants:type_name -> cexec.v1.TenantInfo
-	62, // 26: cexec.v1.GCTenantsResponse.removed:type_name -> cexec.v1.TenantInfo
-	74, // 27: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
-	75, // 28: cexec.v1.PoolStatusResponse.targets:type_name -> cexec.v1.PoolStatusResponse.TargetsEntry
-	69, // 29: cexec.v1.PoolStatusResponse.sandboxes:type_name -> cexec.v1.PoolSandbox
-	18, // 30: cexec.v1.ExecuteTaskResponse.result:type_name -> cexec.v1.ExecResult
-	71, // 31: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
-	9,  // 32: cexec.v1.ExecuteTaskResponse.diagnostics:type_name -> cexec.v1.Diagnostic
-	72, // 33: cexec.v1.ExecuteTaskResponse.timings:type_name -> cexec.v1.TaskTimings
-	0,  // 34: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
-	4,  // 35: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
-	7,  // 36: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
-	10, // 37: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
-	12, // 38: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
-	14, // 39: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
-	22, // 40: cexec.v1.Control.ListServers:input_type -> cexec.v1.ListServersRequest
-	25, // 41: cexec.v1.Control.ListTools:input_type -> cexec.v1.ListToolsRequest
-	27, // 42: cexec.v1.Control.GetTool:input_type -> cexec.v1.GetToolRequest
-	29, // 43: cexec.v1.Control.RefreshTools:input_type -> cexec.v1.RefreshToolsRequest
-	31, // 44: cexec.v1.Control.SearchTools:input_type -> cexec.v1.SearchToolsRequest
-	34, // 45: cexec.v1.Control.GetState:input_type -> cexec.v1.GetStateRequest
-	36, // 46: cexec.v1.Control.PutState:input_type -> cexec.v1.PutStateRequest
-	39, // 47: cexec.v1.Control.ListState:input_type -> cexec.v1.ListStateRequest
-	41, // 48: cexec.v1.Control.DeleteState:input_type -> cexec.v1.DeleteStateRequest
-	47, // 49: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
-	49, // 50: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
-	51, // 51: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
-	53, // 52: cexec.v1.Control.Checkpoint:input_type -> cexec.v1.CheckpointRequest
-	56, // 53: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
-	58, // 54: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
-	60, // 55: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
-	63, // 56: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
-	65, // 57: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
-	67, // 58: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
-	70, // 59: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
-	2,  // 60: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
-	6,  // 61: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
-	8,  // 62: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
-	11, // 63: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
-	13, // 64: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
-	19, // 65: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
-	23, // 66: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
-	26, // 67: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
-	28, // 68: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
-	30, // 69: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
-	33, // 70: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
-	35, // 71: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
-	38, // 72: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
-	40, // 73: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
-	42, // 74: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
-	48, // 75: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
-	50, // 76: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
-	52, // 77: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
-	54, // 78: cexec.v1.Control.Checkpoint:output_type -> cexec.v1.CheckpointResponse
-	57, // 79: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
-	59, // 80: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
-	61, // 81: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
-	64, // 82: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
-	66, // 83: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
-	68, // 84: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
-	73, // 85: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
-	60, // [60:86] is the sub-list for method output_type
-	34, // [34:60] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	76, // 6: cexec.v1.ExecResult.attachments:type_name -> cexec.v1.Attachment
+	15, // 7: cexec.v1.ExecEvent.output:type_name -> cexec.v1.Output
+	18, // 8: cexec.v1.ExecEvent.result:type_name -> cexec.v1.ExecResult
+	21, // 9: cexec.v1.ServerInfo.instances:type_name -> cexec.v1.ServerInstance
+	20, // 10: cexec.v1.ListServersResponse.servers:type_name -> cexec.v1.ServerInfo
+	24, // 11: cexec.v1.ListToolsResponse.tools:type_name -> cexec.v1.ToolInfo
+	24, // 12: cexec.v1.GetToolResponse.tool:type_name -> cexec.v1.ToolInfo
+	32, // 13: cexec.v1.SearchToolsResponse.hits:type_name -> cexec.v1.SearchHit
+	37, // 14: cexec.v1.PutStateResponse.state:type_name -> cexec.v1.StateInfo
+	37, // 15: cexec.v1.ListStateResponse.states:type_name -> cexec.v1.StateInfo
+	45, // 16: cexec.v1.SessionEntry.result:type_name -> cexec.v1.SessionResult
+	46, // 17: cexec.v1.SessionEntry.tool_calls:type_name -> cexec.v1.SessionToolCall
+	43, // 18: cexec.v1.ListSessionsResponse.sessions:type_name -> cexec.v1.SessionInfo
+	44, // 19: cexec.v1.GetSessionResponse.entries:type_name -> cexec.v1.SessionEntry
+	43, // 20: cexec.v1.ResumeSessionResponse.session:type_name -> cexec.v1.SessionInfo
+	44, // 21: cexec.v1.ResumeSessionResponse.checkpoint:type_name -> cexec.v1.SessionEntry
+	44, // 22: cexec.v1.ResumeSessionResponse.recent:type_name -> cexec.v1.SessionEntry
+	55, // 23: cexec.v1.ListSkillsResponse.skills:type_name -> cexec.v1.Skill
+	55, // 24: cexec.v1.GetSkillResponse.skill:type_name -> cexec.v1.Skill
+	55, // 25: cexec.v1.SaveSkillResponse.skill:type_name -> cexec.v1.Skill
+	62, // 26: cexec.v1.ListTenantsResponse.tenants:type_name -> cexec.v1.TenantInfo
+	62, // 27: cexec.v1.GCTenantsResponse.removed:type_name -> cexec.v1.TenantInfo
+	74, // 28: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
+	75, // 29: cexec.v1.PoolStatusResponse.targets:type_name -> cexec.v1.PoolStatusResponse.TargetsEntry
+	69, // 30: cexec.v1.PoolStatusResponse.sandboxes:type_name -> cexec.v1.PoolSandbox
+	18, // 31: cexec.v1.ExecuteTaskResponse.result:type_name -> cexec.v1.ExecResult
+	71, // 32: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
+	9,  // 33: cexec.v1.ExecuteTaskResponse.diagnostics:type_name -> cexec.v1.Diagnostic
+	72, // 34: cexec.v1.ExecuteTaskResponse.timings:type_name -> cexec.v1.TaskTimings
+	0,  // 35: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
+	4,  // 36: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
+	7,  // 37: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
+	10, // 38: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
+	12, // 39: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
+	14, // 40: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
+	22, // 41: cexec.v1.Control.ListServers:input_type -> cexec.v1.ListServersRequest
+	25, // 42: cexec.v1.Control.ListTools:input_type -> cexec.v1.ListToolsRequest
+	27, // 43: cexec.v1.Control.GetTool:input_type -> cexec.v1.GetToolRequest
+	29, // 44: cexec.v1.Control.RefreshTools:input_type -> cexec.v1.RefreshToolsRequest
+	31, // 45: cexec.v1.Control.SearchTools:input_type -> cexec.v1.SearchToolsRequest
+	34, // 46: cexec.v1.Control.GetState:input_type -> cexec.v1.GetStateRequest
+	36, // 47: cexec.v1.Control.PutState:input_type -> cexec.v1.PutStateRequest
+	39, // 48: cexec.v1.Control.ListState:input_type -> cexec.v1.ListStateRequest
+	41, // 49: cexec.v1.Control.DeleteState:input_type -> cexec.v1.DeleteStateRequest
+	47, // 50: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
+	49, // 51: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
+	51, // 52: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
+	53, // 53: cexec.v1.Control.Checkpoint:input_type -> cexec.v1.CheckpointRequest
+	56, // 54: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
+	58, // 55: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
+	60, // 56: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
+	63, // 57: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
+	65, // 58: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
+	67, // 59: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
+	70, // 60: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
+	2,  // 61: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
+	6,  // 62: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
+	8,  // 63: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
+	11, // 64: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
+	13, // 65: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
+	19, // 66: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
+	23, // 67: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
+	26, // 68: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
+	28, // 69: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
+	30, // 70: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
+	33, // 71: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
+	35, // 72: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
+	38, // 73: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
+	40, // 74: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
+	42, // 75: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
+	48, // 76: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
+	50, // 77: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
+	52, // 78: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
+	54, // 79: cexec.v1.Control.Checkpoint:output_type -> cexec.v1.CheckpointResponse
+	57, // 80: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
+	59, // 81: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
+	61, // 82: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
+	64, // 83: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
+	66, // 84: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
+	68, // 85: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
+	73, // 86: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
+	61, // [61:87] is the sub-list for method output_type
+	35, // [35:61] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_cexec_v1_control_proto_init() }
@@ -5715,6 +5727,7 @@ func file_cexec_v1_control_proto_init() {
 	if File_cexec_v1_control_proto != nil {
 		return
 	}
+	file_cexec_v1_attachment_proto_init()
 	file_cexec_v1_control_proto_msgTypes[19].OneofWrappers = []any{
 		(*ExecEvent_Output)(nil),
 		(*ExecEvent_Result)(nil),

@@ -26,7 +26,7 @@ livemcpbench tool definitions, both ways:
 
   direct  every tool definition of every connected server, every call and
           every result in the model's context
-  code    cexec's tools/list, the search_tools (and get_tool) calls, the
+  code    cexec's tools/list, the search_tools (and list_tools) calls, the
           programs or call_tool calls and the daemon's real replies
 
 Tokens are counted with o200k_base and cl100k_base (offline); turns are the

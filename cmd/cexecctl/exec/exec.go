@@ -26,6 +26,7 @@ func Command(env *cli.Env) *cobra.Command {
 		session    string
 		timeout    time.Duration
 		persistent bool
+		saveDir    string
 	)
 	cmd := &cobra.Command{
 		Use:   "exec [-c CODE | FILE | -]",
@@ -36,7 +37,12 @@ The program comes from -c, from FILE, or from standard input (no argument or
 "-"). stdout and stderr stream as the program writes them; cexecctl exits
 with the program's exit code. With --json nothing streams: one JSON object
 with stdout, stderr, result, error, duration and resource usage is printed
-when the program ends.`,
+when the program ends.
+
+What the program shows with cexec.show (images, audio, files) is listed on
+stderr after its output, e.g. "[image/png 95 bytes]"; --save-attachments DIR
+writes the inline ones into DIR (larger ones are saved in the tenant's
+workspace, whose path is listed).`,
 		Args: cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			maxprocs.Set() // on an execution's path, as cexecd is
@@ -52,7 +58,7 @@ when the program ends.`,
 				Persistent: persistent,
 			}
 			return env.Do(cmd.Context(), func(c *client.Client) error {
-				return run(cmd, env, c, req)
+				return run(cmd, env, c, req, saveDir)
 			})
 		},
 	}
@@ -62,6 +68,7 @@ when the program ends.`,
 	f.StringVar(&session, "session", "", "session to log the execution under (default: a new one)")
 	f.DurationVar(&timeout, "timeout", 0, "wall-clock limit (default: the sandbox's)")
 	f.BoolVar(&persistent, "persistent", false, "run in the session's persistent interpreter, keeping globals between executions")
+	f.StringVar(&saveDir, "save-attachments", "", "write what the program shows (cexec.show) into this directory")
 	return cmd
 }
 
@@ -101,6 +108,8 @@ type jsonResult struct {
 	ToolCalls       []jsonToolCall  `json:"tool_calls"`
 	// Warnings are the daemon's, such as a disk quota the tenant is over.
 	Warnings []string `json:"warnings,omitempty"`
+	// Attachments are what the program showed (cexec.show).
+	Attachments []jsonAttachment `json:"attachments,omitempty"`
 }
 
 type jsonError struct {
@@ -117,7 +126,7 @@ type jsonToolCall struct {
 	Error      string  `json:"error,omitempty"`
 }
 
-func run(cmd *cobra.Command, env *cli.Env, c *client.Client, req *cexecv1.ExecRequest) error {
+func run(cmd *cobra.Command, env *cli.Env, c *client.Client, req *cexecv1.ExecRequest, saveDir string) error {
 	var out jsonResult
 	var res *cexecv1.ExecResult
 	for ev, err := range c.Exec(cmd.Context(), req) {
@@ -147,6 +156,13 @@ func run(cmd *cobra.Command, env *cli.Env, c *client.Client, req *cexecv1.ExecRe
 	}
 	if res == nil {
 		return errors.New("exec: the daemon ended the stream without a result")
+	}
+	var atts *[]jsonAttachment
+	if env.JSON {
+		atts = &out.Attachments
+	}
+	if err := reportAttachments(env.Stderr, saveDir, res.GetAttachments(), atts); err != nil {
+		return err
 	}
 	if env.JSON {
 		fill(&out, res)

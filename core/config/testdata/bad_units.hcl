@@ -20,3 +20,7 @@ mcp_server "memory" {
 }
 
 plugin "guard" "pii" {}
+
+pipeline {
+  max_inline_attachment = "lots"
+}

@@ -29,6 +29,7 @@ pipeline {
   guards       = ["pii"]
   max_repairs  = 3
   search_limit = 5
+  max_inline_attachment = "256KiB"
 }
 
 sandbox {

@@ -37,6 +37,9 @@
 // not on the next execution's path. Frames never travel on the program's
 // stdout. The program's `from cexec import call_tool, result` talks over
 // descriptor 3; the zygote relays host calls to the host and replies back.
+// call_tool opens the host's rich-content envelope into cexec.Image, Audio,
+// Resource and ResourceLink objects (cexec/_content.py); show and
+// read_resource are host calls like it.
 // When the child exits, the zygote drains its output, kills its process
 // group and, when it is the pid namespace's init, every other process but
 // itself and the persistent interpreters, then reports one result frame.

@@ -6,8 +6,26 @@
     result({"rows": len(rows)})
 
 call_tool asks the host to call an upstream MCP tool and returns its result
-(structured content, else JSON-decoded text, else text). A failed call raises
-ToolError, or the exception class the host names when Python knows it.
+(structured content, else JSON-decoded text, else text). A result with
+other content comes as typed objects: Image and Audio (.data bytes,
+.mime_type), Resource (an embedded resource: .uri, .mime_type, .text or
+.data) and ResourceLink (.uri, .name; .read() fetches it); one item alone,
+several as a list in order, texts as str. A failed call raises ToolError,
+or the exception class the host names when Python knows it.
+
+Rich content goes back to the agent too, beside the printed output:
+
+    from cexec import call_tool, show, read_resource
+
+    img = call_tool("everything", "get-tiny-image")[1]   # an Image
+    show(img)                                            # image content in the reply
+    show("/workspace/report.pdf")                        # a file, by its type
+    show(b"...", mime_type="audio/wav")                  # bytes with a mime type
+    doc = read_resource("everything", "demo://resource/dynamic/text/1")
+
+Small items travel inline; larger ones are saved in the workspace and the
+agent gets a resource link it can read. Text content is checked for PII as
+printed output is; binary content is not scanned.
 result(obj) records the execution's structured result, which the host gets
 as JSON next to stdout and stderr.
 
@@ -32,13 +50,15 @@ import _thread
 import builtins
 import json
 import os
-from cexec import _proto
+from cexec import _content, _proto
+from cexec._content import Audio, EmbeddedResource, Image, Resource, ResourceLink
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time, to keep sandbox start fast
     from typing import Any, Mapping
 
-__all__ = ["HostError", "ToolError", "call_tool", "checkpoint", "get_state", "result", "save_skill", "save_state"]
+__all__ = ["Audio", "EmbeddedResource", "HostError", "Image", "Resource", "ResourceLink", "ToolError", "call_tool",
+           "checkpoint", "get_state", "read_resource", "result", "save_skill", "save_state", "show"]
 
 # Largest accepted cexec.result() value, as JSON.
 MAX_RESULT_BYTES = 16 << 20
@@ -70,7 +90,7 @@ def _error(method: str, message: str, type_name: str) -> Exception:
             return cls(message)
         except Exception:
             pass
-    if method == "call_tool" or type_name == "ToolError":
+    if method in ("call_tool", "read_resource") or type_name == "ToolError":
         return ToolError(message, type_name or "ToolError")
     return HostError(message, type_name or "HostError")
 
@@ -207,11 +227,83 @@ def _host_call(method: str, params: Any) -> Any:
 
 def call_tool(server: str, tool: str, arguments: Mapping[str, Any] | None = None) -> Any:
     """Call tool on the upstream MCP server named server and return its
-    result. Raises ToolError when the tool or the host reports an error."""
+    result: structured content, JSON-decoded text or text; images, audio,
+    embedded resources and resource links as Image, Audio, Resource and
+    ResourceLink objects (several items: a list, texts as str). Raises
+    ToolError when the tool or the host reports an error."""
     if not isinstance(server, str) or not isinstance(tool, str):
         raise TypeError("call_tool: server and tool must be strings")
     args = dict(arguments) if arguments is not None else {}
-    return _host_call("call_tool", {"server": server, "tool": tool, "arguments": args})
+    return _content.decode(_host_call("call_tool", {"server": server, "tool": tool, "arguments": args}), server)
+
+
+def read_resource(server: str, uri: str) -> Any:
+    """Read the resource uri from the upstream MCP server named server
+    (resources/read) and return it as a Resource (.text for text, .data
+    bytes for a blob), or a list of them when the server returns several.
+    The tenant's allowed servers and the call limits apply as to call_tool;
+    failures raise ToolError."""
+    if not isinstance(server, str) or not isinstance(uri, str):
+        raise TypeError("read_resource: server and uri must be strings")
+    items = [_content.resource(c) for c in _host_call("read_resource", {"server": server, "uri": uri}) or []]
+    return items[0] if len(items) == 1 else items
+
+
+def show(obj: Any, mime_type: str | None = None, name: str | None = None) -> str | None:
+    """Hand obj to the agent as content beside the printed output: an Image,
+    Audio or Resource; a ResourceLink (its resource is read and shown);
+    bytes (mime_type, else guessed from the first bytes: image/* becomes an
+    image, audio/* audio, anything else a resource); or the path of a file
+    (str or os.PathLike; its type from mime_type or the name). name names
+    the item for the agent. Items over the host's inline size are saved in
+    the workspace and reach the agent as a resource link: show returns the
+    saved file's path then, else None. One item carries at most about 47 MiB
+    (a host call's 63 MiB, base64-encoded). Text content is checked for PII like
+    printed output; binary content is not."""
+    if isinstance(obj, ResourceLink):
+        got = obj.read()
+        paths = [show(r, mime_type, name) for r in (got if isinstance(got, list) else [got])]
+        return next((p for p in paths if p), None)
+    if isinstance(obj, (Image, Audio)):
+        params = _content.binary_params("image" if isinstance(obj, Image) else "audio", obj.data,
+                                        mime_type or obj.mime_type, name)
+    elif isinstance(obj, Resource):
+        if obj.text is not None:
+            params = {"kind": "resource", "uri": obj.uri, "mimeType": mime_type or obj.mime_type, "text": obj.text}
+            if name:
+                params["name"] = name
+        else:
+            params = _content.binary_params("resource", obj.data or b"", mime_type or obj.mime_type, name, obj.uri)
+    elif isinstance(obj, (bytes, bytearray, memoryview)):
+        data = bytes(obj)
+        mime = mime_type or _content.sniff(data)
+        params = _content.binary_params(_kind(mime), data, mime, name)
+    elif isinstance(obj, (str, os.PathLike)):
+        path = os.fspath(obj)
+        if not isinstance(path, str):
+            path = os.fsdecode(path)
+        with open(path, "rb") as f:
+            data = f.read()
+        if mime_type:
+            mime = mime_type
+        else:
+            import mimetypes
+            mime = mimetypes.guess_type(path)[0] or _content.sniff(data)
+        params = _content.binary_params(_kind(mime), data, mime, name or os.path.basename(path))
+    else:
+        raise TypeError(f"show: cannot show {type(obj).__name__}; pass an Image, Audio, Resource, bytes or a file path")
+    out = _host_call("show", params)
+    path = out.get("path") if isinstance(out, dict) else None
+    return path if isinstance(path, str) else None
+
+
+def _kind(mime: str) -> str:
+    """The content kind a mime type shows as."""
+    if mime.startswith("image/") and not _content.is_text_mime(mime):
+        return "image"
+    if mime.startswith("audio/"):
+        return "audio"
+    return "resource"
 
 
 def result(obj: Any) -> None:
