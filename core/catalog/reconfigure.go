@@ -46,7 +46,8 @@ func (c *Catalog) startUpstream(u *upstream) {
 // Reconfiguration is what Reconfigure did, by server name.
 type Reconfiguration struct {
 	Added, Removed, Changed []string
-	// Kept are servers whose change needs a restart; they run as before.
+	// Kept are changes that need a restart, by server: the server runs as
+	// before (or, added, with sandbox.limits' call limits).
 	Kept map[string]string
 }
 
@@ -87,6 +88,9 @@ func (c *Catalog) Reconfigure(cfg *config.Config) Reconfiguration {
 			next.add(n)
 			start = append(start, n)
 			r.Added = append(r.Added, s.Name)
+			if s.MaxArgumentSize != 0 || s.MaxResultSize != 0 {
+				r.Kept[s.Name] = "added, but its max_argument_size and max_result_size apply after a restart (sandbox.limits' hold until then)"
+			}
 		}
 	}
 	for _, u := range old.list {
