@@ -53,7 +53,9 @@
 // rebinding). A session id is bound to the tenant
 // that opened it and is the cexec session id (a valid workspace session
 // id); it dies on DELETE, after Options.SessionIdleTTL idle, or at
-// shutdown, and Options.OnSessionEnd hears of it. Protocol revisions
+// shutdown, and Options.OnSessionEnd hears of it; Options.OnSessionStart
+// hears of its opening and how it authenticated (the audit log's
+// sign-in). Protocol revisions
 // 2024-11-05 to 2025-11-25 are served; 2026-07-28 removed sessions, so its
 // clients negotiate down.
 //

@@ -97,6 +97,10 @@ type Options struct {
 	// timeout, SSE stream closed, shutdown), e.g. to drop the session's
 	// persistent interpreter.
 	OnSessionEnd func(Scope)
+	// OnSessionStart, if set, is called when an MCP session opens, with
+	// how its opening request authenticated (AuthSocket, AuthLoopback,
+	// AuthToken, AuthOAuth): a sign-in, for the audit log.
+	OnSessionStart func(sc Scope, auth string)
 
 	// MaxOutput caps the stdout returned by execute_code in bytes (stderr
 	// and tracebacks get a quarter of it); default 16 KiB.
@@ -162,6 +166,7 @@ func New(o Options) (*Face, error) {
 		f.oauth = rs
 	}
 	f.sessions = newSessionTable(o.OnSessionEnd)
+	f.sessions.onStart = o.OnSessionStart
 	f.srv = f.newMCPServer()
 	if err := f.addTools(); err != nil {
 		return nil, err
@@ -322,6 +327,7 @@ func (f *Face) routes() *http.ServeMux {
 				tenant, _ := tenantFrom(ctx)
 				id := newSessionID()
 				f.sessions.add(id, tenant, kindSSE)
+				f.sessions.started(id, tenant, authFrom(ctx))
 				return id, nil
 			}),
 		)

@@ -39,6 +39,7 @@ type sessionTable struct {
 	// perTenant counts live sessions for the per-tenant cap.
 	perTenant map[string]int
 	onEnd     func(Scope)
+	onStart   func(Scope, string)
 }
 
 func newSessionTable(onEnd func(Scope)) *sessionTable {
@@ -52,6 +53,13 @@ func newSessionID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// started reports a new session to onStart.
+func (t *sessionTable) started(id, tenant, auth string) {
+	if t.onStart != nil {
+		t.onStart(Scope{Tenant: tenant, Session: id}, auth)
+	}
 }
 
 func (t *sessionTable) add(id, tenant string, kind sessionKind) {
@@ -116,6 +124,7 @@ func (t *sessionTable) ResolveSessionIdManager(r *http.Request) server.SessionId
 	m := sessionManager{t: t}
 	if r != nil {
 		m.tenant, _ = tenantFrom(r.Context())
+		m.auth = authFrom(r.Context())
 	}
 	return m
 }
@@ -123,6 +132,7 @@ func (t *sessionTable) ResolveSessionIdManager(r *http.Request) server.SessionId
 type sessionManager struct {
 	t      *sessionTable
 	tenant string
+	auth   string
 }
 
 var errUnknownSession = errors.New("unknown or ended session")
@@ -130,6 +140,7 @@ var errUnknownSession = errors.New("unknown or ended session")
 func (m sessionManager) Generate() string {
 	id := newSessionID()
 	m.t.add(id, m.tenant, kindStreamable)
+	m.t.started(id, m.tenant, m.auth)
 	return id
 }
 
