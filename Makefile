@@ -77,6 +77,12 @@ bench: build
 bench-exec: build
 	scripts/bench.sh $(ARGS)
 
+.PHONY: bench-replicas
+# Executions per second with one cexecd and with two behind HAProxy (needs
+# PostgreSQL and HAProxy from scripts/deps.sh).
+bench-replicas:
+	$(GO) test -count=1 -v -run '^TestReplicasBench$$' ./e2e/
+
 # Soak and chaos: 100,000 executions across 20 tenants while every plugin, the
 # upstream and cexecd are SIGKILLed (make soak ARGS="-n 20000 -json").
 .PHONY: soak

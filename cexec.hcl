@@ -246,6 +246,22 @@ mcp_server "memory" {
 # }
 
 # ---------------------------------------------------------------------------
+# Replicas: several cexecd sharing data_dir on one volume and a PostgreSQL
+# database for MCP session leases, execution slots, PII vaults (encrypted
+# with vault_key) and the skills registry. Disk images are then off (quotas
+# measured). Put them behind deploy/haproxy/haproxy.cfg; see
+# docs/SCALE-OUT.md. The default kind is "files": one cexecd.
+#
+# store {
+#   kind      = "postgres"
+#   dsn       = env("CEXEC_PG_DSN")
+#   vault_key = env("CEXEC_VAULT_KEY")
+# }
+#
+# and in the cexec block, optionally: replica = "a" (default: from the
+# host name); it prefixes this replica's MCP session ids ("a.<id>").
+
+# ---------------------------------------------------------------------------
 # Tenants get separate workspaces, state, sessions and skills; a tenant
 # block sets one tenant's quotas. Ids are 1-64 characters of a-z, 0-9, _
 # and -. Example:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian/Ubuntu machine lacks to build, run and test
-# cexec: Debian packages (bubblewrap, protoc, mypy, node, e2fsprogs, prometheus) and the npm packages
+# cexec: Debian packages (bubblewrap, protoc, mypy, node, e2fsprogs, postgresql, haproxy, prometheus) and the npm packages
 # of the real MCP servers the tests talk to. Idempotent and quiet when
 # everything is present.
 set -euo pipefail
@@ -22,6 +22,10 @@ command -v git >/dev/null 2>&1 || missing+=(git)
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 # Per-tenant file system images (core/workspace/diskimage).
 command -v mkfs.ext4 >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
+# Replicas: tests start a real PostgreSQL (internal/testutil/pgtest) and put
+# Debian's HAProxy in front of two cexecd (e2e/replicas_test.go).
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
 if [ "${#missing[@]}" -gt 0 ]; then
 	echo "deps: installing Debian packages: ${missing[*]}" >&2
 	$sudo apt-get update -qq

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -36,6 +37,13 @@ type BenchOptions struct {
 	Want string
 	// N calls are measured after Warmup unmeasured ones (defaults 200, 10).
 	N, Warmup int
+	// OnCall, when set, is called after each call, warm-up included (for a
+	// progress display).
+	OnCall func()
+	// Clients is how many MCP sessions call at once, each N calls after
+	// its warmup (default 1). Behind a load balancer the sessions spread
+	// over the replicas, so executions per second compare deployments.
+	Clients int
 }
 
 // BenchResult holds the latency of execute_code calls, as an agent sees it:
@@ -43,17 +51,21 @@ type BenchOptions struct {
 type BenchResult struct {
 	N                             int
 	Min, P50, P90, P99, Max, Mean time.Duration
+	// PerSecond is measured executions per second of wall time, all
+	// clients together.
+	PerSecond float64
 }
 
 // String formats the result on one line.
 func (r BenchResult) String() string {
-	return fmt.Sprintf("n=%d min=%s p50=%s p90=%s p99=%s max=%s mean=%s",
-		r.N, r.Min, r.P50, r.P90, r.P99, r.Max, r.Mean)
+	return fmt.Sprintf("n=%d min=%s p50=%s p90=%s p99=%s max=%s mean=%s %.1f/s",
+		r.N, r.Min, r.P50, r.P90, r.P99, r.Max, r.Mean, r.PerSecond)
 }
 
-// BenchExecute opens one MCP session over streamable HTTP and calls
-// execute_code o.N times in a row, checking every result. It is what
-// `cexecctl bench mcp` runs against a daemon.
+// BenchExecute opens o.Clients MCP sessions over streamable HTTP; each
+// calls execute_code o.Warmup times, then, once all are warm, o.N times in
+// a row, checking every result. It is what `cexecctl bench mcp` runs
+// against a daemon.
 func BenchExecute(ctx context.Context, o BenchOptions) (BenchResult, error) {
 	if o.Code == "" {
 		o.Code = "print(1+1)"
@@ -67,6 +79,61 @@ func BenchExecute(ctx context.Context, o BenchOptions) (BenchResult, error) {
 	if o.Warmup <= 0 {
 		o.Warmup = 10
 	}
+	if o.Clients <= 0 {
+		o.Clients = 1
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		warm, done sync.WaitGroup
+		start      = make(chan struct{})
+		mu         sync.Mutex
+		times      []time.Duration
+		errs       []error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+		cancel()
+	}
+	warm.Add(o.Clients)
+	done.Add(o.Clients)
+	for range o.Clients {
+		go func() {
+			defer done.Done()
+			ts, err := benchSession(ctx, o, &warm, start)
+			if err != nil {
+				fail(err)
+				return
+			}
+			mu.Lock()
+			times = append(times, ts...)
+			mu.Unlock()
+		}()
+	}
+	warm.Wait()
+	began := time.Now()
+	close(start)
+	done.Wait()
+	wall := time.Since(began)
+	if len(errs) > 0 {
+		return BenchResult{}, errs[0] // the first; the others ended with it
+	}
+	r := summarize(times)
+	r.PerSecond = float64(len(times)) / wall.Seconds()
+	return r, nil
+}
+
+// benchSession is one client of BenchExecute: it warms up, says so on
+// warm, waits for start and returns its measured call times.
+func benchSession(ctx context.Context, o BenchOptions, warm *sync.WaitGroup, start <-chan struct{}) (_ []time.Duration, err error) {
+	warmed := false
+	defer func() {
+		if !warmed {
+			warm.Done()
+		}
+	}()
 	headers := map[string]string{}
 	if o.Token != "" {
 		headers["Authorization"] = "Bearer " + o.Token
@@ -80,37 +147,49 @@ func BenchExecute(ctx context.Context, o BenchOptions) (BenchResult, error) {
 	}
 	c, err := client.NewStreamableHttpClient(o.URL, opts...)
 	if err != nil {
-		return BenchResult{}, fmt.Errorf("mcp client for %s: %w", o.URL, err)
+		return nil, fmt.Errorf("mcp client for %s: %w", o.URL, err)
 	}
 	defer func() { _ = c.Close() }()
 	if err := c.Start(ctx); err != nil {
-		return BenchResult{}, fmt.Errorf("connect to %s: %w", o.URL, err)
+		return nil, fmt.Errorf("connect to %s: %w", o.URL, err)
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: "cexec-bench", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
-		return BenchResult{}, fmt.Errorf("initialize %s: %w", o.URL, err)
+		return nil, fmt.Errorf("initialize %s: %w", o.URL, err)
 	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "execute_code"
 	req.Params.Arguments = map[string]any{"code": o.Code}
 	times := make([]time.Duration, 0, o.N)
 	for i := range o.Warmup + o.N {
-		start := time.Now()
+		if i == o.Warmup {
+			warmed = true
+			warm.Done()
+			select {
+			case <-start:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		began := time.Now()
 		res, err := c.CallTool(ctx, req)
-		d := time.Since(start)
+		d := time.Since(began)
 		if err != nil {
-			return BenchResult{}, fmt.Errorf("execute_code call %d: %w", i+1, err)
+			return nil, fmt.Errorf("execute_code call %d: %w", i+1, err)
 		}
 		if err := check(res, o.Want); err != nil {
-			return BenchResult{}, fmt.Errorf("execute_code call %d: %w", i+1, err)
+			return nil, fmt.Errorf("execute_code call %d: %w", i+1, err)
 		}
 		if i >= o.Warmup {
 			times = append(times, d)
 		}
+		if o.OnCall != nil {
+			o.OnCall()
+		}
 	}
-	return summarize(times), nil
+	return times, nil
 }
 
 func check(res *mcp.CallToolResult, want string) error {

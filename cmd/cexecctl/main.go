@@ -31,6 +31,7 @@ import (
 	"github.com/cexec/cexec/cmd/cexecctl/tenants"
 	"github.com/cexec/cexec/cmd/cexecctl/tools"
 	"github.com/cexec/cexec/cmd/cexecctl/version"
+	"github.com/cexec/cexec/cmd/cexecctl/workflow"
 )
 
 func main() {
@@ -75,6 +76,7 @@ func root(env *cli.Env) *cobra.Command {
 		sessions.Command(env),
 		skills.Command(env),
 		tenants.Command(env),
+		workflow.Command(env),
 	)
 	cmd.AddCommand(task.Command(env))
 	// bench task lives with the command it measures.

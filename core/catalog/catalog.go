@@ -422,7 +422,10 @@ func (c *Catalog) Call(ctx context.Context, tenant, server, tool string, args js
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	res, err := cn.client.CallTool(cctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}}
+	end := cn.watches.begin(server, tool, CallNoticesFrom(ctx), &req)
+	res, err := cn.client.CallTool(cctx, req)
+	end()
 	if err == nil {
 		return res, nil
 	}

@@ -80,7 +80,9 @@ type conn struct {
 	cancel   context.CancelFunc
 	stops    []func()
 	// kick is signalled by tools/list_changed notifications.
-	kick      chan struct{}
+	kick chan struct{}
+	// watches route the server's progress and log notifications.
+	watches   watches
 	dead      chan struct{}
 	deadOnce  sync.Once
 	cause     error
@@ -303,6 +305,9 @@ func (u *upstream) dial(ctx context.Context, listen bool) (_ *conn, relisten boo
 	life, cancel := context.WithCancel(context.Background())
 	c := newConn(cli, proc, cancel)
 	cli.OnNotification(func(n mcp.JSONRPCNotification) {
+		if c.watches.handle(u.cfg.Name, u.log, n) {
+			return
+		}
 		if n.Method == mcp.MethodNotificationToolsListChanged {
 			select {
 			case c.kick <- struct{}{}:

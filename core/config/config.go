@@ -40,6 +40,8 @@ type Config struct {
 	Metrics Metrics
 	// Audit sizes the per-tenant audit logs (the audit block).
 	Audit Audit
+	// Store is where what replicas share is kept (the store block).
+	Store Store
 
 	files map[string]*hcl.File
 	// sensitive holds paths into the MaskedJSON view whose values came from
@@ -75,6 +77,11 @@ type Daemon struct {
 	// may fill the file system that holds data_dir.
 	DiskQuota int64
 	MaxFiles  int
+	// Replica is this cexecd's id among replicas sharing a store: it
+	// prefixes MCP session ids ("a.<id>") so a proxy can route on it.
+	// Derived from the host name with a postgres store when not set; ""
+	// otherwise (session ids carry no prefix).
+	Replica string
 }
 
 // IDRange is an inclusive range of host user ids.
@@ -232,6 +239,7 @@ func load(src []byte, filename string, ov Overrides) (*Config, hcl.Diagnostics) 
 	d.mcp(cfg, raw.MCP)
 	d.metrics(cfg, raw.Metrics)
 	d.audit(cfg, raw.Audit)
+	d.store(cfg, raw.Store, raw.Daemon)
 	cfg.sensitive = d.sensitive
 	return cfg, append(diags, d.diags...)
 }

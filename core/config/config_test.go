@@ -157,11 +157,11 @@ sandbox {
 		want    Daemon
 		backend string
 	}{
-		{"file", src, nil, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", "", "batched", nil, DefaultDiskQuota, DefaultMaxFiles}, "one"},
-		{"env over file", src, allEnv, Overrides{}, Daemon{"/env/data", "/env/sock", "warn", dirs["env"], "", "", "batched", nil, DefaultDiskQuota, DefaultMaxFiles}, "two"},
-		{"flags over env", src, allEnv, allFlags, Daemon{"/flag/data", "/flag/sock", "error", dirs["flag"], "", "", "batched", nil, DefaultDiskQuota, DefaultMaxFiles}, "three"},
-		{"empty env is unset", src, map[string]string{EnvLogLevel: ""}, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", "", "batched", nil, DefaultDiskQuota, DefaultMaxFiles}, "one"},
-		{"mixed", src, map[string]string{EnvSocket: "/env/sock"}, Overrides{LogLevel: "trace"}, Daemon{"/file/data", "/env/sock", "trace", dirs["file"], "", "", "batched", nil, DefaultDiskQuota, DefaultMaxFiles}, "one"},
+		{"file", src, nil, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", "", "batched", nil, DefaultDiskQuota, DefaultMaxFiles, ""}, "one"},
+		{"env over file", src, allEnv, Overrides{}, Daemon{"/env/data", "/env/sock", "warn", dirs["env"], "", "", "batched", nil, DefaultDiskQuota, DefaultMaxFiles, ""}, "two"},
+		{"flags over env", src, allEnv, allFlags, Daemon{"/flag/data", "/flag/sock", "error", dirs["flag"], "", "", "batched", nil, DefaultDiskQuota, DefaultMaxFiles, ""}, "three"},
+		{"empty env is unset", src, map[string]string{EnvLogLevel: ""}, Overrides{}, Daemon{"/file/data", "/file/sock", "debug", dirs["file"], "", "", "batched", nil, DefaultDiskQuota, DefaultMaxFiles, ""}, "one"},
+		{"mixed", src, map[string]string{EnvSocket: "/env/sock"}, Overrides{LogLevel: "trace"}, Daemon{"/file/data", "/env/sock", "trace", dirs["file"], "", "", "batched", nil, DefaultDiskQuota, DefaultMaxFiles, ""}, "one"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -678,5 +678,43 @@ tenant "acme" {
 				t.Errorf("tenant = %+v", a)
 			}
 		})
+	}
+}
+
+func TestStore(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cexec.hcl")
+	src := "cexec {\n  replica = \"a\"\n}\nstore {\n  kind = \"postgres\"\n  dsn = env(\"CEXEC_PG_DSN\")\n  vault_key = env(\"CEXEC_VAULT_KEY\")\n}\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const dsn, key = "postgres://u:pw-secret@db/cexec", "0123456789abcdef-key-secret"
+	cfg, diags := Load(file, Overrides{PluginDir: t.TempDir(), LookupEnv: fakeEnv(map[string]string{"CEXEC_PG_DSN": dsn, "CEXEC_VAULT_KEY": key})})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if cfg.Store != (Store{Kind: StorePostgres, DSN: dsn, VaultKey: key}) || cfg.Daemon.Replica != "a" {
+		t.Fatalf("store = %+v, replica %q", cfg.Store, cfg.Daemon.Replica)
+	}
+	out, err := cfg.MaskedJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "secret") || !strings.Contains(string(out), `"kind": "postgres"`) {
+		t.Fatalf("masked config:\n%s", out)
+	}
+
+	// No replica set: one is derived from the host name.
+	src = strings.Replace(src, "  replica = \"a\"\n", "", 1)
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags = Load(file, Overrides{PluginDir: t.TempDir(), LookupEnv: fakeEnv(map[string]string{"CEXEC_PG_DSN": dsn, "CEXEC_VAULT_KEY": key})})
+	if diags.HasErrors() || !replicaRE.MatchString(cfg.Daemon.Replica) {
+		t.Fatalf("derived replica %q, %v", cfg.Daemon.Replica, diags)
+	}
+	// The default is files, without a replica.
+	cfg, diags = Load("testdata/valid.hcl", Overrides{PluginDir: pluginDir(t, standardPlugins...), LookupEnv: fakeEnv(map[string]string{"CEXEC_TEST_API_KEY": "k"})})
+	if diags.HasErrors() || cfg.Store.Kind != StoreFiles || cfg.Daemon.Replica != "" {
+		t.Fatalf("default store %+v replica %q %v", cfg.Store, cfg.Daemon.Replica, diags)
 	}
 }

@@ -90,6 +90,18 @@ func TestFixtureDiagnostics(t *testing.T) {
 		{"bad_sync.hcl", []wantDiag{
 			{4, "Invalid sync", false},
 		}},
+		{"bad_store.hcl", []wantDiag{
+			{4, "Invalid replica id", false},
+			{7, "Missing store dsn", false},
+			{9, "Short vault_key", false},
+		}},
+		{"bad_store_kind.hcl", []wantDiag{
+			{3, "Invalid store kind", false},
+		}},
+		{"store_files_dsn.hcl", []wantDiag{
+			{3, "Setting of another store", false},
+			{4, "Setting of another store", false},
+		}},
 		{"bad_tenant_uids.hcl", []wantDiag{
 			{4, "Invalid tenant_uids", false},
 		}},

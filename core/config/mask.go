@@ -135,7 +135,9 @@ func (c *Config) view(plugins []any) map[string]any {
 			"servers_dir": c.Daemon.ServersDir, "skills_dir": c.Daemon.SkillsDir,
 			"sync": c.Daemon.Sync, "tenant_uids": idRangeText(c.Daemon.TenantUIDs),
 			"disk_quota": c.Daemon.DiskQuota, "max_files": c.Daemon.MaxFiles,
+			"replica": c.Daemon.Replica,
 		},
+		"store":   c.Store.view(),
 		"plugins": plugins,
 		"pipeline": map[string]any{
 			"selector": c.Pipeline.Selector, "codegen": nonNil(c.Pipeline.Codegen),

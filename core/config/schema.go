@@ -14,6 +14,7 @@ type rawFile struct {
 	MCPServers []*rawMCP    `hcl:"mcp_server,block"`
 	Tenants    []*rawTenant `hcl:"tenant,block"`
 	MCP        *rawMCPFace  `hcl:"mcp,block"`
+	Store      *rawStore    `hcl:"store,block"`
 	Metrics    *rawMetrics  `hcl:"metrics,block"`
 	Audit      *rawAudit    `hcl:"audit,block"`
 }
@@ -40,6 +41,7 @@ type rawDaemon struct {
 	TenantUIDs *hcl.Attribute `hcl:"tenant_uids,optional"`
 	DiskQuota  *hcl.Attribute `hcl:"disk_quota,optional"`
 	MaxFiles   *hcl.Attribute `hcl:"max_files,optional"`
+	Replica    *hcl.Attribute `hcl:"replica,optional"`
 	DeclRange  hcl.Range      `hcl:",def_range"`
 }
 

@@ -126,9 +126,10 @@ func New(d Deps) *Server {
 	return &Server{d: d}
 }
 
-// Register adds the Control service to g.
+// Register adds the Control service, and the services beside it, to g.
 func (s *Server) Register(g *grpc.Server) {
 	cexecv1.RegisterControlServer(g, s)
+	cexecv1.RegisterStateVersionsServer(g, stateVersions{s: s})
 }
 
 // Status reports version, uptime, config file, socket, pid, a summary of

@@ -16,6 +16,7 @@ import (
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/mcpface"
 	"github.com/cexec/cexec/core/pluginhost"
+	"github.com/cexec/cexec/core/store"
 	"github.com/cexec/cexec/internal/version"
 )
 
@@ -30,7 +31,8 @@ type mcpServer struct {
 	socketOff string
 	// listenAddr is the TCP address served, "" without one.
 	listenAddr string
-	pii        *sessionVaults // nil without guardrails
+	pii        *sessionVaults  // nil without guardrails
+	adopter    *sessionAdopter // nil with the files store
 	cancel     context.CancelFunc
 	served     sync.WaitGroup
 	unsub      func()
@@ -42,6 +44,9 @@ type mcpServer struct {
 func startMCP(ctx context.Context, cfg *config.Config, svc *services, host *pluginhost.Host, log hclog.Logger, grace time.Duration) (*mcpServer, error) {
 	log = log.Named("mcp")
 	m := &mcpServer{sock: endpoint.MCPSocket(cfg.Daemon.Socket), log: log}
+	if svc.store != nil {
+		m.adopter = newSessionAdopter(svc.store, log)
+	}
 	o := m.faceOptions(cfg, svc, host)
 	var err error
 	if m.face, err = mcpface.New(o); err != nil {
@@ -54,6 +59,10 @@ func startMCP(ctx context.Context, cfg *config.Config, svc *services, host *plug
 	m.serve(ctx, grace, unix, tcp)
 	// Stubs are resources: clients re-list them when the catalog changes.
 	m.unsub = svc.catalog.Subscribe(func(catalog.Change) { m.face.NotifyResourcesChanged() })
+	if svc.store != nil {
+		// Skills are resources too: another replica saved one.
+		svc.store.Subscribe(store.TopicSkills, func(string) { m.face.NotifyResourcesChanged() })
+	}
 	args := []any{"pii_tokens", o.PII != mcpface.Tokenizer(mcpface.Untokenized{})}
 	if unix != nil {
 		args = append(args, "socket", m.sock)
@@ -74,7 +83,7 @@ func (m *mcpServer) faceOptions(cfg *config.Config, svc *services, host *pluginh
 	var pii mcpface.Tokenizer = mcpface.Untokenized{}
 	if svc.guards != nil {
 		cv.policy = svc.guards.Policy
-		m.pii = &sessionVaults{gr: svc.guards, open: map[vaultOwner]*guard.Session{}}
+		m.pii = &sessionVaults{gr: svc.guards, adopter: m.adopter, open: map[vaultOwner]*guard.Session{}}
 		if len(cfg.Pipeline.Guards) > 0 {
 			pii = m.pii
 		}
@@ -82,10 +91,11 @@ func (m *mcpServer) faceOptions(cfg *config.Config, svc *services, host *pluginh
 	o := mcpface.Options{
 		Catalog:     cv,
 		Searcher:    searchView{svc: svc.search, v: cv},
-		Executor:    mcpExecutor{exec: svc.exec, pii: m.pii},
-		Calls:       mcpExecutor{exec: svc.exec, pii: m.pii},
+		Executor:    mcpExecutor{exec: svc.exec, pii: m.pii, adopter: m.adopter},
+		Calls:       mcpExecutor{exec: svc.exec, pii: m.pii, adopter: m.adopter},
 		State:       stateView{ws: svc.workspace, pii: m.pii},
 		Skills:      skillView{ws: svc.workspace, pii: m.pii},
+		Workflows:   workflowView{svc: svc, pii: m.pii},
 		Attachments: attachmentView{ws: svc.workspace},
 		PII:         pii,
 		Version:     version.Version,
@@ -103,6 +113,10 @@ func (m *mcpServer) faceOptions(cfg *config.Config, svc *services, host *pluginh
 				Actor: "agent", Outcome: "ok", Detail: map[string]string{"auth": auth}})
 		},
 		DefaultTenant: endpoint.DefaultTenant,
+		Replica:       cfg.Daemon.Replica,
+	}
+	if svc.store != nil {
+		o.Leases = svc.store
 	}
 	// execute_task is offered when a code generator is configured.
 	if tasks := svc.newTasks(host); tasks != nil && len(cfg.Pipeline.Codegen) > 0 {

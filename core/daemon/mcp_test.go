@@ -222,6 +222,7 @@ func checkStateAndSkills(t *testing.T, dir string, def *client.Client, acme *cli
 	if out, isErr := callTool(t, def, "state", map[string]any{"name": "progress.json"}); !isErr {
 		t.Errorf("another tenant read acme's state: %s", out)
 	}
+	checkVersionedState(t, acme)
 	code := "def double(x):\n    \"\"\"Twice x.\"\"\"\n    return 2 * x\n"
 	if out, isErr := callTool(t, acme, "skills", map[string]any{"name": "doubler", "description": "Doubles numbers", "code": code}); isErr {
 		t.Fatalf("skills: %s", out)
@@ -359,5 +360,26 @@ func TestMCPSocketNeedsPrivateDir(t *testing.T) {
 	run := filepath.Join(dir, "run")
 	if m := st.GetMcp(); m.GetSocket() != "" || !strings.Contains(m.GetSocketOff(), "has mode 0755") || !strings.Contains(m.GetSocketOff(), "chmod 700 "+run) {
 		t.Errorf("Status reports the MCP face as %v; want it off, with the mode and `chmod 700 %s`", m, run)
+	}
+}
+
+// checkVersionedState: the state tool reports a version with a value, and a save
+// with a version happens only while the value is still at it.
+func checkVersionedState(t *testing.T, c *client.Client) {
+	t.Helper()
+	out, _ := callTool(t, c, "state", map[string]any{"name": "progress.json"})
+	_, version, ok := strings.Cut(out, "\nversion: ")
+	if !ok || version == "" {
+		t.Fatalf("state reports no version: %q", out)
+	}
+	if out, isErr := callTool(t, c, "state", map[string]any{"name": "progress.json", "value": map[string]any{"done": 4}, "version": version}); isErr {
+		t.Fatalf("state save with the current version: %s", out)
+	}
+	out, isErr := callTool(t, c, "state", map[string]any{"name": "progress.json", "value": map[string]any{"done": 5}, "version": version})
+	if !isErr || !strings.Contains(out, "changed since version") {
+		t.Fatalf("state save with a stale version: %v %s", isErr, out)
+	}
+	if out, _ := callTool(t, c, "state", map[string]any{"name": "progress.json"}); !strings.Contains(out, `"done":4`) {
+		t.Fatalf("after the refused save: %s", out)
 	}
 }

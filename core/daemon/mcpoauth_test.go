@@ -92,7 +92,8 @@ mcp {
 	}
 	_ = c.Close()
 	acme := mcpSession(t, endpoint.MCPSocket(sock), "acme")
-	if out, isErr := callTool(t, acme, "state", map[string]any{"name": "who.json"}); isErr || out != `"acme"` {
+	// The value, then the line with its version (the face versions state).
+	if out, isErr := callTool(t, acme, "state", map[string]any{"name": "who.json"}); isErr || !strings.HasPrefix(out, `"acme"`+"\nversion: ") {
 		t.Errorf("the token's session did not write tenant acme's state: %v %s", isErr, out)
 	}
 	_ = acme.Close()

@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/cexec/cexec/core/mcpface"
 	"github.com/cexec/cexec/core/workspace"
@@ -41,8 +43,31 @@ func (v stateView) GetState(_ context.Context, sc mcpface.Scope, name string) (j
 	return t.GetState(name)
 }
 
+// LoadState returns a state value as JSON and its version.
+func (v stateView) LoadState(_ context.Context, sc mcpface.Scope, name string) (json.RawMessage, string, error) {
+	t, err := v.ws.Tenant(sc.Tenant)
+	if err != nil {
+		return nil, "", err
+	}
+	return t.LoadState(name)
+}
+
 // SaveState stores a value, its tokens restored.
 func (v stateView) SaveState(ctx context.Context, sc mcpface.Scope, name string, value json.RawMessage) error {
+	return v.save(ctx, sc, name, value, nil)
+}
+
+// SaveStateIf stores a value, its tokens restored, while the stored one is
+// at version.
+func (v stateView) SaveStateIf(ctx context.Context, sc mcpface.Scope, name string, value json.RawMessage, version string) error {
+	err := v.save(ctx, sc, name, value, &version)
+	if errors.Is(err, workspace.ErrStateConflict) {
+		return fmt.Errorf("%w: %w", mcpface.ErrStateConflict, err)
+	}
+	return err
+}
+
+func (v stateView) save(ctx context.Context, sc mcpface.Scope, name string, value json.RawMessage, version *string) error {
 	t, err := v.ws.Tenant(sc.Tenant)
 	if err != nil {
 		return err
@@ -56,7 +81,11 @@ func (v stateView) SaveState(ctx context.Context, sc mcpface.Scope, name string,
 			return err
 		}
 	}
-	_, err = t.SaveState(name, value)
+	if version != nil {
+		_, err = t.SaveStateIf(name, value, *version)
+	} else {
+		_, err = t.SaveState(name, value)
+	}
 	return err
 }
 

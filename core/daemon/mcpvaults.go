@@ -21,7 +21,8 @@ type vaultOwner struct{ tenant, session string }
 // on its tokens and the vault is written once the session ends rather than
 // reloaded per call.
 type sessionVaults struct {
-	gr *guard.Guardrails
+	gr      *guard.Guardrails
+	adopter *sessionAdopter
 
 	mu   sync.Mutex
 	open map[vaultOwner]*guard.Session
@@ -29,10 +30,14 @@ type sessionVaults struct {
 
 // vaultSession is the session whose vault serves a request: the MCP
 // session's own, whatever cexec session execute_code was asked to
-// continue, so a token is restored only in the MCP session that issued it.
+// continue, so a token is restored only in the MCP session that issued it;
+// except a session adopted from a replica that died (see sessionAdopter).
 // Without an MCP session (a test calling in directly) it is sc's.
-func vaultSession(ctx context.Context, sc mcpface.Scope) string {
+func vaultSession(ctx context.Context, sc mcpface.Scope, adopter *sessionAdopter) string {
 	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
+		if sc.Session != "" && sc.Session != cs.SessionID() && adopter.adopt(ctx, sc.Tenant, sc.Session) {
+			return sc.Session
+		}
 		return cs.SessionID()
 	}
 	return sc.Session
@@ -41,7 +46,7 @@ func vaultSession(ctx context.Context, sc mcpface.Scope) string {
 // session returns the guard session of the MCP session the request belongs
 // to, opening it on first use.
 func (v *sessionVaults) session(ctx context.Context, sc mcpface.Scope) (*guard.Session, error) {
-	id := vaultSession(ctx, sc)
+	id := vaultSession(ctx, sc, v.adopter)
 	owner := vaultOwner{tenant: sc.Tenant, session: id}
 	v.mu.Lock()
 	defer v.mu.Unlock()

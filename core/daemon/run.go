@@ -199,6 +199,9 @@ func Run(ctx context.Context, o Options) error {
 	defer svc.stopScan()
 	defer svc.closePool(context.WithoutCancel(ctx), grace)
 	defer svc.search.Close()
+	// Workflow runs stop before the pool and the plugins they use.
+	svc.startWorkflows(ctx)
+	defer svc.closeWorkflows()
 
 	// The MCP face listens before the control socket, so a daemon that
 	// answers Status also serves MCP and reports where; it stops before the
@@ -308,6 +311,9 @@ func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *
 		Tools:  toolsView{Catalog: svc.catalog, search: svc.search},
 		Search: svc.search,
 	}).Register(srv)
+	control.RegisterWorkflows(srv, control.WorkflowDeps{
+		Engine: svc.workflows, Workspaces: svc.workspace, Load: svc.loadWorkflow, DefaultTenant: endpoint.DefaultTenant,
+	})
 	cexecv1.RegisterOperationsServer(srv, &operations{cfg: current, audit: svc.audit,
 		ws: svc.workspace, cat: svc.catalog, host: host})
 	return srv

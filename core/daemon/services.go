@@ -22,6 +22,8 @@ import (
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/core/pool"
 	"github.com/cexec/cexec/core/search"
+	"github.com/cexec/cexec/core/store"
+	"github.com/cexec/cexec/core/workflow"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -57,11 +59,16 @@ type services struct {
 	vaults *vault.Store
 	// audit writes the tenants' and the daemon's audit logs.
 	audit *audit.Log
+	// store is the postgres store replicas share, nil with the files
+	// store.
+	store *store.Postgres
 	// search is search_tools and the selector's index; set by startSearch.
 	search *search.Service
 	// stopScan cancels the background read of local tools and waits for it;
 	// set by scanLocal.
 	stopScan func()
+	// workflows is the embedded workflow engine; set by startWorkflows.
+	workflows *workflow.Embedded
 }
 
 // newServices opens the workspaces and prepares the catalog, which reads
@@ -71,16 +78,24 @@ type services struct {
 func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *services, err error) {
 	s := &services{log: log, cfg: cfg}
 
-	if s.vaults, err = vault.NewStore(vault.Options{DataDir: cfg.Daemon.DataDir, Logger: log}); err != nil {
+	vaultOpts := vault.Options{DataDir: cfg.Daemon.DataDir, Logger: log}
+	wsOpts := workspace.OptionsFromConfig(cfg)
+	if s.store, err = openStore(cfg, &vaultOpts, &wsOpts, log); err != nil {
+		return s, err
+	}
+	if s.vaults, err = vault.NewStore(vaultOpts); err != nil {
 		return s, fmt.Errorf("open pii vaults: %w", err)
 	}
-	wsOpts := workspace.OptionsFromConfig(cfg)
+	if s.store != nil {
+		subscribeStore(s.store, s.vaults)
+	}
 	wsOpts.Logger = log.Named("workspace")
 	wsOpts.ExpireInterval = expireInterval
 	wsOpts.ExpireVault = s.vaults.Delete
 	if fi, err := os.Stat(cfg.Daemon.SkillsDir); err == nil && fi.IsDir() {
 		wsOpts.SharedSkillsDir = cfg.Daemon.SkillsDir
 	}
+	wsOpts.SharedWorkflowsDir = sharedWorkflowsDir(cfg.Daemon.SkillsDir)
 	wsOpts.OnRemove = s.removeTenant
 	switch {
 	case os.Geteuid() != 0:
@@ -168,6 +183,14 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 		s.exec.Guard = s.guards
 	}
 	return nil
+}
+
+// closeWorkflows stops the runs where they are; they resume at the next
+// start.
+func (s *services) closeWorkflows() {
+	if s.workflows != nil {
+		s.workflows.Close()
+	}
 }
 
 // sandboxTemplate is what every sandbox of tenant is created with.
@@ -264,6 +287,11 @@ func (s *services) close(ctx context.Context) {
 	if s.workspace != nil {
 		if err := s.workspace.Close(); err != nil {
 			s.log.Warn("close workspaces", "error", err)
+		}
+	}
+	if s.store != nil {
+		if err := s.store.Close(); err != nil {
+			s.log.Warn("close postgres store", "error", err)
 		}
 	}
 }

@@ -18,7 +18,9 @@
 // The face owns no state beyond sessions; daemon.Run gives it the daemon's
 // parts through small interfaces (service.go): Catalog (servers, tools,
 // stub source), Searcher, Executor (execute_code), ToolCaller (call_tool,
-// optional), TaskRunner (execute_task, optional), StateStore, SkillStore and Tokenizer (the PII
+// optional), TaskRunner (execute_task, optional), StateStore (with
+// VersionedState, the state tool reports versions and takes one),
+// SkillStore and Tokenizer (the PII
 // vault). Every method gets a Scope: the tenant and the session.
 // Everything a tool or resource returns passes Tokenizer; identifiers
 // (server, tool, skill names and URIs) are left as they are so they can be
@@ -53,9 +55,13 @@
 // rebinding). A session id is bound to the tenant
 // that opened it and is the cexec session id (a valid workspace session
 // id); it dies on DELETE, after Options.SessionIdleTTL idle, or at
-// shutdown, and Options.OnSessionEnd hears of it; Options.OnSessionStart
-// hears of its opening and how it authenticated (the audit log's
-// sign-in). Protocol revisions
+// shutdown, and Options.OnSessionEnd hears of it. With Options.Replica
+// ids start with the replica's id and a dot, the hint a proxy routes on;
+// with Options.Leases a request for a session this replica does not hold
+// gets 421 naming the live replica that does, or 404 (initialize again)
+// when that replica is gone (replica.go). Options.OnSessionStart hears of
+// a session's opening and how it authenticated (the audit log's sign-in).
+// Protocol revisions
 // 2024-11-05 to 2025-11-25 are served; 2026-07-28 removed sessions, so its
 // clients negotiate down.
 //
@@ -100,4 +106,15 @@
 // structuredContent says the same compactly, with the rounded duration and
 // the session only when the call chose another. list_tools(server, tool) shows a stub's
 // types, signature and docstring; argument errors are sentences.
+//
+// # Long runs
+//
+// A tools/call with a progress token gives the Executor (and ToolCaller) a
+// ProgressFunc (progress.go): its reports, worded and tokenized by the
+// executor, go out as notifications/progress on the client's session.
+// notifications/cancelled cancels the handler's context (mcp-go). execute_code
+// declares taskSupport optional: a task-augmented call gets a
+// CreateTaskResult at once, and the client polls tasks/get and tasks/result,
+// which mcp-go serves; tasks.go keeps the run alive past the request, stops
+// it on tasks/cancel or the session's end, and caps a task's ttl at TaskTTL.
 package mcpface

@@ -50,9 +50,11 @@ type Options struct {
 	// configured.
 	Tasks TaskRunner
 	// Calls, when set, adds call_tool.
-	Calls  ToolCaller
-	State  StateStore
-	Skills SkillStore
+	Calls ToolCaller
+	// Workflows, when set, adds the workflow tool.
+	Workflows Workflows
+	State     StateStore
+	Skills    SkillStore
 	// Attachments, when set, serves saved attachments as
 	// cexec://workspace/<path> resources.
 	Attachments AttachmentStore
@@ -97,6 +99,13 @@ type Options struct {
 	// timeout, SSE stream closed, shutdown), e.g. to drop the session's
 	// persistent interpreter.
 	OnSessionEnd func(Scope)
+	// Replica, when set, prefixes session ids ("a.<id>"): the hint a proxy
+	// that cannot learn the Mcp-Session-Id header routes on. Leases, when
+	// set, records which replica serves each session, so a request routed
+	// to the wrong live replica gets 421 and one whose replica died 404
+	// (the client initializes a new session).
+	Replica string
+	Leases  SessionLeases
 	// OnSessionStart, if set, is called when an MCP session opens, with
 	// how its opening request authenticated (AuthSocket, AuthLoopback,
 	// AuthToken, AuthOAuth): a sign-in, for the audit log.
@@ -141,6 +150,7 @@ type Face struct {
 	http     *server.StreamableHTTPServer
 	sse      *server.SSEServer
 	sessions *sessionTable
+	tasks    *taskRuns
 	tokens   []tokenEntry
 	oauth    *resourceServer // nil without Options.OAuth
 	origins  map[string]bool
@@ -165,8 +175,15 @@ func New(o Options) (*Face, error) {
 		}
 		f.oauth = rs
 	}
-	f.sessions = newSessionTable(o.OnSessionEnd)
-	f.sessions.onStart = o.OnSessionStart
+	f.tasks = newTaskRuns()
+	end := o.OnSessionEnd
+	o.OnSessionEnd = func(sc Scope) {
+		f.tasks.endSession(sc.Session)
+		if end != nil {
+			end(sc)
+		}
+	}
+	f.sessions = newSessionTable(o)
 	f.srv = f.newMCPServer()
 	if err := f.addTools(); err != nil {
 		return nil, err
@@ -293,6 +310,8 @@ func (f *Face) newMCPServer() *server.MCPServer {
 		// session ends with its stream.
 		f.sessions.end(s.SessionID(), kindSSE)
 	})
+	taskHooks := &server.TaskHooks{}
+	f.tasks.hook(hooks, taskHooks)
 	return server.NewMCPServer("cexec", f.o.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, true),
@@ -300,6 +319,9 @@ func (f *Face) newMCPServer() *server.MCPServer {
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
 		server.WithHooks(hooks),
+		// execute_code may run as a task (tasks.go): listed, cancellable.
+		server.WithTaskCapabilities(true, true, true),
+		server.WithTaskHooks(taskHooks),
 	)
 }
 
@@ -325,7 +347,7 @@ func (f *Face) routes() *http.ServeMux {
 			server.WithKeepAlive(true),
 			server.WithSessionIDGenerator(func(ctx context.Context, _ *http.Request) (string, error) {
 				tenant, _ := tenantFrom(ctx)
-				id := newSessionID()
+				id := f.sessions.newSessionID()
 				f.sessions.add(id, tenant, kindSSE)
 				f.sessions.started(id, tenant, authFrom(ctx))
 				return id, nil
@@ -404,6 +426,11 @@ func (f *Face) wrap(name string, fn toolFunc) server.ToolHandlerFunc {
 		sc, err := f.scope(ctx)
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
+		}
+		if req.Params.Task != nil {
+			var done func()
+			ctx, done = f.tasks.start(ctx, req, sc.Session)
+			defer done()
 		}
 		r := fn(ctx, &sc, req)
 		text, structured, err := f.tokenizeReply(ctx, sc, r)

@@ -106,6 +106,7 @@ func newWorld(t testing.TB, opts ...worldOpt) *world {
 	o := Options{
 		Catalog: cat, Searcher: wordSearcher{cat}, Executor: w.exec, State: w.state, Skills: w.skills, PII: w.pii,
 		Tasks: taskRunner{w.exec}, Calls: toolCaller{ex: w.exec, deny: []string{"everything/get-env"}}, SSE: true, Version: "test",
+		Workflows: &memWorkflows{},
 		OnSessionEnd: func(sc Scope) {
 			select {
 			case w.ended <- sc:

@@ -239,7 +239,7 @@ func (f *Face) admit(next http.Handler) http.Handler {
 			f.deny(w, r, status, msg)
 			return
 		}
-		if opensSession(r) && f.sessions.count(tenant) >= f.o.MaxSessionsPerTenant {
+		if opensSession(r) && f.sessions.open(r.Context(), tenant) >= f.o.MaxSessionsPerTenant {
 			f.deny(w, r, http.StatusTooManyRequests, fmt.Sprintf("tenant %q has %d MCP sessions open, the limit (mcp.max_sessions_per_tenant); end one (DELETE) or let it time out", tenant, f.o.MaxSessionsPerTenant))
 			return
 		}
@@ -409,7 +409,11 @@ func (f *Face) checkSession(r *http.Request, tenant string) (int, string) {
 	default:
 		return 0, ""
 	}
-	if owner, ok := f.sessions.owner(id); !ok || owner != tenant {
+	owner, ok := f.sessions.owner(id)
+	if !ok {
+		return f.sessions.elsewhere(r.Context(), id)
+	}
+	if owner != tenant {
 		return http.StatusNotFound, "session not found: it ended or never existed; initialize a new one"
 	}
 	return 0, ""

@@ -3,6 +3,7 @@ package mcpface
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -207,6 +208,19 @@ type StateStore interface {
 	GetState(ctx context.Context, sc Scope, name string) (json.RawMessage, error)
 	SaveState(ctx context.Context, sc Scope, name string, value json.RawMessage) error
 }
+
+// VersionedState is a StateStore with compare-and-set saves: get_state
+// then reports each value's version and save_state takes one.
+type VersionedState interface {
+	// LoadState is GetState with the value's version.
+	LoadState(ctx context.Context, sc Scope, name string) (value json.RawMessage, version string, err error)
+	// SaveStateIf saves only while the stored value is at version ("":
+	// does not exist); otherwise its error wraps ErrStateConflict.
+	SaveStateIf(ctx context.Context, sc Scope, name string, value json.RawMessage, version string) error
+}
+
+// ErrStateConflict is a versioned save that found another version.
+var ErrStateConflict = errors.New("state changed since it was read")
 
 // Skill is reusable code saved by an agent (or shared by the operator).
 type Skill struct {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -40,19 +41,30 @@ type sessionTable struct {
 	perTenant map[string]int
 	onEnd     func(Scope)
 	onStart   func(Scope, string)
+	// replica prefixes new ids ("a.<id>"); leases, when set, records
+	// which replica serves each session.
+	replica string
+	leases  SessionLeases
+	log     hclog.Logger
 }
 
-func newSessionTable(onEnd func(Scope)) *sessionTable {
-	return &sessionTable{live: map[string]sessionEntry{}, perTenant: map[string]int{}, onEnd: onEnd}
+func newSessionTable(o Options) *sessionTable {
+	return &sessionTable{live: map[string]sessionEntry{}, perTenant: map[string]int{}, onEnd: o.OnSessionEnd,
+		onStart: o.OnSessionStart, replica: o.Replica, leases: o.Leases, log: o.Logger}
 }
 
 // newSessionID returns an id that sorts by creation, carries 128 random
 // bits and is a valid workspace session id, so the MCP session id can name
-// the cexec session as it is.
-func newSessionID() string {
+// the cexec session as it is. A replica's ids start with its id and a dot,
+// the hint proxies route on.
+func (t *sessionTable) newSessionID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+	id := time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+	if t.replica != "" {
+		id = t.replica + "." + id
+	}
+	return id
 }
 
 // started reports a new session to onStart.
@@ -69,6 +81,7 @@ func (t *sessionTable) add(id, tenant string, kind sessionKind) {
 	}
 	t.live[id] = sessionEntry{tenant: tenant, kind: kind}
 	t.mu.Unlock()
+	t.claim(tenant, id)
 }
 
 // count is the number of live sessions of tenant.
@@ -99,6 +112,9 @@ func (t *sessionTable) end(id string, kind sessionKind) {
 		ok = false
 	}
 	t.mu.Unlock()
+	if ok {
+		t.release(id)
+	}
 	if ok && t.onEnd != nil {
 		t.onEnd(Scope{Tenant: e.tenant, Session: id})
 	}
@@ -138,7 +154,7 @@ type sessionManager struct {
 var errUnknownSession = errors.New("unknown or ended session")
 
 func (m sessionManager) Generate() string {
-	id := newSessionID()
+	id := m.t.newSessionID()
 	m.t.add(id, m.tenant, kindStreamable)
 	m.t.started(id, m.tenant, m.auth)
 	return id

@@ -69,23 +69,32 @@ var toolDefs = []toolDef{
 		`{"type":"object","properties":{"task_description":{"type":"string"},"show_code":{"type":"boolean","default":false,"description":"Also return the program"}},"required":["task_description"]}`,
 		false, (*Face).executeTask},
 	{ToolState,
-		"Saved state: no arguments lists it; name reads one; name and value save a JSON value as NAME.json or .yaml, which programs see in /workspace/state.",
-		`{"type":"object","properties":{"name":{"type":"string"},"value":{}}}`,
+		"Saved state: no arguments lists it; name reads one (and its version); name and value save a JSON value as NAME.json or .yaml, which programs see in /workspace/state; with version, only if unchanged since.",
+		`{"type":"object","properties":{"name":{"type":"string"},"value":{},"version":{"type":"string"}}}`,
 		false, (*Face).state},
 	{ToolSkills,
 		"Saved skills: no arguments lists them; name shows one; name (snake_case), description and code save Python code as skills.NAME. Give functions docstrings.",
 		`{"type":"object","properties":{"name":{"type":"string"},"description":{"type":"string"},"code":{"type":"string"}}}`,
 		false, (*Face).skills},
+	{ToolWorkflow,
+		"Run a stored workflow: list, start by name, status, or signal a run that waits for input.",
+		`{"type":"object","properties":{"action":{"enum":["list","start","status","signal"]},"name":{"type":"string"},"input":{"type":"object"},"run":{"type":"string"},"event":{"type":"string"},"data":{}},"required":["action"]}`,
+		false, (*Face).workflow},
 }
 
 func (f *Face) addTools() error {
 	for _, d := range toolDefs {
-		if d.name == ToolExecuteTask && f.o.Tasks == nil || d.name == ToolCallTool && f.o.Calls == nil {
+		if d.name == ToolExecuteTask && f.o.Tasks == nil || d.name == ToolCallTool && f.o.Calls == nil ||
+			d.name == ToolWorkflow && f.o.Workflows == nil {
 			continue
 		}
 		t := mcp.NewToolWithRawSchema(d.name, d.desc, json.RawMessage(d.schema))
 		if d.readOnly {
 			t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(true)
+		}
+		if d.name == ToolExecuteCode {
+			// A long program can run as a task the client polls.
+			t.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
 		}
 		schema, err := compileInputSchema(d.name, d.schema)
 		if err != nil {
@@ -487,7 +496,7 @@ func (f *Face) executeCode(ctx context.Context, sc *Scope, req mcp.CallToolReque
 		}
 		sc.Session = s
 	}
-	ex, err := f.o.Executor.Execute(ctx, *sc, code)
+	ex, err := f.o.Executor.Execute(f.withProgress(ctx, req), *sc, code)
 	if err != nil {
 		return failure("execute_code", err)
 	}
@@ -526,7 +535,7 @@ func (f *Face) callTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 			break
 		}
 	}
-	ex, err := f.o.Calls.CallTool(ctx, *sc, server, tool, args)
+	ex, err := f.o.Calls.CallTool(f.withProgress(ctx, req), *sc, server, tool, args)
 	if err != nil {
 		return failure("call_tool", err)
 	}
@@ -551,7 +560,7 @@ func (f *Face) executeTask(ctx context.Context, sc *Scope, req mcp.CallToolReque
 	if task == "" {
 		return errorReply("task_description is empty: say what you want done")
 	}
-	res, err := f.o.Tasks.RunTask(ctx, *sc, task)
+	res, err := f.o.Tasks.RunTask(f.withProgress(ctx, req), *sc, task)
 	if err != nil {
 		return failure("execute_task", err)
 	}
@@ -562,7 +571,7 @@ func (f *Face) executeTask(ctx context.Context, sc *Scope, req mcp.CallToolReque
 func (f *Face) state(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
 	name := strings.TrimSpace(req.GetString("name", ""))
 	if v, ok := req.GetArguments()["value"]; ok {
-		return f.saveState(ctx, sc, name, v)
+		return f.saveState(ctx, sc, name, v, req.GetArguments())
 	}
 	if name == "" {
 		files, err := f.o.State.ListState(ctx, *sc)
@@ -578,7 +587,17 @@ func (f *Face) state(ctx context.Context, sc *Scope, req mcp.CallToolRequest) re
 		}
 		return reply{text: b.String()}
 	}
-	v, err := f.o.State.GetState(ctx, *sc, name)
+	var (
+		v       json.RawMessage
+		version string
+		err     error
+	)
+	vs, versioned := f.o.State.(VersionedState)
+	if versioned {
+		v, version, err = vs.LoadState(ctx, *sc, name)
+	} else {
+		v, err = f.o.State.GetState(ctx, *sc, name)
+	}
 	if errors.Is(err, pluginapi.ErrNotFound) {
 		files, lerr := f.o.State.ListState(ctx, *sc)
 		if lerr == nil && len(files) > 0 {
@@ -593,16 +612,37 @@ func (f *Face) state(ctx context.Context, sc *Scope, req mcp.CallToolRequest) re
 	if err != nil {
 		return failure("state", err)
 	}
+	if versioned {
+		return reply{text: string(v) + "\nversion: " + version, structured: map[string]any{"name": name, "version": version}}
+	}
 	return reply{text: string(v)}
 }
 
-func (f *Face) saveState(ctx context.Context, sc *Scope, name string, v any) reply {
+func (f *Face) saveState(ctx context.Context, sc *Scope, name string, v any, args map[string]any) reply {
 	if name == "" {
 		return errorReply("name is empty: to save a value, name it with .json or .yaml, e.g. progress.json")
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return errorReply("value is not JSON: %v", err)
+	}
+	if version, ok := args["version"]; ok {
+		vs, versioned := f.o.State.(VersionedState)
+		vstr, isString := version.(string)
+		switch {
+		case !versioned:
+			return errorReply("version: this server does not version state; save without it")
+		case !isString:
+			return errorReply("version must be a string, the one state reported with the value")
+		}
+		err := vs.SaveStateIf(ctx, *sc, name, raw, vstr)
+		if errors.Is(err, ErrStateConflict) {
+			return errorReply("%s changed since version %q was read; nothing was saved: read it again and retry", name, vstr)
+		}
+		if err != nil {
+			return failure("state", err)
+		}
+		return textReply("Saved %s (%d bytes); programs read it from /workspace/state/%s.", name, len(raw), name)
 	}
 	if err := f.o.State.SaveState(ctx, *sc, name, raw); err != nil {
 		return failure("state", err)

@@ -20,9 +20,9 @@ func TestToolsList(t *testing.T) {
 		want  []string
 	}{
 		{"with a code generator", true, []string{
-			ToolCallTool, ToolExecuteCode, ToolExecuteTask, ToolListTools, ToolSearchTools, ToolSkills, ToolState}},
+			ToolCallTool, ToolExecuteCode, ToolExecuteTask, ToolListTools, ToolSearchTools, ToolSkills, ToolState, ToolWorkflow}},
 		{"without one, no execute_task", false, []string{
-			ToolCallTool, ToolExecuteCode, ToolListTools, ToolSearchTools, ToolSkills, ToolState}},
+			ToolCallTool, ToolExecuteCode, ToolListTools, ToolSearchTools, ToolSkills, ToolState, ToolWorkflow}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

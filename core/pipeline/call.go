@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cexec/cexec/core/bridge"
+	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
@@ -23,12 +24,39 @@ type ToolCallRequest struct {
 	// Arguments is a JSON object; empty means {}.
 	Arguments   json.RawMessage
 	ModelFacing bool
+	// Progress, when set, receives the upstream's progress on the call, as
+	// CodeRequest.Progress does.
+	Progress func(Progress)
 }
 
-// toolCall is the call a CodeRequest makes instead of running code.
+// toolCall is the call a CodeRequest makes instead of running code: a
+// tool call, or with uri set a resource read.
 type toolCall struct {
 	server, tool string
 	args         json.RawMessage
+	uri          string
+}
+
+// ResourceReadRequest is one resources/read outside a program (a
+// workflow's call: mcp).
+type ResourceReadRequest struct {
+	Tenant, Session, Vault string
+	Server, URI            string
+	ModelFacing            bool
+}
+
+// ReadResource reads a resource on the path a program's read_resource
+// takes (the bridge's: allowed servers, the policy and guards seeing it as
+// tool read_resource, PII tokens restored in the URI, the result size
+// limit), logged in the session like CallTool. The result is the contents
+// as a program gets them. No sandbox is used.
+func (x *Executor) ReadResource(ctx context.Context, req ResourceReadRequest) (*CodeResult, error) {
+	return x.ExecuteCode(ctx, CodeRequest{
+		Tenant: req.Tenant, Session: req.Session, Vault: req.Vault,
+		Code:         fmt.Sprintf("read_resource(%q, %q)", req.Server, req.URI),
+		MaxToolCalls: 1, ModelFacing: req.ModelFacing,
+		call: &toolCall{server: req.Server, tool: bridge.MethodReadResource, uri: req.URI},
+	})
 }
 
 // CallTool makes one tool call on the path a program's call takes: the
@@ -47,7 +75,7 @@ func (x *Executor) CallTool(ctx context.Context, req ToolCallRequest) (*CodeResu
 	return x.ExecuteCode(ctx, CodeRequest{
 		Tenant: req.Tenant, Session: req.Session, Vault: req.Vault,
 		Code:         fmt.Sprintf("call_tool(%q, %q, %s)", req.Server, req.Tool, args),
-		MaxToolCalls: 1, ModelFacing: req.ModelFacing,
+		MaxToolCalls: 1, ModelFacing: req.ModelFacing, Progress: req.Progress,
 		call: &toolCall{server: req.Server, tool: req.Tool, args: args},
 	})
 }
@@ -67,10 +95,26 @@ func (x *Executor) callOnce(ctx context.Context, t *workspace.Tenant, req CodeRe
 		AllowedServers: t.Quota().AllowedServers,
 		Before:         req.BeforeToolCall,
 	})
+	// The upstream's progress and log messages reach the agent and the
+	// session log as a program's calls' do.
+	h := &host{req: &req}
+	if req.Progress != nil {
+		h.progress = newProgressReporter(req.Progress, req.tokenizeProgress, x.Log)
+	}
 	start := time.Now()
-	res, err := exec.CallTool(ctx, c.server, c.tool, c.args)
+	nctx := catalog.WithCallNotices(ctx, h.notices())
+	var res json.RawMessage
+	var err error
+	if c.uri != "" {
+		res, err = exec.ReadResource(nctx, c.server, c.uri)
+	} else {
+		res, err = exec.CallTool(nctx, c.server, c.tool, c.args)
+	}
 	out.Duration = time.Since(start)
-	out.ToolCalls, out.Summary = exec.Calls(), exec.Summary()
+	if h.progress != nil {
+		h.progress.stop()
+	}
+	out.ToolCalls, out.Summary, out.UpstreamLog = exec.Calls(), exec.Summary(), h.upstreamLog()
 	if err != nil {
 		var ce *sandbox.CallError
 		if !errors.As(err, &ce) {
@@ -78,6 +122,10 @@ func (x *Executor) callOnce(ctx context.Context, t *workspace.Tenant, req CodeRe
 		}
 		out.ExitCode = 1
 		out.Error = &sandbox.ExecError{Type: ce.Type, Message: ce.Message}
+		return out, nil
+	}
+	if c.uri != "" {
+		out.Result = res
 		return out, nil
 	}
 	return out, callResult(out, newAttachments(t, req.Session, x.MaxInlineAttachment), res)

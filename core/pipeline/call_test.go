@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/core/bridge"
@@ -134,5 +135,70 @@ func TestCallTool(t *testing.T) {
 	}
 	if len(log.Entries) != 6 || log.Entries[0].Code != `call_tool("crm", "lookup", {"who":"Ada"})` {
 		t.Errorf("%d log entries: %+v", len(log.Entries), log.Entries)
+	}
+}
+
+// noisyCatalog's upstream reports progress and logs during a call, both
+// with an e-mail address, and answers once the progress got through.
+type noisyCatalog struct {
+	echoCatalog
+	reported chan struct{}
+}
+
+func (c *noisyCatalog) Call(ctx context.Context, tenant, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	if n := catalog.CallNoticesFrom(ctx); n != nil {
+		n.Log(catalog.LogMessage{Server: server, Level: "info", Data: json.RawMessage(`"looked up bob@example.org"`)})
+		if n.Progress != nil {
+			n.Progress(server, tool, 1, 2, "half of bob@example.org")
+			<-c.reported
+		}
+	}
+	return c.echoCatalog.Call(ctx, tenant, server, tool, args)
+}
+
+// TestCallToolNotices: an upstream's progress reaches the caller and its log
+// message the session log, both tokenized for a model-facing call.
+func TestCallToolNotices(t *testing.T) {
+	ws, err := workspace.New(workspace.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	store, err := vault.NewStore(vault.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr, err := coreguard.New(coreguard.Options{Guards: []coreguard.Named{{Name: "pii", Plugin: emailGuard{}}}, Vaults: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := &noisyCatalog{reported: make(chan struct{})}
+	x := &Executor{Workspaces: ws, Tools: bridge.New(cat, nil, bridge.Limits{}), Guard: gr, Log: hclog.NewNullLogger()}
+	var got []Progress
+	res, err := x.CallTool(context.Background(), ToolCallRequest{Tenant: "acme", Session: "s1", Server: "crm", Tool: "lookup",
+		Arguments: json.RawMessage(`{"who":"ada"}`), ModelFacing: true, Progress: func(p Progress) {
+			got = append(got, p)
+			close(cat.reported)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Message != "crm/lookup 1/2: half of [EMAIL_1]" {
+		t.Errorf("progress %+v, want one tokenized report", got)
+	}
+	if len(res.UpstreamLog) != 1 || string(res.UpstreamLog[0].Data) != `"looked up [EMAIL_1]"` {
+		t.Errorf("upstream log %+v, want the message tokenized", res.UpstreamLog)
+	}
+	tn, err := ws.Tenant("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := tn.ReadSession("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log.Entries) != 1 || len(log.Entries[0].UpstreamLog) != 1 || log.Entries[0].UpstreamLog[0].Server != "crm" ||
+		strings.Contains(string(log.Entries[0].UpstreamLog[0].Data), "bob@") {
+		t.Errorf("session log %+v, want the call with its tokenized upstream log", log.Entries)
 	}
 }

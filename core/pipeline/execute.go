@@ -1,7 +1,9 @@
 // Package pipeline orchestrates executions: execute_code runs a program in a
-// pooled sandbox with its host calls (tool calls, checkpoints, skills)
-// answered by the daemon; execute_task adds tool selection, code generation
-// and repair in front of it.
+// pooled sandbox with its host calls (tool calls, checkpoints, skills,
+// progress) answered by the daemon; execute_task adds tool selection, code
+// generation and repair in front of it. While a program runs, its progress
+// (cexec.progress, printed lines, upstreams' progress) can go to the caller
+// as throttled reports (progress.go); a cancelled context stops it.
 package pipeline
 
 import (
@@ -16,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cexec/cexec/core/bridge"
+	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/metrics"
 	"github.com/cexec/cexec/core/pool"
 	"github.com/cexec/cexec/core/workspace"
@@ -83,9 +86,17 @@ type CodeRequest struct {
 	// its own can restore the raw text with the session's Untokenize, which
 	// inverts Tokenize exactly; its own pass then issues the same tokens.
 	ModelFacing bool
+	// Progress, when set, receives throttled reports while the program
+	// runs (progress.go): its cexec.progress calls, else its printed lines,
+	// and its upstreams' progress on tool calls. For a ModelFacing request
+	// under a guard layer the messages are tokenized as the result is.
+	Progress func(Progress)
 
 	// call, set by CallTool, makes one tool call instead of running Code.
 	call *toolCall
+	// tokenizeProgress is the guard session's tokenizer for Progress
+	// messages of a ModelFacing request.
+	tokenizeProgress func(context.Context, string) (string, error)
 }
 
 // CodeResult is the outcome of one execution.
@@ -110,6 +121,9 @@ type CodeResult struct {
 	// Tokenized is set when the texts above are the model-facing ones
 	// (CodeRequest.ModelFacing under a guard layer).
 	Tokenized bool
+	// UpstreamLog holds the log messages upstream servers sent during the
+	// program's tool calls (not model-facing: the session log keeps them).
+	UpstreamLog []workspace.UpstreamLog
 	// Attachments are what the program showed (cexec.show), or a call's
 	// non-text content, in order; text ones are tokenized with the rest.
 	Attachments []Attachment
@@ -160,6 +174,7 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 	out, err := x.guarded(ctx, t, req)
 	entry := workspace.Entry{Task: req.Task, Code: req.Code, Result: logResult(out, err)}
 	if out != nil {
+		entry.UpstreamLog = out.UpstreamLog
 		for _, c := range out.ToolCalls {
 			entry.ToolCalls = append(entry.ToolCalls, workspace.ToolCall{Server: c.Server, Tool: c.Tool,
 				Duration: workspace.Duration(c.Duration), OK: c.OK, Error: c.Error})
@@ -224,6 +239,9 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 		})
 	}
 	h := &host{req: &req, exec: exec, ws: x.Workspaces, att: newAttachments(t, req.Session, x.MaxInlineAttachment)}
+	if req.Progress != nil {
+		h.progress = newProgressReporter(req.Progress, req.tokenizeProgress, x.Log)
+	}
 	res, err := x.Sandbox.Exec(ctx, sandbox.ExecRequest{
 		SandboxID:  lease.ID,
 		Code:       req.Code,
@@ -231,6 +249,9 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 		Persistent: req.Persistent,
 		Session:    req.Session,
 	}, h)
+	if h.progress != nil {
+		h.progress.stop()
+	}
 	lease.Release(err == nil && res.SandboxOK)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
@@ -247,6 +268,7 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 		Stderr:      h.stderr.Bytes(),
 		SandboxID:   lease.ID,
 		Warm:        lease.Reused,
+		UpstreamLog: h.upstreamLog(),
 		Attachments: h.att.list(),
 	}
 	if exec != nil {
@@ -256,8 +278,15 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 	return out, nil
 }
 
+// TypeCancelled is the session log's error type of an execution whose
+// request was cancelled (notifications/cancelled, a closed session).
+const TypeCancelled = "Cancelled"
+
 // logResult is what the session log keeps of an execution.
 func logResult(out *CodeResult, err error) *workspace.Result {
+	if errors.Is(err, context.Canceled) {
+		return &workspace.Result{ErrorType: TypeCancelled, Error: "the execution was cancelled (the client cancelled its request or ended its session); the program was stopped"}
+	}
 	if err != nil {
 		return &workspace.Result{ErrorType: "HostError", Error: err.Error()}
 	}
@@ -281,9 +310,13 @@ type host struct {
 	ws   Workspaces
 	att  *attachments
 
+	// progress is nil when nobody asked for progress.
+	progress *progressReporter
+
 	mu             sync.Mutex
 	stdout, stderr bytes.Buffer
 	calls          int
+	logs           []workspace.UpstreamLog
 }
 
 // untouched reports that the program showed no sign of running: no output,
@@ -305,6 +338,9 @@ func (h *host) Output(stream sandbox.Stream, data []byte) error {
 	if h.req.Output != nil {
 		h.req.Output(stream, data)
 	}
+	if h.progress != nil {
+		h.progress.output(stream, data)
+	}
 	return nil
 }
 
@@ -319,7 +355,15 @@ func (h *host) Call(ctx context.Context, method string, params json.RawMessage) 
 		if h.exec == nil {
 			return nil, &sandbox.CallError{Type: bridge.TypeToolNotFound, Message: "no upstream MCP servers are configured (add mcp_server blocks to cexec.hcl)"}
 		}
-		return h.exec.HandleHostCall(ctx, method, params)
+		return h.exec.HandleHostCall(catalog.WithCallNotices(ctx, h.notices()), method, params)
+	}
+	if method == MethodProgress {
+		if h.progress == nil {
+			// Nobody asked: the program's reports go nowhere, as prints
+			// to a closed terminal would.
+			return json.RawMessage("null"), nil
+		}
+		return h.progress.call(params)
 	}
 	if workspace.HandlesMethod(method) {
 		return h.ws.HandleHostCall(ctx, h.req.Tenant, h.req.Session, method, params)

@@ -94,11 +94,15 @@ func (x *Executor) guarded(ctx context.Context, t *workspace.Tenant, req CodeReq
 		// Output chunks cannot be tokenized one by one: a value may span
 		// two of them.
 		req.Output = nil
+		// A progress message is one line (or the program's own words),
+		// tokenized whole in the session's vault.
+		req.tokenizeProgress = gs.Tokenize
 	}
 	out, err := x.execute(ctx, t, req)
 	if err != nil || !req.ModelFacing {
 		return out, err
 	}
+	tokenizeUpstreamLog(ctx, gs, out.UpstreamLog)
 	return tokenizeResult(ctx, gs, gx, out), nil
 }
 

@@ -177,6 +177,9 @@ type TaskRequest struct {
 	// stay tokenized. Operator requests leave it false and get them
 	// restored.
 	ModelFacing bool
+	// Progress, when set, receives the programs' progress reports, as
+	// CodeRequest.Progress does, increasing across repairs.
+	Progress func(Progress)
 }
 
 // Attempt is one call of a generator and what became of its program.
@@ -268,6 +271,7 @@ func (p *Tasks) ExecuteTask(ctx context.Context, req TaskRequest) (*TaskResult, 
 	if err != nil {
 		return nil, fmt.Errorf("execute task: %w", err)
 	}
+	req.Progress = acrossAttempts(req.Progress)
 	r := &taskRun{p: p, req: req, tenant: t, log: p.log(), task: req.Task, res: &TaskResult{Session: req.Session}}
 	if p.Guard != nil {
 		gstart := time.Now()

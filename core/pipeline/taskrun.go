@@ -104,6 +104,7 @@ func (r *taskRun) execute(ctx context.Context, code string) (*CodeResult, error)
 		Task:    r.task,
 		// The failure goes back to the generators, which are models.
 		ModelFacing: true,
+		Progress:    r.req.Progress,
 	})
 }
 

@@ -8,6 +8,8 @@
 //	<data_dir>/tenants/<id>/            0700, created on first use; the
 //	                                    image's mount point in image mode
 //	    tenant.json                     created and last-used times (for GC), uid; 0600
+//	    state.lock                      flock of versioned saves (and of every save with
+//	                                    a shared data_dir)
 //	    workspace/                      mounted read-write at /workspace; 0700
 //	        state/<name>.json|.yaml     state files, same bytes in and out
 //	        skills/<name>/SKILL.md      the tenant's skills
@@ -63,6 +65,16 @@
 //     fsync, rename, fsync of the folder) and checked against the size limit
 //     and the disk quota before anything is written. Writes that do not grow
 //     the workspace always pass, so a tenant over quota can clean up.
+//   - State saves can be versioned (LoadState, SaveStateIf; load_state and
+//     save_state(..., version=) in programs): the version is a hash of the
+//     stored bytes, so files sandboxed code writes have one too, and a
+//     save with a stale version fails with ErrStateConflict (StateConflict
+//     in Python) having written nothing. The compare and the write hold the
+//     tenant's state.lock (flock), so replicas sharing DataDir
+//     (Options.SharedDataDir, a postgres store) agree; with a shared
+//     DataDir every save holds it. A shared DataDir excludes disk images
+//     (each replica would mount the same image): quotas are measured.
+//     Options.Slots counts max_concurrent over the replicas.
 //   - Disk quotas hold at write time where cexecd can mount (root, loop
 //     devices, e2fsprogs; Options.DiskImages): each tenant's whole folder is
 //     the mount of its own ext4 image (package diskimage), sized so that

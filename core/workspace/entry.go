@@ -35,7 +35,9 @@ type Entry struct {
 	Code      string     `json:"code,omitempty"`
 	Result    *Result    `json:"result,omitempty"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
-	Duration  Duration   `json:"duration_ms,omitempty"`
+	// UpstreamLog holds what upstream servers logged during the tool calls.
+	UpstreamLog []UpstreamLog `json:"upstream_log,omitempty"`
+	Duration    Duration      `json:"duration_ms,omitempty"`
 	// StateFiles are the state files the execution added, changed or
 	// removed.
 	StateFiles []string `json:"state_files,omitempty"`

@@ -18,8 +18,14 @@ const (
 	// MethodGetState: params {"name": str, "default"?: any}; returns the
 	// value. A missing file raises KeyError unless default is given.
 	MethodGetState = "get_state"
-	// MethodSaveState: params {"name": str, "value": any}; returns
-	// {"name": str, "bytes": int}.
+	// MethodLoadState: params {"name": str, "default"?: any}; returns
+	// {"value": any, "version": str}. A missing file raises KeyError unless
+	// default is given: then the value is default and the version "".
+	MethodLoadState = "load_state"
+	// MethodSaveState: params {"name": str, "value": any, "version"?: str};
+	// returns {"name": str, "bytes": int, "version": str}. With version the
+	// save happens only while the stored state is at that version ("": does
+	// not exist) and raises StateConflict otherwise.
 	MethodSaveState = "save_state"
 	// MethodCheckpoint: params {"step": str, "context"?: any}; returns
 	// {"session": str, "seq": int}.
@@ -33,7 +39,7 @@ const (
 // can route the others (call_tool) elsewhere.
 func HandlesMethod(method string) bool {
 	switch method {
-	case MethodGetState, MethodSaveState, MethodCheckpoint, MethodSaveSkill:
+	case MethodGetState, MethodLoadState, MethodSaveState, MethodCheckpoint, MethodSaveSkill:
 		return true
 	}
 	return false
@@ -43,7 +49,7 @@ func HandlesMethod(method string) bool {
 // tenant in session. The tenant and session come from the executor, never
 // from the program, so code cannot reach another tenant. Every failure is a
 // *sandbox.CallError whose Type the runtime raises as that Python exception
-// (KeyError, ValueError, SyntaxError, or HostError with type
+// (KeyError, ValueError, SyntaxError, StateConflict, or HostError with type
 // "QuotaExceeded"), with host paths removed from the message. The one
 // exception is a method HandlesMethod rejects: that error wraps
 // pluginapi.ErrUnimplemented, for the executor to route or refuse.
@@ -77,10 +83,27 @@ func (m *Manager) hostCall(ctx context.Context, tenant, session, method string, 
 			return p.Default, nil
 		}
 		return v, err
+	case MethodLoadState:
+		var p struct {
+			Name    string          `json:"name"`
+			Default json.RawMessage `json:"default"`
+		}
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		v, version, err := t.LoadState(p.Name)
+		if errors.Is(err, pluginapi.ErrNotFound) && p.Default != nil {
+			v, err = p.Default, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return mustJSON(map[string]any{"value": json.RawMessage(v), "version": version}), nil
 	case MethodSaveState:
 		var p struct {
-			Name  string          `json:"name"`
-			Value json.RawMessage `json:"value"`
+			Name    string          `json:"name"`
+			Value   json.RawMessage `json:"value"`
+			Version *string         `json:"version"`
 		}
 		if err := decodeParams(method, params, &p); err != nil {
 			return nil, err
@@ -88,11 +111,11 @@ func (m *Manager) hostCall(ctx context.Context, tenant, session, method string, 
 		if p.Value == nil {
 			return nil, fmt.Errorf("save_state: value is missing: %w", pluginapi.ErrInvalidArgument)
 		}
-		info, err := t.SaveState(p.Name, p.Value)
+		info, err := t.saveState(p.Name, p.Value, p.Version)
 		if err != nil {
 			return nil, err
 		}
-		return mustJSON(map[string]any{"name": info.Name, "bytes": info.Size}), nil
+		return mustJSON(map[string]any{"name": info.Name, "bytes": info.Size, "version": info.Version}), nil
 	case MethodCheckpoint:
 		var p struct {
 			Step    string          `json:"step"`
@@ -150,6 +173,8 @@ func (m *Manager) callError(tenant string, err error) *sandbox.CallError {
 		typ = "SyntaxError"
 	case errors.Is(err, ErrQuotaExceeded):
 		typ = "QuotaExceeded"
+	case errors.Is(err, ErrStateConflict):
+		typ = "StateConflict"
 	case errors.Is(err, pluginapi.ErrNotFound) && !errors.Is(err, ErrTenantRemoved):
 		typ = "KeyError"
 	case errors.Is(err, pluginapi.ErrInvalidArgument):

@@ -98,12 +98,26 @@ type Options struct {
 	// Without it, or when this process cannot mount images (not root, no
 	// loop devices), quotas are measured after executions.
 	DiskImages bool
+	// SharedDataDir says other cexecd replicas use DataDir too (a shared
+	// volume): every state write then holds the tenant's state lock across
+	// processes. It excludes DiskImages, since two replicas mounting one
+	// image would corrupt it; New refuses both.
+	SharedDataDir bool
+	// Slots, when set, holds max_concurrent across the replicas that share
+	// DataDir: an execution takes a slot there besides this process's own
+	// count. Nil counts in this process alone.
+	Slots Slots
+	// Skills, when set, is told of every saved skill.
+	Skills SkillRegistry
 	// DeclaredOnly refuses tenants without a block instead of creating them
 	// on first use.
 	DeclaredOnly bool
 	// SharedSkillsDir is the repository's skills/ folder, mounted read-only
 	// at /cexec/skills in sandboxes; "" means no shared skills.
 	SharedSkillsDir string
+	// SharedWorkflowsDir is the repository's workflows/ folder of shared,
+	// read-only workflow documents; "" means none.
+	SharedWorkflowsDir string
 	// Python checks skill code (compile only, never run); default
 	// /usr/bin/python3, symlinks resolved.
 	Python string
@@ -157,8 +171,11 @@ func OptionsFromConfig(cfg *config.Config) Options {
 }
 
 // Manager owns the tenants under one data_dir. It is safe for concurrent
-// use. Only one Manager (one cexecd) may use a data_dir at a time: the
-// concurrency counts and the per-session append locks live in memory.
+// use. Only one Manager (one cexecd) may use a data_dir at a time, unless
+// Options.SharedDataDir says replicas share it: then state saves lock
+// across processes, Options.Slots counts executions, and each session is
+// served by one replica at a time (the per-session append locks live in
+// memory).
 type Manager struct {
 	opts     Options
 	dir      string // DataDir/tenants
@@ -202,6 +219,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	if opts.SharedSkillsDir != "" && !filepath.IsAbs(opts.SharedSkillsDir) {
 		return nil, fmt.Errorf("workspace: shared skills folder %q is not absolute: %w", opts.SharedSkillsDir, pluginapi.ErrInvalidArgument)
+	}
+	if opts.SharedDataDir && opts.DiskImages {
+		return nil, fmt.Errorf("workspace: disk images need one cexecd per data_dir (each replica would mount the same tenant image), and replicas share this one; set cexec.disk_images = false, quotas are then measured: %w", pluginapi.ErrInvalidArgument)
 	}
 	m := &Manager{
 		opts:     opts,

@@ -201,6 +201,13 @@ func (t *Tenant) SaveSkill(ctx context.Context, name, description, code string) 
 		return Skill{}, fmt.Errorf("tenant %s: save skill %s: %w", t.id, name, err)
 	}
 	t.wrote(size - old)
+	if r := t.m.opts.Skills; r != nil {
+		// The skill is saved and every replica reads it from the shared
+		// folder; a registry that missed it must not hide that.
+		if err := r.RegisterSkill(ctx, t.id, name, description); err != nil {
+			t.m.log.Warn("skill not registered", "tenant", t.id, "skill", name, "error", err)
+		}
+	}
 	return Skill{
 		Name: name, Description: description,
 		Dir:         filepath.Join(t.WorkspaceDir(), skillsDir, name),

@@ -26,6 +26,8 @@ type StateInfo struct {
 	Format   string
 	Size     int64
 	Modified time.Time
+	// Version is set by saves: the StateVersion of what was written.
+	Version string
 }
 
 // GetState returns a state file's value as JSON. A YAML file is converted
@@ -40,6 +42,11 @@ func (t *Tenant) GetState(name string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	return t.stateValue(name, format, data)
+}
+
+// stateValue is a state file's stored bytes as JSON (see GetState).
+func (t *Tenant) stateValue(name, format string, data []byte) (json.RawMessage, error) {
 	if format == FormatYAML {
 		out, err := yamlToJSON(data, 2*t.m.opts.MaxStateBytes)
 		if err != nil {
@@ -59,6 +66,11 @@ func (t *Tenant) GetState(name string) (json.RawMessage, error) {
 // folder is fsynced as Options.Sync says) and checked against the size limit and the
 // disk quota first: on any error nothing was written.
 func (t *Tenant) SaveState(name string, value json.RawMessage) (StateInfo, error) {
+	return t.saveState(name, value, nil)
+}
+
+// saveState is SaveState, or SaveStateIf when version is set.
+func (t *Tenant) saveState(name string, value json.RawMessage, version *string) (StateInfo, error) {
 	format, err := ValidateStateName(name)
 	if err != nil {
 		return StateInfo{}, err
@@ -71,9 +83,9 @@ func (t *Tenant) SaveState(name string, value json.RawMessage) (StateInfo, error
 		if data, err = jsonToYAML(data); err != nil {
 			return StateInfo{}, fmt.Errorf("state %s: %w: %w", name, err, pluginapi.ErrInvalidArgument)
 		}
-		return t.writeState(name, format, data, nil)
+		return t.writeState(name, format, data, version, nil)
 	}
-	return t.writeState(name, format, data, func() error {
+	return t.writeState(name, format, data, version, func() error {
 		if !validJSON(data) {
 			return fmt.Errorf("state %s: the value is not valid JSON: %w", name, pluginapi.ErrInvalidArgument)
 		}
@@ -105,9 +117,9 @@ func (t *Tenant) PutStateFile(name string, data []byte) (StateInfo, error) {
 		if _, err := yamlToJSON(data, 2*t.m.opts.MaxStateBytes); err != nil {
 			return StateInfo{}, fmt.Errorf("state %s: %w: %w", name, err, pluginapi.ErrInvalidArgument)
 		}
-		return t.writeState(name, format, data, nil)
+		return t.writeState(name, format, data, nil, nil)
 	}
-	return t.writeState(name, format, data, func() error {
+	return t.writeState(name, format, data, nil, func() error {
 		if !validJSON(data) {
 			return fmt.Errorf("state %s: the data is not valid JSON: %w", name, pluginapi.ErrInvalidArgument)
 		}
@@ -207,8 +219,10 @@ func (t *Tenant) readState(name string) ([]byte, error) {
 }
 
 // writeState stores data under name. A non-nil check vets data while it is
-// written (see writeAtomic); when it fails, nothing was stored.
-func (t *Tenant) writeState(name, format string, data []byte, check func() error) (StateInfo, error) {
+// written (see writeAtomic); when it fails, nothing was stored. A non-nil
+// version makes the write conditional on the stored state's version
+// (SaveStateIf).
+func (t *Tenant) writeState(name, format string, data []byte, version *string, check func() error) (StateInfo, error) {
 	if err := t.checkStateSize(name, int64(len(data))); err != nil {
 		return StateInfo{}, err
 	}
@@ -218,6 +232,21 @@ func (t *Tenant) writeState(name, format string, data []byte, check func() error
 	defer t.exit()
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
+	if version != nil || t.m.opts.SharedDataDir {
+		// Replicas sharing the folder serialise every write, so an
+		// unconditional save cannot land between another's compare and
+		// rename.
+		unlock, err := t.lockState()
+		if err != nil {
+			return StateInfo{}, err
+		}
+		defer unlock()
+	}
+	if version != nil {
+		if err := t.checkVersion(name, *version); err != nil {
+			return StateInfo{}, err
+		}
+	}
 	w := atomicWrite{sync: t.m.opts.Sync.stateWrite(), own: t.owner, check: check}
 	var old int64
 	if st, err := t.ws.Lstat(path.Join(stateDir, name)); err == nil {
@@ -245,7 +274,7 @@ func (t *Tenant) writeState(name, format string, data []byte, check func() error
 		t.valid.remember(name, bytes.TrimSpace(data))
 	}
 	t.wrote(int64(len(data)) - old)
-	return StateInfo{Name: name, Format: format, Size: int64(len(data)), Modified: t.m.now().UTC()}, nil
+	return StateInfo{Name: name, Format: format, Size: int64(len(data)), Modified: t.m.now().UTC(), Version: StateVersion(data)}, nil
 }
 
 // discardState removes the old content of a replaced state file, moved

@@ -135,9 +135,18 @@ func (t *Tenant) Acquire() (release func(), err error) {
 	}
 	t.running++
 	t.touchLocked()
+	shared := func() {}
+	if n := t.quota.MaxConcurrent; n > 0 && t.m.opts.Slots != nil {
+		var err error
+		if shared, err = t.sharedSlot(n); err != nil {
+			t.running--
+			return nil, err
+		}
+	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			shared()
 			t.mu.Lock()
 			defer t.mu.Unlock()
 			t.running--

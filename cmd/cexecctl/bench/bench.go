@@ -114,16 +114,18 @@ func start(env *cli.Env) *cobra.Command {
 				return fmt.Errorf("resolve %s: %w", f.config, err)
 			}
 			res := StartResult{Cexecd: bin, Config: cfg, N: f.n, IdleS: f.idle.Seconds()}
+			p := env.Progress("bench start: cexecd starts", int64(f.n))
 			for i := range f.n {
 				r, err := runOnce(cmd.Context(), bin, cfg, f)
 				if err != nil {
+					p.Done(err)
 					return fmt.Errorf("run %d: %w", i+1, err)
 				}
 				res.Runs = append(res.Runs, r)
-				if !env.JSON {
-					fmt.Fprintf(env.Stderr, "run %d/%d: ready %.1f ms, cexecd rss %.1f MiB, plugins %d/%d ok\n", i+1, f.n, r.ReadyMs, r.IdleRSSMiB, r.PluginsOK, r.PluginsTotal)
-				}
+				p.Println("run %d/%d: ready %.1f ms, cexecd rss %.1f MiB, plugins %d/%d ok", i+1, f.n, r.ReadyMs, r.IdleRSSMiB, r.PluginsOK, r.PluginsTotal)
+				p.Add(1)
 			}
+			p.Done(nil)
 			res.ReadyMs = summarise(res.Runs, func(r Run) float64 { return r.ReadyMs })
 			res.StartCPUMs = summarise(res.Runs, func(r Run) float64 { return r.StartCPUMs })
 			res.IdleRSSMiB = summarise(res.Runs, func(r Run) float64 { return r.IdleRSSMiB })

@@ -240,10 +240,9 @@ func benchExec(ctx context.Context, env *cli.Env, c *client.Client, f execBenchF
 	return r.res, ctx.Err()
 }
 
-func (r *execRun) progress(format string, args ...any) {
-	if !r.env.JSON {
-		fmt.Fprintf(r.env.Stderr, format+"\n", args...)
-	}
+// phase starts the progress report of a phase of n executions.
+func (r *execRun) phase(n int, format string, args ...any) *cli.Progress {
+	return r.env.Progress(fmt.Sprintf(format, args...), int64(n))
 }
 
 // tally keeps the failed executions of ss.
@@ -266,8 +265,9 @@ func (r *execRun) warmUp(ctx context.Context) ([3]int, error) {
 	}
 	r.res.StartWaitMs = math.Round(ms(waited)*10) / 10
 
-	r.progress("warming up: %d executions at concurrency %d", r.f.warmup, r.f.concurrency)
-	ss, _ := runConcurrent(ctx, r.c, r.req, r.f, r.f.warmup)
+	p := r.phase(r.f.warmup, "warming up: %d executions at concurrency %d", r.f.warmup, r.f.concurrency)
+	ss, _ := runConcurrent(ctx, r.c, r.req, r.f, r.f.warmup, func() { p.Add(1) })
+	p.Done(ctx.Err())
 	r.tally(ss)
 	if err := ctx.Err(); err != nil {
 		return pids, err
@@ -289,13 +289,15 @@ func (r *execRun) warmUp(ctx context.Context) ([3]int, error) {
 // warm runs --n executions one at a time and the CPU they cost.
 func (r *execRun) warm(ctx context.Context, pids [3]int) {
 	n := r.f.n
-	r.progress("warm: %d executions one at a time", n)
+	p := r.phase(n, "warm: %d executions one at a time", n)
 	cpu0 := cpuOf(pids)
 	ss := make([]sample, 0, n)
 	for range n {
 		ss = append(ss, runOne(ctx, r.c, r.req, r.f.expect))
+		p.Add(1)
 	}
 	cpu1 := cpuOf(pids)
+	p.Done(ctx.Err())
 	r.tally(ss)
 	r.res.Warm = summariseSamples(ss)
 	per := func(i int) float64 { return math.Round((cpu1[i]-cpu0[i])/float64(n)*1000) / 1000 }
@@ -309,8 +311,9 @@ func (r *execRun) warm(ctx context.Context, pids [3]int) {
 
 // throughput runs --n executions from --concurrency clients at once.
 func (r *execRun) throughput(ctx context.Context) {
-	r.progress("throughput: %d executions at concurrency %d", r.f.n, r.f.concurrency)
-	ss, wall := runConcurrent(ctx, r.c, r.req, r.f, r.f.n)
+	p := r.phase(r.f.n, "throughput: %d executions at concurrency %d", r.f.n, r.f.concurrency)
+	ss, wall := runConcurrent(ctx, r.c, r.req, r.f, r.f.n, func() { p.Add(1) })
+	p.Done(ctx.Err())
 	r.tally(ss)
 	r.res.Concurrent = Concurrent{Latency: summariseSamples(ss), Concurrency: r.f.concurrency, WallS: wall.Seconds()}
 	if wall > 0 {
@@ -349,7 +352,8 @@ func (r *execRun) cold(ctx context.Context) {
 	if r.f.cold == 0 {
 		return
 	}
-	r.progress("cold: %d executions, each in a fresh sandbox", r.f.cold)
+	p := r.phase(r.f.cold, "cold: %d executions, each in a fresh sandbox", r.f.cold)
+	defer func() { p.Done(ctx.Err()) }()
 	fresh := &cexecv1.ExecRequest{Tenant: r.f.tenant, Code: r.f.code, Session: r.f.session, FreshSandbox: true}
 	ss := make([]sample, 0, r.f.cold)
 	for range r.f.cold {
@@ -358,6 +362,7 @@ func (r *execRun) cold(ctx context.Context) {
 			s.err = fmt.Errorf("fresh execution ran in warm sandbox %s", s.sandbox)
 		}
 		ss = append(ss, s)
+		p.Add(1)
 	}
 	r.tally(ss)
 	r.res.Cold = summariseSamples(ss)
@@ -402,8 +407,9 @@ func runOne(ctx context.Context, c *client.Client, req *cexecv1.ExecRequest, exp
 }
 
 // runConcurrent runs req n times from f.concurrency goroutines sharing the
-// client's connection, and returns the samples and the wall time.
-func runConcurrent(ctx context.Context, c *client.Client, req *cexecv1.ExecRequest, f execBenchFlags, n int) ([]sample, time.Duration) {
+// client's connection, calling step after each, and returns the samples
+// and the wall time.
+func runConcurrent(ctx context.Context, c *client.Client, req *cexecv1.ExecRequest, f execBenchFlags, n int, step func()) ([]sample, time.Duration) {
 	ss := make([]sample, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -412,6 +418,7 @@ func runConcurrent(ctx context.Context, c *client.Client, req *cexecv1.ExecReque
 		wg.Go(func() {
 			for i := range next {
 				ss[i] = runOne(ctx, c, req, f.expect)
+				step()
 			}
 		})
 	}

@@ -34,6 +34,10 @@ type MCPResult struct {
 	P99Ms    float64 `json:"p99_ms"`
 	MaxMs    float64 `json:"max_ms"`
 	MeanMs   float64 `json:"mean_ms"`
+	// Clients is how many sessions called at once; PerSecond the measured
+	// executions per second, all together.
+	Clients   int     `json:"clients"`
+	PerSecond float64 `json:"executions_per_second"`
 	// CPUPerCallMs is CPU time per call (warmup included), which unlike
 	// latency does not depend on how busy the machine is; measured on the
 	// MCP socket of a local daemon only.
@@ -54,7 +58,7 @@ type MCPCPU struct {
 
 type mcpFlags struct {
 	url, token, tenant, code string
-	n, warmup                int
+	n, warmup, clients       int
 	timeout                  time.Duration
 }
 
@@ -69,8 +73,8 @@ func mcpBench(env *cli.Env) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			maxprocs.Set() // on an execution's path, as cexecd is
-			if f.n < 1 || f.warmup < 1 {
-				return cli.UsageErrorf("--n and --warmup must be at least 1")
+			if f.n < 1 || f.warmup < 1 || f.clients < 1 {
+				return cli.UsageErrorf("--n, --warmup and --clients must be at least 1")
 			}
 			if f.token == "" {
 				f.token = os.Getenv(endpoint.TokenEnv)
@@ -78,7 +82,7 @@ func mcpBench(env *cli.Env) *cobra.Command {
 			if f.url != "" && !cli.TenantChosen(cmd) {
 				f.tenant = "" // the token's tenant
 			}
-			o := mcpclient.BenchOptions{URL: f.url, Token: f.token, Tenant: f.tenant, Code: f.code, N: f.n, Warmup: f.warmup}
+			o := mcpclient.BenchOptions{URL: f.url, Token: f.token, Tenant: f.tenant, Code: f.code, N: f.n, Warmup: f.warmup, Clients: f.clients}
 			target := f.url
 			if f.url == "" {
 				addr := env.Address
@@ -107,8 +111,11 @@ func mcpBench(env *cli.Env) *cobra.Command {
 					_ = c.Close()
 				}
 			}
+			p := env.Progress("bench mcp: execute_code calls", int64(f.n+f.warmup))
+			o.OnCall = func() { p.Add(1) }
 			load0, cpu0 := loadAvg(), cpuOf(pids)
 			r, err := mcpclient.BenchExecute(ctx, o)
+			p.Done(err)
 			if err != nil {
 				return err
 			}
@@ -119,6 +126,7 @@ func mcpBench(env *cli.Env) *cobra.Command {
 			}
 			res := MCPResult{Endpoint: target, Code: code, Tenant: f.tenant, N: r.N, Warmup: f.warmup,
 				MinMs: ms(r.Min), P50Ms: ms(r.P50), P90Ms: ms(r.P90), P99Ms: ms(r.P99), MaxMs: ms(r.Max), MeanMs: ms(r.Mean),
+				Clients: f.clients, PerSecond: math.Round(r.PerSecond*10) / 10,
 				LoadAvg: [2]float64{load0, load1}, CPUs: runtime.NumCPU()}
 			if pids[0] > 0 {
 				calls := float64(r.N + f.warmup)
@@ -130,6 +138,7 @@ func mcpBench(env *cli.Env) *cobra.Command {
 			}
 			fmt.Fprintf(env.Stdout, "execute_code %q over MCP (%s), %d calls: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, min %.2f ms, max %.2f ms\n",
 				code, target, res.N, res.P50Ms, res.P90Ms, res.P99Ms, res.MinMs, res.MaxMs)
+			fmt.Fprintf(env.Stdout, "%d client(s) at once: %.1f executions/s\n", res.Clients, res.PerSecond)
 			if c := res.CPUPerCallMs; c != nil {
 				fmt.Fprintf(env.Stdout, "CPU per call: cexecd %.2f ms, sandbox plugin %.2f ms, client %.2f ms\n", c.Cexecd, c.Plugin, c.Client)
 			}
@@ -142,7 +151,8 @@ func mcpBench(env *cli.Env) *cobra.Command {
 	fl.StringVar(&f.token, "token", "", "bearer token for --url (default $"+endpoint.TokenEnv+")")
 	cli.TenantFlag(fl, &f.tenant)
 	fl.StringVar(&f.code, "code", "", "program to run (default print(1+1), whose output is checked)")
-	fl.IntVar(&f.n, "n", 200, "measured calls")
+	fl.IntVar(&f.n, "n", 200, "measured calls per client")
+	fl.IntVar(&f.clients, "clients", 1, "MCP sessions calling at once (behind a load balancer they spread over replicas)")
 	fl.IntVar(&f.warmup, "warmup", 10, "unmeasured calls first")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up after this long")
 	return cmd

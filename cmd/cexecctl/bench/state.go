@@ -65,7 +65,9 @@ checked), timing each call in this process, then lists the tenant's sessions
 				return cli.UsageErrorf("--n must be at least 1, --bytes at least 2 and --list at least 0")
 			}
 			return env.Do(cmd.Context(), func(c *client.Client) error {
-				res, err := benchState(cmd.Context(), c, f)
+				p := env.Progress("bench state: save+load rounds, then session listings", int64(f.n+f.list))
+				res, err := benchState(cmd.Context(), c, f, func() { p.Add(1) })
+				p.Done(err)
 				if err != nil {
 					return err
 				}
@@ -104,7 +106,8 @@ func benchValue(n int) json.RawMessage {
 	}
 }
 
-func benchState(ctx context.Context, c *client.Client, f stateBenchFlags) (*StateResult, error) {
+// benchState measures; step is called after each measured round.
+func benchState(ctx context.Context, c *client.Client, f stateBenchFlags, step func()) (*StateResult, error) {
 	res := &StateResult{Tenant: f.tenant, CPUs: runtime.NumCPU()}
 	res.LoadAvg[0] = loadAvg()
 	value := benchValue(f.bytes)
@@ -138,6 +141,7 @@ func benchState(ctx context.Context, c *client.Client, f stateBenchFlags) (*Stat
 			return nil, fmt.Errorf("state %s read back %d bytes, saved %d", name, len(got), len(value))
 		}
 		save, load, both = append(save, ms(mid.Sub(start))), append(load, ms(end.Sub(mid))), append(both, ms(end.Sub(start)))
+		step()
 	}
 	if cpu1, err := cpuMs(pid); err == nil && cpu0 > 0 {
 		res.DaemonCPUPerSaveLoadMs = (cpu1 - cpu0) / float64(f.n)
@@ -153,6 +157,7 @@ func benchState(ctx context.Context, c *client.Client, f stateBenchFlags) (*Stat
 		}
 		list = append(list, ms(time.Since(start)))
 		res.Sessions = len(ss)
+		step()
 	}
 	res.ListSessions = opLatency(list)
 	res.LoadAvg[1] = loadAvg()

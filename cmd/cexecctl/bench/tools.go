@@ -124,11 +124,6 @@ go test -bench GenerateLiveMCPBench ./core/catalog/stubgen.`,
 }
 
 func benchTools(ctx context.Context, env *cli.Env, f toolsFlags) (*ToolsResult, error) {
-	progress := func(format string, args ...any) {
-		if !env.JSON {
-			fmt.Fprintf(env.Stderr, format+"\n", args...)
-		}
-	}
 	res := &ToolsResult{Rounds: f.rounds, LoopThreads: f.threads, CPUs: runtime.NumCPU()}
 	res.LoadAvg[0] = loadAvg()
 	mem, err := findPeer(f.memory, "mcp-server-memory")
@@ -136,22 +131,28 @@ func benchTools(ctx context.Context, env *cli.Env, f toolsFlags) (*ToolsResult, 
 		return nil, err
 	}
 
-	progress("1,000 calls from an mcp-go client in this process")
-	if err := benchDirect(ctx, mem, res); err != nil {
+	p := env.Progress("bench tools: 1,000 calls from an mcp-go client in this process", 0)
+	err = benchDirect(ctx, mem, res)
+	p.Done(err)
+	if err != nil {
 		return nil, err
 	}
 
-	progress("1,000 call_tool in one execution: %d rounds", f.rounds)
+	// Each round is two executions (sequential and threaded), plus one
+	// unmeasured.
+	p = env.Progress(fmt.Sprintf("bench tools: 1,000 call_tool in one execution, %d rounds", f.rounds), int64(2*f.rounds+1))
+	step := func() { p.Add(1) }
 	if f.useDaemon {
 		res.Daemon = client.SocketPath(env.Address)
 		if res.Daemon == "" {
 			res.Daemon = client.DefaultAddress()
 		}
-		err = env.Do(ctx, func(c *client.Client) error { return benchLoop(ctx, c, f.server, f.rounds, res) })
+		err = env.Do(ctx, func(c *client.Client) error { return benchLoop(ctx, c, f.server, f.rounds, res, step) })
 	} else {
 		res.Daemon = "private"
-		err = withPrivateDaemon(ctx, f, mem, func(c *client.Client) error { return benchLoop(ctx, c, "memory", f.rounds, res) })
+		err = withPrivateDaemon(ctx, f, mem, func(c *client.Client) error { return benchLoop(ctx, c, "memory", f.rounds, res, step) })
 	}
+	p.Done(err)
 	if err != nil {
 		return nil, err
 	}

@@ -43,8 +43,8 @@ print(round((time.perf_counter() - t0) * 1000, 3))
 // benchLoop runs the 1,000-call program rounds times with the calls in a
 // plain loop, then (after one unmeasured run) rounds times from
 // res.LoopThreads threads, and records the medians and the CPU per
-// threaded loop.
-func benchLoop(ctx context.Context, c *client.Client, server string, rounds int, res *ToolsResult) error {
+// threaded loop; step is called after each execution.
+func benchLoop(ctx context.Context, c *client.Client, server string, rounds int, res *ToolsResult, step func()) error {
 	seq := &cexecv1.ExecRequest{Code: fmt.Sprintf(loopProgram, server, 1)}
 	var seqs []float64
 	for range rounds {
@@ -53,6 +53,7 @@ func benchLoop(ctx context.Context, c *client.Client, server string, rounds int,
 			return err
 		}
 		seqs = append(seqs, loop)
+		step()
 	}
 	res.Loop1000SequentialMs = median(seqs)
 
@@ -60,6 +61,7 @@ func benchLoop(ctx context.Context, c *client.Client, server string, rounds int,
 	if _, _, err := runLoop(ctx, c, req); err != nil {
 		return err
 	}
+	step()
 	pids, err := loopPIDs(ctx, c, server)
 	if err != nil {
 		return err
@@ -75,6 +77,7 @@ func benchLoop(ctx context.Context, c *client.Client, server string, rounds int,
 		loops = append(loops, loop)
 		execs = append(execs, float64(r.GetDurationUs())/1000)
 		program += float64(r.GetCpuMs())
+		step()
 	}
 	after := cpuOf(pids)
 	n := float64(rounds)

@@ -32,7 +32,7 @@ Sandboxed code reads and writes the same files with cexec.get_state and
 cexec.save_state, or directly under /workspace/state.`,
 	})
 	cli.TenantFlag(cmd.PersistentFlags(), &tenant)
-	cmd.AddCommand(get(env, &tenant), put(env, &tenant), ls(env, &tenant), rm(env, &tenant))
+	cmd.AddCommand(get(env, &tenant), put(env, &tenant), ls(env, &tenant), rm(env, &tenant), version(env, &tenant))
 	return cmd
 }
 
@@ -128,7 +128,8 @@ func planPut(name, file string) (putPlan, error) {
 }
 
 func put(env *cli.Env, tenant *string) *cobra.Command {
-	return &cobra.Command{
+	var ifVersion string
+	cmd := &cobra.Command{
 		Use:   "put NAME [FILE | -]",
 		Short: "Store a state file from FILE or standard input (JSON or YAML, by extension)",
 		Long: `Store a state file atomically: the old content stays until the new one is
@@ -139,7 +140,12 @@ NAME's extension (.json, .yaml or .yml) decides how the state is stored; a
 NAME without one takes FILE's extension, else .json. The input is read from
 FILE, or from standard input when FILE is "-" or missing, and must be in
 FILE's format (standard input: NAME's format). JSON input for a YAML name is
-converted.`,
+converted.
+
+With --if-version (from "cexecctl state version NAME"; "" for a state that
+must not exist yet) the state is stored only while it is still at that
+version: a save in between makes it fail with exit code 1, writing nothing.
+The input must then be JSON.`,
 		Args: cli.Args(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := ""
@@ -150,22 +156,46 @@ converted.`,
 			if err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("if-version") && !plan.fromJSON && !strings.HasSuffix(plan.name, ".json") {
+				return cli.UsageErrorf("--if-version takes JSON input; %s is YAML", plan.name)
+			}
 			var data []byte
+			p := noProgress
 			if file == "" || file == "-" {
 				data, err = io.ReadAll(cmd.InOrStdin())
 			} else {
-				data, err = os.ReadFile(file)
+				data, p, err = readState(env, file, plan.name)
 			}
 			if err != nil {
+				p(err)
 				return fmt.Errorf("read state data: %w", err)
 			}
-			return env.Do(cmd.Context(), func(c *client.Client) error {
+			if cmd.Flags().Changed("if-version") {
+				err = env.Do(cmd.Context(), func(c *client.Client) error {
+					r, err := c.SaveStateIf(cmd.Context(), *tenant, plan.name, data, ifVersion)
+					p(err)
+					if err != nil {
+						return err
+					}
+					if env.JSON {
+						return env.PrintProto(r)
+					}
+					_, err = fmt.Fprintf(env.Stdout, "saved %s (%s) for tenant %s, version %s\n", r.GetName(), cli.Bytes(r.GetBytes()), *tenant, r.GetVersion())
+					return err
+				})
+				p(err)
+				return err
+			}
+			// p ends the report once the daemon answered, before the result
+			// is printed, or after env.Do when it could not be reached.
+			err = env.Do(cmd.Context(), func(c *client.Client) error {
 				var info *cexecv1.StateInfo
 				if plan.fromJSON {
 					info, err = c.SaveState(cmd.Context(), *tenant, plan.name, data)
 				} else {
 					info, err = c.PutState(cmd.Context(), *tenant, plan.name, data)
 				}
+				p(err)
 				if err != nil {
 					return err
 				}
@@ -173,6 +203,31 @@ converted.`,
 					return env.PrintProto(&cexecv1.PutStateResponse{State: info})
 				}
 				_, err = fmt.Fprintf(env.Stdout, "saved %s (%s) for tenant %s\n", info.GetName(), cli.Bytes(info.GetBytes()), *tenant)
+				return err
+			})
+			p(err)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&ifVersion, "if-version", "", "store only while the state is at this version (see state version)")
+	return cmd
+}
+
+func version(env *cli.Env, tenant *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version NAME",
+		Short: "Print a state's version, for put --if-version",
+		Args:  cli.Args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return env.Do(cmd.Context(), func(c *client.Client) error {
+				_, v, err := c.LoadState(cmd.Context(), *tenant, args[0])
+				if err != nil {
+					return err
+				}
+				if env.JSON {
+					return env.PrintJSON(map[string]string{"name": args[0], "version": v})
+				}
+				_, err = fmt.Fprintln(env.Stdout, v)
 				return err
 			})
 		},
@@ -221,4 +276,31 @@ func rm(env *cli.Env, tenant *string) *cobra.Command {
 			})
 		},
 	}
+}
+
+// largeState is the size from which `state put` shows its progress.
+const largeState = 1 << 20
+
+func noProgress(error) {}
+
+// readState reads FILE; for a large one it starts a progress report of
+// the bytes read, and returns the function that ends it once the daemon
+// has stored them.
+func readState(env *cli.Env, file, name string) ([]byte, func(error), error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, noProgress, err
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, noProgress, err
+	}
+	if !st.Mode().IsRegular() || st.Size() < largeState {
+		data, err := io.ReadAll(f)
+		return data, noProgress, err
+	}
+	p := env.ProgressBytes("saving state "+name, st.Size())
+	data, err := io.ReadAll(p.Reader(f))
+	return data, p.Done, err
 }

@@ -67,7 +67,9 @@ tasks are answered by the offline rules generator.`,
 				return cli.UsageErrorf("--n must be at least 1, --warmup not negative, and there must be a task")
 			}
 			return env.Do(cmd.Context(), func(c *client.Client) error {
-				res, err := benchTasks(cmd, c, tasks, tenant, n, warmup)
+				p := env.Progress("bench task: execute_task runs", int64(warmup+n))
+				res, err := benchTasks(cmd, c, tasks, tenant, n, warmup, func() { p.Add(1) })
+				p.Done(err)
 				if err != nil {
 					return err
 				}
@@ -87,7 +89,8 @@ tasks are answered by the offline rules generator.`,
 	return cmd
 }
 
-func benchTasks(cmd *cobra.Command, c *client.Client, tasks []string, tenant string, n, warmup int) (*BenchResult, error) {
+// benchTasks runs the tasks; step is called after each run.
+func benchTasks(cmd *cobra.Command, c *client.Client, tasks []string, tenant string, n, warmup int, step func()) (*BenchResult, error) {
 	res := &BenchResult{N: n, Warmup: warmup, Tasks: tasks, Generators: map[string]int{}}
 	var overhead, search, generate, guard, execute, total, rpc []float64
 	for i := range warmup + n {
@@ -101,6 +104,7 @@ func benchTasks(cmd *cobra.Command, c *client.Client, tasks []string, tenant str
 		if r.GetStatus() != statusOK {
 			return nil, fmt.Errorf("run %d (%q) ended %s: %s", i+1, task, r.GetStatus(), failureText(r))
 		}
+		step()
 		if i < warmup {
 			continue
 		}

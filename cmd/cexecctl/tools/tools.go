@@ -144,17 +144,21 @@ func refresh(env *cli.Env) *cobra.Command {
 		Args:  cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			server := serverArg(args)
+			what := server
+			if what == "" {
+				what = "all servers"
+			}
 			return env.Do(cmd.Context(), func(c *client.Client) error {
+				// Listing every server's tools again and regenerating the
+				// stubs can take seconds: one RPC, so the time taken.
+				p := env.Progress("refreshing "+what, 0)
 				n, err := c.RefreshTools(cmd.Context(), server)
+				p.Done(err)
 				if err != nil {
 					return err
 				}
 				if env.JSON {
 					return env.PrintJSON(map[string]any{"server": server, "tools": n})
-				}
-				what := server
-				if what == "" {
-					what = "all servers"
 				}
 				fmt.Fprintf(env.Stdout, "refreshed %s: %d tools\n", what, n)
 				return nil

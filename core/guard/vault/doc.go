@@ -71,6 +71,13 @@
 // the rest of data_dir. One daemon owns a data_dir; two daemons writing
 // the same vault would lose tokens.
 //
+// Replicas (a postgres store) set Options.Persister instead: vaults are
+// then rows in PostgreSQL, encrypted with AES-256-GCM (core/store), written
+// before Tokenize returns as files are, and a replica that learns another
+// saved one (a change notification) calls Forget so its next Open reads
+// it again. A session is served by one replica at a time (sticky routing),
+// so two never write one vault at once.
+//
 // Nothing in this package logs a value or a token.
 //
 // # Sessions

@@ -23,10 +23,12 @@ type entry struct {
 // state is the in-memory vault of one session, shared by every Vault
 // opened on it.
 type state struct {
-	tenant, session, path string
-	maxEntries            int
-	log                   hclog.Logger
-	refs                  int // guarded by Store.mu
+	tenant, session string
+	// save stores an encoded snapshot durably (a file, or the Persister).
+	save       func(data []byte) error
+	maxEntries int
+	log        hclog.Logger
+	refs       int // guarded by Store.mu
 
 	mu       sync.RWMutex
 	entries  []entry
@@ -42,9 +44,9 @@ type state struct {
 	written atomic.Uint64
 }
 
-func newState(tenant, session, path string, maxEntries int, log hclog.Logger) *state {
+func newState(tenant, session string, log hclog.Logger, maxEntries int, save func([]byte) error) *state {
 	return &state{
-		tenant: tenant, session: session, path: path, maxEntries: maxEntries, log: log,
+		tenant: tenant, session: session, save: save, maxEntries: maxEntries, log: log,
 		byKey: map[valueKey]int{}, byToken: map[string]int{}, reserved: map[string]bool{}, next: map[string]uint64{},
 	}
 }
@@ -177,7 +179,7 @@ func (st *state) persist(data []byte, gen uint64) error {
 	if gen <= st.written.Load() {
 		return nil
 	}
-	if err := writeFile(st.path, data); err != nil {
+	if err := st.save(data); err != nil {
 		st.log.Warn("vault save failed", "tenant", st.tenant, "session", st.session, "error", err)
 		return fmt.Errorf("vault %s/%s: save: %w", st.tenant, st.session, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -60,7 +61,23 @@ type Options struct {
 	MaxEntries int
 	// Logger receives lifecycle messages (never a value or a token).
 	Logger hclog.Logger
+	// Persister, when set, keeps vaults instead of files under DataDir
+	// (core/store's PostgreSQL, encrypted, shared by replicas).
+	Persister Persister
 }
+
+// Persister keeps encoded vaults somewhere shared. Every call is made
+// before the change it stores is acknowledged, as with files.
+type Persister interface {
+	// LoadVault returns the vault as SaveVault got it, or nil when there is
+	// none.
+	LoadVault(ctx context.Context, tenant, session string) ([]byte, error)
+	SaveVault(ctx context.Context, tenant, session string, data []byte) error
+	DeleteVault(ctx context.Context, tenant, session string) error
+}
+
+// persistTimeout bounds one call to the Persister.
+const persistTimeout = 30 * time.Second
 
 // Store opens per-session vaults under a data_dir. It is safe for
 // concurrent use. Each open vault is held in memory once, whoever opens
@@ -143,10 +160,28 @@ func (s *Store) Delete(tenant, session string) error {
 		}
 		s.forget(st)
 	}
+	if p := s.opts.Persister; p != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), persistTimeout)
+		defer cancel()
+		if err := p.DeleteVault(ctx, tenant, session); err != nil {
+			return fmt.Errorf("vault %s/%s: delete: %w", tenant, session, err)
+		}
+		return nil
+	}
 	if err := os.Remove(s.Path(tenant, session)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("vault %s/%s: delete: %w", tenant, session, err)
 	}
 	return nil
+}
+
+// Forget drops a session's vault from memory unless a request holds it, so
+// the next Open reads it again: another replica changed it.
+func (s *Store) Forget(tenant, session string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.open[tenant+"/"+session]; st != nil && st.refs == 0 {
+		s.forget(st)
+	}
 }
 
 func (s *Store) release(st *state) {
@@ -210,6 +245,9 @@ type fileFormat struct {
 const fileVersion = 1
 
 func (s *Store) load(tenant, session string) (*state, error) {
+	if s.opts.Persister != nil {
+		return s.loadPersisted(tenant, session)
+	}
 	dir, err := s.dir(tenant)
 	if err != nil {
 		return nil, fmt.Errorf("vault %s/%s: create folder: %w", tenant, session, err)
@@ -222,7 +260,7 @@ func (s *Store) load(tenant, session string) (*state, error) {
 			_ = os.Remove(f)
 		}
 	}
-	st := newState(tenant, session, path, s.opts.MaxEntries, s.log)
+	st := newState(tenant, session, s.log, s.opts.MaxEntries, func(data []byte) error { return writeFile(path, data) })
 	s.loads.Add(1)
 	data, err := os.ReadFile(path)
 	switch {
@@ -232,6 +270,34 @@ func (s *Store) load(tenant, session string) (*state, error) {
 	case err != nil:
 		return nil, fmt.Errorf("vault %s/%s: %w", tenant, session, err)
 	}
+	return s.decode(st, path, data)
+}
+
+// loadPersisted is load from the Persister.
+func (s *Store) loadPersisted(tenant, session string) (*state, error) {
+	p := s.opts.Persister
+	st := newState(tenant, session, s.log, s.opts.MaxEntries, func(data []byte) error {
+		ctx, cancel := context.WithTimeout(context.Background(), persistTimeout)
+		defer cancel()
+		return p.SaveVault(ctx, tenant, session, data)
+	})
+	s.loads.Add(1)
+	ctx, cancel := context.WithTimeout(context.Background(), persistTimeout)
+	defer cancel()
+	data, err := p.LoadVault(ctx, tenant, session)
+	if err != nil {
+		return nil, fmt.Errorf("vault %s/%s: %w", tenant, session, err)
+	}
+	if data == nil {
+		s.log.Debug("new vault", "tenant", tenant, "session", session)
+		return st, nil
+	}
+	return s.decode(st, "the stored vault", data)
+}
+
+// decode restores st from a vault's encoding read from where.
+func (s *Store) decode(st *state, where string, data []byte) (*state, error) {
+	tenant, session, path := st.tenant, st.session, where
 	var f fileFormat
 	if err := json.Unmarshal(data, &f); err != nil {
 		// Only the offset: encoding/json's messages can quote content.

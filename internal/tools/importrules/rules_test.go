@@ -22,6 +22,8 @@ func TestCheck(t *testing.T) {
 		{"plugins/guard-pii/internal/pii", "pluginapi/guard", ""},
 		{"plugins/guard-pii", "internal/maxprocs", ""},
 		{"examples/plugin-selector-keyword", "pluginapi/selector", ""},
+		{"examples/walkthrough/11-local-tools", "client", ""},
+		{"examples/walkthrough/11-local-tools", "api/cexec/v1", ""},
 		{"pluginapi/sandbox", "internal/maxprocs", ""},
 		{"api/cexec/v1", "api/defaults", ""},
 
@@ -36,7 +38,8 @@ func TestCheck(t *testing.T) {
 		{"pluginapi/plugintest", "core/pool", "pluginapi imports nothing of the daemon"},
 		{"plugins/guard-pii", "plugins/selector-embeddings/engine", "a plugin imports pluginapi, internal and its own packages only"},
 		{"plugins/guard-pii", "cmd/cexecctl/cli", "a plugin imports pluginapi, internal and its own packages only"},
-		{"examples/plugin-selector-keyword", "internal/localgrpc", "an example imports pluginapi only"},
+		{"examples/plugin-selector-keyword", "internal/localgrpc", "an example imports only the public API"},
+		{"examples/walkthrough/11-local-tools", "core/catalog", "an example imports only the public API"},
 		{"api/cexec/v1", "internal/localgrpc", "api imports nothing of the module but api"},
 		{"internal/testutil", "plugins/guard-pii", "internal helpers import no layer above them"},
 	} {

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -31,4 +33,32 @@ func BenchmarkExecPrint(b *testing.B) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkProgressCall measures cexec.progress() called in a tight loop:
+// most calls return without a host call, as they come within 50 ms of the
+// last one sent (zygote as a plain process, a host that answers at once).
+func BenchmarkProgressCall(b *testing.B) {
+	r, _ := startZygote(b, Options{})
+	time.Sleep(300 * time.Millisecond)
+	const calls = 1000
+	h := &recHost{fn: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage("null"), nil
+	}}
+	b.ResetTimer()
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		res, err := r.Exec(context.Background(), sandbox.ExecRequest{Code: fmt.Sprintf(
+			"import cexec, time\nt = time.perf_counter()\nfor i in range(%d):\n    cexec.progress(i, %d)\nprint(time.perf_counter() - t)", calls, calls)}, h)
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("%v %+v", err, res)
+		}
+		var secs float64
+		if out, _ := h.out(); func() error { _, err := fmt.Sscan(out, &secs); return err }() != nil {
+			b.Fatalf("program printed %q", out)
+		}
+		total += time.Duration(secs * float64(time.Second))
+		h = &recHost{fn: h.fn}
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N*calls), "us/progress")
 }

@@ -82,7 +82,9 @@
 //	{"op":"ready","pid":1,"protocol":1,"python":"3.11.2","init":true}
 //	{"op":"pong","id":"p1","rss":12345678,"workers":0,"executions":3}
 //	{"op":"call","id":7,"method":"call_tool","params":{"server":"s","tool":"t","arguments":{}}}
-//	    A host call made by the program (cexec._host_call(method, params)).
+//	    A host call made by the program (cexec._host_call(method, params)):
+//	    call_tool, the workspace's methods, and progress
+//	    ({"progress":2,"total":5,"message":"..."}, from cexec.progress).
 //	'O' / 'E' frames                 Output of the current execution, at most
 //	                                 2 ms after the program wrote it; output
 //	                                 comes before a call or result that

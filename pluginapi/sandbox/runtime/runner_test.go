@@ -254,6 +254,23 @@ func TestExecPrograms(t *testing.T) {
 			stdout: "True\n"},
 		{name: "non-daemon thread joined", code: "import threading, time\ndef w():\n    time.sleep(0.05)\n    print('late')\nthreading.Thread(target=w).start()", stdout: "late\n"},
 		{name: "result not json", code: "import cexec\ncexec.result(float('nan'))", exit: 1, errType: "ValueError"},
+		{name: "progress", code: "import cexec\nprint(cexec.progress(2, 5, 'two'), cexec.progress(3.5))",
+			host: func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+				if method != "progress" {
+					return nil, fmt.Errorf("method %s", method)
+				}
+				var p struct {
+					Progress float64  `json:"progress"`
+					Total    *float64 `json:"total"`
+					Message  *string  `json:"message"`
+				}
+				if err := json.Unmarshal(params, &p); err != nil || p.Progress < 2 || (p.Total != nil) != (p.Message != nil) {
+					return nil, fmt.Errorf("params %s", params)
+				}
+				return json.RawMessage("null"), nil
+			},
+			stdout: "None None\n"},
+		{name: "progress type", code: "import cexec\ncexec.progress('half')", exit: 1, errType: "TypeError", errMessage: "cexec.progress: done must be a number"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -287,6 +304,34 @@ func TestExecPrograms(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProgressInLoop: cexec.progress is cheap in a loop (calls close
+// together are not sent), and the one reaching total always goes.
+func TestProgressInLoop(t *testing.T) {
+	r, _ := startZygote(t, Options{})
+	var mu sync.Mutex
+	var sent []float64
+	h := &recHost{fn: func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		var p struct{ Progress float64 }
+		if err := json.Unmarshal(params, &p); err != nil || method != "progress" {
+			return nil, fmt.Errorf("%s %s", method, params)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, p.Progress)
+		return json.RawMessage("null"), nil
+	}}
+	res, err := r.Exec(context.Background(), sandbox.ExecRequest{Code: "import cexec\nfor i in range(1, 2001):\n    cexec.progress(i, 2000)"}, h)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) == 0 || sent[0] != 1 || sent[len(sent)-1] != 2000 {
+		t.Errorf("sent %v, want the first and the last of 2000 among them", sent)
+	}
+	t.Logf("%d of 2000 cexec.progress calls reached the host", len(sent))
 }
 
 func TestTracebackHidesRunner(t *testing.T) {

@@ -35,6 +35,8 @@ const replWrapper = `def _cexec_run(src, marker, guest_dir, persistent, session)
                 self.type = type
         class ToolError(HostError):
             pass
+        class StateConflict(HostError):
+            pass
         why = ('is not available: this sandbox runs programs in the msb server\'s Python REPL '
                '(sandbox-microsandbox server_exec = "repl"), which has no channel back to cexecd; '
                'use server_exec = "relay" for tool calls')
@@ -46,15 +48,17 @@ const replWrapper = `def _cexec_run(src, marker, guest_dir, persistent, session)
             m._result = json.dumps(obj, separators=(',', ':'))
         def get_state(name, default=None):
             return _host_call('get_state')
-        def save_state(name, value):
+        def load_state(name, default=None):
+            return _host_call('load_state')
+        def save_state(name, value, version=None):
             return _host_call('save_state')
         def checkpoint(step, context=None):
             return _host_call('checkpoint')
         def save_skill(name, description, code):
             return _host_call('save_skill')
-        for f in (HostError, ToolError, _host_call, call_tool, result, get_state, save_state, checkpoint, save_skill):
+        for f in (HostError, ToolError, StateConflict, _host_call, call_tool, result, get_state, load_state, save_state, checkpoint, save_skill):
             setattr(m, f.__name__, f)
-        m.__all__ = ['HostError', 'ToolError', 'call_tool', 'checkpoint', 'get_state', 'result', 'save_skill', 'save_state']
+        m.__all__ = ['HostError', 'StateConflict', 'ToolError', 'call_tool', 'checkpoint', 'get_state', 'load_state', 'result', 'save_skill', 'save_state']
         sys.modules['cexec'] = m
         for p in (guest_dir, '/workspace'):
             if p not in sys.path:

@@ -29,6 +29,10 @@ printed output is; binary content is not scanned.
 result(obj) records the execution's structured result, which the host gets
 as JSON next to stdout and stderr.
 
+progress(done, total=None, message=None) tells the agent how far a long
+program is (MCP progress notifications, when its client asked for them);
+printed lines are reported too until the program calls progress.
+
 The tenant's workspace outlives the execution:
 
     from cexec import get_state, save_state, checkpoint, save_skill
@@ -37,6 +41,19 @@ The tenant's workspace outlives the execution:
     save_state("progress.json", {"page": seen["page"] + 1})
     checkpoint("page fetched", {"page": seen["page"] + 1})
     save_skill("shout", "Upper-case text", "def shout(s):\n    return s.upper()\n")
+
+Concurrent read-modify-write (other executions, other replicas) loses
+nothing when the save names the version it read:
+
+    from cexec import load_state, save_state, StateConflict
+
+    while True:
+        count, version = load_state("count.json", default=0)
+        try:
+            save_state("count.json", count + 1, version=version)
+            break
+        except StateConflict:
+            continue  # someone saved in between: read again
 
 State files are JSON or YAML by the name's extension and are the files under
 /workspace/state. A missing file raises KeyError unless a default is given.
@@ -50,6 +67,7 @@ import _thread
 import builtins
 import json
 import os
+import time
 from cexec import _content, _proto
 from cexec._content import Audio, EmbeddedResource, Image, Resource, ResourceLink
 
@@ -57,8 +75,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time, to keep sandbox start fast
     from typing import Any, Mapping
 
-__all__ = ["Audio", "EmbeddedResource", "HostError", "Image", "Resource", "ResourceLink", "ToolError", "call_tool",
-           "checkpoint", "get_state", "read_resource", "result", "save_skill", "save_state", "show"]
+__all__ = ["Audio", "EmbeddedResource", "HostError", "Image", "Resource", "ResourceLink", "StateConflict", "ToolError",
+           "call_tool", "checkpoint", "get_state", "load_state", "progress", "read_resource", "result", "save_skill",
+           "save_state", "show"]
 
 # Largest accepted cexec.result() value, as JSON.
 MAX_RESULT_BYTES = 16 << 20
@@ -80,6 +99,15 @@ class ToolError(HostError):
         super().__init__(message, type)
 
 
+class StateConflict(HostError):
+    """save_state(..., version=v) found the state at another version than v:
+    it was saved (or deleted) since it was read, and nothing was written.
+    Load it again and retry."""
+
+    def __init__(self, message: str, type: str = "StateConflict") -> None:
+        super().__init__(message, type)
+
+
 def _error(method: str, message: str, type_name: str) -> Exception:
     """Build the exception a failed host call raises in the program: the
     built-in exception the host names (ValueError, PermissionError, ...),
@@ -90,6 +118,8 @@ def _error(method: str, message: str, type_name: str) -> Exception:
             return cls(message)
         except Exception:
             pass
+    if type_name == "StateConflict":
+        return StateConflict(message)
     if method in ("call_tool", "read_resource") or type_name == "ToolError":
         return ToolError(message, type_name or "ToolError")
     return HostError(message, type_name or "HostError")
@@ -338,12 +368,30 @@ def get_state(name: str, default: Any = _MISSING) -> Any:
     return _host_call("get_state", params)
 
 
-def save_state(name: str, value: Any) -> dict[str, Any]:
+def load_state(name: str, default: Any = _MISSING) -> tuple[Any, str]:
+    """Return (value, version) of the state file name: the value as
+    get_state returns it and the version to pass to save_state(...,
+    version=...). A missing file raises KeyError unless default is given:
+    then (default, "") is returned, and saving with version "" succeeds only
+    while the file still does not exist."""
+    params: dict[str, Any] = {"name": name}
+    if default is not _MISSING:
+        params["default"] = default
+    out = _host_call("load_state", params)
+    return out["value"], str(out["version"])
+
+
+def save_state(name: str, value: Any, version: str | None = None) -> dict[str, Any]:
     """Store value (anything JSON can hold) as the state file name, in JSON
     or YAML by the name's extension. The write is atomic and durable, and
     refused with a HostError of type QuotaExceeded when the tenant's
-    workspace would exceed its disk quota. Returns {"name", "bytes"}."""
-    out: dict[str, Any] = _host_call("save_state", {"name": name, "value": value})
+    workspace would exceed its disk quota. With version (from load_state)
+    it happens only while the stored state is still at that version, and
+    raises StateConflict otherwise. Returns {"name", "bytes", "version"}."""
+    params: dict[str, Any] = {"name": name, "value": value}
+    if version is not None:
+        params["version"] = version
+    out: dict[str, Any] = _host_call("save_state", params)
     return out
 
 
@@ -362,3 +410,30 @@ def save_skill(name: str, description: str, code: str) -> dict[str, Any]:
     Returns {"name", "import", "path"}."""
     out: dict[str, Any] = _host_call("save_skill", {"name": name, "description": description, "code": code})
     return out
+
+
+# Least seconds between two progress host calls; the host sends at most
+# four reports a second anyway, and a call is a round trip.
+_PROGRESS_EVERY = 0.05
+_progress_sent: float | None = None
+
+
+def progress(done: float, total: float | None = None, message: str | None = None) -> None:
+    """Report progress to the agent: done so far, out of total when known,
+    with a short message (one line; shown to the model, PII tokenized).
+    Reports are sent a few times a second at most, the latest winning (the
+    one reaching total always goes); a done that does not exceed the last
+    report's is sent as the next step with the numbers in the message, since
+    MCP progress only increases. Cheap to call in a loop."""
+    global _progress_sent
+    if isinstance(done, bool) or not isinstance(done, (int, float)):
+        raise TypeError("cexec.progress: done must be a number")
+    if total is not None and (isinstance(total, bool) or not isinstance(total, (int, float))):
+        raise TypeError("cexec.progress: total must be a number or None")
+    if message is not None and not isinstance(message, str):
+        raise TypeError("cexec.progress: message must be a string or None")
+    now = time.monotonic()
+    if _progress_sent is not None and now - _progress_sent < _PROGRESS_EVERY and (total is None or done < total):
+        return
+    _progress_sent = now
+    _host_call("progress", {"progress": done, "total": total, "message": message})

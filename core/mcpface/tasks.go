@@ -1,0 +1,145 @@
+package mcpface
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// TaskTTL is how long a task's result is kept for tasks/result after it
+// is created (MCP 2025-11-25 tasks): the client's ttl, at most this, and
+// this when it gives none.
+const TaskTTL = time.Hour
+
+// taskRuns lets execute_code run as an MCP task (a task-augmented
+// tools/call the client polls with tasks/get and tasks/result): mcp-go
+// keeps the task store and answers the tasks/* methods, and this keeps
+// the runs going.
+//
+// mcp-go starts a task's handler with a context derived from the
+// tools/call request's, which ends as soon as the CreateTaskResult is
+// sent, and cancels that same context on tasks/cancel. So the handler runs
+// on a context of its own, without the request's cancellation, and
+// tasks/cancel reaches it through the task hooks: the run is found by the
+// request's task parameters (the one pointer the handler and the call
+// hooks share) until the CreateTaskResult names its task id.
+type taskRuns struct {
+	mu       sync.Mutex
+	byParams map[*mcp.TaskParams]*taskRun
+	byID     map[string]*taskRun
+}
+
+type taskRun struct {
+	id, session string
+	cancel      context.CancelFunc
+	// cancelled is set by tasks/cancel or the session's end, perhaps
+	// before the handler starts.
+	cancelled, started, finished bool
+}
+
+func newTaskRuns() *taskRuns {
+	return &taskRuns{byParams: map[*mcp.TaskParams]*taskRun{}, byID: map[string]*taskRun{}}
+}
+
+// hook registers the hooks that bound a task's lifetime and connect
+// tasks/cancel to its run.
+func (r *taskRuns) hook(h *server.Hooks, th *server.TaskHooks) {
+	h.AddBeforeCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest) {
+		if t := req.Params.Task; t != nil {
+			ttl := TaskTTL.Milliseconds()
+			if t.TTL == nil || *t.TTL <= 0 || *t.TTL > ttl {
+				t.TTL = &ttl
+			}
+		}
+	})
+	h.AddAfterCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest, result any) {
+		if created, ok := result.(*mcp.CreateTaskResult); ok && req.Params.Task != nil {
+			r.bind(req.Params.Task, created.Task.TaskId)
+		}
+	})
+	th.AddOnTaskCancelled(func(_ context.Context, m server.TaskMetrics) { r.cancelID(m.TaskID) })
+}
+
+// start gives the handler of a task-augmented call its own context, which
+// tasks/cancel and the session's end cancel; done ends the run.
+func (r *taskRuns) start(ctx context.Context, req mcp.CallToolRequest, session string) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.mu.Lock()
+	run := r.run(req.Params.Task)
+	run.cancel, run.session, run.started = cancel, session, true
+	if run.id != "" {
+		// Bound already: the parameters have done their work.
+		delete(r.byParams, req.Params.Task)
+	}
+	if run.cancelled {
+		cancel()
+	}
+	r.mu.Unlock()
+	return ctx, func() {
+		cancel()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		run.finished = true
+		if run.id != "" {
+			delete(r.byID, run.id)
+		}
+	}
+}
+
+// run returns the run of a call's task parameters, new if need be.
+// Callers hold r.mu.
+func (r *taskRuns) run(p *mcp.TaskParams) *taskRun {
+	run := r.byParams[p]
+	if run == nil {
+		run = &taskRun{}
+		r.byParams[p] = run
+	}
+	return run
+}
+
+// bind records the task id of a run, when the CreateTaskResult is out.
+func (r *taskRuns) bind(p *mcp.TaskParams, id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	run := r.run(p)
+	run.id = id
+	if run.started {
+		delete(r.byParams, p)
+	}
+	if !run.finished {
+		r.byID[id] = run
+	}
+}
+
+func (r *taskRuns) cancelID(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if run := r.byID[id]; run != nil {
+		run.cancelled = true
+		if run.cancel != nil {
+			run.cancel()
+		}
+	}
+}
+
+// endSession cancels the runs of an ended MCP session: nobody can ask for
+// their results any more.
+func (r *taskRuns) endSession(session string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, run := range r.byID {
+		if run.session == session && run.cancel != nil {
+			run.cancelled = true
+			run.cancel()
+		}
+	}
+	for _, run := range r.byParams {
+		if run.session == session && run.cancel != nil {
+			run.cancelled = true
+			run.cancel()
+		}
+	}
+}

@@ -1,0 +1,230 @@
+package mcpface
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cexec/cexec/api/endpoint"
+)
+
+// heldExecutor is an Executor whose programs report progress, then wait
+// for release or for their context to end, which it reports.
+type heldExecutor struct {
+	Executor
+	started, ended chan error
+	release        chan struct{}
+}
+
+func newHeldExecutor() *heldExecutor {
+	return &heldExecutor{started: make(chan error, 4), ended: make(chan error, 4), release: make(chan struct{})}
+}
+
+func (e *heldExecutor) Execute(ctx context.Context, _ Scope, code string) (Execution, error) {
+	if p := ProgressFunc(ctx); p != nil {
+		p(Progress{Progress: 1, Total: 2, Message: "half of " + code})
+	}
+	e.started <- nil
+	select {
+	case <-e.release:
+		e.ended <- nil
+		return Execution{Stdout: "ran " + code}, nil
+	case <-ctx.Done():
+		e.ended <- ctx.Err()
+		return Execution{}, ctx.Err()
+	}
+}
+
+// within waits for a value of ch; the limit only keeps a broken run from
+// hanging.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatalf("gave up waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// callAsTask sends execute_code as a task-augmented tools/call and returns
+// the task.
+func callAsTask(t *testing.T, c *mcpclient.Client, code string) mcp.Task {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(900)),
+		Method: string(mcp.MethodToolsCall), Params: map[string]any{
+			"name": ToolExecuteCode, "arguments": map[string]any{"code": code}, "task": map[string]any{"ttl": 2 * TaskTTL.Milliseconds()}}})
+	if err != nil || res.Error != nil {
+		t.Fatalf("task-augmented tools/call: %v %+v", err, res)
+	}
+	var created mcp.CreateTaskResult
+	if err := json.Unmarshal(res.Result, &created); err != nil || created.Task.TaskId == "" {
+		t.Fatalf("not a CreateTaskResult: %v %s", err, res.Result)
+	}
+	if created.Task.Status != mcp.TaskStatusWorking {
+		t.Errorf("created task is %s, want working", created.Task.Status)
+	}
+	if created.Task.TTL == nil || *created.Task.TTL != TaskTTL.Milliseconds() {
+		t.Errorf("task ttl %v, want the face's cap %d", created.Task.TTL, TaskTTL.Milliseconds())
+	}
+	return created.Task
+}
+
+func TestExecuteCodeTask(t *testing.T) {
+	ex := newHeldExecutor()
+	w := newWorld(t, func(o *Options, _ *world) { o.Executor = ex })
+	c := connect(t, w.url+endpoint.MCPPath)
+	ctx := context.Background()
+
+	task := callAsTask(t, c, "print(1)")
+	within(t, ex.started, "the program to start")
+	// The CreateTaskResult is out and its request over: the run goes on.
+	got, err := c.GetTask(ctx, mcp.GetTaskRequest{Params: mcp.GetTaskParams{TaskId: task.TaskId}})
+	if err != nil || got.Status != mcp.TaskStatusWorking {
+		t.Fatalf("tasks/get: %+v %v, want working", got, err)
+	}
+	close(ex.release)
+	if err := within(t, ex.ended, "the program to end"); err != nil {
+		t.Fatalf("the task's program ended with %v, not released", err)
+	}
+	res, err := c.TaskResult(ctx, mcp.TaskResultRequest{Params: mcp.TaskResultParams{TaskId: task.TaskId}})
+	if err != nil {
+		t.Fatalf("tasks/result: %v", err)
+	}
+	raw, _ := json.Marshal(res)
+	if !strings.Contains(string(raw), "ran print(1)") {
+		t.Errorf("tasks/result = %s, want the program's output", raw)
+	}
+	got, err = c.GetTask(ctx, mcp.GetTaskRequest{Params: mcp.GetTaskParams{TaskId: task.TaskId}})
+	if err != nil || got.Status != mcp.TaskStatusCompleted {
+		t.Errorf("tasks/get after the end: %+v %v, want completed", got, err)
+	}
+}
+
+func TestExecuteCodeTaskCancel(t *testing.T) {
+	ex := newHeldExecutor()
+	w := newWorld(t, func(o *Options, _ *world) { o.Executor = ex })
+	c := connect(t, w.url+endpoint.MCPPath)
+
+	task := callAsTask(t, c, "import time; time.sleep(600)")
+	within(t, ex.started, "the program to start")
+	if _, err := c.CancelTask(context.Background(), mcp.CancelTaskRequest{Params: mcp.CancelTaskParams{TaskId: task.TaskId}}); err != nil {
+		t.Fatalf("tasks/cancel: %v", err)
+	}
+	if err := within(t, ex.ended, "the cancelled program to end"); err == nil {
+		t.Error("the program ran to its end after tasks/cancel")
+	}
+}
+
+func TestExecuteCodeTaskEndsWithSession(t *testing.T) {
+	ex := newHeldExecutor()
+	w := newWorld(t, func(o *Options, _ *world) { o.Executor = ex })
+	c := connect(t, w.url+endpoint.MCPPath)
+
+	callAsTask(t, c, "import time; time.sleep(600)")
+	within(t, ex.started, "the program to start")
+	// Close sends DELETE: nobody can ask for the result any more.
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(t, ex.ended, "the program of the ended session to end"); err == nil {
+		t.Error("the program ran to its end after its session ended")
+	}
+}
+
+// tickingExecutor's programs report progress every few milliseconds until
+// released.
+type tickingExecutor struct {
+	Executor
+	release chan struct{}
+}
+
+func (e *tickingExecutor) Execute(ctx context.Context, _ Scope, code string) (Execution, error) {
+	p := ProgressFunc(ctx)
+	for i := 1; ; i++ {
+		if p != nil {
+			p(Progress{Progress: float64(i), Total: 1000, Message: "tick of " + code})
+		}
+		select {
+		case <-e.release:
+			return Execution{Stdout: "ran " + code}, nil
+		case <-ctx.Done():
+			return Execution{}, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func TestExecuteCodeProgress(t *testing.T) {
+	ex := &tickingExecutor{}
+	w := newWorld(t, func(o *Options, _ *world) { o.Executor = ex })
+	c := connect(t, w.url+endpoint.MCPPath)
+	notes := make(chan mcp.JSONRPCNotification, 1024)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationProgress) {
+			notes <- n
+		}
+	})
+	for _, tc := range []struct {
+		name  string
+		token mcp.ProgressToken
+	}{
+		{"no token", nil},
+		{"string token", "tok-1"},
+		{"number token", float64(7)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex.release = make(chan struct{})
+			req := mcp.CallToolRequest{}
+			req.Params.Name = ToolExecuteCode
+			req.Params.Arguments = map[string]any{"code": "x"}
+			if tc.token != nil {
+				req.Params.Meta = &mcp.Meta{ProgressToken: tc.token}
+			}
+			done := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				_, err := c.CallTool(ctx, req)
+				done <- err
+			}()
+			if tc.token == nil {
+				close(ex.release)
+				if err := within(t, done, "the reply"); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case n := <-notes:
+					t.Errorf("progress without a token: %+v", n)
+				default:
+				}
+				return
+			}
+			// mcp-go may drop a notification now and then (a finished
+			// request's forwarder can take one): the program reports
+			// until one arrives.
+			n := within(t, notes, "a progress notification")
+			for n.Params.AdditionalFields["progressToken"] != tc.token {
+				// A late one of the last call.
+				n = within(t, notes, "a progress notification")
+			}
+			close(ex.release)
+			if err := within(t, done, "the reply"); err != nil {
+				t.Fatal(err)
+			}
+			f := n.Params.AdditionalFields
+			if p, _ := f["progress"].(float64); f["progressToken"] != tc.token || p < 1 || f["total"] != float64(1000) || f["message"] != "tick of x" {
+				t.Errorf("progress notification %+v", f)
+			}
+		})
+	}
+}

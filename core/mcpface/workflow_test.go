@@ -1,0 +1,79 @@
+package mcpface
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// memWorkflows stands in for the daemon's engine (the e2e tests drive the
+// real one through this tool): one run that waits for "approval".
+type memWorkflows struct {
+	mu   sync.Mutex
+	runs map[string]*WorkflowRun
+}
+
+func (m *memWorkflows) ListWorkflows(context.Context, Scope) ([]StoredWorkflow, error) {
+	return []StoredWorkflow{{Name: "approve", Summary: "Ask, then act.", Input: []string{"to"}}}, nil
+}
+
+func (m *memWorkflows) StartWorkflow(_ context.Context, sc Scope, name string, input json.RawMessage) (WorkflowRun, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.runs == nil {
+		m.runs = map[string]*WorkflowRun{}
+	}
+	r := &WorkflowRun{Run: fmt.Sprintf("r%d", len(m.runs)+1), Workflow: name, State: "waiting", Task: "ask",
+		Waiting: []WorkflowWait{{Task: "ask", Events: []string{"approval"}}}, Output: input}
+	m.runs[sc.Tenant+"/"+r.Run] = r
+	return *r, nil
+}
+
+func (m *memWorkflows) WorkflowStatus(_ context.Context, sc Scope, run string) (WorkflowRun, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[sc.Tenant+"/"+run]
+	if r == nil {
+		return WorkflowRun{}, fmt.Errorf("no run %s", run)
+	}
+	return *r, nil
+}
+
+func (m *memWorkflows) SignalWorkflow(_ context.Context, sc Scope, run, event string, data json.RawMessage) (WorkflowRun, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[sc.Tenant+"/"+run]
+	if r == nil || event != "approval" {
+		return WorkflowRun{}, fmt.Errorf("run %s does not wait for %s", run, event)
+	}
+	r.State, r.Waiting, r.Output, r.TasksDone = "completed", nil, data, 2
+	return *r, nil
+}
+
+func TestWorkflowTool(t *testing.T) {
+	w := newWorld(t)
+	c := connect(t, w.url+"/mcp")
+	if text, _ := call(t, c, ToolWorkflow, map[string]any{"action": "list"}); text != "approve: Ask, then act. (input: to)\n" {
+		t.Errorf("list: %q", text)
+	}
+	text, res := call(t, c, ToolWorkflow, map[string]any{"action": "start", "name": "approve", "input": map[string]any{"to": "ada@example.com"}})
+	if res.IsError || !strings.Contains(text, "run r1 (approve): waiting") || !strings.Contains(text, "for event approval") {
+		t.Fatalf("start: %s", text)
+	}
+	if strings.Contains(text, "ada@example.com") {
+		t.Errorf("start reply shows raw PII: %s", text)
+	}
+	text, res = call(t, c, ToolWorkflow, map[string]any{"action": "signal", "run": "r1", "event": "approval", "data": map[string]any{"ok": true}})
+	if res.IsError || !strings.Contains(text, "completed, 2 tasks done") || !strings.Contains(text, `output: {"ok":true}`) {
+		t.Fatalf("signal: %s", text)
+	}
+	for _, bad := range []map[string]any{{"action": "start"}, {"action": "status"}, {"action": "signal", "run": "r1"}, {"action": "stop"}} {
+		text, res := call(t, c, ToolWorkflow, bad)
+		if !res.IsError {
+			t.Errorf("%v: want an error, got %s", bad, text)
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ClaimSession records that this replica serves an MCP session of tenant
+// (a new session, or one a failed-over client re-initialized).
+func (p *Postgres) ClaimSession(ctx context.Context, tenant, session string) error {
+	_, err := p.pool.Exec(ctx, `INSERT INTO cexec_leases (session, tenant, replica, updated) VALUES ($1, $2, $3, now())
+		ON CONFLICT (session) DO UPDATE SET tenant = $2, replica = $3, updated = now()`, session, tenant, p.replica)
+	if err != nil {
+		return fmt.Errorf("store: claim session: %w", err)
+	}
+	return nil
+}
+
+// ReleaseSession drops this replica's lease of session (the session ended).
+func (p *Postgres) ReleaseSession(ctx context.Context, session string) error {
+	_, err := p.pool.Exec(ctx, `DELETE FROM cexec_leases WHERE session = $1 AND replica = $2`, session, p.replica)
+	if err != nil {
+		return fmt.Errorf("store: release session: %w", err)
+	}
+	return nil
+}
+
+// SessionOwner returns the replica that holds session's lease and whether
+// that replica is alive (connected, and heard from within three
+// heartbeats). found is
+// false when no replica holds it.
+func (p *Postgres) SessionOwner(ctx context.Context, session string) (replica string, live, found bool, err error) {
+	err = p.pool.QueryRow(ctx, `SELECT l.replica, coalesce(`+liveSQL("$2")+`, false)
+		FROM cexec_leases l LEFT JOIN cexec_replicas r ON r.id = l.replica WHERE l.session = $1`,
+		session, p.liveWindow().Seconds()).Scan(&replica, &live)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, false, nil
+	}
+	if err != nil {
+		return "", false, false, fmt.Errorf("store: session owner: %w", err)
+	}
+	return replica, live, true, nil
+}
+
+// AdoptSession moves a session's lease of tenant to this replica when the
+// replica that held it is dead, and reports whether it did: a client whose
+// replica died continues that session here (its PII vault). Two survivors
+// cannot both adopt one session: the update is one statement.
+func (p *Postgres) AdoptSession(ctx context.Context, tenant, session string) (bool, error) {
+	tag, err := p.pool.Exec(ctx, `UPDATE cexec_leases l SET replica = $3, updated = now()
+		WHERE l.session = $1 AND l.tenant = $4 AND l.replica <> $3
+		AND NOT EXISTS (SELECT 1 FROM cexec_replicas r WHERE r.id = l.replica AND `+liveSQL("$2")+`)`,
+		session, p.liveWindow().Seconds(), p.replica, tenant)
+	if err != nil {
+		return false, fmt.Errorf("store: adopt session: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// TenantSessions counts tenant's sessions whose replica is alive.
+func (p *Postgres) TenantSessions(ctx context.Context, tenant string) (int, error) {
+	var n int
+	err := p.pool.QueryRow(ctx, `SELECT count(*) FROM cexec_leases l JOIN cexec_replicas r ON r.id = l.replica
+		WHERE l.tenant = $1 AND `+liveSQL("$2"), tenant, p.liveWindow().Seconds()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store: count sessions of %s: %w", tenant, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// channel is the one LISTEN/NOTIFY channel; messages carry their topic.
+const channel = "cexec_changes"
+
+type message struct {
+	Topic   string `json:"t"`
+	Payload string `json:"p"`
+	Replica string `json:"r"`
+}
+
+// Subscribe calls fn with the payload of every notification of topic that
+// another replica sends (a replica's own changes are already applied).
+// fn runs on the listener goroutine and must not block.
+func (p *Postgres) Subscribe(topic string, fn func(payload string)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.subs[topic] = append(p.subs[topic], fn)
+}
+
+// Notify tells the other replicas about a change of topic.
+func (p *Postgres) Notify(ctx context.Context, topic, payload string) error {
+	b, _ := json.Marshal(message{Topic: topic, Payload: payload, Replica: p.replica})
+	if _, err := p.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, string(b)); err != nil {
+		return fmt.Errorf("store: notify %s: %w", topic, err)
+	}
+	return nil
+}
+
+// notifyQuiet is Notify for a change already stored: a lost notification
+// leaves another replica's cache stale until it reloads, which is logged,
+// not failed.
+func (p *Postgres) notifyQuiet(ctx context.Context, topic, payload string) {
+	if err := p.Notify(ctx, topic, payload); err != nil {
+		p.log.Warn("change notification not sent", "topic", topic, "error", err)
+	}
+}
+
+// listen holds one connection in LISTEN and dispatches notifications,
+// reconnecting after errors until Close.
+func (p *Postgres) listen() {
+	defer p.done.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-p.stop
+		cancel()
+	}()
+	for ctx.Err() == nil {
+		err := p.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		p.log.Warn("change notifications interrupted; reconnecting", "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(p.beat):
+		}
+	}
+}
+
+func (p *Postgres) listenOnce(ctx context.Context) error {
+	pc, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection will be in LISTEN: it must not go back to the pool.
+	conn := pc.Hijack()
+	defer conn.Close(context.Background()) //nolint:errcheck // closing a connection we drop
+	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
+		return err
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		var m message
+		if json.Unmarshal([]byte(n.Payload), &m) != nil || m.Replica == p.replica {
+			continue
+		}
+		p.mu.Lock()
+		subs := p.subs[m.Topic]
+		p.mu.Unlock()
+		for _, fn := range subs {
+			fn(m.Payload)
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package store
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultHeartbeat is how often a replica says it is alive. A replica not
+// heard from for three heartbeats counts as dead: its leases and slots
+// stop counting.
+const DefaultHeartbeat = 2 * time.Second
+
+// Options configure Open.
+type Options struct {
+	// DSN is the PostgreSQL connection string (a secret: never logged).
+	DSN string
+	// Replica is this cexecd's replica id, unique among the replicas.
+	Replica string
+	// VaultKey encrypts PII vaults at rest; any length, hashed to an
+	// AES-256 key. Required.
+	VaultKey []byte
+	// Heartbeat is DefaultHeartbeat when zero.
+	Heartbeat time.Duration
+	Logger    hclog.Logger
+}
+
+// Postgres is the PostgreSQL store. It is safe for concurrent use.
+type Postgres struct {
+	pool    *pgxpool.Pool
+	replica string
+	aead    cipher.AEAD
+	beat    time.Duration
+	log     hclog.Logger
+
+	stop chan struct{}
+	done sync.WaitGroup
+
+	mu   sync.Mutex
+	subs map[string][]func(payload string)
+}
+
+// Open connects, creates the schema and starts the heartbeat and the
+// notification listener. Close stops them.
+func Open(ctx context.Context, o Options) (*Postgres, error) {
+	if o.Replica == "" {
+		return nil, errors.New("store: replica id is empty")
+	}
+	if len(o.VaultKey) == 0 {
+		return nil, errors.New("store: vault key is empty")
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	key := sha256.Sum256(o.VaultKey)
+	block, err := aes.NewCipher(key[:])
+	if err != nil {
+		return nil, fmt.Errorf("store: vault key: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("store: vault key: %w", err)
+	}
+	cfg, err := pgxpool.ParseConfig(o.DSN)
+	if err != nil {
+		// pgx's parse errors can quote the DSN, password included.
+		return nil, errors.New("store: the PostgreSQL DSN does not parse (it is not shown: it may hold a password)")
+	}
+	// Other replicas see this one alive while it holds a connection (see
+	// liveSQL): a killed process's connections close at once.
+	cfg.ConnConfig.RuntimeParams["application_name"] = appPrefix + o.Replica
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: connect to PostgreSQL: %w", err)
+	}
+	p := &Postgres{pool: pool, replica: o.Replica, aead: aead, beat: o.Heartbeat, log: o.Logger,
+		stop: make(chan struct{}), subs: map[string][]func(string){}}
+	if err := p.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := p.register(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	p.done.Add(2)
+	go p.heartbeat()
+	go p.listen()
+	return p, nil
+}
+
+// Close stops the heartbeat and the listener, drops this replica's slots
+// and its liveness (it serves nothing any more) and closes the connections.
+// Its leases stay, dead, for survivors to adopt (AdoptSession).
+func (p *Postgres) Close() error {
+	close(p.stop)
+	p.done.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := p.pool.Exec(ctx, `DELETE FROM cexec_slots WHERE replica = $1;`, p.replica)
+	if err == nil {
+		_, err = p.pool.Exec(ctx, `DELETE FROM cexec_replicas WHERE id = $1;`, p.replica)
+	}
+	p.pool.Close()
+	if err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}
+
+// appPrefix + the replica id is the application_name of its connections.
+const appPrefix = "cexec/"
+
+// liveSQL is true for the replica row r when that replica is alive: it beat
+// within the window (the parameter secs, in seconds) and holds a
+// connection now. The second half notices a killed replica at once; the
+// first a hung or partitioned one within three heartbeats.
+func liveSQL(secs string) string {
+	return `(r.seen > now() - make_interval(secs => ` + secs + `) AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = '` + appPrefix + `' || r.id))`
+}
+
+// liveWindow is how long a replica counts as alive after its last beat.
+func (p *Postgres) liveWindow() time.Duration { return 3 * p.beat }
+
+// register records the replica as alive and drops slots a previous run of
+// it left (it runs nothing yet).
+func (p *Postgres) register(ctx context.Context) error {
+	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_slots WHERE replica = $1`, p.replica); err != nil {
+		return fmt.Errorf("store: register replica: %w", err)
+	}
+	return p.beatOnce(ctx)
+}
+
+func (p *Postgres) beatOnce(ctx context.Context) error {
+	_, err := p.pool.Exec(ctx, `INSERT INTO cexec_replicas (id, seen) VALUES ($1, now())
+		ON CONFLICT (id) DO UPDATE SET seen = now()`, p.replica)
+	if err != nil {
+		return fmt.Errorf("store: heartbeat: %w", err)
+	}
+	return nil
+}
+
+func (p *Postgres) heartbeat() {
+	defer p.done.Done()
+	t := time.NewTicker(p.beat)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), p.beat)
+		if err := p.beatOnce(ctx); err != nil {
+			p.log.Warn("store heartbeat failed", "error", err)
+		}
+		cancel()
+	}
+}

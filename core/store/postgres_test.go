@@ -1,0 +1,228 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cexec/cexec/core/store"
+	"github.com/cexec/cexec/internal/testutil/pgtest"
+)
+
+func open(t *testing.T, dsn, replica string, beat time.Duration) *store.Postgres {
+	t.Helper()
+	p, err := store.Open(context.Background(), store.Options{DSN: dsn, Replica: replica, VaultKey: []byte("test key"), Heartbeat: beat})
+	if err != nil {
+		t.Fatalf("open store %s: %v", replica, err)
+	}
+	return p
+}
+
+// TestPostgres runs every part of the store against a real PostgreSQL,
+// with two replicas on it.
+func TestPostgres(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	a := open(t, pg.DSN, "a", time.Second)
+	defer a.Close()
+	b := open(t, pg.DSN, "b", time.Second)
+	bClosed := false
+	defer func() {
+		if !bClosed {
+			b.Close()
+		}
+	}()
+
+	t.Run("leases", func(t *testing.T) {
+		if err := a.ClaimSession(ctx, "acme", "a.s1"); err != nil {
+			t.Fatal(err)
+		}
+		owner, live, found, err := b.SessionOwner(ctx, "a.s1")
+		if err != nil || !found || owner != "a" || !live {
+			t.Fatalf("owner = %q live %v found %v %v, want a, live", owner, live, found, err)
+		}
+		if _, _, found, _ := b.SessionOwner(ctx, "nope"); found {
+			t.Fatal("an unknown session has an owner")
+		}
+		if n, err := b.TenantSessions(ctx, "acme"); err != nil || n != 1 {
+			t.Fatalf("acme's sessions = %d %v, want 1", n, err)
+		}
+		if err := b.ClaimSession(ctx, "acme", "a.s1"); err != nil { // failover
+			t.Fatal(err)
+		}
+		if owner, _, _, _ := a.SessionOwner(ctx, "a.s1"); owner != "b" {
+			t.Fatalf("after b claimed it the owner is %q", owner)
+		}
+		if err := a.ReleaseSession(ctx, "a.s1"); err != nil { // not a's any more: a no-op
+			t.Fatal(err)
+		}
+		if _, _, found, _ := a.SessionOwner(ctx, "a.s1"); !found {
+			t.Fatal("a released b's lease")
+		}
+	})
+
+	t.Run("slots across replicas", func(t *testing.T) {
+		relA, full, err := a.AcquireSlot(ctx, "acme", 2)
+		if err != nil || full {
+			t.Fatal(full, err)
+		}
+		relB, full, err := b.AcquireSlot(ctx, "acme", 2)
+		if err != nil || full {
+			t.Fatal(full, err)
+		}
+		if _, full, err := a.AcquireSlot(ctx, "acme", 2); !full || err != nil {
+			t.Fatalf("third slot of 2: full %v %v, want full", full, err)
+		}
+		if rel, full, err := a.AcquireSlot(ctx, "other", 1); err != nil || full {
+			t.Fatalf("another tenant's slot: %v %v", full, err)
+		} else {
+			rel()
+		}
+		relB()
+		rel, full, err := a.AcquireSlot(ctx, "acme", 2)
+		if err != nil || full {
+			t.Fatalf("slot after a release: %v %v", full, err)
+		}
+		rel()
+		relA()
+	})
+
+	t.Run("concurrent slots never exceed max", func(t *testing.T) {
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			granted []func()
+		)
+		for i := range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := a
+				if i%2 == 1 {
+					p = b
+				}
+				rel, full, err := p.AcquireSlot(ctx, "burst", 5)
+				if err != nil {
+					t.Error(err)
+				}
+				if full || err != nil {
+					return
+				}
+				mu.Lock()
+				granted = append(granted, rel)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if len(granted) != 5 {
+			t.Fatalf("%d slots granted of max 5", len(granted))
+		}
+		for _, rel := range granted {
+			rel()
+		}
+	})
+
+	t.Run("vaults encrypted and invalidated", func(t *testing.T) {
+		got := make(chan string, 4)
+		b.Subscribe(store.TopicVault, func(p string) { got <- p })
+		secret := []byte(`{"entries":[{"value":"alice@example.com"}]}`)
+		if err := a.SaveVault(ctx, "acme", "s1", secret); err != nil {
+			t.Fatal(err)
+		}
+		if p := <-got; p != "acme/s1" {
+			t.Fatalf("notification %q, want acme/s1", p)
+		}
+		data, err := b.LoadVault(ctx, "acme", "s1")
+		if err != nil || !bytes.Equal(data, secret) {
+			t.Fatalf("b loads %q %v", data, err)
+		}
+		if data, err := b.LoadVault(ctx, "acme", "s2"); err != nil || data != nil {
+			t.Fatalf("a missing vault: %q %v", data, err)
+		}
+		// At rest: no plaintext in the row.
+		conn, err := pgx.Connect(ctx, pg.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var sealed []byte
+		if err := conn.QueryRow(ctx, `SELECT sealed FROM cexec_vaults WHERE tenant = 'acme' AND session = 's1'`).Scan(&sealed); err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(sealed, []byte("alice")) {
+			t.Fatal("the vault is stored in the clear")
+		}
+		// A row moved to another session does not open there.
+		if _, err := conn.Exec(ctx, `INSERT INTO cexec_vaults SELECT tenant, 's3', sealed, updated FROM cexec_vaults WHERE session = 's1'`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.LoadVault(ctx, "acme", "s3"); err == nil {
+			t.Fatal("a vault copied to another session opened")
+		}
+		other := open(t, pg.DSN, "c", time.Second)
+		defer other.Close()
+		if err := a.DeleteVault(ctx, "acme", "s1"); err != nil {
+			t.Fatal(err)
+		}
+		if data, _ := b.LoadVault(ctx, "acme", "s1"); data != nil {
+			t.Fatal("deleted vault still loads")
+		}
+	})
+
+	t.Run("skills registry notifies", func(t *testing.T) {
+		got := make(chan string, 1)
+		a.Subscribe(store.TopicSkills, func(p string) { got <- p })
+		if err := b.RegisterSkill(ctx, "acme", "shout", "Upper-case text"); err != nil {
+			t.Fatal(err)
+		}
+		if p := <-got; p != "acme" {
+			t.Fatalf("notification %q, want acme", p)
+		}
+		conn, err := pgx.Connect(ctx, pg.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var desc, replica string
+		if err := conn.QueryRow(ctx, `SELECT description, replica FROM cexec_skills WHERE tenant = 'acme' AND name = 'shout'`).Scan(&desc, &replica); err != nil || desc != "Upper-case text" || replica != "b" {
+			t.Fatalf("registry row = %q %q %v", desc, replica, err)
+		}
+	})
+
+	t.Run("a closed replica's lease is dead and adoptable", func(t *testing.T) {
+		if err := b.ClaimSession(ctx, "acme", "b.s9"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := a.AdoptSession(ctx, "acme", "b.s9"); ok || err != nil {
+			t.Fatalf("adopted a live replica's session: %v %v", ok, err)
+		}
+		if _, full, err := b.AcquireSlot(ctx, "dead", 1); err != nil || full {
+			t.Fatal(full, err)
+		}
+		bClosed = true
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if owner, live, found, _ := a.SessionOwner(ctx, "b.s9"); !found || live || owner != "b" {
+			t.Fatalf("closed replica's lease: owner %q live %v found %v, want b, dead", owner, live, found)
+		}
+		if ok, err := a.AdoptSession(ctx, "other", "b.s9"); ok || err != nil {
+			t.Fatalf("another tenant adopted the session: %v %v", ok, err)
+		}
+		if ok, err := a.AdoptSession(ctx, "acme", "b.s9"); !ok || err != nil {
+			t.Fatalf("adopt a dead replica's session: %v %v", ok, err)
+		}
+		if owner, live, _, _ := a.SessionOwner(ctx, "b.s9"); owner != "a" || !live {
+			t.Fatalf("after adoption the owner is %q (live %v)", owner, live)
+		}
+		rel, full, err := a.AcquireSlot(ctx, "dead", 1)
+		if err != nil || full {
+			t.Fatalf("a closed replica's slot still counts: %v %v", full, err)
+		}
+		rel()
+	})
+}

@@ -1,0 +1,63 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// schemaLock is the advisory lock key replicas take to create the schema.
+const schemaLock = 0x63657865 // "cexe"
+
+const schema = `
+CREATE TABLE IF NOT EXISTS cexec_replicas (
+	id   text PRIMARY KEY,
+	seen timestamptz NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cexec_leases (
+	session text PRIMARY KEY,
+	tenant  text NOT NULL,
+	replica text NOT NULL,
+	updated timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cexec_leases_tenant ON cexec_leases (tenant);
+CREATE TABLE IF NOT EXISTS cexec_slots (
+	id      bigserial PRIMARY KEY,
+	tenant  text NOT NULL,
+	replica text NOT NULL,
+	started timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cexec_slots_tenant ON cexec_slots (tenant);
+CREATE TABLE IF NOT EXISTS cexec_vaults (
+	tenant  text NOT NULL,
+	session text NOT NULL,
+	sealed  bytea NOT NULL,
+	updated timestamptz NOT NULL,
+	PRIMARY KEY (tenant, session)
+);
+CREATE TABLE IF NOT EXISTS cexec_skills (
+	tenant      text NOT NULL,
+	name        text NOT NULL,
+	description text NOT NULL,
+	replica     text NOT NULL,
+	updated     timestamptz NOT NULL,
+	PRIMARY KEY (tenant, name)
+);
+`
+
+func (p *Postgres) migrate(ctx context.Context) error {
+	tx, err := p.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("store: create schema: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLock)); err != nil {
+		return fmt.Errorf("store: create schema: %w", err)
+	}
+	if _, err := tx.Exec(ctx, schema); err != nil {
+		return fmt.Errorf("store: create schema: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("store: create schema: %w", err)
+	}
+	return nil
+}

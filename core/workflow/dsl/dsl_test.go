@@ -1,0 +1,89 @@
+package dsl
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestLoadGood(t *testing.T) {
+	src, err := os.ReadFile("testdata/good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Load("good.yaml", src)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	if got := d.Name(); got != "examples/notes:0.1.0" {
+		t.Errorf("name %q", got)
+	}
+	if n := len(*d.Workflow.Do); n != 4 {
+		t.Errorf("%d tasks, want 4", n)
+	}
+}
+
+// TestLoadBroken checks that each problem of a broken document is named
+// at its line.
+func TestLoadBroken(t *testing.T) {
+	src, err := os.ReadFile("testdata/broken.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load("broken.yaml", src)
+	var ds Diagnostics
+	if !errors.As(err, &ds) {
+		t.Fatalf("want Diagnostics, got %v", err)
+	}
+	want := []string{
+		"broken.yaml:8:13: task fetch: call: http is not supported",
+		"broken.yaml:16:9: task remember: with.transport: inline MCP transports are not allowed",
+		"broken.yaml:15:9: task remember: with needs tool",
+		"broken.yaml:22:21: task compute: run.script.language must be python",
+		"broken.yaml:26:12: expression \"${ .a | }\"",
+		"broken.yaml:30:13: then: \"nowhere\" is neither",
+		"broken.yaml:32:7: task notify: emit is not a task cexec runs",
+	}
+	got := err.Error()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in\n%s", w, got)
+		}
+	}
+	if len(ds) != len(want) {
+		t.Errorf("%d diagnostics, want %d:\n%s", len(ds), len(want), got)
+	}
+}
+
+// TestPlainValues checks that words in values a task passes on are not
+// taken for expressions: only ${ } is one there.
+func TestPlainValues(t *testing.T) {
+	src := "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      call: mcp\n      with:\n        server: m\n        tool: t\n        arguments:\n          when: tomorrow at five\n          in: the morning\n  - b:\n      set:\n        if: maybe so\n"
+	if _, err := Load("x.yaml", []byte(src)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"syntax", "document:\n  dsl: 1.0.0\n do: [", "x.yaml:2:1: syntax: did not find expected key"},
+		{"dsl version", "document:\n  dsl: 0.8\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      set: {x: 1}\n", "x.yaml:2:3: document.dsl: \"0.8\" is not supported"},
+		{"sdk field rule", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: B_C\n  version: 1.0.0\ndo:\n  - a:\n      set: {x: 1}\n", "x.yaml:4:9: document.name: fails the \"hostname_rfc1123\" rule"},
+		{"no do", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\n", "x.yaml:1:1: do: missing"},
+		{"json", "{\"document\": {\"dsl\": \"1.0.0\", \"namespace\": \"a\", \"name\": \"b\", \"version\": \"1.0.0\"},\n \"do\": [{\"a\": {\"wait\": \"PT1S\", \"call\": \"grpc\"}}]}", "x.yaml:2:40: task a: call: grpc is not supported"},
+		{"unknown server", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      call: mcp\n      with:\n        server: n\n        tool: t\n", "x.yaml:10:17: task a: with.server: \"n\" is not an mcp_server of cexec.hcl"},
+		{"bare when", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      switch:\n        - x:\n            when: .a b\n            then: end\n", "x.yaml:10:19: expression \".a b\""},
+		{"unknown server method", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      call: mcp\n      with:\n        server: m\n        method: sampling/createMessage\n", "x.yaml:11:17: task a: with.method \"sampling/createMessage\" is not supported"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadWith("x.yaml", []byte(tt.src), Options{Server: func(s string) bool { return s == "m" }})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

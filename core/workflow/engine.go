@@ -1,0 +1,458 @@
+package workflow
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cexec/cexec/core/workflow/dsl"
+	"github.com/cexec/cexec/pluginapi"
+)
+
+// Engine runs workflow documents. The embedded engine (Embedded) runs them
+// inside cexecd with a journal in each tenant's data; a distributed engine
+// (Temporal) can implement the same interface for the same documents.
+type Engine interface {
+	Start(ctx context.Context, req StartRequest) (Status, error)
+	Status(ctx context.Context, tenant, run string) (Status, error)
+	List(ctx context.Context, tenant string) ([]Status, error)
+	Logs(ctx context.Context, tenant, run string) ([]Record, error)
+	// Wait returns when the run ended, or ctx did.
+	Wait(ctx context.Context, tenant, run string) (Status, error)
+	Signal(ctx context.Context, tenant, run, event string, data json.RawMessage) error
+	Cancel(ctx context.Context, tenant, run string) error
+	// Resume continues a run that stopped (interrupted, or failed): its
+	// finished tasks are not run again.
+	Resume(ctx context.Context, tenant, run string) (Status, error)
+}
+
+// StartRequest starts a run of a loaded document.
+type StartRequest struct {
+	Tenant   string
+	Document *dsl.Document
+	Input    json.RawMessage
+}
+
+// Run states.
+const (
+	StateQueued      = "queued"
+	StateRunning     = "running"
+	StateWaiting     = "waiting" // a listen waits for a signal
+	StateCompleted   = "completed"
+	StateFailed      = "failed"
+	StateCancelled   = "cancelled"
+	StateInterrupted = "interrupted" // stopped with cexecd; resumes at its next start
+)
+
+// Status is a run as its journal and the engine know it.
+type Status struct {
+	Run      string     `json:"run"`
+	Tenant   string     `json:"tenant"`
+	Workflow string     `json:"workflow"`
+	State    string     `json:"state"`
+	Started  time.Time  `json:"started"`
+	Ended    *time.Time `json:"ended,omitempty"`
+	// Task is the task running now, or the last one that ran.
+	Task      string          `json:"task,omitempty"`
+	TasksDone int             `json:"tasks_done"`
+	Waiting   []Pending       `json:"waiting,omitempty"`
+	Output    json.RawMessage `json:"output,omitempty"`
+	Error     *Error          `json:"error,omitempty"`
+}
+
+// Pending is a listen waiting for one of its events.
+type Pending struct {
+	Path   string    `json:"path"`
+	Task   string    `json:"task"`
+	Events []string  `json:"events"`
+	Since  time.Time `json:"since"`
+}
+
+// Options configure the embedded engine.
+type Options struct {
+	Journals Journals
+	Effects  Effects
+	// MaxConcurrent bounds the runs of one tenant that execute at once;
+	// more wait, queued. Default 4.
+	MaxConcurrent int
+	// Limit, when set, is a tenant's own bound instead of MaxConcurrent.
+	Limit func(tenant string) int
+	// OnWaiting, when set, hears of each listen that starts waiting, so
+	// that something (MCP elicitation) can ask for the answer and Signal
+	// it. It must not block.
+	OnWaiting func(tenant, run string, p Pending)
+	Log       hclog.Logger
+}
+
+// Embedded is the engine inside cexecd. It is safe for concurrent use.
+type Embedded struct {
+	opts  Options
+	ctx   context.Context
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	runs  map[string]*run // tenant/run → the runs in this process
+	slots map[string]chan struct{}
+}
+
+var _ Engine = (*Embedded)(nil)
+
+// NewEmbedded returns an engine; Close stops its runs (they resume at the
+// next start, from their journals).
+func NewEmbedded(opts Options) *Embedded {
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 4
+	}
+	if opts.Log == nil {
+		opts.Log = hclog.NewNullLogger()
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &Embedded{opts: opts, ctx: ctx, stop: stop, runs: map[string]*run{}, slots: map[string]chan struct{}{}}
+}
+
+// Close stops every run where it is and waits for them; their journals
+// keep what finished.
+func (e *Embedded) Close() {
+	e.stop()
+	e.wg.Wait()
+}
+
+// NewRunID returns a new run id: sortable by time, unique.
+func NewRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+func key(tenant, run string) string { return tenant + "/" + run }
+
+// Start journals a new run and starts it; the workflow's input is checked
+// against its input schema first.
+func (e *Embedded) Start(ctx context.Context, req StartRequest) (Status, error) {
+	input, err := decodeInput(req.Input)
+	if err != nil {
+		return Status{}, err
+	}
+	wf := req.Document.Workflow
+	var sch schemas
+	if wf.Input != nil {
+		if err := sch.check(wf.Input.Schema, input, "the workflow's input"); err != nil {
+			return Status{}, fmt.Errorf("%w: %w", err, pluginapi.ErrInvalidArgument)
+		}
+	}
+	id := NewRunID()
+	r := e.newRun(req.Tenant, id, req.Document, input)
+	raw, _ := json.Marshal(input)
+	if _, err := r.j.append(Record{Kind: KindRun, Name: req.Document.Name(), File: req.Document.File,
+		Document: string(req.Document.Source), Input: raw}); err != nil {
+		return Status{}, err
+	}
+	e.launch(r)
+	return r.status(), nil
+}
+
+func decodeInput(raw json.RawMessage) (any, error) {
+	if len(raw) == 0 {
+		return map[string]any{}, nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("workflow input is not JSON: %v: %w", err, pluginapi.ErrInvalidArgument)
+	}
+	return v, nil
+}
+
+func (e *Embedded) newRun(tenant, id string, doc *dsl.Document, input any) *run {
+	r := &run{e: e, tenant: tenant, id: id, doc: doc, input: input, j: newJournal(e.opts.Journals, tenant, id),
+		state: StateQueued, done: make(chan struct{}), wake: make(chan struct{}), started: time.Now().UTC()}
+	r.ctxVal = map[string]any{}
+	return r
+}
+
+// launch runs r in the background, in one of its tenant's slots. A run
+// gives its slot back while all its branches wait (listen, wait), so runs
+// waiting for people do not hold up the tenant's others.
+func (e *Embedded) launch(r *run) {
+	ctx, cancel := context.WithCancel(e.ctx)
+	r.cancel = cancel
+	e.mu.Lock()
+	e.runs[key(r.tenant, r.id)] = r
+	slot := e.slots[r.tenant]
+	if slot == nil {
+		n := e.opts.MaxConcurrent
+		if e.opts.Limit != nil {
+			n = max(1, e.opts.Limit(r.tenant))
+		}
+		slot = make(chan struct{}, n)
+		e.slots[r.tenant] = slot
+	}
+	e.mu.Unlock()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		// An ended run is read from its journal from now on.
+		defer e.forget(r)
+		defer cancel()
+		defer close(r.done)
+		r.slot = slot
+		if err := r.busy(ctx, 1); err != nil {
+			r.finish(ctx, nil, err)
+			return
+		}
+		defer r.releaseSlot()
+		r.setState(StateRunning)
+		out, err := r.execute(ctx)
+		r.finish(ctx, out, err)
+	}()
+}
+
+func (e *Embedded) forget(r *run) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.runs[key(r.tenant, r.id)] == r {
+		delete(e.runs, key(r.tenant, r.id))
+	}
+}
+
+func (e *Embedded) live(tenant, run string) *run {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.runs[key(tenant, run)]
+}
+
+// load reads a run's journal.
+func (e *Embedded) load(tenant, id string) (*journal, error) {
+	lines, err := e.opts.Journals.ReadRun(tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	j := newJournal(e.opts.Journals, tenant, id)
+	if err := j.load(lines); err != nil {
+		return nil, err
+	}
+	if len(j.records) == 0 || j.records[0].Kind != KindRun {
+		return nil, fmt.Errorf("run %s: the journal does not start with the run: %w", id, pluginapi.ErrNotFound)
+	}
+	return j, nil
+}
+
+func (e *Embedded) Status(ctx context.Context, tenant, id string) (Status, error) {
+	if r := e.live(tenant, id); r != nil {
+		return r.status(), nil
+	}
+	j, err := e.load(tenant, id)
+	if err != nil {
+		return Status{}, err
+	}
+	return statusOf(tenant, id, j.snapshot(), ""), nil
+}
+
+func (e *Embedded) List(ctx context.Context, tenant string) ([]Status, error) {
+	ids, err := e.opts.Journals.ListRuns(tenant)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Status, 0, len(ids))
+	for _, id := range ids {
+		st, err := e.Status(ctx, tenant, id)
+		if err != nil {
+			e.opts.Log.Warn("read workflow run", "tenant", tenant, "run", id, "error", err)
+			continue
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func (e *Embedded) Logs(ctx context.Context, tenant, id string) ([]Record, error) {
+	if r := e.live(tenant, id); r != nil {
+		return r.j.snapshot(), nil
+	}
+	j, err := e.load(tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	return j.snapshot(), nil
+}
+
+func (e *Embedded) Wait(ctx context.Context, tenant, id string) (Status, error) {
+	if r := e.live(tenant, id); r != nil {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return r.status(), ctx.Err()
+		}
+	}
+	return e.Status(ctx, tenant, id)
+}
+
+// Signal hands an event to a run's waiting listen; it is journaled before
+// Signal returns. A run that waits for no such event is an error naming
+// what it waits for.
+func (e *Embedded) Signal(ctx context.Context, tenant, id, event string, data json.RawMessage) error {
+	r := e.live(tenant, id)
+	if r == nil {
+		if _, err := e.load(tenant, id); err != nil {
+			return err
+		}
+		return fmt.Errorf("run %s is not running; resume it first: %w", id, ErrState)
+	}
+	var payload any
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &payload); err != nil {
+			return fmt.Errorf("signal data is not JSON: %v: %w", err, pluginapi.ErrInvalidArgument)
+		}
+	}
+	return r.signal(event, payload)
+}
+
+func (e *Embedded) Cancel(ctx context.Context, tenant, id string) error {
+	if r := e.live(tenant, id); r != nil {
+		if _, err := r.j.append(Record{Kind: KindCancel}); err != nil {
+			return err
+		}
+		r.cancel()
+		<-r.done
+		return nil
+	}
+	j, err := e.load(tenant, id)
+	if err != nil {
+		return err
+	}
+	st := statusOf(tenant, id, j.snapshot(), "")
+	if st.Ended != nil {
+		return fmt.Errorf("run %s already ended (%s): %w", id, st.State, ErrState)
+	}
+	_, err = j.append(Record{Kind: KindEnd, Status: StateCancelled})
+	return err
+}
+
+func (e *Embedded) Resume(ctx context.Context, tenant, id string) (Status, error) {
+	if r := e.live(tenant, id); r != nil {
+		select {
+		case <-r.done:
+		default:
+			return Status{}, fmt.Errorf("run %s is %s, not stopped: %w", id, r.status().State, ErrState)
+		}
+	}
+	j, err := e.load(tenant, id)
+	if err != nil {
+		return Status{}, err
+	}
+	st := statusOf(tenant, id, j.snapshot(), "")
+	if st.State == StateCompleted || st.State == StateCancelled {
+		return Status{}, fmt.Errorf("run %s %s; only an interrupted or failed run resumes: %w", id, st.State, ErrState)
+	}
+	first := j.records[0]
+	doc, err := dsl.Load(first.File, []byte(first.Document))
+	if err != nil {
+		return Status{}, fmt.Errorf("run %s: its document no longer loads: %w", id, err)
+	}
+	input, err := decodeInput(first.Input)
+	if err != nil {
+		return Status{}, err
+	}
+	r := e.newRun(tenant, id, doc, input)
+	r.j = j
+	r.started = first.Time
+	if _, err := j.append(Record{Kind: KindResume}); err != nil {
+		return Status{}, err
+	}
+	e.launch(r)
+	return r.status(), nil
+}
+
+// ResumeAll resumes every run that was interrupted (cexecd stopped or was
+// killed while it ran); it is called once at start.
+func (e *Embedded) ResumeAll(ctx context.Context) (int, error) {
+	tenants, err := e.opts.Journals.RunTenants()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, t := range tenants {
+		ids, err := e.opts.Journals.ListRuns(t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, id := range ids {
+			if e.live(t, id) != nil {
+				continue
+			}
+			j, err := e.load(t, id)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if st := statusOf(t, id, j.snapshot(), ""); st.State != StateInterrupted {
+				continue
+			}
+			if _, err := e.Resume(ctx, t, id); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			e.opts.Log.Info("resumed workflow run", "tenant", t, "run", id)
+			n++
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// statusOf derives a run's status from its journal; live is the state the
+// engine holds for a run in this process ("" for none).
+func statusOf(tenant, id string, recs []Record, live string) Status {
+	st := Status{Run: id, Tenant: tenant, State: live}
+	waiting := map[string]Pending{}
+	for _, r := range recs {
+		switch r.Kind {
+		case KindRun:
+			st.Workflow, st.Started = r.Name, r.Time
+		case KindDone:
+			st.TasksDone++
+			st.Task = r.Task
+		case KindStart:
+			st.Task = r.Task
+		case KindWaiting:
+			waiting[r.Path] = Pending{Path: r.Path, Task: r.Task, Events: r.Events, Since: r.Time}
+		case KindSignal:
+			delete(waiting, r.Path)
+		case KindResume:
+			st.Ended, st.Error, st.Output = nil, nil, nil
+			if live == "" {
+				st.State = ""
+			}
+		case KindEnd:
+			t := r.Time
+			st.Ended, st.State, st.Error, st.Output = &t, r.Status, r.Error, r.Output
+		}
+	}
+	if st.Ended == nil {
+		for _, p := range waiting {
+			st.Waiting = append(st.Waiting, p)
+		}
+		slices.SortFunc(st.Waiting, func(a, b Pending) int { return a.Since.Compare(b.Since) })
+		if st.State == "" {
+			st.State = StateInterrupted
+		}
+	} else {
+		st.State = recsEndState(st.State)
+	}
+	return st
+}
+
+func recsEndState(s string) string {
+	if s == "" {
+		return StateFailed
+	}
+	return s
+}

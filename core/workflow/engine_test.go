@@ -1,0 +1,432 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cexec/cexec/core/workflow/dsl"
+	"github.com/cexec/cexec/core/workspace"
+	"github.com/cexec/cexec/pluginapi"
+)
+
+// effects stands in for the daemon's pipeline in these tests (the e2e
+// tests run the real one): it records calls and fails where told.
+type effects struct {
+	mu    sync.Mutex
+	calls []string
+	// failFirst fails the first n calls of a tool.
+	failFirst map[string]int
+	// block, when set, is waited on by calls of tool "block".
+	block chan struct{}
+}
+
+func (f *effects) CallMCP(ctx context.Context, c MCPCall) (any, error) {
+	name, _ := c.Params["name"].(string)
+	f.mu.Lock()
+	f.calls = append(f.calls, c.Server+"/"+name)
+	n := f.failFirst[name]
+	if n > 0 {
+		f.failFirst[name] = n - 1
+	}
+	f.mu.Unlock()
+	if name == "block" && f.block != nil {
+		select {
+		case <-f.block:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if n > 0 {
+		return nil, &Error{Type: ErrCommunication, Status: 503, Title: "ToolError", Detail: "flaky"}
+	}
+	return map[string]any{"tool": name, "args": c.Params["arguments"]}, nil
+}
+
+func (f *effects) RunScript(ctx context.Context, s Script) (any, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, "script")
+	f.mu.Unlock()
+	var n float64
+	b, _ := json.Marshal(s.Arguments["n"])
+	if err := json.Unmarshal(b, &n); err != nil {
+		return nil, err
+	}
+	return map[string]any{"doubled": n * 2}, nil
+}
+
+func (f *effects) count(call string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
+func newStore(t testing.TB) *workspace.Manager {
+	m, err := workspace.New(workspace.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func load(t testing.TB, src string) *dsl.Document {
+	d, err := dsl.Load("test.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+const flow = `
+document: {dsl: 1.0.0, namespace: test, name: flow, version: 1.0.0}
+input:
+  schema:
+    document:
+      type: object
+      required: [names]
+do:
+  - each:
+      for: {each: name, in: .names}
+      do:
+        - remember:
+            call: mcp
+            with: {server: memory, tool: create, arguments: {name: "${ $name }"}}
+  - flaky:
+      try:
+        - fetch:
+            call: mcp
+            with: {server: fs, tool: read}
+      catch:
+        errors: {with: {status: 503}}
+        retry: {delay: {milliseconds: 1}, limit: {attempt: {count: 3}}}
+  - decide:
+      switch:
+        - big: {when: "${ $workflow.input.names | length > 1 }", then: compute}
+        - default: {then: end}
+  - compute:
+      set: {n: "${ $workflow.input.names | length }"}
+      export: {as: "${ {n: .n} }"}
+  - script:
+      run:
+        script:
+          language: python
+          code: 'result({"doubled": n * 2})'
+          arguments: {n: "${ $context.n }"}
+`
+
+func TestRunFlow(t *testing.T) {
+	fx := &effects{failFirst: map[string]int{"read": 2}}
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: fx})
+	defer e.Close()
+	ctx := context.Background()
+	st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, flow), Input: json.RawMessage(`{"names":["ada","bob"]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err = e.Wait(ctx, "acme", st.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != StateCompleted {
+		t.Fatalf("state %s, error %v", st.State, st.Error)
+	}
+	if string(st.Output) != `{"doubled":4}` {
+		t.Errorf("output %s", st.Output)
+	}
+	if n := fx.count("fs/read"); n != 3 {
+		t.Errorf("read called %d times, want 3 (two failures retried)", n)
+	}
+	if n := fx.count("memory/create"); n != 2 {
+		t.Errorf("create called %d times, want 2", n)
+	}
+	logs, _ := e.Logs(ctx, "acme", st.Run)
+	caught := 0
+	for _, r := range logs {
+		if r.Kind == KindCaught {
+			caught++
+		}
+	}
+	if caught != 2 {
+		t.Errorf("%d caught records, want 2", caught)
+	}
+}
+
+func TestStartChecksInput(t *testing.T) {
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: &effects{}})
+	defer e.Close()
+	_, err := e.Start(context.Background(), StartRequest{Tenant: "acme", Document: load(t, flow), Input: json.RawMessage(`{}`)})
+	if err == nil || !strings.Contains(err.Error(), "names") {
+		t.Fatalf("want an error naming the missing field, got %v", err)
+	}
+}
+
+func TestUncaughtFailure(t *testing.T) {
+	fx := &effects{failFirst: map[string]int{"read": 5}}
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: fx})
+	defer e.Close()
+	ctx := context.Background()
+	st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, flow), Input: json.RawMessage(`{"names":["a"]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ = e.Wait(ctx, "acme", st.Run)
+	if st.State != StateFailed || st.Error == nil || st.Error.Status != 503 {
+		t.Fatalf("state %s error %+v", st.State, st.Error)
+	}
+	// The read now works: resume retries only what failed.
+	fx.mu.Lock()
+	fx.failFirst["read"] = 0
+	fx.mu.Unlock()
+	if _, err := e.Resume(ctx, "acme", st.Run); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = e.Wait(ctx, "acme", st.Run)
+	if st.State != StateCompleted {
+		t.Fatalf("after resume: %s %v", st.State, st.Error)
+	}
+	if n := fx.count("memory/create"); n != 1 {
+		t.Errorf("create ran %d times; the finished task must not run again", n)
+	}
+}
+
+const listenDoc = `
+document: {dsl: 1.0.0, namespace: test, name: approve, version: 1.0.0}
+do:
+  - ask:
+      listen:
+        to:
+          one: {with: {type: approval}}
+  - check:
+      switch:
+        - yes: {when: .approved, then: act}
+        - default: {then: end}
+  - act:
+      call: mcp
+      with: {server: fs, tool: write}
+`
+
+func TestListenSignal(t *testing.T) {
+	fx := &effects{}
+	waiting := make(chan Pending, 1)
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: fx, OnWaiting: func(_, _ string, p Pending) { waiting <- p }})
+	defer e.Close()
+	ctx := context.Background()
+	st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, listenDoc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := <-waiting
+	if p.Task != "ask" || p.Events[0] != "approval" {
+		t.Fatalf("pending %+v", p)
+	}
+	if st, _ := e.Status(ctx, "acme", st.Run); st.State != StateWaiting || len(st.Waiting) != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	if _, err := e.Status(ctx, "other", st.Run); !errors.Is(err, pluginapi.ErrNotFound) {
+		t.Errorf("another tenant sees the run: %v", err)
+	}
+	if err := e.Signal(ctx, "other", st.Run, "approval", nil); !errors.Is(err, pluginapi.ErrNotFound) {
+		t.Errorf("another tenant signals the run: %v", err)
+	}
+	err = e.Signal(ctx, "acme", st.Run, "other", nil)
+	if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "approval") {
+		t.Fatalf("wrong event: %v", err)
+	}
+	if err := e.Signal(ctx, "acme", st.Run, "approval", json.RawMessage(`{"approved":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = e.Wait(ctx, "acme", st.Run)
+	if st.State != StateCompleted || fx.count("fs/write") != 1 {
+		t.Fatalf("state %s, writes %d", st.State, fx.count("fs/write"))
+	}
+}
+
+const blockDoc = `
+document: {dsl: 1.0.0, namespace: test, name: block, version: 1.0.0}
+do:
+  - first:
+      call: mcp
+      with: {server: s, tool: one}
+  - second:
+      call: mcp
+      with: {server: s, tool: block}
+  - third:
+      call: mcp
+      with: {server: s, tool: three}
+`
+
+// TestResumeAfterStop stops the engine while a task is in flight, as a
+// crash would, and resumes the run in a new engine over the same journal.
+func TestResumeAfterStop(t *testing.T) {
+	store := newStore(t)
+	fx := &effects{block: make(chan struct{})}
+	e := NewEmbedded(Options{Journals: store, Effects: fx})
+	ctx := context.Background()
+	st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fx.count("s/block") == 0 {
+		waitAMoment()
+	}
+	e.Close()
+	if st, _ := (NewEmbedded(Options{Journals: store})).Status(ctx, "acme", st.Run); st.State != StateInterrupted {
+		t.Fatalf("after stop: %s", st.State)
+	}
+	close(fx.block)
+	e2 := NewEmbedded(Options{Journals: store, Effects: fx})
+	defer e2.Close()
+	if n, err := e2.ResumeAll(ctx); n != 1 || err != nil {
+		t.Fatalf("resumed %d: %v", n, err)
+	}
+	st, _ = e2.Wait(ctx, "acme", st.Run)
+	if st.State != StateCompleted {
+		t.Fatalf("state %s %v", st.State, st.Error)
+	}
+	if fx.count("s/one") != 1 || fx.count("s/block") != 2 || fx.count("s/three") != 1 {
+		t.Errorf("calls %v: one once, block twice (in flight at the stop), three once", fx.calls)
+	}
+	logs, _ := e2.Logs(ctx, "acme", st.Run)
+	seen := map[string]bool{}
+	reruns := 0
+	for _, r := range logs {
+		if r.Kind == KindDone {
+			if seen[r.Path] {
+				t.Errorf("task %s finished twice", r.Path)
+			}
+			seen[r.Path] = true
+		}
+		if r.Kind == KindRerun {
+			reruns++
+		}
+	}
+	if reruns != 1 {
+		t.Errorf("%d rerun records, want 1", reruns)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	fx := &effects{block: make(chan struct{})}
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: fx})
+	defer e.Close()
+	ctx := context.Background()
+	st, _ := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
+	for fx.count("s/block") == 0 {
+		waitAMoment()
+	}
+	if err := e.Cancel(ctx, "acme", st.Run); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = e.Status(ctx, "acme", st.Run)
+	if st.State != StateCancelled {
+		t.Fatalf("state %s", st.State)
+	}
+	if _, err := e.Resume(ctx, "acme", st.Run); !errors.Is(err, ErrState) {
+		t.Fatalf("resume of a cancelled run: %v", err)
+	}
+}
+
+// TestConcurrencyLimit holds a tenant to MaxConcurrent runs at once.
+func TestConcurrencyLimit(t *testing.T) {
+	fx := &effects{block: make(chan struct{})}
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: fx, MaxConcurrent: 1})
+	defer e.Close()
+	ctx := context.Background()
+	a, _ := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
+	b, _ := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
+	for fx.count("s/block") == 0 {
+		waitAMoment()
+	}
+	sa, _ := e.Status(ctx, "acme", a.Run)
+	sb, _ := e.Status(ctx, "acme", b.Run)
+	if fmt.Sprintf("%s %s", sa.State, sb.State) != "running queued" && fmt.Sprintf("%s %s", sa.State, sb.State) != "queued running" {
+		t.Fatalf("states %s %s, want one running and one queued", sa.State, sb.State)
+	}
+	close(fx.block)
+	for _, id := range []string{a.Run, b.Run} {
+		if st, _ := e.Wait(ctx, "acme", id); st.State != StateCompleted {
+			t.Errorf("run %s: %s", id, st.State)
+		}
+	}
+}
+
+const contextDoc = `
+document: {dsl: 1.0.0, namespace: test, name: ctx, version: 1.0.0}
+do:
+  - prep:
+      do:
+        - inner:
+            set: {v: 7}
+            export: {as: "${ {v: .v} }"}
+  - second:
+      call: mcp
+      with: {server: s, tool: block}
+  - third:
+      set: {v: "${ $context.v }"}
+`
+
+// TestResumeKeepsContext resumes a run whose $context was set inside a
+// finished composite task, which a resumed run skips as a whole.
+func TestResumeKeepsContext(t *testing.T) {
+	store := newStore(t)
+	fx := &effects{block: make(chan struct{})}
+	e := NewEmbedded(Options{Journals: store, Effects: fx})
+	ctx := context.Background()
+	st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, contextDoc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fx.count("s/block") == 0 {
+		waitAMoment()
+	}
+	e.Close()
+	close(fx.block)
+	e2 := NewEmbedded(Options{Journals: store, Effects: fx})
+	defer e2.Close()
+	if _, err := e2.ResumeAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = e2.Wait(ctx, "acme", st.Run)
+	if st.State != StateCompleted || string(st.Output) != `{"v":7}` {
+		t.Fatalf("state %s output %s", st.State, st.Output)
+	}
+}
+
+// TestWaitingRunGivesSlotBack holds a tenant to one run at a time: a run
+// waiting for a signal does not keep another from running.
+func TestWaitingRunGivesSlotBack(t *testing.T) {
+	fx := &effects{}
+	waiting := make(chan Pending, 1)
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: fx, MaxConcurrent: 1, OnWaiting: func(_, _ string, p Pending) { waiting <- p }})
+	defer e.Close()
+	ctx := context.Background()
+	a, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, listenDoc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-waiting
+	b, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, flow), Input: json.RawMessage(`{"names":["x"]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := e.Wait(ctx, "acme", b.Run); st.State != StateCompleted {
+		t.Fatalf("second run: %s %v", st.State, st.Error)
+	}
+	if err := e.Signal(ctx, "acme", a.Run, "approval", json.RawMessage(`{"approved":false}`)); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := e.Wait(ctx, "acme", a.Run); st.State != StateCompleted {
+		t.Fatalf("first run: %s %v", st.State, st.Error)
+	}
+}

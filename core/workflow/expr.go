@@ -1,0 +1,151 @@
+package workflow
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/itchyny/gojq"
+
+	"github.com/cexec/cexec/core/workflow/dsl"
+)
+
+// vars are the $names an expression sees ($context, $input, $workflow, loop
+// variables …), by name without the $.
+type vars map[string]any
+
+func (v vars) with(name string, val any) vars {
+	out := make(vars, len(v)+1)
+	for k, x := range v {
+		out[k] = x
+	}
+	out[name] = val
+	return out
+}
+
+// exprs compiles jq programs once per program and variable set.
+type exprs struct {
+	mu    sync.Mutex
+	cache map[string]*gojq.Code
+}
+
+func (x *exprs) compile(src string, names []string) (*gojq.Code, error) {
+	key := strings.Join(names, ",") + "\x00" + src
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if c, ok := x.cache[key]; ok {
+		return c, nil
+	}
+	q, err := gojq.Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	dollar := make([]string, len(names))
+	for i, n := range names {
+		dollar[i] = "$" + n
+	}
+	c, err := gojq.Compile(q, gojq.WithVariables(dollar))
+	if err != nil {
+		return nil, err
+	}
+	if x.cache == nil {
+		x.cache = map[string]*gojq.Code{}
+	}
+	x.cache[key] = c
+	return c, nil
+}
+
+// eval runs one jq program over data; its first result is the value.
+func (x *exprs) eval(src string, data any, v vars) (any, error) {
+	names := make([]string, 0, len(v))
+	for k := range v {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	code, err := x.compile(dsl.Unwrap(src), names)
+	if err != nil {
+		return nil, exprError(src, err)
+	}
+	vals := make([]any, len(names))
+	for i, n := range names {
+		vals[i] = v[n]
+	}
+	it := code.Run(data, vals...)
+	out, ok := it.Next()
+	if !ok {
+		return nil, nil
+	}
+	if err, ok := out.(error); ok {
+		return nil, exprError(src, err)
+	}
+	return out, nil
+}
+
+// value evaluates every runtime expression inside a value from the
+// document (a string ${ … }, or strings within maps and lists); other
+// values are copied as they are.
+func (x *exprs) value(val any, data any, v vars) (any, error) {
+	switch t := val.(type) {
+	case string:
+		if dsl.IsExpr(t) {
+			return x.eval(t, data, v)
+		}
+		return t, nil
+	case dsl.RuntimeExpression:
+		return x.eval(t.Value, data, v)
+	case *dsl.RuntimeExpression:
+		return x.eval(t.Value, data, v)
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			r, err := x.value(e, data, v)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			r, err := x.value(e, data, v)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	}
+	return val, nil
+}
+
+// truthy evaluates a condition (if, when, while): a bare jq program or
+// ${ … }; only true passes.
+func (x *exprs) truthy(src string, data any, v vars) (bool, error) {
+	out, err := x.eval(src, data, v)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(bool)
+	return ok && b, nil
+}
+
+func exprError(src string, err error) error {
+	return &Error{Type: ErrExpression, Status: 400, Title: "expression failed", Detail: fmt.Sprintf("%s: %v", src, err)}
+}
+
+// normalize turns any Go value into what jq works on (JSON's types).
+func normalize(v any) (any, error) {
+	switch v.(type) {
+	case nil, bool, string, float64, int, map[string]any, []any:
+		return v, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, json.Unmarshal(b, &out)
+}

@@ -1,0 +1,135 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestTasks runs small documents of the control-flow tasks and checks the
+// output or the error each ends with.
+func TestTasks(t *testing.T) {
+	head := "document: {dsl: 1.0.0, namespace: test, name: t, version: 1.0.0}\n"
+	tests := []struct {
+		name, doc, input, want, wantErr string
+	}{
+		{"set and expressions", `do:
+  - a: {set: {x: "${ .n + 1 }", y: plain, z: "${ $workflow.input.n * 10 }"}}
+`, `{"n":1}`, `{"x":2,"y":"plain","z":10}`, ""},
+		{"if skips", `do:
+  - a: {if: ".skip | not", set: {x: 1}}
+`, `{"skip":true}`, `{"skip":true}`, ""},
+		{"then loops back", `do:
+  - init: {set: {i: 0}}
+  - inc: {set: {i: "${ .i + 1 }"}}
+  - again:
+      switch:
+        - more: {when: .i < 3, then: inc}
+        - done: {then: continue}
+  - last: {set: {i: "${ .i }", last: true}}
+`, ``, `{"i":3,"last":true}`, ""},
+		{"then end", `do:
+  - a: {set: {x: 1}, then: end}
+  - b: {set: {x: 2}}
+`, ``, `{"x":1}`, ""},
+		{"exit leaves the do", `do:
+  - inner:
+      do:
+        - a: {set: {x: 1}, then: exit}
+        - b: {set: {x: 2}}
+  - after: {set: {x: "${ .x + 10 }"}}
+`, ``, `{"x":11}`, ""},
+		{"for with at and while", `do:
+  - loop:
+      for: {each: v, in: .vs, at: i}
+      while: .sum < 5
+      do:
+        - add: {set: {sum: "${ .sum + $v }", last: "${ $i }"}}
+`, `{"vs":[1,2,3,4],"sum":0}`, `{"last":2,"sum":6}`, ""},
+		{"fork", `do:
+  - both:
+      fork:
+        branches:
+          - a: {set: {a: 1}}
+          - b: {set: {b: 2}}
+`, ``, `[{"a":1},{"b":2}]`, ""},
+		{"fork compete", `do:
+  - first:
+      fork:
+        compete: true
+        branches:
+          - slow: {wait: {seconds: 30}}
+          - fast: {set: {won: true}}
+`, ``, `{"won":true}`, ""},
+		{"raise and catch", `do:
+  - guarded:
+      try:
+        - boom:
+            raise:
+              error: {type: https://example.com/errors/boom, status: 418, title: Boom, detail: "${ .why }"}
+      catch:
+        errors: {with: {status: 418}}
+        as: e
+        do:
+          - handle: {set: {caught: "${ $e.title + \": \" + $e.detail }"}}
+`, `{"why":"testing"}`, `{"caught":"Boom: testing"}`, ""},
+		{"raise uncaught", `use:
+  errors:
+    nope: {type: https://example.com/errors/nope, status: 409, title: Nope}
+do:
+  - guarded:
+      try:
+        - boom: {raise: {error: nope}}
+      catch:
+        errors: {with: {status: 500}}
+`, ``, "", "Nope"},
+		{"retry exhausted", `do:
+  - guarded:
+      try:
+        - boom: {raise: {error: {type: https://example.com/e, status: 503, title: Down}}}
+      catch:
+        retry: {limit: {attempt: {count: 2}}}
+`, ``, "", "Down"},
+		{"output and export", `do:
+  - a:
+      set: {x: 1, y: 2}
+      output: {as: "${ {x: .x} }"}
+      export: {as: "${ {saw: .x} }"}
+  - b: {set: {ctx: "${ $context.saw }"}}
+`, ``, `{"ctx":1}`, ""},
+		{"output schema", `do:
+  - a:
+      set: {x: "one"}
+      output:
+        schema:
+          document: {type: object, properties: {x: {type: integer}}}
+`, ``, "", "x"},
+		{"task timeout", `do:
+  - slow:
+      wait: {seconds: 30}
+      timeout: {after: {milliseconds: 10}}
+`, ``, "", "timed out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := NewEmbedded(Options{Journals: newStore(t), Effects: &effects{}})
+			defer e.Close()
+			ctx := context.Background()
+			st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, head+tt.doc), Input: json.RawMessage(tt.input)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, _ = e.Wait(ctx, "acme", st.Run)
+			if tt.wantErr != "" {
+				if st.State != StateFailed || !strings.Contains(st.Error.Error(), tt.wantErr) {
+					t.Fatalf("state %s error %v, want an error with %q", st.State, st.Error, tt.wantErr)
+				}
+				return
+			}
+			if st.State != StateCompleted || string(st.Output) != tt.want {
+				t.Fatalf("state %s output %s error %v, want %s", st.State, st.Output, st.Error, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,9 @@
+cexec {
+  log_level = "chatty"
+}
+
+sandbox {
+  limits {
+    memory = "lots"
+  }
+}
