@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,17 +18,6 @@ import (
 	"github.com/cexec/cexec/internal/testpeers"
 	"github.com/cexec/cexec/internal/testutil"
 )
-
-// freePort returns a loopback port nothing listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // TestOperations runs one cexecd with a metrics block and the real memory
 // server, then: a real Prometheus (Debian's) scrapes it and PromQL finds

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cexec/cexec/cmd/cexecctl/audit"
+	"github.com/cexec/cexec/cmd/cexecctl/auth"
 	"github.com/cexec/cexec/cmd/cexecctl/bench"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
 	"github.com/cexec/cexec/cmd/cexecctl/config"
@@ -79,6 +80,7 @@ func root(env *cli.Env) *cobra.Command {
 		workflow.Command(env),
 	)
 	cmd.AddCommand(task.Command(env))
+	cmd.AddCommand(auth.Command(env))
 	// bench task lives with the command it measures.
 	if b, _, err := cmd.Find([]string{"bench"}); err == nil {
 		b.AddCommand(task.BenchCommand(env))

@@ -31,6 +31,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/cexec/cexec/core/auth"
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/internal/schemamsg"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -62,6 +63,9 @@ const (
 	// TypeDenied: the tenant's policy or a guard refused the call (the
 	// pipeline's refusal, Python's PermissionError).
 	TypeDenied = "PermissionError"
+	// TypeSignInRequired: the server is OAuth-protected and the tenant has
+	// no usable token; the message says how to sign in.
+	TypeSignInRequired = "SignInRequired"
 )
 
 // Catalog is what the bridge needs of the tool catalog; *catalog.Catalog
@@ -161,9 +165,12 @@ func (b *Bridge) call(ctx context.Context, tenant string, t catalog.Tool, args j
 
 // callError maps a catalog error to what the program sees.
 func callError(ctx context.Context, err error) error {
+	var signIn *auth.SignInRequiredError
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case errors.As(err, &signIn):
+		return &sandbox.CallError{Type: TypeSignInRequired, Message: err.Error()}
 	case errors.Is(err, catalog.ErrTimeout):
 		return &sandbox.CallError{Type: TypeTimeout, Message: err.Error()}
 	case errors.Is(err, catalog.ErrConnectionLost), errors.Is(err, catalog.ErrUnavailable):

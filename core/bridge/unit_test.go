@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/cexec/cexec/core/auth"
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/internal/schemamsg"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -165,6 +166,7 @@ func TestCallErrorMapping(t *testing.T) {
 		{live, fmt.Errorf("call a/b: %w", catalog.ErrConnectionLost), TypeUnavailable},
 		{live, fmt.Errorf("call a/b: %w", catalog.ErrUnavailable), TypeUnavailable},
 		{live, fmt.Errorf("call a/b: %w", catalog.ErrUnknownServer), TypeToolNotFound},
+		{live, fmt.Errorf("call a/b: %w: server a: %w", catalog.ErrUnavailable, &auth.SignInRequiredError{Server: "a", Tenant: "t", Reason: "not signed in"}), TypeSignInRequired},
 		{live, errors.New("call a/b: invalid params: bad"), TypeToolError},
 		{dead, fmt.Errorf("call a/b: %w", context.Canceled), ""},
 	} {

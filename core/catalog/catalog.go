@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -98,6 +99,15 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the delay between reconnection
 	// attempts, which doubles after each failure.
 	MinBackoff, MaxBackoff time.Duration
+	// Authorizer signs requests to servers with an oauth block; without
+	// one they go unsigned.
+	Authorizer Authorizer
+}
+
+// Authorizer gives the HTTP client of one tenant's session with an
+// OAuth-protected server (core/auth.Manager).
+type Authorizer interface {
+	Client(s *config.MCPServer, tenant string) *http.Client
 }
 
 // Catalog is the tool catalog and the upstream connections behind it. Its
@@ -429,9 +439,14 @@ func (c *Catalog) Call(ctx context.Context, tenant, server, tool string, args js
 	if err == nil {
 		return res, nil
 	}
+	var signIn signInRequired
 	switch {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("call %s/%s: %w", server, tool, ctx.Err())
+	case errors.As(err, &signIn):
+		// The connection is fine; the token is not. Keep it for after the
+		// sign-in rather than reconnect in a loop.
+		return nil, fmt.Errorf("call %s/%s: %w", server, tool, signIn)
 	case cctx.Err() != nil:
 		return nil, fmt.Errorf("call %s/%s: %w after %s", server, tool, ErrTimeout, timeout)
 	case cn.isDead() || errors.Is(err, transport.ErrTransportClosed):
@@ -442,6 +457,33 @@ func (c *Catalog) Call(ctx context.Context, tenant, server, tool string, args js
 		return nil, fmt.Errorf("call %s/%s: %w (reconnecting to %s): %v", server, tool, ErrConnectionLost, server, err)
 	}
 	return nil, fmt.Errorf("call %s/%s: %w", server, tool, err)
+}
+
+// signInRequired is an upstream's refusal for want of a (better) OAuth
+// token: core/auth.SignInRequiredError.
+type signInRequired interface {
+	error
+	SignInRequired() (server, tenant string)
+}
+
+// Retry makes server's session for tenant (a tenant-scoped server's
+// instance, else the shared one) try to connect now instead of at the end
+// of its backoff: called after a sign-in.
+func (c *Catalog) Retry(server, tenant string) {
+	u := c.set().byName[server]
+	if u == nil {
+		return
+	}
+	if u.tenants != nil {
+		u.tenants.mu.Lock()
+		in := u.tenants.instances[tenant]
+		u.tenants.mu.Unlock()
+		if in == nil {
+			return
+		}
+		u = in.up
+	}
+	u.retryNow()
 }
 
 // deathCause prefers the supervisor's reason (process exited) over the

@@ -119,6 +119,7 @@ func (p *tenants) startLocked(tenant string) (*instance, error) {
 		return nil, fmt.Errorf("data folder: %w", err)
 	}
 	up := newUpstream(p.cat, s)
+	up.tenant = tenant
 	up.log = up.log.With("tenant", tenant)
 	ctx, stop := context.WithCancel(p.cat.life)
 	in := &instance{tenant: tenant, up: up, stop: stop, startedAt: time.Now()}

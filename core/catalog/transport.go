@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/internal/childenv"
@@ -50,6 +52,25 @@ func tap(ctx context.Context, req transport.JSONRPCRequest, resp *transport.JSON
 	}
 }
 
+// checkDiscover turns a server/discover answer that lists no protocol
+// version into "method not found", so that the client falls back to the
+// initialize handshake. mcp-go takes any successful answer for a 2026-07-28
+// server, and some 2025-11-25 servers answer every method they do not know
+// with an empty result; such a server would then never be initialized.
+func checkDiscover(req transport.JSONRPCRequest, resp *transport.JSONRPCResponse) {
+	if req.Method != string(mcp.MethodServerDiscover) || resp == nil || resp.Error != nil {
+		return
+	}
+	var r struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	if json.Unmarshal(resp.Result, &r) == nil && len(r.SupportedVersions) > 0 {
+		return
+	}
+	resp.Result = nil
+	resp.Error = &mcp.JSONRPCErrorDetails{Code: mcp.METHOD_NOT_FOUND, Message: "server/discover answered without supportedVersions"}
+}
+
 // The tapped transports embed the concrete mcp-go transports, so the client
 // sees exactly the optional interfaces each one implements (bidirectional
 // requests, HTTP protocol headers, legacy-only listening, connection-lost
@@ -60,6 +81,7 @@ type tappedStdio struct{ *transport.Stdio }
 func (t tappedStdio) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.Stdio.SendRequest(ctx, req)
 	if err == nil {
+		checkDiscover(req, resp)
 		tap(ctx, req, resp)
 	}
 	return resp, err
@@ -70,6 +92,7 @@ type tappedHTTP struct{ *transport.StreamableHTTP }
 func (t tappedHTTP) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
 	if err == nil {
+		checkDiscover(req, resp)
 		tap(ctx, req, resp)
 	}
 	return resp, err
@@ -80,6 +103,7 @@ type tappedSSE struct{ *transport.SSE }
 func (t tappedSSE) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.SSE.SendRequest(ctx, req)
 	if err == nil {
+		checkDiscover(req, resp)
 		tap(ctx, req, resp)
 	}
 	return resp, err
@@ -135,6 +159,9 @@ func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Int
 		if len(s.Headers) > 0 {
 			opts = append(opts, transport.WithHTTPHeaders(s.Headers))
 		}
+		if hc := u.authClient(s); hc != nil {
+			opts = append(opts, transport.WithHTTPBasicClient(hc))
+		}
 		if listen {
 			// Deprecated for 2026-07-28, which has subscriptions/listen
 			// instead; listen is only set for servers on earlier versions,
@@ -152,6 +179,9 @@ func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Int
 		if len(s.Headers) > 0 {
 			opts = append(opts, transport.WithHeaders(s.Headers))
 		}
+		if hc := u.authClient(s); hc != nil {
+			opts = append(opts, transport.WithHTTPClient(hc))
+		}
 		t, err := transport.NewSSE(s.URL, opts...)
 		if err != nil {
 			return nil, nil, err
@@ -160,6 +190,15 @@ func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Int
 	default:
 		return nil, nil, fmt.Errorf("unknown transport %q", s.Transport)
 	}
+}
+
+// authClient is the HTTP client signing u's requests with its tenant's
+// OAuth token, or nil for a server without OAuth.
+func (u *upstream) authClient(s *config.MCPServer) *http.Client {
+	if s.OAuth == nil || u.cat.opts.Authorizer == nil {
+		return nil
+	}
+	return u.cat.opts.Authorizer.Client(s, u.tenant)
 }
 
 // callTimeout is the bound on one call to s.

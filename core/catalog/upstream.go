@@ -132,6 +132,11 @@ type upstream struct {
 	cat *Catalog
 	cfg *config.MCPServer
 	log hclog.Logger
+	// tenant is whose session this is: the instance's tenant for a
+	// tenant-scoped server, else the default tenant.
+	tenant string
+	// retry cuts a backoff short (after a sign-in).
+	retry chan struct{}
 	// tenants, for a tenant-scoped server, runs its per-tenant instances;
 	// this upstream then only stands for the server as a whole.
 	tenants *tenants
@@ -164,13 +169,15 @@ type upstream struct {
 
 func newUpstream(cat *Catalog, s *config.MCPServer) *upstream {
 	return &upstream{
-		cat:   cat,
-		cfg:   s,
-		log:   cat.log.Named(s.Name),
-		state: StateConnecting,
-		wake:  make(chan struct{}),
-		first: make(chan struct{}),
-		done:  make(chan struct{}),
+		cat:    cat,
+		cfg:    s,
+		log:    cat.log.Named(s.Name),
+		tenant: endpoint.DefaultTenant,
+		retry:  make(chan struct{}, 1),
+		state:  StateConnecting,
+		wake:   make(chan struct{}),
+		first:  make(chan struct{}),
+		done:   make(chan struct{}),
 	}
 }
 
@@ -218,7 +225,7 @@ func (u *upstream) run(ctx context.Context) {
 			u.setState(StateBackoff, nil, err)
 			u.firstDone(err)
 			u.log.Warn("connect failed", "error", err, "retry_in", backoff)
-			if !sleep(ctx, backoff) {
+			if !u.backoff(ctx, backoff) {
 				u.setState(StateClosed, nil, nil)
 				return
 			}
@@ -253,6 +260,28 @@ func (u *upstream) run(ctx context.Context) {
 			return
 		}
 		backoff = min(2*backoff, opts.MaxBackoff)
+	}
+}
+
+// backoff waits d, or less when retryNow is called; false when ctx ended.
+func (u *upstream) backoff(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-u.retry:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// retryNow ends a backoff at once.
+func (u *upstream) retryNow() {
+	select {
+	case u.retry <- struct{}{}:
+	default:
 	}
 }
 
@@ -435,7 +464,12 @@ func (u *upstream) ready(ctx context.Context) (*conn, error) {
 			// about to reconnect, so wait like for a reconnect.
 			st = StateReconnecting
 		case st == StateBackoff:
-			return nil, fmt.Errorf("%w: server %s: %v", ErrUnavailable, u.cfg.Name, lastErr)
+			var signIn signInRequired
+			if errors.As(lastErr, &signIn) {
+				// Its own words say what to do; the transport's layers add nothing.
+				return nil, fmt.Errorf("%w: %w", ErrUnavailable, signIn)
+			}
+			return nil, fmt.Errorf("%w: server %s: %w", ErrUnavailable, u.cfg.Name, lastErr)
 		case st == StateClosed:
 			return nil, fmt.Errorf("%w: server %s: catalog closed", ErrUnavailable, u.cfg.Name)
 		}

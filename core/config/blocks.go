@@ -113,7 +113,10 @@ type MCPServer struct {
 	IdleTimeout time.Duration
 	// MaxInstances caps the running instances of a ScopeTenant server.
 	MaxInstances int
-	DeclRange    hcl.Range
+	// OAuth signs requests to an http or sse server with OAuth 2.1 access
+	// tokens; nil for servers without the oauth block.
+	OAuth     *OAuth
+	DeclRange hcl.Range
 
 	// perTenant keeps the expressions that may name the tenant, so that
 	// each tenant's instance gets them evaluated with its own values.
@@ -406,6 +409,7 @@ func (d *decoder) mcpServers(cfg *Config, raws []*rawMCP) {
 		s.MaxArgumentSize, _ = d.callSize(r.MaxArg, append(base, "max_argument_size"))
 		s.MaxResultSize, _ = d.callSize(r.MaxResult, append(base, "max_result_size"))
 		d.checkMCP(s, r)
+		d.oauth(s, r, base)
 		cfg.MCPServers = append(cfg.MCPServers, s)
 	}
 }

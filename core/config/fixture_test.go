@@ -153,6 +153,16 @@ func TestFixtureDiagnostics(t *testing.T) {
 		{"metrics_public.hcl", []wantDiag{
 			{3, "Metrics reachable from other machines", true},
 		}},
+		{"oauth.hcl", []wantDiag{
+			{4, "OAuth needs a remote server", false},
+			{10, "Secret written in the file", true},
+			{11, "Invalid client_metadata_url", false},
+			{12, "Invalid token_endpoint_auth_method", false},
+			{13, "Number out of range", false},
+			{14, "Invalid grant", false},
+			{19, "Client credentials need a client", false},
+			{27, "Invalid client_assertion_key", false},
+		}},
 		{"symlink_escape.hcl", []wantDiag{
 			{4, "Plugin binary escapes plugin_dir", false},
 			{7, "Plugin command escapes plugin_dir", false},

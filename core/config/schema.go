@@ -117,6 +117,7 @@ type rawMCP struct {
 	Scope     *hcl.Attribute `hcl:"scope,optional"`
 	IdleTime  *hcl.Attribute `hcl:"idle_timeout,optional"`
 	MaxInst   *hcl.Attribute `hcl:"max_instances,optional"`
+	OAuth     *rawOAuth      `hcl:"oauth,block"`
 	DeclRange hcl.Range      `hcl:",def_range"`
 }
 

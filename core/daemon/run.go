@@ -311,6 +311,7 @@ func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *
 		Tools:  toolsView{Catalog: svc.catalog, search: svc.search},
 		Search: svc.search,
 	}).Register(srv)
+	control.NewAuth(svc.auth).Register(srv)
 	control.RegisterWorkflows(srv, control.WorkflowDeps{
 		Engine: svc.workflows, Workspaces: svc.workspace, Load: svc.loadWorkflow, DefaultTenant: endpoint.DefaultTenant,
 	})

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cexec/cexec/core/auth"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cexec/cexec/api/endpoint"
@@ -67,6 +69,9 @@ type services struct {
 	// stopScan cancels the background read of local tools and waits for it;
 	// set by scanLocal.
 	stopScan func()
+	// auth signs requests to OAuth-protected upstreams and runs sign-ins;
+	// its tokens live in data_dir/auth, outside every tenant's folder.
+	auth *auth.Manager
 	// workflows is the embedded workflow engine; set by startWorkflows.
 	workflows *workflow.Embedded
 }
@@ -123,7 +128,13 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 	if err := os.MkdirAll(cfg.Daemon.ServersDir, 0o755); err != nil {
 		return s, fmt.Errorf("create servers_dir: %w", err)
 	}
+	store, err := auth.OpenStore(filepath.Join(cfg.Daemon.DataDir, "auth"))
+	if err != nil {
+		return s, fmt.Errorf("open oauth token store: %w", err)
+	}
+	s.auth = auth.NewManager(cfg, store, nil, log.Named("auth"))
 	s.catalog, err = catalog.New(cfg, catalog.Options{
+		Authorizer:      s.auth,
 		Logger:          log.Named("catalog"),
 		ServersDir:      cfg.Daemon.ServersDir,
 		LocalServersDir: cfg.Daemon.ServersDir,
@@ -132,6 +143,7 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 	if err != nil {
 		return s, fmt.Errorf("prepare tool catalog: %w", err)
 	}
+	s.auth.OnSignIn(s.catalog.Retry)
 	s.bridge = bridge.New(s.catalog, log.Named("bridge"), bridgeLimits(cfg))
 	return s, nil
 }
