@@ -63,7 +63,7 @@ e2e: build
 fuzz:
 	scripts/fuzz.sh
 
-bench: build
+bench: build data
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(BIN)/cexecctl bench tools --json
 	$(GO) build -trimpath -o $(BIN)/catalogpeer ./internal/tools/catalogpeer
@@ -74,7 +74,7 @@ bench: build
 # Only executions through a real cexecd (warm, cold, throughput, idle
 # sandbox RSS); flags go to cexecctl bench exec: make bench-exec ARGS="--n 100".
 .PHONY: bench-exec
-bench-exec: build
+bench-exec: build data
 	scripts/bench.sh $(ARGS)
 
 .PHONY: bench-replicas

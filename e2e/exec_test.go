@@ -446,6 +446,10 @@ func TestBenchExec(t *testing.T) {
 		Pool struct {
 			Target int `json:"target"`
 		} `json:"pool"`
+		CPU struct {
+			Cexecd float64 `json:"cexecd"`
+			All    float64 `json:"all"`
+		} `json:"cpu_per_exec_ms"`
 		Failures int `json:"failures"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
@@ -454,6 +458,10 @@ func TestBenchExec(t *testing.T) {
 	if r.Failures != 0 || r.Warm.N != 20 || r.Cold.N != 3 || r.Cold.Warm != 0 || r.Throughput <= 0 ||
 		!(r.Warm.P50 > 0 && r.Warm.P50 <= r.Warm.P90 && r.Warm.P90 <= r.Warm.P99) || r.IdleRSS.N == 0 || r.IdleRSS.P50 <= 0 {
 		t.Fatalf("bench exec result:\n%s", out)
+	}
+	// Every process of the daemon is counted in all, cexecd's own CPU too.
+	if r.CPU.All <= 0 || r.CPU.All < r.CPU.Cexecd {
+		t.Errorf("cpu_per_exec_ms: all %.3f, cexecd %.3f", r.CPU.All, r.CPU.Cexecd)
 	}
 	// Concurrency 4 leaves the tenant with at least 4 warm sandboxes.
 	if r.Pool.Target < 4 {

@@ -7,7 +7,9 @@
 #   scripts/bench.sh                 # --n 500 --concurrency 8 --json
 #   scripts/bench.sh --n 100 --cold 10   # arguments go to bench exec
 #
-# Needs `make build` first (make bench does it).
+# Needs `make build` first (make bench does it), and ./data (make data): without
+# it cexec.hcl's filesystem server fails and is restarted through npx again
+# and again, whose CPU lands in cpu_per_exec_ms.all.
 set -eu
 cd "$(dirname "$0")/.."
 

@@ -42,6 +42,11 @@ type ToolsResult struct {
 	// LoopThreads goroutines.
 	Loop1000DirectMs           float64 `json:"loop_1000_direct_ms"`
 	Loop1000DirectConcurrentMs float64 `json:"loop_1000_direct_concurrent_ms"`
+	// CallOverheadMs is what cexec adds to one sequential call over the
+	// direct mcp-go client: the p50 over Rounds of (sequential loop -
+	// direct loop) / 1,000, each round's direct loop run right after its
+	// sequential one, so both see the same load.
+	CallOverheadMs float64 `json:"call_overhead_ms"`
 	// Loop1000CPUMs is CPU time per loop of 1,000 calls from LoopThreads
 	// threads, by process (from /proc; 10 ms ticks): unlike wall time it
 	// does not grow when the machine is busy.
@@ -132,7 +137,11 @@ func benchTools(ctx context.Context, env *cli.Env, f toolsFlags) (*ToolsResult, 
 	}
 
 	p := env.Progress("bench tools: 1,000 calls from an mcp-go client in this process", 0)
-	err = benchDirect(ctx, mem, res)
+	direct, err := startDirect(ctx, mem)
+	if err == nil {
+		defer direct.close()
+		res.Loop1000DirectConcurrentMs, err = direct.concurrent(ctx, f.threads)
+	}
 	p.Done(err)
 	if err != nil {
 		return nil, err
@@ -147,10 +156,10 @@ func benchTools(ctx context.Context, env *cli.Env, f toolsFlags) (*ToolsResult, 
 		if res.Daemon == "" {
 			res.Daemon = client.DefaultAddress()
 		}
-		err = env.Do(ctx, func(c *client.Client) error { return benchLoop(ctx, c, f.server, f.rounds, res, step) })
+		err = env.Do(ctx, func(c *client.Client) error { return benchLoop(ctx, c, direct, f.server, f.rounds, res, step) })
 	} else {
 		res.Daemon = "private"
-		err = withPrivateDaemon(ctx, f, mem, func(c *client.Client) error { return benchLoop(ctx, c, "memory", f.rounds, res, step) })
+		err = withPrivateDaemon(ctx, f, mem, func(c *client.Client) error { return benchLoop(ctx, c, direct, "memory", f.rounds, res, step) })
 	}
 	p.Done(err)
 	if err != nil {
@@ -165,56 +174,76 @@ var (
 	benchArgs = json.RawMessage(`{"query":"Ada"}`)
 )
 
-// benchDirect makes the loop program's 1,000 calls from this process with
-// an mcp-go client on a server-memory of its own, one after the other and
-// then from res.LoopThreads goroutines: the upstream's share of the loop.
-func benchDirect(ctx context.Context, mem string, res *ToolsResult) error {
+// directPeer is an mcp-go client in this process on a server-memory of
+// its own: the upstream's share of the loop.
+type directPeer struct {
+	c   *mcpclient.Client
+	dir string
+}
+
+// startDirect starts the direct peer, seeds it as the loop program seeds
+// the daemon's upstream and warms the server's JIT, as the daemon's
+// upstream is by then.
+func startDirect(ctx context.Context, mem string) (*directPeer, error) {
 	dir, err := os.MkdirTemp("", "cexec-bench-tools-")
 	if err != nil {
-		return fmt.Errorf("temp dir: %w", err)
+		return nil, fmt.Errorf("temp dir: %w", err)
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	direct := mcpclient.NewClient(transport.NewStdio(mem, []string{"MEMORY_FILE_PATH=" + filepath.Join(dir, "direct.jsonl")}))
-	if err := direct.Start(ctx); err != nil {
-		return fmt.Errorf("start direct server-memory: %w", err)
+	d := &directPeer{dir: dir, c: mcpclient.NewClient(transport.NewStdio(mem, []string{"MEMORY_FILE_PATH=" + filepath.Join(dir, "direct.jsonl")}))}
+	if err := d.c.Start(ctx); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("start direct server-memory: %w", err)
 	}
-	defer func() { _ = direct.Close() }()
-	if _, err := direct.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "cexecctl-bench"}}}); err != nil {
-		return fmt.Errorf("initialize direct server-memory: %w", err)
+	if _, err := d.c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "cexecctl-bench"}}}); err != nil {
+		d.close()
+		return nil, fmt.Errorf("initialize direct server-memory: %w", err)
 	}
-	call := func(ctx context.Context, name string, args json.RawMessage) error {
-		_, err := direct.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
-		return err
+	if err := d.call(ctx, "create_entities", benchSeed); err != nil {
+		d.close()
+		return nil, err
 	}
-	if err := call(ctx, "create_entities", benchSeed); err != nil {
-		return err
-	}
-	// Warm the server's JIT, as the daemon's upstream is by then.
 	for range 100 {
-		if err := call(ctx, "search_nodes", benchArgs); err != nil {
-			return err
+		if err := d.call(ctx, "search_nodes", benchArgs); err != nil {
+			d.close()
+			return nil, err
 		}
 	}
+	return d, nil
+}
 
+func (d *directPeer) call(ctx context.Context, name string, args json.RawMessage) error {
+	_, err := d.c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+	return err
+}
+
+func (d *directPeer) close() {
+	_ = d.c.Close()
+	_ = os.RemoveAll(d.dir)
+}
+
+// sequential times the loop program's 1,000 calls one after the other.
+func (d *directPeer) sequential(ctx context.Context) (float64, error) {
 	t0 := time.Now()
 	for range 1000 {
-		if err := call(ctx, "search_nodes", benchArgs); err != nil {
-			return err
+		if err := d.call(ctx, "search_nodes", benchArgs); err != nil {
+			return 0, err
 		}
 	}
-	res.Loop1000DirectMs = msf(time.Since(t0))
+	return msf(time.Since(t0)), nil
+}
 
-	t0 = time.Now()
+// concurrent times them from threads goroutines.
+func (d *directPeer) concurrent(ctx context.Context, threads int) (float64, error) {
+	t0 := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(res.LoopThreads)
+	g.SetLimit(threads)
 	for range 1000 {
-		g.Go(func() error { return call(gctx, "search_nodes", benchArgs) })
+		g.Go(func() error { return d.call(gctx, "search_nodes", benchArgs) })
 	}
 	if err := g.Wait(); err != nil {
-		return err
+		return 0, err
 	}
-	res.Loop1000DirectConcurrentMs = msf(time.Since(t0))
-	return nil
+	return msf(time.Since(t0)), nil
 }
 
 func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -231,6 +260,7 @@ func printTools(env *cli.Env, r *ToolsResult) {
 		r.LoopThreads, r.Loop1000Ms, r.Loop1000ExecMs, r.Rounds, r.Daemon)
 	fmt.Fprintf(w, "  CPU per loop: cexecd %.0f ms, sandbox plugin %.0f ms, upstream %.0f ms, program %.0f ms\n",
 		r.Loop1000CPUMs.Cexecd, r.Loop1000CPUMs.Plugin, r.Loop1000CPUMs.Upstream, r.Loop1000CPUMs.Program)
+	fmt.Fprintf(w, "  sequential call_tool overhead over a direct mcp-go call: %.3f ms per call (target <= 0.3 ms)\n", r.CallOverheadMs)
 	fmt.Fprintf(w, "  one after the other: %.1f ms; an mcp-go client in this process: %.1f ms one after the other, %.1f ms from %d goroutines\n",
 		r.Loop1000SequentialMs, r.Loop1000DirectMs, r.Loop1000DirectConcurrentMs, r.LoopThreads)
 	fmt.Fprintf(w, "load average %.1f -> %.1f on %d CPUs\n", r.LoadAvg[0], r.LoadAvg[1], r.CPUs)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,18 +45,24 @@ print(round((time.perf_counter() - t0) * 1000, 3))
 // plain loop, then (after one unmeasured run) rounds times from
 // res.LoopThreads threads, and records the medians and the CPU per
 // threaded loop; step is called after each execution.
-func benchLoop(ctx context.Context, c *client.Client, server string, rounds int, res *ToolsResult, step func()) error {
+func benchLoop(ctx context.Context, c *client.Client, direct *directPeer, server string, rounds int, res *ToolsResult, step func()) error {
 	seq := &cexecv1.ExecRequest{Code: fmt.Sprintf(loopProgram, server, 1)}
-	var seqs []float64
+	var seqs, directs, overheads []float64
 	for range rounds {
 		loop, _, err := runLoop(ctx, c, seq)
 		if err != nil {
 			return err
 		}
-		seqs = append(seqs, loop)
+		d, err := direct.sequential(ctx)
+		if err != nil {
+			return err
+		}
+		seqs, directs = append(seqs, loop), append(directs, d)
+		overheads = append(overheads, (loop-d)/1000)
 		step()
 	}
-	res.Loop1000SequentialMs = median(seqs)
+	res.Loop1000SequentialMs, res.Loop1000DirectMs = median(seqs), median(directs)
+	res.CallOverheadMs = math.Round(median(overheads)*1000) / 1000
 
 	req := &cexecv1.ExecRequest{Code: fmt.Sprintf(loopProgram, server, res.LoopThreads)}
 	if _, _, err := runLoop(ctx, c, req); err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +35,44 @@ func BenchmarkExecPrint(b *testing.B) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkCallLoop measures host calls through the zygote and the Runner
+// alone (no sandbox, no gRPC): one program makes 1,000 call_tool calls one
+// after the other, answered at once by the host with a small result and
+// with a 64 KiB one; the metric is the time per call inside the program.
+func BenchmarkCallLoop(b *testing.B) {
+	for _, size := range []int{100, 64 << 10} {
+		b.Run(fmt.Sprintf("result-%dB", size), func(b *testing.B) {
+			r, _ := startZygote(b, Options{})
+			reply, _ := json.Marshal(map[string]string{"text": strings.Repeat("a", size)})
+			h := &recHost{fn: func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return reply, nil }}
+			code := `import time
+from cexec import call_tool
+call_tool("s", "t", {"query": "warm"})
+t0 = time.perf_counter()
+for i in range(1000):
+    call_tool("s", "t", {"query": "Ada", "i": i})
+print((time.perf_counter() - t0) * 1000)
+`
+			ctx := context.Background()
+			var per []float64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				h := &recHost{fn: h.fn}
+				res, err := r.Exec(ctx, sandbox.ExecRequest{Code: code}, h)
+				out, errOut := h.out()
+				ms, perr := strconv.ParseFloat(strings.TrimSpace(out), 64)
+				if err != nil || res.ExitCode != 0 || perr != nil {
+					b.Fatalf("%v %+v %q %q", err, res, out, errOut)
+				}
+				per = append(per, ms) // ms per 1,000 calls = µs per call
+			}
+			b.StopTimer()
+			sort.Float64s(per)
+			b.ReportMetric(per[len(per)/2], "us/call")
+		})
+	}
 }
 
 // BenchmarkProgressCall measures cexec.progress() called in a tight loop:

@@ -69,9 +69,11 @@
 //	{"op":"exec","id":"x1","code":"...","timeout_ms":30000,"output_limit":1048576,
 //	 "persistent":false,"session":""}
 //	    Run a program. One execution at a time; the host waits for its result.
-//	{"op":"reply","id":7,"result":<json>}
-//	{"op":"reply","id":7,"error":"message","error_type":"ToolError"}
-//	    Answer host call 7 of the current execution.
+//	{"op":"reply","exec":"x1","id":7,"result":<json>}
+//	{"op":"reply","exec":"x1","id":7,"error":"message","error_type":"ToolError"}
+//	    Answer host call 7 of execution x1. A reply starts exactly so (op,
+//	    then exec): the zygote reads only that prefix and forwards the
+//	    frame to the program undecoded.
 //	{"op":"cancel","id":"x1"}      Kill the current execution.
 //	{"op":"ping","id":"p1"}        Answered by pong, also during an execution.
 //	{"op":"end_session","session":"s"}  Drop a persistent interpreter.

@@ -32,6 +32,35 @@ type replyMsg struct {
 	ErrorType string          `json:"error_type,omitempty"`
 }
 
+// replyPrefix starts every reply frame, so that the zygote can forward a
+// reply to the program without decoding it (cexec/_zygote.py read_host).
+const replyPrefix = `{"op":"reply","exec":`
+
+// encode returns the reply's frame payload. A result is spliced in as it
+// is: call has checked it with json.Valid, and encoding it again would
+// scan and copy it once more, which for large results costs more than the
+// rest of the call's way through the plugin.
+func (m replyMsg) encode() ([]byte, error) {
+	if m.Result == nil {
+		return encode(m)
+	}
+	execID, err := json.Marshal(m.Exec)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(replyPrefix)+len(execID)+len(m.ID)+len(m.Result)+20)
+	b = append(b, replyPrefix...)
+	b = append(b, execID...)
+	b = append(b, `,"id":`...)
+	if len(m.ID) == 0 {
+		b = append(b, "null"...)
+	}
+	b = append(b, m.ID...)
+	b = append(b, `,"result":`...)
+	b = append(b, m.Result...)
+	return append(b, '}'), nil
+}
+
 // Exec runs one program and returns its result. A result with SandboxOK
 // false means the sandbox must not be reused. The error is non-nil only
 // when nothing could run (the zygote is gone: pluginapi.ErrUnavailable),
@@ -68,7 +97,6 @@ func (r *Runner) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbox
 		id:      id,
 		host:    host,
 		st:      &execState{frames: make(chan frame, 64), done: make(chan struct{})},
-		replies: make(chan replyMsg, r.opts.MaxCalls),
 		sem:     make(chan struct{}, r.opts.MaxCalls),
 		timeout: timeout,
 	}
@@ -97,7 +125,6 @@ type execution struct {
 	host    sandbox.Host
 	st      *execState
 	callCtx context.Context
-	replies chan replyMsg
 	sem     chan struct{}
 	timeout time.Duration
 
@@ -133,8 +160,6 @@ func (e *execution) run(ctx context.Context) (sandbox.ExecResult, error) {
 				}
 				return e.result(f.msg), e.outputErr
 			}
-		case rep := <-e.replies:
-			r.send(rep)
 		case <-done:
 			done = nil
 			e.cancel(deadline)
@@ -247,9 +272,17 @@ func (e *execution) call(m *inMsg) {
 		rep.Result = res
 	}
 	select {
-	case e.replies <- rep:
 	case <-e.st.done:
+		// The zygote drops replies to an execution that ended.
+		return
+	default:
 	}
+	b, err := rep.encode()
+	if err != nil {
+		e.r.kill(fmt.Errorf("encode frame: %w", err))
+		return
+	}
+	e.r.queue1(b)
 }
 
 func (e *execution) result(m *inMsg) sandbox.ExecResult {

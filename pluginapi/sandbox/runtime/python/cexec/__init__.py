@@ -65,10 +65,9 @@ from __future__ import annotations
 
 import _thread
 import builtins
-import json
 import os
 import time
-from cexec import _content, _proto
+from cexec import _codec, _content, _proto
 from cexec._content import Audio, EmbeddedResource, Image, Resource, ResourceLink
 
 TYPE_CHECKING = False
@@ -339,7 +338,7 @@ def _kind(mime: str) -> str:
 def result(obj: Any) -> None:
     """Record obj (any JSON-serializable value) as the execution's structured
     result. The last call wins."""
-    encoded = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    encoded = _codec.dumps(obj)
     if len(encoded) > MAX_RESULT_BYTES:
         raise ValueError(f"cexec.result: value is {len(encoded)} bytes as JSON; the limit is {MAX_RESULT_BYTES}")
     ch = _channel

@@ -8,10 +8,11 @@ carry raw stdout and stderr bytes.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import struct
+
+from cexec import _codec
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time, to keep sandbox start fast
     from typing import Any, Iterator
@@ -44,7 +45,7 @@ def encode(kind: int, payload: bytes) -> bytes:
 def dumps(msg: dict[str, Any]) -> bytes:
     """Serialize a JSON message; NaN and Infinity are refused because the
     host's JSON decoder would reject them."""
-    return json.dumps(msg, separators=(",", ":"), allow_nan=False).encode()
+    return _codec.dumps(msg).encode()
 
 
 def encode_json(msg: dict[str, Any]) -> bytes:
@@ -92,7 +93,7 @@ class Reader:
 def decode_json(payload: bytes) -> dict[str, Any]:
     """Decode a J frame's payload, which must be a JSON object."""
     try:
-        msg = json.loads(payload)
+        msg = _codec.loads(payload)
     except ValueError as e:
         raise ProtocolError(f"invalid JSON frame: {e}") from None
     if not isinstance(msg, dict):

@@ -232,7 +232,11 @@ class Relay(Part):
             op = msg.get("op")
             if op == "reply":
                 if msg.get("exec") == run.id and run.chan >= 0 and not run.killed:
-                    run.outbox += _proto.encode_json(msg)
+                    frame = msg.get("frame")
+                    if isinstance(frame, bytes):
+                        run.outbox += _proto.encode(_proto.KIND_JSON, frame)
+                    else:
+                        run.outbox += _proto.encode_json(msg)
                     try:
                         poller.modify(run.chan, _POLLIN | select.POLLOUT)
                     except (KeyError, FileNotFoundError):

@@ -180,6 +180,23 @@ def main(argv: list[str]) -> None:
     Zygote(opts).serve()
 
 
+# How the host's Runner starts every reply frame (runtime.replyPrefix).
+_REPLY_PREFIX = b'{"op":"reply","exec":"'
+
+
+def _reply(payload: bytes) -> dict[str, Any] | None:
+    """A reply to a host call, undecoded: the zygote needs only the
+    execution it answers, and forwards the frame to the program as it
+    came (decoding and encoding a large result again would cost more than
+    the rest of the relay). None for any other frame."""
+    if not payload.startswith(_REPLY_PREFIX):
+        return None
+    end = payload.find(b'"', len(_REPLY_PREFIX))
+    if end < 0:
+        return None
+    return {"op": "reply", "exec": payload[len(_REPLY_PREFIX):end].decode("ascii", "replace"), "frame": payload}
+
+
 class Zygote(Warmup, Relay, Sweeper, Children, Workers):
     """Serves the host: one execution at a time, warm-up work while idle.
     Its parts live in the modules of their concerns (see _parts)."""
@@ -224,7 +241,7 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers):
         self.reader.feed(data)
         for kind, payload in self.reader.frames():
             if kind == _proto.KIND_JSON:
-                self.inbox.append(_proto.decode_json(payload))
+                self.inbox.append(_reply(payload) or _proto.decode_json(payload))
         return True
 
     def serve(self) -> None:
