@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cexec/cexec/cmd/cexecctl/approvals"
 	"github.com/cexec/cexec/cmd/cexecctl/audit"
 	"github.com/cexec/cexec/cmd/cexecctl/auth"
 	"github.com/cexec/cexec/cmd/cexecctl/bench"
@@ -80,6 +81,7 @@ func root(env *cli.Env) *cobra.Command {
 		workflow.Command(env),
 	)
 	cmd.AddCommand(task.Command(env))
+	cmd.AddCommand(approvals.Command(env))
 	cmd.AddCommand(auth.Command(env))
 	// bench task lives with the command it measures.
 	if b, _, err := cmd.Find([]string{"bench"}); err == nil {

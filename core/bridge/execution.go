@@ -50,6 +50,8 @@ type CallRecord struct {
 	// message; "Canceled" when the execution's context ended).
 	ErrorType string `json:"error_type,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Approval says how a call that needed approval was decided.
+	Approval string `json:"approval,omitempty"`
 	// ArgsSHA256 is the hex sha256 of the arguments as the program sent
 	// them, for the audit log, which never holds arguments themselves.
 	ArgsSHA256 string `json:"args_sha256,omitempty"`
@@ -90,8 +92,9 @@ func (e *Execution) CallTool(ctx context.Context, server, tool string, args json
 	e.mu.Unlock()
 
 	start := time.Now()
-	out, known, err := e.call(ctx, server, tool, args)
-	rec := CallRecord{Server: server, Tool: tool, Start: start, Duration: time.Since(start), OK: err == nil,
+	called := &Called{}
+	out, known, err := e.call(WithCalled(ctx, called), server, tool, args)
+	rec := CallRecord{Server: server, Tool: tool, Start: start, Duration: time.Since(start), OK: err == nil, Approval: called.note(),
 		ArgsSHA256: argsHash(args)}
 	if err != nil {
 		var ce *sandbox.CallError
@@ -114,6 +117,9 @@ func (e *Execution) call(ctx context.Context, server, tool string, args json.Raw
 	t, err := e.b.lookup(server, tool, e.opts.AllowedServers)
 	if err != nil {
 		return nil, t.ID != "", err
+	}
+	if c := CalledFrom(ctx); c != nil {
+		c.Tool = t
 	}
 	// Before the guards too: they would scan an oversized argument in full.
 	if err := e.b.checkArgument(t.ID, server, len(args)); err != nil {

@@ -49,8 +49,9 @@ func (e *Execution) ReadResource(ctx context.Context, server, uri string) (json.
 	e.mu.Unlock()
 
 	start := time.Now()
-	out, err := e.readResource(ctx, server, uri)
-	rec := CallRecord{Server: server, Tool: MethodReadResource, Start: start, Duration: time.Since(start), OK: err == nil}
+	called := &Called{}
+	out, err := e.readResource(WithCalled(ctx, called), server, uri)
+	rec := CallRecord{Server: server, Tool: MethodReadResource, Start: start, Duration: time.Since(start), OK: err == nil, Approval: called.note()}
 	if err != nil {
 		var ce *sandbox.CallError
 		if errors.As(err, &ce) {

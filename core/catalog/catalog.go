@@ -434,8 +434,15 @@ func (c *Catalog) Call(ctx context.Context, tenant, server, tool string, args js
 	}
 	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}}
 	end := cn.watches.begin(server, tool, CallNoticesFrom(ctx), &req)
+	cctx, slot, done := cn.calls.track(cctx)
+	defer done()
 	res, err := cn.client.CallTool(cctx, req)
 	end()
+	if ferr := slot.err(server); ferr != nil && ctx.Err() == nil {
+		// The server's own reading of the refusal may look like success;
+		// the program must see that the user did not answer.
+		return nil, fmt.Errorf("call %s/%s: %w", server, tool, ferr)
+	}
 	if err == nil {
 		return res, nil
 	}

@@ -87,10 +87,12 @@ type conn struct {
 	deadOnce  sync.Once
 	cause     error
 	closeOnce sync.Once
+	// calls are the calls in progress, to attribute elicitations to.
+	calls *inflight
 }
 
-func newConn(cli *client.Client, proc *stdioProcess, cancel context.CancelFunc) *conn {
-	return &conn{client: cli, proc: proc, cancel: cancel, kick: make(chan struct{}, 1), dead: make(chan struct{})}
+func newConn(cli *client.Client, proc *stdioProcess, cancel context.CancelFunc, calls *inflight) *conn {
+	return &conn{client: cli, proc: proc, cancel: cancel, kick: make(chan struct{}, 1), dead: make(chan struct{}), calls: calls}
 }
 
 // markDead records that the connection is unusable; the supervisor then
@@ -328,11 +330,13 @@ func (u *upstream) dial(ctx context.Context, listen bool) (_ *conn, relisten boo
 	if err != nil {
 		return nil, false, err
 	}
-	cli := client.NewClient(t)
+	calls := &inflight{}
+	cli := client.NewClient(t, client.WithElicitationHandler(elicitor{u: u, calls: calls}),
+		client.WithClientCapabilities(elicitationCapability()))
 	// The connection's own context outlives this attempt: it bounds the
 	// stdio process and the HTTP streams, and ends only in close.
 	life, cancel := context.WithCancel(context.Background())
-	c := newConn(cli, proc, cancel)
+	c := newConn(cli, proc, cancel, calls)
 	cli.OnNotification(func(n mcp.JSONRPCNotification) {
 		if c.watches.handle(u.cfg.Name, u.log, n) {
 			return

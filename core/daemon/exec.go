@@ -38,6 +38,7 @@ func (e execService) Exec(ctx context.Context, req *cexecv1.ExecRequest, send fu
 		Timeout:      time.Duration(req.GetTimeoutMs()) * time.Millisecond,
 		Persistent:   req.GetPersistent(),
 		FreshSandbox: req.GetFreshSandbox(),
+		Asker:        operatorOf(ctx),
 		Output: func(stream sandbox.Stream, data []byte) {
 			if sendErr != nil {
 				return

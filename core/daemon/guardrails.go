@@ -20,8 +20,8 @@ type guardHost interface {
 // (file:line), so `cexecd validate` and start-up refuse a bad policy before
 // anything runs.
 func policyDiags(cfg *config.Config) hcl.Diagnostics {
-	_, diags := policy.DecodeTenants(cfg)
-	return diags
+	policies, diags := policy.DecodeTenants(cfg)
+	return append(diags, approvalWarnings(cfg, policies)...)
 }
 
 // startGuards builds the guard layer (ARCHITECTURE §3.1): the tenants'

@@ -27,7 +27,7 @@ func (e mcpExecutor) Execute(ctx context.Context, sc mcpface.Scope, code string)
 		return mcpface.Execution{}, fmt.Errorf("no sandbox backend is running; the operator can check `cexecctl plugins ls`: %w", pluginapi.ErrUnavailable)
 	}
 	res, err := e.exec.ExecuteCode(ctx, pipeline.CodeRequest{Tenant: sc.Tenant, Session: sc.Session,
-		Vault: vaultSession(ctx, sc, e.adopter), Code: code, ModelFacing: true, Progress: progressTo(mcpface.ProgressFunc(ctx))})
+		Vault: vaultSession(ctx, sc, e.adopter), Code: code, ModelFacing: true, Progress: progressTo(mcpface.ProgressFunc(ctx)), Asker: askerOf(ctx)})
 	if err != nil {
 		return mcpface.Execution{}, err
 	}
@@ -42,7 +42,7 @@ func (e mcpExecutor) CallTool(ctx context.Context, sc mcpface.Scope, server, too
 	}
 	res, err := e.exec.CallTool(ctx, pipeline.ToolCallRequest{Tenant: sc.Tenant, Session: sc.Session,
 		Vault: vaultSession(ctx, sc, e.adopter), Server: server, Tool: tool, Arguments: args, ModelFacing: true,
-		Progress: progressTo(mcpface.ProgressFunc(ctx))})
+		Progress: progressTo(mcpface.ProgressFunc(ctx)), Asker: askerOf(ctx)})
 	if err != nil {
 		return mcpface.Execution{}, err
 	}
@@ -58,7 +58,7 @@ type taskView struct{ tasks *pipeline.Tasks }
 // RunTask turns task into a program and runs it.
 func (t taskView) RunTask(ctx context.Context, sc mcpface.Scope, task string) (mcpface.TaskResult, error) {
 	res, err := t.tasks.ExecuteTask(ctx, pipeline.TaskRequest{Tenant: sc.Tenant, Session: sc.Session, Task: task,
-		Progress: progressTo(mcpface.ProgressFunc(ctx))})
+		Progress: progressTo(mcpface.ProgressFunc(ctx)), Asker: askerOf(ctx)})
 	if err != nil {
 		return mcpface.TaskResult{}, err
 	}

@@ -292,7 +292,7 @@ func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *
 	schemas := &schemaCache{}
 	schemas.fill(ctx, cfg, host, log)
 	srv := grpc.NewServer(localgrpc.ServerOptions()...)
-	control.New(control.Deps{
+	ctl := control.New(control.Deps{
 		Version: version.Version,
 		Started: o.Started,
 		Socket:  cfg.Daemon.Socket,
@@ -310,7 +310,10 @@ func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *
 
 		Tools:  toolsView{Catalog: svc.catalog, search: svc.search},
 		Search: svc.search,
-	}).Register(srv)
+	})
+	ctl.Register(srv)
+	ctl.Interactive().Register(srv)
+	control.NewApprovals(approvalQueue{svc.approvals}).Register(srv)
 	control.NewAuth(svc.auth).Register(srv)
 	control.RegisterWorkflows(srv, control.WorkflowDeps{
 		Engine: svc.workflows, Workspaces: svc.workspace, Load: svc.loadWorkflow, DefaultTenant: endpoint.DefaultTenant,

@@ -69,6 +69,9 @@ type services struct {
 	// stopScan cancels the background read of local tools and waits for it;
 	// set by scanLocal.
 	stopScan func()
+	// approvals are the tool calls waiting for an operator's decision
+	// (`cexecctl approvals`).
+	approvals *pipeline.Approvals
 	// auth signs requests to OAuth-protected upstreams and runs sign-ins;
 	// its tokens live in data_dir/auth, outside every tenant's folder.
 	auth *auth.Manager
@@ -81,7 +84,7 @@ type services struct {
 // connects the upstream servers, startExec builds the pool and the
 // executor once the plugins run. On error, call close.
 func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *services, err error) {
-	s := &services{log: log, cfg: cfg}
+	s := &services{log: log, cfg: cfg, approvals: pipeline.NewApprovals()}
 
 	vaultOpts := vault.Options{DataDir: cfg.Daemon.DataDir, Logger: log}
 	wsOpts := workspace.OptionsFromConfig(cfg)
@@ -190,7 +193,7 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 	s.sandbox = sb
 	s.pool.Prewarm(endpoint.DefaultTenant)
 	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec"),
-		MaxInlineAttachment: cfg.Pipeline.MaxInlineAttachment, Audit: s.audit}
+		Approvals: s.approvals, MaxInlineAttachment: cfg.Pipeline.MaxInlineAttachment, Audit: s.audit}
 	if s.guards != nil {
 		s.exec.Guard = s.guards
 	}

@@ -94,6 +94,15 @@
 //
 // Remove the MCP socket at shutdown, like the control socket.
 //
+// # Asking the agent's user
+//
+// Every tool handler's context carries an Asker (AskerFrom): the daemon
+// hands it to the executions the call starts, and upstream servers'
+// elicitations and policy approvals reach the user of this client, on this
+// session, through mcp-go's RequestElicitation (on the call's own response
+// stream). A client that did not declare elicitation, or not the mode asked
+// for, is not asked: Elicit fails with ErrCannotElicit before sending.
+//
 // # Results
 //
 // Failures are isError results with a message that says what to do (an

@@ -432,6 +432,7 @@ func (f *Face) wrap(name string, fn toolFunc) server.ToolHandlerFunc {
 			ctx, done = f.tasks.start(ctx, req, sc.Session)
 			defer done()
 		}
+		ctx = f.withAsker(ctx)
 		r := fn(ctx, &sc, req)
 		text, structured, err := f.tokenizeReply(ctx, sc, r)
 		if err != nil {

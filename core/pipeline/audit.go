@@ -41,6 +41,11 @@ func (x *Executor) audit(ctx context.Context, req CodeRequest, out *CodeResult, 
 		for _, c := range out.ToolCalls {
 			events = append(events, audit.Event{Type: audit.TypeToolCall, Time: c.Start, Session: req.Session, Actor: actor,
 				Server: c.Server, Tool: c.Tool, Outcome: c.Outcome(), DurationMS: ms(c.Duration), ArgsSHA256: c.ArgsSHA256, Reason: c.ErrorType})
+			if c.Approval != "" {
+				// The call needed approval: how it was decided.
+				events = append(events, audit.Event{Type: audit.TypeApproval, Time: c.Start, Session: req.Session, Actor: actor,
+					Server: c.Server, Tool: c.Tool, Outcome: c.Outcome(), ArgsSHA256: c.ArgsSHA256, Reason: c.Approval})
+			}
 			if c.ErrorType == bridge.TypeDenied {
 				deniedCalls++
 				events = append(events, audit.Event{Type: audit.TypePolicyDenial, Time: c.Start, Session: req.Session, Actor: actor,

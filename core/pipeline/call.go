@@ -24,6 +24,8 @@ type ToolCallRequest struct {
 	// Arguments is a JSON object; empty means {}.
 	Arguments   json.RawMessage
 	ModelFacing bool
+	// Asker is as CodeRequest's.
+	Asker Asker
 	// Progress, when set, receives the upstream's progress on the call, as
 	// CodeRequest.Progress does.
 	Progress func(Progress)
@@ -75,7 +77,7 @@ func (x *Executor) CallTool(ctx context.Context, req ToolCallRequest) (*CodeResu
 	return x.ExecuteCode(ctx, CodeRequest{
 		Tenant: req.Tenant, Session: req.Session, Vault: req.Vault,
 		Code:         fmt.Sprintf("call_tool(%q, %q, %s)", req.Server, req.Tool, args),
-		MaxToolCalls: 1, ModelFacing: req.ModelFacing, Progress: req.Progress,
+		MaxToolCalls: 1, ModelFacing: req.ModelFacing, Progress: req.Progress, Asker: req.Asker,
 		call: &toolCall{server: req.Server, tool: req.Tool, args: args},
 	})
 }

@@ -92,6 +92,11 @@ type CodeRequest struct {
 	// under a guard layer the messages are tokenized as the result is.
 	Progress func(Progress)
 
+	// Asker reaches the user behind the request (the agent's MCP client,
+	// the operator's terminal) for upstream elicitations and approvals;
+	// nil: nobody can be asked.
+	Asker Asker
+
 	// call, set by CallTool, makes one tool call instead of running Code.
 	call *toolCall
 	// tokenizeProgress is the guard session's tokenizer for Progress
@@ -148,6 +153,9 @@ type Executor struct {
 	// the guard plugins, restores PII tokens in code and tool arguments,
 	// and tokenizes model-facing results (core/guard).
 	Guard Guardrails
+	// Approvals holds the calls waiting for an operator's approval when
+	// the request's Asker cannot ask (nil: such calls are denied).
+	Approvals *Approvals
 	// MaxInlineAttachment is the largest attachment returned inline (0:
 	// DefaultMaxInlineAttachment); larger ones, and those past four times
 	// it in one execution, are saved in the tenant's workspace.
@@ -177,7 +185,7 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 		entry.UpstreamLog = out.UpstreamLog
 		for _, c := range out.ToolCalls {
 			entry.ToolCalls = append(entry.ToolCalls, workspace.ToolCall{Server: c.Server, Tool: c.Tool,
-				Duration: workspace.Duration(c.Duration), OK: c.OK, Error: c.Error})
+				Duration: workspace.Duration(c.Duration), OK: c.OK, Error: c.Error, Approval: c.Approval})
 		}
 	}
 	_, ferr := run.Finish(entry)

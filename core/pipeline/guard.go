@@ -40,6 +40,7 @@ const (
 // restored, and, for a model-facing request, everything the result carries
 // is tokenized and held to max_output. A refusal is a result, not an error.
 func (x *Executor) guarded(ctx context.Context, t *workspace.Tenant, req CodeRequest) (*CodeResult, error) {
+	ctx = withAsker(ctx, req.Asker)
 	if x.Guard == nil {
 		return x.execute(ctx, t, req)
 	}
@@ -83,6 +84,9 @@ func (x *Executor) guarded(ctx context.Context, t *workspace.Tenant, req CodeReq
 				metrics.Denial(req.Tenant, "tool_call")
 				return nil, &sandbox.CallError{Type: TypeDenied, Message: err.Error()}
 			}
+			return nil, err
+		}
+		if err := x.approve(ctx, gs, &req, server, tool, real); err != nil {
 			return nil, err
 		}
 		if after != nil {

@@ -177,6 +177,8 @@ type TaskRequest struct {
 	// stay tokenized. Operator requests leave it false and get them
 	// restored.
 	ModelFacing bool
+	// Asker is as CodeRequest's, for every program of the task.
+	Asker Asker
 	// Progress, when set, receives the programs' progress reports, as
 	// CodeRequest.Progress does, increasing across repairs.
 	Progress func(Progress)

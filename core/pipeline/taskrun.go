@@ -102,6 +102,7 @@ func (r *taskRun) execute(ctx context.Context, code string) (*CodeResult, error)
 		Code:    code,
 		Timeout: r.req.Timeout,
 		Task:    r.task,
+		Asker:   r.req.Asker,
 		// The failure goes back to the generators, which are models.
 		ModelFacing: true,
 		Progress:    r.req.Progress,

@@ -75,6 +75,8 @@ type ToolCall struct {
 	Duration Duration `json:"duration_ms"`
 	OK       bool     `json:"ok"`
 	Error    string   `json:"error,omitempty"`
+	// Approval says how a call that needed approval was decided.
+	Approval string `json:"approval,omitempty"`
 }
 
 // Duration is a time.Duration written to logs as (fractional) milliseconds,

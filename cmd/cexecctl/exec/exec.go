@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/client"
@@ -26,6 +28,7 @@ func Command(env *cli.Env) *cobra.Command {
 		session    string
 		timeout    time.Duration
 		persistent bool
+		ask        bool
 		saveDir    string
 	)
 	cmd := &cobra.Command{
@@ -38,6 +41,13 @@ The program comes from -c, from FILE, or from standard input (no argument or
 with the program's exit code. With --json nothing streams: one JSON object
 with stdout, stderr, result, error, duration and resource usage is printed
 when the program ends.
+
+When an upstream server asks for input during a tool call (MCP elicitation),
+or a tenant policy wants a call approved, cexecctl asks on the terminal and
+sends the answer: when standard input is a terminal and the program does not
+come from it, or with --ask (answers then come from standard input, one per
+line). Otherwise the server gets a decline, and an approval waits for
+` + "`cexecctl approvals`" + `.
 
 What the program shows with cexec.show (images, audio, files) is listed on
 stderr after its output, e.g. "[image/png 95 bytes]"; --save-attachments DIR
@@ -57,8 +67,16 @@ workspace, whose path is listed).`,
 				Session:    session,
 				Persistent: persistent,
 			}
+			fromStdin := !cmd.Flags().Changed("code") && (len(args) == 0 || args[0] == "-")
+			if ask && fromStdin {
+				return cli.UsageErrorf("--ask reads answers from standard input: give the program with -c or as FILE")
+			}
+			var p *prompter
+			if ask || !fromStdin && isTerminal(cmd.InOrStdin()) {
+				p = newPrompter(cmd.InOrStdin(), env.Stderr)
+			}
 			return env.Do(cmd.Context(), func(c *client.Client) error {
-				return run(cmd, env, c, req, saveDir)
+				return run(cmd, env, c, req, p, saveDir)
 			})
 		},
 	}
@@ -68,6 +86,7 @@ workspace, whose path is listed).`,
 	f.StringVar(&session, "session", "", "session to log the execution under (default: a new one)")
 	f.DurationVar(&timeout, "timeout", 0, "wall-clock limit (default: the sandbox's)")
 	f.BoolVar(&persistent, "persistent", false, "run in the session's persistent interpreter, keeping globals between executions")
+	f.BoolVar(&ask, "ask", false, "answer upstream servers' questions and approvals from standard input (the default on a terminal)")
 	f.StringVar(&saveDir, "save-attachments", "", "write what the program shows (cexec.show) into this directory")
 	return cmd
 }
@@ -126,13 +145,23 @@ type jsonToolCall struct {
 	Error      string  `json:"error,omitempty"`
 }
 
-func run(cmd *cobra.Command, env *cli.Env, c *client.Client, req *cexecv1.ExecRequest, saveDir string) error {
+func run(cmd *cobra.Command, env *cli.Env, c *client.Client, req *cexecv1.ExecRequest, p *prompter, saveDir string) error {
 	var out jsonResult
 	var res *cexecv1.ExecResult
-	for ev, err := range c.Exec(cmd.Context(), req) {
+	events := c.Exec(cmd.Context(), req)
+	if p != nil {
+		events = c.ExecInteractive(cmd.Context(), req, p.ask)
+	}
+	seen := false
+	for ev, err := range events {
+		if err != nil && !seen && p != nil && status.Code(err) == codes.Unimplemented {
+			// A daemon without the Interactive service: run without asking.
+			return run(cmd, env, c, req, nil, saveDir)
+		}
 		if err != nil {
 			return err
 		}
+		seen = true
 		switch e := ev.GetEvent().(type) {
 		case *cexecv1.ExecEvent_Output:
 			w := env.Stdout

@@ -25,6 +25,7 @@ type rawPolicy struct {
 	Deny         *hcl.Attribute   `hcl:"deny,optional"`
 	DenyCode     *hcl.Attribute   `hcl:"deny_code,optional"`
 	Constraints  []*rawConstraint `hcl:"constraint,block"`
+	Approvals    []*rawApproval   `hcl:"approval,block"`
 }
 
 type rawConstraint struct {
@@ -76,6 +77,9 @@ func Decode(body hcl.Body) (*Policy, hcl.Diagnostics) {
 		if c := d.constraint(rc); c != nil {
 			p.Constraints = append(p.Constraints, c)
 		}
+	}
+	for _, ra := range raw.Approvals {
+		p.Approvals = append(p.Approvals, d.approval(ra))
 	}
 	if d.diags.HasErrors() {
 		return nil, d.diags

@@ -36,6 +36,12 @@
 //	      argument = "options.mode"           # dots reach into objects
 //	      one_of   = ["read", "write"]
 //	    }
+//
+//	    approval {                            # calls wait for a person's yes
+//	      annotations = ["destructiveHint"]   # or readOnlyHint, idempotentHint, openWorldHint
+//	      tools       = ["payments/*"]        # tool patterns; either list may be left out
+//	      timeout     = "2m"                  # default 5m; then the call is refused
+//	    }
 //	  }
 //	}
 //
@@ -46,6 +52,12 @@
 // When the argument is a list, each element is checked ("paths[2]").
 // prefix and pattern want strings, min and max numbers; one_of compares
 // numbers and booleans by their text.
+//
+// An approval block matches a tool by pattern or by an annotation hint
+// that holds for it, with the MCP specification's defaults for hints the
+// server left out (a tool is destructive and open-world unless it says
+// otherwise; a read-only tool is never destructive). Policy.Approval
+// returns the first block that matches; the pipeline asks and waits.
 //
 // The tenant block's allowed_servers (core/config, enforced by the
 // workspace) still applies; allow and deny refine it to tools.

@@ -38,6 +38,8 @@ type Policy struct {
 	DenyCode []*regexp.Regexp
 	// Constraints check the arguments of tool calls.
 	Constraints []*Constraint
+	// Approvals are the rules of calls that wait for a person's approval.
+	Approvals []*Approval
 }
 
 // Constraint checks one argument of the tools its pattern matches. Every
