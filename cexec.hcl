@@ -300,3 +300,17 @@ mcp_server "memory" {
 #   rotate_size = "16MiB"   # a file is rotated past this
 #   keep        = 8         # rotated files kept
 # }
+
+# ---------------------------------------------------------------------------
+# OpenTelemetry traces over OTLP (docs/TRACING.md): one trace per MCP request
+# or execution. Off without this block. Unset attributes fall back to the
+# OTEL_EXPORTER_OTLP_* variables.
+#
+# telemetry {
+#   traces {
+#     endpoint     = "127.0.0.1:4317"   # or a URL; loopback host:port is plain, others TLS
+#     protocol     = "grpc"             # or "http"
+#     sample_ratio = 1.0                # share of new traces kept
+#     headers      = { "x-api-key" = env("OTEL_API_KEY") }
+#   }
+# }

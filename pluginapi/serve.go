@@ -56,7 +56,8 @@ func Serve(kind Kind, p plugin.Plugin) {
 			ProtocolVersion: {string(kind): p},
 		},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return plugin.DefaultGRPCServer(append(append(opts, grpc.MaxRecvMsgSize(maxRecvMsgSize)), localgrpc.ServerOptions()...))
+			opts = append(opts, grpc.MaxRecvMsgSize(maxRecvMsgSize), traceServerOption())
+			return plugin.DefaultGRPCServer(append(opts, localgrpc.ServerOptions()...))
 		},
 		Logger: Logger(),
 	})

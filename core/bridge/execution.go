@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cexec/cexec/core/telemetry"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
@@ -91,6 +92,7 @@ func (e *Execution) CallTool(ctx context.Context, server, tool string, args json
 	e.started++
 	e.mu.Unlock()
 
+	ctx, span := telemetry.StartToolCall(ctx, e.opts.Tenant, server, tool)
 	start := time.Now()
 	called := &Called{}
 	out, known, err := e.call(WithCalled(ctx, called), server, tool, args)
@@ -105,6 +107,7 @@ func (e *Execution) CallTool(ctx context.Context, server, tool string, args json
 		}
 	}
 	rec.record(known)
+	telemetry.EndOutcome(span, rec.ErrorType)
 	e.mu.Lock()
 	e.calls = append(e.calls, rec)
 	e.mu.Unlock()

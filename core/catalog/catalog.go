@@ -49,6 +49,7 @@ import (
 
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/telemetry"
 )
 
 // Defaults of Options.
@@ -399,14 +400,14 @@ func (c *Catalog) isLocalServer(name string) bool {
 	return false
 }
 
-// Call calls tool on the upstream server with args (a JSON object; empty
+// call calls tool on the upstream server with args (a JSON object; empty
 // means {}) for tenant, bounded by the server's timeout. A shared server
 // serves every tenant; a tenant-scoped server's call goes to tenant's own
 // instance, started if it does not run. It does not validate args: that is
 // the bridge's job. Errors wrap ErrUnknownServer, ErrUnavailable,
 // ErrConnectionLost or ErrTimeout, or carry the server's JSON-RPC error;
 // a tool that reports a failure is a result with IsError, not an error.
-func (c *Catalog) Call(ctx context.Context, tenant, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+func (c *Catalog) call(ctx context.Context, tenant, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	u := c.set().byName[server]
 	if u == nil {
 		return nil, fmt.Errorf("call %s/%s: %w", server, tool, ErrUnknownServer)
@@ -436,6 +437,7 @@ func (c *Catalog) Call(ctx context.Context, tenant, server, tool string, args js
 	end := cn.watches.begin(server, tool, CallNoticesFrom(ctx), &req)
 	cctx, slot, done := cn.calls.track(cctx)
 	defer done()
+	req.Params.Meta = telemetry.InjectMeta(ctx, req.Params.Meta)
 	res, err := cn.client.CallTool(cctx, req)
 	end()
 	if ferr := slot.err(server); ferr != nil && ctx.Err() == nil {

@@ -7,13 +7,15 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cexec/cexec/core/telemetry"
 )
 
-// ReadResource reads uri from the upstream server for tenant (resources/read),
+// readResource reads uri from the upstream server for tenant (resources/read),
 // routed, bounded and failing as Call is: a tenant-scoped server's read goes
 // to tenant's own instance, and errors wrap ErrUnknownServer, ErrUnavailable,
 // ErrConnectionLost or ErrTimeout, or carry the server's JSON-RPC error.
-func (c *Catalog) ReadResource(ctx context.Context, tenant, server, uri string) (*mcp.ReadResourceResult, error) {
+func (c *Catalog) readResource(ctx context.Context, tenant, server, uri string) (*mcp.ReadResourceResult, error) {
 	what := fmt.Sprintf("read %s from %s", uri, server)
 	u := c.set().byName[server]
 	if u == nil {
@@ -37,7 +39,7 @@ func (c *Catalog) ReadResource(ctx context.Context, tenant, server, uri string) 
 		}
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	res, err := cn.client.ReadResource(cctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
+	res, err := cn.client.ReadResource(cctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri, Meta: telemetry.InjectMeta(ctx, nil)}})
 	if err == nil {
 		return res, nil
 	}

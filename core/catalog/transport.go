@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/telemetry"
 	"github.com/cexec/cexec/internal/childenv"
 	"github.com/cexec/cexec/internal/hclogslog"
 )
@@ -156,6 +157,9 @@ func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Int
 		return tappedStdio{t}, proc, nil
 	case config.TransportHTTP:
 		opts := []transport.StreamableHTTPCOption{transport.WithHTTPLogger(log)}
+		if hc := telemetry.HTTPClient(); hc != nil {
+			opts = append(opts, transport.WithHTTPBasicClient(hc))
+		}
 		if len(s.Headers) > 0 {
 			opts = append(opts, transport.WithHTTPHeaders(s.Headers))
 		}
@@ -176,6 +180,9 @@ func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Int
 		return tappedHTTP{t}, nil, nil
 	case config.TransportSSE:
 		opts := []transport.ClientOption{transport.WithSSELogger(log), transport.WithResponseTimeout(callTimeout(s))}
+		if hc := telemetry.HTTPClient(); hc != nil {
+			opts = append(opts, transport.WithHTTPClient(hc))
+		}
 		if len(s.Headers) > 0 {
 			opts = append(opts, transport.WithHeaders(s.Headers))
 		}

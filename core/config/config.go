@@ -42,6 +42,8 @@ type Config struct {
 	Audit Audit
 	// Store is where what replicas share is kept (the store block).
 	Store Store
+	// Telemetry is the telemetry block: where traces are exported.
+	Telemetry Telemetry
 
 	files map[string]*hcl.File
 	// sensitive holds paths into the MaskedJSON view whose values came from
@@ -240,6 +242,7 @@ func load(src []byte, filename string, ov Overrides) (*Config, hcl.Diagnostics) 
 	d.metrics(cfg, raw.Metrics)
 	d.audit(cfg, raw.Audit)
 	d.store(cfg, raw.Store, raw.Daemon)
+	d.telemetry(cfg, raw.Telemetry)
 	cfg.sensitive = d.sensitive
 	return cfg, append(diags, d.diags...)
 }

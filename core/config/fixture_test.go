@@ -163,6 +163,13 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{19, "Client credentials need a client", false},
 			{27, "Invalid client_assertion_key", false},
 		}},
+		{"telemetry_invalid.hcl", []wantDiag{
+			{4, "Invalid endpoint", false},
+			{5, "Invalid protocol", false},
+			{6, "Number out of range", false},
+			{7, "Incorrect attribute value type", false},
+			{8, "Invalid header name", false},
+		}},
 		{"symlink_escape.hcl", []wantDiag{
 			{4, "Plugin binary escapes plugin_dir", false},
 			{7, "Plugin command escapes plugin_dir", false},

@@ -15,8 +15,11 @@ type rawFile struct {
 	Tenants    []*rawTenant `hcl:"tenant,block"`
 	MCP        *rawMCPFace  `hcl:"mcp,block"`
 	Store      *rawStore    `hcl:"store,block"`
-	Metrics    *rawMetrics  `hcl:"metrics,block"`
-	Audit      *rawAudit    `hcl:"audit,block"`
+
+	// Telemetry: see Telemetry (telemetry.go).
+	Telemetry *rawTelemetry `hcl:"telemetry,block"`
+	Metrics   *rawMetrics   `hcl:"metrics,block"`
+	Audit     *rawAudit     `hcl:"audit,block"`
 }
 
 type rawMetrics struct {

@@ -181,6 +181,11 @@ func Run(ctx context.Context, o Options) error {
 	// Deferred calls run in reverse: the MCP face, the search index and the
 	// pool stop before the plugins, which stop before the services close.
 	grace := o.ShutdownTimeout / 2
+	stopTracing, err := startTracing(ctx, cfg, grace, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	host := pluginhost.New(cfg, log.Named("plugins"))
 	svc, err := newServices(cfg, host, log)
 	defer func() {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/telemetry"
 	"github.com/cexec/cexec/internal/hclogslog"
 )
 
@@ -427,6 +428,7 @@ func (f *Face) wrap(name string, fn toolFunc) server.ToolHandlerFunc {
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
+		telemetry.SetScope(ctx, sc.Tenant, sc.Session)
 		if req.Params.Task != nil {
 			var done func()
 			ctx, done = f.tasks.start(ctx, req, sc.Session)

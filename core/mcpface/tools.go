@@ -101,12 +101,12 @@ func (f *Face) addTools() error {
 			return err
 		}
 		fn, name := d.fn, d.name
-		f.srv.AddTool(t, f.wrap(d.name, func(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+		f.srv.AddTool(t, traced(d.name, f.wrap(d.name, func(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
 			if msg := checkArguments(schema, req.GetArguments()); msg != "" {
 				return errorReply("%s: %s", name, msg)
 			}
 			return fn(f, ctx, sc, req)
-		}))
+		})))
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/metrics"
 	"github.com/cexec/cexec/core/pool"
+	"github.com/cexec/cexec/core/telemetry"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -179,6 +180,8 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 		return nil, err
 	}
 	req.Session = run.Session()
+	ctx, span := telemetry.StartExecution(ctx, spanName(req), req.Tenant, req.Session)
+	defer span.End()
 	out, err := x.guarded(ctx, t, req)
 	entry := workspace.Entry{Task: req.Task, Code: req.Code, Result: logResult(out, err)}
 	if out != nil {
@@ -188,10 +191,12 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 				Duration: workspace.Duration(c.Duration), OK: c.OK, Error: c.Error, Approval: c.Approval})
 		}
 	}
+	_, logSpan := telemetry.Start(ctx, telemetry.SpanLog)
 	_, ferr := run.Finish(entry)
 	oc := outcome(out, err)
 	metrics.Execution(req.Tenant, oc, time.Since(start))
 	x.audit(ctx, req, out, err, oc, time.Since(start))
+	telemetry.End(logSpan, ferr)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +238,9 @@ func (x *Executor) execute(ctx context.Context, t *workspace.Tenant, req CodeReq
 var errSandboxGone = errors.New("the sandbox backend no longer has this sandbox (it was restarted); run the program again")
 
 func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeRequest, acquire func(context.Context, string) (*pool.Lease, error)) (*CodeResult, error) {
-	lease, err := acquire(ctx, req.Tenant)
+	lctx, leaseSpan := telemetry.Start(ctx, telemetry.SpanLease)
+	lease, err := acquire(lctx, req.Tenant)
+	telemetry.End(leaseSpan, err)
 	if err != nil {
 		return nil, fmt.Errorf("get a sandbox for tenant %s: %w", req.Tenant, err)
 	}
@@ -250,6 +257,8 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 	if req.Progress != nil {
 		h.progress = newProgressReporter(req.Progress, req.tokenizeProgress, x.Log)
 	}
+	ctx, runSpan := telemetry.Start(ctx, telemetry.SpanSandbox)
+	telemetry.SetWarm(runSpan, lease.Reused)
 	res, err := x.Sandbox.Exec(ctx, sandbox.ExecRequest{
 		SandboxID:  lease.ID,
 		Code:       req.Code,
@@ -260,6 +269,7 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 	if h.progress != nil {
 		h.progress.stop()
 	}
+	telemetry.End(runSpan, err)
 	lease.Release(err == nil && res.SandboxOK)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/metrics"
+	"github.com/cexec/cexec/core/telemetry"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -60,7 +61,9 @@ func (x *Executor) guarded(ctx context.Context, t *workspace.Tenant, req CodeReq
 	code, err := req.Code, error(nil)
 	if req.call == nil {
 		// A call has no code to check; the tool call is vetted below.
-		code, err = gs.PrepareCode(ctx, req.Code)
+		gctx, guardSpan := telemetry.Start(ctx, telemetry.SpanGuardBefore)
+		code, err = gs.PrepareCode(gctx, req.Code)
+		telemetry.End(guardSpan, err)
 	}
 	if err != nil {
 		if !errors.Is(err, pluginapi.ErrDenied) {
@@ -106,6 +109,8 @@ func (x *Executor) guarded(ctx context.Context, t *workspace.Tenant, req CodeReq
 	if err != nil || !req.ModelFacing {
 		return out, err
 	}
+	ctx, guardSpan := telemetry.Start(ctx, telemetry.SpanGuardAfter)
+	defer guardSpan.End()
 	tokenizeUpstreamLog(ctx, gs, out.UpstreamLog)
 	return tokenizeResult(ctx, gs, gx, out), nil
 }

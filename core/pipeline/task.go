@@ -11,6 +11,7 @@ import (
 
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/telemetry"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
@@ -269,6 +270,8 @@ func (p *Tasks) ExecuteTask(ctx context.Context, req TaskRequest) (*TaskResult, 
 	} else if err := workspace.ValidateSessionID(req.Session); err != nil {
 		return nil, fmt.Errorf("execute task: %w", err)
 	}
+	ctx, span := telemetry.StartExecution(ctx, "execute_task", req.Tenant, req.Session)
+	defer span.End()
 	t, err := p.Tenants.Tenant(req.Tenant)
 	if err != nil {
 		return nil, fmt.Errorf("execute task: %w", err)

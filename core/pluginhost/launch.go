@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/telemetry"
 	"github.com/cexec/cexec/internal/tailbuf"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
@@ -122,6 +123,9 @@ func newClient(p *config.Plugin, path string, timeout time.Duration, log hclog.L
 		Logger:          pluginLogger{log},
 		Stderr:          stderr,
 		GRPCDialOptions: dialOptions(string(p.Kind), p.Name),
+	}
+	if h := telemetry.GRPCClientHandler(); h != nil {
+		cc.GRPCDialOptions = append(cc.GRPCDialOptions, grpc.WithStatsHandler(h))
 	}
 	if len(p.SHA256Bytes) > 0 {
 		// Checked again by go-plugin right before exec, narrowing the
