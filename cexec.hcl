@@ -226,6 +226,13 @@ mcp_server "memory" {
   optional = true
 }
 
+# The forms server is built into cexecd (PDF AcroForms with pdfcpu, run in
+# the daemon, never in a sandbox): pdf_fields, fill_pdf and read_pdf on files
+# in the calling tenant's workspace. One in-process instance per tenant.
+mcp_server "forms" {
+  transport = "builtin"
+}
+
 # ---------------------------------------------------------------------------
 # The MCP face agents connect to. It is always served on a private unix
 # socket next to cexecd's socket, for `cexecctl mcp` (stdio). An mcp block

@@ -14,7 +14,8 @@
 // Upstream servers connect in parallel at Start over stdio (a child process
 // with an explicit environment: PATH, HOME, TMPDIR and LANG of the daemon,
 // then the block's env; never the rest of the daemon's environment),
-// streamable HTTP or SSE, through mark3labs/mcp-go, which negotiates the
+// streamable HTTP or SSE, or in process (transport "builtin": a server
+// built into cexecd, Options.Builtins), through mark3labs/mcp-go, which negotiates the
 // protocol version (server/discover for 2026-07-28, else initialize).
 // A lost connection (process exit, broken stream, transport error) is
 // replaced with exponential backoff; calls in flight fail with
@@ -46,6 +47,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
@@ -97,6 +99,10 @@ type Options struct {
 	// ConnectTimeout bounds one connection attempt (start, initialize,
 	// first tools/list).
 	ConnectTimeout time.Duration
+	// Builtins build the servers of transport "builtin" by name: each
+	// tenant's instance is its own in-process MCP server (mcp-go's
+	// in-process transport), built for that tenant.
+	Builtins map[string]Builtin
 	// MinBackoff and MaxBackoff bound the delay between reconnection
 	// attempts, which doubles after each failure.
 	MinBackoff, MaxBackoff time.Duration
@@ -110,6 +116,9 @@ type Options struct {
 type Authorizer interface {
 	Client(s *config.MCPServer, tenant string) *http.Client
 }
+
+// Builtin builds tenant's instance of a server built into cexecd.
+type Builtin func(tenant string) (*server.MCPServer, error)
 
 // Catalog is the tool catalog and the upstream connections behind it. Its
 // methods are safe for concurrent use.

@@ -110,6 +110,26 @@ func (t tappedSSE) SendRequest(ctx context.Context, req transport.JSONRPCRequest
 	return resp, err
 }
 
+type tappedInProcess struct{ *transport.InProcessTransport }
+
+// SendRequest hands the in-process server a context without the caller's
+// values: a call made while serving the MCP face carries the face's HTTP
+// request headers in mcp-go's context key, which the in-process server
+// would read as its own and check against this request (SEP-2243).
+func (t tappedInProcess) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.InProcessTransport.SendRequest(valueless{ctx}, req)
+	if err == nil {
+		tap(ctx, req, resp)
+	}
+	return resp, err
+}
+
+// valueless is a context that ends with its parent but carries none of its
+// values.
+type valueless struct{ context.Context }
+
+func (valueless) Value(any) any { return nil }
+
 // stdioProcess is what a stdio connection knows about its child.
 type stdioProcess struct {
 	mu     sync.Mutex
@@ -194,6 +214,16 @@ func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Int
 			return nil, nil, err
 		}
 		return tappedSSE{t}, nil, nil
+	case config.TransportBuiltin:
+		build := u.cat.opts.Builtins[s.Name]
+		if build == nil {
+			return nil, nil, fmt.Errorf("cexecd has no built-in server %q", s.Name)
+		}
+		srv, err := build(u.tenant)
+		if err != nil {
+			return nil, nil, err
+		}
+		return tappedInProcess{transport.NewInProcessTransport(srv)}, nil, nil
 	default:
 		return nil, nil, fmt.Errorf("unknown transport %q", s.Transport)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,7 +83,14 @@ const (
 	TransportStdio = "stdio"
 	TransportHTTP  = "http"
 	TransportSSE   = "sse"
+	// TransportBuiltin is a server built into cexecd, served in process;
+	// the block's name says which (BuiltinServers).
+	TransportBuiltin = "builtin"
 )
+
+// BuiltinServers are the names of the servers built into cexecd, which an
+// `mcp_server "<name>" { transport = "builtin" }` block enables.
+var BuiltinServers = []string{"forms"}
 
 // MCPServer is one `mcp_server "<name>" { ... }` block: an upstream MCP
 // server reached over stdio (Command) or HTTP/SSE (URL).
@@ -397,11 +405,11 @@ func (d *decoder) mcpServers(cfg *Config, raws []*rawMCP) {
 		}
 		base := path("mcp_servers", strconv.Itoa(len(cfg.MCPServers)))
 		s := &MCPServer{Name: r.Name, Timeout: defaultMCPTimeout, DeclRange: r.DeclRange}
+		s.Transport, _, _ = d.str(r.Transport, append(base, "transport"))
 		d.scope(cfg, s, r, base)
 		d.perTenantAttrs(cfg, s, r, base)
 		s.Command, _, _ = d.str(r.Command, append(base, "command"))
 		s.URL, _, _ = d.str(r.URL, append(base, "url"))
-		s.Transport, _, _ = d.str(r.Transport, append(base, "transport"))
 		s.Optional, _ = d.boolean(r.Optional, append(base, "optional"))
 		if t, ok := d.duration(r.Timeout, append(base, "timeout")); ok {
 			s.Timeout = t
@@ -417,6 +425,10 @@ func (d *decoder) mcpServers(cfg *Config, raws []*rawMCP) {
 // checkMCP validates the transport settings and fills in the inferred
 // transport: stdio with command, sse for a URL ending in /sse, else http.
 func (d *decoder) checkMCP(s *MCPServer, r *rawMCP) {
+	if s.Transport == TransportBuiltin {
+		d.checkBuiltin(s, r)
+		return
+	}
 	switch {
 	case s.Command == "" && s.URL == "":
 		if r.Command == nil && r.URL == nil {
@@ -464,7 +476,20 @@ func (d *decoder) checkMCP(s *MCPServer, r *rawMCP) {
 			d.errorf(r.URL.Expr.Range().Ptr(), "Invalid url", "mcp_server %q: url must be an absolute http:// or https:// URL.", s.Name)
 		}
 	default:
-		d.errorf(tr.Ptr(), "Invalid transport", "mcp_server %q: transport must be \"stdio\", \"http\" or \"sse\"; got %q.", s.Name, s.Transport)
+		d.errorf(tr.Ptr(), "Invalid transport", "mcp_server %q: transport must be \"stdio\", \"http\", \"sse\" or \"builtin\"; got %q.", s.Name, s.Transport)
+	}
+}
+
+// checkBuiltin validates a built-in server's block: a known name, and
+// nothing that only a process or a remote server takes.
+func (d *decoder) checkBuiltin(s *MCPServer, r *rawMCP) {
+	if !slices.Contains(BuiltinServers, s.Name) {
+		d.errorf(r.NameRange.Ptr(), "Unknown built-in server", "mcp_server %q: transport \"builtin\" serves one of cexecd's own servers (%s), named by the block; there is none called %q.", s.Name, strings.Join(BuiltinServers, ", "), s.Name)
+	}
+	for _, a := range []*hcl.Attribute{r.Command, r.URL, r.Args, r.Env, r.Cwd, r.Headers} {
+		if a != nil {
+			d.errorf(a.Range.Ptr(), "Argument not for a built-in server", "mcp_server %q: %s applies to local (command) or remote (url) servers, not to a built-in one.", s.Name, a.Name)
+		}
 	}
 }
 

@@ -153,6 +153,13 @@ func TestFixtureDiagnostics(t *testing.T) {
 		{"metrics_public.hcl", []wantDiag{
 			{3, "Metrics reachable from other machines", true},
 		}},
+		{"builtin_server.hcl", []wantDiag{
+			{5, "Unknown built-in server", false},
+			{8, "Unknown built-in server", false},
+			{10, "Argument not for a built-in server", false},
+			{12, "Unknown built-in server", false},
+			{14, "Invalid scope", false},
+		}},
 		{"oauth.hcl", []wantDiag{
 			{4, "OAuth needs a remote server", false},
 			{10, "Secret written in the file", true},

@@ -138,8 +138,14 @@ func (d *decoder) tenantValues(s *MCPServer, e *tenantExprs, base []string) {
 // scope decodes scope, idle_timeout and max_instances.
 func (d *decoder) scope(cfg *Config, s *MCPServer, r *rawMCP, base []string) {
 	s.Scope = ScopeShared
+	if s.Transport == TransportBuiltin {
+		// A built-in server works on the calling tenant's own data.
+		s.Scope = ScopeTenant
+	}
 	if v, _, ok := d.str(r.Scope, append(base, "scope")); ok {
-		if v != ScopeShared && v != ScopeTenant {
+		if v == ScopeShared && s.Transport == TransportBuiltin {
+			d.errorf(r.Scope.Expr.Range().Ptr(), "Invalid scope", "mcp_server %q: a built-in server runs one instance per tenant, on that tenant's data; remove scope or set it to %q.", s.Name, ScopeTenant)
+		} else if v != ScopeShared && v != ScopeTenant {
 			d.errorf(r.Scope.Expr.Range().Ptr(), "Invalid scope", "mcp_server %q: scope must be %q (one instance for all tenants, the default) or %q (one per tenant); got %q.", s.Name, ScopeShared, ScopeTenant, v)
 		} else {
 			s.Scope = v

@@ -142,6 +142,7 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 		ServersDir:      cfg.Daemon.ServersDir,
 		LocalServersDir: cfg.Daemon.ServersDir,
 		Scanner:         sandboxScanner{plugins: plugins, backend: cfg.Sandbox.Backend},
+		Builtins:        builtinServers(s.workspace),
 	})
 	if err != nil {
 		return s, fmt.Errorf("prepare tool catalog: %w", err)

@@ -1,0 +1,142 @@
+package forms
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/cexec/cexec/internal/version"
+)
+
+// Name is the built-in server's name in cexec.hcl and the catalog.
+const Name = "forms"
+
+const pathProp = `{"type": "string", "description": "a PDF in the workspace: relative to it, or absolute under /workspace"}`
+
+var (
+	fieldsSchema = json.RawMessage(`{"type": "object", "required": ["path"], "additionalProperties": false,
+  "properties": {"path": ` + pathProp + `}}`)
+	fillSchema = json.RawMessage(`{"type": "object", "required": ["path", "values", "out"], "additionalProperties": false,
+  "properties": {
+    "path": ` + pathProp + `,
+    "values": {"type": "object", "description": "field name to value: a string (text, date, radio, combobox), true or false (checkbox), a list of strings (listbox)",
+      "additionalProperties": {"type": ["string", "boolean", "array"], "items": {"type": "string"}}},
+    "out": {"type": "string", "description": "where the filled PDF is written in the workspace (replaced if it exists)"}}}`)
+	readSchema = fieldsSchema
+)
+
+// NewServer returns the forms MCP server of the tenant whose workspace ws
+// resolves.
+func NewServer(ws Resolver) *server.MCPServer {
+	s := server.NewMCPServer("cexec-forms", version.Version, server.WithToolCapabilities(false))
+	h := handlers{ws: ws}
+	s.AddTool(mcp.NewToolWithRawSchema("pdf_fields",
+		"List the fields of a PDF form (AcroForm) in the workspace: name, type (text, date, checkbox, radio, combobox, listbox), label, current value, default and options.",
+		fieldsSchema), h.fields)
+	s.AddTool(mcp.NewToolWithRawSchema("fill_pdf",
+		"Fill a PDF form in the workspace: set the given fields by name and write the filled copy to out. Values are checked against each field's type and options.",
+		fillSchema), h.fill)
+	s.AddTool(mcp.NewToolWithRawSchema("read_pdf",
+		"Read back the values of a PDF form's fields in the workspace, by field name.",
+		readSchema), h.read)
+	return s
+}
+
+type handlers struct{ ws Resolver }
+
+// open resolves the call's workspace and opens it as a root.
+func (h handlers) open() (*os.Root, Workspace, error) {
+	ws, err := h.ws()
+	if err != nil {
+		return nil, ws, fmt.Errorf("workspace: %w", err)
+	}
+	root, err := os.OpenRoot(ws.Dir)
+	if err != nil {
+		return nil, ws, fmt.Errorf("workspace: %w", err)
+	}
+	return root, ws, nil
+}
+
+// load reads and parses the form at the path argument.
+func (h handlers) load(req mcp.CallToolRequest) (*os.Root, Workspace, []byte, error) {
+	rel, err := relPath("path", req.GetString("path", ""))
+	if err != nil {
+		return nil, Workspace{}, nil, err
+	}
+	root, ws, err := h.open()
+	if err != nil {
+		return nil, ws, nil, err
+	}
+	pdf, err := readFile(root, "path", rel)
+	if err != nil {
+		root.Close()
+		return nil, ws, nil, err
+	}
+	return root, ws, pdf, nil
+}
+
+func (h handlers) fields(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	root, _, pdf, err := h.load(req)
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	root.Close()
+	g, err := exportForm(pdf)
+	if err != nil {
+		return mcp.NewToolResultError("path: " + err.Error()), nil
+	}
+	return structured(map[string]any{"fields": fields(&g.Forms[0])})
+}
+
+func (h handlers) read(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	root, _, pdf, err := h.load(req)
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	root.Close()
+	g, err := exportForm(pdf)
+	if err != nil {
+		return mcp.NewToolResultError("path: " + err.Error()), nil
+	}
+	return structured(map[string]any{"values": values(&g.Forms[0])})
+}
+
+func (h handlers) fill(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Values map[string]json.RawMessage `json:"values"`
+		Out    string                     `json:"out"`
+	}
+	if err := req.BindArguments(&args); err != nil {
+		return mcp.NewToolResultError("arguments: " + err.Error()), nil
+	}
+	out, err := relPath("out", args.Out)
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	root, ws, pdf, err := h.load(req)
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	defer root.Close()
+	filled, names, err := fill(pdf, args.Values)
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	if err := writeFile(root, ws, out, filled); err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	return structured(map[string]any{"out": args.Out, "filled": names})
+}
+
+// structured returns v as structuredContent with its JSON as the text.
+func structured(v any) (*mcp.CallToolResult, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return mcp.NewToolResultStructured(v, string(b)), nil
+}

@@ -1,0 +1,191 @@
+package forms
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// example is the committed AcroForm made by examples/forms/generate.go.
+var example = filepath.Join("..", "..", "examples", "forms", "application.pdf")
+
+// tenantClient connects an MCP client in process to a forms server whose
+// workspace is a new folder holding the example form at forms/app.pdf.
+func tenantClient(t *testing.T) (*client.Client, string) {
+	t.Helper()
+	dir := t.TempDir()
+	pdf, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "forms"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "forms", "app.pdf"), pdf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := client.NewInProcessClient(NewServer(func() (Workspace, error) { return Workspace{Dir: dir, UID: -1, GID: -1}, nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	ctx := context.Background()
+	if err := cli.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	return cli, dir
+}
+
+// call calls tool and returns its structured result, or its error text.
+func call(t *testing.T, cli *client.Client, tool string, args map[string]any) (map[string]any, string) {
+	t.Helper()
+	res, err := cli.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	if res.IsError {
+		return nil, res.Content[0].(mcp.TextContent).Text
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out, ""
+}
+
+func TestFields(t *testing.T) {
+	cli, _ := tenantClient(t)
+	out, msg := call(t, cli, "pdf_fields", map[string]any{"path": "/workspace/forms/app.pdf"})
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	raw, _ := json.Marshal(out["fields"])
+	var fs []Field
+	if err := json.Unmarshal(raw, &fs); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(fs)
+	want := `[{"name":"city","type":"text","label":"City","value":""},` +
+		`{"name":"email","type":"text","label":"Email","value":""},` +
+		`{"name":"name","type":"text","label":"Full name","value":""},` +
+		`{"name":"newsletter","type":"checkbox","label":"Newsletter","value":false,"default":false},` +
+		`{"name":"plan","type":"combobox","label":"Plan","value":"standard","default":"standard","options":["basic","standard","premium"]}]`
+	if string(b) != want {
+		t.Errorf("fields\n%s\nwant\n%s", b, want)
+	}
+}
+
+func TestFillAndReadBack(t *testing.T) {
+	cli, dir := tenantClient(t)
+	vals := map[string]any{"name": "Ada Lovelace", "email": "ada@example.com", "city": "Paris", "plan": "premium", "newsletter": true}
+	out, msg := call(t, cli, "fill_pdf", map[string]any{"path": "forms/app.pdf", "values": vals, "out": "out/ada.pdf"})
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	if !reflect.DeepEqual(out["filled"], []any{"city", "email", "name", "newsletter", "plan"}) {
+		t.Errorf("filled %v", out["filled"])
+	}
+	back, msg := call(t, cli, "read_pdf", map[string]any{"path": "out/ada.pdf"})
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	if !reflect.DeepEqual(back["values"], vals) {
+		t.Errorf("read back %v, want %v", back["values"], vals)
+	}
+	// The template is untouched and no temporary file is left.
+	orig, _ := call(t, cli, "read_pdf", map[string]any{"path": "forms/app.pdf"})
+	if orig["values"].(map[string]any)["name"] != "" {
+		t.Errorf("template changed: %v", orig)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "out")); len(ents) != 1 {
+		t.Errorf("out folder holds %d entries", len(ents))
+	}
+}
+
+func TestFillErrors(t *testing.T) {
+	cli, _ := tenantClient(t)
+	tests := []struct {
+		name string
+		vals map[string]any
+		want string
+	}{
+		{"unknown field", map[string]any{"phone": "1"}, `values.phone: the form has no field "phone"; its fields are city, email, name, newsletter, plan`},
+		{"option", map[string]any{"plan": "gold"}, `values.plan: "gold" is not one of the options basic, standard, premium`},
+		{"checkbox", map[string]any{"newsletter": "yes"}, "values.newsletter: a checkbox takes true or false"},
+		{"text type", map[string]any{"name": true}, "values.name: a text field takes a string"},
+	}
+	// Values a field already holds fill nothing new: the copy is the original.
+	if out, msg := call(t, cli, "fill_pdf", map[string]any{"path": "forms/app.pdf", "values": map[string]any{"plan": "standard"}, "out": "same.pdf"}); msg != "" || out["out"] != "same.pdf" {
+		t.Errorf("fill with the current value: %v %s", out, msg)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, msg := call(t, cli, "fill_pdf", map[string]any{"path": "forms/app.pdf", "values": tt.vals, "out": "x.pdf"})
+			if msg != tt.want {
+				t.Errorf("error %q, want %q", msg, tt.want)
+			}
+		})
+	}
+}
+
+// TestPathsStayInWorkspace: no path, absolute, relative or through a
+// symlink planted in the workspace, reaches a file outside it, such as
+// another tenant's form.
+func TestPathsStayInWorkspace(t *testing.T) {
+	cli, dir := tenantClient(t)
+	_, other := tenantClient(t)
+	otherPDF := filepath.Join(other, "forms", "app.pdf")
+	if err := os.Symlink(filepath.Join(other, "forms"), filepath.Join(dir, "theirs")); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(dir, otherPDF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"read_pdf", map[string]any{"path": otherPDF}, "is outside the workspace"},
+		{"read_pdf", map[string]any{"path": rel}, "is outside the workspace"},
+		{"read_pdf", map[string]any{"path": "/workspace/../" + rel}, "is outside the workspace"},
+		{"pdf_fields", map[string]any{"path": "theirs/app.pdf"}, "leads outside the workspace"},
+		{"fill_pdf", map[string]any{"path": "forms/app.pdf", "values": map[string]any{"name": "x"}, "out": "theirs/stolen.pdf"}, "leads outside the workspace"},
+		{"fill_pdf", map[string]any{"path": "forms/app.pdf", "values": map[string]any{"name": "x"}, "out": "/tmp/x.pdf"}, "is outside the workspace"},
+		{"read_pdf", map[string]any{"path": ""}, "path is empty"},
+		{"read_pdf", map[string]any{"path": "/workspace"}, "is outside the workspace"},
+	}
+	for _, tt := range tests {
+		if _, msg := call(t, cli, tt.tool, tt.args); !strings.Contains(msg, tt.want) {
+			t.Errorf("%s %v: error %q, want it to contain %q", tt.tool, tt.args, msg, tt.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(other, "forms", "stolen.pdf")); !os.IsNotExist(err) {
+		t.Errorf("a file was written in the other tenant's workspace: %v", err)
+	}
+}
+
+func TestNotAForm(t *testing.T) {
+	cli, dir := tenantClient(t)
+	if err := os.WriteFile(filepath.Join(dir, "note.pdf"), []byte("not a pdf"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, msg := call(t, cli, "pdf_fields", map[string]any{"path": "note.pdf"}); !strings.HasPrefix(msg, "path: ") {
+		t.Errorf("error %q", msg)
+	}
+	if _, msg := call(t, cli, "read_pdf", map[string]any{"path": "missing.pdf"}); !strings.Contains(msg, "no such file") {
+		t.Errorf("error %q", msg)
+	}
+}
