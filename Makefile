@@ -102,5 +102,38 @@ proto-check:
 eval-search:
 	$(GO) run ./plugins/selector-embeddings/cmd/evalsearch -eval-dir ../shared/eval
 
+# Installs the binaries, the plugins, the shared skills, an example config
+# (never over an existing one) and the systemd unit:
+#   make install [PREFIX=/usr/local] [DESTDIR=/tmp/stage]
+# PLUGIN_BIN is where the plugin binaries were built (default BIN).
+PREFIX      ?= /usr/local
+SYSCONFDIR  ?= /etc
+UNITDIR     ?= /lib/systemd/system
+PLUGIN_BIN  ?= $(BIN)
+BINDIR      := $(PREFIX)/bin
+PLUGINDIR   := $(PREFIX)/lib/cexec/plugins
+DATADIR     := $(PREFIX)/share/cexec
+DOCDIR      := $(PREFIX)/share/doc/cexec
+SUBST       := sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@PLUGINDIR@|$(PLUGINDIR)|g' -e 's|@DATADIR@|$(DATADIR)|g' \
+	-e 's|@DOCDIR@|$(DOCDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
+
+.PHONY: install
+install: build
+	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR)
+	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/cexec
+	install -m 0755 $(BIN)/cexecd $(BIN)/cexecctl $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(PLUGIN_BIN)/cexec-plugin-* $(DESTDIR)$(PLUGINDIR)/
+	cp -R skills $(DESTDIR)$(DATADIR)/
+	install -m 0644 README.md docs/OPERATIONS.md docs/ARCHITECTURE.md $(DESTDIR)$(DOCDIR)/
+	$(SUBST) packaging/cexecd.service.in > $(DESTDIR)$(UNITDIR)/cexecd.service
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/cexec/cexec.hcl ]; then \
+		echo "kept $(DESTDIR)$(SYSCONFDIR)/cexec/cexec.hcl; the new example is cexec.hcl.dist"; \
+		$(SUBST) packaging/cexec.hcl.in > $(DESTDIR)$(SYSCONFDIR)/cexec/cexec.hcl.dist; \
+	else \
+		$(SUBST) packaging/cexec.hcl.in > $(DESTDIR)$(SYSCONFDIR)/cexec/cexec.hcl; \
+		chmod 0600 $(DESTDIR)$(SYSCONFDIR)/cexec/cexec.hcl; \
+	fi
+	@echo "installed; start with: systemctl daemon-reload && systemctl enable --now cexecd"
+
 clean:
 	rm -rf $(BIN)

@@ -295,6 +295,19 @@ mcp_server "forms" {
 #   }
 # }
 
+# Prometheus metrics at /metrics (docs/OPERATIONS.md lists the series). Off
+# without this block; with it, listen defaults to 127.0.0.1:9464.
+# metrics {
+#   listen = "127.0.0.1:9464"
+# }
+
+# Every tenant's audit log (executions, tool calls with argument hashes,
+# policy denials) is always written; this block only sizes it.
+# audit {
+#   rotate_size = "16MiB"   # a file is rotated past this
+#   keep        = 8         # rotated files kept
+# }
+
 # ---------------------------------------------------------------------------
 # OpenTelemetry traces over OTLP (docs/TRACING.md): one trace per MCP request
 # or execution. Off without this block. Unset attributes fall back to the

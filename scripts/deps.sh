@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian/Ubuntu machine lacks to build, run and test
-# cexec: Debian packages (bubblewrap, protoc, mypy, node, e2fsprogs, postgresql, haproxy) and the npm packages
+# cexec: Debian packages (bubblewrap, protoc, mypy, node, e2fsprogs, postgresql, haproxy, prometheus) and the npm packages
 # of the real MCP servers the tests talk to. Idempotent and quiet when
 # everything is present.
 set -euo pipefail
@@ -17,6 +17,9 @@ command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v git >/dev/null 2>&1 || missing+=(git)
+# The metrics e2e test scrapes cexecd with a real Prometheus (the test starts
+# its own; on a machine with systemd the package also starts a service).
+command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 # Per-tenant file system images (core/workspace/diskimage).
 command -v mkfs.ext4 >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 # Replicas: tests start a real PostgreSQL (internal/testutil/pgtest) and put

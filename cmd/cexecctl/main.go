@@ -14,10 +14,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cexec/cexec/cmd/cexecctl/approvals"
+	"github.com/cexec/cexec/cmd/cexecctl/audit"
 	"github.com/cexec/cexec/cmd/cexecctl/auth"
 	"github.com/cexec/cexec/cmd/cexecctl/bench"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
 	"github.com/cexec/cexec/cmd/cexecctl/config"
+	"github.com/cexec/cexec/cmd/cexecctl/doctor"
 	"github.com/cexec/cexec/cmd/cexecctl/exec"
 	"github.com/cexec/cexec/cmd/cexecctl/mcp"
 	"github.com/cexec/cexec/cmd/cexecctl/plugins"
@@ -61,6 +63,8 @@ func root(env *cli.Env) *cobra.Command {
 	env.AddGlobalFlags(cmd)
 	cmd.AddCommand(
 		status.Command(env),
+		audit.Command(env),
+		doctor.Command(env),
 		plugins.Command(env),
 		pool.Command(env),
 		config.Command(env),

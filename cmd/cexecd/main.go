@@ -2,6 +2,7 @@
 //
 //	cexecd [-config FILE] [-socket PATH] [-data-dir DIR] [-log-level L] [-plugin-dir DIR] [-log-json]
 //	cexecd validate [-config FILE] [flags]
+//	cexecd doctor [-json] [-config FILE] [flags]
 //	cexecd version
 //
 // Exit status: 0 ok, 1 failure or invalid configuration, 2 usage error,
@@ -34,7 +35,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := "run"
-	if len(args) > 0 && (args[0] == "validate" || args[0] == "version" || args[0] == "help") {
+	if len(args) > 0 && (args[0] == "validate" || args[0] == "doctor" || args[0] == "version" || args[0] == "help") {
 		cmd, args = args[0], args[1:]
 	}
 	fs := flag.NewFlagSet("cexecd "+cmd, flag.ContinueOnError)
@@ -47,9 +48,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Overrides.PluginDir, "plugin-dir", "", "directory plugin binaries are run from")
 	fs.StringVar(&o.Overrides.SandboxBackend, "sandbox-backend", "", "sandbox plugin to use")
 	fs.BoolVar(&o.LogJSON, "log-json", false, "log JSON lines instead of text")
+	asJSON := false
+	if cmd == "doctor" {
+		fs.BoolVar(&asJSON, "json", false, "print the checks as JSON")
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: cexecd [flags]            run the daemon in the foreground\n"+
 			"       cexecd validate [flags]   check the config and its plugins, print diagnostics\n"+
+			"       cexecd doctor [-json] [flags]  check this machine against the config, with fixes\n"+
 			"       cexecd version\n\nflags:\n")
 		fs.PrintDefaults()
 	}
@@ -84,6 +90,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "validate":
 		if err = daemon.Validate(ctx, o); err == nil {
 			fmt.Fprintln(stdout, "configuration is valid")
+		}
+	case "doctor":
+		if err = daemon.Doctor(ctx, o, asJSON, stdout); errors.Is(err, daemon.ErrChecksFailed) {
+			return 1
 		}
 	default:
 		err = daemon.Run(ctx, o)

@@ -60,6 +60,9 @@ const (
 	// TypeResultTooLarge: the server's result is over the call's
 	// max_result_size and was dropped.
 	TypeResultTooLarge = "ResultTooLarge"
+	// TypeDenied: the tenant's policy or a guard refused the call (the
+	// pipeline's refusal, Python's PermissionError).
+	TypeDenied = "PermissionError"
 	// TypeSignInRequired: the server is OAuth-protected and the tenant has
 	// no usable token; the message says how to sign in.
 	TypeSignInRequired = "SignInRequired"

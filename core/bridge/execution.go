@@ -53,6 +53,9 @@ type CallRecord struct {
 	Error     string `json:"error,omitempty"`
 	// Approval says how a call that needed approval was decided.
 	Approval string `json:"approval,omitempty"`
+	// ArgsSHA256 is the hex sha256 of the arguments as the program sent
+	// them, for the audit log, which never holds arguments themselves.
+	ArgsSHA256 string `json:"args_sha256,omitempty"`
 }
 
 // Execution is one program run's view of the bridge: it counts, limits and
@@ -92,8 +95,9 @@ func (e *Execution) CallTool(ctx context.Context, server, tool string, args json
 	ctx, span := telemetry.StartToolCall(ctx, e.opts.Tenant, server, tool)
 	start := time.Now()
 	called := &Called{}
-	out, err := e.call(WithCalled(ctx, called), server, tool, args)
-	rec := CallRecord{Server: server, Tool: tool, Start: start, Duration: time.Since(start), OK: err == nil, Approval: called.note()}
+	out, known, err := e.call(WithCalled(ctx, called), server, tool, args)
+	rec := CallRecord{Server: server, Tool: tool, Start: start, Duration: time.Since(start), OK: err == nil, Approval: called.note(),
+		ArgsSHA256: argsHash(args)}
 	if err != nil {
 		var ce *sandbox.CallError
 		if errors.As(err, &ce) {
@@ -102,6 +106,7 @@ func (e *Execution) CallTool(ctx context.Context, server, tool string, args json
 			rec.ErrorType, rec.Error = "Canceled", err.Error()
 		}
 	}
+	rec.record(known)
 	telemetry.EndOutcome(span, rec.ErrorType)
 	e.mu.Lock()
 	e.calls = append(e.calls, rec)
@@ -109,29 +114,32 @@ func (e *Execution) CallTool(ctx context.Context, server, tool string, args json
 	return out, err
 }
 
-func (e *Execution) call(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
+// call makes the call; known says whether the catalog has the tool, so
+// that metrics label only real servers and tools.
+func (e *Execution) call(ctx context.Context, server, tool string, args json.RawMessage) (_ json.RawMessage, known bool, _ error) {
 	t, err := e.b.lookup(server, tool, e.opts.AllowedServers)
 	if err != nil {
-		return nil, err
+		return nil, t.ID != "", err
 	}
 	if c := CalledFrom(ctx); c != nil {
 		c.Tool = t
 	}
 	// Before the guards too: they would scan an oversized argument in full.
 	if err := e.b.checkArgument(t.ID, server, len(args)); err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	if e.opts.Before != nil {
 		args, err = e.opts.Before(ctx, server, tool, args)
 		if err != nil {
 			var ce *sandbox.CallError
 			if errors.As(err, &ce) {
-				return nil, ce
+				return nil, true, ce
 			}
-			return nil, &sandbox.CallError{Type: TypeToolError, Message: err.Error()}
+			return nil, true, &sandbox.CallError{Type: TypeToolError, Message: err.Error()}
 		}
 	}
-	return e.b.call(ctx, e.opts.Tenant, t, args)
+	out, err := e.b.call(ctx, e.opts.Tenant, t, args)
+	return out, true, err
 }
 
 // callToolParams are the params of the runtime's call_tool host call.

@@ -41,6 +41,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -122,11 +123,13 @@ type Builtin func(tenant string) (*server.MCPServer, error)
 // Catalog is the tool catalog and the upstream connections behind it. Its
 // methods are safe for concurrent use.
 type Catalog struct {
-	cfg     *config.Config
-	opts    Options
-	log     hclog.Logger
-	servers []*upstream
-	byName  map[string]*upstream
+	cfg  *config.Config
+	opts Options
+	log  hclog.Logger
+	// ups is the upstream servers, replaced whole by Reconfigure.
+	ups atomic.Pointer[upstreamSet]
+	// reconf serialises Reconfigure.
+	reconf sync.Mutex
 
 	life   context.Context
 	stop   context.CancelFunc
@@ -186,21 +189,17 @@ func New(cfg *config.Config, opts Options) (*Catalog, error) {
 		cfg:     cfg,
 		opts:    opts,
 		log:     opts.Logger,
-		byName:  map[string]*upstream{},
 		life:    life,
 		stop:    stop,
 		upTools: map[string][]Tool{},
 		index:   map[string]*Tool{},
 		stubSrc: map[string][]byte{},
 	}
+	set := &upstreamSet{byName: map[string]*upstream{}}
 	for _, s := range cfg.MCPServers {
-		u := newUpstream(c, s)
-		if s.Scope == config.ScopeTenant {
-			u.tenants = newTenants(c, s)
-		}
-		c.servers = append(c.servers, u)
-		c.byName[s.Name] = u
+		set.add(c.newUpstream(s))
 	}
+	c.ups.Store(set)
 	return c, nil
 }
 
@@ -220,15 +219,11 @@ func checkServersDir(dir string) error {
 // only logged and keeps being retried in the background. Local tools are
 // read by RefreshLocal, once the sandbox backend the scanner needs runs.
 func (c *Catalog) Start(ctx context.Context) error {
-	for _, u := range c.servers {
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			u.run(c.life)
-		}()
+	for _, u := range c.set().list {
+		c.startUpstream(u)
 	}
 	var errs []error
-	for _, u := range c.servers {
+	for _, u := range c.set().list {
 		select {
 		case <-u.first:
 		case <-ctx.Done():
@@ -266,7 +261,7 @@ func (c *Catalog) Close() error {
 // tenant whose data was removed: a tenant re-created under the same id
 // starts from fresh processes, never ones holding the old tenant's state.
 func (c *Catalog) RemoveTenant(tenant string) {
-	for _, u := range c.servers {
+	for _, u := range c.set().list {
 		if u.tenants != nil {
 			u.tenants.remove(tenant)
 		}
@@ -275,8 +270,8 @@ func (c *Catalog) RemoveTenant(tenant string) {
 
 // Servers returns the status of every upstream server in config order.
 func (c *Catalog) Servers() []ServerStatus {
-	out := make([]ServerStatus, len(c.servers))
-	for i, u := range c.servers {
+	out := make([]ServerStatus, len(c.set().list))
+	for i, u := range c.set().list {
 		out[i] = c.serverStatus(u)
 	}
 	return out
@@ -284,7 +279,7 @@ func (c *Catalog) Servers() []ServerStatus {
 
 // Server returns the status of one upstream server.
 func (c *Catalog) Server(name string) (ServerStatus, bool) {
-	u := c.byName[name]
+	u := c.set().byName[name]
 	if u == nil {
 		return ServerStatus{}, false
 	}
@@ -321,7 +316,7 @@ func (c *Catalog) Tools() []Tool {
 
 func (c *Catalog) toolsLocked() []Tool {
 	var out []Tool
-	for _, u := range c.servers {
+	for _, u := range c.set().list {
 		for _, t := range c.upTools[u.cfg.Name] {
 			out = append(out, *c.index[t.ID])
 		}
@@ -363,7 +358,7 @@ func (c *Catalog) StubSource(id string) ([]byte, bool) {
 // reconnecting.
 func (c *Catalog) Refresh(ctx context.Context, server string) error {
 	if server != "" {
-		u := c.byName[server]
+		u := c.set().byName[server]
 		if u == nil {
 			if c.isLocalServer(server) {
 				return c.RefreshLocal(ctx)
@@ -392,7 +387,7 @@ func (c *Catalog) Refresh(ctx context.Context, server string) error {
 	if err := c.RefreshLocal(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("local tools: %w", err))
 	}
-	for _, u := range c.servers {
+	for _, u := range c.set().list {
 		if st, _ := c.Server(u.cfg.Name); st.State != StateReady {
 			continue
 		}
@@ -422,7 +417,7 @@ func (c *Catalog) isLocalServer(name string) bool {
 // ErrConnectionLost or ErrTimeout, or carry the server's JSON-RPC error;
 // a tool that reports a failure is a result with IsError, not an error.
 func (c *Catalog) call(ctx context.Context, tenant, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	u := c.byName[server]
+	u := c.set().byName[server]
 	if u == nil {
 		return nil, fmt.Errorf("call %s/%s: %w", server, tool, ErrUnknownServer)
 	}
@@ -493,7 +488,7 @@ type signInRequired interface {
 // instance, else the shared one) try to connect now instead of at the end
 // of its backoff: called after a sign-in.
 func (c *Catalog) Retry(server, tenant string) {
-	u := c.byName[server]
+	u := c.set().byName[server]
 	if u == nil {
 		return
 	}

@@ -125,7 +125,7 @@ func (c *Catalog) readLocal(ctx context.Context) ([]Tool, error) {
 	var tools []Tool
 	seen := map[string]bool{}
 	for _, p := range res.Packages {
-		if c.byName[p.Name] != nil {
+		if c.set().byName[p.Name] != nil {
 			c.log.Warn("local tools package skipped: an mcp_server has the same name", "package", p.Name)
 			continue
 		}

@@ -21,7 +21,7 @@ func (c *Catalog) GetPrompt(ctx context.Context, tenant, server, name string, ar
 // tenant's instance of a tenant-scoped server, the server's timeout, a
 // dead connection marked for reconnection.
 func (c *Catalog) request(ctx context.Context, tenant, server, what string, do func(context.Context, *conn) error) error {
-	u := c.byName[server]
+	u := c.set().byName[server]
 	if u == nil {
 		return fmt.Errorf("%s on %s: %w", what, server, ErrUnknownServer)
 	}

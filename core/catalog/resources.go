@@ -17,7 +17,7 @@ import (
 // ErrConnectionLost or ErrTimeout, or carry the server's JSON-RPC error.
 func (c *Catalog) readResource(ctx context.Context, tenant, server, uri string) (*mcp.ReadResourceResult, error) {
 	what := fmt.Sprintf("read %s from %s", uri, server)
-	u := c.byName[server]
+	u := c.set().byName[server]
 	if u == nil {
 		return nil, fmt.Errorf("%s: %w", what, ErrUnknownServer)
 	}

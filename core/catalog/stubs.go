@@ -16,7 +16,7 @@ import (
 func (c *Catalog) install(up map[string][]Tool, local []Tool) {
 	start := time.Now()
 	var servers []stubgen.Server
-	for _, u := range c.servers {
+	for _, u := range c.set().list {
 		tools := up[u.cfg.Name]
 		if len(tools) == 0 {
 			continue

@@ -33,7 +33,7 @@ func (c *Catalog) transportOf(server string) string {
 	if !telemetry.Enabled() {
 		return ""
 	}
-	if u := c.byName[server]; u != nil {
+	if u := c.set().byName[server]; u != nil {
 		return string(u.cfg.Transport)
 	}
 	return ""

@@ -163,6 +163,10 @@ type upstream struct {
 	first     chan struct{} // closed when the first attempt ended
 	firstErr  error
 	firstOnce sync.Once
+
+	// stop ends run; done is closed when it returned (Reconfigure).
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 func newUpstream(cat *Catalog, s *config.MCPServer) *upstream {
@@ -175,6 +179,7 @@ func newUpstream(cat *Catalog, s *config.MCPServer) *upstream {
 		state:  StateConnecting,
 		wake:   make(chan struct{}),
 		first:  make(chan struct{}),
+		done:   make(chan struct{}),
 	}
 }
 

@@ -36,6 +36,10 @@ type Config struct {
 	Tenants    []*Tenant
 	// MCP is cexecd's own MCP face (the mcp block).
 	MCP MCP
+	// Metrics is the Prometheus endpoint (the metrics block).
+	Metrics Metrics
+	// Audit sizes the per-tenant audit logs (the audit block).
+	Audit Audit
 	// Store is where what replicas share is kept (the store block).
 	Store Store
 	// Telemetry is the telemetry block: where traces are exported.
@@ -235,6 +239,8 @@ func load(src []byte, filename string, ov Overrides) (*Config, hcl.Diagnostics) 
 	d.mcpServers(cfg, raw.MCPServers)
 	d.tenants(cfg, raw.Tenants)
 	d.mcp(cfg, raw.MCP)
+	d.metrics(cfg, raw.Metrics)
+	d.audit(cfg, raw.Audit)
 	d.store(cfg, raw.Store, raw.Daemon)
 	d.telemetry(cfg, raw.Telemetry)
 	cfg.sensitive = d.sensitive

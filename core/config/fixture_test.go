@@ -145,6 +145,14 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{27, "Headers need a remote server", false},
 			{29, "Duplicate mcp_server", false},
 		}},
+		{"metrics_invalid.hcl", []wantDiag{
+			{3, "Invalid listen address", false},
+			{7, "Invalid size", false},
+			{8, "Number out of range", false},
+		}},
+		{"metrics_public.hcl", []wantDiag{
+			{3, "Metrics reachable from other machines", true},
+		}},
 		{"builtin_server.hcl", []wantDiag{
 			{5, "Unknown built-in server", false},
 			{8, "Unknown built-in server", false},

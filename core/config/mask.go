@@ -163,6 +163,8 @@ func (c *Config) view(plugins []any) map[string]any {
 			"allowed_origins": nonNil(c.MCP.AllowedOrigins), "sse": c.MCP.SSE,
 			"oauth": oauth,
 		},
+		"metrics":   map[string]any{"listen": c.Metrics.Listen},
+		"audit":     map[string]any{"rotate_size": c.Audit.RotateSize, "keep": c.Audit.Keep},
 		"telemetry": c.maskedTelemetry(),
 	}
 }

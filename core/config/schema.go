@@ -18,6 +18,19 @@ type rawFile struct {
 
 	// Telemetry: see Telemetry (telemetry.go).
 	Telemetry *rawTelemetry `hcl:"telemetry,block"`
+	Metrics   *rawMetrics   `hcl:"metrics,block"`
+	Audit     *rawAudit     `hcl:"audit,block"`
+}
+
+type rawMetrics struct {
+	Listen    *hcl.Attribute `hcl:"listen,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
+type rawAudit struct {
+	RotateSize *hcl.Attribute `hcl:"rotate_size,optional"`
+	Keep       *hcl.Attribute `hcl:"keep,optional"`
+	DeclRange  hcl.Range      `hcl:",def_range"`
 }
 
 type rawDaemon struct {

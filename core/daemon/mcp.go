@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cexec/cexec/api/endpoint"
+	"github.com/cexec/cexec/core/audit"
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/guard"
@@ -104,6 +105,12 @@ func (m *mcpServer) faceOptions(cfg *config.Config, svc *services, host *pluginh
 			if m.pii != nil {
 				m.pii.end(sc)
 			}
+		},
+		// A session opening is the face's sign-in: the tenant's audit log
+		// says when and how (socket, loopback, token, oauth).
+		OnSessionStart: func(sc mcpface.Scope, auth string) {
+			_ = svc.audit.Record(context.Background(), sc.Tenant, audit.Event{Type: audit.TypeSignIn, Session: sc.Session,
+				Actor: "agent", Outcome: "ok", Detail: map[string]string{"auth": auth}})
 		},
 		DefaultTenant: endpoint.DefaultTenant,
 		Replica:       cfg.Daemon.Replica,

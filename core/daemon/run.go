@@ -9,12 +9,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 	"google.golang.org/grpc"
 
+	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/control"
@@ -159,6 +161,8 @@ func logLevel(flag, fallback string) string {
 // a clean shutdown.
 func Run(ctx context.Context, o Options) error {
 	o.defaults()
+	hup := notifyHUP()
+	defer signal.Stop(hup)
 	log := newLogger(&o, logLevel(o.Overrides.LogLevel, "info"))
 	cfg, err := loadForRun(&o, log)
 	if err != nil {
@@ -212,7 +216,18 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer face.stop()
-	srv := newControlServer(ctx, &o, cfg, svc, host, face.state())
+	ms, err := startMetrics(cfg, svc, host, face, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+		defer cancel()
+		ms.stop(stopCtx)
+	}()
+	rl := newReloader(&o, cfg, svc, log)
+	defer rl.watch(ctx, hup)()
+	srv := newControlServer(ctx, &o, cfg, svc, host, face.state(), rl.config)
 	return serveControl(ctx, &o, cfg, claim, srv, log)
 }
 
@@ -277,7 +292,7 @@ func stopPlugins(ctx context.Context, host *pluginhost.Host, grace time.Duration
 }
 
 // newControlServer registers the control API over the daemon's services.
-func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *services, host *pluginhost.Host, mcp control.MCPState) *grpc.Server {
+func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *services, host *pluginhost.Host, mcp control.MCPState, current func() *config.Config) *grpc.Server {
 	log := svc.log
 	schemas := &schemaCache{}
 	schemas.fill(ctx, cfg, host, log)
@@ -308,6 +323,8 @@ func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *
 	control.RegisterWorkflows(srv, control.WorkflowDeps{
 		Engine: svc.workflows, Workspaces: svc.workspace, Load: svc.loadWorkflow, DefaultTenant: endpoint.DefaultTenant,
 	})
+	cexecv1.RegisterOperationsServer(srv, &operations{cfg: current, audit: svc.audit,
+		ws: svc.workspace, cat: svc.catalog, host: host})
 	return srv
 }
 

@@ -13,11 +13,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cexec/cexec/api/endpoint"
+	"github.com/cexec/cexec/core/audit"
 	"github.com/cexec/cexec/core/bridge"
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/guard/vault"
+	"github.com/cexec/cexec/core/metrics"
 	"github.com/cexec/cexec/core/pipeline"
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/core/pool"
@@ -57,6 +59,8 @@ type services struct {
 	// vaults are the PII vaults under data_dir: the guard layer's, and the
 	// session expiry sweep removes an expired session's.
 	vaults *vault.Store
+	// audit writes the tenants' and the daemon's audit logs.
+	audit *audit.Log
 	// store is the postgres store replicas share, nil with the files
 	// store.
 	store *store.Postgres
@@ -115,6 +119,14 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 	if s.workspace, err = workspace.New(wsOpts); err != nil {
 		return s, fmt.Errorf("open workspaces: %w", err)
 	}
+	s.audit = audit.New(audit.Options{
+		Tenants:    s.workspace,
+		DaemonDir:  filepath.Join(cfg.Daemon.DataDir, "audit"),
+		RotateSize: cfg.Audit.RotateSize,
+		Keep:       cfg.Audit.Keep,
+		Sync:       cfg.Daemon.Sync == "always",
+		Logger:     log.Named("audit"),
+	})
 
 	if err := os.MkdirAll(cfg.Daemon.ServersDir, 0o755); err != nil {
 		return s, fmt.Errorf("create servers_dir: %w", err)
@@ -182,7 +194,7 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 	s.sandbox = sb
 	s.pool.Prewarm(endpoint.DefaultTenant)
 	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec"),
-		Approvals: s.approvals, MaxInlineAttachment: cfg.Pipeline.MaxInlineAttachment}
+		Approvals: s.approvals, MaxInlineAttachment: cfg.Pipeline.MaxInlineAttachment, Audit: s.audit}
 	if s.guards != nil {
 		s.exec.Guard = s.guards
 	}
@@ -256,6 +268,8 @@ func (s *services) checkRunAs(sb sandbox.Sandbox) error {
 // removeTenant destroys the sandboxes and stops the per-tenant upstream
 // instances of a tenant GC removed.
 func (s *services) removeTenant(tenant string) {
+	metrics.ForgetTenant(tenant)
+	s.audit.Forget(tenant)
 	if p := s.pool; p != nil {
 		p.RemoveTenant(tenant)
 	}

@@ -34,8 +34,9 @@ type Options struct {
 // Guardrails is the host's guard layer: per tenant policy, guard plugins,
 // and the per-session vault. It is safe for concurrent use.
 type Guardrails struct {
-	guards   *Guards
-	policies map[string]*policy.Policy
+	guards *Guards
+	// policies is replaced whole by SetPolicies (a config reload).
+	policies atomic.Pointer[map[string]*policy.Policy]
 	vaults   *vault.Store
 	log      hclog.Logger
 }
@@ -55,13 +56,21 @@ func New(opts Options) (*Guardrails, error) {
 			log.Warn("pii_fail_open: while a guard cannot detect, this tenant's model-facing output goes out untokenized", "tenant", tenant)
 		}
 	}
-	return &Guardrails{guards: NewGuards(opts.Guards, log), policies: opts.Policies, vaults: opts.Vaults, log: log}, nil
+	g := &Guardrails{guards: NewGuards(opts.Guards, log), vaults: opts.Vaults, log: log}
+	g.SetPolicies(opts.Policies)
+	return g, nil
+}
+
+// SetPolicies replaces the tenants' policies (a config reload). Sessions
+// opened before keep the policy they started with.
+func (g *Guardrails) SetPolicies(p map[string]*policy.Policy) {
+	g.policies.Store(&p)
 }
 
 // Policy returns a tenant's policy (never nil). Use it to hide tools the
 // tenant may not call: policy.CheckTool(server, tool) != nil.
 func (g *Guardrails) Policy(tenant string) *policy.Policy {
-	if p := g.policies[tenant]; p != nil {
+	if p := (*g.policies.Load())[tenant]; p != nil {
 		return p
 	}
 	return &policy.Policy{}

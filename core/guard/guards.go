@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cexec/cexec/core/metrics"
 	"github.com/cexec/cexec/pluginapi"
 	guardapi "github.com/cexec/cexec/pluginapi/guard"
 )
@@ -235,7 +236,25 @@ func (g *Guards) Detect(ctx context.Context, req guardapi.DetectRequest) ([]guar
 		}
 		spans = append(spans, results[i]...)
 	}
+	countDetections(spans)
 	return spans, nil
+}
+
+// countDetections adds spans to cexec_guard_detections_total by type. A
+// type is a guard's short constant (EMAIL, PHONE); anything longer counts
+// as "other", so a guard cannot mint series.
+func countDetections(spans []guardapi.Span) {
+	for i := 0; i < len(spans); {
+		typ, n := spans[i].Type, 1
+		for i+n < len(spans) && spans[i+n].Type == typ {
+			n++
+		}
+		if len(typ) > 32 {
+			typ = "other"
+		}
+		metrics.Detection(typ, n)
+		i += n
+	}
 }
 
 func (g *Guards) detect(ctx context.Context, p Named, req guardapi.DetectRequest) ([]guardapi.Span, error) {

@@ -4,6 +4,8 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+
+	"github.com/cexec/cexec/core/metrics"
 )
 
 // capListener caps a TCP listener's open connections, overall and per peer
@@ -36,6 +38,7 @@ func (l *capListener) Accept() (net.Conn, error) {
 			return &cappedConn{Conn: c, l: l, peer: peer}, nil
 		}
 		_ = c.Close()
+		metrics.MCPConnectionRefused()
 		if l.onRefuse != nil {
 			l.onRefuse(peer)
 		}
@@ -50,6 +53,7 @@ func (l *capListener) take(peer netip.Addr) bool {
 	}
 	l.total++
 	l.peers[peer]++
+	metrics.MCPConnection(1)
 	return true
 }
 
@@ -57,6 +61,7 @@ func (l *capListener) release(peer netip.Addr) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.total--
+	metrics.MCPConnection(-1)
 	if l.peers[peer]--; l.peers[peer] <= 0 {
 		delete(l.peers, peer)
 	}

@@ -59,7 +59,9 @@
 // ids start with the replica's id and a dot, the hint a proxy routes on;
 // with Options.Leases a request for a session this replica does not hold
 // gets 421 naming the live replica that does, or 404 (initialize again)
-// when that replica is gone (replica.go). Protocol revisions
+// when that replica is gone (replica.go). Options.OnSessionStart hears of
+// a session's opening and how it authenticated (the audit log's sign-in).
+// Protocol revisions
 // 2024-11-05 to 2025-11-25 are served; 2026-07-28 removed sessions, so its
 // clients negotiate down.
 //

@@ -107,6 +107,10 @@ type Options struct {
 	// (the client initializes a new session).
 	Replica string
 	Leases  SessionLeases
+	// OnSessionStart, if set, is called when an MCP session opens, with
+	// how its opening request authenticated (AuthSocket, AuthLoopback,
+	// AuthToken, AuthOAuth): a sign-in, for the audit log.
+	OnSessionStart func(sc Scope, auth string)
 
 	// MaxOutput caps the stdout returned by execute_code in bytes (stderr
 	// and tracebacks get a quarter of it); default 16 KiB.
@@ -346,6 +350,7 @@ func (f *Face) routes() *http.ServeMux {
 				tenant, _ := tenantFrom(ctx)
 				id := f.sessions.newSessionID()
 				f.sessions.add(id, tenant, kindSSE)
+				f.sessions.started(id, tenant, authFrom(ctx))
 				return id, nil
 			}),
 		)
@@ -370,6 +375,9 @@ func (f *Face) NotifyResourcesChanged() {
 
 // Sessions counts the live MCP sessions.
 func (f *Face) Sessions() int { return f.sessions.len() }
+
+// SessionsByTenant returns the live sessions per tenant (for metrics).
+func (f *Face) SessionsByTenant() map[string]int { return f.sessions.byTenant() }
 
 // scope is the default scope of a call: the transport's tenant and the MCP
 // session.

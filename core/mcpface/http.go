@@ -41,10 +41,47 @@ type ctxKey struct{}
 // requestInfo is what the transport learned about a request.
 type requestInfo struct {
 	tenant string
+	// auth is how a request opening a session authenticated (Auth*), ""
+	// on other requests.
+	auth string
 }
 
-func withTenant(ctx context.Context, tenant string) context.Context {
-	return context.WithValue(ctx, ctxKey{}, requestInfo{tenant: tenant})
+func withRequest(ctx context.Context, ri requestInfo) context.Context {
+	return context.WithValue(ctx, ctxKey{}, ri)
+}
+
+func authFrom(ctx context.Context) string {
+	ri, _ := ctx.Value(ctxKey{}).(requestInfo)
+	return ri.auth
+}
+
+// How a session's opening request authenticated (OnSessionStart).
+const (
+	// AuthSocket: the daemon's private unix socket (its mode is the check).
+	AuthSocket = "socket"
+	// AuthLoopback: TCP on loopback without tokens configured.
+	AuthLoopback = "loopback"
+	// AuthToken: a static bearer token of mcp.tokens.
+	AuthToken = "token"
+	// AuthOAuth: a JWT access token of mcp.oauth's issuer.
+	AuthOAuth = "oauth"
+)
+
+// authOf says how an admitted request authenticated; only requests that
+// open a session ask.
+func (f *Face) authOf(r *http.Request, kind listenerKind) string {
+	switch {
+	case kind == viaUnix:
+		return AuthSocket
+	case !f.hasAuth():
+		return AuthLoopback
+	}
+	if token, ok := bearer(r); ok {
+		if _, ok := f.lookupToken(token); ok {
+			return AuthToken
+		}
+	}
+	return AuthOAuth
 }
 
 func tenantFrom(ctx context.Context) (string, bool) {
@@ -209,7 +246,11 @@ func (f *Face) admit(next http.Handler) http.Handler {
 		if !f.limitBody(w, r) {
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(withTenant(r.Context(), tenant)))
+		ri := requestInfo{tenant: tenant}
+		if opensSession(r) {
+			ri.auth = f.authOf(r, kind)
+		}
+		next.ServeHTTP(w, r.WithContext(withRequest(r.Context(), ri)))
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"net/http"
 	"regexp"
 	"strings"
@@ -39,6 +40,7 @@ type sessionTable struct {
 	// perTenant counts live sessions for the per-tenant cap.
 	perTenant map[string]int
 	onEnd     func(Scope)
+	onStart   func(Scope, string)
 	// replica prefixes new ids ("a.<id>"); leases, when set, records
 	// which replica serves each session.
 	replica string
@@ -48,7 +50,7 @@ type sessionTable struct {
 
 func newSessionTable(o Options) *sessionTable {
 	return &sessionTable{live: map[string]sessionEntry{}, perTenant: map[string]int{}, onEnd: o.OnSessionEnd,
-		replica: o.Replica, leases: o.Leases, log: o.Logger}
+		onStart: o.OnSessionStart, replica: o.Replica, leases: o.Leases, log: o.Logger}
 }
 
 // newSessionID returns an id that sorts by creation, carries 128 random
@@ -63,6 +65,13 @@ func (t *sessionTable) newSessionID() string {
 		id = t.replica + "." + id
 	}
 	return id
+}
+
+// started reports a new session to onStart.
+func (t *sessionTable) started(id, tenant, auth string) {
+	if t.onStart != nil {
+		t.onStart(Scope{Tenant: tenant, Session: id}, auth)
+	}
 }
 
 func (t *sessionTable) add(id, tenant string, kind sessionKind) {
@@ -111,6 +120,12 @@ func (t *sessionTable) end(id string, kind sessionKind) {
 	}
 }
 
+func (t *sessionTable) byTenant() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.perTenant)
+}
+
 func (t *sessionTable) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -125,6 +140,7 @@ func (t *sessionTable) ResolveSessionIdManager(r *http.Request) server.SessionId
 	m := sessionManager{t: t}
 	if r != nil {
 		m.tenant, _ = tenantFrom(r.Context())
+		m.auth = authFrom(r.Context())
 	}
 	return m
 }
@@ -132,6 +148,7 @@ func (t *sessionTable) ResolveSessionIdManager(r *http.Request) server.SessionId
 type sessionManager struct {
 	t      *sessionTable
 	tenant string
+	auth   string
 }
 
 var errUnknownSession = errors.New("unknown or ended session")
@@ -139,6 +156,7 @@ var errUnknownSession = errors.New("unknown or ended session")
 func (m sessionManager) Generate() string {
 	id := m.t.newSessionID()
 	m.t.add(id, m.tenant, kindStreamable)
+	m.t.started(id, m.tenant, m.auth)
 	return id
 }
 

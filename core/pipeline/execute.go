@@ -19,6 +19,7 @@ import (
 
 	"github.com/cexec/cexec/core/bridge"
 	"github.com/cexec/cexec/core/catalog"
+	"github.com/cexec/cexec/core/metrics"
 	"github.com/cexec/cexec/core/pool"
 	"github.com/cexec/cexec/core/telemetry"
 	"github.com/cexec/cexec/core/workspace"
@@ -160,6 +161,9 @@ type Executor struct {
 	// DefaultMaxInlineAttachment); larger ones, and those past four times
 	// it in one execution, are saved in the tenant's workspace.
 	MaxInlineAttachment int64
+	// Audit, when set, receives every execution, its tool calls and its
+	// policy denials (core/audit).
+	Audit Auditor
 }
 
 // ExecuteCode runs req.Code in a sandbox of req.Tenant's and waits for it.
@@ -189,6 +193,9 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 	}
 	_, logSpan := telemetry.Start(ctx, telemetry.SpanLog)
 	_, ferr := run.Finish(entry)
+	oc := outcome(out, err)
+	metrics.Execution(req.Tenant, oc, time.Since(start))
+	x.audit(ctx, req, out, err, oc, time.Since(start))
 	telemetry.End(logSpan, ferr)
 	if err != nil {
 		return nil, err

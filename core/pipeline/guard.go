@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cexec/cexec/core/guard"
+	"github.com/cexec/cexec/core/metrics"
 	"github.com/cexec/cexec/core/telemetry"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
@@ -68,6 +69,7 @@ func (x *Executor) guarded(ctx context.Context, t *workspace.Tenant, req CodeReq
 		if !errors.Is(err, pluginapi.ErrDenied) {
 			return nil, fmt.Errorf("prepare code: %w", err)
 		}
+		metrics.Denial(req.Tenant, "code")
 		out := &CodeResult{ExecResult: sandbox.ExecResult{ExitCode: 1, SandboxOK: true,
 			Error: &sandbox.ExecError{Type: TypeDenied, Message: "the code was not run: " + err.Error()}}}
 		if req.ModelFacing {
@@ -82,6 +84,7 @@ func (x *Executor) guarded(ctx context.Context, t *workspace.Tenant, req CodeReq
 		real, err := gx.ToolCall(ctx, server, tool, args)
 		if err != nil {
 			if errors.Is(err, pluginapi.ErrDenied) {
+				metrics.Denial(req.Tenant, "tool_call")
 				return nil, &sandbox.CallError{Type: TypeDenied, Message: err.Error()}
 			}
 			return nil, err

@@ -19,7 +19,6 @@ import (
 
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/telemetry"
-	"github.com/cexec/cexec/internal/localgrpc"
 	"github.com/cexec/cexec/internal/tailbuf"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
@@ -123,7 +122,7 @@ func newClient(p *config.Plugin, path string, timeout time.Duration, log hclog.L
 		StartTimeout:    timeout,
 		Logger:          pluginLogger{log},
 		Stderr:          stderr,
-		GRPCDialOptions: localgrpc.DialOptions(),
+		GRPCDialOptions: dialOptions(string(p.Kind), p.Name),
 	}
 	if h := telemetry.GRPCClientHandler(); h != nil {
 		cc.GRPCDialOptions = append(cc.GRPCDialOptions, grpc.WithStatsHandler(h))

@@ -36,6 +36,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cexec/cexec/core/catalog"
+	"github.com/cexec/cexec/core/metrics"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/selector"
 )
@@ -251,10 +252,12 @@ func (s *Service) Search(ctx context.Context, req Request) (Response, error) {
 		return Response{}, err
 	}
 	var res Response
-	ranked, warn := s.rank(ctx, req)
+	start := time.Now()
+	ranked, warn, via := s.rank(ctx, req)
 	if ctx.Err() != nil {
 		return Response{}, ctx.Err()
 	}
+	defer func() { metrics.Search(via, time.Since(start)) }()
 	res.Warnings = warn
 	skills := s.skillsByName()
 	for _, r := range ranked {
@@ -329,12 +332,17 @@ type ranked struct {
 	score float64
 }
 
+// What answered a search, for metrics.
+const (
+	viaSelector = "selector"
+	viaFallback = "fallback"
+)
+
 // rank asks the selector when it holds the current catalogue, and falls
 // back to the substring match otherwise.
-func (s *Service) rank(ctx context.Context, req Request) ([]ranked, []string) {
-	var warnings []string
+func (s *Service) rank(ctx context.Context, req Request) (_ []ranked, warnings []string, via string) {
 	if s.o.Selector == nil {
-		return s.fallback(req), []string{"no selector plugin is configured: results come from a substring match on names and descriptions, not from a ranking"}
+		return s.fallback(req), []string{"no selector plugin is configured: results come from a substring match on names and descriptions, not from a ranking"}, viaFallback
 	}
 	s.mu.RLock()
 	synced, syncErr := s.synced, s.syncErr
@@ -344,7 +352,7 @@ func (s *Service) rank(ctx context.Context, req Request) ([]ranked, []string) {
 		if syncErr != nil {
 			why = "its index is out of date (" + syncErr.Error() + ")"
 		}
-		return s.fallback(req), []string{fmt.Sprintf("selector %s not used: %s; results come from a substring match on names and descriptions", s.o.SelectorName, why)}
+		return s.fallback(req), []string{fmt.Sprintf("selector %s not used: %s; results come from a substring match on names and descriptions", s.o.SelectorName, why)}, viaFallback
 	}
 	// Ask for a few more than needed: hits for tools removed since they
 	// were indexed are dropped.
@@ -353,10 +361,10 @@ func (s *Service) rank(ctx context.Context, req Request) ([]ranked, []string) {
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil
+			return nil, nil, viaSelector
 		}
 		s.log.Warn("selector search failed; using the substring match", "selector", s.o.SelectorName, "error", err)
-		return s.fallback(req), []string{fmt.Sprintf("selector %s failed (%v): results come from a substring match on names and descriptions", s.o.SelectorName, err)}
+		return s.fallback(req), []string{fmt.Sprintf("selector %s failed (%v): results come from a substring match on names and descriptions", s.o.SelectorName, err)}, viaFallback
 	}
 	for _, d := range resp.Diagnostics {
 		w := d.Summary
@@ -369,7 +377,7 @@ func (s *Service) rank(ctx context.Context, req Request) ([]ranked, []string) {
 	for i, h := range resp.Hits {
 		out[i] = ranked{id: h.ID, score: h.Score}
 	}
-	return out, warnings
+	return out, warnings, viaSelector
 }
 
 // hit fills one result from the catalog or the skills at the detail level.

@@ -17,6 +17,7 @@
 //	    sessions/<session>.jsonl        session log, append-only, 0600
 //	    sessions/<session>.meta.json    its summary, a cache
 //	    vaults/<session>.json           PII vaults (core/guard/vault)
+//	    audit/audit.jsonl               the tenant's audit log (core/audit), 0600
 //
 // Session logs sit outside the workspace so sandboxed code cannot read or
 // forge them. With Options.TenantUIDs (cexecd as root) each tenant has a host

@@ -1,0 +1,114 @@
+package daemon
+
+import (
+	"context"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
+	"github.com/cexec/cexec/api/endpoint"
+	"github.com/cexec/cexec/core/audit"
+	"github.com/cexec/cexec/core/catalog"
+	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/doctor"
+	"github.com/cexec/cexec/core/pluginhost"
+	"github.com/cexec/cexec/core/workspace"
+)
+
+// operations serves the control API's Operations service.
+type operations struct {
+	cexecv1.UnimplementedOperationsServer
+	cfg   func() *config.Config
+	audit *audit.Log
+	ws    *workspace.Manager
+	cat   *catalog.Catalog
+	host  *pluginhost.Host
+}
+
+func (s *operations) VerifyAudit(ctx context.Context, req *cexecv1.VerifyAuditRequest) (*cexecv1.VerifyAuditResponse, error) {
+	var tenants []string
+	switch {
+	case req.All:
+		infos, err := s.ws.Tenants(ctx)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "list tenants: %v", err)
+		}
+		tenants = append(tenants, "")
+		for _, t := range infos {
+			if t.Exists {
+				tenants = append(tenants, t.ID)
+			}
+		}
+	case req.Tenant == "":
+		tenants = []string{endpoint.DefaultTenant}
+	default:
+		if err := config.ValidateTenantID(req.Tenant); err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+		tenants = []string{req.Tenant}
+	}
+	resp := &cexecv1.VerifyAuditResponse{}
+	for _, t := range tenants {
+		if t != "" && !s.ws.Exists(t) {
+			// Never used: nothing to verify, and verifying must not create
+			// the tenant. An id no config names is likely a typo.
+			r := &cexecv1.AuditReport{Tenant: t}
+			if t != endpoint.DefaultTenant && s.cfg().Tenant(t) == nil {
+				r.Error = "no tenant " + t + " (not in cexec.hcl, never used)"
+			}
+			resp.Reports = append(resp.Reports, r)
+			continue
+		}
+		rep, err := s.audit.Verify(ctx, t)
+		r := &cexecv1.AuditReport{Tenant: t, Files: rep.Files, Lines: int64(rep.Lines), FirstSeq: rep.FirstSeq, LastSeq: rep.LastSeq}
+		if err != nil {
+			r.Error = err.Error()
+		}
+		if b := rep.Broken; b != nil {
+			r.Broken = &cexecv1.AuditBreak{File: b.File, Line: int32(b.Line), Reason: b.Reason}
+		}
+		resp.Reports = append(resp.Reports, r)
+	}
+	return resp, nil
+}
+
+func (s *operations) Doctor(ctx context.Context, _ *cexecv1.DoctorRequest) (*cexecv1.DoctorResponse, error) {
+	cfg := s.cfg()
+	checks := doctor.Run(ctx, cfg, doctor.Options{})
+	checks = append(checks, s.liveChecks()...)
+	resp := &cexecv1.DoctorResponse{Config: cfg.Path}
+	for _, c := range checks {
+		resp.Checks = append(resp.Checks, &cexecv1.DoctorCheck{Name: c.Name, Status: c.Status, Detail: c.Detail, Fix: c.Fix})
+	}
+	return resp, nil
+}
+
+// liveChecks are what only the running daemon knows: whether each
+// upstream is connected and each plugin runs.
+func (s *operations) liveChecks() []doctor.Check {
+	var out []doctor.Check
+	for _, u := range s.cat.Servers() {
+		c := doctor.Check{Name: "upstream " + u.Name, Status: doctor.OK, Detail: string(u.State)}
+		if u.State != catalog.StateReady {
+			c.Status, c.Detail = doctor.Warn, string(u.State)+": "+u.LastError
+			c.Fix = "cexecctl servers ls shows its error; check the command or url, and the server's own log lines in cexecd's log"
+			if !u.Optional {
+				c.Status = doctor.Fail
+			}
+		}
+		out = append(out, c)
+	}
+	for _, p := range s.host.Status() {
+		c := doctor.Check{Name: "running plugin " + string(p.Kind) + "/" + p.Name, Status: doctor.OK, Detail: string(p.State)}
+		if p.State != pluginhost.StateOK {
+			c.Status, c.Detail = doctor.Warn, string(p.State)+": "+p.LastError
+			c.Fix = "cexecctl plugins ls shows its error; cexecd's log has the plugin's own lines"
+			if p.Required && p.State == pluginhost.StateFailed {
+				c.Status = doctor.Fail
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}

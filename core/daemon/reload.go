@@ -1,0 +1,191 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/signal"
+	"reflect"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/cexec/cexec/core/audit"
+	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/guard/policy"
+	"github.com/cexec/cexec/core/metrics"
+)
+
+// reloader applies the config file again on SIGHUP, where that is safe:
+// upstream servers added, removed or changed (shared ones), and the
+// tenants' policies. Everything else it finds changed is logged as needing
+// a restart and keeps its running value. A config with errors is not
+// applied at all: its diagnostics are logged and the daemon runs on.
+type reloader struct {
+	o   *Options
+	svc *services
+	log hclog.Logger
+	cur atomic.Pointer[config.Config]
+}
+
+func newReloader(o *Options, cfg *config.Config, svc *services, log hclog.Logger) *reloader {
+	r := &reloader{o: o, svc: svc, log: log.Named("reload")}
+	r.cur.Store(cfg)
+	return r
+}
+
+// config is the config in effect (the last one applied).
+func (r *reloader) config() *config.Config { return r.cur.Load() }
+
+// notifyHUP catches SIGHUP from the start of Run, whose default action
+// would end the daemon; one that comes during start-up is applied once the
+// daemon serves. Call signal.Stop on the channel when Run returns.
+func notifyHUP() chan os.Signal {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	return ch
+}
+
+// watch reloads on every signal on ch until ctx ends. Call the returned
+// stop.
+func (r *reloader) watch(ctx context.Context, ch chan os.Signal) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ch:
+				r.reload(ctx)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// Results of a reload (cexec_config_reloads_total's result label).
+const (
+	reloadApplied = "applied"
+	reloadInvalid = "invalid"
+)
+
+// reload reads the file again and applies what it can.
+func (r *reloader) reload(ctx context.Context) {
+	old := r.config()
+	r.log.Info("SIGHUP: reloading config", "file", old.Path)
+	next, diags, err := loadConfig(r.o, r.log)
+	if err == nil && next != nil {
+		diags = append(diags, policyDiags(next)...)
+	}
+	if err != nil || next == nil || diags.HasErrors() {
+		r.refuse(ctx, next, diags, err)
+		return
+	}
+	var applied, restart []string
+	cr := r.svc.catalog.Reconfigure(next)
+	for _, n := range cr.Added {
+		applied = append(applied, "mcp_server "+n+" added")
+	}
+	for _, n := range cr.Removed {
+		applied = append(applied, "mcp_server "+n+" removed")
+	}
+	for _, n := range cr.Changed {
+		applied = append(applied, "mcp_server "+n+" changed")
+	}
+	for n, why := range cr.Kept {
+		restart = append(restart, "mcp_server "+n+": "+why)
+	}
+	if r.svc.guards != nil {
+		policies, _ := policy.DecodeTenants(next)
+		r.svc.guards.SetPolicies(policies)
+		applied = append(applied, "tenant policies")
+	}
+	restart = append(restart, sectionsChanged(old, next)...)
+	slices.Sort(restart)
+	// What needs a restart keeps its old value, so the config in effect is
+	// the new one only as far as applied; tools and policies read theirs
+	// from the catalog and the guard layer.
+	r.cur.Store(next)
+	for _, a := range applied {
+		r.log.Info("config reload applied", "change", a)
+	}
+	for _, w := range restart {
+		r.log.Warn("config reload: changed, but takes effect only after a restart", "change", w)
+	}
+	metrics.Reload(reloadApplied)
+	ev := audit.Event{Type: audit.TypeConfigReload, Actor: "operator", Outcome: reloadApplied,
+		Reason: strings.Join(applied, "; "), Detail: map[string]string{"file": next.Path, "needs_restart": strings.Join(restart, "; ")}}
+	_ = r.svc.audit.Record(ctx, "", ev)
+	// Each open tenant's log says so too: its policy may have changed.
+	for _, t := range r.svc.workspace.Loaded() {
+		_ = r.svc.audit.Record(ctx, t, ev)
+	}
+}
+
+// refuse logs why a reloaded config is not applied; the daemon runs on
+// with the one it has.
+func (r *reloader) refuse(ctx context.Context, cfg *config.Config, diags hcl.Diagnostics, err error) {
+	var b bytes.Buffer
+	if err != nil {
+		b.WriteString(err.Error())
+	}
+	var files map[string]*hcl.File
+	if cfg != nil {
+		files = cfg.Files()
+	}
+	_ = config.FormatDiagnostics(&b, diags, files)
+	r.log.Error("config reload refused: the file has errors; still running on the previous config", "diagnostics", strings.TrimSpace(b.String()))
+	metrics.Reload(reloadInvalid)
+	_ = r.svc.audit.Record(ctx, "", audit.Event{Type: audit.TypeConfigReload, Actor: "operator", Outcome: reloadInvalid,
+		Reason: countDiags(diags)})
+}
+
+// sectionsChanged names the parts of the config other than upstreams and
+// policies that differ: those need a restart. It compares the masked views
+// (so a changed secret goes unseen; restart after rotating one).
+func sectionsChanged(old, next *config.Config) []string {
+	a, b := viewOf(old), viewOf(next)
+	var out []string
+	for k := range b {
+		if k == "path" || k == "mcp_servers" || k == "tenants" {
+			continue
+		}
+		if !reflect.DeepEqual(a[k], b[k]) {
+			out = append(out, k+" block")
+		}
+	}
+	if !reflect.DeepEqual(tenantsWithoutPolicy(a["tenants"]), tenantsWithoutPolicy(b["tenants"])) {
+		out = append(out, "tenant blocks (other than their policies)")
+	}
+	return out
+}
+
+func viewOf(c *config.Config) map[string]any {
+	raw, err := c.MaskedJSON()
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return m
+}
+
+func tenantsWithoutPolicy(v any) any {
+	l, _ := v.([]any)
+	for _, t := range l {
+		if m, ok := t.(map[string]any); ok {
+			delete(m, "policy")
+		}
+	}
+	return l
+}
