@@ -127,12 +127,23 @@ func TestOperations(t *testing.T) {
 			return strings.Contains(d.stderr.String(), "config reload refused") && strings.Contains(d.stderr.String(), "cexec.hcl:")
 		})
 		daemonServes(t, s, d)
+		// An open tenant's allowed_servers change without a restart.
+		readGraph := "from servers.memory import read_graph\nprint(type(read_graph()).__name__)"
+		mustCtl(t, s, "exec", "--tenant", "acme", "-c", readGraph)
+		reload(string(orig) + extra + "\ntenant \"acme\" {\n  allowed_servers = [\"memory2\"]\n}\n")
+		waitFor(t, "acme to lose the memory server", func() bool {
+			_, _, code := ctl(t, s, "exec", "--tenant", "acme", "-c", readGraph)
+			return code != 0
+		})
+		if !strings.Contains(d.stderr.String(), "config reload applied: change=\"tenant limits") {
+			t.Error("the daemon log does not say the tenant limits were applied")
+		}
 		reload(string(orig))
 		waitFor(t, "memory2 to go", func() bool { _, ok := listServers(t, s)["memory2"]; return !ok })
 		// The default tenant's log was edited above; the daemon's is intact.
 		out, _, _ := ctl(t, s, "audit", "verify", "--all")
-		if !strings.Contains(out, "daemon: ok, 3 lines") {
-			t.Errorf("daemon audit log after three reloads: %s", out)
+		if !strings.Contains(out, "daemon: ok, 4 lines") {
+			t.Errorf("daemon audit log after four reloads: %s", out)
 		}
 	})
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/signal"
 	"reflect"
@@ -105,6 +106,15 @@ func (r *reloader) reload(ctx context.Context) {
 	for n, why := range cr.Kept {
 		restart = append(restart, "mcp_server "+n+": "+why)
 	}
+	waiting, err := r.svc.workspace.SetTenants(next.Tenants)
+	if err != nil {
+		r.refuse(ctx, next, nil, err)
+		return
+	}
+	applied = append(applied, "tenant limits (max_concurrent, allowed_servers, max_session_log, session_ttl)")
+	for _, id := range waiting {
+		restart = append(restart, "tenant "+id+": disk_quota or max_files (its file system image keeps its size)")
+	}
 	if r.svc.guards != nil {
 		policies, _ := policy.DecodeTenants(next)
 		r.svc.guards.SetPolicies(policies)
@@ -150,8 +160,8 @@ func (r *reloader) refuse(ctx context.Context, cfg *config.Config, diags hcl.Dia
 		Reason: countDiags(diags)})
 }
 
-// sectionsChanged names the parts of the config other than upstreams and
-// policies that differ: those need a restart. It compares the masked views
+// sectionsChanged names the parts of the config other than upstreams,
+// tenant limits and policies that differ: those need a restart. It compares the masked views
 // (so a changed secret goes unseen; restart after rotating one).
 func sectionsChanged(old, next *config.Config) []string {
 	a, b := viewOf(old), viewOf(next)
@@ -164,8 +174,8 @@ func sectionsChanged(old, next *config.Config) []string {
 			out = append(out, k+" block")
 		}
 	}
-	if !reflect.DeepEqual(tenantsWithoutPolicy(a["tenants"]), tenantsWithoutPolicy(b["tenants"])) {
-		out = append(out, "tenant blocks (other than their policies)")
+	if !reflect.DeepEqual(tenantOverrides(a["tenants"]), tenantOverrides(b["tenants"])) {
+		out = append(out, "tenant mcp_server overrides")
 	}
 	return out
 }
@@ -180,12 +190,16 @@ func viewOf(c *config.Config) map[string]any {
 	return m
 }
 
-func tenantsWithoutPolicy(v any) any {
+// tenantOverrides maps each tenant block's id to its mcp_server overrides:
+// the one part of a tenant block a reload does not apply (policies go to
+// the guard layer, limits to SetTenants).
+func tenantOverrides(v any) map[string]any {
+	out := map[string]any{}
 	l, _ := v.([]any)
 	for _, t := range l {
-		if m, ok := t.(map[string]any); ok {
-			delete(m, "policy")
+		if m, ok := t.(map[string]any); ok && m["mcp_servers"] != nil {
+			out[fmt.Sprint(m["id"])] = m["mcp_servers"]
 		}
 	}
-	return l
+	return out
 }

@@ -38,7 +38,7 @@ func (m *Manager) ExpireSessions(ctx context.Context) (int, error) {
 		if ctx.Err() != nil {
 			return total, ctx.Err()
 		}
-		if ValidateTenantID(id) != nil || (m.opts.DeclaredOnly && m.declared[id] == nil) {
+		if ValidateTenantID(id) != nil || (m.opts.DeclaredOnly && m.decl(id) == nil) {
 			continue
 		}
 		t, err := m.Tenant(id)
@@ -60,7 +60,7 @@ func (t *Tenant) expireSessions(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer t.exit()
-	cutoff := t.m.now().Add(-t.quota.sessionTTL())
+	cutoff := t.m.now().Add(-t.Quota().sessionTTL())
 	names, err := readDirNames(t.dir + "/" + sessionsDir)
 	if err != nil {
 		return 0, fmt.Errorf("tenant %s: expire sessions: %w", t.id, err)

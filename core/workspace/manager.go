@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -177,10 +178,12 @@ func OptionsFromConfig(cfg *config.Config) Options {
 // served by one replica at a time (the per-session append locks live in
 // memory).
 type Manager struct {
-	opts     Options
-	dir      string // DataDir/tenants
-	images   bool   // tenants are image mounts (DiskModeImage)
-	declared map[string]*config.Tenant
+	opts   Options
+	dir    string // DataDir/tenants
+	images bool   // tenants are image mounts (DiskModeImage)
+	// declared holds the tenant blocks by id; SetTenants swaps it on a
+	// config reload.
+	declared atomic.Pointer[map[string]*config.Tenant]
 	log      hclog.Logger
 	now      func() time.Time
 	// stopSync and syncDone stop SyncBatched's background pass.
@@ -224,12 +227,11 @@ func New(opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("workspace: disk images need one cexecd per data_dir (each replica would mount the same tenant image), and replicas share this one; set cexec.disk_images = false, quotas are then measured: %w", pluginapi.ErrInvalidArgument)
 	}
 	m := &Manager{
-		opts:     opts,
-		dir:      filepath.Join(opts.DataDir, "tenants"),
-		declared: map[string]*config.Tenant{},
-		log:      opts.Logger,
-		now:      opts.Now,
-		tenants:  map[string]*Tenant{},
+		opts:    opts,
+		dir:     filepath.Join(opts.DataDir, "tenants"),
+		log:     opts.Logger,
+		now:     opts.Now,
+		tenants: map[string]*Tenant{},
 	}
 	if m.log == nil {
 		m.log = hclog.NewNullLogger()
@@ -237,12 +239,11 @@ func New(opts Options) (*Manager, error) {
 	if m.now == nil {
 		m.now = time.Now
 	}
-	for _, t := range opts.Tenants {
-		if err := ValidateTenantID(t.ID); err != nil {
-			return nil, fmt.Errorf("workspace: tenant block: %w", err)
-		}
-		m.declared[t.ID] = t
+	declared, err := declaredTenants(opts.Tenants)
+	if err != nil {
+		return nil, err
 	}
+	m.declared.Store(&declared)
 	if err := os.MkdirAll(m.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("workspace: create tenants folder: %w", err)
 	}
@@ -322,7 +323,7 @@ func (m *Manager) Tenant(id string) (*Tenant, error) {
 	if err := ValidateTenantID(id); err != nil {
 		return nil, err
 	}
-	decl := m.declared[id]
+	decl := m.decl(id)
 	if decl == nil && m.opts.DeclaredOnly {
 		return nil, fmt.Errorf("tenant %q is not configured: %w", id, pluginapi.ErrNotFound)
 	}
@@ -374,8 +375,9 @@ func (m *Manager) openTenant(id, dir string, decl *config.Tenant, quota Quota, m
 	if err != nil {
 		return nil, err
 	}
-	t := &Tenant{m: m, id: id, dir: dir, root: root, declared: decl != nil, quota: quota, mode: mode,
+	t := &Tenant{m: m, id: id, dir: dir, root: root, declared: decl != nil, mode: mode,
 		valid: newValidatedFiles()}
+	t.quota.Store(&quota)
 	now := m.now().UTC()
 	meta, err := readTenantMeta(root)
 	fresh := err != nil
@@ -502,7 +504,7 @@ func (m *Manager) Tenants(ctx context.Context) ([]TenantInfo, error) {
 			ids[n] = true
 		}
 	}
-	for id := range m.declared {
+	for id := range *m.declared.Load() {
 		ids[id] = true
 	}
 	var out []TenantInfo
@@ -510,7 +512,7 @@ func (m *Manager) Tenants(ctx context.Context) ([]TenantInfo, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		info := TenantInfo{ID: id, Declared: m.declared[id] != nil, Quota: m.quotaOf(m.declared[id]), DiskMode: DiskModeMeasured}
+		info := TenantInfo{ID: id, Declared: m.decl(id) != nil, Quota: m.quotaOf(m.decl(id)), DiskMode: DiskModeMeasured}
 		if m.images {
 			info.DiskMode = DiskModeImage
 		}
@@ -565,7 +567,7 @@ func (m *Manager) held(id string) (*Tenant, error) {
 	if t := m.tenants[id]; t != nil {
 		return t, nil
 	}
-	t, err := m.open(id, m.declared[id])
+	t, err := m.open(id, m.decl(id))
 	if err != nil {
 		return nil, fmt.Errorf("open tenant %s: %w", id, err)
 	}
@@ -629,7 +631,7 @@ func (m *Manager) GC(ctx context.Context, olderThan time.Duration, dryRun bool) 
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		if ValidateTenantID(id) != nil || m.declared[id] != nil {
+		if ValidateTenantID(id) != nil || m.decl(id) != nil {
 			continue
 		}
 		if m.images {

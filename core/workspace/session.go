@@ -111,7 +111,7 @@ func (t *Tenant) Append(session string, e Entry) (Entry, error) {
 	// O(1): the meta knows the log's size. Nothing is written over the
 	// bound, so the session takes no new entries; a new session starts
 	// empty.
-	if max := t.quota.maxSessionLog(); meta.End+int64(len(line)) > max {
+	if max := t.Quota().maxSessionLog(); meta.End+int64(len(line)) > max {
 		return Entry{}, fmt.Errorf("tenant %s: session %s's log holds %s; this %s entry would take it over its %s limit (max_session_log); nothing was written; start a new session: %w",
 			t.id, session, humanBytes(meta.End), humanBytes(int64(len(line))), humanBytes(max), ErrQuotaExceeded)
 	}

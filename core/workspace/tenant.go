@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cexec/cexec/core/workspace/diskimage"
@@ -34,10 +35,10 @@ type Tenant struct {
 	id       string
 	dir      string // DataDir/tenants/<id>
 	declared bool
-	quota    Quota
-	mode     string   // DiskModeImage or DiskModeMeasured
-	root     *os.Root // dir: tenant.json, sessions/
-	ws       *os.Root // dir/workspace
+	quota    atomic.Pointer[Quota] // swapped by Manager.SetTenants
+	mode     string                // DiskModeImage or DiskModeMeasured
+	root     *os.Root              // dir: tenant.json, sessions/
+	ws       *os.Root              // dir/workspace
 	// state records changes in the state folder (Manager.states), or is
 	// nil.
 	state *stateLog
@@ -87,7 +88,7 @@ func (t *Tenant) ID() string { return t.id }
 func (t *Tenant) Declared() bool { return t.declared }
 
 // Quota returns the tenant's limits.
-func (t *Tenant) Quota() Quota { return t.quota }
+func (t *Tenant) Quota() Quota { return *t.quota.Load() }
 
 // Owner is the host user the tenant's sandboxes run as and its workspace
 // belongs to: its own with Options.TenantUIDs, else Options.Owner; nil
@@ -116,7 +117,8 @@ func (t *Tenant) Mounts() []sandbox.Mount {
 
 // Allowed reports whether the tenant may call tools of the upstream server.
 func (t *Tenant) Allowed(server string) bool {
-	return t.quota.AllowedServers == nil || slices.Contains(t.quota.AllowedServers, server)
+	q := t.Quota()
+	return q.AllowedServers == nil || slices.Contains(q.AllowedServers, server)
 }
 
 // Acquire takes one of the tenant's execution slots. It never waits: when
@@ -129,14 +131,14 @@ func (t *Tenant) Acquire() (release func(), err error) {
 	if t.gone != nil {
 		return nil, fmt.Errorf("tenant %s: %w", t.id, t.gone)
 	}
-	if n := t.quota.MaxConcurrent; n > 0 && t.running >= n {
+	if n := t.Quota().MaxConcurrent; n > 0 && t.running >= n {
 		return nil, fmt.Errorf("tenant %s already runs %d of its %d allowed concurrent executions; retry when one finishes: %w",
 			t.id, t.running, n, ErrTooManyExecutions)
 	}
 	t.running++
 	t.touchLocked()
 	shared := func() {}
-	if n := t.quota.MaxConcurrent; n > 0 && t.m.opts.Slots != nil {
+	if n := t.Quota().MaxConcurrent; n > 0 && t.m.opts.Slots != nil {
 		var err error
 		if shared, err = t.sharedSlot(n); err != nil {
 			t.running--
@@ -237,7 +239,7 @@ func (t *Tenant) imageUse() (diskUse, error) {
 	// the metadata of delayed allocations): within fullSlack is full.
 	// One large write fails whole when less than a page-cache folio (up to
 	// 2 MiB) is free: near says so.
-	q := t.quota.limits().Bytes
+	q := t.Quota().limits().Bytes
 	return diskUse{bytes: u.Bytes, files: u.Files, full: u.FreeBytes < max(128<<10, q/256) || u.FreeFiles == 0,
 		near: u.FreeBytes < min(2<<20, q/4)}, nil
 }
@@ -256,7 +258,7 @@ func (t *Tenant) nearQuota() error {
 		return qerr
 	}
 	return fmt.Errorf("tenant %q is at its disk quota: %s of %s used, %s free; larger writes fail with \"No space left on device\"; delete files under /workspace, state (cexecctl state rm) or skills: %w",
-		t.id, humanBytes(u.bytes), humanBytes(t.quota.DiskBytes), humanBytes(t.quota.DiskBytes-u.bytes), ErrQuotaExceeded)
+		t.id, humanBytes(u.bytes), humanBytes(t.Quota().DiskBytes), humanBytes(t.Quota().DiskBytes-u.bytes), ErrQuotaExceeded)
 }
 
 // overQuota checks the usage against the disk quota in O(1): in image
@@ -280,7 +282,7 @@ func (t *Tenant) overQuota() error {
 }
 
 func (t *Tenant) quotaError(u diskUse) error {
-	q := t.quota
+	q := t.Quota()
 	if !u.full && (q.DiskBytes <= 0 || u.bytes < q.DiskBytes) && (q.MaxFiles <= 0 || u.files < q.MaxFiles) {
 		return nil
 	}
@@ -299,7 +301,7 @@ func (t *Tenant) remeasureLocked() {
 	if t.mode == DiskModeImage {
 		return // statfs reads it when asked
 	}
-	if t.quota.DiskBytes <= 0 {
+	if t.Quota().DiskBytes <= 0 {
 		// Nothing waits for the figure of a tenant without a quota: forget
 		// it rather than walk after every execution; DiskUsage (tenants
 		// ls) walks when asked.
@@ -389,7 +391,7 @@ func (t *Tenant) usageLocked() (int64, error) {
 // workspace within its quota. Writes that do not grow it always pass, so a
 // tenant over quota can still shrink. Called with t.wmu held.
 func (t *Tenant) reserve(what string, oldSize, newSize int64) error {
-	q := t.quota.DiskBytes
+	q := t.Quota().DiskBytes
 	if q <= 0 || newSize <= oldSize {
 		return nil
 	}

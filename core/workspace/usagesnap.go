@@ -24,7 +24,7 @@ func (m *Manager) LoadedUsage() []UsageSnapshot {
 	m.mu.Unlock()
 	out := make([]UsageSnapshot, 0, len(ts))
 	for _, t := range ts {
-		s := UsageSnapshot{Tenant: t.id, Bytes: -1, Files: -1, QuotaBytes: t.quota.DiskBytes, MaxFiles: t.quota.MaxFiles}
+		s := UsageSnapshot{Tenant: t.id, Bytes: -1, Files: -1, QuotaBytes: t.Quota().DiskBytes, MaxFiles: t.Quota().MaxFiles}
 		if t.mode == DiskModeImage {
 			if err := t.enter(); err != nil {
 				continue
@@ -35,7 +35,7 @@ func (m *Manager) LoadedUsage() []UsageSnapshot {
 				continue
 			}
 			s.Bytes, s.Files = u.Bytes, u.Files
-			l := t.quota.limits()
+			l := t.Quota().limits()
 			s.QuotaBytes, s.MaxFiles = l.Bytes, l.Files
 		} else {
 			t.mu.Lock()
