@@ -5,7 +5,8 @@
 // signs in with `cexecctl auth login` where the server asks for it —
 // following the authorization URL without a browser, since the suite's
 // authorization servers approve without a user — and calls the server's
-// tools from sandboxed code with `cexecctl exec`.
+// tools from sandboxed code with `cexecctl exec --ask`, answering what the
+// server elicits as a user at the terminal would (accept, field defaults).
 //
 // The suite appends the server URL as the last argument and sets
 // MCP_CONFORMANCE_SCENARIO (and, for some scenarios, MCP_CONFORMANCE_CONTEXT,
@@ -391,7 +392,13 @@ var argsFor = map[string]string{
 	"add_numbers": `{"a": 2, "b": 3}`,
 }
 
-// call calls tool from sandboxed code.
+// elicitAnswers is what the operator types at `cexecctl exec --ask` when
+// the server asks during a call: accept, then Enter at every field, which
+// takes the field's default (SEP-1034) — a user accepting a prefilled form.
+var elicitAnswers = "a\n" + strings.Repeat("\n", 32)
+
+// call calls tool from sandboxed code, with the operator's terminal asked
+// whatever the server elicits (relayed by cexecd).
 func (h *harness) call(tool string) (string, error) {
 	args := argsFor[tool]
 	if args == "" {
@@ -400,5 +407,13 @@ func (h *harness) call(tool string) (string, error) {
 	code := fmt.Sprintf("import cexec, json\nres = cexec.call_tool(%q, %q, json.loads(%q))\nprint(repr(res)[:200])\n", "conf", tool, args)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return h.ctl(ctx, "exec", "-c", code)
+	cmd := exec.CommandContext(ctx, filepath.Join(h.bin, "cexecctl"), "exec", "--ask", "-c", code)
+	cmd.Env = append(os.Environ(), "CEXECD_ADDRESS="+h.sock)
+	cmd.Stdin = strings.NewReader(elicitAnswers)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("cexecctl exec --ask: %w: %s%s", err, errOut.String(), out.String())
+	}
+	return out.String(), nil
 }
