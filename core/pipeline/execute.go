@@ -160,6 +160,12 @@ type Executor struct {
 	// DefaultMaxInlineAttachment); larger ones, and those past four times
 	// it in one execution, are saved in the tenant's workspace.
 	MaxInlineAttachment int64
+	// SignIn, when set, lets a call refused for want of an OAuth sign-in
+	// offer the request's user a sign-in link (signin.go); nil: the program
+	// gets the SignInRequired error.
+	SignIn SignIn
+
+	signIns signIns
 }
 
 // ExecuteCode runs req.Code in a sandbox of req.Tenant's and waits for it.
@@ -244,6 +250,7 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 			MaxCalls:       req.MaxToolCalls,
 			AllowedServers: t.Quota().AllowedServers,
 			Before:         req.BeforeToolCall,
+			SignIn:         x.signInHook(&req),
 		})
 	}
 	h := &host{req: &req, exec: exec, ws: x.Workspaces, att: newAttachments(t, req.Session, x.MaxInlineAttachment)}
