@@ -329,7 +329,8 @@ func (u *upstream) connect(ctx context.Context) (*conn, error) {
 
 // dial connects, negotiates the protocol version and lists the tools. It
 // reports relisten when a streamable HTTP server turned out to need the GET
-// stream for its notifications; the caller then dials again with listen.
+// stream (a version before 2026-07-28); the caller then dials again with
+// listen.
 func (u *upstream) dial(ctx context.Context, listen bool) (_ *conn, relisten bool, _ error) {
 	t, proc, err := u.newTransport(u.cfg, listen)
 	if err != nil {
