@@ -9,8 +9,8 @@ import (
 // SignInRequiredError says that a tenant has no usable token for a server:
 // nobody signed in, the token expired and could not be refreshed, the
 // server refused it, or the server wants more scope. Its message tells the
-// program's author how to sign in; the MCP face can offer the agent's user
-// a sign-in link instead (Manager.BeginLogin gives the URL).
+// program's author how to sign in; an execution whose user can be shown a
+// link offers one instead (core/pipeline's sign-in, through Manager.Login).
 type SignInRequiredError struct {
 	Server string
 	Tenant string

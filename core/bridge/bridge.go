@@ -108,7 +108,7 @@ func (b *Bridge) CallTool(ctx context.Context, tenant, server, tool string, args
 	if err != nil {
 		return nil, err
 	}
-	return b.call(ctx, tenant, t, args)
+	return b.call(ctx, tenant, t, args, nil)
 }
 
 // lookup finds an upstream tool; allowed, when not nil, limits the servers
@@ -130,7 +130,7 @@ func (b *Bridge) lookup(server, tool string, allowed []string) (catalog.Tool, er
 	return t, &sandbox.CallError{Type: TypeToolNotFound, Message: b.notFound(server, tool, allowed, visible)}
 }
 
-func (b *Bridge) call(ctx context.Context, tenant string, t catalog.Tool, args json.RawMessage) (json.RawMessage, error) {
+func (b *Bridge) call(ctx context.Context, tenant string, t catalog.Tool, args json.RawMessage, signIn SignInFunc) (json.RawMessage, error) {
 	if err := b.checkArgument(t.ID, t.Server, len(args)); err != nil {
 		return nil, err
 	}
@@ -154,6 +154,11 @@ func (b *Bridge) call(ctx context.Context, tenant string, t catalog.Tool, args j
 		}
 	}
 	res, err := b.cat.Call(ctx, tenant, t.Server, t.Name, args)
+	if err != nil {
+		res, err = afterSignIn(ctx, err, signIn, func() (*mcp.CallToolResult, error) {
+			return b.cat.Call(ctx, tenant, t.Server, t.Name, args)
+		})
+	}
 	if err != nil {
 		return nil, callError(ctx, err)
 	}

@@ -38,6 +38,9 @@ type ExecOptions struct {
 	// *sandbox.CallError reaches the program as it is, any other error as a
 	// ToolError with its message.
 	Before func(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error)
+	// SignIn, when set, is offered each call refused for want of an OAuth
+	// sign-in (signin.go).
+	SignIn SignInFunc
 }
 
 // CallRecord is one tool call of an execution.
@@ -138,7 +141,7 @@ func (e *Execution) call(ctx context.Context, server, tool string, args json.Raw
 			return nil, true, &sandbox.CallError{Type: TypeToolError, Message: err.Error()}
 		}
 	}
-	out, err := e.b.call(ctx, e.opts.Tenant, t, args)
+	out, err := e.b.call(ctx, e.opts.Tenant, t, args, e.opts.SignIn)
 	return out, true, err
 }
 

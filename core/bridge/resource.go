@@ -88,15 +88,20 @@ func (e *Execution) readResource(ctx context.Context, server, uri string) (json.
 		}
 		uri = p.URI
 	}
-	return e.b.readResource(ctx, e.opts.Tenant, server, uri)
+	return e.b.readResource(ctx, e.opts.Tenant, server, uri, e.opts.SignIn)
 }
 
-func (b *Bridge) readResource(ctx context.Context, tenant, server, uri string) (json.RawMessage, error) {
+func (b *Bridge) readResource(ctx context.Context, tenant, server, uri string, signIn SignInFunc) (json.RawMessage, error) {
 	rr, ok := b.cat.(ResourceReader)
 	if !ok {
 		return nil, &sandbox.CallError{Type: TypeToolError, Message: "this daemon's catalog cannot read upstream resources"}
 	}
 	res, err := rr.ReadResource(ctx, tenant, server, uri)
+	if err != nil {
+		res, err = afterSignIn(ctx, err, signIn, func() (*mcp.ReadResourceResult, error) {
+			return rr.ReadResource(ctx, tenant, server, uri)
+		})
+	}
 	if err != nil {
 		return nil, callError(ctx, err)
 	}

@@ -148,7 +148,8 @@ func (p *stdioProcess) pid() int {
 
 // newTransport builds the mcp-go transport for one connection attempt to s.
 // listen asks a streamable HTTP transport for the standalone GET stream that
-// servers on protocol versions before 2026-07-28 send notifications on.
+// servers on protocol versions before 2026-07-28 send notifications (and
+// some their elicitation requests) on.
 func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Interface, *stdioProcess, error) {
 	log := hclogslog.New(u.log)
 	switch s.Transport {

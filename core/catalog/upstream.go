@@ -154,7 +154,7 @@ type upstream struct {
 	listChanged int
 	connectedAt time.Time
 	// listen: this streamable HTTP server speaks a protocol version before
-	// 2026-07-28 and announces tool list changes, so it needs the GET stream.
+	// 2026-07-28, so it needs the GET stream (dial).
 	listen bool
 
 	// refreshMu orders tool listings so an older list never replaces a newer.
@@ -279,8 +279,18 @@ func (u *upstream) backoff(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// retryNow ends a backoff at once.
+// retryNow ends a backoff at once. The state leaves backoff here, not when
+// the supervisor wakes, so that a call made right after (a program's call
+// retried after a sign-in) waits for the new attempt rather than failing
+// with the old error.
 func (u *upstream) retryNow() {
+	u.mu.Lock()
+	if u.state == StateBackoff {
+		u.state = StateReconnecting
+		close(u.wake)
+		u.wake = make(chan struct{})
+	}
+	u.mu.Unlock()
 	select {
 	case u.retry <- struct{}{}:
 	default:
@@ -324,7 +334,8 @@ func (u *upstream) connect(ctx context.Context) (*conn, error) {
 
 // dial connects, negotiates the protocol version and lists the tools. It
 // reports relisten when a streamable HTTP server turned out to need the GET
-// stream for its notifications; the caller then dials again with listen.
+// stream (a version before 2026-07-28); the caller then dials again with
+// listen.
 func (u *upstream) dial(ctx context.Context, listen bool) (_ *conn, relisten bool, _ error) {
 	t, proc, err := u.newTransport(u.cfg, listen)
 	if err != nil {
@@ -378,7 +389,11 @@ func (u *upstream) dial(ctx context.Context, listen bool) (_ *conn, relisten boo
 	c.protocol, c.info = cli.ProtocolVersion(), init.ServerInfo
 	listChanged := init.Capabilities.Tools != nil && init.Capabilities.Tools.ListChanged
 	modern := mcp.IsModernProtocol(c.protocol)
-	if listChanged && !modern && !listen && u.cfg.Transport == config.TransportHTTP {
+	// Before 2026-07-28 a streamable HTTP server sends on the GET stream
+	// what relates to no request of cexec's: tool list changes, and the
+	// requests (elicitation) that some servers send there even during a
+	// call. cexec declares elicitation, so it listens to every such server.
+	if !modern && !listen && u.cfg.Transport == config.TransportHTTP {
 		c.close()
 		return nil, true, nil
 	}

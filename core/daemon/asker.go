@@ -23,6 +23,12 @@ func (f faceAsker) Elicit(ctx context.Context, p mcp.ElicitationParams) (*mcp.El
 	return res, err
 }
 
+func (f faceAsker) CanAsk(mode string) bool { return f.a.CanElicit(mode) }
+
+func (f faceAsker) ElicitationComplete(ctx context.Context, id string) error {
+	return f.a.ElicitationComplete(ctx, id)
+}
+
 // askerOf is the asker of the MCP tool call ctx belongs to (nil: none).
 func askerOf(ctx context.Context) pipeline.Asker {
 	a := mcpface.AskerFrom(ctx)

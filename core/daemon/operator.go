@@ -39,6 +39,12 @@ func (o operatorAsker) Elicit(ctx context.Context, p mcp.ElicitationParams) (*mc
 	return nil, fmt.Errorf("the operator's answer has action %q; want accept, decline or cancel", res.Action)
 }
 
+// CanAsk: the terminal puts forms and shows URLs (a sign-in link the
+// operator opens on the cexecd host).
+func (o operatorAsker) CanAsk(mode string) bool {
+	return mode == "" || mode == mcp.ElicitationModeForm || mode == mcp.ElicitationModeURL
+}
+
 // operatorOf is the asker of the control API request ctx belongs to: the
 // operator of an ExecInteractive stream, or nil.
 func operatorOf(ctx context.Context) pipeline.Asker {

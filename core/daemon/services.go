@@ -194,7 +194,7 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 	s.sandbox = sb
 	s.pool.Prewarm(endpoint.DefaultTenant)
 	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec"),
-		Approvals: s.approvals, MaxInlineAttachment: cfg.Pipeline.MaxInlineAttachment, Audit: s.audit}
+		Approvals: s.approvals, MaxInlineAttachment: cfg.Pipeline.MaxInlineAttachment, Audit: s.audit, SignIn: signIn{s.auth}}
 	if s.guards != nil {
 		s.exec.Guard = s.guards
 	}

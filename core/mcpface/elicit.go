@@ -38,28 +38,46 @@ func AskerFrom(ctx context.Context) *Asker {
 	return a
 }
 
-// Elicit puts params to the client's user and waits for the answer, until
-// ctx or the MCP tool call ends. It fails with ErrCannotElicit, before
-// sending anything, when the client did not declare the mode.
-func (a *Asker) Elicit(ctx context.Context, params mcp.ElicitationParams) (*mcp.ElicitationResult, error) {
+// CanElicit reports whether the client declared elicitation in mode
+// ("form" or "url").
+func (a *Asker) CanElicit(mode string) bool {
+	return a.modeError(mode) == nil
+}
+
+func (a *Asker) modeError(mode string) error {
 	s := server.ClientSessionFromContext(a.call)
 	info, ok := s.(server.SessionWithClientInfo)
 	if !ok {
-		return nil, fmt.Errorf("%w: the session keeps no client capabilities", ErrCannotElicit)
+		return fmt.Errorf("%w: the session keeps no client capabilities", ErrCannotElicit)
 	}
 	caps := info.GetClientCapabilities().Elicitation
-	mode := params.Mode
 	if mode == "" {
 		mode = mcp.ElicitationModeForm
 	}
 	switch {
 	case caps == nil:
-		return nil, fmt.Errorf("%w: it declared no elicitation capability", ErrCannotElicit)
+		return fmt.Errorf("%w: it declared no elicitation capability", ErrCannotElicit)
 	case mode == mcp.ElicitationModeURL && caps.URL == nil:
-		return nil, fmt.Errorf("%w: it did not declare URL mode", ErrCannotElicit)
+		return fmt.Errorf("%w: it did not declare URL mode", ErrCannotElicit)
 	case mode == mcp.ElicitationModeForm && caps.Form == nil && caps.URL != nil:
 		// An empty capability means form mode (the 2025-06-18 form).
-		return nil, fmt.Errorf("%w: it did not declare form mode", ErrCannotElicit)
+		return fmt.Errorf("%w: it did not declare form mode", ErrCannotElicit)
+	}
+	return nil
+}
+
+// ElicitationComplete tells the client that the URL-mode elicitation id
+// has completed (notifications/elicitation/complete).
+func (a *Asker) ElicitationComplete(ctx context.Context, id string) error {
+	return a.srv.SendElicitationComplete(a.call, server.ClientSessionFromContext(a.call), id)
+}
+
+// Elicit puts params to the client's user and waits for the answer, until
+// ctx or the MCP tool call ends. It fails with ErrCannotElicit, before
+// sending anything, when the client did not declare the mode.
+func (a *Asker) Elicit(ctx context.Context, params mcp.ElicitationParams) (*mcp.ElicitationResult, error) {
+	if err := a.modeError(params.Mode); err != nil {
+		return nil, err
 	}
 	// The session's values with the asker's deadline: the question is
 	// moot once either the call or the asker gives up.

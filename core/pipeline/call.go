@@ -96,6 +96,7 @@ func (x *Executor) callOnce(ctx context.Context, t *workspace.Tenant, req CodeRe
 		MaxCalls:       1,
 		AllowedServers: t.Quota().AllowedServers,
 		Before:         req.BeforeToolCall,
+		SignIn:         x.signInHook(&req),
 	})
 	// The upstream's progress and log messages reach the agent and the
 	// session log as a program's calls' do.

@@ -164,6 +164,12 @@ type Executor struct {
 	// Audit, when set, receives every execution, its tool calls and its
 	// policy denials (core/audit).
 	Audit Auditor
+	// SignIn, when set, lets a call refused for want of an OAuth sign-in
+	// offer the request's user a sign-in link (signin.go); nil: the program
+	// gets the SignInRequired error.
+	SignIn SignIn
+
+	signIns signIns
 }
 
 // ExecuteCode runs req.Code in a sandbox of req.Tenant's and waits for it.
@@ -251,6 +257,7 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 			MaxCalls:       req.MaxToolCalls,
 			AllowedServers: t.Quota().AllowedServers,
 			Before:         req.BeforeToolCall,
+			SignIn:         x.signInHook(&req),
 		})
 	}
 	h := &host{req: &req, exec: exec, ws: x.Workspaces, att: newAttachments(t, req.Session, x.MaxInlineAttachment)}

@@ -5,7 +5,9 @@
 // signs in with `cexecctl auth login` where the server asks for it —
 // following the authorization URL without a browser, since the suite's
 // authorization servers approve without a user — and calls the server's
-// tools from sandboxed code with `cexecctl exec`.
+// tools from sandboxed code with `cexecctl exec --ask`, answering what cexecd
+// asks as a user at the terminal would: accepting forms with their fields'
+// defaults, opening a sign-in link it is shown.
 //
 // The suite appends the server URL as the last argument and sets
 // MCP_CONFORMANCE_SCENARIO (and, for some scenarios, MCP_CONFORMANCE_CONTEXT,
@@ -391,7 +393,8 @@ var argsFor = map[string]string{
 	"add_numbers": `{"a": 2, "b": 3}`,
 }
 
-// call calls tool from sandboxed code.
+// call calls tool from sandboxed code under `cexecctl exec --ask`, with
+// this harness as the user at the terminal (answer).
 func (h *harness) call(tool string) (string, error) {
 	args := argsFor[tool]
 	if args == "" {
@@ -400,5 +403,69 @@ func (h *harness) call(tool string) (string, error) {
 	code := fmt.Sprintf("import cexec, json\nres = cexec.call_tool(%q, %q, json.loads(%q))\nprint(repr(res)[:200])\n", "conf", tool, args)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return h.ctl(ctx, "exec", "-c", code)
+	cmd := exec.CommandContext(ctx, filepath.Join(h.bin, "cexecctl"), "exec", "--ask", "-c", code)
+	cmd.Env = append(os.Environ(), "CEXECD_ADDRESS="+h.sock)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", err
+	}
+	prompts, err := cmd.StderrPipe()
+	if err != nil {
+		return "", err
+	}
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	shown := answer(ctx, prompts, stdin)
+	if err := cmd.Wait(); err != nil {
+		return out.String(), fmt.Errorf("cexecctl exec --ask: %w: %s%s", err, shown, out.String())
+	}
+	return out.String(), nil
+}
+
+// Prompts of `cexecctl exec --ask` (cmd/cexecctl/exec/ask.go).
+const (
+	askPrompt  = "answer? [a]ccept, [d]ecline or [c]ancel: "
+	linePrefix = "  open: "
+)
+
+// answer is the user at the terminal: it accepts every question, opens a
+// URL it is shown (a sign-in link) as a browser would before accepting,
+// and takes every form field's default (SEP-1034) by pressing Enter. It
+// returns what the terminal showed.
+func answer(ctx context.Context, prompts io.Reader, keys io.WriteCloser) string {
+	defer keys.Close()
+	var shown strings.Builder
+	r := bufio.NewReader(prompts)
+	var line []byte
+	link := ""
+	for {
+		b, err := r.ReadByte()
+		if err != nil {
+			return shown.String()
+		}
+		shown.WriteByte(b)
+		line = append(line, b)
+		switch s := string(line); {
+		case b == '\n':
+			if u, ok := strings.CutPrefix(strings.TrimSuffix(s, "\n"), linePrefix); ok {
+				link = u
+			}
+			line = line[:0]
+		case strings.HasSuffix(s, askPrompt):
+			if link != "" {
+				if err := browse(ctx, link); err != nil {
+					fmt.Fprintf(&shown, "[harness: %v]\n", err)
+				}
+				link = ""
+			}
+			_, _ = io.WriteString(keys, "a\n")
+			line = line[:0]
+		case strings.HasSuffix(s, "): "):
+			_, _ = io.WriteString(keys, "\n")
+			line = line[:0]
+		}
+	}
 }
