@@ -97,6 +97,31 @@ var walkthroughWant = map[string][]string{
 		"forward.txt: send the report to jane.roe@example.com", "call-back.txt: call +44 20 7946 0958",
 		"other-session.txt: send to [EMAIL_1]",
 	},
+	"16-workflow": {
+		"workflows/notes-to-memory.yaml: ok (examples/notes-to-memory:1.0.0)",
+		`broken.yaml:11:17: task read: with.server: "filesystme" is not an mcp_server of cexec.hcl`,
+		"broken.yaml:16:13: task fetch: call: http is not supported",
+		`broken.yaml:23:19: then: "nowhere" is neither continue, exit, end nor a task of this list`,
+		"state:    completed", `output:   {"notes":3,"remembered":["apple","banana"]}`,
+		"examples/notes-to-memory:1.0.0  completed  13 ", "caught  /tally/try@0 ",
+		"for loop: 3 notes read", "switch on note 0 (apple): fruit, then remember",
+		"switch on note 2 (carrot): not a fruit, exit the iteration",
+		"try/catch caught the first try: RuntimeError: try 1 fails on purpose",
+		`retried: the Python script step count, second try: {"fruits":["apple","banana"],"notes":3,"tries":2}`,
+	},
+	"17-pdf-form": {
+		"field plan: combobox options basic/standard/premium default 'standard'",
+		"waiting:  ask for form-input (cexecctl workflow signal ",
+		`{"properties": {"city": {"title": "City", "type": "string"}}, "required": ["city"], "type": "object"}`,
+		"waiting:  approve for approval (cexecctl workflow signal ",
+		"filled: True -> forms/ada.pdf",
+		`city       "Paris"            user                            confirmed by user, alice`,
+		`name       "Ada Lovelace"     tool:filesystem.read_text_file  confirmed by alice`,
+		`newsletter false              default                         confirmed by alice`,
+		`plan       "premium"          tool:filesystem.read_text_file  confirmed by alice`,
+		"forms/ada.pdf city = 'Paris'", "forms/ada.pdf name = 'Ada Lovelace'",
+		"forms/ada.pdf newsletter = False", "forms/ada.pdf plan = 'premium'",
+	},
 }
 
 // walkthroughConfig is the repository's cexec.hcl with what must differ in
@@ -156,8 +181,8 @@ func TestWalkthroughExamples(t *testing.T) {
 		_ = os.RemoveAll(dir)
 	})
 	// What `make run` puts beside cexec.hcl: the sample data, the shipped
-	// local tools and the shared skills.
-	for from, to := range map[string]string{"examples/data": "data", "servers/textutils": "servers/textutils", "skills": "skills"} {
+	// local tools, the shared skills and the shared workflows.
+	for from, to := range map[string]string{"examples/data": "data", "servers/textutils": "servers/textutils", "skills": "skills", "workflows": "workflows"} {
 		if err := os.CopyFS(filepath.Join(dir, to), os.DirFS(filepath.Join(root, from))); err != nil {
 			t.Fatal(err)
 		}
