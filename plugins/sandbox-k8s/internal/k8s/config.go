@@ -68,7 +68,7 @@ var configSchema = pluginapi.ConfigSchema{Attributes: []pluginapi.Attribute{
 	{Name: "python", Type: "string", Description: "Python interpreter inside the image. Default /usr/bin/python3."},
 	{Name: "runtime_class_name", Type: "string", Description: "RuntimeClass of the sandbox pods, such as \"gvisor\" or \"kata\". Default: the cluster's default runtime."},
 	{Name: "warm_pool", Type: "number", Description: "Pods kept warm per tenant by the SandboxWarmPool. Default 1."},
-	{Name: "workspace_volume", Type: "string", Description: "Where /workspace comes from: \"pvc_per_tenant\" (the claim workspace_claim followed by the tenant's name), \"shared\" (the tenant's subPath of the ReadWriteMany claim workspace_claim) or \"empty_dir\" (nothing persists). Default empty_dir."},
+	{Name: "workspace_volume", Type: "string", Description: "Where /workspace comes from: \"pvc_per_tenant\" (the claim workspace_claim followed by the tenant's name, so tenant names must be lower-case), \"shared\" (the tenant's subPath of the ReadWriteMany claim workspace_claim) or \"empty_dir\" (nothing persists). Default empty_dir."},
 	{Name: "workspace_claim", Type: "string", Description: "PersistentVolumeClaim name (shared) or name prefix (pvc_per_tenant) of the workspaces."},
 	{Name: "owner", Type: "string", Description: "Label value that marks this cexecd's objects (cexec.io/owner), so that a restarted plugin finds and deletes what it left. Default \"cexecd\"; give each cexecd sharing a namespace its own."},
 	{Name: "ready_timeout", Type: "string", Description: "How long a sandbox may take to be claimed and start its runtime, a Go duration. Default 2m."},

@@ -65,9 +65,10 @@ func (s *settings) checkRequest(req sandbox.CreateRequest) (*podSpec, []upload, 
 		}
 		p.claim = s.wsClaim
 		if s.volume == volumePerTenant {
-			p.claim = s.wsClaim + strings.ToLower(req.Tenant)
+			// Not lower-cased: tenants "A" and "a" must not share a claim.
+			p.claim = s.wsClaim + req.Tenant
 			if !dnsLabel.MatchString(p.claim) {
-				return nil, nil, fmt.Errorf("tenant %q: %q is not a PersistentVolumeClaim name", req.Tenant, p.claim)
+				return nil, nil, fmt.Errorf("tenant %q: %q is not a PersistentVolumeClaim name (lower-case letters, digits and '-')", req.Tenant, p.claim)
 			}
 		} else {
 			p.subPath = req.Tenant
