@@ -130,12 +130,15 @@ func (b *box) kill() {
 	if b.stop != nil {
 		b.stop()
 	}
-	zero := int64(0)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := b.cl.core.CoreV1().Pods(b.ns).Delete(ctx, b.pod, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
-		b.log.Warn("delete the pod of a killed sandbox", "pod", b.pod, "error", err)
-	}
+	// In the background: the Runner calls kill from its own goroutines.
+	go func() {
+		zero := int64(0)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := b.cl.core.CoreV1().Pods(b.ns).Delete(ctx, b.pod, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
+			b.log.Warn("delete the pod of a killed sandbox", "pod", b.pod, "error", err)
+		}
+	}()
 }
 
 func (b *box) exec(ctx context.Context, req sandbox.ExecRequest, host sandbox.Host) (sandbox.ExecResult, error) {

@@ -78,11 +78,13 @@ type podSpec struct {
 	warmPool int64
 }
 
-// templateName is the SandboxTemplate and SandboxWarmPool of spec.
+// templateName is the SandboxTemplate and SandboxWarmPool of spec: a hash
+// of what goes into the pod (the other limits are the runtime's).
 func (p *podSpec) templateName(owner string) string {
+	l := p.limits
 	return "cx-" + hash(owner, "template", p.tenant, strconv.FormatInt(p.runAs, 10),
-		fmt.Sprintf("%+v", p.limits), strconv.FormatBool(p.network), p.volume, p.claim, p.subPath,
-		p.image, p.python, p.runtime, strconv.FormatInt(p.warmPool, 10))
+		fmt.Sprint(l.MemoryBytes, l.CPUsMilli, l.TmpBytes, l.ShmBytes), strconv.FormatBool(p.network),
+		p.volume, p.claim, p.subPath, p.image, p.python, p.runtime, strconv.FormatInt(p.warmPool, 10))
 }
 
 func (s *settings) labels(tenant string) map[string]any {
