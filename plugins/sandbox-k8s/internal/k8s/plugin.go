@@ -237,12 +237,18 @@ func waitClaimed(ctx context.Context, cl *cluster, ns, claim string) (string, er
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	why := "it has no Ready condition yet: is the agent-sandbox controller (with its extensions) running?"
+	var lastErr error
 	for {
 		o, err := claims.Get(ctx, claim, metav1.GetOptions{})
-		if err != nil && ctx.Err() == nil {
-			return "", fmt.Errorf("get SandboxClaim %s: %w", claim, err)
-		}
-		if err == nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return "", fmt.Errorf("SandboxClaim %s was deleted while waiting for it", claim)
+		case err != nil:
+			// Other errors may pass (the server restarting); the
+			// deadline decides.
+			lastErr = err
+		default:
+			lastErr = nil
 			ready, reason := readyCondition(o)
 			sb, _, _ := unstructured.NestedString(o.Object, "status", "sandbox", "name")
 			if ready && sb != "" {
@@ -254,6 +260,9 @@ func waitClaimed(ctx context.Context, cl *cluster, ns, claim string) (string, er
 		}
 		select {
 		case <-ctx.Done():
+			if lastErr != nil {
+				why += " (last error: " + lastErr.Error() + ")"
+			}
 			return "", fmt.Errorf("SandboxClaim %s not ready: %s: %w", claim, why, ctx.Err())
 		case <-tick.C:
 		}
