@@ -61,6 +61,8 @@ func load() ([]pkg, string, error) {
 		for _, imp := range f[1:] {
 			if imp == module || strings.HasPrefix(imp, module+"/") {
 				p.imports = append(p.imports, trim(module, imp))
+			} else {
+				p.external = append(p.external, imp)
 			}
 		}
 		pkgs = append(pkgs, p)

@@ -11,6 +11,21 @@ import (
 type pkg struct {
 	path    string
 	imports []string
+	// external are its imports from other modules, whole.
+	external []string
+}
+
+// confinement keeps a heavy outside dependency in the one package tree that
+// needs it: packages outside allow may not import anything under prefixes.
+type confinement struct {
+	name     string
+	prefixes []string
+	allow    string
+}
+
+var confinements = []confinement{
+	{name: "only plugins/sandbox-k8s imports the Kubernetes client libraries (they are heavy)",
+		prefixes: []string{"k8s.io/", "sigs.k8s.io/controller-runtime"}, allow: "plugins/sandbox-k8s"},
 }
 
 // rule forbids packages under from to import packages under any of deny,
@@ -81,9 +96,30 @@ func check(module string, pkgs []pkg) []string {
 				out = append(out, fmt.Sprintf("%s/%s imports %s/%s: %s", module, p.path, module, imp, r.name))
 			}
 		}
+		for _, imp := range p.external {
+			if c, bad := confined(p.path, imp); bad {
+				out = append(out, fmt.Sprintf("%s/%s imports %s: %s", module, p.path, imp, c.name))
+			}
+		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// confined returns the confinement that forbids from to import the outside
+// package imp.
+func confined(from, imp string) (confinement, bool) {
+	for _, c := range confinements {
+		if under(from, c.allow) {
+			continue
+		}
+		for _, p := range c.prefixes {
+			if strings.HasPrefix(imp, p) {
+				return c, true
+			}
+		}
+	}
+	return confinement{}, false
 }
 
 // broken returns the first rule that forbids from to import imp.

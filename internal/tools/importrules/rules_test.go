@@ -73,3 +73,27 @@ func TestCheckIgnoresSelfImport(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestConfinedImports checks that the Kubernetes client libraries are
+// reported outside plugins/sandbox-k8s only.
+func TestConfinedImports(t *testing.T) {
+	for _, tc := range []struct {
+		from, imp string
+		bad       bool
+	}{
+		{"plugins/sandbox-k8s/internal/k8s", "k8s.io/client-go/dynamic", false},
+		{"plugins/sandbox-k8s/internal/k8s", "sigs.k8s.io/controller-runtime/pkg/envtest", false},
+		{"core/pool", "k8s.io/client-go/kubernetes", true},
+		{"plugins/sandbox-bwrap/internal/bwrap", "k8s.io/apimachinery/pkg/types", true},
+		{"e2e", "sigs.k8s.io/controller-runtime/pkg/envtest", true},
+		{"core/pool", "github.com/hashicorp/go-hclog", false},
+	} {
+		got := check("m", []pkg{{path: tc.from, external: []string{tc.imp}}})
+		if bad := len(got) > 0; bad != tc.bad {
+			t.Errorf("%s imports %s: reported %q, want reported %v", tc.from, tc.imp, got, tc.bad)
+		}
+		if tc.bad && len(got) > 0 && !strings.Contains(got[0], "only plugins/sandbox-k8s") {
+			t.Errorf("%s imports %s: %q does not name the confinement", tc.from, tc.imp, got[0])
+		}
+	}
+}
