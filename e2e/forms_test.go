@@ -21,8 +21,8 @@ import (
 // reference server, the form is examples/forms/application.pdf in the
 // tenant's workspace, filled by the built-in forms server (pdfcpu, in
 // cexecd). The one field the file lacks (city) is asked with a listen,
-// answered here with cexecctl workflow signal (MCP elicitation answering it
-// is not wired yet), then approval. The filled PDF is read back with pdfcpu
+// answered here with cexecctl workflow signal (TestWorkflowAskTypeScriptClient
+// answers through MCP elicitation), then approval. The filled PDF is read back with pdfcpu
 // in this test, independently of the workflow's own read-back.
 func TestWorkflowPDFForm(t *testing.T) {
 	ts := newToolsSetup(t)

@@ -96,7 +96,7 @@ func faceRun(st workflow.Status) mcpface.WorkflowRun {
 		out.Error = st.Error.Error()
 	}
 	for _, p := range st.Waiting {
-		out.Waiting = append(out.Waiting, mcpface.WorkflowWait{Task: p.Task, Events: p.Events})
+		out.Waiting = append(out.Waiting, mcpface.WorkflowWait{Task: p.Task, Events: p.Events, Ask: p.Ask})
 	}
 	return out
 }

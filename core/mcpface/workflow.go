@@ -49,6 +49,9 @@ type WorkflowRun struct {
 type WorkflowWait struct {
 	Task   string   `json:"task"`
 	Events []string `json:"events"`
+	// Ask is the question the listen carries: an elicitation
+	// requestedSchema, asked of the agent's user when its client can.
+	Ask json.RawMessage `json:"ask,omitempty"`
 }
 
 func (f *Face) workflow(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
@@ -105,7 +108,13 @@ func (f *Face) workflow(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 	if err != nil {
 		return failure("workflow", err)
 	}
-	return reply{text: workflowText(st), structured: st}
+	// After start and signal the run goes on: follow it a moment to the
+	// question it may stop at next.
+	st, note, err := f.askWaiting(ctx, sc, st, req.GetString("action", "") != "status")
+	if err != nil {
+		return failure("workflow", err)
+	}
+	return reply{text: note + workflowText(st), structured: st}
 }
 
 // workflowText is a run in a few lines.

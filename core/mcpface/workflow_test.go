@@ -28,6 +28,9 @@ func (m *memWorkflows) StartWorkflow(_ context.Context, sc Scope, name string, i
 	}
 	r := &WorkflowRun{Run: fmt.Sprintf("r%d", len(m.runs)+1), Workflow: name, State: "waiting", Task: "ask",
 		Waiting: []WorkflowWait{{Task: "ask", Events: []string{"approval"}}}, Output: input}
+	if name == "asking" {
+		r.Waiting[0].Ask = json.RawMessage(`{"type":"object","properties":{"approved":{"type":"boolean"}}}`)
+	}
 	m.runs[sc.Tenant+"/"+r.Run] = r
 	return *r, nil
 }
@@ -75,5 +78,20 @@ func TestWorkflowTool(t *testing.T) {
 		if !res.IsError {
 			t.Errorf("%v: want an error, got %s", bad, text)
 		}
+	}
+}
+
+// TestWorkflowAskWithoutElicitation: a client that declared no elicitation
+// is not asked a listen's question; the run waits for a signal as before.
+func TestWorkflowAskWithoutElicitation(t *testing.T) {
+	w := newWorld(t)
+	c := connect(t, w.url+"/mcp")
+	text, res := call(t, c, ToolWorkflow, map[string]any{"action": "start", "name": "asking"})
+	if res.IsError || !strings.Contains(text, "waiting in ask for event approval: answer with action signal") || strings.Contains(text, "answered") || strings.Contains(text, "asking the user") {
+		t.Fatalf("start: %q", text)
+	}
+	text, _ = call(t, c, ToolWorkflow, map[string]any{"action": "signal", "run": "r1", "event": "approval", "data": map[string]any{"approved": true}})
+	if !strings.Contains(text, "completed") {
+		t.Errorf("signal: %q", text)
 	}
 }

@@ -74,6 +74,10 @@ type Pending struct {
 	Task   string    `json:"task"`
 	Events []string  `json:"events"`
 	Since  time.Time `json:"since"`
+	// Ask is the question the listen carries for a person (its
+	// metadata.ask, evaluated when it began to wait): an MCP elicitation
+	// requestedSchema. Empty when it carries none.
+	Ask json.RawMessage `json:"ask,omitempty"`
 }
 
 // Options configure the embedded engine.
@@ -423,7 +427,7 @@ func statusOf(tenant, id string, recs []Record, live string) Status {
 		case KindStart:
 			st.Task = r.Task
 		case KindWaiting:
-			waiting[r.Path] = Pending{Path: r.Path, Task: r.Task, Events: r.Events, Since: r.Time}
+			waiting[r.Path] = Pending{Path: r.Path, Task: r.Task, Events: r.Events, Since: r.Time, Ask: r.Ask}
 		case KindSignal:
 			delete(waiting, r.Path)
 		case KindResume:

@@ -430,3 +430,47 @@ func TestWaitingRunGivesSlotBack(t *testing.T) {
 		t.Fatalf("first run: %s %v", st.State, st.Error)
 	}
 }
+
+// TestListenAsk: a listen's metadata.ask is evaluated when it begins to wait
+// and journaled, so OnWaiting and Status carry the question.
+func TestListenAsk(t *testing.T) {
+	const doc = `
+document: {dsl: 1.0.0, namespace: test, name: ask, version: 1.0.0}
+input:
+  from: '${ {field: .field} }'
+do:
+  - ask:
+      metadata:
+        ask:
+          type: object
+          properties: '${ {(.field): {type: "string", default: "x"}} }'
+      listen:
+        to:
+          one: {with: {type: form}}
+  - plain:
+      listen:
+        to:
+          one: {with: {type: go}}
+`
+	waiting := make(chan Pending, 2)
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: &effects{}, OnWaiting: func(_, _ string, p Pending) { waiting <- p }})
+	defer e.Close()
+	ctx := context.Background()
+	st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, doc), Input: json.RawMessage(`{"field": "city"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"properties":{"city":{"default":"x","type":"string"}},"type":"object"}`
+	if p := <-waiting; string(p.Ask) != want {
+		t.Fatalf("OnWaiting ask %s, want %s", p.Ask, want)
+	}
+	if st, _ := e.Status(ctx, "acme", st.Run); len(st.Waiting) != 1 || string(st.Waiting[0].Ask) != want {
+		t.Fatalf("status %+v", st)
+	}
+	if err := e.Signal(ctx, "acme", st.Run, "form", json.RawMessage(`{"city":"Paris"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-waiting; p.Task != "plain" || p.Ask != nil {
+		t.Fatalf("a listen without metadata.ask carries %+v", p)
+	}
+}

@@ -65,6 +65,8 @@ type Record struct {
 	Events []string        `json:"events,omitempty"`
 	Event  string          `json:"event,omitempty"`
 	Data   json.RawMessage `json:"data,omitempty"`
+	// Ask is a waiting listen's question (its metadata.ask, evaluated).
+	Ask json.RawMessage `json:"ask,omitempty"`
 	// KindEnd.
 	Status string `json:"status,omitempty"`
 	// KindStart of a wait: when it ends.

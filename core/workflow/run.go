@@ -395,7 +395,7 @@ func (r *run) do(ctx context.Context, path string, item *dsl.TaskItem, in any, v
 	case *dsl.WaitTask:
 		return in, "", r.wait(ctx, path, item.Key, t)
 	case *dsl.ListenTask:
-		out, err := r.listen(ctx, path, item.Key, t)
+		out, err := r.listen(ctx, path, item.Key, t, in, cv)
 		return out, "", err
 	case *dsl.DoTask:
 		return r.list(ctx, path, t.Do, in, v)
@@ -767,16 +767,27 @@ func (r *run) wait(ctx context.Context, path, name string, t *dsl.WaitTask) erro
 }
 
 // listen waits for one of its events, sent with Signal; a signal that
-// arrived before a crash is in the journal.
-func (r *run) listen(ctx context.Context, path, name string, t *dsl.ListenTask) (any, error) {
+// arrived before a crash is in the journal. Its metadata.ask (expressions
+// evaluated now) is journaled with the wait: the question for a person.
+func (r *run) listen(ctx context.Context, path, name string, t *dsl.ListenTask, in any, v vars) (any, error) {
 	events := listenEvents(t)
 	if r.j.lookup(r.j.waiting, path) == nil {
-		rec, err := r.j.append(Record{Kind: KindWaiting, Path: path, Task: name, Events: events})
+		var ask json.RawMessage
+		if q, ok := t.Metadata["ask"]; ok {
+			val, err := r.x.value(q, in, v)
+			if err != nil {
+				return nil, fmt.Errorf("task %s: metadata.ask: %w", name, err)
+			}
+			if ask, err = json.Marshal(val); err != nil {
+				return nil, fmt.Errorf("task %s: metadata.ask is not JSON: %w", name, err)
+			}
+		}
+		rec, err := r.j.append(Record{Kind: KindWaiting, Path: path, Task: name, Events: events, Ask: ask})
 		if err != nil {
 			return nil, err
 		}
 		if fn := r.e.opts.OnWaiting; fn != nil {
-			fn(r.tenant, r.id, Pending{Path: path, Task: name, Events: events, Since: rec.Time})
+			fn(r.tenant, r.id, Pending{Path: path, Task: name, Events: events, Since: rec.Time, Ask: ask})
 		}
 	}
 	var data any
