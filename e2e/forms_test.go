@@ -103,28 +103,7 @@ open("/workspace/forms/application.pdf", "wb").write(base64.b64decode(%q))`, bas
 	}
 
 	// The filled PDF, read back here with pdfcpu.
-	b64 := strings.TrimSpace(mustCtl(t, s, "exec", "-c", `import base64
-print(base64.b64encode(open("/workspace/forms/ada.pdf", "rb").read()).decode())`))
-	filled, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		t.Fatalf("filled PDF: %v", err)
-	}
-	model.ConfigPath = "disable"
-	g, err := api.ExportForm(bytes.NewReader(filled), "ada.pdf", model.NewDefaultConfiguration())
-	if err != nil || len(g.Forms) != 1 {
-		t.Fatalf("read the filled PDF: %v", err)
-	}
-	got := map[string]any{}
-	f := g.Forms[0]
-	for _, x := range f.TextFields {
-		got[x.Name] = x.Value
-	}
-	for _, x := range f.ComboBoxes {
-		got[x.Name] = x.Value
-	}
-	for _, x := range f.CheckBoxes {
-		got[x.Name] = x.Value
-	}
+	got := readFilledPDF(t, s, "/workspace/forms/ada.pdf")
 	wantPDF := map[string]any{"name": "Ada Lovelace", "email": "ada@example.com", "city": "Paris", "plan": "premium", "newsletter": false}
 	if !reflect.DeepEqual(got, wantPDF) {
 		t.Errorf("filled PDF holds %v, want %v", got, wantPDF)
@@ -191,4 +170,34 @@ func compactJSON(t *testing.T, s string) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// readFilledPDF reads a PDF form in the default tenant's workspace (through
+// a program, as a user would fetch it) and returns its field values as
+// pdfcpu reads them.
+func readFilledPDF(t *testing.T, s setup, path string) map[string]any {
+	t.Helper()
+	b64 := strings.TrimSpace(mustCtl(t, s, "exec", "-c", fmt.Sprintf(`import base64
+print(base64.b64encode(open(%q, "rb").read()).decode())`, path)))
+	filled, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatalf("filled PDF: %v", err)
+	}
+	model.ConfigPath = "disable"
+	g, err := api.ExportForm(bytes.NewReader(filled), filepath.Base(path), model.NewDefaultConfiguration())
+	if err != nil || len(g.Forms) != 1 {
+		t.Fatalf("read the filled PDF: %v", err)
+	}
+	got := map[string]any{}
+	f := g.Forms[0]
+	for _, x := range f.TextFields {
+		got[x.Name] = x.Value
+	}
+	for _, x := range f.ComboBoxes {
+		got[x.Name] = x.Value
+	}
+	for _, x := range f.CheckBoxes {
+		got[x.Name] = x.Value
+	}
+	return got
 }

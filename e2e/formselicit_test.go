@@ -14,9 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfcpu/pdfcpu/pkg/api"
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
-
 	"github.com/cexec/cexec/api/endpoint"
 )
 
@@ -90,28 +87,7 @@ open("/workspace/forms/application.pdf", "wb").write(base64.b64decode(%q))`, bas
 	if city := report.Fields["city"]; !report.Filled || city.Source != "user" || !reflect.DeepEqual(city.ConfirmedBy, []string{"user", "alice"}) {
 		t.Errorf("report %s", st.OutputJSON)
 	}
-	b64 := strings.TrimSpace(mustCtl(t, s, "exec", "-c", `import base64
-print(base64.b64encode(open("/workspace/forms/grace.pdf", "rb").read()).decode())`))
-	filled, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		t.Fatalf("filled PDF: %v", err)
-	}
-	model.ConfigPath = "disable"
-	g, err := api.ExportForm(bytes.NewReader(filled), "grace.pdf", model.NewDefaultConfiguration())
-	if err != nil || len(g.Forms) != 1 {
-		t.Fatalf("read the filled PDF: %v", err)
-	}
-	got := map[string]any{}
-	f := g.Forms[0]
-	for _, x := range f.TextFields {
-		got[x.Name] = x.Value
-	}
-	for _, x := range f.ComboBoxes {
-		got[x.Name] = x.Value
-	}
-	for _, x := range f.CheckBoxes {
-		got[x.Name] = x.Value
-	}
+	got := readFilledPDF(t, s, "/workspace/forms/grace.pdf")
 	want := map[string]any{"name": "Grace Hopper", "email": "grace@example.com", "city": "Arlington", "plan": "premium", "newsletter": false}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("filled PDF holds %v, want %v", got, want)
