@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/cexec/cexec/core/audit"
 	"github.com/cexec/cexec/core/bridge"
 	coreguard "github.com/cexec/cexec/core/guard"
@@ -76,5 +78,39 @@ func TestAuditOfCalls(t *testing.T) {
 	rep, err := log.Verify(context.Background(), "acme")
 	if err != nil || rep.Broken != nil || rep.Lines != 7 {
 		t.Errorf("verify: %+v, %v", rep, err)
+	}
+}
+
+// TestUpstreamElicitationAudited: an upstream's question relayed to the
+// user is recorded in the tenant's audit log with the server, the mode and
+// the user's action, never the question or the answer.
+func TestUpstreamElicitationAudited(t *testing.T) {
+	data := t.TempDir()
+	ws, err := workspace.New(workspace.Options{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	log := audit.New(audit.Options{Tenants: ws, RotateSize: 1 << 20, Keep: 2})
+	x := &Executor{Workspaces: ws, Audit: log}
+	user := &formAsker{answer: accept(map[string]any{"pin": "4711"})}
+	ask := &upstreamAsker{a: user, audit: x.Audit, tenant: "acme", session: "s1"}
+	if _, err := ask.Elicit(context.Background(), "bank", mcp.ElicitationParams{Message: "Your secret word?"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(data, "tenants", "acme", "audit", "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.TrimSpace(string(b))
+	var e audit.Event
+	if err := json.Unmarshal([]byte(line), &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Type != audit.TypeElicitation || e.Server != "bank" || e.Outcome != "accept" || e.Session != "s1" || e.Detail["mode"] != "form" {
+		t.Errorf("audit event %s", line)
+	}
+	if strings.Contains(line, "secret word") || strings.Contains(line, "4711") {
+		t.Errorf("the audit line holds the question or the answer: %s", line)
 	}
 }

@@ -41,7 +41,7 @@ const (
 // restored, and, for a model-facing request, everything the result carries
 // is tokenized and held to max_output. A refusal is a result, not an error.
 func (x *Executor) guarded(ctx context.Context, t *workspace.Tenant, req CodeRequest) (*CodeResult, error) {
-	ctx = withAsker(ctx, req.Asker)
+	ctx = x.withAsker(ctx, req)
 	if x.Guard == nil {
 		return x.execute(ctx, t, req)
 	}
