@@ -95,7 +95,7 @@ func (m *mcpServer) faceOptions(cfg *config.Config, svc *services, host *pluginh
 		Calls:       mcpExecutor{exec: svc.exec, pii: m.pii, adopter: m.adopter},
 		State:       stateView{ws: svc.workspace, pii: m.pii},
 		Skills:      skillView{ws: svc.workspace, pii: m.pii},
-		Workflows:   workflowView{svc: svc, pii: m.pii},
+		Workflows:   workflowView{svc: svc, pii: m.pii, secrets: newSecretPages(m.log)},
 		Attachments: attachmentView{ws: svc.workspace},
 		PII:         pii,
 		Version:     version.Version,
