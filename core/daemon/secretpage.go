@@ -29,9 +29,11 @@ import (
 type secretPages struct {
 	log hclog.Logger
 
-	mu    sync.Mutex
-	base  string
-	pages map[string]*secretPage
+	mu     sync.Mutex
+	base   string
+	srv    *http.Server
+	closed bool
+	pages  map[string]*secretPage
 }
 
 // secretPage is one question's page; it answers once.
@@ -53,6 +55,9 @@ func newSecretPages(log hclog.Logger) *secretPages {
 
 // start listens on 127.0.0.1 the first time a page is opened.
 func (p *secretPages) start() (string, error) {
+	if p.closed {
+		return "", errors.New("cexecd is stopping")
+	}
 	if p.base != "" {
 		return p.base, nil
 	}
@@ -68,8 +73,22 @@ func (p *secretPages) start() (string, error) {
 			p.log.Warn("secret pages listener", "error", err)
 		}
 	}()
-	p.base = "http://" + ln.Addr().String()
+	p.base, p.srv = "http://"+ln.Addr().String(), srv
 	return p.base, nil
+}
+
+// close stops the listener; open pages expire.
+func (p *secretPages) close() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.srv != nil {
+		_ = p.srv.Close()
+	}
+	clear(p.pages)
 }
 
 // open makes a page for schema's fields; it is removed when ctx ends or it
