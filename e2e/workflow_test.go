@@ -339,3 +339,44 @@ create_entities(entities=[{"name": "Ada", "entityType": "person", "observations"
 		t.Errorf("resume of a cancelled run: exit %d %s", code, errOut)
 	}
 }
+
+// TestWorkflowPromptPolicy runs a workflow's prompts/get of
+// server-everything's args-prompt for two tenants: the default tenant gets
+// the prompt; one whose policy denies everything/get_prompt has the run
+// failed by that policy, as a tool call it denies would be.
+func TestWorkflowPromptPolicy(t *testing.T) {
+	ts := newToolsSetup(t)
+	s := ts.setup
+	f, err := os.OpenFile(s.config, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("\ntenant \"careful\" {\n  policy {\n    deny = [\"everything/get_prompt\"]\n  }\n}\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	startDaemon(t, s)
+	requireSandbox(t, s)
+	doc := filepath.Join(s.dir, "prompt.yaml")
+	src := `document: {dsl: 1.0.0, namespace: t, name: prompt, version: 1.0.0}
+do:
+  - prompt:
+      call: mcp
+      with:
+        server: everything
+        method: prompts/get
+        parameters: {name: args-prompt, arguments: {city: Paris}}
+      output: {as: '${ {prompt: .messages[0].content.text} }'}
+`
+	if err := os.WriteFile(doc, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := ctl(t, s, "workflow", "run", doc)
+	if code != 0 || !strings.Contains(out, `"prompt":"What's weather in Paris?"`) {
+		t.Fatalf("allowed prompts/get: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = ctl(t, s, "workflow", "run", "--tenant", "careful", doc)
+	if code == 0 || !strings.Contains(out+errOut, "get_prompt") || strings.Contains(out, "What's weather") {
+		t.Fatalf("denied prompts/get: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

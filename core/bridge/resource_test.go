@@ -101,3 +101,40 @@ func TestReadResource(t *testing.T) {
 		t.Errorf("Before saw %q, want %q first", seen, want)
 	}
 }
+
+// TestGetPrompt gets server-everything's args-prompt through an execution:
+// the Before hook (policies and guards) sees it as tool get_prompt with its
+// name and arguments, may rewrite them (PII tokens restored) or refuse it,
+// and the tenant's allowed servers apply.
+func TestGetPrompt(t *testing.T) {
+	f := newFixture(t, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var seen []string
+	x := f.b.NewExecution(ExecOptions{Tenant: "default", MaxCalls: 3, Before: func(_ context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
+		seen = append(seen, server+"/"+tool+" "+string(args))
+		if strings.Contains(string(args), "Berlin") {
+			return nil, &sandbox.CallError{Type: "PermissionError", Message: "Berlin is denied"}
+		}
+		return json.RawMessage(strings.Replace(string(args), "[CITY_1]", "Paris", 1)), nil
+	}})
+	out, err := x.GetPrompt(ctx, "everything", "args-prompt", map[string]string{"city": "[CITY_1]"})
+	if err != nil || !strings.Contains(string(out), "What's weather in Paris?") {
+		t.Fatalf("prompt: %s, %v", out, err)
+	}
+	_, err = x.GetPrompt(ctx, "everything", "args-prompt", map[string]string{"city": "Berlin"})
+	if ce := callErr(t, err); ce.Type != "PermissionError" {
+		t.Errorf("denied prompt: %s: %s", ce.Type, ce.Message)
+	}
+	if want := `everything/get_prompt {"name":"args-prompt","arguments":{"city":"[CITY_1]"}}`; len(seen) != 2 || seen[0] != want {
+		t.Errorf("Before saw %q, want %q first", seen, want)
+	}
+	if c := x.Calls(); len(c) != 2 || c[0].Tool != MethodGetPrompt || !c[0].OK || c[1].OK {
+		t.Errorf("calls %+v", c)
+	}
+	limited := f.b.NewExecution(ExecOptions{Tenant: "default", MaxCalls: 1, AllowedServers: []string{"memory"}})
+	_, err = limited.GetPrompt(ctx, "everything", "args-prompt", nil)
+	if ce := callErr(t, err); ce.Type != TypeToolNotFound {
+		t.Errorf("forbidden server: %s: %s", ce.Type, ce.Message)
+	}
+}

@@ -37,13 +37,14 @@ type mcpServer struct {
 	served     sync.WaitGroup
 	unsub      func()
 	log        hclog.Logger
+	secrets    *secretPages // pages for workflow questions' secret fields
 }
 
 // startMCP builds the face over the daemon's parts and starts serving it.
 // Call stop at shutdown; it waits up to grace for calls in flight.
 func startMCP(ctx context.Context, cfg *config.Config, svc *services, host *pluginhost.Host, log hclog.Logger, grace time.Duration) (*mcpServer, error) {
 	log = log.Named("mcp")
-	m := &mcpServer{sock: endpoint.MCPSocket(cfg.Daemon.Socket), log: log}
+	m := &mcpServer{sock: endpoint.MCPSocket(cfg.Daemon.Socket), log: log, secrets: newSecretPages(log)}
 	if svc.store != nil {
 		m.adopter = newSessionAdopter(svc.store, log)
 	}
@@ -95,7 +96,7 @@ func (m *mcpServer) faceOptions(cfg *config.Config, svc *services, host *pluginh
 		Calls:       mcpExecutor{exec: svc.exec, pii: m.pii, adopter: m.adopter},
 		State:       stateView{ws: svc.workspace, pii: m.pii},
 		Skills:      skillView{ws: svc.workspace, pii: m.pii},
-		Workflows:   workflowView{svc: svc, pii: m.pii},
+		Workflows:   workflowView{svc: svc, pii: m.pii, secrets: m.secrets},
 		Attachments: attachmentView{ws: svc.workspace},
 		PII:         pii,
 		Version:     version.Version,
@@ -149,6 +150,7 @@ func (m *mcpServer) stop() {
 	m.cancel()
 	m.served.Wait()
 	m.face.Close()
+	m.secrets.close()
 	if m.pii != nil {
 		m.pii.closeAll()
 	}

@@ -12,8 +12,9 @@ import (
 // signal data may hold tokens the agent was shown; the run gets the real
 // values. The face tokenizes what it returns.
 type workflowView struct {
-	svc *services
-	pii *sessionVaults
+	svc     *services
+	pii     *sessionVaults
+	secrets *secretPages
 }
 
 func (v workflowView) untokenize(ctx context.Context, sc mcpface.Scope, raw json.RawMessage) (json.RawMessage, error) {

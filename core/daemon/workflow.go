@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/cexec/cexec/core/pipeline"
 	"github.com/cexec/cexec/core/workflow"
 	"github.com/cexec/cexec/core/workflow/dsl"
@@ -70,7 +68,9 @@ func (s *services) loadWorkflow(file string, src []byte) (*dsl.Document, error) 
 // workflowEffects runs workflow tasks on the path programs take: tool
 // calls through pipeline.Executor.CallTool (allowed servers, policy, guard
 // plugins, PII tokens restored, schema validation, limits, session log),
-// scripts through ExecuteCode in the tenant's sandbox.
+// resources/read and prompts/get through ReadResource and GetPrompt (the
+// guards seeing them as tools read_resource and get_prompt), scripts
+// through ExecuteCode in the tenant's sandbox.
 type workflowEffects struct{ svc *services }
 
 func (w workflowEffects) exec() (*pipeline.Executor, error) {
@@ -118,13 +118,9 @@ func (w workflowEffects) CallMCP(ctx context.Context, c workflow.MCPCall) (any, 
 		}
 		return map[string]any{"contents": decodeValue(res.Result)}, nil
 	case "prompts/get":
-		t, err := w.svc.workspace.Tenant(c.Tenant)
+		x, err := w.exec()
 		if err != nil {
 			return nil, err
-		}
-		if !t.Allowed(c.Server) {
-			return nil, &workflow.Error{Type: workflow.ErrAuthorization, Status: 403, Title: "ServerNotAllowed",
-				Detail: fmt.Sprintf("tenant %s may not use server %s (allowed_servers)", c.Tenant, c.Server)}
 		}
 		name, _ := c.Params["name"].(string)
 		args := map[string]string{}
@@ -133,26 +129,16 @@ func (w workflowEffects) CallMCP(ctx context.Context, c workflow.MCPCall) (any, 
 				args[k] = fmt.Sprint(v)
 			}
 		}
-		out, err := w.svc.catalog.GetPrompt(ctx, c.Tenant, c.Server, name, args)
-		if err != nil {
-			return nil, &workflow.Error{Type: workflow.ErrCommunication, Status: 502, Title: "MCPError", Detail: err.Error()}
-		}
-		return mcpValue(out)
-	}
-	return nil, &workflow.Error{Type: workflow.ErrConfiguration, Status: 400, Detail: fmt.Sprintf("method %q is not supported", c.Method)}
-}
-
-// mcpValue is an MCP result as a JSON value.
-func mcpValue(v any) (any, error) {
-	switch r := v.(type) {
-	case *mcp.GetPromptResult:
-		b, err := json.Marshal(r)
+		res, err := x.GetPrompt(ctx, pipeline.PromptGetRequest{Tenant: c.Tenant, Session: c.Session, Server: c.Server, Name: name, Arguments: args})
 		if err != nil {
 			return nil, err
 		}
-		return decodeValue(b), nil
+		if res.Error != nil {
+			return nil, &workflow.Error{Type: workflow.ErrCommunication, Status: 502, Title: res.Error.Type, Detail: res.Error.Message}
+		}
+		return decodeValue(res.Result), nil
 	}
-	return v, nil
+	return nil, &workflow.Error{Type: workflow.ErrConfiguration, Status: 400, Detail: fmt.Sprintf("method %q is not supported", c.Method)}
 }
 
 func decodeValue(raw json.RawMessage) any {

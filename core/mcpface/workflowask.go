@@ -23,7 +23,9 @@ const (
 
 // askWaiting asks the agent's user, through form elicitation on this tool
 // call, each question a listen of the run waits on (WorkflowWait.Ask), and
-// signals the run with an accepted answer. A client without form
+// signals the run with an accepted answer. Fields marked secret
+// ("writeOnly": true) are asked on cexecd's own page instead (askSecret).
+// A client without form
 // elicitation, or a listen without a question, leaves the run as it is.
 // The run is looked up and signalled in sc's tenant only. note tells the
 // agent what was asked and how it ended.
@@ -45,10 +47,34 @@ func (f *Face) askWaiting(ctx context.Context, sc *Scope, st WorkflowRun, follow
 			break
 		}
 		event := w.Events[0]
+		// Fields marked secret are never put in a form: the answer would
+		// pass through the agent's client.
+		plain, secret, err := splitSecret(w.Ask)
+		if err != nil {
+			return st, note.String(), err
+		}
+		if secret != nil && !f.canAskSecret(a) {
+			fmt.Fprintf(&note, "the question of %s has secret fields, which are asked only on a page outside this client, and this client cannot show one (no URL-mode elicitation); the run still waits: answer with `cexecctl workflow signal %s %s --data JSON`\n",
+				w.Task, st.Run, event)
+			break
+		}
+		known := json.RawMessage("{}")
+		if plain == nil {
+			msg, ok := f.askSecret(ctx, a, sc, st, w, secret, known)
+			note.WriteString(msg)
+			if !ok {
+				break
+			}
+			if st, err = f.o.Workflows.WorkflowStatus(ctx, *sc, st.Run); err != nil {
+				return st, note.String(), err
+			}
+			follow = true
+			continue
+		}
 		res, err := a.Elicit(ctx, mcp.ElicitationParams{
 			Mode:            mcp.ElicitationModeForm,
 			Message:         fmt.Sprintf("The workflow %s (run %s) waits at %s for %s.", st.Workflow, st.Run, w.Task, event),
-			RequestedSchema: w.Ask,
+			RequestedSchema: plain,
 		})
 		if errors.Is(err, ErrCannotElicit) {
 			break
@@ -65,6 +91,18 @@ func (f *Face) askWaiting(ctx context.Context, sc *Scope, st WorkflowRun, follow
 		data, err := json.Marshal(res.Content)
 		if err != nil {
 			return st, note.String(), fmt.Errorf("answer to %s: %w", w.Task, err)
+		}
+		if secret != nil {
+			msg, ok := f.askSecret(ctx, a, sc, st, w, secret, data)
+			note.WriteString(msg)
+			if !ok {
+				break
+			}
+			if st, err = f.o.Workflows.WorkflowStatus(ctx, *sc, st.Run); err != nil {
+				return st, note.String(), err
+			}
+			follow = true
+			continue
 		}
 		if st, err = f.o.Workflows.SignalWorkflow(ctx, *sc, st.Run, event, data); err != nil {
 			return st, note.String(), err

@@ -27,10 +27,10 @@ func (x *Executor) approve(ctx context.Context, gs *guard.Session, req *CodeRequ
 	case called != nil && called.Tool.Name != "":
 		a := called.Tool.Annotations
 		hints = policy.ToolHints{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}
-	case tool == bridge.MethodReadResource:
-		// A program's read_resource (no catalog tool): resources/read
-		// changes nothing, so only a tool pattern naming
-		// <server>/read_resource holds it.
+	case tool == bridge.MethodReadResource || tool == bridge.MethodGetPrompt:
+		// A program's read_resource or a workflow's prompts/get (no catalog
+		// tool) changes nothing, so only a tool pattern naming
+		// <server>/read_resource or <server>/get_prompt holds it.
 		readOnly, idempotent := true, true
 		hints = policy.ToolHints{ReadOnly: &readOnly, Idempotent: &idempotent}
 	}

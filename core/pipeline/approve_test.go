@@ -213,3 +213,29 @@ func TestApprovalOfReadResource(t *testing.T) {
 		})
 	}
 }
+
+// TestApprovalOfGetPrompt: a workflow's prompts/get counts as read-only,
+// so only a pattern naming <server>/get_prompt holds it.
+func TestApprovalOfGetPrompt(t *testing.T) {
+	args := json.RawMessage(`{"name":"p"}`)
+	for _, tc := range []struct {
+		name  string
+		rule  *policy.Approval
+		asked bool
+	}{
+		{"annotation rule", &policy.Approval{Annotations: []string{"destructiveHint"}, Timeout: time.Minute}, false},
+		{"pattern rule", &policy.Approval{Tools: []string{"crm/get_prompt"}, Timeout: time.Minute}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gs, _ := openGuard(t, &policy.Policy{Approvals: []*policy.Approval{tc.rule}}, false)
+			user := &formAsker{answer: accept(map[string]any{approveField: true})}
+			x := &Executor{Log: hclog.NewNullLogger()}
+			if err := x.approve(context.Background(), gs, &CodeRequest{Tenant: "acme", Session: "s1", Asker: user}, "crm", bridge.MethodGetPrompt, args); err != nil {
+				t.Fatal(err)
+			}
+			if asked := len(user.asked) > 0; asked != tc.asked {
+				t.Errorf("asked %v, want %v", asked, tc.asked)
+			}
+		})
+	}
+}

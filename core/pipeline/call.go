@@ -37,6 +37,10 @@ type toolCall struct {
 	server, tool string
 	args         json.RawMessage
 	uri          string
+	// prompt, when set, makes the call a prompts/get of that prompt with
+	// promptArgs.
+	prompt     string
+	promptArgs map[string]string
 }
 
 // ResourceReadRequest is one resources/read outside a program (a
@@ -58,6 +62,33 @@ func (x *Executor) ReadResource(ctx context.Context, req ResourceReadRequest) (*
 		Code:         fmt.Sprintf("read_resource(%q, %q)", req.Server, req.URI),
 		MaxToolCalls: 1, ModelFacing: req.ModelFacing,
 		call: &toolCall{server: req.Server, tool: bridge.MethodReadResource, uri: req.URI},
+	})
+}
+
+// PromptGetRequest is one prompts/get outside a program (a workflow's
+// call: mcp).
+type PromptGetRequest struct {
+	Tenant, Session, Vault string
+	Server, Name           string
+	Arguments              map[string]string
+	ModelFacing            bool
+}
+
+// GetPrompt gets an upstream's prompt on the path ReadResource takes: the
+// policy and guards see it as tool get_prompt with arguments {"name",
+// "arguments"} (PII tokens restored), approvals apply to
+// <server>/get_prompt, and it is logged in the session. The result is the
+// prompts/get result. No sandbox is used.
+func (x *Executor) GetPrompt(ctx context.Context, req PromptGetRequest) (*CodeResult, error) {
+	args, err := json.Marshal(req.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	return x.ExecuteCode(ctx, CodeRequest{
+		Tenant: req.Tenant, Session: req.Session, Vault: req.Vault,
+		Code:         fmt.Sprintf("get_prompt(%q, %q, %s)", req.Server, req.Name, args),
+		MaxToolCalls: 1, ModelFacing: req.ModelFacing,
+		call: &toolCall{server: req.Server, tool: bridge.MethodGetPrompt, prompt: req.Name, promptArgs: req.Arguments},
 	})
 }
 
@@ -108,9 +139,12 @@ func (x *Executor) callOnce(ctx context.Context, t *workspace.Tenant, req CodeRe
 	nctx := catalog.WithCallNotices(ctx, h.notices())
 	var res json.RawMessage
 	var err error
-	if c.uri != "" {
+	switch {
+	case c.prompt != "":
+		res, err = exec.GetPrompt(nctx, c.server, c.prompt, c.promptArgs)
+	case c.uri != "":
 		res, err = exec.ReadResource(nctx, c.server, c.uri)
-	} else {
+	default:
 		res, err = exec.CallTool(nctx, c.server, c.tool, c.args)
 	}
 	out.Duration = time.Since(start)
@@ -127,7 +161,7 @@ func (x *Executor) callOnce(ctx context.Context, t *workspace.Tenant, req CodeRe
 		out.Error = &sandbox.ExecError{Type: ce.Type, Message: ce.Message}
 		return out, nil
 	}
-	if c.uri != "" {
+	if c.uri != "" || c.prompt != "" {
 		out.Result = res
 		return out, nil
 	}
