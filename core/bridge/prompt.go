@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -36,32 +35,8 @@ type getPromptParams struct {
 // it, and PII tokens in the arguments are restored). The value is the
 // prompts/get result as MCP returns it.
 func (e *Execution) GetPrompt(ctx context.Context, server, name string, args map[string]string) (json.RawMessage, error) {
-	e.mu.Lock()
-	if e.started >= e.opts.MaxCalls {
-		e.refused++
-		e.mu.Unlock()
-		return nil, &sandbox.CallError{Type: TypeCallLimit, Message: fmt.Sprintf(
-			"this execution reached its limit of %d tool calls; prompt %s of %s was not fetched", e.opts.MaxCalls, name, server)}
-	}
-	e.started++
-	e.mu.Unlock()
-
-	start := time.Now()
-	called := &Called{}
-	out, err := e.getPrompt(WithCalled(ctx, called), server, name, args)
-	rec := CallRecord{Server: server, Tool: MethodGetPrompt, Start: start, Duration: time.Since(start), OK: err == nil, Approval: called.note()}
-	if err != nil {
-		var ce *sandbox.CallError
-		if errors.As(err, &ce) {
-			rec.ErrorType, rec.Error = ce.Type, ce.Message
-		} else {
-			rec.ErrorType, rec.Error = "Canceled", err.Error()
-		}
-	}
-	e.mu.Lock()
-	e.calls = append(e.calls, rec)
-	e.mu.Unlock()
-	return out, err
+	return e.counted(ctx, server, MethodGetPrompt, fmt.Sprintf("prompt %s of %s was not fetched", name, server),
+		func(ctx context.Context) (json.RawMessage, error) { return e.getPrompt(ctx, server, name, args) })
 }
 
 func (e *Execution) getPrompt(ctx context.Context, server, name string, args map[string]string) (json.RawMessage, error) {

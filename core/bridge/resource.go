@@ -38,20 +38,29 @@ type readResourceParams struct {
 // is the resource's contents as MCP lists them: objects with uri, mimeType
 // and text or blob (base64).
 func (e *Execution) ReadResource(ctx context.Context, server, uri string) (json.RawMessage, error) {
+	return e.counted(ctx, server, MethodReadResource, fmt.Sprintf("%s was not read from %s", uri, server),
+		func(ctx context.Context) (json.RawMessage, error) { return e.readResource(ctx, server, uri) })
+}
+
+// counted runs a request of the execution other than a tool call (a
+// resource read, a prompt) as a call: it takes one of max_tool_calls
+// (refused, skipped says what was not done), and is recorded as the
+// server's method.
+func (e *Execution) counted(ctx context.Context, server, method, skipped string, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	e.mu.Lock()
 	if e.started >= e.opts.MaxCalls {
 		e.refused++
 		e.mu.Unlock()
 		return nil, &sandbox.CallError{Type: TypeCallLimit, Message: fmt.Sprintf(
-			"this execution reached its limit of %d tool calls; %s was not read from %s", e.opts.MaxCalls, uri, server)}
+			"this execution reached its limit of %d tool calls; %s", e.opts.MaxCalls, skipped)}
 	}
 	e.started++
 	e.mu.Unlock()
 
 	start := time.Now()
 	called := &Called{}
-	out, err := e.readResource(WithCalled(ctx, called), server, uri)
-	rec := CallRecord{Server: server, Tool: MethodReadResource, Start: start, Duration: time.Since(start), OK: err == nil, Approval: called.note()}
+	out, err := fn(WithCalled(ctx, called))
+	rec := CallRecord{Server: server, Tool: method, Start: start, Duration: time.Since(start), OK: err == nil, Approval: called.note()}
 	if err != nil {
 		var ce *sandbox.CallError
 		if errors.As(err, &ce) {
