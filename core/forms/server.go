@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/form"
 
 	"github.com/cexec/cexec/internal/version"
 )
@@ -80,19 +81,15 @@ func (h handlers) load(req mcp.CallToolRequest) (*os.Root, Workspace, []byte, er
 }
 
 func (h handlers) fields(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	root, _, pdf, err := h.load(req)
-	if err != nil {
-		return mcp.NewToolResultError(err.Error()), nil
-	}
-	root.Close()
-	g, err := exportForm(pdf)
-	if err != nil {
-		return mcp.NewToolResultError("path: " + err.Error()), nil
-	}
-	return structured(map[string]any{"fields": fields(&g.Forms[0])})
+	return h.report(req, "fields", func(f *form.Form) any { return fields(f) })
 }
 
 func (h handlers) read(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return h.report(req, "values", func(f *form.Form) any { return values(f) })
+}
+
+// report reads the request's PDF form and returns what of answers under key.
+func (h handlers) report(req mcp.CallToolRequest, key string, of func(*form.Form) any) (*mcp.CallToolResult, error) {
 	root, _, pdf, err := h.load(req)
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
@@ -102,7 +99,7 @@ func (h handlers) read(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 	if err != nil {
 		return mcp.NewToolResultError("path: " + err.Error()), nil
 	}
-	return structured(map[string]any{"values": values(&g.Forms[0])})
+	return structured(map[string]any{key: of(&g.Forms[0])})
 }
 
 func (h handlers) fill(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
