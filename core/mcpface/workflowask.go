@@ -58,8 +58,37 @@ func (f *Face) askWaiting(ctx context.Context, sc *Scope, st WorkflowRun, follow
 				w.Task, st.Run, event)
 			break
 		}
+		// The plain fields are asked by form first; with secret ones the
+		// page gets the form's answer and signals the run itself.
 		known := json.RawMessage("{}")
-		if plain == nil {
+		if plain != nil {
+			res, err := a.Elicit(ctx, mcp.ElicitationParams{
+				Mode:            mcp.ElicitationModeForm,
+				Message:         fmt.Sprintf("The workflow %s (run %s) waits at %s for %s.", st.Workflow, st.Run, w.Task, event),
+				RequestedSchema: plain,
+			})
+			if errors.Is(err, ErrCannotElicit) {
+				break
+			}
+			if err != nil {
+				fmt.Fprintf(&note, "asking the user for %s failed (%v); the run still waits\n", event, err)
+				break
+			}
+			if res.Action != mcp.ElicitationResponseActionAccept {
+				fmt.Fprintf(&note, "the user answered %s to the question of %s; the run still waits: answer with action signal, run %s, event %s and data\n",
+					res.Action, w.Task, st.Run, event)
+				break
+			}
+			if known, err = json.Marshal(res.Content); err != nil {
+				return st, note.String(), fmt.Errorf("answer to %s: %w", w.Task, err)
+			}
+		}
+		if secret == nil {
+			if st, err = f.o.Workflows.SignalWorkflow(ctx, *sc, st.Run, event, known); err != nil {
+				return st, note.String(), err
+			}
+			fmt.Fprintf(&note, "the user answered the question of %s (event %s)\n", w.Task, event)
+		} else {
 			msg, ok := f.askSecret(ctx, a, sc, st, w, secret, known)
 			note.WriteString(msg)
 			if !ok {
@@ -68,46 +97,7 @@ func (f *Face) askWaiting(ctx context.Context, sc *Scope, st WorkflowRun, follow
 			if st, err = f.o.Workflows.WorkflowStatus(ctx, *sc, st.Run); err != nil {
 				return st, note.String(), err
 			}
-			follow = true
-			continue
 		}
-		res, err := a.Elicit(ctx, mcp.ElicitationParams{
-			Mode:            mcp.ElicitationModeForm,
-			Message:         fmt.Sprintf("The workflow %s (run %s) waits at %s for %s.", st.Workflow, st.Run, w.Task, event),
-			RequestedSchema: plain,
-		})
-		if errors.Is(err, ErrCannotElicit) {
-			break
-		}
-		if err != nil {
-			fmt.Fprintf(&note, "asking the user for %s failed (%v); the run still waits\n", event, err)
-			break
-		}
-		if res.Action != mcp.ElicitationResponseActionAccept {
-			fmt.Fprintf(&note, "the user answered %s to the question of %s; the run still waits: answer with action signal, run %s, event %s and data\n",
-				res.Action, w.Task, st.Run, event)
-			break
-		}
-		data, err := json.Marshal(res.Content)
-		if err != nil {
-			return st, note.String(), fmt.Errorf("answer to %s: %w", w.Task, err)
-		}
-		if secret != nil {
-			msg, ok := f.askSecret(ctx, a, sc, st, w, secret, data)
-			note.WriteString(msg)
-			if !ok {
-				break
-			}
-			if st, err = f.o.Workflows.WorkflowStatus(ctx, *sc, st.Run); err != nil {
-				return st, note.String(), err
-			}
-			follow = true
-			continue
-		}
-		if st, err = f.o.Workflows.SignalWorkflow(ctx, *sc, st.Run, event, data); err != nil {
-			return st, note.String(), err
-		}
-		fmt.Fprintf(&note, "the user answered the question of %s (event %s)\n", w.Task, event)
 		follow = true
 	}
 	return st, note.String(), nil
