@@ -11,6 +11,7 @@ import (
 	"path"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -209,8 +210,11 @@ func readRegular(root *os.Root, name string, max int64) ([]byte, error) {
 	}
 }
 
-// removeTemps deletes leftovers of writes interrupted by a crash in dir.
-func removeTemps(root *os.Root, dir string) {
+// removeTemps deletes leftovers of writes interrupted by a crash in dir:
+// those modified before cutoff (the zero time: all of them). Replicas on a
+// shared data_dir pass a cutoff in the past, since another replica's write
+// may be in flight.
+func removeTemps(root *os.Root, dir string, cutoff time.Time) {
 	d, err := root.Open(dir)
 	if err != nil {
 		return
@@ -218,9 +222,16 @@ func removeTemps(root *os.Root, dir string) {
 	names, _ := d.Readdirnames(-1)
 	d.Close()
 	for _, n := range names {
-		if strings.HasPrefix(n, tempPrefix) {
-			_ = root.RemoveAll(path.Join(dir, n))
+		if !strings.HasPrefix(n, tempPrefix) {
+			continue
 		}
+		p := path.Join(dir, n)
+		if !cutoff.IsZero() {
+			if fi, err := root.Lstat(p); err != nil || !fi.ModTime().Before(cutoff) {
+				continue
+			}
+		}
+		_ = root.RemoveAll(p)
 	}
 }
 

@@ -204,6 +204,11 @@ type Manager struct {
 	closed  bool
 }
 
+// sharedTempAge is how old a temporary file must be before a replica on a
+// shared data_dir takes it for a crash's leftover: no atomic write takes
+// that long.
+const sharedTempAge = 10 * time.Minute
+
 // gcPrefix names a tenant folder being deleted by GC: it is renamed first so
 // the tenant disappears atomically, then removed.
 const gcPrefix = ".gc-"
@@ -442,11 +447,15 @@ func (m *Manager) openFolders(t *Tenant, meta tenantMeta, allocated bool) error 
 		t.close()
 		return err
 	}
-	for _, d := range []string{"state", "skills"} {
-		removeTemps(t.ws, d)
+	var cutoff time.Time
+	if m.opts.SharedDataDir {
+		cutoff = m.now().Add(-sharedTempAge)
 	}
-	removeTemps(root, "sessions")
-	removeTemps(root, ".")
+	for _, d := range []string{"state", "skills"} {
+		removeTemps(t.ws, d, cutoff)
+	}
+	removeTemps(root, "sessions", cutoff)
+	removeTemps(root, ".", cutoff)
 	if m.states != nil {
 		if t.state, err = m.states.watch(stateDirOf(t)); err != nil {
 			m.log.Warn("state changes of this tenant are found by listing its state folder", "tenant", t.id, "error", err)
