@@ -95,9 +95,11 @@ func newPool(t *testing.T, b Backend, cfg Config) *Pool {
 	return p
 }
 
+// waitFor gives cond 30 s: the pool reaches its state in milliseconds, but
+// race-detector builds on a loaded 2-core machine have taken over 5 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
