@@ -6,6 +6,13 @@
 # and the script prints that directory on its last line. It is a no-op when
 # both binaries are already there; with --dir it only prints the directory.
 #
+# With --node it also builds what scripts/test-cluster.sh runs a one-node
+# cluster with: kubelet, kube-scheduler and kube-controller-manager (its
+# garbage collector deletes a released claim's Sandbox and pod, which the
+# agent-sandbox controller leaves to owner references) from the same
+# k8s.io/kubernetes version, and agent-sandbox-controller-v<version> from
+# sigs.k8s.io/agent-sandbox (cmd/agent-sandbox-controller, extensions included).
+#
 # kube-apiserver comes from k8s.io/kubernetes, whose go.mod points its staging
 # modules (k8s.io/api, k8s.io/client-go, ...) at ./staging, which a dependent
 # module cannot use: a throwaway module replaces each of them by its published
@@ -14,10 +21,18 @@
 # Cold cost: kube-apiserver takes about 11 minutes on 2 idle cores (31 minutes
 # at nice 19 on 2 cores with a load average above 20); etcd about 2 minutes
 # (142 s under that load). Later runs reuse the Go build cache as well.
+# --node, cold: COLD_NODE.
 set -euo pipefail
 
 K8S_VERSION=1.34.4
 ETCD_VERSION=3.6.16
+AGENT_SANDBOX_VERSION=0.5.6
+
+node=false
+if [[ "${1:-}" == --node ]]; then
+	node=true
+	shift
+fi
 
 cache_root=${CEXEC_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cexec/k8s}
 dir="$cache_root/v$K8S_VERSION-etcd$ETCD_VERSION"
@@ -25,7 +40,14 @@ if [[ "${1:-}" == --dir ]]; then
 	echo "$dir"
 	exit 0
 fi
-if [[ -x "$dir/kube-apiserver" && -x "$dir/etcd" ]]; then
+node_bins=(kubelet kube-scheduler kube-controller-manager "agent-sandbox-controller-v$AGENT_SANDBOX_VERSION")
+have_all() {
+	local b
+	for b in kube-apiserver etcd; do [[ -x "$dir/$b" ]] || return 1; done
+	$node || return 0
+	for b in "${node_bins[@]}"; do [[ -x "$dir/$b" ]] || return 1; done
+}
+if have_all; then
 	echo "$dir"
 	exit 0
 fi
@@ -36,10 +58,10 @@ trap 'rm -rf "$work"' EXIT
 export GOFLAGS=-mod=mod GOWORK=off GOTOOLCHAIN=local
 ldflags='-s -w'
 
-build_apiserver() {
-	local m="$work/apiserver"
-	mkdir -p "$m" && cd "$m"
-	go mod init cexec.local/k8s-binaries/apiserver >/dev/null 2>&1
+# k8s_module makes the current directory a module that can build commands of
+# k8s.io/kubernetes (its staging replaces rewritten).
+k8s_module() {
+	go mod init "cexec.local/k8s-binaries/$1" >/dev/null 2>&1
 	local gomod
 	gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
 	[[ -f "$gomod" ]] || { echo "k8s-binaries: no go.mod for k8s.io/kubernetes@v$K8S_VERSION" >&2; return 1; }
@@ -51,12 +73,46 @@ build_apiserver() {
 	for mod in $staging; do
 		go mod edit -replace "$mod=$mod@v0.${K8S_VERSION#1.}"
 	done
-	go get "k8s.io/kubernetes/cmd/kube-apiserver@v$K8S_VERSION"
-	# The version the server reports (/version), as a release build sets it.
+}
+
+# k8s_build builds k8s.io/kubernetes/cmd/$1 with the version it reports
+# (/version, --version) set as a release build sets it.
+k8s_build() {
 	local v=k8s.io/component-base/version minor=${K8S_VERSION#1.}
 	go build -trimpath -ldflags "$ldflags -X $v.gitVersion=v$K8S_VERSION -X $v.gitMajor=1 -X $v.gitMinor=${minor%%.*} -X $v.gitTreeState=clean" \
-		-o "$dir/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-	mv "$dir/kube-apiserver.tmp" "$dir/kube-apiserver"
+		-o "$dir/$1.tmp" "k8s.io/kubernetes/cmd/$1"
+	mv "$dir/$1.tmp" "$dir/$1"
+}
+
+build_apiserver() {
+	mkdir -p "$work/apiserver" && cd "$work/apiserver"
+	k8s_module apiserver
+	go get "k8s.io/kubernetes/cmd/kube-apiserver@v$K8S_VERSION"
+	k8s_build kube-apiserver
+}
+
+build_node() {
+	mkdir -p "$work/node" && cd "$work/node"
+	k8s_module node
+	local c
+	for c in kubelet kube-scheduler kube-controller-manager; do
+		go get "k8s.io/kubernetes/cmd/$c@v$K8S_VERSION"
+	done
+	for c in kubelet kube-scheduler kube-controller-manager; do
+		[[ -x "$dir/$c" ]] || k8s_build "$c"
+		echo "k8s-binaries: $c v$K8S_VERSION ready after $((SECONDS - start))s" >&2
+	done
+}
+
+# The controller's own go.mod has no replaces, so a module that requires it
+# builds its main package as released.
+build_agent_sandbox() {
+	mkdir -p "$work/agent-sandbox" && cd "$work/agent-sandbox"
+	go mod init cexec.local/k8s-binaries/agent-sandbox >/dev/null 2>&1
+	go get "sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller@v$AGENT_SANDBOX_VERSION"
+	local out="$dir/agent-sandbox-controller-v$AGENT_SANDBOX_VERSION"
+	go build -trimpath -ldflags "$ldflags" -o "$out.tmp" sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller
+	mv "$out.tmp" "$out"
 }
 
 build_etcd() {
@@ -85,4 +141,9 @@ start=$SECONDS
 echo "k8s-binaries: etcd v$ETCD_VERSION ready after $((SECONDS - start))s" >&2
 [[ -x "$dir/kube-apiserver" ]] || build_apiserver
 echo "k8s-binaries: kube-apiserver v$K8S_VERSION ready after $((SECONDS - start))s" >&2
+if $node; then
+	[[ -x "$dir/agent-sandbox-controller-v$AGENT_SANDBOX_VERSION" ]] || build_agent_sandbox
+	echo "k8s-binaries: agent-sandbox-controller v$AGENT_SANDBOX_VERSION ready after $((SECONDS - start))s" >&2
+	build_node
+fi
 echo "$dir"
