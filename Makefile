@@ -58,6 +58,15 @@ lint:
 k8s-binaries:
 	@scripts/k8s-binaries.sh >/dev/null
 
+# Opt-in, as root: the TestCluster* tests against a real one-node cluster
+# (scripts/test-cluster.sh: kubelet, containerd, runc, agent-sandbox), which
+# it starts and always takes down. CEXEC_CLUSTER_KEEP=1 leaves it up.
+.PHONY: test-cluster
+test-cluster: build
+	@trap '[ -n "$$CEXEC_CLUSTER_KEEP" ] || scripts/test-cluster.sh down' EXIT; \
+	scripts/test-cluster.sh up >/dev/null && eval "$$(scripts/test-cluster.sh env)" && \
+	$(GO) test -race -count=1 -run 'TestCluster' ./plugins/sandbox-k8s/... ./e2e/...
+
 # Every package but the end-to-end suite in e2e/, with the race detector.
 unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/e2e$$')

@@ -10,8 +10,9 @@
 # cluster with: kubelet, kube-scheduler and kube-controller-manager (its
 # garbage collector deletes a released claim's Sandbox and pod, which the
 # agent-sandbox controller leaves to owner references) from the same
-# k8s.io/kubernetes version, and agent-sandbox-controller-v<version> from
-# sigs.k8s.io/agent-sandbox (cmd/agent-sandbox-controller, extensions included).
+# k8s.io/kubernetes version, kubectl (to look into that cluster), and
+# agent-sandbox-controller-v<version> from sigs.k8s.io/agent-sandbox
+# (cmd/agent-sandbox-controller, extensions included).
 #
 # kube-apiserver comes from k8s.io/kubernetes, whose go.mod points its staging
 # modules (k8s.io/api, k8s.io/client-go, ...) at ./staging, which a dependent
@@ -40,7 +41,7 @@ if [[ "${1:-}" == --dir ]]; then
 	echo "$dir"
 	exit 0
 fi
-node_bins=(kubelet kube-scheduler kube-controller-manager "agent-sandbox-controller-v$AGENT_SANDBOX_VERSION")
+node_bins=(kubelet kube-scheduler kube-controller-manager kubectl "agent-sandbox-controller-v$AGENT_SANDBOX_VERSION")
 have_all() {
 	local b
 	for b in kube-apiserver etcd; do [[ -x "$dir/$b" ]] || return 1; done
@@ -95,10 +96,10 @@ build_node() {
 	mkdir -p "$work/node" && cd "$work/node"
 	k8s_module node
 	local c
-	for c in kubelet kube-scheduler kube-controller-manager; do
+	for c in kubelet kube-scheduler kube-controller-manager kubectl; do
 		go get "k8s.io/kubernetes/cmd/$c@v$K8S_VERSION"
 	done
-	for c in kubelet kube-scheduler kube-controller-manager; do
+	for c in kubelet kube-scheduler kube-controller-manager kubectl; do
 		[[ -x "$dir/$c" ]] || k8s_build "$c"
 		echo "k8s-binaries: $c v$K8S_VERSION ready after $((SECONDS - start))s" >&2
 	done
