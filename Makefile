@@ -67,6 +67,12 @@ test-cluster: build
 	scripts/test-cluster.sh up >/dev/null && eval "$$(scripts/test-cluster.sh env)" && \
 	$(GO) test -race -count=1 -run 'TestCluster' ./plugins/sandbox-k8s/... ./e2e/...
 
+# bin/cexecd-image.tar: an OCI image archive of cexecd (Debian, python3,
+# bubblewrap, bin/ in /opt/cexec/bin), built without Docker; needs root.
+.PHONY: image
+image: build
+	@scripts/cexecd-image.sh
+
 # Every package but the end-to-end suite in e2e/, with the race detector.
 unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/e2e$$')

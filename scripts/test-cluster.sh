@@ -71,14 +71,14 @@ start() {
 alive() { [[ -f "$dir/pids/$1" ]] && kill -0 "$(cat "$dir/pids/$1")" 2>/dev/null; }
 
 images() { "$scripts/sandbox-image.sh" --names; }
-sandbox_image() { images | sed -n '1s/ .*//p'; }
 pause_image() { images | sed -n '2s/ .*//p'; }
 
+# print_env: the image is the one imported at up (the name changes with the image's inputs).
 print_env() {
 	cat <<-EOF
 	export KUBECONFIG=$dir/admin.kubeconfig
 	export CEXEC_TEST_KUBECONFIG=$dir/admin.kubeconfig
-	export CEXEC_TEST_K8S_IMAGE=$(sandbox_image)
+	export CEXEC_TEST_K8S_IMAGE=$(cat "$dir/image")
 	export CEXEC_TEST_K8S_NAMESPACE=$namespace
 	EOF
 }
@@ -260,7 +260,7 @@ cluster_running() {
 	for c in etcd kube-apiserver containerd kubelet kube-controller-manager kube-scheduler agent-sandbox; do
 		alive "$c" || return 1
 	done
-	[[ -f "$dir/up" ]] && node_ready
+	[[ -f "$dir/up" ]] && node_ready >/dev/null
 }
 
 up() {
@@ -315,6 +315,7 @@ up() {
 	wait_for 60 containerd ctr_ version
 	ctr_ images import "$pause_tar" >/dev/null
 	ctr_ images import "$sandbox_tar" >/dev/null
+	images | sed -n '1s/ .*//p' >"$dir/image"
 	wait_for 120 kube-apiserver api /readyz
 	log "API server ready after $((SECONDS - t0))s"
 	# Before the controller manager: its garbage collector maps the kinds it
@@ -393,11 +394,9 @@ down() {
 		kill -9 "$pid" 2>/dev/null || true
 	done
 	for c in kube-apiserver etcd; do stop "$c"; done
-	local m
 	# Deepest first: kubelet volumes, containerd's overlay and shm mounts.
-	for m in $(awk -v d="$dir" 'index($5, d "/") == 1 {print $5}' /proc/self/mountinfo | sort -r); do
-		umount "$m" 2>/dev/null || umount -l "$m"
-	done
+	awk -v d="$dir" 'index($5, d "/") == 1 {print $5}' /proc/self/mountinfo | sort -r |
+		while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
 	ip link del "$bridge" 2>/dev/null || true
 	for c in $(cgroup_dirs); do
 		[[ -d "$c" ]] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
