@@ -9,7 +9,8 @@
 #   test-cluster.sh env   print that environment (export lines) for a running cluster
 #   test-cluster.sh down  stop it and remove everything it made: processes,
 #                         containers, mounts, network namespaces, the bridge,
-#                         cgroups and its state directory
+#                         cgroups, files in fixed places (fixed_dirs) and its
+#                         state directory
 #
 # Binaries: scripts/k8s-binaries.sh --node; images: scripts/sandbox-image.sh
 # (both cached, see there). Needs root, containerd and runc (Debian's),
@@ -29,6 +30,9 @@ bridge=cexec0
 pod_subnet=10.88.77.0/24
 service_range=10.96.0.0/16
 cgroup_root=cexec-cluster
+# Places the kubelet, containerd and the CNI library use whatever their
+# configuration says; up notes which of them it made.
+fixed_dirs=(/run/netns /run/containerd /var/lib/kubelet /var/log/containers /var/lib/cni)
 
 apiserver_port=$((base + 3)) etcd_port=$((base + 4)) etcd_peer_port=$((base + 5))
 kubelet_port=$((base + 6)) kubelet_healthz_port=$((base + 7))
@@ -289,12 +293,12 @@ up() {
 	ip=$(node_ip)
 	[[ -n "$ip" ]] || die "no address to register the node with (no default route)"
 	mkdir -p "$dir"/{logs,pids,crds,etcd,kubelet,pod-logs}
-	# containerd's shims and pods' network namespaces use these fixed places.
-	[[ -d /run/netns ]] || touch "$dir/made-run-netns"
-	[[ -d /run/containerd ]] || touch "$dir/made-run-containerd"
+	local d
+	for d in "${fixed_dirs[@]}"; do
+		[[ -d "$d" ]] || echo "$d" >>"$dir/made-dirs"
+	done
 	make_pki "$ip"
 	write_configs "$ip"
-	local d
 	for d in $(cgroup_dirs); do mkdir -p "$d"; done
 
 	start etcd "$bins/etcd" --name cexec --data-dir "$dir/etcd" \
@@ -336,12 +340,13 @@ up() {
 		--metrics-bind-address "127.0.0.1:$sandbox_metrics_port" --health-probe-bind-address "127.0.0.1:$sandbox_probe_port"
 	api /api/v1/namespaces -X POST -H 'Content-Type: application/json' \
 		--data "{\"metadata\":{\"name\":\"$namespace\"}}" >/dev/null
+	wait_for 120 "node $node" node_ready
+	log "node Ready after $((SECONDS - t0))s"
 	wait_for 60 "the default ServiceAccount of $namespace" api "/api/v1/namespaces/$namespace/serviceaccounts/default"
 	wait_for 60 "the root CA ConfigMap of $namespace" api "/api/v1/namespaces/$namespace/configmaps/kube-root-ca.crt"
 	wait_for 60 agent-sandbox curl -sf "http://127.0.0.1:$sandbox_probe_port/readyz"
-	wait_for 120 "node $node" node_ready
 	touch "$dir/up"
-	log "cluster up, node Ready after $((SECONDS - t0))s (binaries and images were cached)"
+	log "cluster up after $((SECONDS - t0))s (not counting the builds)"
 	print_env
 }
 
@@ -382,6 +387,24 @@ remove_pods() {
 	done
 }
 
+# remove_fixed: removes what this cluster left in fixed_dirs, and the
+# directories themselves where up made them.
+remove_fixed() {
+	local l
+	for l in /var/log/containers/*.log; do
+		[[ -L "$l" && "$(readlink "$l")" == "$dir"/* ]] && rm -f "$l"
+	done
+	rm -f /var/lib/cni/results/cexec-cluster-* /var/lib/kubelet/device-plugins/kubelet.sock
+	[[ -f "$dir/made-dirs" ]] || return 0
+	local d
+	while read -r d; do
+		[[ -d "$d" ]] || continue
+		find "$d" -depth -type d -empty -delete 2>/dev/null || true
+		[[ -d "$d" ]] && log "$d is not empty: left in place"
+	done <"$dir/made-dirs"
+	return 0
+}
+
 down() {
 	[[ -d "$dir" ]] || return 0
 	local c
@@ -402,12 +425,7 @@ down() {
 		[[ -d "$c" ]] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
 		[[ -d "$c" ]] && log "could not remove $c"
 	done
-	if [[ -f "$dir/made-run-netns" && -d /run/netns ]]; then
-		rmdir /run/netns 2>/dev/null || log "/run/netns is not empty"
-	fi
-	if [[ -f "$dir/made-run-containerd" && -d /run/containerd ]]; then
-		find /run/containerd -depth -type d -empty -delete 2>/dev/null || log "/run/containerd is not empty"
-	fi
+	remove_fixed
 	rm -rf "$dir"
 	log "down"
 }
