@@ -379,6 +379,8 @@ remove_pods() {
 	for id in $(ctr_ containers ls -q 2>/dev/null); do
 		ctr_ tasks delete -f "$id" >/dev/null 2>&1 || true
 		ctr_ containers delete "$id" >/dev/null 2>&1 || true
+		# libcni's cache of the pod's networks (bridge and loopback).
+		rm -f /var/lib/cni/results/*-"$id"-*
 	done
 	for ns in "${netns[@]}"; do
 		[[ "$ns" == /var/run/netns/* || "$ns" == /run/netns/* ]] || continue
@@ -394,7 +396,7 @@ remove_fixed() {
 	for l in /var/log/containers/*.log; do
 		[[ -L "$l" && "$(readlink "$l")" == "$dir"/* ]] && rm -f "$l"
 	done
-	rm -f /var/lib/cni/results/cexec-cluster-* /var/lib/kubelet/device-plugins/kubelet.sock
+	rm -f /var/lib/kubelet/device-plugins/kubelet.sock
 	[[ -f "$dir/made-dirs" ]] || return 0
 	local d
 	while read -r d; do
