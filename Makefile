@@ -59,11 +59,13 @@ k8s-binaries:
 	@scripts/k8s-binaries.sh >/dev/null
 
 # Opt-in, as root: the TestCluster* tests against a real one-node cluster
-# (scripts/test-cluster.sh: kubelet, containerd, runc, agent-sandbox), which
-# it starts and always takes down. CEXEC_CLUSTER_KEEP=1 leaves it up.
+# (scripts/test-cluster.sh: kubelet, containerd, runc, agent-sandbox). A
+# cluster it starts it takes down, also on failure (unless
+# CEXEC_CLUSTER_KEEP=1); one that was already up stays up.
 .PHONY: test-cluster
 test-cluster: build
-	@trap '[ -n "$$CEXEC_CLUSTER_KEEP" ] || scripts/test-cluster.sh down' EXIT; \
+	@started=; scripts/test-cluster.sh env >/dev/null 2>&1 || started=1; \
+	trap '[ -z "$$started" ] || [ -n "$$CEXEC_CLUSTER_KEEP" ] || scripts/test-cluster.sh down' EXIT; \
 	scripts/test-cluster.sh up >/dev/null && eval "$$(scripts/test-cluster.sh env)" && \
 	$(GO) test -race -count=1 -run 'TestCluster' ./plugins/sandbox-k8s/... ./e2e/...
 
