@@ -22,7 +22,7 @@
 # Cold cost: kube-apiserver takes about 11 minutes on 2 idle cores (31 minutes
 # at nice 19 on 2 cores with a load average above 20); etcd about 2 minutes
 # (142 s under that load). Later runs reuse the Go build cache as well.
-# --node adds the cold costs measured in plugins/sandbox-k8s/README.md.
+# --node adds 38 minutes cold at nice 19 under load (plugins/sandbox-k8s/README.md).
 set -euo pipefail
 
 K8S_VERSION=1.34.4
