@@ -389,6 +389,22 @@ remove_pods() {
 	done
 }
 
+# remove_netns: the network namespaces of pods still on the bridge (the
+# containerd that made them may be gone), and libcni's cache of every pod
+# network of this cluster.
+remove_netns() {
+	local ns f id
+	for ns in $(ip -o link show master "$bridge" 2>/dev/null | sed -n 's/.* link-netns \([^ ]*\).*/\1/p'); do
+		ip netns delete "$ns" 2>/dev/null || true
+	done
+	for f in /var/lib/cni/results/cexec-cluster-*; do
+		[[ -e "$f" ]] || continue
+		id=${f#*/cexec-cluster-}
+		id=${id%-*}
+		rm -f "$f" /var/lib/cni/results/*-"$id"-*
+	done
+}
+
 # remove_fixed: removes what this cluster left in fixed_dirs, and the
 # directories themselves where up made them.
 remove_fixed() {
@@ -401,6 +417,11 @@ remove_fixed() {
 	local d
 	while read -r d; do
 		[[ -d "$d" ]] || continue
+		# Sockets of shims that were killed; no other containerd uses a
+		# directory this cluster made, unless one started since.
+		if [[ "$d" == /run/containerd ]] && ! pgrep -x containerd >/dev/null; then
+			rm -rf /run/containerd/s
+		fi
 		find "$d" -depth -type d -empty -delete 2>/dev/null || true
 		[[ -d "$d" ]] && log "$d is not empty: left in place"
 	done <"$dir/made-dirs"
@@ -422,9 +443,21 @@ down() {
 	# Deepest first: kubelet volumes, containerd's overlay and shm mounts.
 	awk -v d="$dir" 'index($5, d "/") == 1 {print $5}' /proc/self/mountinfo | sort -r |
 		while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
+	remove_netns
 	ip link del "$bridge" 2>/dev/null || true
+	# Whatever still runs in the kubelet's cgroups (containerd gone early) is ours.
 	for c in $(cgroup_dirs); do
-		[[ -d "$c" ]] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
+		[[ -d "$c" ]] || continue
+		find "$c" -name cgroup.procs -exec cat {} + 2>/dev/null |
+			while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done
+	done
+	# Killed processes leave their cgroups once reaped: retry for 5 s.
+	local i
+	for c in $(cgroup_dirs); do
+		for ((i = 0; i < 25; i++)); do
+			[[ -d "$c" ]] || break
+			find "$c" -depth -type d -exec rmdir {} + 2>/dev/null || sleep 0.2
+		done
 		[[ -d "$c" ]] && log "could not remove $c"
 	done
 	remove_fixed
