@@ -11,7 +11,7 @@ import sys
 import time
 
 from cexec import _proto
-from cexec._child import _spare_main
+from cexec._child import _spare_main, warm_zygote
 from cexec._osutil import _close, _socketpair
 from cexec._parts import Part
 from cexec._relay import Run
@@ -90,6 +90,10 @@ class Warmup(Part):
         """Move every object that exists now out of the collector's reach:
         a forked child's collections then neither spend time on the
         zygote's objects nor copy their pages."""
+        try:
+            warm_zygote()
+        except Exception as e:
+            print(f"cexec zygote: warm-up: {type(e).__name__}: {e}", file=sys.stderr)
         gc.collect()
         gc.freeze()
         self.frozen = True
