@@ -214,6 +214,7 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers):
         self.spare: Spare | None = None
         self.rehearsed = False
         self.last_end = 0.0
+        self.ready_at = 0.0
         self.preload = list(opts.preload)
         self.executions = 0
         # The session of the previous execution; None before the first.
@@ -253,6 +254,7 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers):
     def loop(self) -> None:
         self.send({"op": "ready", "pid": os.getpid(), "protocol": PROTOCOL,
                    "python": sys.version.split()[0], "init": self.is_init})
+        self.ready_at = time.monotonic()
         poller = select.poll()
         poller.register(self.ctl_in, _POLLIN)
         while True:
