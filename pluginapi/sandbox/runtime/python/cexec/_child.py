@@ -9,7 +9,6 @@ import os
 import resource
 import select
 import sys
-import types
 
 import cexec
 from cexec import _proto
@@ -25,7 +24,12 @@ else:
     # enums that cost an idle sandbox about a megabyte.
     import _signal as signal
 if TYPE_CHECKING:
+    import types
+
     from cexec._relay import Run
+
+# types.ModuleType, without importing types at sandbox start.
+_ModuleType = type(sys)
 
 # Largest exception message and traceback reported, in characters.
 _MAX_MESSAGE = 64 << 10
@@ -256,7 +260,7 @@ def _run_program(code: str, module: types.ModuleType, filename: str, compiled: t
 
 
 def _new_main() -> types.ModuleType:
-    module = types.ModuleType("__main__")
+    module = _ModuleType("__main__")
     module.__dict__["__builtins__"] = builtins
     return module
 

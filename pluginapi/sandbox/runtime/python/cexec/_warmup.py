@@ -5,7 +5,6 @@ the next execution and rehearsing an execution's path."""
 from __future__ import annotations
 
 import gc
-import importlib
 import os
 import sys
 import time
@@ -81,6 +80,8 @@ class Warmup(Part):
         elif self.preload:
             name = self.preload.pop(0)
             try:
+                import importlib  # here, in idle time, rather than at start
+
                 importlib.import_module(name)
             except Exception as e:
                 print(f"cexec zygote: preload {name}: {e}", file=sys.stderr)

@@ -3,7 +3,6 @@ between executions, and the zygote's bookkeeping of them."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import resource
 import struct
@@ -153,6 +152,8 @@ def _worker_main(sock: int) -> None:
             os.close(err_w)
             chan = cexec._Channel(chan_fd)
             cexec._channel = chan
+            import importlib  # not at start: a new sandbox need not import it
+
             importlib.invalidate_caches()
             code, filename = str(job.get("code")), f"<cexec:{job.get('n')}>"
             # Functions from earlier executions may fail later: keep every
