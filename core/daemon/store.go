@@ -34,8 +34,9 @@ func openStore(cfg *config.Config, vo *vault.Options, wo *workspace.Options, log
 	vo.Persister = p
 	wo.SharedDataDir, wo.DiskImages = true, false
 	wo.Slots = p
+	wo.Usage = p
 	wo.Skills = p
-	log.Info("postgres store open: leases, slots, vaults and skills shared with other replicas; disk quotas are measured, not images",
+	log.Info("postgres store open: leases, slots, disk usage, vaults and skills shared with other replicas; disk quotas are measured, not images",
 		"replica", cfg.Daemon.Replica)
 	return p, nil
 }
