@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+	"golang.org/x/sys/unix"
 )
 
 // Key names one sign-in: a tenant's to a server.
@@ -215,6 +216,24 @@ func (s *Store) Put(r *Record) error {
 		return fmt.Errorf("save token: %w", err)
 	}
 	return nil
+}
+
+// lockKey takes k's lock across processes (flock on a file beside its
+// token), for replicas sharing data_dir/auth: a refresh token that rotates
+// is spent by the first refresh, so only one process may refresh at a
+// time, and the others read what it saved. Call unlock when done.
+func (s *Store) lockKey(k Key) (unlock func(), err error) {
+	path := strings.TrimSuffix(s.file(k), ".tok") + ".lock"
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock token: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock token: %w", err)
+	}
+	// Closing the file releases the lock.
+	return func() { f.Close() }, nil
 }
 
 // Delete removes k's record; a missing one is no error.
