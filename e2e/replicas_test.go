@@ -185,6 +185,12 @@ print("mail alice@example.com")
 		t.Fatalf("count.json = %s after 20 increments over two replicas (%d retries), want 20", got, retries)
 	}
 	t.Logf("20 increments over two replicas, %d retries on StateConflict", retries)
+	// Both replicas audited those executions into one chain.
+	for _, r := range rs {
+		if out := mustCtl(t, r.s, "audit", "verify", "--tenant", "counter"); !strings.Contains(out, "tenant counter: ok") {
+			t.Fatalf("audit verify on replica %s after executions on both: %s", r.id, out)
+		}
+	}
 
 	// Replicas on one data_dir never mount tenant images (both would mount
 	// the same one): quotas are measured.

@@ -125,6 +125,7 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 		RotateSize: cfg.Audit.RotateSize,
 		Keep:       cfg.Audit.Keep,
 		Sync:       cfg.Daemon.Sync == "always",
+		Shared:     s.store != nil,
 		Logger:     log.Named("audit"),
 	})
 
