@@ -239,9 +239,13 @@ func (f *Face) admit(next http.Handler) http.Handler {
 			f.deny(w, r, status, msg)
 			return
 		}
-		if opensSession(r) && f.sessions.open(r.Context(), tenant) >= f.o.MaxSessionsPerTenant {
-			f.deny(w, r, http.StatusTooManyRequests, fmt.Sprintf("tenant %q has %d MCP sessions open, the limit (mcp.max_sessions_per_tenant); end one (DELETE) or let it time out", tenant, f.o.MaxSessionsPerTenant))
-			return
+		if opensSession(r) {
+			n, done := f.sessions.admit(r.Context(), tenant, r.Method == http.MethodPost)
+			defer done()
+			if n >= f.o.MaxSessionsPerTenant {
+				f.deny(w, r, http.StatusTooManyRequests, fmt.Sprintf("tenant %q has %d MCP sessions open, the limit (mcp.max_sessions_per_tenant); end one (DELETE) or let it time out", tenant, f.o.MaxSessionsPerTenant))
+				return
+			}
 		}
 		if !f.limitBody(w, r) {
 			return

@@ -3,6 +3,7 @@ package mcpface
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"time"
 )
@@ -18,6 +19,10 @@ type SessionLeases interface {
 	// TenantSessions counts tenant's sessions held by live replicas, so
 	// mcp.max_sessions_per_tenant holds across them.
 	TenantSessions(ctx context.Context, tenant string) (int, error)
+	// LockTenantSessions is TenantSessions under tenant's session-opening
+	// lock, held across replicas until unlock: the count and the new
+	// session's claim are then one step.
+	LockTenantSessions(ctx context.Context, tenant string) (n int, unlock func(), err error)
 }
 
 // leaseTimeout bounds one lease call; a session works without its lease
@@ -52,6 +57,37 @@ func (t *sessionTable) open(ctx context.Context, tenant string) int {
 		return local
 	}
 	return max(n, local)
+}
+
+// admit counts tenant's live sessions for mcp.max_sessions_per_tenant.
+// With hold (a streamable HTTP POST, which creates its session before it
+// returns) it also holds the tenant's opening lock, this replica's and
+// with leases every replica's, until done, which the caller runs once the
+// request is served: racing initializes then see each other's sessions.
+// An SSE stream lives as long as its session, so it is counted without
+// the lock.
+func (t *sessionTable) admit(ctx context.Context, tenant string, hold bool) (n int, done func()) {
+	if !hold {
+		return t.open(ctx, tenant), func() {}
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(tenant))
+	mu := &t.opening[h.Sum32()%uint32(len(t.opening))]
+	mu.Lock()
+	if t.leases == nil {
+		return t.count(tenant), mu.Unlock
+	}
+	ctx, cancel := context.WithTimeout(ctx, leaseTimeout)
+	defer cancel()
+	n, unlock, err := t.leases.LockTenantSessions(ctx, tenant)
+	if err != nil {
+		t.log.Warn("count sessions across replicas", "error", err)
+		return t.count(tenant), mu.Unlock
+	}
+	return max(n, t.count(tenant)), func() {
+		unlock()
+		mu.Unlock()
+	}
 }
 
 // release drops session's lease, off the caller's path.

@@ -11,6 +11,7 @@ import (
 // memLeases is a lease table two faces share, standing in for core/store's
 // PostgreSQL (whose own tests run on a real one).
 type memLeases struct {
+	lock  sync.Mutex // the session-opening lock
 	mu    sync.Mutex
 	owner map[string]string // session -> replica
 	dead  map[string]bool   // replica -> gone
@@ -47,6 +48,12 @@ func (r replicaLeases) TenantSessions(_ context.Context, _ string) (int, error) 
 		}
 	}
 	return n, nil
+}
+
+func (r replicaLeases) LockTenantSessions(ctx context.Context, tenant string) (int, func(), error) {
+	r.l.lock.Lock()
+	n, err := r.TenantSessions(ctx, tenant)
+	return n, r.l.lock.Unlock, err
 }
 
 func (r replicaLeases) SessionOwner(_ context.Context, session string) (string, bool, bool, error) {

@@ -39,8 +39,11 @@ type sessionTable struct {
 	live map[string]sessionEntry
 	// perTenant counts live sessions for the per-tenant cap.
 	perTenant map[string]int
-	onEnd     func(Scope)
-	onStart   func(Scope, string)
+	// opening serialises a tenant's session openings (striped by tenant),
+	// so that two cannot both pass the cap (admit).
+	opening [32]sync.Mutex
+	onEnd   func(Scope)
+	onStart func(Scope, string)
 	// replica prefixes new ids ("a.<id>"); leases, when set, records
 	// which replica serves each session.
 	replica string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -69,4 +70,40 @@ func (p *Postgres) TenantSessions(ctx context.Context, tenant string) (int, erro
 		return 0, fmt.Errorf("store: count sessions of %s: %w", tenant, err)
 	}
 	return n, nil
+}
+
+// LockTenantSessions takes tenant's session-opening lock, held across
+// replicas until unlock, and counts its sessions on live replicas: a
+// replica opening a session holds it until the new session's lease is
+// claimed, so initializes racing on several replicas cannot all pass
+// mcp.max_sessions_per_tenant. The lock is a PostgreSQL session advisory
+// lock on a connection of its own; a replica that dies holding it loses
+// the connection, and with it the lock.
+func (p *Postgres) LockTenantSessions(ctx context.Context, tenant string) (n int, unlock func(), err error) {
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("store: lock sessions of %s: %w", tenant, err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('cexec-sessions/' || $1))`, tenant); err != nil {
+		// A cancelled wait may leave the connection unsure: never reuse it.
+		_ = conn.Conn().Close(context.Background())
+		conn.Release()
+		return 0, nil, fmt.Errorf("store: lock sessions of %s: %w", tenant, err)
+	}
+	unlock = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtext('cexec-sessions/' || $1))`, tenant); err != nil {
+			// Closing the connection ends its locks.
+			_ = conn.Conn().Close(ctx)
+		}
+		conn.Release()
+	}
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM cexec_leases l JOIN cexec_replicas r ON r.id = l.replica
+		WHERE l.tenant = $1 AND `+liveSQL("$2"), tenant, p.liveWindow().Seconds()).Scan(&n)
+	if err != nil {
+		unlock()
+		return 0, nil, fmt.Errorf("store: count sessions of %s: %w", tenant, err)
+	}
+	return n, unlock, nil
 }
