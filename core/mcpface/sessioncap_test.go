@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/store"
 	"github.com/cexec/cexec/internal/testutil/pgtest"
 )
@@ -54,7 +55,10 @@ func TestSessionCapUnderRacingInitializes(t *testing.T) {
 	})
 	t.Run("two replicas", func(t *testing.T) {
 		pg := pgtest.Start(t)
-		var urls []string
+		var (
+			urls   []string
+			stores []*store.Postgres
+		)
 		for _, id := range []string{"a", "b"} {
 			p, err := store.Open(context.Background(), store.Options{DSN: pg.DSN, Replica: id, VaultKey: []byte("k"), Heartbeat: time.Second})
 			if err != nil {
@@ -62,10 +66,24 @@ func TestSessionCapUnderRacingInitializes(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = p.Close() })
 			w := newWorld(t, func(o *Options, _ *world) { o.Replica, o.Leases, o.MaxSessionsPerTenant = id, p, limit })
-			urls = append(urls, w.url)
+			urls, stores = append(urls, w.url), append(stores, p)
 		}
 		if opened, refused := initializeAll(t, n, urls...); opened != limit || refused != n-limit {
 			t.Fatalf("%d initializes at once over two replicas: %d opened, %d refused; want %d opened", n, opened, refused, limit)
+		}
+		// The refused initializes' reservations are dropped: the store
+		// counts the sessions opened, no more.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			held, err := stores[1].TenantSessions(context.Background(), endpoint.DefaultTenant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if held == limit {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the store counts %d sessions of the tenant, want the %d opened", held, limit)
+			}
 		}
 	})
 }

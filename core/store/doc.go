@@ -5,8 +5,8 @@
 //     alive by each replica's heartbeat, so a replica that gets another's
 //     session can tell a live owner (the balancer misrouted) from a dead one
 //     (the client must re-initialize), and count a tenant's sessions for
-//     mcp.max_sessions_per_tenant under a per-tenant advisory lock held
-//     until the new session's lease is claimed;
+//     mcp.max_sessions_per_tenant, reserving the new session's lease in
+//     the same transaction under a per-tenant advisory lock;
 //   - per-tenant concurrency slots, so max_concurrent holds across
 //     replicas; a dead replica's slots stop counting when its heartbeat
 //     stops;

@@ -2,9 +2,10 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -72,38 +73,57 @@ func (p *Postgres) TenantSessions(ctx context.Context, tenant string) (int, erro
 	return n, nil
 }
 
-// LockTenantSessions takes tenant's session-opening lock, held across
-// replicas until unlock, and counts its sessions on live replicas: a
-// replica opening a session holds it until the new session's lease is
-// claimed, so initializes racing on several replicas cannot all pass
-// mcp.max_sessions_per_tenant. The lock is a PostgreSQL session advisory
-// lock on a connection of its own; a replica that dies holding it loses
-// the connection, and with it the lock.
-func (p *Postgres) LockTenantSessions(ctx context.Context, tenant string) (n int, unlock func(), err error) {
-	conn, err := p.pool.Acquire(ctx)
+// pendingPrefix starts the session column of a reservation: a lease of a
+// session being opened, counted like one. No session id starts with "_".
+const pendingPrefix = "_pending."
+
+// ReserveSession counts tenant's sessions on live replicas and, when
+// fewer than max, records a reservation that counts as one more until
+// ConfirmSession turns it into the new session's lease or ReleaseSession
+// drops it. The count and the insert are one transaction under a
+// per-tenant advisory lock, so initializes racing on several replicas
+// cannot all pass mcp.max_sessions_per_tenant. reservation is "" when the
+// tenant is full; n is the count before the reservation.
+func (p *Postgres) ReserveSession(ctx context.Context, tenant string, max int) (reservation string, n int, err error) {
+	tx, err := p.pool.Begin(ctx)
 	if err != nil {
-		return 0, nil, fmt.Errorf("store: lock sessions of %s: %w", tenant, err)
+		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, err)
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('cexec-sessions/' || $1))`, tenant); err != nil {
-		// A cancelled wait may leave the connection unsure: never reuse it.
-		_ = conn.Conn().Close(context.Background())
-		conn.Release()
-		return 0, nil, fmt.Errorf("store: lock sessions of %s: %w", tenant, err)
+	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('cexec-sessions/' || $1))`, tenant); err != nil {
+		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, err)
 	}
-	unlock = func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtext('cexec-sessions/' || $1))`, tenant); err != nil {
-			// Closing the connection ends its locks.
-			_ = conn.Conn().Close(ctx)
-		}
-		conn.Release()
-	}
-	err = conn.QueryRow(ctx, `SELECT count(*) FROM cexec_leases l JOIN cexec_replicas r ON r.id = l.replica
+	err = tx.QueryRow(ctx, `SELECT count(*) FROM cexec_leases l JOIN cexec_replicas r ON r.id = l.replica
 		WHERE l.tenant = $1 AND `+liveSQL("$2"), tenant, p.liveWindow().Seconds()).Scan(&n)
 	if err != nil {
-		unlock()
-		return 0, nil, fmt.Errorf("store: count sessions of %s: %w", tenant, err)
+		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, err)
 	}
-	return n, unlock, nil
+	if n >= max {
+		return "", n, nil
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	reservation = pendingPrefix + hex.EncodeToString(b[:])
+	if _, err := tx.Exec(ctx, `INSERT INTO cexec_leases (session, tenant, replica, updated) VALUES ($1, $2, $3, now())`,
+		reservation, tenant, p.replica); err != nil {
+		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, err)
+	}
+	return reservation, n, nil
+}
+
+// ConfirmSession turns this replica's reservation into session's lease;
+// without the reservation (it was lost) it claims the session anew.
+func (p *Postgres) ConfirmSession(ctx context.Context, tenant, reservation, session string) error {
+	tag, err := p.pool.Exec(ctx, `UPDATE cexec_leases SET session = $2, updated = now() WHERE session = $1 AND replica = $3`,
+		reservation, session, p.replica)
+	if err != nil {
+		return fmt.Errorf("store: confirm session: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return p.ClaimSession(ctx, tenant, session)
+	}
+	return nil
 }
