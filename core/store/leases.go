@@ -114,16 +114,15 @@ func (p *Postgres) ReserveSession(ctx context.Context, tenant string, max int) (
 	return reservation, n, nil
 }
 
-// ConfirmSession turns this replica's reservation into session's lease;
-// without the reservation (it was lost) it claims the session anew.
+// ConfirmSession turns this replica's reservation into session's lease,
+// in one statement: the count never sees both, nor neither.
 func (p *Postgres) ConfirmSession(ctx context.Context, tenant, reservation, session string) error {
-	tag, err := p.pool.Exec(ctx, `UPDATE cexec_leases SET session = $2, updated = now() WHERE session = $1 AND replica = $3`,
-		reservation, session, p.replica)
+	_, err := p.pool.Exec(ctx, `WITH r AS (DELETE FROM cexec_leases WHERE session = $1 AND replica = $3)
+		INSERT INTO cexec_leases (session, tenant, replica, updated) VALUES ($2, $4, $3, now())
+		ON CONFLICT (session) DO UPDATE SET tenant = $4, replica = $3, updated = now()`,
+		reservation, session, p.replica, tenant)
 	if err != nil {
 		return fmt.Errorf("store: confirm session: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return p.ClaimSession(ctx, tenant, session)
 	}
 	return nil
 }

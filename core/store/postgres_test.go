@@ -65,6 +65,35 @@ func TestPostgres(t *testing.T) {
 		}
 	})
 
+	t.Run("session reservations count across replicas", func(t *testing.T) {
+		r1, n, err := a.ReserveSession(ctx, "cap", 2)
+		if err != nil || r1 == "" || n != 0 {
+			t.Fatalf("first reservation: %q %d %v", r1, n, err)
+		}
+		r2, n, err := b.ReserveSession(ctx, "cap", 2)
+		if err != nil || r2 == "" || n != 1 {
+			t.Fatalf("second reservation, on the other replica: %q %d %v", r2, n, err)
+		}
+		if r, n, err := a.ReserveSession(ctx, "cap", 2); r != "" || n != 2 || err != nil {
+			t.Fatalf("third of 2: %q %d %v, want full", r, n, err)
+		}
+		if err := a.ConfirmSession(ctx, "cap", r1, "a.s1"); err != nil {
+			t.Fatal(err)
+		}
+		if owner, live, found, _ := b.SessionOwner(ctx, "a.s1"); !found || !live || owner != "a" {
+			t.Fatalf("confirmed session: owner %q live %v found %v", owner, live, found)
+		}
+		if err := b.ReleaseSession(ctx, r2); err != nil { // the initialize failed
+			t.Fatal(err)
+		}
+		if n, err := a.TenantSessions(ctx, "cap"); n != 1 || err != nil {
+			t.Fatalf("after one confirmed and one dropped: %d sessions %v, want 1", n, err)
+		}
+		if err := a.ReleaseSession(ctx, "a.s1"); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("slots across replicas", func(t *testing.T) {
 		relA, full, err := a.AcquireSlot(ctx, "acme", 2)
 		if err != nil || full {
