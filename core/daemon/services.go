@@ -125,6 +125,7 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 		RotateSize: cfg.Audit.RotateSize,
 		Keep:       cfg.Audit.Keep,
 		Sync:       cfg.Daemon.Sync == "always",
+		Shared:     s.store != nil,
 		Logger:     log.Named("audit"),
 	})
 
@@ -148,6 +149,9 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 		return s, fmt.Errorf("prepare tool catalog: %w", err)
 	}
 	s.auth.OnSignIn(s.catalog.Retry)
+	if s.store != nil {
+		shareSignIns(s.store, s.auth, s.catalog.Retry, log)
+	}
 	s.bridge = bridge.New(s.catalog, log.Named("bridge"), bridgeLimits(cfg))
 	return s, nil
 }
