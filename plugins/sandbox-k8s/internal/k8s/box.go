@@ -77,14 +77,15 @@ func zygoteCommand(python string, l sandbox.Limits, env map[string]string) []str
 	return append(cmd, zc.Command()...)
 }
 
-// start copies the runtime and the read-only mounts into the pod and
-// starts the zygote.
+// start copies the runtime and the read-only mounts into the pod (through
+// the loader, as the sandbox container sees /cexec read-only) and starts
+// the zygote.
 func (b *box) start(ctx context.Context, s *settings, uploads []upload) error {
 	tarball, err := packUploads(uploads)
 	if err != nil {
 		return err
 	}
-	if err := b.cl.run(ctx, b.ns, b.pod, unpackCommand(s.python), tarball); err != nil {
+	if err := b.cl.run(ctx, b.ns, b.pod, loaderName, unpackCommand(s.python), tarball); err != nil {
 		return fmt.Errorf("copy the runtime into pod %s: %w", b.pod, err)
 	}
 	sctx, stop := context.WithCancel(context.Background())
@@ -93,7 +94,7 @@ func (b *box) start(ctx context.Context, s *settings, uploads []upload) error {
 	b.stop, b.streamDone, b.stderr = stop, make(chan struct{}), tailbuf.New(4096)
 	go func() {
 		defer close(b.streamDone)
-		err := b.cl.stream(sctx, b.ns, b.pod, zygoteCommand(s.python, b.limits, b.env), stdinR, stdoutW, b.stderr)
+		err := b.cl.stream(sctx, b.ns, b.pod, containerName, zygoteCommand(s.python, b.limits, b.env), stdinR, stdoutW, b.stderr)
 		if err == nil {
 			err = errors.New("the zygote's exec stream ended")
 		}

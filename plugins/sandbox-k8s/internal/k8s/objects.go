@@ -40,8 +40,17 @@ const (
 // Names and mount points inside the sandbox pod.
 const (
 	containerName = "sandbox"
-	cexecDir      = "/cexec"
-	workspaceDir  = "/workspace"
+	// loaderName is the container that writes /cexec: the sandbox
+	// container mounts it read-only, so a program cannot change the
+	// runtime or the server stubs of its own sandbox.
+	loaderName   = "loader"
+	cexecDir     = "/cexec"
+	workspaceDir = "/workspace"
+	// loaderUID owns the files of /cexec; never a tenant's uid in
+	// practice, though the read-only mount is what protects them.
+	loaderUID = 65533
+	// loaderMemory bounds the loader: an idle Python and a streamed tar.
+	loaderMemory = "64Mi"
 )
 
 // ownerSelector selects the objects of one plugin owner.
@@ -147,8 +156,12 @@ func (s *settings) claim(id, tenant, pool string) *unstructured.Unstructured {
 
 // pod is the pod spec of a sandbox: an unprivileged container that idles
 // until the plugin starts the runtime's zygote in it over pods/exec, with
-// the workspace volume, an emptyDir for the runtime at /cexec and
-// memory-backed /tmp and /dev/shm.
+// the workspace volume, the runtime at /cexec (read-only) and memory-backed
+// /tmp and /dev/shm; and the loader, which alone mounts /cexec writable and
+// receives the runtime and the read-only trees over pods/exec. A loader
+// container rather than an init container or an image with the runtime:
+// the stubs to copy are known when a sandbox is claimed, after the warm
+// pod started, and the runtime stays the one of this plugin's build.
 func (p *podSpec) pod() map[string]any {
 	res := map[string]any{}
 	if p.limits.MemoryBytes > 0 {
@@ -159,7 +172,7 @@ func (p *podSpec) pod() map[string]any {
 	}
 	mounts := []any{
 		map[string]any{"name": "workspace", "mountPath": workspaceDir},
-		map[string]any{"name": "cexec", "mountPath": cexecDir},
+		map[string]any{"name": "cexec", "mountPath": cexecDir, "readOnly": true},
 		map[string]any{"name": "tmp", "mountPath": "/tmp"},
 		map[string]any{"name": "shm", "mountPath": "/dev/shm"},
 	}
@@ -180,6 +193,16 @@ func (p *podSpec) pod() map[string]any {
 		}
 		return map[string]any{"name": name, "emptyDir": d}
 	}
+	idle := []any{p.python, "-I", "-S", "-c", "import signal\nwhile True: signal.pause()"}
+	loaderRes := map[string]any{"memory": loaderMemory, "cpu": "100m"}
+	loader := map[string]any{
+		"name":            loaderName,
+		"image":           p.image,
+		"command":         idle,
+		"resources":       map[string]any{"limits": loaderRes, "requests": loaderRes},
+		"securityContext": confined(map[string]any{"runAsUser": int64(loaderUID), "runAsGroup": int64(loaderUID)}),
+		"volumeMounts":    []any{map[string]any{"name": "cexec", "mountPath": cexecDir}},
+	}
 	spec := map[string]any{
 		"automountServiceAccountToken": false,
 		"enableServiceLinks":           false,
@@ -195,16 +218,12 @@ func (p *podSpec) pod() map[string]any {
 			"image": p.image,
 			// Idles as the container's main process; the zygote is
 			// started with pods/exec.
-			"command":    []any{p.python, "-I", "-S", "-c", "import signal\nwhile True: signal.pause()"},
-			"workingDir": workspaceDir,
-			"resources":  map[string]any{"limits": res, "requests": res},
-			"securityContext": map[string]any{
-				"allowPrivilegeEscalation": false,
-				"readOnlyRootFilesystem":   true,
-				"capabilities":             map[string]any{"drop": []any{"ALL"}},
-			},
-			"volumeMounts": mounts,
-		}},
+			"command":         idle,
+			"workingDir":      workspaceDir,
+			"resources":       map[string]any{"limits": res, "requests": res},
+			"securityContext": confined(nil),
+			"volumeMounts":    mounts,
+		}, loader},
 		"volumes": []any{
 			workspace,
 			map[string]any{"name": "cexec", "emptyDir": map[string]any{}},
@@ -216,4 +235,18 @@ func (p *podSpec) pod() map[string]any {
 		spec["runtimeClassName"] = p.runtime
 	}
 	return spec
+}
+
+// confined is a container's securityContext: no privileges, no writable
+// root, and extra.
+func confined(extra map[string]any) map[string]any {
+	c := map[string]any{
+		"allowPrivilegeEscalation": false,
+		"readOnlyRootFilesystem":   true,
+		"capabilities":             map[string]any{"drop": []any{"ALL"}},
+	}
+	for k, v := range extra {
+		c[k] = v
+	}
+	return c
 }

@@ -49,6 +49,9 @@ func TestCheckRequest(t *testing.T) {
 		{"upper-case tenant", sandbox.CreateRequest{ID: "a", Tenant: "Acme"}, "not a PersistentVolumeClaim name"},
 		{"tenant escapes", sandbox.CreateRequest{ID: "a", Tenant: "../b"}, "cannot name a workspace volume"},
 		{"bad env", sandbox.CreateRequest{ID: "a", Tenant: "t", Env: map[string]string{"A=B": "c"}}, "not valid"},
+		{"bad id", sandbox.CreateRequest{ID: "../x", Tenant: "t"}, "sandbox id"},
+		{"relative source", sandbox.CreateRequest{ID: "a", Tenant: "t", Mounts: []sandbox.Mount{{Source: "ws", Target: "/workspace"}}}, "not an absolute path"},
+		{"network", sandbox.CreateRequest{ID: "a", Tenant: "t", Network: true}, "allow_network is false"},
 	} {
 		if _, _, err := perTenant.checkRequest(tc.req); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
@@ -101,4 +104,15 @@ func TestUploadUnpacks(t *testing.T) {
 	if strings.Contains(cmdline, "/evil") {
 		t.Errorf("the request's PYTHONPATH overrode the runtime's: %q", cmdline)
 	}
+}
+
+// TestPodCexecReadOnly checks the pod a template asks for: /cexec is
+// writable by the loader container only.
+func TestPodCexecReadOnly(t *testing.T) {
+	s := testSettings(t, `{"image":"python:3"}`)
+	p, _, err := s.checkRequest(sandbox.CreateRequest{ID: "a", Tenant: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCexecMounts(t, p.pod()["containers"].([]any))
 }
