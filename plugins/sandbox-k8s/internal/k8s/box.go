@@ -48,14 +48,18 @@ type box struct {
 // zygoteConfig is the runtime's configuration in a sandbox pod: control
 // frames on the exec's stdin and stdout, /tmp and /dev/shm emptied between
 // sessions. A pod has no per-sandbox process or file size limit, so the
-// zygote applies Pids and FileBytes as rlimits.
+// zygote applies Pids and FileBytes as rlimits. The sandbox container's
+// pid namespace holds the idle reaper (pid 1), the zygote and programs
+// only (the loader has its own), so the zygote kills every leftover
+// process after an execution as bwrap's zygote, its namespace's init, does.
 func zygoteConfig(python string, l sandbox.Limits) runtime.ZygoteConfig {
 	return runtime.ZygoteConfig{
-		Python:       python,
-		LibDir:       cexecDir + "/lib",
-		StdioControl: true,
-		Scratch:      []string{"/tmp", "/dev/shm"},
-		Rlimits:      runtime.Rlimits{Processes: l.Pids, FileSize: l.FileBytes},
+		Python:           python,
+		LibDir:           cexecDir + "/lib",
+		StdioControl:     true,
+		OwnsPidNamespace: true,
+		Scratch:          []string{"/tmp", "/dev/shm"},
+		Rlimits:          runtime.Rlimits{Processes: l.Pids, FileSize: l.FileBytes},
 	}
 }
 

@@ -154,6 +154,22 @@ func (s *settings) claim(id, tenant, pool string) *unstructured.Unstructured {
 		})
 }
 
+// idleSrc is the containers' main process: pid 1 of its pid namespace, it
+// waits for signals and reaps the orphans reparented to it.
+const idleSrc = `import os, signal
+def reap(*_):
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
+signal.signal(signal.SIGCHLD, reap)
+signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+while True:
+    signal.pause()
+`
+
 // pod is the pod spec of a sandbox: an unprivileged container that idles
 // until the plugin starts the runtime's zygote in it over pods/exec, with
 // the workspace volume, the runtime at /cexec (read-only) and memory-backed
@@ -193,7 +209,7 @@ func (p *podSpec) pod() map[string]any {
 		}
 		return map[string]any{"name": name, "emptyDir": d}
 	}
-	idle := []any{p.python, "-I", "-S", "-c", "import signal\nwhile True: signal.pause()"}
+	idle := []any{p.python, "-I", "-S", "-c", idleSrc}
 	loaderRes := map[string]any{"memory": loaderMemory, "cpu": "100m"}
 	loader := map[string]any{
 		"name":            loaderName,
@@ -204,6 +220,8 @@ func (p *podSpec) pod() map[string]any {
 		"volumeMounts":    []any{map[string]any{"name": "cexec", "mountPath": cexecDir}},
 	}
 	spec := map[string]any{
+		// The zygote's sweeps need a pid namespace per container.
+		"shareProcessNamespace":        false,
 		"automountServiceAccountToken": false,
 		"enableServiceLinks":           false,
 		"securityContext": map[string]any{
@@ -216,8 +234,8 @@ func (p *podSpec) pod() map[string]any {
 		"containers": []any{map[string]any{
 			"name":  containerName,
 			"image": p.image,
-			// Idles as the container's main process; the zygote is
-			// started with pods/exec.
+			// Idles as the container's main process and reaps the
+			// programs' orphans; the zygote is started with pods/exec.
 			"command":         idle,
 			"workingDir":      workspaceDir,
 			"resources":       map[string]any{"limits": res, "requests": res},
