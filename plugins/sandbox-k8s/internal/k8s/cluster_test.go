@@ -220,3 +220,60 @@ print(left)`); left != "[]\n" {
 		}
 	}
 }
+
+// TestClusterNetworkIsolation checks that a sandbox without network cannot
+// connect to another tenant's pod, which listens meanwhile. Only a CNI
+// that enforces NetworkPolicy keeps pods apart (the template asks for a
+// policy without rules), so the test runs where CEXEC_TEST_K8S_NETPOL=1
+// says the cluster's CNI does.
+func TestClusterNetworkIsolation(t *testing.T) {
+	e := clusterOrSkip(t)
+	if os.Getenv("CEXEC_TEST_K8S_NETPOL") != "1" {
+		t.Skip("the test cluster's CNI is not said to enforce NetworkPolicy (CEXEC_TEST_K8S_NETPOL=1); without it pods reach each other whatever the template asks")
+	}
+	p := e.plugin(t, testOwner("net"), nil)
+	for _, c := range []struct{ id, tenant string }{{"net-a", "acme"}, {"net-b", "globex"}} {
+		if _, err := p.Create(t.Context(), sandbox.CreateRequest{ID: c.id, Tenant: c.tenant}); err != nil {
+			t.Fatalf("create %s: %v", c.id, err)
+		}
+		t.Cleanup(func() { _ = p.Destroy(context.Background(), c.id) })
+	}
+	b, _ := p.boxes.Get("net-b")
+	pod, err := p.cl.core.CoreV1().Pods(e.namespace).Get(t.Context(), b.pod, metav1.GetOptions{})
+	if err != nil || pod.Status.PodIP == "" {
+		t.Fatalf("pod of net-b: %v %v", pod, err)
+	}
+	listening := make(chan string, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		h := &plugintest.Host{}
+		_, _ = p.Exec(ctx, sandbox.ExecRequest{SandboxID: "net-b", Code: `import socket
+s = socket.socket()
+s.bind(("0.0.0.0", 8471))
+s.listen()
+print("listening", flush=True)
+s.settimeout(15)
+try:
+    s.accept()
+    print("accepted")
+except OSError:
+    print("nobody")
+`}, h)
+		listening <- h.Stdout()
+	}()
+	time.Sleep(3 * time.Second) // the listener is up well before
+	out := runIn(t, p, "net-a", fmt.Sprintf(`import socket
+try:
+    socket.create_connection((%q, 8471), timeout=5).close()
+    print("connected")
+except OSError as e:
+    print("refused", e)
+`, pod.Status.PodIP))
+	if strings.HasPrefix(out, "connected") {
+		t.Errorf("a sandbox without network connected to another tenant's pod at %s", pod.Status.PodIP)
+	}
+	if b := <-listening; !strings.HasPrefix(b, "listening") {
+		t.Errorf("the other tenant's program never listened: %q", b)
+	}
+}
