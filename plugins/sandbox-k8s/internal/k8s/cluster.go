@@ -2,11 +2,15 @@ package k8s
 
 import (
 	"fmt"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 // cluster is the plugin's connection to the API server.
@@ -49,4 +53,16 @@ func newCluster(c *rest.Config) (*cluster, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	return &cluster{config: c, dynamic: dyn, core: core}, nil
+}
+
+var klogOnce sync.Once
+
+// routeClientLogs sends client-go's own log lines (klog) to log at debug
+// level instead of the plugin's stderr: client-go reports the end of every
+// exec stream the plugin closes as an "Unhandled Error".
+func routeClientLogs(log hclog.Logger) {
+	klogOnce.Do(func() {
+		klog.LogToStderr(false)
+		klog.SetOutput(log.Named("client-go").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}))
+	})
 }
