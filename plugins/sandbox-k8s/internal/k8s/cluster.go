@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/hashicorp/go-hclog"
 
 	"k8s.io/client-go/dynamic"
@@ -62,7 +63,7 @@ var klogOnce sync.Once
 // exec stream the plugin closes as an "Unhandled Error".
 func routeClientLogs(log hclog.Logger) {
 	klogOnce.Do(func() {
-		klog.LogToStderr(false)
-		klog.SetOutput(log.Named("client-go").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}))
+		l := log.Named("client-go")
+		klog.SetLogger(funcr.New(func(prefix, args string) { l.Debug(prefix + " " + args) }, funcr.Options{}))
 	})
 }
