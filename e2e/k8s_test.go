@@ -174,9 +174,11 @@ print(json.dumps([(e["name"], e["observations"]) for e in back["entities"]]))
 	if len(r.ToolCalls) != 3 || !r.ToolCalls[0].OK || r.ToolCalls[0].Server != "filesystem" || r.ToolCalls[2].Tool != "open_nodes" {
 		t.Errorf("tool calls %+v, want read_text_file, create_entities, open_nodes", r.ToolCalls)
 	}
-	// The pod's environment is the runtime's, not the container's.
-	r = execLong(t, s, `import os; print(sorted(k for k in os.environ if k.startswith("KUBERNETES")), os.getuid())`)
-	if r.ExitCode != 0 || !strings.HasPrefix(r.Stdout, "[] ") {
+	// The program runs in the pod (pid 1 is the container's idle reaper),
+	// with the runtime's environment, not the container's.
+	r = execLong(t, s, `import os
+print(sorted(k for k in os.environ if k.startswith("KUBERNETES")), "reap" in open("/proc/1/cmdline").read())`)
+	if r.ExitCode != 0 || r.Stdout != "[] True\n" {
 		t.Errorf("environment of a pod's program: %+v", r)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
