@@ -221,7 +221,7 @@ func benchCtl(t *testing.T, s setup, v any, args ...string) {
 // figures and asserts only that every execution succeeded.
 func TestClusterBenchBesideBwrap(t *testing.T) {
 	c := k8sClusterOrSkip(t)
-	rounds := 3
+	rounds := 5
 	type backend struct {
 		name string
 		s    setup

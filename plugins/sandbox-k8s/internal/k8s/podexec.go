@@ -48,11 +48,12 @@ func (c *cluster) stream(ctx context.Context, ns, pod, container string, command
 }
 
 // run runs command to completion with input on its stdin and fails with
-// what it wrote when it fails.
+// what it wrote when it fails. Stdout and stderr get a buffer each: the
+// client copies the two streams from goroutines of their own.
 func (c *cluster) run(ctx context.Context, ns, pod, container string, command []string, input []byte) error {
-	var out bytes.Buffer
-	if err := c.stream(ctx, ns, pod, container, command, bytes.NewReader(input), &out, &out); err != nil {
-		if msg := strings.TrimSpace(out.String()); msg != "" {
+	var stdout, stderr bytes.Buffer
+	if err := c.stream(ctx, ns, pod, container, command, bytes.NewReader(input), &stdout, &stderr); err != nil {
+		if msg := strings.TrimSpace(stderr.String() + "\n" + stdout.String()); msg != "" {
 			return fmt.Errorf("%w: %s", err, msg)
 		}
 		return err
