@@ -193,6 +193,11 @@ print(sorted(k for k in os.environ if k.startswith("KUBERNETES")), "reap" in ope
 		t.Errorf("an execution after a timeout: %+v", r)
 	}
 	daemonServes(t, s, d)
+	// The local tools scanner's sandbox (servers folder read-only at
+	// /src/servers) ran in a pod too.
+	if strings.Contains(d.stderr.String(), "local tools skipped") {
+		t.Errorf("the local tools scan failed:\n%s", d.stderr)
+	}
 }
 
 // benchCtl runs a cexecctl bench command with --json against s and decodes

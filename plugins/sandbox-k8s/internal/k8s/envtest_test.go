@@ -265,7 +265,8 @@ func checkPod(t *testing.T, pod map[string]any) {
 }
 
 // checkCexecMounts checks that only the loader container, under its own
-// uid, may write /cexec: the sandbox container mounts it read-only.
+// uid, may write /cexec and /src: the sandbox container mounts them
+// read-only.
 func checkCexecMounts(t *testing.T, containers []any) {
 	t.Helper()
 	byName := map[string]map[string]any{}
@@ -273,10 +274,10 @@ func checkCexecMounts(t *testing.T, containers []any) {
 		m := c.(map[string]any)
 		byName[m["name"].(string)] = m
 	}
-	cexecMount := func(c map[string]any) map[string]any {
+	mountAt := func(c map[string]any, path string) map[string]any {
 		mounts, _, _ := unstructured.NestedSlice(c, "volumeMounts")
 		for _, m := range mounts {
-			if m := m.(map[string]any); m["mountPath"] == cexecDir {
+			if m := m.(map[string]any); m["mountPath"] == path {
 				return m
 			}
 		}
@@ -286,11 +287,13 @@ func checkCexecMounts(t *testing.T, containers []any) {
 	if sb == nil || loader == nil || len(containers) != 2 {
 		t.Fatalf("containers %v, want %s and %s", containers, containerName, loaderName)
 	}
-	if m := cexecMount(sb); m == nil || m["readOnly"] != true {
-		t.Errorf("the sandbox container's /cexec mount = %v, want readOnly", m)
-	}
-	if m := cexecMount(loader); m == nil || m["readOnly"] == true {
-		t.Errorf("the loader's /cexec mount = %v, want writable", m)
+	for _, dir := range []string{cexecDir, srcDir} {
+		if m := mountAt(sb, dir); m == nil || m["readOnly"] != true {
+			t.Errorf("the sandbox container's %s mount = %v, want readOnly", dir, m)
+		}
+		if m := mountAt(loader, loadDir+dir); m == nil || m["readOnly"] == true || m["name"] != mountAt(sb, dir)["name"] {
+			t.Errorf("the loader's %s mount = %v, want the same volume writable", loadDir+dir, m)
+		}
 	}
 	uid, _, _ := unstructured.NestedFieldNoCopy(loader, "securityContext", "runAsUser")
 	ro, _, _ := unstructured.NestedFieldNoCopy(loader, "securityContext", "readOnlyRootFilesystem")
@@ -298,8 +301,8 @@ func checkCexecMounts(t *testing.T, containers []any) {
 		t.Errorf("loader securityContext runAsUser %v readOnlyRootFilesystem %v, want %d and true", uid, ro, loaderUID)
 	}
 	mounts, _, _ := unstructured.NestedSlice(loader, "volumeMounts")
-	if len(mounts) != 1 {
-		t.Errorf("the loader mounts %v; it needs /cexec only (no workspace, no /tmp)", mounts)
+	if len(mounts) != 2 {
+		t.Errorf("the loader mounts %v; it needs the /cexec and /src volumes only (no workspace, no /tmp)", mounts)
 	}
 }
 

@@ -43,9 +43,15 @@ const (
 	// loaderName is the container that writes /cexec: the sandbox
 	// container mounts it read-only, so a program cannot change the
 	// runtime or the server stubs of its own sandbox.
-	loaderName   = "loader"
-	cexecDir     = "/cexec"
+	loaderName = "loader"
+	cexecDir   = "/cexec"
+	// srcDir holds other read-only trees a request asks for (the local
+	// tools scanner's /src/servers), loaded as /cexec is.
+	srcDir       = "/src"
 	workspaceDir = "/workspace"
+	// loadDir is where the loader mounts the volumes of cexecDir and
+	// srcDir, writable, as loadDir/cexec and loadDir/src.
+	loadDir = "/load"
 	// loaderUID owns the files of /cexec; never a tenant's uid in
 	// practice, though the read-only mount is what protects them.
 	loaderUID = 65533
@@ -173,8 +179,8 @@ while True:
 // pod is the pod spec of a sandbox: an unprivileged container that idles
 // until the plugin starts the runtime's zygote in it over pods/exec, with
 // the workspace volume, the runtime at /cexec (read-only) and memory-backed
-// /tmp and /dev/shm; and the loader, which alone mounts /cexec writable and
-// receives the runtime and the read-only trees over pods/exec. A loader
+// /tmp and /dev/shm; and the loader, which alone mounts /cexec (and /src)
+// writable and receives the runtime and the read-only trees over pods/exec. A loader
 // container rather than an init container or an image with the runtime:
 // the stubs to copy are known when a sandbox is claimed, after the warm
 // pod started, and the runtime stays the one of this plugin's build.
@@ -189,6 +195,7 @@ func (p *podSpec) pod() map[string]any {
 	mounts := []any{
 		map[string]any{"name": "workspace", "mountPath": workspaceDir},
 		map[string]any{"name": "cexec", "mountPath": cexecDir, "readOnly": true},
+		map[string]any{"name": "src", "mountPath": srcDir, "readOnly": true},
 		map[string]any{"name": "tmp", "mountPath": "/tmp"},
 		map[string]any{"name": "shm", "mountPath": "/dev/shm"},
 	}
@@ -217,7 +224,10 @@ func (p *podSpec) pod() map[string]any {
 		"command":         idle,
 		"resources":       map[string]any{"limits": loaderRes, "requests": loaderRes},
 		"securityContext": confined(map[string]any{"runAsUser": int64(loaderUID), "runAsGroup": int64(loaderUID)}),
-		"volumeMounts":    []any{map[string]any{"name": "cexec", "mountPath": cexecDir}},
+		"volumeMounts": []any{
+			map[string]any{"name": "cexec", "mountPath": loadDir + cexecDir},
+			map[string]any{"name": "src", "mountPath": loadDir + srcDir},
+		},
 	}
 	spec := map[string]any{
 		// The zygote's sweeps need a pid namespace per container.
@@ -245,6 +255,7 @@ func (p *podSpec) pod() map[string]any {
 		"volumes": []any{
 			workspace,
 			map[string]any{"name": "cexec", "emptyDir": map[string]any{}},
+			map[string]any{"name": "src", "emptyDir": map[string]any{}},
 			memDir("tmp", p.limits.TmpBytes),
 			memDir("shm", p.limits.ShmBytes),
 		},

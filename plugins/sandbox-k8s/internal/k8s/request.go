@@ -98,10 +98,10 @@ func (s *settings) checkRequest(req sandbox.CreateRequest) (*podSpec, []upload, 
 		switch {
 		case target == workspaceDir:
 			// The pod's workspace volume stands for it.
-		case m.ReadOnly && strings.HasPrefix(target, cexecDir+"/") && !strings.HasPrefix(target+"/", cexecDir+"/lib/"):
-			uploads = append(uploads, upload{source: m.Source, target: strings.TrimPrefix(target, cexecDir+"/")})
+		case m.ReadOnly && (strings.HasPrefix(target, cexecDir+"/") && !strings.HasPrefix(target+"/", cexecDir+"/lib/") || strings.HasPrefix(target, srcDir+"/")):
+			uploads = append(uploads, upload{source: m.Source, target: strings.TrimPrefix(target, "/")})
 		default:
-			return nil, nil, fmt.Errorf("mount %s: a pod cannot bind host paths; sandbox-k8s takes %s from workspace_volume and copies read-only trees under %s/ only", m.Target, workspaceDir, cexecDir)
+			return nil, nil, fmt.Errorf("mount %s: a pod cannot bind host paths; sandbox-k8s takes %s from workspace_volume and copies read-only trees under %s/ and %s/ only", m.Target, workspaceDir, cexecDir, srcDir)
 		}
 	}
 	return p, uploads, nil

@@ -33,7 +33,7 @@ func TestCheckRequest(t *testing.T) {
 	if p.claim != "ws-acme" || p.subPath != "" || p.limits.MemoryBytes != 300<<20 || p.limits.Timeout != defaultTimeout || p.runAs != defaultRunAs {
 		t.Errorf("pod spec = %+v", p)
 	}
-	if len(ups) != 1 || ups[0] != (upload{source: "/srv/skills", target: "skills"}) {
+	if len(ups) != 1 || ups[0] != (upload{source: "/srv/skills", target: "cexec/skills"}) {
 		t.Errorf("uploads = %+v", ups)
 	}
 	for _, tc := range []struct {
@@ -44,6 +44,7 @@ func TestCheckRequest(t *testing.T) {
 		{"no id", sandbox.CreateRequest{Tenant: "t"}, "id is empty"},
 		{"root", sandbox.CreateRequest{ID: "a", Tenant: "t", RunAs: &sandbox.HostUser{UID: 0, GID: 5}}, "never run as root"},
 		{"writable bind", sandbox.CreateRequest{ID: "a", Tenant: "t", Mounts: []sandbox.Mount{{Source: "/x", Target: "/cexec/x"}}}, "cannot bind host paths"},
+		{"writable /src", sandbox.CreateRequest{ID: "a", Tenant: "t", Mounts: []sandbox.Mount{{Source: "/x", Target: "/src/x"}}}, "cannot bind host paths"},
 		{"over the runtime", sandbox.CreateRequest{ID: "a", Tenant: "t", Mounts: []sandbox.Mount{{Source: "/x", Target: "/cexec/lib/x", ReadOnly: true}}}, "cannot bind host paths"},
 		{"tenant no claim", sandbox.CreateRequest{ID: "a", Tenant: "a_b"}, "not a PersistentVolumeClaim name"},
 		{"upper-case tenant", sandbox.CreateRequest{ID: "a", Tenant: "Acme"}, "not a PersistentVolumeClaim name"},
@@ -76,7 +77,7 @@ func TestUploadUnpacks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tarball, err := packUploads([]upload{{source: tree, target: "servers"}})
+	tarball, err := packUploads([]upload{{source: tree, target: "cexec/servers"}, {source: tree, target: "src/servers"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,14 +87,16 @@ func TestUploadUnpacks(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("unpack: %v: %s", err, out)
 	}
-	if data, err := os.ReadFile(filepath.Join(dest, "servers", "fs", "read.py")); err != nil || string(data) != "X = 1\n" {
-		t.Errorf("servers/fs/read.py = %q, %v", data, err)
+	for _, dir := range []string{"cexec", "src"} {
+		if data, err := os.ReadFile(filepath.Join(dest, dir, "servers", "fs", "read.py")); err != nil || string(data) != "X = 1\n" {
+			t.Errorf("%s/servers/fs/read.py = %q, %v", dir, data, err)
+		}
+		if _, err := os.Stat(filepath.Join(dest, dir, "servers", "fs", "__pycache__")); !os.IsNotExist(err) {
+			t.Errorf("__pycache__ was copied: %v", err)
+		}
 	}
-	if _, err := os.Stat(filepath.Join(dest, "servers", "fs", "__pycache__")); !os.IsNotExist(err) {
-		t.Errorf("__pycache__ was copied: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(dest, "lib", "cexec", "_zygote.py")); err != nil {
-		t.Errorf("the runtime is not at lib/: %v", err)
+	if _, err := os.Stat(filepath.Join(dest, "cexec", "lib", "cexec", "_zygote.py")); err != nil {
+		t.Errorf("the runtime is not at cexec/lib/: %v", err)
 	}
 	cmdline := strings.Join(zygoteCommand("/usr/bin/python3", sandbox.Limits{Pids: 64}, map[string]string{"A": "1", "PYTHONPATH": "/evil"}), " ")
 	for _, want := range []string{"/usr/bin/env -i A=1 ", "PYTHONPATH=/cexec/lib ", " /cexec/lib ", "--rlimit nproc=64", "--ctl-in 0 --ctl-out 1"} {
