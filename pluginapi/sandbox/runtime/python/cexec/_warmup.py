@@ -157,7 +157,7 @@ class Warmup(Part):
             # does, and a rehearsal must not reap anything else.
             run.pid, run.out_r, run.err_r, run.chan = spare, out_r, err_r, chan
             out_r = err_r = chan = -1
-            _proto.write_all(run.chan, _proto.encode_json({"op": "exec", "code": job["code"]}))
+            _proto.write_all(run.chan, _proto.encode_json({"op": "exec", "code": job["code"], "host_token": job.get("host_token")}))
             self.pump(run)
             self.close_fds(run)
             self.report(run)
