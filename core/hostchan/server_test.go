@@ -80,7 +80,7 @@ func (p *peer) call(t *testing.T, id int, method string, params any) map[string]
 	return p.recv(t)
 }
 
-func newServer(t *testing.T) *Server {
+func newServer(t testing.TB) *Server {
 	t.Helper()
 	srv, err := New(t.TempDir(), nil)
 	if err != nil {

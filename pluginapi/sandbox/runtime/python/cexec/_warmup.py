@@ -193,7 +193,7 @@ class Warmup(Part):
         if spare is None or spare.pid == 0:
             return False
         try:
-            _proto.write_all(spare.chan, _proto.encode_json({"op": "exec", "code": job["code"]}))
+            _proto.write_all(spare.chan, _proto.encode_json({"op": "exec", "code": job["code"], "host_token": job.get("host_token")}))
         except OSError:
             self.spare = spare
             self.drop_spare()
