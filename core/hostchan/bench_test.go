@@ -10,6 +10,7 @@ import (
 
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
+	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
 
 // BenchmarkHostCall times sequential host calls from a program in a real
@@ -62,4 +63,33 @@ print((time.perf_counter() - t0) / 2000 * 1e6, cexec._direct is not None)
 func median(v []float64) float64 {
 	s := slices.Sorted(slices.Values(v))
 	return s[len(s)/2]
+}
+
+// BenchmarkSocketRoundTrip is one host call over the socket from a Go
+// client in this process, answered at once: the daemon's own work per
+// direct call (framing, token-bound dispatch, reply) plus a unix socket
+// round trip.
+func BenchmarkSocketRoundTrip(b *testing.B) {
+	srv := newServer(b)
+	m, err := srv.Open("sbx-a", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reply := json.RawMessage(`{"entities":[{"name":"alice","entityType":"person","observations":["likes tea"]}],"relations":[]}`)
+	tok, revoke, err := srv.Grant(b.Context(), "sbx-a", &plugintest.Host{OnCall: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return reply, nil
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer revoke()
+	p := dial(b, m.Source)
+	p.send(b, runtime.HostHello{Op: "hello", Token: tok})
+	params := map[string]any{"server": "memory", "tool": "search_nodes", "arguments": map[string]any{"query": "alice"}}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if got := p.call(b, i, "call_tool", params); got["op"] != "reply" {
+			b.Fatalf("got %v", got)
+		}
+	}
 }

@@ -241,3 +241,32 @@ print("listing", sorted(os.listdir("/cexec")))
 		t.Errorf("B's execution answered %d calls, want its own 2", len(calls))
 	}
 }
+
+// TestCancelInSandbox cancels an execution whose program waits on a direct
+// host call: the call's context ends, and Exec returns only after the call
+// did.
+func TestCancelInSandbox(t *testing.T) {
+	_, sb, _ := bwrapBackend(t)
+	createBox(t, sb, "sbx-cancel")
+	started, ended := make(chan struct{}), make(chan struct{})
+	h := &plugintest.Host{OnCall: func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		close(started)
+		<-ctx.Done()
+		close(ended)
+		return nil, ctx.Err()
+	}}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-started
+		cancel()
+	}()
+	res, err := sb.Exec(ctx, sandbox.ExecRequest{SandboxID: "sbx-cancel", Code: `import cexec; cexec.call_tool("s", "slow")`}, h)
+	select {
+	case <-ended:
+	default:
+		t.Fatal("Exec returned while the host call was still running")
+	}
+	if err == nil && res.ExitCode == 0 {
+		t.Errorf("cancelled execution ended well: %+v", res)
+	}
+}

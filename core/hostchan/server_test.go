@@ -24,7 +24,7 @@ type peer struct {
 	r *bufio.Reader
 }
 
-func dial(t *testing.T, path string) *peer {
+func dial(t testing.TB, path string) *peer {
 	t.Helper()
 	c, err := net.Dial("unix", path)
 	if err != nil {
@@ -35,7 +35,7 @@ func dial(t *testing.T, path string) *peer {
 	return &peer{c: c, r: bufio.NewReader(c)}
 }
 
-func (p *peer) send(t *testing.T, msg any) {
+func (p *peer) send(t testing.TB, msg any) {
 	t.Helper()
 	b, err := json.Marshal(msg)
 	if err != nil {
@@ -44,7 +44,7 @@ func (p *peer) send(t *testing.T, msg any) {
 	p.raw(t, append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), 'J'), b)
 }
 
-func (p *peer) raw(t *testing.T, parts ...[]byte) {
+func (p *peer) raw(t testing.TB, parts ...[]byte) {
 	t.Helper()
 	for _, b := range parts {
 		if _, err := p.c.Write(b); err != nil {
@@ -54,7 +54,7 @@ func (p *peer) raw(t *testing.T, parts ...[]byte) {
 }
 
 // recv reads one JSON frame; nil at the end of the connection.
-func (p *peer) recv(t *testing.T) map[string]any {
+func (p *peer) recv(t testing.TB) map[string]any {
 	t.Helper()
 	var hdr [5]byte
 	if _, err := io.ReadFull(p.r, hdr[:]); err != nil {
@@ -74,7 +74,7 @@ func (p *peer) recv(t *testing.T) map[string]any {
 	return m
 }
 
-func (p *peer) call(t *testing.T, id int, method string, params any) map[string]any {
+func (p *peer) call(t testing.TB, id int, method string, params any) map[string]any {
 	t.Helper()
 	p.send(t, map[string]any{"op": "call", "id": id, "method": method, "params": params})
 	return p.recv(t)
