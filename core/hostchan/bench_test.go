@@ -93,3 +93,30 @@ func BenchmarkSocketRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkExecutionCycle is the direct channel's fixed cost per execution
+// that makes one call: grant, connect, hello, the call, revoke.
+func BenchmarkExecutionCycle(b *testing.B) {
+	srv := newServer(b)
+	m, err := srv.Open("sbx-a", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	host := &plugintest.Host{OnCall: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{}`), nil
+	}}
+	b.ReportAllocs()
+	for b.Loop() {
+		tok, revoke, err := srv.Grant(b.Context(), "sbx-a", host)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := dial(b, m.Source)
+		p.send(b, runtime.HostHello{Op: "hello", Token: tok})
+		if got := p.call(b, 1, "call_tool", nil); got["op"] != "reply" {
+			b.Fatalf("got %v", got)
+		}
+		revoke()
+		_ = p.c.Close()
+	}
+}

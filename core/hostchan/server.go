@@ -243,7 +243,7 @@ func (s *Server) accept(sk *socket) {
 // serve checks a connection's token and answers its calls.
 func (s *Server) serve(id string, c *net.UnixConn) {
 	defer func() { _ = c.Close() }()
-	r := bufio.NewReaderSize(c, 64<<10)
+	r := bufio.NewReader(c)
 	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
 	token, err := runtime.ReadHostHello(r)
 	if err != nil {
