@@ -41,6 +41,11 @@ import (
 // helloTimeout bounds the wait for a connection's hello frame.
 const helloTimeout = 10 * time.Second
 
+// maxConns bounds the open connections to one sandbox's socket: an
+// execution needs one, and a program opening more must not run the
+// daemon out of descriptors.
+const maxConns = 8
+
 // Server owns the sockets of the sandboxes and the executions' tokens. It
 // is safe for concurrent use.
 type Server struct {
@@ -59,6 +64,12 @@ type socket struct {
 	path    string
 	ln      *net.UnixListener
 	done    sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[*net.UnixConn]struct{}
+	// refusedLogged: a refused token is logged once per sandbox, so that
+	// a program cannot flood the log.
+	refusedLogged bool
 }
 
 // grant is one execution's right to the socket of its sandbox.
@@ -111,7 +122,7 @@ func (s *Server) Open(id string, owner *sandbox.HostUser) (sandbox.Mount, error)
 		_ = ln.Close()
 		return sandbox.Mount{}, fmt.Errorf("host call socket of sandbox %s: %w", id, err)
 	}
-	sk := &socket{sandbox: id, path: path, ln: ln}
+	sk := &socket{sandbox: id, path: path, ln: ln, conns: map[*net.UnixConn]struct{}{}}
 	s.mu.Lock()
 	if s.closed || s.sockets[id] != nil {
 		s.mu.Unlock()
@@ -153,6 +164,11 @@ func (s *Server) CloseSandbox(id string) {
 	s.mu.Unlock()
 	if sk != nil {
 		_ = sk.ln.Close()
+		sk.mu.Lock()
+		for c := range sk.conns {
+			_ = c.Close()
+		}
+		sk.mu.Unlock()
 		sk.done.Wait()
 	}
 }
@@ -232,17 +248,32 @@ func (s *Server) accept(sk *socket) {
 			}
 			return
 		}
+		sk.mu.Lock()
+		full := len(sk.conns) >= maxConns
+		if !full {
+			sk.conns[c] = struct{}{}
+		}
+		sk.mu.Unlock()
+		if full {
+			_ = runtime.WriteHostRefusal(c, fmt.Sprintf("more than %d connections to the host socket", maxConns))
+			_ = c.Close()
+			continue
+		}
 		conns.Add(1)
 		go func() {
 			defer conns.Done()
-			s.serve(sk.sandbox, c)
+			s.serve(sk, c)
+			sk.mu.Lock()
+			delete(sk.conns, c)
+			sk.mu.Unlock()
 		}()
 	}
 }
 
 // serve checks a connection's token and answers its calls.
-func (s *Server) serve(id string, c *net.UnixConn) {
+func (s *Server) serve(sk *socket, c *net.UnixConn) {
 	defer func() { _ = c.Close() }()
+	id := sk.sandbox
 	r := bufio.NewReader(c)
 	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
 	token, err := runtime.ReadHostHello(r)
@@ -254,7 +285,13 @@ func (s *Server) serve(id string, c *net.UnixConn) {
 	g, err := s.claim(id, token, c)
 	if err != nil {
 		_ = runtime.WriteHostRefusal(c, err.Error())
-		s.log.Warn("host call socket: refused a connection", "sandbox", id, "reason", err)
+		sk.mu.Lock()
+		first := !sk.refusedLogged
+		sk.refusedLogged = true
+		sk.mu.Unlock()
+		if first {
+			s.log.Warn("host call socket: refused a connection (logged once per sandbox)", "sandbox", id, "reason", err)
+		}
 		return
 	}
 	defer g.calls.Done()

@@ -284,3 +284,43 @@ func TestSocketFiles(t *testing.T) {
 		t.Errorf("directory still there after Close: %v", err)
 	}
 }
+
+// TestConnectionLimit opens connections that never say hello: past
+// maxConns they are refused at once, and closing the sandbox does not wait
+// for the silent ones' hello timeout.
+func TestConnectionLimit(t *testing.T) {
+	srv := newServer(t)
+	m, err := srv.Open("sbx-a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent := make([]*peer, 0, maxConns)
+	for range maxConns {
+		silent = append(silent, dial(t, m.Source))
+	}
+	// The server may not have counted the last ones yet: try until one is
+	// refused.
+	refused := false
+	for range 50 {
+		p := dial(t, m.Source)
+		_ = p.c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		var hdr [5]byte
+		if _, err := io.ReadFull(p.r, hdr[:]); err == nil {
+			refused = true
+			break
+		}
+	}
+	if !refused {
+		t.Fatalf("no refusal after %d silent connections", maxConns)
+	}
+	start := time.Now()
+	srv.CloseSandbox("sbx-a")
+	if d := time.Since(start); d >= helloTimeout {
+		t.Errorf("CloseSandbox waited %v for silent connections", d)
+	}
+	for _, p := range silent {
+		if m := p.recv(t); m != nil && m["op"] != "refused" {
+			t.Errorf("silent connection got %v", m)
+		}
+	}
+}
