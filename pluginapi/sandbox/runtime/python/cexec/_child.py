@@ -76,7 +76,7 @@ class Children(Part):
             raise
         if pid == 0:
             self.enter_child(out_w, err_w, child_chan)
-            _run_child(code, compiled)
+            _run_child(code, compiled, host_token=job.get("host_token"))
         run.pid = pid
         for fd in (out_w, err_w, child_chan):
             os.close(fd)
@@ -345,16 +345,17 @@ def _spare_main() -> None:
         code = str(msg["code"])
     except Exception:
         os._exit(71)
-    _run_child(code, None, chan)
+    _run_child(code, None, chan, msg.get("host_token"))
 
 
-def _run_child(code: str, compiled: types.CodeType | None, chan: cexec._Channel | None = None) -> None:
+def _run_child(code: str, compiled: types.CodeType | None, chan: cexec._Channel | None = None,
+               host_token: Any = None) -> None:
     """Body of a forked execution: run the program once and exit."""
     pid = os.getpid()
     try:
         if chan is None:
             chan = cexec._Channel(3)
-        cexec._channel = chan
+        cexec._begin(chan, host_token)
         sys.argv = ["-c"]
         done = _run_program(code, _new_main(), "<cexec>", compiled)
         if os.getpid() != pid:

@@ -169,7 +169,7 @@ class Warmup(Part):
             # does, and a rehearsal must not reap anything else.
             run.pid, run.out_r, run.err_r, run.chan = spare, out_r, err_r, chan
             out_r = err_r = chan = -1
-            _proto.write_all(run.chan, _proto.encode_json({"op": "exec", "code": job["code"]}))
+            _proto.write_all(run.chan, _proto.encode_json({"op": "exec", "code": job["code"], "host_token": job.get("host_token")}))
             self.pump(run)
             self.close_fds(run)
             self.report(run)
@@ -205,7 +205,7 @@ class Warmup(Part):
         if spare is None or spare.pid == 0:
             return False
         try:
-            _proto.write_all(spare.chan, _proto.encode_json({"op": "exec", "code": job["code"]}))
+            _proto.write_all(spare.chan, _proto.encode_json({"op": "exec", "code": job["code"], "host_token": job.get("host_token")}))
         except OSError:
             self.spare = spare
             self.drop_spare()
