@@ -67,7 +67,7 @@ test-cluster: build
 	@started=; scripts/test-cluster.sh env >/dev/null 2>&1 || started=1; \
 	trap '[ -z "$$started" ] || [ -n "$$CEXEC_CLUSTER_KEEP" ] || scripts/test-cluster.sh down' EXIT; \
 	scripts/test-cluster.sh up >/dev/null && eval "$$(scripts/test-cluster.sh env)" && \
-	$(GO) test -race -count=1 -run 'TestCluster' ./plugins/sandbox-k8s/... ./e2e/...
+	$(GO) test -race -count=1 -timeout 30m -run 'TestCluster' ./plugins/sandbox-k8s/... ./e2e/...
 
 # bin/cexecd-image.tar: an OCI image archive of cexecd (Debian, python3,
 # bubblewrap, bin/ in /opt/cexec/bin), built without Docker; needs root.

@@ -34,8 +34,8 @@ type replica struct {
 
 // startReplicas starts n cexecd replicas ("a", "b", ...) sharing one
 // data_dir and one PostgreSQL store, each with its own control socket and
-// MCP port.
-func startReplicas(t *testing.T, pg *pgtest.Server, n int) []*replica {
+// MCP port; extra is appended to each one's cexec.hcl.
+func startReplicas(t *testing.T, pg *pgtest.Server, n int, extra string) []*replica {
 	t.Helper()
 	t.Setenv("CEXEC_PG_DSN", pg.DSN)
 	t.Setenv("CEXEC_VAULT_KEY", "e2e vault key, not a real secret")
@@ -54,7 +54,7 @@ func startReplicas(t *testing.T, pg *pgtest.Server, n int) []*replica {
 			cfg = strings.Replace(cfg, fmt.Sprintf("%q", filepath.Join(r.s.dir, "data")), fmt.Sprintf("%q", data), 1)
 		}
 		cfg = strings.Replace(cfg, "cexec {\n", fmt.Sprintf("cexec {\n  replica    = %q\n", r.id), 1)
-		cfg += fmt.Sprintf("\nstore {\n  kind      = \"postgres\"\n  dsn       = env(\"CEXEC_PG_DSN\")\n  vault_key = env(\"CEXEC_VAULT_KEY\")\n}\n\nmcp {\n  listen = %q\n}\n", r.addr)
+		cfg += fmt.Sprintf("\nstore {\n  kind      = \"postgres\"\n  dsn       = env(\"CEXEC_PG_DSN\")\n  vault_key = env(\"CEXEC_VAULT_KEY\")\n}\n\nmcp {\n  listen = %q\n}\n", r.addr) + extra
 		if err := os.WriteFile(r.s.config, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,7 @@ func mcpClient(ctx context.Context, t *testing.T, url string) *client.Client {
 // skill and its PII tokens there.
 func TestReplicasFailover(t *testing.T) {
 	pg := pgtest.Start(t)
-	rs := startReplicas(t, pg, 2)
+	rs := startReplicas(t, pg, 2, "")
 	for _, r := range rs {
 		requireSandbox(t, r.s)
 	}
@@ -185,6 +185,12 @@ print("mail alice@example.com")
 		t.Fatalf("count.json = %s after 20 increments over two replicas (%d retries), want 20", got, retries)
 	}
 	t.Logf("20 increments over two replicas, %d retries on StateConflict", retries)
+	// Both replicas audited those executions into one chain.
+	for _, r := range rs {
+		if out := mustCtl(t, r.s, "audit", "verify", "--tenant", "counter"); !strings.Contains(out, "tenant counter: ok") {
+			t.Fatalf("audit verify on replica %s after executions on both: %s", r.id, out)
+		}
+	}
 
 	// Replicas on one data_dir never mount tenant images (both would mount
 	// the same one): quotas are measured.
@@ -282,7 +288,7 @@ func TestReplicasBench(t *testing.T) {
 		t.Skip("a benchmark")
 	}
 	pg := pgtest.Start(t)
-	rs := startReplicas(t, pg, 2)
+	rs := startReplicas(t, pg, 2, "")
 	for _, r := range rs {
 		requireSandbox(t, r.s)
 	}

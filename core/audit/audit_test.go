@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -161,5 +162,38 @@ func BenchmarkRecord(b *testing.B) {
 		if err := l.Record(ctx, "", evs...); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestReplicasAppendToOneChain: two daemons on one data_dir (replicas,
+// Options.Shared) append to the same log at once, through rotations: the
+// chain holds, every seq once, in order.
+func TestReplicasAppendToOneChain(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "audit")
+	logs := []*Log{
+		New(Options{DaemonDir: dir, RotateSize: 4096, Keep: 1000, Shared: true}),
+		New(Options{DaemonDir: dir, RotateSize: 4096, Keep: 1000, Shared: true}),
+	}
+	var wg sync.WaitGroup
+	for _, l := range logs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				ev := Event{Type: TypeToolCall, Server: "memory", Tool: "read_graph", Outcome: "ok", ArgsSHA256: Hash([]byte{byte(i)})}
+				if err := l.Record(context.Background(), "", ev); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	rep := verify(t, dir)
+	if rep.Broken != nil {
+		t.Fatalf("chain broken: %s", rep.Broken)
+	}
+	if rep.FirstSeq != 1 || rep.LastSeq != 200 || rep.Lines != 200 || len(rep.Files) < 3 {
+		t.Fatalf("report %+v: want seqs 1 to 200 over several rotated files", rep)
 	}
 }

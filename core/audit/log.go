@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/cexec/cexec/core/metrics"
 )
@@ -30,7 +32,11 @@ type Options struct {
 	RotateSize int64
 	Keep       int
 	// Sync fsyncs every append (cexec.sync = "always").
-	Sync   bool
+	Sync bool
+	// Shared says other cexecd replicas append to the same logs (a shared
+	// data_dir): every append then holds a flock on the log's folder and
+	// reads the chain's end from the files, not from this process's memory.
+	Shared bool
 	Logger hclog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -125,7 +131,23 @@ func (l *Log) append(dir *os.Root, tenant string, events []Event) error {
 	c := l.chainOf(tenant)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.loaded {
+	if l.o.Shared {
+		unlock, err := lockDir(dir)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		// Another replica may have appended or rotated since.
+		seq, hash := c.seq, c.hash
+		if err := l.load(dir, tenant, c); err != nil {
+			return err
+		}
+		if c.seq < seq {
+			// Lines this process wrote were removed: continue after them,
+			// so that verify shows the gap, as with one cexecd.
+			c.seq, c.hash = seq, hash
+		}
+	} else if !c.loaded {
 		if err := l.load(dir, tenant, c); err != nil {
 			return err
 		}
@@ -153,7 +175,10 @@ func (l *Log) append(dir *os.Root, tenant string, events []Event) error {
 			return err
 		}
 	}
-	f, err := dir.OpenFile(current, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// O_NONBLOCK does nothing to a regular file; it spares the four
+	// fcntl(2) calls with which package os would make the descriptor
+	// non-blocking for the poller and back after epoll refuses it.
+	f, err := dir.OpenFile(current, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return err
 	}
@@ -222,6 +247,22 @@ func (l *Log) cut(dir *os.Root, end int64) error {
 	}
 	defer f.Close()
 	return f.Truncate(end)
+}
+
+// lockName is the file replicas flock to append to a log in turn.
+const lockName = "audit.lock"
+
+// lockDir takes the log folder's lock; closing the file releases it.
+func lockDir(dir *os.Root) (unlock func(), err error) {
+	f, err := dir.OpenFile(lockName, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock the audit log: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock the audit log: %w", err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // rotate renames the current file after its first seq and removes rotated

@@ -196,7 +196,13 @@ func (m *Manager) token(ctx context.Context, s *config.MCPServer, key Key, force
 	st := m.state(key)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	// Another request may have refreshed it while this one waited.
+	unlock, err := m.store.lockKey(key)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	// Another request, or another replica on the same data_dir, may have
+	// refreshed it while this one waited.
 	if again, err := m.store.Get(key); err == nil && usable(&again.Token) && (!force || rec == nil || again.Token.AccessToken != rec.Token.AccessToken) {
 		return &again.Token, nil
 	}

@@ -270,3 +270,48 @@ func TestResolveKeysTenants(t *testing.T) {
 		t.Error("unknown server accepted")
 	}
 }
+
+// TestRefreshOnceAcrossReplicas: two daemons on one data_dir (replicas)
+// find the token expired at once. The server rotates refresh tokens, so a
+// second refresh with the spent one would fail: one refreshes, the other
+// reads what it saved, and every request of both gets through.
+func TestRefreshOnceAcrossReplicas(t *testing.T) {
+	f := newFakeOAuth(t)
+	dir := t.TempDir()
+	a, sa := newTestManager(t, f, dir)
+	b, sb := newTestManager(t, f, dir)
+	login(t, a, sa)
+	key := Key{Tenant: endpoint.DefaultTenant, Server: "remote"}
+	rec, err := a.store.Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Token.ExpiresAt = time.Now().Add(-time.Minute)
+	if err := a.store.Put(rec); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	before := len(f.grants)
+	f.mu.Unlock()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m, s := a, sa
+			if i%2 == 1 {
+				m, s = b, sb
+			}
+			if tok, err := call(t, m, s); err != nil || tok == "" {
+				t.Errorf("request %d after expiry: %q %v", i, tok, err)
+			}
+		}()
+	}
+	wg.Wait()
+	f.mu.Lock()
+	refreshes := len(f.grants) - before
+	f.mu.Unlock()
+	if refreshes != 1 {
+		t.Fatalf("%d refreshes for one expired token over two replicas, want 1", refreshes)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+	"golang.org/x/sys/unix"
 )
 
 // Key names one sign-in: a tenant's to a server.
@@ -91,23 +92,33 @@ func loadKey(path string) ([]byte, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	// O_EXCL: two daemons racing on one data_dir must not write two keys.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// Replicas sharing a data_dir may start together: the key appears
+	// whole or not at all (written aside, then linked, which fails when
+	// another process linked its key first), so nobody reads a half
+	// written one, and a crash cannot leave an empty key behind.
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".key-*")
 	if err != nil {
+		return nil, fmt.Errorf("token store key: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(key); err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("token store key: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("token store key: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, fmt.Errorf("token store key: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return loadKey(path)
 		}
 		return nil, fmt.Errorf("token store key: %w", err)
 	}
-	if _, err := f.Write(key); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("token store key: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("token store key: %w", err)
-	}
-	return key, f.Close()
+	return key, nil
 }
 
 func (s *Store) file(k Key) string {
@@ -205,6 +216,24 @@ func (s *Store) Put(r *Record) error {
 		return fmt.Errorf("save token: %w", err)
 	}
 	return nil
+}
+
+// lockKey takes k's lock across processes (flock on a file beside its
+// token), for replicas sharing data_dir/auth: a refresh token that rotates
+// is spent by the first refresh, so only one process may refresh at a
+// time, and the others read what it saved. Call unlock when done.
+func (s *Store) lockKey(k Key) (unlock func(), err error) {
+	path := strings.TrimSuffix(s.file(k), ".tok") + ".lock"
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock token: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock token: %w", err)
+	}
+	// Closing the file releases the lock.
+	return func() { f.Close() }, nil
 }
 
 // Delete removes k's record; a missing one is no error.

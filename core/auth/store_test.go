@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,5 +94,40 @@ func TestStoreRejectsSwappedFile(t *testing.T) {
 	other.dir = dir
 	if _, err := other.Get(a); err == nil || errors.Is(err, ErrNoToken) {
 		t.Fatalf("wrong key: got %v, want a decryption error", err)
+	}
+}
+
+// TestStoreKeyCreatedOnceByRacingReplicas: daemons opening one fresh
+// data_dir at once (replicas starting together) all open the store, with
+// one key: a token one of them saves, every other reads.
+func TestStoreKeyCreatedOnceByRacingReplicas(t *testing.T) {
+	for round := range 50 {
+		dir := t.TempDir()
+		stores := make([]*Store, 8)
+		errs := make([]error, len(stores))
+		var wg sync.WaitGroup
+		for i := range stores {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				stores[i], errs[i] = OpenStore(dir)
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		k := Key{Tenant: "acme", Server: "sdk"}
+		if err := stores[round%len(stores)].Put(&Record{Key: k, Token: transport.Token{AccessToken: "at"}}); err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range stores {
+			if r, err := s.Get(k); err != nil || r.Token.AccessToken != "at" {
+				t.Fatalf("round %d: store %d reads %+v %v", round, i, r, err)
+			}
+		}
+		if left, _ := filepath.Glob(filepath.Join(dir, ".key-*")); len(left) > 0 {
+			t.Fatalf("round %d: temporary key files left: %v", round, left)
+		}
 	}
 }

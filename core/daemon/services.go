@@ -19,6 +19,7 @@ import (
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/guard/vault"
+	"github.com/cexec/cexec/core/hostchan"
 	"github.com/cexec/cexec/core/metrics"
 	"github.com/cexec/cexec/core/pipeline"
 	"github.com/cexec/cexec/core/pluginhost"
@@ -77,6 +78,9 @@ type services struct {
 	auth *auth.Manager
 	// workflows is the embedded workflow engine; set by startWorkflows.
 	workflows *workflow.Embedded
+	// hostCalls are the sandboxes' direct channels for host calls, nil
+	// when the backend relays them (hostcalls.go).
+	hostCalls *hostchan.Server
 }
 
 // newServices opens the workspaces and prepares the catalog, which reads
@@ -125,6 +129,7 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 		RotateSize: cfg.Audit.RotateSize,
 		Keep:       cfg.Audit.Keep,
 		Sync:       cfg.Daemon.Sync == "always",
+		Shared:     s.store != nil,
 		Logger:     log.Named("audit"),
 	})
 
@@ -148,6 +153,9 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 		return s, fmt.Errorf("prepare tool catalog: %w", err)
 	}
 	s.auth.OnSignIn(s.catalog.Retry)
+	if s.store != nil {
+		shareSignIns(s.store, s.auth, s.catalog.Retry, log)
+	}
 	s.bridge = bridge.New(s.catalog, log.Named("bridge"), bridgeLimits(cfg))
 	return s, nil
 }
@@ -172,6 +180,9 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 		return fmt.Errorf("sandbox backend %s: %w", cfg.Sandbox.Backend, err)
 	}
 	if err := s.checkRunAs(sb); err != nil {
+		return err
+	}
+	if sb, err = s.directHostCalls(sb); err != nil {
 		return err
 	}
 	pc := cfg.Sandbox.Pool
@@ -288,6 +299,7 @@ func (s *services) closePool(ctx context.Context, grace time.Duration) {
 	if err := s.pool.Close(ctx); err != nil {
 		s.log.Warn("close sandbox pool", "error", err)
 	}
+	s.closeHostCalls()
 }
 
 func (s *services) close(ctx context.Context) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cexec/cexec/core/auth"
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/guard/vault"
 	"github.com/cexec/cexec/core/store"
@@ -34,8 +35,9 @@ func openStore(cfg *config.Config, vo *vault.Options, wo *workspace.Options, log
 	vo.Persister = p
 	wo.SharedDataDir, wo.DiskImages = true, false
 	wo.Slots = p
+	wo.Usage = p
 	wo.Skills = p
-	log.Info("postgres store open: leases, slots, vaults and skills shared with other replicas; disk quotas are measured, not images",
+	log.Info("postgres store open: leases, slots, disk usage, vaults and skills shared with other replicas; disk quotas are measured, not images",
 		"replica", cfg.Daemon.Replica)
 	return p, nil
 }
@@ -46,6 +48,26 @@ func subscribeStore(p *store.Postgres, vaults *vault.Store) {
 	p.Subscribe(store.TopicVault, func(payload string) {
 		if tenant, session, ok := strings.Cut(payload, "/"); ok {
 			vaults.Forget(tenant, session)
+		}
+	})
+}
+
+// shareSignIns tells the other replicas of every sign-in made on this one,
+// and retries a server here when another replica signed a tenant in to
+// it: the token is on the shared data_dir, but the connection would wait
+// out its backoff (up to 30 s) before trying it.
+func shareSignIns(p *store.Postgres, a *auth.Manager, retry func(server, tenant string), log hclog.Logger) {
+	a.OnSignIn(func(server, tenant string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := p.Notify(ctx, store.TopicSignIn, tenant+"/"+server); err != nil {
+			log.Warn("sign-in not announced to the other replicas; they retry the server after its backoff", "server", server, "error", err)
+		}
+	})
+	p.Subscribe(store.TopicSignIn, func(payload string) {
+		if tenant, server, ok := strings.Cut(payload, "/"); ok {
+			log.Info("another replica signed in to a server; connecting with its sign-in now", "server", server, "tenant", tenant)
+			retry(server, tenant)
 		}
 	})
 }

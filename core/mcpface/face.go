@@ -349,7 +349,7 @@ func (f *Face) routes() *http.ServeMux {
 			server.WithSessionIDGenerator(func(ctx context.Context, _ *http.Request) (string, error) {
 				tenant, _ := tenantFrom(ctx)
 				id := f.sessions.newSessionID()
-				f.sessions.add(id, tenant, kindSSE)
+				f.sessions.add(id, tenant, kindSSE, "")
 				f.sessions.started(id, tenant, authFrom(ctx))
 				return id, nil
 			}),

@@ -44,6 +44,9 @@ type requestInfo struct {
 	// auth is how a request opening a session authenticated (Auth*), ""
 	// on other requests.
 	auth string
+	// reservation is the session lease admit reserved for the session
+	// this request opens, or "".
+	reservation string
 }
 
 func withRequest(ctx context.Context, ri requestInfo) context.Context {
@@ -53,6 +56,11 @@ func withRequest(ctx context.Context, ri requestInfo) context.Context {
 func authFrom(ctx context.Context) string {
 	ri, _ := ctx.Value(ctxKey{}).(requestInfo)
 	return ri.auth
+}
+
+func reservationFrom(ctx context.Context) string {
+	ri, _ := ctx.Value(ctxKey{}).(requestInfo)
+	return ri.reservation
 }
 
 // How a session's opening request authenticated (OnSessionStart).
@@ -239,16 +247,18 @@ func (f *Face) admit(next http.Handler) http.Handler {
 			f.deny(w, r, status, msg)
 			return
 		}
-		if opensSession(r) && f.sessions.open(r.Context(), tenant) >= f.o.MaxSessionsPerTenant {
-			f.deny(w, r, http.StatusTooManyRequests, fmt.Sprintf("tenant %q has %d MCP sessions open, the limit (mcp.max_sessions_per_tenant); end one (DELETE) or let it time out", tenant, f.o.MaxSessionsPerTenant))
-			return
+		ri := requestInfo{tenant: tenant}
+		if opensSession(r) {
+			ok, reservation, done := f.sessions.admit(r.Context(), tenant, f.o.MaxSessionsPerTenant, r.Method == http.MethodPost)
+			defer done()
+			if !ok {
+				f.deny(w, r, http.StatusTooManyRequests, fmt.Sprintf("tenant %q has %d MCP sessions open, the limit (mcp.max_sessions_per_tenant); end one (DELETE) or let it time out", tenant, f.o.MaxSessionsPerTenant))
+				return
+			}
+			ri.auth, ri.reservation = f.authOf(r, kind), reservation
 		}
 		if !f.limitBody(w, r) {
 			return
-		}
-		ri := requestInfo{tenant: tenant}
-		if opensSession(r) {
-			ri.auth = f.authOf(r, kind)
 		}
 		next.ServeHTTP(w, r.WithContext(withRequest(r.Context(), ri)))
 	})

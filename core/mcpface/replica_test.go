@@ -2,6 +2,7 @@ package mcpface
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,6 +12,8 @@ import (
 // memLeases is a lease table two faces share, standing in for core/store's
 // PostgreSQL (whose own tests run on a real one).
 type memLeases struct {
+	lock  sync.Mutex // makes ReserveSession's count and insert one step
+	n     int        // reservations made
 	mu    sync.Mutex
 	owner map[string]string // session -> replica
 	dead  map[string]bool   // replica -> gone
@@ -47,6 +50,29 @@ func (r replicaLeases) TenantSessions(_ context.Context, _ string) (int, error) 
 		}
 	}
 	return n, nil
+}
+
+func (r replicaLeases) ReserveSession(ctx context.Context, tenant string, max int) (string, int, error) {
+	r.l.lock.Lock()
+	defer r.l.lock.Unlock()
+	n, err := r.TenantSessions(ctx, tenant)
+	if err != nil || n >= max {
+		return "", n, err
+	}
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	r.l.n++
+	id := fmt.Sprintf("_pending.%d", r.l.n)
+	r.l.owner[id] = r.replica
+	return id, n, nil
+}
+
+func (r replicaLeases) ConfirmSession(_ context.Context, _, reservation, session string) error {
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	delete(r.l.owner, reservation)
+	r.l.owner[session] = r.replica
+	return nil
 }
 
 func (r replicaLeases) SessionOwner(_ context.Context, session string) (string, bool, bool, error) {

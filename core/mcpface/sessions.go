@@ -39,8 +39,12 @@ type sessionTable struct {
 	live map[string]sessionEntry
 	// perTenant counts live sessions for the per-tenant cap.
 	perTenant map[string]int
-	onEnd     func(Scope)
-	onStart   func(Scope, string)
+	// opening serialises a tenant's session openings (striped by tenant)
+	// when there are no leases, so that two cannot both pass the cap
+	// (admit).
+	opening [32]sync.Mutex
+	onEnd   func(Scope)
+	onStart func(Scope, string)
 	// replica prefixes new ids ("a.<id>"); leases, when set, records
 	// which replica serves each session.
 	replica string
@@ -74,14 +78,16 @@ func (t *sessionTable) started(id, tenant, auth string) {
 	}
 }
 
-func (t *sessionTable) add(id, tenant string, kind sessionKind) {
+// add records a new session; reservation is the lease admit reserved
+// for it, or "".
+func (t *sessionTable) add(id, tenant string, kind sessionKind, reservation string) {
 	t.mu.Lock()
 	if _, ok := t.live[id]; !ok {
 		t.perTenant[tenant]++
 	}
 	t.live[id] = sessionEntry{tenant: tenant, kind: kind}
 	t.mu.Unlock()
-	t.claim(tenant, id)
+	t.claim(tenant, id, reservation)
 }
 
 // count is the number of live sessions of tenant.
@@ -141,21 +147,23 @@ func (t *sessionTable) ResolveSessionIdManager(r *http.Request) server.SessionId
 	if r != nil {
 		m.tenant, _ = tenantFrom(r.Context())
 		m.auth = authFrom(r.Context())
+		m.reservation = reservationFrom(r.Context())
 	}
 	return m
 }
 
 type sessionManager struct {
-	t      *sessionTable
-	tenant string
-	auth   string
+	t           *sessionTable
+	tenant      string
+	auth        string
+	reservation string
 }
 
 var errUnknownSession = errors.New("unknown or ended session")
 
 func (m sessionManager) Generate() string {
 	id := m.t.newSessionID()
-	m.t.add(id, m.tenant, kindStreamable)
+	m.t.add(id, m.tenant, kindStreamable, m.reservation)
 	m.t.started(id, m.tenant, m.auth)
 	return id
 }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -69,4 +71,58 @@ func (p *Postgres) TenantSessions(ctx context.Context, tenant string) (int, erro
 		return 0, fmt.Errorf("store: count sessions of %s: %w", tenant, err)
 	}
 	return n, nil
+}
+
+// pendingPrefix starts the session column of a reservation: a lease of a
+// session being opened, counted like one. No session id starts with "_".
+const pendingPrefix = "_pending."
+
+// ReserveSession counts tenant's sessions on live replicas and, when
+// fewer than max, records a reservation that counts as one more until
+// ConfirmSession turns it into the new session's lease or ReleaseSession
+// drops it. The count and the insert are one transaction under a
+// per-tenant advisory lock, so initializes racing on several replicas
+// cannot all pass mcp.max_sessions_per_tenant. reservation is "" when the
+// tenant is full; n is the count before the reservation.
+func (p *Postgres) ReserveSession(ctx context.Context, tenant string, max int) (reservation string, n int, err error) {
+	tx, err := p.pool.Begin(ctx)
+	if err != nil {
+		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('cexec-sessions/' || $1))`, tenant); err != nil {
+		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, err)
+	}
+	err = tx.QueryRow(ctx, `SELECT count(*) FROM cexec_leases l JOIN cexec_replicas r ON r.id = l.replica
+		WHERE l.tenant = $1 AND `+liveSQL("$2"), tenant, p.liveWindow().Seconds()).Scan(&n)
+	if err != nil {
+		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, err)
+	}
+	if n >= max {
+		return "", n, nil
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	reservation = pendingPrefix + hex.EncodeToString(b[:])
+	if _, err := tx.Exec(ctx, `INSERT INTO cexec_leases (session, tenant, replica, updated) VALUES ($1, $2, $3, now())`,
+		reservation, tenant, p.replica); err != nil {
+		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, err)
+	}
+	return reservation, n, nil
+}
+
+// ConfirmSession turns this replica's reservation into session's lease,
+// in one statement: the count never sees both, nor neither.
+func (p *Postgres) ConfirmSession(ctx context.Context, tenant, reservation, session string) error {
+	_, err := p.pool.Exec(ctx, `WITH r AS (DELETE FROM cexec_leases WHERE session = $1 AND replica = $3)
+		INSERT INTO cexec_leases (session, tenant, replica, updated) VALUES ($2, $4, $3, now())
+		ON CONFLICT (session) DO UPDATE SET tenant = $4, replica = $3, updated = now()`,
+		reservation, session, p.replica, tenant)
+	if err != nil {
+		return fmt.Errorf("store: confirm session: %w", err)
+	}
+	return nil
 }

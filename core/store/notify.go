@@ -10,6 +10,12 @@ import (
 // channel is the one LISTEN/NOTIFY channel; messages carry their topic.
 const channel = "cexec_changes"
 
+// TopicSignIn is the notification of a tenant's sign-in to an upstream
+// server (its token is in the shared data_dir/auth); its payload is
+// "tenant/server". Other replicas retry that server's connection at once
+// instead of at the end of its backoff.
+const TopicSignIn = "signin"
+
 type message struct {
 	Topic   string `json:"t"`
 	Payload string `json:"p"`

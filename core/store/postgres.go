@@ -133,10 +133,13 @@ func liveSQL(secs string) string {
 // liveWindow is how long a replica counts as alive after its last beat.
 func (p *Postgres) liveWindow() time.Duration { return 3 * p.beat }
 
-// register records the replica as alive and drops slots a previous run of
-// it left (it runs nothing yet).
+// register records the replica as alive and drops the slots and session
+// reservations a previous run of it left (it runs nothing yet).
 func (p *Postgres) register(ctx context.Context) error {
 	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_slots WHERE replica = $1`, p.replica); err != nil {
+		return fmt.Errorf("store: register replica: %w", err)
+	}
+	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_leases WHERE replica = $1 AND starts_with(session, $2)`, p.replica, pendingPrefix); err != nil {
 		return fmt.Errorf("store: register replica: %w", err)
 	}
 	return p.beatOnce(ctx)

@@ -65,6 +65,35 @@ func TestPostgres(t *testing.T) {
 		}
 	})
 
+	t.Run("session reservations count across replicas", func(t *testing.T) {
+		r1, n, err := a.ReserveSession(ctx, "cap", 2)
+		if err != nil || r1 == "" || n != 0 {
+			t.Fatalf("first reservation: %q %d %v", r1, n, err)
+		}
+		r2, n, err := b.ReserveSession(ctx, "cap", 2)
+		if err != nil || r2 == "" || n != 1 {
+			t.Fatalf("second reservation, on the other replica: %q %d %v", r2, n, err)
+		}
+		if r, n, err := a.ReserveSession(ctx, "cap", 2); r != "" || n != 2 || err != nil {
+			t.Fatalf("third of 2: %q %d %v, want full", r, n, err)
+		}
+		if err := a.ConfirmSession(ctx, "cap", r1, "a.s1"); err != nil {
+			t.Fatal(err)
+		}
+		if owner, live, found, _ := b.SessionOwner(ctx, "a.s1"); !found || !live || owner != "a" {
+			t.Fatalf("confirmed session: owner %q live %v found %v", owner, live, found)
+		}
+		if err := b.ReleaseSession(ctx, r2); err != nil { // the initialize failed
+			t.Fatal(err)
+		}
+		if n, err := a.TenantSessions(ctx, "cap"); n != 1 || err != nil {
+			t.Fatalf("after one confirmed and one dropped: %d sessions %v, want 1", n, err)
+		}
+		if err := a.ReleaseSession(ctx, "a.s1"); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("slots across replicas", func(t *testing.T) {
 		relA, full, err := a.AcquireSlot(ctx, "acme", 2)
 		if err != nil || full {
@@ -190,6 +219,68 @@ func TestPostgres(t *testing.T) {
 		var desc, replica string
 		if err := conn.QueryRow(ctx, `SELECT description, replica FROM cexec_skills WHERE tenant = 'acme' AND name = 'shout'`).Scan(&desc, &replica); err != nil || desc != "Upper-case text" || replica != "b" {
 			t.Fatalf("registry row = %q %q %v", desc, replica, err)
+		}
+	})
+
+	t.Run("disk usage is one figure across replicas", func(t *testing.T) {
+		if _, ok, measured, err := a.AddUsage(ctx, "disk", 10, 100); ok || measured || err != nil {
+			t.Fatalf("reserve before any measurement: ok %v measured %v %v, want neither", ok, measured, err)
+		}
+		if n, err := b.RecordUsage(ctx, "disk", 1000, 0, 0); n != 1000 || err != nil {
+			t.Fatalf("first measurement: %d %v", n, err)
+		}
+		// Twenty reservations of 100 through both replicas at once: ten fit
+		// the 2000 limit.
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		granted := 0
+		for i := range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := a
+				if i%2 == 1 {
+					p = b
+				}
+				_, ok, _, err := p.AddUsage(ctx, "disk", 100, 2000)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					mu.Lock()
+					granted++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if n, _, _ := a.TenantUsage(ctx, "disk"); granted != 10 || n != 2000 {
+			t.Fatalf("%d reservations of 100 granted, figure %d; want 10 and 2000", granted, n)
+		}
+		if n, ok, _, err := b.AddUsage(ctx, "disk", -300, 2000); !ok || n != 1700 || err != nil {
+			t.Fatalf("a shrinking write: %d %v %v", n, ok, err)
+		}
+		// A walk that saw 900 bytes while 50 more were reserved: 950. The
+		// reservations of replicas that died before writing are gone.
+		base, gen, err := a.TenantUsage(ctx, "disk")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _, _ := b.AddUsage(ctx, "disk", 50, 0); !ok {
+			t.Fatal("an unlimited reservation was refused")
+		}
+		if n, err := a.RecordUsage(ctx, "disk", 900, base, gen); n != 950 || err != nil {
+			t.Fatalf("walk with a write during it: %d %v, want 950", n, err)
+		}
+		// A walk overtaken by that one is dropped.
+		if n, err := b.RecordUsage(ctx, "disk", 10, base, gen); n != 950 || err != nil {
+			t.Fatalf("an overtaken walk: %d %v, want the figure to stay 950", n, err)
+		}
+		if err := b.ForgetUsage(ctx, "disk"); err != nil {
+			t.Fatal(err)
+		}
+		if _, gen, err := a.TenantUsage(ctx, "disk"); gen != 0 || err != nil {
+			t.Fatalf("after forget: generation %d %v, want 0", gen, err)
 		}
 	})
 

@@ -42,6 +42,12 @@ CREATE TABLE IF NOT EXISTS cexec_skills (
 	updated     timestamptz NOT NULL,
 	PRIMARY KEY (tenant, name)
 );
+CREATE TABLE IF NOT EXISTS cexec_usage (
+	tenant   text PRIMARY KEY,
+	bytes    bigint NOT NULL,
+	gen      bigint NOT NULL,
+	measured timestamptz NOT NULL
+);
 `
 
 func (p *Postgres) migrate(ctx context.Context) error {

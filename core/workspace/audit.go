@@ -26,10 +26,15 @@ func (m *Manager) WithAuditDir(tenant string, fn func(dir *os.Root) error) error
 		return err
 	}
 	defer t.exit()
-	if err := t.root.Mkdir(auditDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("tenant %s: create audit folder: %w", t.id, err)
-	}
+	// Opened first and created only when missing: every execution appends,
+	// and the folder exists after the first.
 	dir, err := t.root.OpenRoot(auditDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := t.root.Mkdir(auditDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("tenant %s: create audit folder: %w", t.id, err)
+		}
+		dir, err = t.root.OpenRoot(auditDir)
+	}
 	if err != nil {
 		return fmt.Errorf("tenant %s: open audit folder: %w", t.id, err)
 	}

@@ -108,6 +108,10 @@ type Options struct {
 	// DataDir: an execution takes a slot there besides this process's own
 	// count. Nil counts in this process alone.
 	Slots Slots
+	// Usage, when set, keeps measured disk usage where every replica
+	// sharing DataDir reads and updates it, so disk_quota holds for the
+	// tenant's one folder, not per replica. Nil keeps it in this process.
+	Usage SharedUsage
 	// Skills, when set, is told of every saved skill.
 	Skills SkillRegistry
 	// DeclaredOnly refuses tenants without a block instead of creating them
@@ -667,6 +671,7 @@ func (m *Manager) GC(ctx context.Context, olderThan time.Duration, dryRun bool) 
 			if err := os.RemoveAll(trash); err != nil {
 				return out, fmt.Errorf("tenant gc: remove %s: %w", id, err)
 			}
+			m.forgetSharedUsage(ctx, id)
 			m.log.Info("removed inactive tenant", "tenant", id, "last_used", e.LastUsed, "bytes", e.DiskBytes)
 		}
 	}

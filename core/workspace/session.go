@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/cexec/cexec/pluginapi"
@@ -78,10 +79,10 @@ func (t *Tenant) Append(session string, e Entry) (Entry, error) {
 	defer mu.Unlock()
 
 	logName := sessionsDir + "/" + session + logSuffix
-	f, err := t.root.OpenFile(logName, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := t.root.OpenFile(logName, appendFlags, 0)
 	created := errors.Is(err, fs.ErrNotExist)
 	if created {
-		f, err = t.root.OpenFile(logName, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, err = t.root.OpenFile(logName, appendFlags|os.O_CREATE, 0o600)
 	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("tenant %s: open session log %s: %w", t.id, session, err)
@@ -153,11 +154,17 @@ func (t *Tenant) createLog(session string) error {
 		return err
 	}
 	defer t.exit()
-	f, err := t.root.OpenFile(sessionsDir+"/"+session+logSuffix, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := t.root.OpenFile(sessionsDir+"/"+session+logSuffix, appendFlags|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("tenant %s: create session log %s: %w", t.id, session, err)
 	}
 	return f.Close()
 }
+
+// appendFlags open a session log for appending. O_NONBLOCK, which does
+// nothing to a regular file, spares each open the four fcntl(2) calls with
+// which package os would make the descriptor non-blocking for the poller and
+// back after epoll refuses it: an execution opens its log twice.
+const appendFlags = os.O_WRONLY | os.O_APPEND | syscall.O_NONBLOCK
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

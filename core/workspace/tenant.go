@@ -54,6 +54,9 @@ type Tenant struct {
 	// wmu serialises workspace writes, so the quota check and the write
 	// are one step.
 	wmu sync.Mutex
+	// reserved is what the last host write reserved in Options.Usage and
+	// wrote has not settled yet. Guarded by wmu.
+	reserved int64
 	// sess serialises appends to one session log (striped by session id).
 	sess [32]sync.Mutex
 	// valid spares re-parsing state files whose content is known valid.
@@ -272,6 +275,16 @@ func (t *Tenant) overQuota() error {
 		}
 		return t.quotaError(u)
 	}
+	if u := t.sharedUsage(); u != nil {
+		if t.Quota().DiskBytes <= 0 {
+			return nil
+		}
+		usage, known, err := t.sharedFigure(u)
+		if err != nil || !known {
+			return err
+		}
+		return t.quotaError(diskUse{bytes: usage, files: -1})
+	}
 	t.mu.Lock()
 	usage, known := t.usage, t.usageKnown
 	t.mu.Unlock()
@@ -343,13 +356,21 @@ func (t *Tenant) account() {
 		t.stale = false
 		writes := t.writes
 		t.mu.Unlock()
-		u, err := walkUsage(t.ws)
+		shared := t.sharedUsage()
+		var u int64
+		var err error
+		if shared != nil {
+			// The shared figure accounts for writes during the walk.
+			u, err = t.measureShared(shared)
+		} else {
+			u, err = walkUsage(t.ws)
+		}
 		t.life.RUnlock()
 		t.mu.Lock()
 		switch {
 		case err != nil:
 			t.m.log.Warn("measure workspace", "tenant", t.id, "error", err)
-		case t.writes != writes:
+		case shared == nil && t.writes != writes:
 			t.usage, t.usageKnown, t.stale = u, true, true // a host write raced the walk: once more
 		default:
 			t.usage, t.usageKnown = u, true
@@ -366,15 +387,28 @@ func (t *Tenant) usageLocked() (int64, error) {
 		u, err := diskimage.UsageOf(t.dir)
 		return u.Bytes, err
 	}
+	shared := t.sharedUsage()
 	t.mu.Lock()
 	if t.usageKnown {
 		u := t.usage
 		t.mu.Unlock()
+		if shared != nil {
+			// Other replicas' writes count too.
+			if u, known, err := t.sharedFigure(shared); err != nil || known {
+				return u, err
+			}
+		}
 		return u, nil
 	}
 	t.mu.Unlock()
 	t.bg.Wait() // old contents of replaced state files still count until removed
-	u, err := walkUsage(t.ws)
+	var u int64
+	var err error
+	if shared != nil {
+		u, err = t.measureShared(shared)
+	} else {
+		u, err = walkUsage(t.ws)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -395,6 +429,9 @@ func (t *Tenant) reserve(what string, oldSize, newSize int64) error {
 	if q <= 0 || newSize <= oldSize {
 		return nil
 	}
+	if u := t.sharedUsage(); u != nil {
+		return t.reserveShared(u, what, oldSize, newSize, q)
+	}
 	usage, err := t.usageLocked()
 	if err != nil {
 		return fmt.Errorf("measure workspace: %w", err)
@@ -409,6 +446,9 @@ func (t *Tenant) reserve(what string, oldSize, newSize int64) error {
 // wrote records a finished host write in the usage cache and the tenant's
 // activity. Called with t.wmu held.
 func (t *Tenant) wrote(delta int64) {
+	if u := t.sharedUsage(); u != nil {
+		t.settleShared(u, delta)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.usageKnown {

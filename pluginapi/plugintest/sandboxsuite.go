@@ -18,8 +18,9 @@ import (
 // RunSandboxConformance checks, as subtests, what cexecd relies on from
 // every sandbox backend: create, exec with output and a tool call, the
 // timeout killing the program's whole process tree, the output cap, the
-// memory limit, destroy, a program that dies mid-execution, and requests
-// every backend refuses. newBackend
+// memory limit, destroy, a program that dies mid-execution, requests
+// every backend refuses, and for a backend with HostMounts, host calls on a
+// mounted socket. newBackend
 // returns a configured backend that is available on this machine (skip the
 // test before calling this where it is not) and closes it when its test
 // ends; the suite serves it over in-process gRPC, with opts (such as
@@ -48,6 +49,7 @@ func RunSandboxConformance(t *testing.T, newBackend func(t *testing.T) sandbox.S
 	t.Run("MemoryLimit", s.memoryLimit)
 	t.Run("Destroy", s.destroy)
 	t.Run("CrashMidExec", s.crashMidExec)
+	t.Run("HostSocket", s.hostSocket)
 }
 
 type sandboxSuite struct {

@@ -87,6 +87,7 @@ func (c *client) Capabilities(ctx context.Context) (Capabilities, error) {
 		Available:             resp.GetAvailable(),
 		UnavailableReason:     resp.GetUnavailableReason(),
 		RunAs:                 resp.GetRunAs(),
+		HostMounts:            resp.GetHostMounts(),
 	}, nil
 }
 
@@ -191,6 +192,7 @@ func (c *client) Exec(ctx context.Context, req ExecRequest, host Host) (ExecResu
 		TimeoutMs:  timeoutMS(req.Timeout),
 		Persistent: req.Persistent,
 		Session:    req.Session,
+		HostToken:  req.HostToken,
 	}
 	// A failed Send means the stream is broken; Recv below reports why.
 	_ = send(&sandboxv1.ExecInput{Msg: &sandboxv1.ExecInput_Start{Start: start}})
@@ -265,6 +267,7 @@ func (s *server) Capabilities(ctx context.Context, _ *sandboxv1.CapabilitiesRequ
 		Available:             c.Available,
 		UnavailableReason:     c.UnavailableReason,
 		RunAs:                 c.RunAs,
+		HostMounts:            c.HostMounts,
 	}, nil
 }
 
@@ -366,6 +369,7 @@ func (s *server) Exec(stream grpc.BidiStreamingServer[sandboxv1.ExecInput, sandb
 		Timeout:    time.Duration(start.GetTimeoutMs()) * time.Millisecond,
 		Persistent: start.GetPersistent(),
 		Session:    start.GetSession(),
+		HostToken:  start.GetHostToken(),
 	}, h)
 	if err != nil {
 		return pluginapi.ToStatus(err)

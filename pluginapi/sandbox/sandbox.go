@@ -33,6 +33,11 @@ type Capabilities struct {
 	// as (a microVM). A backend built before the field reports false, and
 	// a host that separates tenants by user refuses it.
 	RunAs bool
+	// HostMounts is true when the backend binds a mount whose source is a
+	// host unix socket into the sandbox: the host then hands each sandbox
+	// a direct channel for host calls (ExecRequest.HostToken). Backends
+	// without it relay host calls through Exec's Host.
+	HostMounts bool
 }
 
 // HostUser is a user and group on the host.
@@ -90,6 +95,11 @@ type ExecRequest struct {
 	// fresh forked child, so globals survive between executions.
 	Persistent bool
 	Session    string
+	// HostToken, when set, is the execution's capability on the host's
+	// channel socket (runtime.HostSocket): the runtime hands it to the
+	// execution's process only, which then makes its host calls there. The
+	// host answers them with the same Host it passes to Exec.
+	HostToken string
 }
 
 // Stream names an output stream.

@@ -24,7 +24,8 @@ import (
 type ToolsResult struct {
 	// Loop1000Ms is the p50 over Rounds executions of the time one program
 	// took for 1,000 call_tool calls, measured inside the program, through
-	// the daemon (sandbox -> sandbox plugin -> cexecd -> upstream). The
+	// the daemon (sandbox -> cexecd -> upstream over bwrap's host call
+	// socket; other backends relay through the sandbox plugin). The
 	// program makes the calls from LoopThreads threads, as a program should
 	// make calls that do not depend on each other: one at a time, each call
 	// waits for the upstream's round trip, which alone takes about as long

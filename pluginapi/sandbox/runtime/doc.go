@@ -20,7 +20,11 @@
 // fixes CEXEC_PACKAGES, and PYTHONSAFEPATH keeps the working directory off
 // sys.path. The zygote imports the runtime, reports ready, then (while idle) drops its dumpable flag, imports the preload
 // modules, freezes its heap and forks the spare child, so that executions
-// start with all of that done.
+// start with all of that done. That idle work starts 10 ms after ready: a
+// sandbox created for one program gets it at once and runs it with no
+// preload import in its way. Before freezing its heap the zygote takes the
+// spare's warm-up steps once itself, so that what a first run initializes
+// is inherited by every child rather than copied in each.
 //
 // Each execution runs in a fresh child forked from the zygote: its own
 // session (process group), stdout and stderr replaced with new pipes by
@@ -37,6 +41,9 @@
 // not on the next execution's path. Frames never travel on the program's
 // stdout. The program's `from cexec import call_tool, result` talks over
 // descriptor 3; the zygote relays host calls to the host and replies back.
+// When the exec frame carries a host_token and the sandbox has the host's
+// socket (HostSocket), the program's host calls go there instead, straight
+// to the host, and only the result frame uses descriptor 3.
 // call_tool opens the host's rich-content envelope into cexec.Image, Audio,
 // Resource and ResourceLink objects (cexec/_content.py); show and
 // read_resource are host calls like it.
@@ -67,8 +74,9 @@
 // Host to zygote:
 //
 //	{"op":"exec","id":"x1","code":"...","timeout_ms":30000,"output_limit":1048576,
-//	 "persistent":false,"session":""}
+//	 "persistent":false,"session":"","host_token":"..."}
 //	    Run a program. One execution at a time; the host waits for its result.
+//	    host_token (optional) goes to the program's process alone (HostSocket).
 //	{"op":"reply","exec":"x1","id":7,"result":<json>}
 //	{"op":"reply","exec":"x1","id":7,"error":"message","error_type":"ToolError"}
 //	    Answer host call 7 of execution x1. A reply starts exactly so (op,

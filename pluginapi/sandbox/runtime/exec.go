@@ -21,6 +21,8 @@ type execMsg struct {
 	OutputLimit int64  `json:"output_limit"`
 	Persistent  bool   `json:"persistent"`
 	Session     string `json:"session"`
+	// HostToken goes to the execution's process alone (HostSocket).
+	HostToken string `json:"host_token,omitempty"`
 }
 
 type replyMsg struct {
@@ -85,7 +87,7 @@ func (r *Runner) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbox
 	}
 	id := "x" + strconv.FormatUint(r.seq.Add(1), 10)
 	start, err := encode(execMsg{Op: "exec", ID: id, Code: req.Code, TimeoutMS: timeout.Milliseconds(),
-		OutputLimit: r.opts.OutputLimit, Persistent: req.Persistent, Session: req.Session})
+		OutputLimit: r.opts.OutputLimit, Persistent: req.Persistent, Session: req.Session, HostToken: req.HostToken})
 	if err != nil {
 		return sandbox.ExecResult{}, fmt.Errorf("encode program: %w: %v", pluginapi.ErrInvalidArgument, err)
 	}

@@ -121,8 +121,14 @@ func runZygote(t testing.TB, opts Options, cfg ZygoteConfig) *Runner {
 // keeps opts.Logger when one is set.
 func runZygoteStderr(t testing.TB, opts Options, cfg ZygoteConfig) (*Runner, *testutil.Buffer) {
 	t.Helper()
+	return runZygoteArgv(t, opts, cfg, cfg.Command())
+}
+
+// runZygoteArgv is runZygoteStderr with the command line argv, which
+// starts the zygote of cfg (through a wrapper, say).
+func runZygoteArgv(t testing.TB, opts Options, cfg ZygoteConfig, argv []string) (*Runner, *testutil.Buffer) {
+	t.Helper()
 	stdio := cfg.StdioControl
-	argv := cfg.Command()
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -163,6 +163,12 @@ type ZygoteConfig struct {
 	// exec). Programs still never see it: their stdin is /dev/null, their
 	// stdout and stderr fresh pipes.
 	StdioControl bool
+	// OwnsPidNamespace tells a zygote that is not pid 1 that its pid
+	// namespace holds nothing but itself, its programs and a pid 1 that
+	// only reaps (a container's idle main process, where the zygote comes
+	// in by a remote exec): it then kills every leftover process after an
+	// execution, as the namespace's init does.
+	OwnsPidNamespace bool
 }
 
 func (c ZygoteConfig) withDefaults() ZygoteConfig {
@@ -228,6 +234,9 @@ func (c ZygoteConfig) Command() []string {
 		if l.v > 0 {
 			args = append(args, "--rlimit", l.name+"="+strconv.FormatInt(l.v, 10))
 		}
+	}
+	if c.OwnsPidNamespace {
+		args = append(args, "--sweep-namespace", "1")
 	}
 	return append(args, "--ctl-in", strconv.Itoa(c.CtlIn), "--ctl-out", strconv.Itoa(c.CtlOut))
 }

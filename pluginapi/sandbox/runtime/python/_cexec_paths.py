@@ -7,7 +7,15 @@ a program leaves in the workspace cannot replace theirs later."""
 from __future__ import annotations
 
 import sys
-from importlib.machinery import ModuleSpec
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+else:
+    # The same class, from the frozen module every interpreter starts
+    # with: importing importlib (and warnings with it) would cost a new
+    # sandbox a few tenths of a millisecond.
+    from _frozen_importlib import ModuleSpec
 
 
 def extend_path(paths: list[str]) -> None:

@@ -123,6 +123,7 @@ func (p *Plugin) Capabilities(ctx context.Context) (sandbox.Capabilities, error)
 		Network:               s.allowNetwork,
 		PersistentInterpreter: true,
 		RunAs:                 true,
+		HostMounts:            true,
 		Available:             a.ok,
 		UnavailableReason:     a.reason,
 	}, nil

@@ -48,14 +48,18 @@ type box struct {
 // zygoteConfig is the runtime's configuration in a sandbox pod: control
 // frames on the exec's stdin and stdout, /tmp and /dev/shm emptied between
 // sessions. A pod has no per-sandbox process or file size limit, so the
-// zygote applies Pids and FileBytes as rlimits.
+// zygote applies Pids and FileBytes as rlimits. The sandbox container's
+// pid namespace holds the idle reaper (pid 1), the zygote and programs
+// only (the loader has its own), so the zygote kills every leftover
+// process after an execution as bwrap's zygote, its namespace's init, does.
 func zygoteConfig(python string, l sandbox.Limits) runtime.ZygoteConfig {
 	return runtime.ZygoteConfig{
-		Python:       python,
-		LibDir:       cexecDir + "/lib",
-		StdioControl: true,
-		Scratch:      []string{"/tmp", "/dev/shm"},
-		Rlimits:      runtime.Rlimits{Processes: l.Pids, FileSize: l.FileBytes},
+		Python:           python,
+		LibDir:           cexecDir + "/lib",
+		StdioControl:     true,
+		OwnsPidNamespace: true,
+		Scratch:          []string{"/tmp", "/dev/shm"},
+		Rlimits:          runtime.Rlimits{Processes: l.Pids, FileSize: l.FileBytes},
 	}
 }
 
@@ -77,14 +81,15 @@ func zygoteCommand(python string, l sandbox.Limits, env map[string]string) []str
 	return append(cmd, zc.Command()...)
 }
 
-// start copies the runtime and the read-only mounts into the pod and
-// starts the zygote.
+// start copies the runtime and the read-only mounts into the pod (through
+// the loader, as the sandbox container sees /cexec read-only) and starts
+// the zygote.
 func (b *box) start(ctx context.Context, s *settings, uploads []upload) error {
 	tarball, err := packUploads(uploads)
 	if err != nil {
 		return err
 	}
-	if err := b.cl.run(ctx, b.ns, b.pod, unpackCommand(s.python), tarball); err != nil {
+	if err := b.cl.run(ctx, b.ns, b.pod, loaderName, unpackCommand(s.python), tarball); err != nil {
 		return fmt.Errorf("copy the runtime into pod %s: %w", b.pod, err)
 	}
 	sctx, stop := context.WithCancel(context.Background())
@@ -93,7 +98,7 @@ func (b *box) start(ctx context.Context, s *settings, uploads []upload) error {
 	b.stop, b.streamDone, b.stderr = stop, make(chan struct{}), tailbuf.New(4096)
 	go func() {
 		defer close(b.streamDone)
-		err := b.cl.stream(sctx, b.ns, b.pod, zygoteCommand(s.python, b.limits, b.env), stdinR, stdoutW, b.stderr)
+		err := b.cl.stream(sctx, b.ns, b.pod, containerName, zygoteCommand(s.python, b.limits, b.env), stdinR, stdoutW, b.stderr)
 		if err == nil {
 			err = errors.New("the zygote's exec stream ended")
 		}

@@ -2,11 +2,16 @@ package k8s
 
 import (
 	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/hashicorp/go-hclog"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 // cluster is the plugin's connection to the API server.
@@ -49,4 +54,16 @@ func newCluster(c *rest.Config) (*cluster, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	return &cluster{config: c, dynamic: dyn, core: core}, nil
+}
+
+var klogOnce sync.Once
+
+// routeClientLogs sends client-go's own log lines (klog) to log at debug
+// level instead of the plugin's stderr: client-go reports the end of every
+// exec stream the plugin closes as an "Unhandled Error".
+func routeClientLogs(log hclog.Logger) {
+	klogOnce.Do(func() {
+		l := log.Named("client-go")
+		klog.SetLogger(funcr.New(func(prefix, args string) { l.Debug(prefix + " " + args) }, funcr.Options{}))
+	})
 }

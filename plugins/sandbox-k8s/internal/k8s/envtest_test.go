@@ -137,7 +137,7 @@ func TestControlPathEnvtest(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := sandbox.CreateRequest{
-		ID: "sb/1", Tenant: "acme", RunAs: &sandbox.HostUser{UID: 2001, GID: 2001},
+		ID: "sb.1", Tenant: "acme", RunAs: &sandbox.HostUser{UID: 2001, GID: 2001},
 		Limits: sandbox.Limits{MemoryBytes: 256 << 20, CPUsMilli: 500},
 		Mounts: []sandbox.Mount{{Source: t.TempDir(), Target: "/workspace"}, {Source: servers, Target: "/cexec/servers", ReadOnly: true}},
 	}
@@ -147,14 +147,14 @@ func TestControlPathEnvtest(t *testing.T) {
 		created <- err
 	}()
 	claim := waitFor(t, cfg, claimGVR, "test", created)
-	if claim.GetName() != claimName("test", "sb/1") || claim.GetAnnotations()[annoID] != "sb/1" || claim.GetAnnotations()[annoTenant] != "acme" ||
+	if claim.GetName() != claimName("test", "sb.1") || claim.GetAnnotations()[annoID] != "sb.1" || claim.GetAnnotations()[annoTenant] != "acme" ||
 		claim.GetLabels()[labelTenant] != hash("acme") || claim.GetLabels()[labelManagedBy] != managedBy {
 		t.Errorf("claim metadata = %v %v", claim.GetLabels(), claim.GetAnnotations())
 	}
 	pool, _, _ := unstructured.NestedString(claim.Object, "spec", "warmPoolRef", "name")
 
 	err = <-created
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "agent-sandbox controller") || !strings.Contains(err.Error(), "sb/1") {
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "agent-sandbox controller") || !strings.Contains(err.Error(), "sb.1") {
 		t.Errorf("create without a controller: %v; want a timeout that names the sandbox and the missing controller", err)
 	}
 	if got := listOwned(t, cfg, claimGVR, "test"); len(got) != 0 {
@@ -186,7 +186,7 @@ func TestControlPathEnvtest(t *testing.T) {
 	if _, err := p.Create(ctx, sandbox.CreateRequest{ID: "sb-3", Tenant: "../etc"}); !errors.Is(err, pluginapi.ErrInvalidArgument) || !strings.Contains(err.Error(), `tenant "../etc"`) {
 		t.Errorf("create for a tenant that is no subPath: %v; want invalid argument naming the tenant", err)
 	}
-	if err := p.Destroy(ctx, "sb/1"); !errors.Is(err, pluginapi.ErrNotFound) {
+	if err := p.Destroy(ctx, "sb.1"); !errors.Is(err, pluginapi.ErrNotFound) {
 		t.Errorf("destroy of a sandbox that never started: %v; want not found", err)
 	}
 	if l, err := p.List(ctx); err != nil || len(l) != 0 {
@@ -260,6 +260,49 @@ func checkPod(t *testing.T, pod map[string]any) {
 	claim, _, _ := unstructured.NestedString(vols[0].(map[string]any), "persistentVolumeClaim", "claimName")
 	if claim != "workspaces" {
 		t.Errorf("workspace volume claim = %q, want workspaces", claim)
+	}
+	checkCexecMounts(t, containers)
+}
+
+// checkCexecMounts checks that only the loader container, under its own
+// uid, may write /cexec and /src: the sandbox container mounts them
+// read-only.
+func checkCexecMounts(t *testing.T, containers []any) {
+	t.Helper()
+	byName := map[string]map[string]any{}
+	for _, c := range containers {
+		m := c.(map[string]any)
+		byName[m["name"].(string)] = m
+	}
+	mountAt := func(c map[string]any, path string) map[string]any {
+		mounts, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+		for _, m := range mounts {
+			if m := m.(map[string]any); m["mountPath"] == path {
+				return m
+			}
+		}
+		return nil
+	}
+	sb, loader := byName[containerName], byName[loaderName]
+	if sb == nil || loader == nil || len(containers) != 2 {
+		t.Fatalf("containers %v, want %s and %s", containers, containerName, loaderName)
+	}
+	for _, dir := range []string{cexecDir, srcDir} {
+		if m := mountAt(sb, dir); m == nil || m["readOnly"] != true {
+			t.Errorf("the sandbox container's %s mount = %v, want readOnly", dir, m)
+		}
+		if m := mountAt(loader, loadDir+dir); m == nil || m["readOnly"] == true || m["name"] != mountAt(sb, dir)["name"] {
+			t.Errorf("the loader's %s mount = %v, want the same volume writable", loadDir+dir, m)
+		}
+	}
+	uid, _, _ := unstructured.NestedFieldNoCopy(loader, "securityContext", "runAsUser")
+	ro, _, _ := unstructured.NestedFieldNoCopy(loader, "securityContext", "readOnlyRootFilesystem")
+	if uid != int64(loaderUID) || ro != true {
+		t.Errorf("loader securityContext runAsUser %v readOnlyRootFilesystem %v, want %d and true", uid, ro, loaderUID)
+	}
+	mounts, _, _ := unstructured.NestedSlice(loader, "volumeMounts")
+	if len(mounts) != 2 {
+		t.Errorf("the loader mounts %v; it needs the /cexec and /src volumes only (no workspace, no /tmp)", mounts)
 	}
 }
 

@@ -40,8 +40,23 @@ const (
 // Names and mount points inside the sandbox pod.
 const (
 	containerName = "sandbox"
-	cexecDir      = "/cexec"
-	workspaceDir  = "/workspace"
+	// loaderName is the container that writes /cexec: the sandbox
+	// container mounts it read-only, so a program cannot change the
+	// runtime or the server stubs of its own sandbox.
+	loaderName = "loader"
+	cexecDir   = "/cexec"
+	// srcDir holds other read-only trees a request asks for (the local
+	// tools scanner's /src/servers), loaded as /cexec is.
+	srcDir       = "/src"
+	workspaceDir = "/workspace"
+	// loadDir is where the loader mounts the volumes of cexecDir and
+	// srcDir, writable, as loadDir/cexec and loadDir/src.
+	loadDir = "/load"
+	// loaderUID owns the files of /cexec; never a tenant's uid in
+	// practice, though the read-only mount is what protects them.
+	loaderUID = 65533
+	// loaderMemory bounds the loader: an idle Python and a streamed tar.
+	loaderMemory = "64Mi"
 )
 
 // ownerSelector selects the objects of one plugin owner.
@@ -145,10 +160,30 @@ func (s *settings) claim(id, tenant, pool string) *unstructured.Unstructured {
 		})
 }
 
+// idleSrc is the containers' main process: pid 1 of its pid namespace, it
+// waits for signals and reaps the orphans reparented to it.
+const idleSrc = `import os, signal
+def reap(*_):
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
+signal.signal(signal.SIGCHLD, reap)
+signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+while True:
+    signal.pause()
+`
+
 // pod is the pod spec of a sandbox: an unprivileged container that idles
 // until the plugin starts the runtime's zygote in it over pods/exec, with
-// the workspace volume, an emptyDir for the runtime at /cexec and
-// memory-backed /tmp and /dev/shm.
+// the workspace volume, the runtime at /cexec (read-only) and memory-backed
+// /tmp and /dev/shm; and the loader, which alone mounts /cexec (and /src)
+// writable and receives the runtime and the read-only trees over pods/exec. A loader
+// container rather than an init container or an image with the runtime:
+// the stubs to copy are known when a sandbox is claimed, after the warm
+// pod started, and the runtime stays the one of this plugin's build.
 func (p *podSpec) pod() map[string]any {
 	res := map[string]any{}
 	if p.limits.MemoryBytes > 0 {
@@ -159,7 +194,8 @@ func (p *podSpec) pod() map[string]any {
 	}
 	mounts := []any{
 		map[string]any{"name": "workspace", "mountPath": workspaceDir},
-		map[string]any{"name": "cexec", "mountPath": cexecDir},
+		map[string]any{"name": "cexec", "mountPath": cexecDir, "readOnly": true},
+		map[string]any{"name": "src", "mountPath": srcDir, "readOnly": true},
 		map[string]any{"name": "tmp", "mountPath": "/tmp"},
 		map[string]any{"name": "shm", "mountPath": "/dev/shm"},
 	}
@@ -180,7 +216,22 @@ func (p *podSpec) pod() map[string]any {
 		}
 		return map[string]any{"name": name, "emptyDir": d}
 	}
+	idle := []any{p.python, "-I", "-S", "-c", idleSrc}
+	loaderRes := map[string]any{"memory": loaderMemory, "cpu": "100m"}
+	loader := map[string]any{
+		"name":            loaderName,
+		"image":           p.image,
+		"command":         idle,
+		"resources":       map[string]any{"limits": loaderRes, "requests": loaderRes},
+		"securityContext": confined(map[string]any{"runAsUser": int64(loaderUID), "runAsGroup": int64(loaderUID)}),
+		"volumeMounts": []any{
+			map[string]any{"name": "cexec", "mountPath": loadDir + cexecDir},
+			map[string]any{"name": "src", "mountPath": loadDir + srcDir},
+		},
+	}
 	spec := map[string]any{
+		// The zygote's sweeps need a pid namespace per container.
+		"shareProcessNamespace":        false,
 		"automountServiceAccountToken": false,
 		"enableServiceLinks":           false,
 		"securityContext": map[string]any{
@@ -193,21 +244,18 @@ func (p *podSpec) pod() map[string]any {
 		"containers": []any{map[string]any{
 			"name":  containerName,
 			"image": p.image,
-			// Idles as the container's main process; the zygote is
-			// started with pods/exec.
-			"command":    []any{p.python, "-I", "-S", "-c", "import signal\nwhile True: signal.pause()"},
-			"workingDir": workspaceDir,
-			"resources":  map[string]any{"limits": res, "requests": res},
-			"securityContext": map[string]any{
-				"allowPrivilegeEscalation": false,
-				"readOnlyRootFilesystem":   true,
-				"capabilities":             map[string]any{"drop": []any{"ALL"}},
-			},
-			"volumeMounts": mounts,
-		}},
+			// Idles as the container's main process and reaps the
+			// programs' orphans; the zygote is started with pods/exec.
+			"command":         idle,
+			"workingDir":      workspaceDir,
+			"resources":       map[string]any{"limits": res, "requests": res},
+			"securityContext": confined(nil),
+			"volumeMounts":    mounts,
+		}, loader},
 		"volumes": []any{
 			workspace,
 			map[string]any{"name": "cexec", "emptyDir": map[string]any{}},
+			map[string]any{"name": "src", "emptyDir": map[string]any{}},
 			memDir("tmp", p.limits.TmpBytes),
 			memDir("shm", p.limits.ShmBytes),
 		},
@@ -216,4 +264,18 @@ func (p *podSpec) pod() map[string]any {
 		spec["runtimeClassName"] = p.runtime
 	}
 	return spec
+}
+
+// confined is a container's securityContext: no privileges, no writable
+// root, and extra.
+func confined(extra map[string]any) map[string]any {
+	c := map[string]any{
+		"allowPrivilegeEscalation": false,
+		"readOnlyRootFilesystem":   true,
+		"capabilities":             map[string]any{"drop": []any{"ALL"}},
+	}
+	for k, v := range extra {
+		c[k] = v
+	}
+	return c
 }

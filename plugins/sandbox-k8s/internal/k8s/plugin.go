@@ -55,6 +55,7 @@ func New(log hclog.Logger) *Plugin {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
+	routeClientLogs(log)
 	return &Plugin{log: log}
 }
 

@@ -13,15 +13,15 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 )
 
-// stream runs command in the sandbox container over pods/exec until it
+// stream runs command in container of pod over pods/exec until it
 // exits or ctx ends, with stdin and stdout (and stderr, separately) as
 // given. It speaks WebSocket (the API server's current exec protocol) and
 // falls back to SPDY where an older server or a proxy refuses the upgrade,
 // as kubectl does.
-func (c *cluster) stream(ctx context.Context, ns, pod string, command []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func (c *cluster) stream(ctx context.Context, ns, pod, container string, command []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	req := c.core.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{
-			Container: containerName,
+			Container: container,
 			Command:   command,
 			Stdin:     stdin != nil,
 			Stdout:    stdout != nil,
@@ -48,11 +48,12 @@ func (c *cluster) stream(ctx context.Context, ns, pod string, command []string, 
 }
 
 // run runs command to completion with input on its stdin and fails with
-// what it wrote when it fails.
-func (c *cluster) run(ctx context.Context, ns, pod string, command []string, input []byte) error {
-	var out bytes.Buffer
-	if err := c.stream(ctx, ns, pod, command, bytes.NewReader(input), &out, &out); err != nil {
-		if msg := strings.TrimSpace(out.String()); msg != "" {
+// what it wrote when it fails. Stdout and stderr get a buffer each: the
+// client copies the two streams from goroutines of their own.
+func (c *cluster) run(ctx context.Context, ns, pod, container string, command []string, input []byte) error {
+	var stdout, stderr bytes.Buffer
+	if err := c.stream(ctx, ns, pod, container, command, bytes.NewReader(input), &stdout, &stderr); err != nil {
+		if msg := strings.TrimSpace(stderr.String() + "\n" + stdout.String()); msg != "" {
 			return fmt.Errorf("%w: %s", err, msg)
 		}
 		return err

@@ -3,6 +3,7 @@ package k8s
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -11,6 +12,9 @@ import (
 
 // tenantPath is a tenant name usable as a subPath and in a claim name.
 var tenantPath = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// idPattern is a sandbox id, as every backend takes them.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // envName is an environment variable name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -25,6 +29,12 @@ const defaultShm = 64 << 20
 func (s *settings) checkRequest(req sandbox.CreateRequest) (*podSpec, []upload, error) {
 	if req.ID == "" {
 		return nil, nil, fmt.Errorf("the sandbox id is empty")
+	}
+	if !idPattern.MatchString(req.ID) {
+		return nil, nil, fmt.Errorf("sandbox id %q: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", req.ID)
+	}
+	if req.Network && !s.allowNetwork {
+		return nil, nil, fmt.Errorf("network access was requested but this backend's allow_network is false")
 	}
 	p := &podSpec{
 		tenant: req.Tenant, runAs: s.runAs, limits: req.Limits, network: req.Network && s.allowNetwork,
@@ -81,14 +91,17 @@ func (s *settings) checkRequest(req sandbox.CreateRequest) (*podSpec, []upload, 
 	}
 	var uploads []upload
 	for _, m := range req.Mounts {
+		if !filepath.IsAbs(m.Source) {
+			return nil, nil, fmt.Errorf("mount source %q is not an absolute path", m.Source)
+		}
 		target := path.Clean(m.Target)
 		switch {
 		case target == workspaceDir:
 			// The pod's workspace volume stands for it.
-		case m.ReadOnly && strings.HasPrefix(target, cexecDir+"/") && !strings.HasPrefix(target+"/", cexecDir+"/lib/"):
-			uploads = append(uploads, upload{source: m.Source, target: strings.TrimPrefix(target, cexecDir+"/")})
+		case m.ReadOnly && (strings.HasPrefix(target, cexecDir+"/") && !strings.HasPrefix(target+"/", cexecDir+"/lib/") || strings.HasPrefix(target, srcDir+"/")):
+			uploads = append(uploads, upload{source: m.Source, target: strings.TrimPrefix(target, "/")})
 		default:
-			return nil, nil, fmt.Errorf("mount %s: a pod cannot bind host paths; sandbox-k8s takes %s from workspace_volume and copies read-only trees under %s/ only", m.Target, workspaceDir, cexecDir)
+			return nil, nil, fmt.Errorf("mount %s: a pod cannot bind host paths; sandbox-k8s takes %s from workspace_volume and copies read-only trees under %s/ and %s/ only", m.Target, workspaceDir, cexecDir, srcDir)
 		}
 	}
 	return p, uploads, nil

@@ -33,7 +33,7 @@ func TestCheckRequest(t *testing.T) {
 	if p.claim != "ws-acme" || p.subPath != "" || p.limits.MemoryBytes != 300<<20 || p.limits.Timeout != defaultTimeout || p.runAs != defaultRunAs {
 		t.Errorf("pod spec = %+v", p)
 	}
-	if len(ups) != 1 || ups[0] != (upload{source: "/srv/skills", target: "skills"}) {
+	if len(ups) != 1 || ups[0] != (upload{source: "/srv/skills", target: "cexec/skills"}) {
 		t.Errorf("uploads = %+v", ups)
 	}
 	for _, tc := range []struct {
@@ -44,11 +44,15 @@ func TestCheckRequest(t *testing.T) {
 		{"no id", sandbox.CreateRequest{Tenant: "t"}, "id is empty"},
 		{"root", sandbox.CreateRequest{ID: "a", Tenant: "t", RunAs: &sandbox.HostUser{UID: 0, GID: 5}}, "never run as root"},
 		{"writable bind", sandbox.CreateRequest{ID: "a", Tenant: "t", Mounts: []sandbox.Mount{{Source: "/x", Target: "/cexec/x"}}}, "cannot bind host paths"},
+		{"writable /src", sandbox.CreateRequest{ID: "a", Tenant: "t", Mounts: []sandbox.Mount{{Source: "/x", Target: "/src/x"}}}, "cannot bind host paths"},
 		{"over the runtime", sandbox.CreateRequest{ID: "a", Tenant: "t", Mounts: []sandbox.Mount{{Source: "/x", Target: "/cexec/lib/x", ReadOnly: true}}}, "cannot bind host paths"},
 		{"tenant no claim", sandbox.CreateRequest{ID: "a", Tenant: "a_b"}, "not a PersistentVolumeClaim name"},
 		{"upper-case tenant", sandbox.CreateRequest{ID: "a", Tenant: "Acme"}, "not a PersistentVolumeClaim name"},
 		{"tenant escapes", sandbox.CreateRequest{ID: "a", Tenant: "../b"}, "cannot name a workspace volume"},
 		{"bad env", sandbox.CreateRequest{ID: "a", Tenant: "t", Env: map[string]string{"A=B": "c"}}, "not valid"},
+		{"bad id", sandbox.CreateRequest{ID: "../x", Tenant: "t"}, "sandbox id"},
+		{"relative source", sandbox.CreateRequest{ID: "a", Tenant: "t", Mounts: []sandbox.Mount{{Source: "ws", Target: "/workspace"}}}, "not an absolute path"},
+		{"network", sandbox.CreateRequest{ID: "a", Tenant: "t", Network: true}, "allow_network is false"},
 	} {
 		if _, _, err := perTenant.checkRequest(tc.req); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
@@ -73,7 +77,7 @@ func TestUploadUnpacks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tarball, err := packUploads([]upload{{source: tree, target: "servers"}})
+	tarball, err := packUploads([]upload{{source: tree, target: "cexec/servers"}, {source: tree, target: "src/servers"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,14 +87,16 @@ func TestUploadUnpacks(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("unpack: %v: %s", err, out)
 	}
-	if data, err := os.ReadFile(filepath.Join(dest, "servers", "fs", "read.py")); err != nil || string(data) != "X = 1\n" {
-		t.Errorf("servers/fs/read.py = %q, %v", data, err)
+	for _, dir := range []string{"cexec", "src"} {
+		if data, err := os.ReadFile(filepath.Join(dest, dir, "servers", "fs", "read.py")); err != nil || string(data) != "X = 1\n" {
+			t.Errorf("%s/servers/fs/read.py = %q, %v", dir, data, err)
+		}
+		if _, err := os.Stat(filepath.Join(dest, dir, "servers", "fs", "__pycache__")); !os.IsNotExist(err) {
+			t.Errorf("__pycache__ was copied: %v", err)
+		}
 	}
-	if _, err := os.Stat(filepath.Join(dest, "servers", "fs", "__pycache__")); !os.IsNotExist(err) {
-		t.Errorf("__pycache__ was copied: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(dest, "lib", "cexec", "_zygote.py")); err != nil {
-		t.Errorf("the runtime is not at lib/: %v", err)
+	if _, err := os.Stat(filepath.Join(dest, "cexec", "lib", "cexec", "_zygote.py")); err != nil {
+		t.Errorf("the runtime is not at cexec/lib/: %v", err)
 	}
 	cmdline := strings.Join(zygoteCommand("/usr/bin/python3", sandbox.Limits{Pids: 64}, map[string]string{"A": "1", "PYTHONPATH": "/evil"}), " ")
 	for _, want := range []string{"/usr/bin/env -i A=1 ", "PYTHONPATH=/cexec/lib ", " /cexec/lib ", "--rlimit nproc=64", "--ctl-in 0 --ctl-out 1"} {
@@ -101,4 +107,15 @@ func TestUploadUnpacks(t *testing.T) {
 	if strings.Contains(cmdline, "/evil") {
 		t.Errorf("the request's PYTHONPATH overrode the runtime's: %q", cmdline)
 	}
+}
+
+// TestPodCexecReadOnly checks the pod a template asks for: /cexec is
+// writable by the loader container only.
+func TestPodCexecReadOnly(t *testing.T) {
+	s := testSettings(t, `{"image":"python:3"}`)
+	p, _, err := s.checkRequest(sandbox.CreateRequest{ID: "a", Tenant: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCexecMounts(t, p.pod()["containers"].([]any))
 }

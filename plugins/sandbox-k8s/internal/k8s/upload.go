@@ -8,31 +8,35 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
 
-// upload is a host file or tree copied to /cexec/<target> in a new pod.
+// upload is a host file or tree copied to /<target> in a new pod, under
+// /cexec or /src.
 type upload struct {
 	source string
-	target string // relative to /cexec
+	target string // relative to /
 }
 
 // uploadLimit bounds what is copied into one pod.
 const uploadLimit = 64 << 20
 
 // unpackSrc extracts a tar read from stdin into argv[1], with the standard
-// library only, so any image with Python has it.
+// library only, so any image with Python has it. In the loader argv[1] is
+// loadDir, whose cexec and src are the volumes the sandbox container
+// mounts read-only at /cexec and /src.
 const unpackSrc = `import sys,tarfile
 t=tarfile.open(fileobj=sys.stdin.buffer,mode='r|')
 t.extractall(sys.argv[1],**({'filter':'data'} if hasattr(tarfile,'data_filter') else {}))
 `
 
 func unpackCommand(python string) []string {
-	return []string{python, "-I", "-S", "-c", unpackSrc, cexecDir}
+	return []string{python, "-I", "-S", "-c", unpackSrc, loadDir}
 }
 
-// packUploads is a tar of the runtime (at lib/) and the uploads.
+// packUploads is a tar of the runtime (at cexec/lib/) and the uploads.
 func packUploads(uploads []upload) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -52,7 +56,7 @@ func packUploads(uploads []upload) ([]byte, error) {
 		_, err := tw.Write(data)
 		return err
 	}
-	if err := addTree(runtime.Files(), "lib", add); err != nil {
+	if err := addTree(runtime.Files(), strings.TrimPrefix(cexecDir, "/")+"/lib", add); err != nil {
 		return nil, fmt.Errorf("pack the runtime: %w", err)
 	}
 	for _, u := range uploads {

@@ -153,6 +153,8 @@ class _Channel:
         self._next_id = 0
         self._reader = False
         self._closed = False
+        # Why the host closed the connection, when it said (a refused token).
+        self._refusal = ""
         self.result_json: str | None = None
 
     def call(self, method: str, params: Any) -> Any:
@@ -183,7 +185,7 @@ class _Channel:
         waiter.done.acquire()
         reply = waiter.reply
         if reply is None:
-            raise HostError("host connection lost before the call was answered")
+            raise HostError("host connection lost before the call was answered" + (self._refusal and f": {self._refusal}"))
         if "error" in reply:
             raise _error(method, str(reply.get("error")), str(reply.get("error_type") or ""))
         return reply.get("result")
@@ -199,6 +201,9 @@ class _Channel:
                 if kind != _proto.KIND_JSON:
                     continue
                 msg = _proto.decode_json(payload)
+                if msg.get("op") == "refused":
+                    self._refusal = str(msg.get("error") or "refused")
+                    break
                 if msg.get("op") != "reply":
                     continue
                 with self._lock:
@@ -244,13 +249,67 @@ class _Channel:
 
 _channel: _Channel | None = None
 
+# Where the host's channel socket is mounted (runtime.HostSocket).
+HOST_SOCKET = "/cexec/host.sock"
+
+# The execution's token on HOST_SOCKET, the process it belongs to, and the
+# connection made with it on the first host call (None: not yet, or not
+# possible: the calls then go through _channel and the zygote).
+_host_token: str | None = None
+_token_pid = 0
+_direct: _Channel | None = None
+_direct_lock = _thread.allocate_lock()
+
+
+def _begin(chan: _Channel, host_token: Any) -> None:
+    """Start an execution's host calls: chan is its channel to the zygote,
+    host_token (from the exec frame) its capability on HOST_SOCKET."""
+    global _channel, _host_token, _token_pid, _direct
+    _channel = chan
+    _host_token = host_token if isinstance(host_token, str) and host_token else None
+    _token_pid = os.getpid()
+    _direct = None
+
+
+def _end() -> None:
+    """End an execution's host calls (a persistent interpreter's)."""
+    global _channel, _host_token, _direct
+    if _direct is not None:
+        _direct.close()
+    _channel = _host_token = _direct = None
+
+
+def _connect_direct() -> _Channel | None:
+    """Connect to HOST_SOCKET with the execution's token; None (and the
+    zygote's channel from then on) when the sandbox has no such socket."""
+    global _direct, _host_token
+    with _direct_lock:
+        if _direct is not None or _host_token is None:
+            return _direct
+        import _socket
+
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            s.connect(HOST_SOCKET)
+            _proto.write_all(s.fileno(), _proto.encode_json({"op": "hello", "token": _host_token}))
+        except OSError:
+            s.close()
+            _host_token = None
+            return None
+        _direct = _Channel(s.detach())
+        return _direct
+
 
 def _host_call(method: str, params: Any) -> Any:
     """Call the host: method names what to do (call_tool, and others the host
     defines), params is any JSON value. Returns the JSON-decoded answer."""
-    ch = _channel
+    ch = _direct
     if ch is None:
-        raise HostError("not connected to a cexec host: host calls work only inside a cexec execution")
+        ch = _channel
+        if ch is None:
+            raise HostError("not connected to a cexec host: host calls work only inside a cexec execution")
+        if _host_token is not None and os.getpid() == _token_pid:
+            ch = _connect_direct() or ch
     return ch.call(method, params)
 
 

@@ -9,7 +9,6 @@ import os
 import resource
 import select
 import sys
-import types
 
 import cexec
 from cexec import _proto
@@ -25,7 +24,12 @@ else:
     # enums that cost an idle sandbox about a megabyte.
     import _signal as signal
 if TYPE_CHECKING:
+    import types
+
     from cexec._relay import Run
+
+# types.ModuleType, without importing types at sandbox start.
+_ModuleType = type(sys)
 
 # Largest exception message and traceback reported, in characters.
 _MAX_MESSAGE = 64 << 10
@@ -72,7 +76,7 @@ class Children(Part):
             raise
         if pid == 0:
             self.enter_child(out_w, err_w, child_chan)
-            _run_child(code, compiled)
+            _run_child(code, compiled, host_token=job.get("host_token"))
         run.pid = pid
         for fd in (out_w, err_w, child_chan):
             os.close(fd)
@@ -256,7 +260,7 @@ def _run_program(code: str, module: types.ModuleType, filename: str, compiled: t
 
 
 def _new_main() -> types.ModuleType:
-    module = types.ModuleType("__main__")
+    module = _ModuleType("__main__")
     module.__dict__["__builtins__"] = builtins
     return module
 
@@ -302,6 +306,20 @@ _WARM_UP = (
 )
 
 
+def warm_zygote() -> None:
+    """Take the spare's warm-up steps once in the zygote itself, before it
+    freezes its heap: what a first run initializes (caches of types and
+    code, the compiler's state) is then inherited by every child instead
+    of written, and so copied, in each: about 70 fewer copy-on-write
+    faults per execution."""
+    try:
+        for step in _WARM_UP:
+            step()
+    finally:
+        if _BOOT_MAIN is not None:
+            sys.modules["__main__"] = _BOOT_MAIN
+
+
 def _spare_main() -> None:
     """Body of a spare child: warm up, wait for the program, run it."""
     try:
@@ -327,16 +345,17 @@ def _spare_main() -> None:
         code = str(msg["code"])
     except Exception:
         os._exit(71)
-    _run_child(code, None, chan)
+    _run_child(code, None, chan, msg.get("host_token"))
 
 
-def _run_child(code: str, compiled: types.CodeType | None, chan: cexec._Channel | None = None) -> None:
+def _run_child(code: str, compiled: types.CodeType | None, chan: cexec._Channel | None = None,
+               host_token: Any = None) -> None:
     """Body of a forked execution: run the program once and exit."""
     pid = os.getpid()
     try:
         if chan is None:
             chan = cexec._Channel(3)
-        cexec._channel = chan
+        cexec._begin(chan, host_token)
         sys.argv = ["-c"]
         done = _run_program(code, _new_main(), "<cexec>", compiled)
         if os.getpid() != pid:

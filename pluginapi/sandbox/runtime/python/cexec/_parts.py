@@ -35,6 +35,7 @@ class Part:
         spare: Spare | None
         rehearsed: bool
         last_end: float
+        ready_at: float
         preload: list[str]
         executions: int
         wake_r: int

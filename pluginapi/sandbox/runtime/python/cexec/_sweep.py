@@ -102,13 +102,15 @@ class Sweeper(Part):
 
     def sweep(self, keep: set[int]) -> bool:
         """Kill every process of the sandbox but the zygote and the
-        persistent workers. Only done as the pid namespace's init, where
-        every other process is known to belong to the program."""
+        persistent workers. Only done as the pid namespace's init (or where
+        the namespace is the zygote's, see --sweep-namespace), where every
+        other process is known to belong to the program."""
         if not self.is_init:
             return True
+        me = os.getpid()
         for attempt in range(400):
             self.reap()
-            victims = [pid for pid in _live_pids() if pid != 1 and pid not in keep]
+            victims = [pid for pid in _live_pids() if pid != 1 and pid != me and pid not in keep]
             if not victims:
                 # What died since the reap above is a zombie now, and the
                 # child of the zygote (the init that inherits orphans):

@@ -5,13 +5,12 @@ the next execution and rehearsing an execution's path."""
 from __future__ import annotations
 
 import gc
-import importlib
 import os
 import sys
 import time
 
 from cexec import _proto
-from cexec._child import _spare_main
+from cexec._child import _spare_main, warm_zygote
 from cexec._osutil import _close, _socketpair
 from cexec._parts import Part
 from cexec._relay import Run
@@ -25,6 +24,11 @@ else:
     # enums that cost an idle sandbox about a megabyte.
     import _signal as signal
 
+# How long a new zygote waits after reporting ready before its warm-up: a
+# sandbox created for one execution gets its program right away, which
+# then runs without imports of preloads in its way (and without them
+# competing for the CPU).
+_START_DELAY = 0.01
 # How long the zygote stays idle after an execution before forking a spare.
 _SPARE_DELAY = 0.002
 # How long a spare must have waited before the zygote rehearses (see
@@ -56,6 +60,8 @@ class Warmup(Part):
         better served by forking on demand (with the program compiled before
         the fork) than by a spare whose warm-up competes with them."""
         if not self.hardened or not self.frozen:
+            if self.executions == 0:
+                return max(0, int((self.ready_at + _START_DELAY - time.monotonic()) * 1000))
             return 0
         if self.spare is None:
             due = self.last_end + _SPARE_DELAY
@@ -74,6 +80,8 @@ class Warmup(Part):
         elif self.preload:
             name = self.preload.pop(0)
             try:
+                import importlib  # here, in idle time, rather than at start
+
                 importlib.import_module(name)
             except Exception as e:
                 print(f"cexec zygote: preload {name}: {e}", file=sys.stderr)
@@ -90,6 +98,10 @@ class Warmup(Part):
         """Move every object that exists now out of the collector's reach:
         a forked child's collections then neither spend time on the
         zygote's objects nor copy their pages."""
+        try:
+            warm_zygote()
+        except Exception as e:
+            print(f"cexec zygote: warm-up: {type(e).__name__}: {e}", file=sys.stderr)
         gc.collect()
         gc.freeze()
         self.frozen = True
@@ -157,7 +169,7 @@ class Warmup(Part):
             # does, and a rehearsal must not reap anything else.
             run.pid, run.out_r, run.err_r, run.chan = spare, out_r, err_r, chan
             out_r = err_r = chan = -1
-            _proto.write_all(run.chan, _proto.encode_json({"op": "exec", "code": job["code"]}))
+            _proto.write_all(run.chan, _proto.encode_json({"op": "exec", "code": job["code"], "host_token": job.get("host_token")}))
             self.pump(run)
             self.close_fds(run)
             self.report(run)
@@ -193,7 +205,7 @@ class Warmup(Part):
         if spare is None or spare.pid == 0:
             return False
         try:
-            _proto.write_all(spare.chan, _proto.encode_json({"op": "exec", "code": job["code"]}))
+            _proto.write_all(spare.chan, _proto.encode_json({"op": "exec", "code": job["code"], "host_token": job.get("host_token")}))
         except OSError:
             self.spare = spare
             self.drop_spare()

@@ -3,7 +3,6 @@ between executions, and the zygote's bookkeeping of them."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import resource
 import struct
@@ -60,7 +59,8 @@ class Workers(Part):
                     worker = self.spawn_worker(session)
                 worker.used = time.monotonic()
                 worker.executions += 1
-                frame = _proto.encode_json({"op": "exec", "code": job["code"], "n": worker.executions})
+                frame = _proto.encode_json({"op": "exec", "code": job["code"], "n": worker.executions,
+                                            "host_token": job.get("host_token")})
                 try:
                     _send_with_fds(worker.sock, frame, [out_w, err_w, child_chan])
                     break
@@ -152,7 +152,9 @@ def _worker_main(sock: int) -> None:
             os.close(out_w)
             os.close(err_w)
             chan = cexec._Channel(chan_fd)
-            cexec._channel = chan
+            cexec._begin(chan, job.get("host_token"))
+            import importlib  # not at start: a new sandbox need not import it
+
             importlib.invalidate_caches()
             code, filename = str(job.get("code")), f"<cexec:{job.get('n')}>"
             # Functions from earlier executions may fail later: keep every
@@ -173,6 +175,6 @@ def _worker_main(sock: int) -> None:
             except OSError:
                 pass
             chan.close()
-            cexec._channel = None
+            cexec._end()
     except BaseException:
         os._exit(70)

@@ -103,6 +103,8 @@ class Options:
         self.rlimits: dict[str, int] = {}
         self.ctl_in = 3
         self.ctl_out = 4
+        # The pid namespace is the zygote's but for a pid 1 that reaps.
+        self.sweep_namespace = False
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -134,6 +136,8 @@ def parse_args(argv: list[str]) -> Options:
             opts.ctl_in = int(value)
         elif flag == "--ctl-out":
             opts.ctl_out = int(value)
+        elif flag == "--sweep-namespace":
+            opts.sweep_namespace = value == "1"
         else:
             raise SystemExit(f"cexec zygote: unknown flag {flag}")
     return opts
@@ -207,13 +211,16 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers):
         self.ctl_out = opts.ctl_out
         self.reader = _proto.Reader()
         self.inbox: list[dict[str, Any]] = []
-        self.is_init = os.getpid() == 1
+        # Whether every other process of the pid namespace (but pid 1) is a
+        # program's, so that sweeps may kill them.
+        self.is_init = os.getpid() == 1 or opts.sweep_namespace
         self.workers: dict[str, Worker] = {}
         self.hardened = False
         self.frozen = False
         self.spare: Spare | None = None
         self.rehearsed = False
         self.last_end = 0.0
+        self.ready_at = 0.0
         self.preload = list(opts.preload)
         self.executions = 0
         # The session of the previous execution; None before the first.
@@ -253,6 +260,7 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers):
     def loop(self) -> None:
         self.send({"op": "ready", "pid": os.getpid(), "protocol": PROTOCOL,
                    "python": sys.version.split()[0], "init": self.is_init})
+        self.ready_at = time.monotonic()
         poller = select.poll()
         poller.register(self.ctl_in, _POLLIN)
         while True:

@@ -124,7 +124,11 @@ type CapabilitiesResponse struct {
 	// the sandbox as that host user, or has no host user to run programs as
 	// (a microVM). Backends older than the field leave it false, and a host
 	// that separates tenants by user refuses them.
-	RunAs         bool `protobuf:"varint,6,opt,name=run_as,json=runAs,proto3" json:"run_as,omitempty"`
+	RunAs bool `protobuf:"varint,6,opt,name=run_as,json=runAs,proto3" json:"run_as,omitempty"`
+	// host_mounts is true when the backend binds CreateRequest mounts whose
+	// source is a host unix socket into the sandbox, so that the host can
+	// hand it a direct channel for host calls (ExecStart.host_token).
+	HostMounts    bool `protobuf:"varint,7,opt,name=host_mounts,json=hostMounts,proto3" json:"host_mounts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -197,6 +201,13 @@ func (x *CapabilitiesResponse) GetUnavailableReason() string {
 func (x *CapabilitiesResponse) GetRunAs() bool {
 	if x != nil {
 		return x.RunAs
+	}
+	return false
+}
+
+func (x *CapabilitiesResponse) GetHostMounts() bool {
+	if x != nil {
+		return x.HostMounts
 	}
 	return false
 }
@@ -611,8 +622,13 @@ type ExecStart struct {
 	TimeoutMs int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"` // 0: the sandbox's default
 	// persistent runs in the sandbox's long-lived interpreter instead of a
 	// fresh forked child, so globals survive between executions.
-	Persistent    bool   `protobuf:"varint,4,opt,name=persistent,proto3" json:"persistent,omitempty"`
-	Session       string `protobuf:"bytes,5,opt,name=session,proto3" json:"session,omitempty"`
+	Persistent bool   `protobuf:"varint,4,opt,name=persistent,proto3" json:"persistent,omitempty"`
+	Session    string `protobuf:"bytes,5,opt,name=session,proto3" json:"session,omitempty"`
+	// host_token, when set, lets the program make its host calls on the
+	// host's channel socket in the sandbox (runtime.HostSocket) instead of
+	// relaying them through the backend: the runtime passes it to the
+	// execution's process only.
+	HostToken     string `protobuf:"bytes,6,opt,name=host_token,json=hostToken,proto3" json:"host_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -678,6 +694,13 @@ func (x *ExecStart) GetPersistent() bool {
 func (x *ExecStart) GetSession() string {
 	if x != nil {
 		return x.Session
+	}
+	return ""
+}
+
+func (x *ExecStart) GetHostToken() string {
+	if x != nil {
+		return x.HostToken
 	}
 	return ""
 }
@@ -1659,14 +1682,16 @@ var File_cexec_plugin_sandbox_v1_sandbox_proto protoreflect.FileDescriptor
 const file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
 	"%cexec/plugin/sandbox/v1/sandbox.proto\x12\x17cexec.plugin.sandbox.v1\x1a#cexec/plugin/common/v1/common.proto\"\x15\n" +
-	"\x13CapabilitiesRequest\"\xe9\x01\n" +
+	"\x13CapabilitiesRequest\"\x8a\x02\n" +
 	"\x14CapabilitiesResponse\x12\x1c\n" +
 	"\tisolation\x18\x01 \x01(\tR\tisolation\x12\x18\n" +
 	"\anetwork\x18\x02 \x01(\bR\anetwork\x125\n" +
 	"\x16persistent_interpreter\x18\x03 \x01(\bR\x15persistentInterpreter\x12\x1c\n" +
 	"\tavailable\x18\x04 \x01(\bR\tavailable\x12-\n" +
 	"\x12unavailable_reason\x18\x05 \x01(\tR\x11unavailableReason\x12\x15\n" +
-	"\x06run_as\x18\x06 \x01(\bR\x05runAs\".\n" +
+	"\x06run_as\x18\x06 \x01(\bR\x05runAs\x12\x1f\n" +
+	"\vhost_mounts\x18\a \x01(\bR\n" +
+	"hostMounts\".\n" +
 	"\bHostUser\x12\x10\n" +
 	"\x03uid\x18\x01 \x01(\rR\x03uid\x12\x10\n" +
 	"\x03gid\x18\x02 \x01(\rR\x03gid\"T\n" +
@@ -1701,7 +1726,7 @@ const file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +
 	"\x0eCreateResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12D\n" +
-	"\vdiagnostics\x18\x02 \x03(\v2\".cexec.plugin.common.v1.DiagnosticR\vdiagnostics\"\x97\x01\n" +
+	"\vdiagnostics\x18\x02 \x03(\v2\".cexec.plugin.common.v1.DiagnosticR\vdiagnostics\"\xb6\x01\n" +
 	"\tExecStart\x12\x1d\n" +
 	"\n" +
 	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\x12\x12\n" +
@@ -1711,7 +1736,9 @@ const file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
 	"persistent\x18\x04 \x01(\bR\n" +
 	"persistent\x12\x18\n" +
-	"\asession\x18\x05 \x01(\tR\asession\"z\n" +
+	"\asession\x18\x05 \x01(\tR\asession\x12\x1d\n" +
+	"\n" +
+	"host_token\x18\x06 \x01(\tR\thostToken\"z\n" +
 	"\tHostReply\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x1f\n" +
 	"\vresult_json\x18\x02 \x01(\fR\n" +

@@ -1,0 +1,310 @@
+// Package hostchan gives sandboxes a direct channel to the daemon for their
+// host calls (call_tool and the rest), in place of the relay through the
+// zygote, the backend plugin and its gRPC stream.
+//
+// Each sandbox of a backend that can mount host sockets
+// (sandbox.Capabilities.HostMounts) gets its own unix socket, in a private
+// directory of the daemon's, bound into the sandbox at runtime.HostSocket.
+// Each execution gets a fresh random token, passed with the program
+// (sandbox.ExecRequest.HostToken) to its process alone; a connection must
+// present a token granted for an execution running in that socket's
+// sandbox, and is then served by that execution's sandbox.Host, the one the
+// relay path uses too: guards, PII restoring, approvals, progress, the
+// session log and the per-execution bookkeeping do not know which way a
+// call came. The token and its connections end with the execution; calls
+// still in flight see their context cancelled, and the execution does not
+// end before they have returned.
+//
+// Wrap puts this in front of a backend; backends without HostMounts keep
+// the relay path unchanged.
+package hostchan
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cexec/cexec/pluginapi/sandbox"
+	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
+)
+
+// helloTimeout bounds the wait for a connection's hello frame.
+const helloTimeout = 10 * time.Second
+
+// maxConns bounds the open connections to one sandbox's socket: an
+// execution needs one, and a program opening more must not run the
+// daemon out of descriptors.
+const maxConns = 8
+
+// Server owns the sockets of the sandboxes and the executions' tokens. It
+// is safe for concurrent use.
+type Server struct {
+	dir string
+	log hclog.Logger
+
+	mu      sync.Mutex
+	sockets map[string]*socket // by sandbox id
+	grants  map[string]*grant  // by token
+	closed  bool
+}
+
+// socket is one sandbox's listener.
+type socket struct {
+	sandbox string
+	path    string
+	ln      *net.UnixListener
+	done    sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[*net.UnixConn]struct{}
+	// refusedLogged: a refused token is logged once per sandbox, so that
+	// a program cannot flood the log.
+	refusedLogged bool
+}
+
+// grant is one execution's right to the socket of its sandbox.
+type grant struct {
+	sandbox string
+	host    sandbox.Host
+	ctx     context.Context
+	cancel  context.CancelFunc
+	// conn is the connection that presented the token; one per token.
+	conn  net.Conn
+	calls sync.WaitGroup
+}
+
+// New makes a private directory (mode 0700) under parent ("" for the
+// system's temporary directory) for the sockets. Other host users cannot
+// reach into it; a sandbox reaches its own socket through its mount alone
+// (the backend binds it as the daemon's user, or as root in a mount
+// namespace of its own).
+func New(parent string, log hclog.Logger) (*Server, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	dir, err := os.MkdirTemp(parent, "cexec-host-")
+	if err != nil {
+		return nil, fmt.Errorf("host call sockets: %w", err)
+	}
+	return &Server{dir: dir, log: log, sockets: map[string]*socket{}, grants: map[string]*grant{}}, nil
+}
+
+// Dir is the directory holding the sockets.
+func (s *Server) Dir() string { return s.dir }
+
+// Open creates the socket of sandbox id and returns the mount that puts it
+// at runtime.HostSocket. owner, when set, is the host user the sandbox runs
+// as: the socket is then its alone; otherwise any user of the sandbox may
+// connect (the backend may run it as a user of its own choosing), and the
+// private directory keeps everyone else out.
+func (s *Server) Open(id string, owner *sandbox.HostUser) (sandbox.Mount, error) {
+	name, err := randomHex(16)
+	if err != nil {
+		return sandbox.Mount{}, err
+	}
+	path := filepath.Join(s.dir, name+".sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return sandbox.Mount{}, fmt.Errorf("host call socket of sandbox %s: %w", id, err)
+	}
+	ln.SetUnlinkOnClose(true)
+	if err := restrict(path, owner); err != nil {
+		_ = ln.Close()
+		return sandbox.Mount{}, fmt.Errorf("host call socket of sandbox %s: %w", id, err)
+	}
+	sk := &socket{sandbox: id, path: path, ln: ln, conns: map[*net.UnixConn]struct{}{}}
+	s.mu.Lock()
+	if s.closed || s.sockets[id] != nil {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return sandbox.Mount{}, fmt.Errorf("host call socket of sandbox %s: the server is closed or the sandbox has one", id)
+	}
+	s.sockets[id] = sk
+	s.mu.Unlock()
+	sk.done.Add(1)
+	go s.accept(sk)
+	return sandbox.Mount{Source: path, Target: runtime.HostSocket}, nil
+}
+
+// restrict makes the socket connectable by the sandbox's user only, when
+// it is known and the daemon can hand the socket over; otherwise by any
+// user who reaches it, which only the sandbox's mount does.
+func restrict(path string, owner *sandbox.HostUser) error {
+	if owner != nil && os.Geteuid() == 0 {
+		if err := os.Chown(path, int(owner.UID), int(owner.GID)); err != nil {
+			return err
+		}
+		return os.Chmod(path, 0o600)
+	}
+	return os.Chmod(path, 0o666)
+}
+
+// Has reports whether sandbox id has a socket.
+func (s *Server) Has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sockets[id] != nil
+}
+
+// CloseSandbox closes the socket of sandbox id, if it has one.
+func (s *Server) CloseSandbox(id string) {
+	s.mu.Lock()
+	sk := s.sockets[id]
+	delete(s.sockets, id)
+	s.mu.Unlock()
+	if sk != nil {
+		_ = sk.ln.Close()
+		sk.mu.Lock()
+		for c := range sk.conns {
+			_ = c.Close()
+		}
+		sk.mu.Unlock()
+		sk.done.Wait()
+	}
+}
+
+// Close closes every socket and removes the directory. Executions still
+// running keep their grants until they end.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	ids := make([]string, 0, len(s.sockets))
+	for id := range s.sockets {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		s.CloseSandbox(id)
+	}
+	return os.RemoveAll(s.dir)
+}
+
+// Grant lets the execution running in sandbox id make host calls on its
+// socket, answered by host with a context derived from ctx, and returns
+// the token to pass to it. revoke ends the grant: it cancels the calls in
+// flight, closes the connection and returns once the calls have returned.
+func (s *Server) Grant(ctx context.Context, id string, host sandbox.Host) (token string, revoke func(), err error) {
+	token, err = randomHex(32)
+	if err != nil {
+		return "", nil, err
+	}
+	g := &grant{sandbox: id, host: host}
+	g.ctx, g.cancel = context.WithCancel(ctx)
+	s.mu.Lock()
+	s.grants[token] = g
+	s.mu.Unlock()
+	return token, func() { s.revoke(token, g) }, nil
+}
+
+func (s *Server) revoke(token string, g *grant) {
+	s.mu.Lock()
+	delete(s.grants, token)
+	conn := g.conn
+	g.conn = nil
+	s.mu.Unlock()
+	g.cancel()
+	if conn != nil {
+		_ = conn.Close()
+	}
+	g.calls.Wait()
+}
+
+// claim binds conn to the grant of token if that grant is for sandbox id
+// and has no connection yet.
+func (s *Server) claim(id, token string, conn net.Conn) (*grant, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.grants[token]
+	switch {
+	case g == nil || g.sandbox != id:
+		return nil, errors.New("unknown or expired host token")
+	case g.conn != nil:
+		return nil, errors.New("the host token is already in use by another connection")
+	}
+	g.conn = conn
+	g.calls.Add(1)
+	return g, nil
+}
+
+func (s *Server) accept(sk *socket) {
+	defer sk.done.Done()
+	var conns sync.WaitGroup
+	defer conns.Wait()
+	for {
+		c, err := sk.ln.AcceptUnix()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.log.Warn("host call socket: accept", "sandbox", sk.sandbox, "error", err)
+			}
+			return
+		}
+		sk.mu.Lock()
+		full := len(sk.conns) >= maxConns
+		if !full {
+			sk.conns[c] = struct{}{}
+		}
+		sk.mu.Unlock()
+		if full {
+			_ = runtime.WriteHostRefusal(c, fmt.Sprintf("more than %d connections to the host socket", maxConns))
+			_ = c.Close()
+			continue
+		}
+		conns.Add(1)
+		go func() {
+			defer conns.Done()
+			s.serve(sk, c)
+			sk.mu.Lock()
+			delete(sk.conns, c)
+			sk.mu.Unlock()
+		}()
+	}
+}
+
+// serve checks a connection's token and answers its calls.
+func (s *Server) serve(sk *socket, c *net.UnixConn) {
+	defer func() { _ = c.Close() }()
+	id := sk.sandbox
+	r := bufio.NewReader(c)
+	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
+	token, err := runtime.ReadHostHello(r)
+	if err != nil {
+		_ = runtime.WriteHostRefusal(c, err.Error())
+		s.log.Debug("host call socket: bad hello", "sandbox", id, "error", err)
+		return
+	}
+	g, err := s.claim(id, token, c)
+	if err != nil {
+		_ = runtime.WriteHostRefusal(c, err.Error())
+		sk.mu.Lock()
+		first := !sk.refusedLogged
+		sk.refusedLogged = true
+		sk.mu.Unlock()
+		if first {
+			s.log.Warn("host call socket: refused a connection (logged once per sandbox)", "sandbox", id, "reason", err)
+		}
+		return
+	}
+	defer g.calls.Done()
+	_ = c.SetReadDeadline(time.Time{})
+	if err := runtime.ServeHostCalls(g.ctx, r, c, g.host, 0); err != nil && g.ctx.Err() == nil {
+		s.log.Warn("host call socket: connection broken", "sandbox", id, "error", err)
+	}
+}
+
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("random: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}

@@ -1,0 +1,149 @@
+package runtime
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/cexec/cexec/pluginapi/sandbox"
+)
+
+// HostSocket is where a sandbox finds the host's channel socket, when its
+// backend mounts one (sandbox.Capabilities.HostMounts). A program whose
+// execution came with a host token (sandbox.ExecRequest.HostToken) makes
+// its host calls there instead of on descriptor 3, which saves the relay
+// through the zygote and the backend.
+//
+// The program's process connects once, on its first host call, and sends
+//
+//	{"op":"hello","token":"..."}
+//
+// then the same call frames it would send on descriptor 3; the host
+// answers each with a reply frame ({"op":"reply","id":7,...}, "exec"
+// empty). A token the host does not know on that socket gets
+//
+//	{"op":"refused","error":"..."}
+//
+// and the connection is closed. Output stays on the program's pipes.
+const HostSocket = "/cexec/host.sock"
+
+// HostHello is the first frame on the host socket.
+type HostHello struct {
+	Op    string `json:"op"`
+	Token string `json:"token"`
+}
+
+// ReadHostHello reads the hello frame a connection to the host socket
+// starts with and returns its token.
+func ReadHostHello(r *bufio.Reader) (string, error) {
+	kind, payload, err := readFrame(r)
+	if err != nil {
+		return "", fmt.Errorf("read hello: %w", err)
+	}
+	var h HostHello
+	if kind != kindJSON || json.Unmarshal(payload, &h) != nil || h.Op != "hello" || h.Token == "" {
+		return "", errors.New("read hello: the first frame is not a hello with a token")
+	}
+	return h.Token, nil
+}
+
+// WriteHostRefusal tells the peer why its connection is closed.
+func WriteHostRefusal(w io.Writer, reason string) error {
+	b, err := encode(map[string]string{"op": "refused", "error": reason})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(appendFrame(nil, kindJSON, b))
+	return err
+}
+
+// ServeHostCalls answers the host calls of one connection to the host
+// socket with host, maxCalls of them at once (<= 0: DefaultMaxCalls), each
+// with ctx, and returns when the peer closes the connection or breaks the
+// protocol, after every call has returned. Errors become what the program
+// raises as they do on the relayed path: a *sandbox.CallError as it is,
+// any other error as sandbox.DefaultCallErrorType.
+func ServeHostCalls(ctx context.Context, r *bufio.Reader, w io.Writer, host sandbox.Host, maxCalls int) error {
+	if maxCalls <= 0 {
+		maxCalls = DefaultMaxCalls
+	}
+	sem := make(chan struct{}, maxCalls)
+	var (
+		calls sync.WaitGroup
+		wmu   sync.Mutex
+		werr  error
+	)
+	defer calls.Wait()
+	for {
+		kind, payload, err := readFrame(r)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if kind != kindJSON {
+			return fmt.Errorf("%w: an output frame on the host socket", errBadFrame)
+		}
+		var m inMsg
+		if err := json.Unmarshal(payload, &m); err != nil || m.Op != "call" {
+			return fmt.Errorf("%w: the host socket takes call frames only", errBadFrame)
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		calls.Add(1)
+		go func() {
+			defer func() {
+				<-sem
+				calls.Done()
+			}()
+			b, err := hostReply(ctx, host, &m).encode()
+			if err != nil {
+				b, _ = replyMsg{Op: "reply", ID: m.ID, Error: err.Error(), ErrorType: sandbox.DefaultCallErrorType}.encode()
+			}
+			frame := appendFrame(make([]byte, 0, headerSize+len(b)), kindJSON, b)
+			wmu.Lock()
+			defer wmu.Unlock()
+			if werr == nil {
+				_, werr = w.Write(frame)
+			}
+		}()
+	}
+}
+
+// hostReply makes one host call and words its outcome as a reply.
+func hostReply(ctx context.Context, host sandbox.Host, m *inMsg) replyMsg {
+	params := m.Params
+	if len(params) == 0 {
+		params = json.RawMessage("null")
+	}
+	rep := replyMsg{Op: "reply", ID: m.ID}
+	res, err := host.Call(ctx, m.Method, params)
+	var ce *sandbox.CallError
+	switch {
+	case errors.As(err, &ce):
+		rep.Error, rep.ErrorType = ce.Message, ce.Type
+		if rep.ErrorType == "" {
+			rep.ErrorType = sandbox.DefaultCallErrorType
+		}
+	case err != nil:
+		rep.Error, rep.ErrorType = err.Error(), sandbox.DefaultCallErrorType
+	case len(res) == 0:
+		rep.Result = json.RawMessage("null")
+	case len(res) > MaxCallData:
+		rep.Error, rep.ErrorType = fmt.Sprintf("the result of %s is %d MiB, over the %d MiB a host call carries; ask for less per call",
+			m.Method, len(res)>>20, MaxCallData>>20), "ResultTooLarge"
+	case !json.Valid(res):
+		rep.Error, rep.ErrorType = "the host returned a result that is not valid JSON", sandbox.DefaultCallErrorType
+	default:
+		rep.Result = res
+	}
+	return rep
+}
