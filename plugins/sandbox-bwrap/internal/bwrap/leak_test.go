@@ -213,7 +213,7 @@ func TestNoOrphanWhenSetupIsInterrupted(t *testing.T) {
 			}
 			t.Logf("interrupting with %q", procs)
 			interrupt()
-			if procs, ok := waitProcs(t, marker, 3*time.Second, func(n int) bool { return n == 0 }); !ok {
+			if procs, ok := waitProcs(t, marker, 15*time.Second, func(n int) bool { return n == 0 }); !ok {
 				t.Errorf("processes left behind: %q", procs)
 			}
 		})
