@@ -64,6 +64,7 @@ k8s-binaries:
 # CEXEC_CLUSTER_KEEP=1); one that was already up stays up.
 .PHONY: test-cluster
 test-cluster: build
+	@scripts/deps.sh --cluster
 	@started=; scripts/test-cluster.sh env >/dev/null 2>&1 || started=1; \
 	trap '[ -z "$$started" ] || [ -n "$$CEXEC_CLUSTER_KEEP" ] || scripts/test-cluster.sh down' EXIT; \
 	scripts/test-cluster.sh up >/dev/null && eval "$$(scripts/test-cluster.sh env)" && \

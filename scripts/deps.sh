@@ -26,6 +26,19 @@ command -v mkfs.ext4 >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v 
 # Debian's HAProxy in front of two cexecd (e2e/replicas_test.go).
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
+# make test-cluster (scripts/deps.sh --cluster): a one-node Kubernetes cluster
+# (scripts/test-cluster.sh) on containerd, runc and the CNI plugins, with
+# images made by mmdebstrap.
+if [ "${1:-}" = --cluster ]; then
+	command -v containerd >/dev/null 2>&1 || missing+=(containerd)
+	command -v runc >/dev/null 2>&1 || PATH="$PATH:/usr/sbin" command -v runc >/dev/null 2>&1 || missing+=(runc)
+	[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+	command -v mmdebstrap >/dev/null 2>&1 || missing+=(mmdebstrap)
+	command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+	command -v curl >/dev/null 2>&1 || missing+=(curl)
+	command -v jq >/dev/null 2>&1 || missing+=(jq)
+	command -v ip >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
 	echo "deps: installing Debian packages: ${missing[*]}" >&2
 	$sudo apt-get update -qq
