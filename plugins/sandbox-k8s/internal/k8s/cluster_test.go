@@ -2,12 +2,14 @@ package k8s
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -230,18 +232,59 @@ print(scan())`); left != "[]\n" {
 }
 
 // TestClusterNetworkIsolation checks that a sandbox without network cannot
-// connect to another tenant's pod, which listens meanwhile. Only a CNI
-// that enforces NetworkPolicy keeps pods apart (the template asks for a
-// policy without rules), so the test runs where CEXEC_TEST_K8S_NETPOL=1
-// says the cluster's CNI does.
+// connect to another tenant's listening pod, while a sandbox with network
+// can (so the test can fail). In link_down mode it runs on any cluster: the
+// pod's interfaces but lo are down, a program cannot bring them up again,
+// and its program and call_tool still run (pods/exec does not use the
+// pod's network). The policy mode relies on a CNI that enforces
+// NetworkPolicy, so it runs where CEXEC_TEST_K8S_NETPOL=1 says the
+// cluster's does; the test cluster's bridge does not.
 func TestClusterNetworkIsolation(t *testing.T) {
 	e := clusterOrSkip(t)
-	if os.Getenv("CEXEC_TEST_K8S_NETPOL") != "1" {
-		t.Skip("the test cluster's CNI is not said to enforce NetworkPolicy (CEXEC_TEST_K8S_NETPOL=1); without it pods reach each other whatever the template asks")
-	}
-	p := e.plugin(t, testOwner("net"), nil)
-	for _, c := range []struct{ id, tenant string }{{"net-a", "acme"}, {"net-b", "globex"}} {
-		if _, err := p.Create(t.Context(), sandbox.CreateRequest{ID: c.id, Tenant: c.tenant}); err != nil {
+	t.Run(isolationLinkDown, func(t *testing.T) { netIsolation(t, e, isolationLinkDown, "netld") })
+	t.Run(isolationPolicy, func(t *testing.T) {
+		if os.Getenv("CEXEC_TEST_K8S_NETPOL") != "1" {
+			t.Skip("the test cluster's CNI is not said to enforce NetworkPolicy (CEXEC_TEST_K8S_NETPOL=1); without it pods reach each other in policy mode")
+		}
+		netIsolation(t, e, isolationPolicy, "netpol")
+	})
+}
+
+// netProbe is what the sandbox without network runs: the interfaces up
+// besides lo, an attempt to bring its interfaces up, a connection to the
+// other tenant's listener and a tool call.
+const netProbe = `import cexec, errno, fcntl, socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+def flags(name):
+    return struct.unpack_from("16sH", fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", name.encode(), 0)))[1]
+names = [n for _, n in socket.if_nameindex() if n != "lo"]
+print("up", [n for n in names if flags(n) & 1])
+print("routes", len(open("/proc/net/route").read().splitlines()) - 1)
+for n in names:
+    try:
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", n.encode(), flags(n) | 1))
+        print("raise-link", n, "DONE")
+    except OSError as e:
+        print("raise-link", n, "refused", errno.errorcode[e.errno])
+try:
+    c = socket.create_connection((%q, 8471), timeout=5)
+    c.sendall(b"a")
+    c.close()
+    print("connect CONNECTED")
+except OSError as e:
+    print("connect refused", e)
+print("tool", cexec.call_tool("files", "read", {"path": "a.txt"})["text"])
+`
+
+// netIsolation runs the network isolation check with network_isolation
+// mode, under its own owner label.
+func netIsolation(t *testing.T, e clusterEnv, mode, owner string) {
+	p := e.plugin(t, testOwner(owner), map[string]any{"allow_network": true, "network_isolation": mode})
+	for _, c := range []struct {
+		id, tenant string
+		network    bool
+	}{{"net-a", "acme", false}, {"net-b", "globex", true}, {"net-c", "initech", true}} {
+		if _, err := p.Create(t.Context(), sandbox.CreateRequest{ID: c.id, Tenant: c.tenant, Network: c.network}); err != nil {
 			t.Fatalf("create %s: %v", c.id, err)
 		}
 		t.Cleanup(func() { _ = p.Destroy(context.Background(), c.id) })
@@ -251,37 +294,124 @@ func TestClusterNetworkIsolation(t *testing.T) {
 	if err != nil || pod.Status.PodIP == "" {
 		t.Fatalf("pod of net-b: %v %v", pod, err)
 	}
-	listening := make(chan string, 1)
+	ip := pod.Status.PodIP
+	// The other tenant's listener prints what each connection sends until
+	// one sends "stop".
+	listener := &plugintest.Host{}
+	listened := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		h := &plugintest.Host{}
-		_, _ = p.Exec(ctx, sandbox.ExecRequest{SandboxID: "net-b", Code: `import socket
+		_, err := p.Exec(ctx, sandbox.ExecRequest{SandboxID: "net-b", Code: `import socket
 s = socket.socket()
 s.bind(("0.0.0.0", 8471))
 s.listen()
+s.settimeout(90)
 print("listening", flush=True)
-s.settimeout(15)
-try:
-    s.accept()
-    print("accepted")
-except OSError:
-    print("nobody")
-`}, h)
-		listening <- h.Stdout()
+while True:
+    c, _ = s.accept()
+    got = c.recv(16)
+    print("got", got.decode(), flush=True)
+    if got == b"stop":
+        break
+`}, listener)
+		listened <- err
 	}()
-	time.Sleep(3 * time.Second) // the listener is up well before
-	out := runIn(t, p, "net-a", fmt.Sprintf(`import socket
-try:
-    socket.create_connection((%q, 8471), timeout=5).close()
-    print("connected")
-except OSError as e:
-    print("refused", e)
-`, pod.Status.PodIP))
-	if strings.HasPrefix(out, "connected") {
-		t.Errorf("a sandbox without network connected to another tenant's pod at %s", pod.Status.PodIP)
+	for !strings.Contains(listener.Stdout(), "listening") {
+		select {
+		case err := <-listened:
+			t.Fatalf("the listener ended before listening: %v %s %s", err, listener.Stdout(), listener.Stderr())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	if b := <-listening; !strings.HasPrefix(b, "listening") {
-		t.Errorf("the other tenant's program never listened: %q", b)
+	send := func(what string) string {
+		return runIn(t, p, "net-c", fmt.Sprintf(`import socket
+c = socket.create_connection((%q, 8471), timeout=10)
+c.sendall(%q.encode())
+c.close()
+print("sent")`, ip, what))
+	}
+	send("c")
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	h := &plugintest.Host{OnCall: func(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"text":"via exec"}`), nil
+	}}
+	res, err := p.Exec(ctx, sandbox.ExecRequest{SandboxID: "net-a", Code: fmt.Sprintf(netProbe, ip)}, h)
+	if err != nil || res.ExitCode != 0 || res.Error != nil {
+		t.Fatalf("the probe in net-a: %v, result %+v, error %+v, stderr %s", err, res, res.Error, h.Stderr())
+	}
+	out := h.Stdout()
+	send("stop")
+	if err := <-listened; err != nil {
+		t.Fatalf("the listener: %v", err)
+	}
+	t.Logf("net-a (%s) printed:\n%s", mode, out)
+	if got := listener.Stdout(); !strings.Contains(got, "got c\n") || strings.Contains(got, "got a\n") {
+		t.Errorf("the other tenant's listener printed %q; want the networked sandbox's \"c\" and not the cut one's \"a\"", got)
+	}
+	want := []string{"connect refused", "tool via exec"}
+	if mode == isolationLinkDown {
+		want = append(want, "up []", "routes 0")
+		if !strings.Contains(out, "raise-link eth0 refused EPERM") {
+			t.Errorf("net-a printed:\n%s\nwant its attempt to bring eth0 up refused with EPERM", out)
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("net-a printed:\n%s\nwant a line with %q", out, w)
+		}
+	}
+	if strings.Contains(out, "DONE") {
+		t.Errorf("a program brought a link up:\n%s", out)
+	}
+}
+
+// TestClusterPodSecurityRestricted checks the documented choice of modes in
+// a namespace of its own that enforces Pod Security "restricted": a
+// sandbox in policy mode runs there, and in link_down mode (NET_ADMIN in
+// the init container) Create fails with an error that says why.
+func TestClusterPodSecurityRestricted(t *testing.T) {
+	e := clusterOrSkip(t)
+	probe := e.plugin(t, testOwner("psa-probe"), nil)
+	nss := probe.cl.core.CoreV1().Namespaces()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   fmt.Sprintf("cx-psa-%d", os.Getpid()),
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
+	}}
+	if _, err := nss.Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", ns.Name, err)
+	}
+	t.Cleanup(func() { _ = nss.Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
+	// Pods need the namespace's default ServiceAccount, which the
+	// controller manager makes.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := probe.cl.core.CoreV1().ServiceAccounts(ns.Name).Get(t.Context(), "default", metav1.GetOptions{}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no default ServiceAccount in %s: %v", ns.Name, err)
+		}
+	}
+	e.namespace = ns.Name
+
+	policy := e.plugin(t, testOwner("psa-policy"), map[string]any{"network_isolation": isolationPolicy})
+	if _, err := policy.Create(t.Context(), sandbox.CreateRequest{ID: "psa-policy", Tenant: "acme"}); err != nil {
+		t.Fatalf("create in policy mode under restricted: %v", err)
+	}
+	t.Cleanup(func() { _ = policy.Destroy(context.Background(), "psa-policy") })
+	if out := runIn(t, policy, "psa-policy", `print("ran")`); out != "ran\n" {
+		t.Errorf("policy mode under restricted printed %q", out)
+	}
+
+	linkDown := e.plugin(t, testOwner("psa-linkdown"), map[string]any{"ready_timeout": "30s"})
+	_, err := linkDown.Create(t.Context(), sandbox.CreateRequest{ID: "psa-linkdown", Tenant: "acme"})
+	if err == nil {
+		_ = linkDown.Destroy(context.Background(), "psa-linkdown")
+		t.Fatal("a link_down sandbox started in a namespace that enforces Pod Security restricted")
+	}
+	t.Logf("link_down under restricted: %v", err)
+	if !strings.Contains(err.Error(), "Pod Security admission") || !strings.Contains(err.Error(), `network_isolation "policy"`) {
+		t.Errorf("link_down under restricted: %v; want the error to name Pod Security admission and the policy mode", err)
 	}
 }

@@ -26,6 +26,7 @@ type Config struct {
 	Owner            string  `json:"owner"`
 	ReadyTimeout     string  `json:"ready_timeout"`
 	AllowNetwork     bool    `json:"allow_network"`
+	NetworkIsolation string  `json:"network_isolation"`
 	MemoryMB         int64   `json:"memory_mb"`
 	CPUs             float64 `json:"cpus"`
 	ExecTimeout      string  `json:"exec_timeout"`
@@ -43,6 +44,18 @@ const (
 	volumeShared = "shared"
 	// volumeEmpty gives each sandbox an emptyDir: nothing persists.
 	volumeEmpty = "empty_dir"
+)
+
+// Network isolation modes of sandboxes without network.
+const (
+	// isolationLinkDown adds an init container that takes every interface
+	// of the pod's network namespace but lo down, whatever the CNI; the
+	// template's NetworkPolicy without rules stays as a second layer.
+	isolationLinkDown = "link_down"
+	// isolationPolicy relies on the NetworkPolicy alone: for namespaces
+	// whose Pod Security admission refuses NET_ADMIN, on a CNI that
+	// enforces NetworkPolicy.
+	isolationPolicy = "policy"
 )
 
 // Defaults of Config.
@@ -72,7 +85,8 @@ var configSchema = pluginapi.ConfigSchema{Attributes: []pluginapi.Attribute{
 	{Name: "workspace_claim", Type: "string", Description: "PersistentVolumeClaim name (shared) or name prefix (pvc_per_tenant) of the workspaces."},
 	{Name: "owner", Type: "string", Description: "Label value that marks this cexecd's objects (cexec.io/owner), so that a restarted plugin finds and deletes what it left. Default \"cexecd\"; give each cexecd sharing a namespace its own."},
 	{Name: "ready_timeout", Type: "string", Description: "How long a sandbox may take to be claimed and start its runtime, a Go duration. Default 2m."},
-	{Name: "allow_network", Type: "bool", Description: "Let sandboxes that ask for network have it. Default false: the template asks the controller for a NetworkPolicy without rules, which a CNI that enforces policies turns into no traffic."},
+	{Name: "allow_network", Type: "bool", Description: "Let sandboxes that ask for network have it. Default false: see network_isolation."},
+	{Name: "network_isolation", Type: "string", Description: "How a sandbox without network is cut off. \"link_down\" (default): an init container with only CAP_NET_ADMIN takes every interface but lo down before the sandbox starts, whatever the CNI; the namespace's Pod Security admission must allow NET_ADMIN (level privileged, as baseline and restricted refuse it). \"policy\": only the NetworkPolicy without rules that the template also asks for in link_down mode, which cuts traffic only where the CNI enforces NetworkPolicy."},
 	{Name: "memory_mb", Type: "number", Description: "Default memory limit of a sandbox pod in MiB. Default 512."},
 	{Name: "cpus", Type: "number", Description: "Default CPU limit of a sandbox pod, for example 0.5. Default: no limit."},
 	{Name: "exec_timeout", Type: "string", Description: "Default wall-clock limit of one execution, a Go duration. Default 30s."},
@@ -96,6 +110,7 @@ type settings struct {
 	owner               string
 	readyTimeout        time.Duration
 	allowNetwork        bool
+	netIsolation        string
 	limits              limitDefaults
 	runAs               int64
 }
@@ -117,7 +132,7 @@ func decodeConfig(raw json.RawMessage) (*settings, pluginapi.Diagnostics) {
 		namespace: or(c.Namespace, defaultNamespace), image: c.Image, python: or(c.Python, defaultPython),
 		runtimeClass: c.RuntimeClassName, warmPool: defaultWarmPool, volume: or(c.WorkspaceVolume, volumeEmpty),
 		wsClaim: c.WorkspaceClaim, owner: or(c.Owner, defaultOwner), readyTimeout: defaultReadyTimeout,
-		allowNetwork: c.AllowNetwork, runAs: defaultRunAs,
+		allowNetwork: c.AllowNetwork, netIsolation: or(c.NetworkIsolation, isolationLinkDown), runAs: defaultRunAs,
 		limits: limitDefaults{
 			memory: orDefault(c.MemoryMB, defaultMemoryMB) << 20, cpusMilli: int64(c.CPUs * 1000),
 			output: orDefault(c.OutputKB, defaultOutputKB) << 10, tmp: orDefault(c.TmpMB, defaultTmpMB) << 20,
@@ -161,6 +176,9 @@ func decodeConfig(raw json.RawMessage) (*settings, pluginapi.Diagnostics) {
 		}
 	default:
 		bad("workspace_volume", fmt.Sprintf("%q: use \"pvc_per_tenant\", \"shared\" or \"empty_dir\"", s.volume))
+	}
+	if s.netIsolation != isolationLinkDown && s.netIsolation != isolationPolicy {
+		bad("network_isolation", fmt.Sprintf("%q: use \"link_down\" (interfaces taken down by an init container with NET_ADMIN) or \"policy\" (a NetworkPolicy only, for a CNI that enforces it)", s.netIsolation))
 	}
 	for _, d := range []struct {
 		attr, v string

@@ -27,6 +27,8 @@ func TestDecodeConfig(t *testing.T) {
 		{"per-tenant prefix", `{"image":"python:3","workspace_volume":"pvc_per_tenant","workspace_claim":"ws-"}`, "", ""},
 		{"bad timeout", `{"image":"python:3","ready_timeout":"soon"}`, "ready_timeout", "positive duration"},
 		{"root", `{"image":"python:3","run_as_uid":0}`, "run_as_uid", "never run as root"},
+		{"bad network isolation", `{"image":"python:3","network_isolation":"iptables"}`, "network_isolation", `"iptables": use "link_down"`},
+		{"policy isolation", `{"image":"python:3","network_isolation":"policy"}`, "", ""},
 		{"relative python", `{"image":"python:3","python":"python3"}`, "python", "absolute path"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,7 +37,8 @@ func TestDecodeConfig(t *testing.T) {
 				if diags.HasErrors() {
 					t.Fatalf("diagnostics: %v", diags)
 				}
-				if s.namespace != "default" || s.warmPool != 1 || s.owner != "cexecd" || s.runAs != 65534 || s.limits.memory != 512<<20 {
+				if s.namespace != "default" || s.warmPool != 1 || s.owner != "cexecd" || s.runAs != 65534 || s.limits.memory != 512<<20 ||
+					(s.netIsolation != isolationLinkDown && !strings.Contains(tc.hcl, "network_isolation")) {
 					t.Errorf("defaults = %+v", s)
 				}
 				return

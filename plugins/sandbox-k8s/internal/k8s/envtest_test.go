@@ -154,8 +154,9 @@ func TestControlPathEnvtest(t *testing.T) {
 	pool, _, _ := unstructured.NestedString(claim.Object, "spec", "warmPoolRef", "name")
 
 	err = <-created
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "agent-sandbox controller") || !strings.Contains(err.Error(), "sb.1") {
-		t.Errorf("create without a controller: %v; want a timeout that names the sandbox and the missing controller", err)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "agent-sandbox controller") || !strings.Contains(err.Error(), "sb.1") ||
+		!strings.Contains(err.Error(), "Pod Security admission") {
+		t.Errorf("create without a controller: %v; want a timeout that names the sandbox, the missing controller and, for link_down, Pod Security admission", err)
 	}
 	if got := listOwned(t, cfg, claimGVR, "test"); len(got) != 0 {
 		t.Errorf("a failed create left its claim %s", got[0].GetName())
@@ -167,6 +168,7 @@ func TestControlPathEnvtest(t *testing.T) {
 	}
 	pod, _, _ := unstructured.NestedMap(tmpl.Object, "spec", "podTemplate", "spec")
 	checkPod(t, pod)
+	checkLinkDown(t, pod)
 	if np, _, _ := unstructured.NestedString(tmpl.Object, "spec", "networkPolicyManagement"); np != "Managed" {
 		t.Errorf("networkPolicyManagement = %q, want Managed for a sandbox without network", np)
 	}

@@ -80,10 +80,13 @@ func claimName(owner, id string) string { return "cx-" + hash(owner, "claim", id
 // podSpec describes what a tenant's sandbox pods look like; equal specs
 // share a SandboxTemplate and SandboxWarmPool.
 type podSpec struct {
-	tenant   string
-	runAs    int64
-	limits   sandbox.Limits
-	network  bool
+	tenant  string
+	runAs   int64
+	limits  sandbox.Limits
+	network bool
+	// linkDown adds the init container that takes the pod's interfaces
+	// down (network_isolation "link_down", no network).
+	linkDown bool
 	volume   string // one of the workspace_volume modes
 	claim    string // the PersistentVolumeClaim, for volumePerTenant and volumeShared
 	subPath  string // for volumeShared
@@ -99,7 +102,7 @@ func (p *podSpec) templateName(owner string) string {
 	l := p.limits
 	return "cx-" + hash(owner, "template", p.tenant, strconv.FormatInt(p.runAs, 10),
 		fmt.Sprint(l.MemoryBytes, l.CPUsMilli, l.TmpBytes, l.ShmBytes), strconv.FormatBool(p.network),
-		p.volume, p.claim, p.subPath, p.image, p.python, p.runtime, strconv.FormatInt(p.warmPool, 10))
+		strconv.FormatBool(p.linkDown), p.volume, p.claim, p.subPath, p.image, p.python, p.runtime, strconv.FormatInt(p.warmPool, 10))
 }
 
 func (s *settings) labels(tenant string) map[string]any {
@@ -133,7 +136,8 @@ func (s *settings) template(name string, p *podSpec) *unstructured.Unstructured 
 	}
 	if !p.network {
 		// Managed by the controller, with no rules: no traffic in or out
-		// where the CNI enforces NetworkPolicy.
+		// where the CNI enforces NetworkPolicy. In link_down mode a second
+		// layer under the init container's cut.
 		spec["networkPolicyManagement"] = "Managed"
 		spec["networkPolicy"] = map[string]any{"ingress": []any{}, "egress": []any{}}
 	} else {
@@ -262,6 +266,9 @@ func (p *podSpec) pod() map[string]any {
 	}
 	if p.runtime != "" {
 		spec["runtimeClassName"] = p.runtime
+	}
+	if p.linkDown {
+		spec["initContainers"] = []any{p.linkDownContainer()}
 	}
 	return spec
 }

@@ -217,6 +217,11 @@ func (p *Plugin) start(ctx context.Context, s *settings, cl *cluster, req sandbo
 	}
 	if err != nil {
 		_ = b.destroy(context.Background())
+		if spec.linkDown && b.pod == "" {
+			// The likeliest reason a link_down pod never comes: Pod
+			// Security admission (baseline or restricted) refuses it.
+			err = fmt.Errorf("%w (network_isolation %q gives the pod an init container with NET_ADMIN, which Pod Security admission below \"privileged\" refuses: check the namespace's pod-security.kubernetes.io/enforce label and the warm pool's events, or use network_isolation \"policy\" on a CNI that enforces NetworkPolicy)", err, isolationLinkDown)
+		}
 		return nil, err
 	}
 	return b, nil

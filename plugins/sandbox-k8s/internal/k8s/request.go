@@ -38,7 +38,8 @@ func (s *settings) checkRequest(req sandbox.CreateRequest) (*podSpec, []upload, 
 	}
 	p := &podSpec{
 		tenant: req.Tenant, runAs: s.runAs, limits: req.Limits, network: req.Network && s.allowNetwork,
-		volume: s.volume, image: s.image, python: s.python, runtime: s.runtimeClass, warmPool: s.warmPool,
+		linkDown: !(req.Network && s.allowNetwork) && s.netIsolation == isolationLinkDown,
+		volume:   s.volume, image: s.image, python: s.python, runtime: s.runtimeClass, warmPool: s.warmPool,
 	}
 	l := &p.limits
 	if l.MemoryBytes == 0 {
