@@ -16,24 +16,12 @@ import (
 )
 
 // k8sCluster is the cluster of the opt-in TestCluster tests (`make
-// test-cluster`), from the environment the cluster's scripts set.
-type k8sCluster struct {
-	kubeconfig, image, namespace string
-}
+// test-cluster`), with the k8s plugin built.
+type k8sCluster struct{ testutil.K8sCluster }
 
 func k8sClusterOrSkip(t *testing.T) k8sCluster {
 	t.Helper()
-	c := k8sCluster{
-		kubeconfig: os.Getenv("CEXEC_TEST_KUBECONFIG"),
-		image:      os.Getenv("CEXEC_TEST_K8S_IMAGE"),
-		namespace:  os.Getenv("CEXEC_TEST_K8S_NAMESPACE"),
-	}
-	if c.kubeconfig == "" || c.image == "" {
-		t.Skip("no cluster: set CEXEC_TEST_KUBECONFIG and CEXEC_TEST_K8S_IMAGE (and CEXEC_TEST_K8S_NAMESPACE) to run sandboxes in pods, as `make test-cluster` does")
-	}
-	if c.namespace == "" {
-		c.namespace = "default"
-	}
+	c := k8sCluster{testutil.K8sClusterOrSkip(t)}
 	if _, err := os.Stat(filepath.Join(bins.pluginDir, "cexec-plugin-sandbox-k8s")); err != nil {
 		if err := testutil.GoBuild(filepath.Join(bins.pluginDir, "cexec-plugin-sandbox-k8s"), "./plugins/sandbox-k8s"); err != nil {
 			t.Fatal(err)
@@ -124,7 +112,7 @@ func (c k8sCluster) k8sBlock(owner string) string {
   owner         = %q
   warm_pool     = 1
   ready_timeout = "3m"
-}`, c.kubeconfig, c.image, c.namespace, owner)
+}`, c.Kubeconfig, c.Image, c.Namespace, owner)
 }
 
 // execLong runs `cexecctl exec --json` with room for a first sandbox that

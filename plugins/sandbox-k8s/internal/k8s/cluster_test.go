@@ -13,40 +13,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
 // The TestCluster tests run programs in real pods. They are opt-in (`make
-// test-cluster`): CEXEC_TEST_KUBECONFIG names the kubeconfig of a cluster
-// with a node and the agent-sandbox v0.5.6 controller and extensions,
-// CEXEC_TEST_K8S_IMAGE an image with /usr/bin/python3 that the node has,
-// CEXEC_TEST_K8S_NAMESPACE the namespace (default "default").
-type clusterEnv struct {
-	kubeconfig, image, namespace string
-}
+// test-cluster`): testutil.K8sClusterOrSkip says what they need.
+type clusterEnv struct{ testutil.K8sCluster }
 
 func clusterOrSkip(t *testing.T) clusterEnv {
 	t.Helper()
-	e := clusterEnv{
-		kubeconfig: os.Getenv("CEXEC_TEST_KUBECONFIG"),
-		image:      os.Getenv("CEXEC_TEST_K8S_IMAGE"),
-		namespace:  os.Getenv("CEXEC_TEST_K8S_NAMESPACE"),
-	}
-	if e.kubeconfig == "" || e.image == "" {
-		t.Skip("no cluster: set CEXEC_TEST_KUBECONFIG and CEXEC_TEST_K8S_IMAGE (and CEXEC_TEST_K8S_NAMESPACE) to run programs in pods, as `make test-cluster` does")
-	}
-	if e.namespace == "" {
-		e.namespace = "default"
-	}
-	return e
+	return clusterEnv{testutil.K8sClusterOrSkip(t)}
 }
 
 // hcl is the plugin block of the cluster tests for owner, with extra
 // attributes.
 func (e clusterEnv) hcl(owner string, extra map[string]any) map[string]any {
 	m := map[string]any{
-		"kubeconfig": e.kubeconfig, "image": e.image, "namespace": e.namespace, "owner": owner,
+		"kubeconfig": e.Kubeconfig, "image": e.Image, "namespace": e.Namespace, "owner": owner,
 		"warm_pool": 1, "ready_timeout": "3m",
 	}
 	for k, v := range extra {
@@ -101,21 +86,21 @@ func TestClusterLeftoversAfterRestart(t *testing.T) {
 		t.Fatalf("create: %v", err)
 	}
 	b, _ := first.boxes.Get("left-1")
-	if pods := ownedPods(t, first.cl, e.namespace, owner); len(pods) == 0 {
+	if pods := ownedPods(t, first.cl, e.Namespace, owner); len(pods) == 0 {
 		t.Fatalf("no pod carries the owner label %s while sandbox left-1 runs in %s", owner, b.pod)
 	}
 	// first is never closed: it stands for a plugin process that died.
 	second := e.plugin(t, owner, nil)
 	cl := second.cl
 	for _, gvr := range []schema.GroupVersionResource{claimGVR, poolGVR, templateGVR} {
-		list, err := cl.dynamic.Resource(gvr).Namespace(e.namespace).List(t.Context(), metav1.ListOptions{LabelSelector: ownerSelector(owner)})
+		list, err := cl.dynamic.Resource(gvr).Namespace(e.Namespace).List(t.Context(), metav1.ListOptions{LabelSelector: ownerSelector(owner)})
 		if err != nil || len(list.Items) != 0 {
 			t.Errorf("%s of the dead plugin after the restart: %v, %v", gvr.Resource, len(list.Items), err)
 		}
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		pods := ownedPods(t, cl, e.namespace, owner)
+		pods := ownedPods(t, cl, e.Namespace, owner)
 		if len(pods) == 0 {
 			break
 		}
@@ -290,7 +275,7 @@ func netIsolation(t *testing.T, e clusterEnv, mode, owner string) {
 		t.Cleanup(func() { _ = p.Destroy(context.Background(), c.id) })
 	}
 	b, _ := p.boxes.Get("net-b")
-	pod, err := p.cl.core.CoreV1().Pods(e.namespace).Get(t.Context(), b.pod, metav1.GetOptions{})
+	pod, err := p.cl.core.CoreV1().Pods(e.Namespace).Get(t.Context(), b.pod, metav1.GetOptions{})
 	if err != nil || pod.Status.PodIP == "" {
 		t.Fatalf("pod of net-b: %v %v", pod, err)
 	}
@@ -393,7 +378,7 @@ func TestClusterPodSecurityRestricted(t *testing.T) {
 			t.Fatalf("no default ServiceAccount in %s: %v", ns.Name, err)
 		}
 	}
-	e.namespace = ns.Name
+	e.Namespace = ns.Name
 
 	policy := e.plugin(t, testOwner("psa-policy"), map[string]any{"network_isolation": isolationPolicy})
 	if _, err := policy.Create(t.Context(), sandbox.CreateRequest{ID: "psa-policy", Tenant: "acme"}); err != nil {
