@@ -75,9 +75,26 @@ func quiesce(ctx context.Context, root int, limit time.Duration) (time.Duration,
 
 // treeCPUMs is the CPU time, in milliseconds, of process root and its
 // descendants, including the children they have waited for; false when
-// root cannot be read.
+// root cannot be read. A descendant reaped while the tree is read (after
+// its parent's figure, before its own) would drop out of the sum, which
+// could then be lower than an earlier one: such a reading is taken again.
 func treeCPUMs(root int) (float64, bool) {
-	var total float64
+	for range 5 {
+		total, rootOK, complete := readTreeCPUMs(root)
+		if !rootOK {
+			return 0, false
+		}
+		if complete {
+			return total, true
+		}
+	}
+	return 0, false
+}
+
+// readTreeCPUMs reads the tree once; complete is false when a process
+// listed as a child could no longer be read.
+func readTreeCPUMs(root int) (total float64, rootOK, complete bool) {
+	complete = true
 	seen := map[int]bool{}
 	var walk func(pid int) bool
 	walk = func(pid int) bool {
@@ -94,15 +111,15 @@ func treeCPUMs(root int) (float64, bool) {
 		for _, t := range tasks {
 			kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
 			for _, k := range strings.Fields(string(kids)) {
-				if n, err := strconv.Atoi(k); err == nil {
-					walk(n)
+				if n, err := strconv.Atoi(k); err == nil && !walk(n) {
+					complete = false
 				}
 			}
 		}
 		return true
 	}
-	ok := walk(root)
-	return total, ok
+	rootOK = walk(root)
+	return total, rootOK, complete
 }
 
 // awaitServers waits, at most limit, until no upstream server is still
