@@ -51,6 +51,8 @@ const maxConns = 8
 type Server struct {
 	dir string
 	log hclog.Logger
+	// owner is the directory's lock, held until Close (see sweepStale).
+	owner *os.File
 
 	mu      sync.Mutex
 	sockets map[string]*socket // by sandbox id
@@ -87,16 +89,27 @@ type grant struct {
 // system's temporary directory) for the sockets. Other host users cannot
 // reach into it; a sandbox reaches its own socket through its mount alone
 // (the backend binds it as the daemon's user, or as root in a mount
-// namespace of its own).
+// namespace of its own). It first removes the directories that daemons
+// which died before Close left under parent.
 func New(parent string, log hclog.Logger) (*Server, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	dir, err := os.MkdirTemp(parent, "cexec-host-")
+	if removed, err := sweepStale(parent); err != nil {
+		log.Warn("could not remove the socket directories of a daemon that is gone", "error", err)
+	} else if len(removed) > 0 {
+		log.Info("removed the socket directories of a daemon that is gone", "dirs", removed)
+	}
+	dir, err := os.MkdirTemp(parent, dirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("host call sockets: %w", err)
 	}
-	return &Server{dir: dir, log: log, sockets: map[string]*socket{}, grants: map[string]*grant{}}, nil
+	owner, err := holdDir(dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("host call sockets: %w", err)
+	}
+	return &Server{dir: dir, log: log, owner: owner, sockets: map[string]*socket{}, grants: map[string]*grant{}}, nil
 }
 
 // Dir is the directory holding the sockets.
@@ -186,7 +199,9 @@ func (s *Server) Close() error {
 	for _, id := range ids {
 		s.CloseSandbox(id)
 	}
-	return os.RemoveAll(s.dir)
+	err := os.RemoveAll(s.dir)
+	_ = s.owner.Close()
+	return err
 }
 
 // Grant lets the execution running in sandbox id make host calls on its
