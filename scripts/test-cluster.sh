@@ -330,7 +330,7 @@ up() {
 	start kube-controller-manager "$bins/kube-controller-manager" --kubeconfig "$dir/controller-manager.kubeconfig" \
 		--leader-elect=false --bind-address 127.0.0.1 --secure-port "$kcm_port" \
 		--root-ca-file "$dir/pki/ca.crt" --use-service-account-credentials \
-		--controllers garbagecollector,namespace,serviceaccount,root-ca-cert-publisher,nodelifecycle,podgc,replicaset,deployment,job
+		--controllers garbagecollector,namespace,serviceaccount,root-ca-cert-publisher,nodelifecycle,podgc,replicaset,deployment,job,persistentvolume-binder,pvc-protection,pv-protection
 	start kube-scheduler "$bins/kube-scheduler" --kubeconfig "$dir/scheduler.kubeconfig" \
 		--leader-elect=false --bind-address 127.0.0.1 --secure-port "$scheduler_port"
 	start kubelet "$bins/kubelet" --config "$dir/kubelet.yaml" --kubeconfig "$dir/kubelet.kubeconfig" \
