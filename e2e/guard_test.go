@@ -549,6 +549,12 @@ func TestGuardStrict(t *testing.T) {
 	if err := syscall.Kill(guard.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	// "Down" is once the daemon has seen the process go: until then this
+	// guard's CheckCode, which it answered as not implemented, is not
+	// asked again, and code runs as it would have a moment earlier.
+	waitFor(t, "the daemon to see the guard's process gone", func() bool {
+		return listPlugins(t, e.setup)["guard/pii"].Status != "ok"
+	})
 
 	r := ctlExec(t, e.setup, "careful", "print('ran')\n")
 	if r.Stdout != "" || r.Error == nil || r.Error.Type != "PermissionError" ||
