@@ -414,22 +414,20 @@ func (p *Pool) Close(ctx context.Context) error {
 // settle is how long a released sandbox rests before it is preferred
 // again: its backend readies the next execution after the last one ends
 // (the bwrap zygote forks and warms a spare child), and an execution that
-// arrives sooner does that work on its own time.
+// arrives sooner does that work on its own time. Within settle, back-to-back
+// executions alternate between the two most recently used sandboxes.
 const settle = 10 * time.Millisecond
 
 // popIdleLocked takes the most recently used idle sandbox of tenant (so
-// that the others idle out), or with rested the most recently used one
-// that ended its last execution settle ago or more, else the one that has
-// rested longest. Back-to-back executions so rotate over as few sandboxes
-// as give each settle to ready the next (two when only two are idle).
+// that the others idle out), or with rested the one before it when that
+// one ended an execution within settle.
 func (p *Pool) popIdleLocked(tenant string, rested bool) *entry {
 	es := p.idle[tenant]
 	if len(es) == 0 {
 		return nil
 	}
-	// es is in release order: the most recently used last.
 	i := len(es) - 1
-	for rested && i > 0 && es[i].uses > 0 && time.Since(es[i].lastUsed) < settle {
+	if rested && i > 0 && es[i].uses > 0 && time.Since(es[i].lastUsed) < settle {
 		i--
 	}
 	e := es[i]

@@ -574,54 +574,6 @@ func TestRestedSandboxPreferred(t *testing.T) {
 	}
 }
 
-// TestRestedSandboxRotation: with more than two idle sandboxes, an
-// execution takes the most recently used one that has rested settle, else
-// the one that has rested longest; the release times are set, not slept,
-// so that a slow machine cannot blur them.
-func TestRestedSandboxRotation(t *testing.T) {
-	ago := func(n int) time.Duration { return time.Duration(n) * settle / 4 }
-	for _, tc := range []struct {
-		name string
-		// rested is how long ago each sandbox, in release order, ended its
-		// execution.
-		rested []time.Duration
-		want   int
-	}{
-		{name: "two rested, two busy readying", rested: []time.Duration{ago(12), ago(8), ago(2), ago(1)}, want: 1},
-		{name: "none rested", rested: []time.Duration{ago(3), ago(2), ago(1)}, want: 0},
-		{name: "the most recent rested", rested: []time.Duration{ago(12), ago(8), ago(5)}, want: 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := newPool(t, newMem(), Config{MaxTotal: 4})
-			ctx := context.Background()
-			var ids []string
-			var ls []*Lease
-			for range tc.rested {
-				l := leased(t)(p.Acquire(ctx, "alice"))
-				ls = append(ls, l)
-				ids = append(ids, l.ID)
-			}
-			for _, l := range ls {
-				l.Release(true)
-			}
-			now := time.Now()
-			p.mu.Lock()
-			for i, e := range p.idle["alice"] {
-				if e.id != ids[i] {
-					t.Fatalf("idle sandboxes not in release order: %s at %d, want %s", e.id, i, ids[i])
-				}
-				e.lastUsed = now.Add(-tc.rested[i])
-			}
-			p.mu.Unlock()
-			l := leased(t)(p.Acquire(ctx, "alice"))
-			defer l.Release(true)
-			if l.ID != ids[tc.want] {
-				t.Errorf("got %s; released in the order %v, want %s", l.ID, ids, ids[tc.want])
-			}
-		})
-	}
-}
-
 // TestRemoveTenant destroys a removed tenant's idle sandboxes at once and
 // its busy ones on release, leaves other tenants' alone, and gives a
 // tenant created again under the same id only new sandboxes.
