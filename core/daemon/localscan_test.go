@@ -3,8 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/pluginhost"
+	"github.com/cexec/cexec/core/pluginhost/hosttest"
 	"github.com/cexec/cexec/internal/testpeers"
 	"github.com/cexec/cexec/internal/testutil"
 )
@@ -22,28 +21,10 @@ import (
 // TestLocalToolsReadInSandbox reads the repository's local tools through the
 // real bwrap backend plugin, launched by the plugin host as cexecd does.
 func TestLocalToolsReadInSandbox(t *testing.T) {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		testutil.SkipMissing(t, "bubblewrap: %v", err)
-	}
-	// The plugin host's relative defaults stay out of the source tree.
-	t.Chdir(t.TempDir())
-	pluginDir := t.TempDir()
-	if err := testutil.GoBuild(filepath.Join(pluginDir, "cexec-plugin-sandbox-bwrap"), "./plugins/sandbox-bwrap"); err != nil {
-		t.Fatal(err)
-	}
-	src := fmt.Sprintf("cexec {\n  plugin_dir = %q\n  data_dir   = %q\n}\n\nplugin \"sandbox\" \"bwrap\" {}\npipeline {\n  guards = []\n}\n", pluginDir, t.TempDir())
-	cfg, diags := config.Load(writeConfig(t, t.TempDir(), src), config.Overrides{LookupEnv: func(string) (string, bool) { return "", false }})
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
+	host, cfg := hosttest.Bwrap(t)
 	log := testpeers.Logger(t, "", hclog.Warn)
-	host := pluginhost.New(cfg, log)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	defer host.Stop(context.WithoutCancel(ctx))
-	if diags := host.Start(ctx); diags.HasErrors() {
-		t.Fatalf("start the bwrap plugin: %s", diags.Error())
-	}
 
 	dir := filepath.Join(testutil.ModuleRoot(), "servers")
 	cat, err := catalog.New(cfg, catalog.Options{Logger: log, ServersDir: "-", LocalServersDir: dir,

@@ -4,19 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
-	"github.com/cexec/cexec/core/config"
-	"github.com/cexec/cexec/core/pluginhost"
-	"github.com/cexec/cexec/internal/testpeers"
+	"github.com/cexec/cexec/core/pluginhost/hosttest"
 	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
@@ -27,30 +21,9 @@ import (
 // and puts srv in front of it.
 func bwrapBackend(t testing.TB) (relay, direct sandbox.Sandbox, srv *Server) {
 	t.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		testutil.SkipMissing(t, "bubblewrap: %v", err)
-	}
-	t.Chdir(t.TempDir())
-	pluginDir := t.TempDir()
-	if err := testutil.GoBuild(filepath.Join(pluginDir, "cexec-plugin-sandbox-bwrap"), "./plugins/sandbox-bwrap"); err != nil {
-		t.Fatal(err)
-	}
-	src := fmt.Sprintf("cexec {\n  plugin_dir = %q\n  data_dir   = %q\n}\n\nplugin \"sandbox\" \"bwrap\" {}\npipeline {\n  guards = []\n}\n", pluginDir, t.TempDir())
-	cfgPath := filepath.Join(t.TempDir(), "cexec.hcl")
-	if err := os.WriteFile(cfgPath, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, diags := config.Load(cfgPath, config.Overrides{LookupEnv: func(string) (string, bool) { return "", false }})
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
-	host := pluginhost.New(cfg, testpeers.Logger(t, "", hclog.Warn))
+	host, _ := hosttest.Bwrap(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	t.Cleanup(func() { host.Stop(context.Background()) })
-	if diags := host.Start(ctx); diags.HasErrors() {
-		t.Fatalf("start the bwrap plugin: %s", diags.Error())
-	}
 	sb, err := host.Sandbox("bwrap")
 	if err != nil {
 		t.Fatal(err)
