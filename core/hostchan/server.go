@@ -38,7 +38,8 @@ import (
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
 
-// helloTimeout bounds the wait for a connection's hello frame.
+// helloTimeout bounds the wait for a connection's hello frame (the
+// Server's hello, which tests may raise).
 const helloTimeout = 10 * time.Second
 
 // maxConns bounds the open connections to one sandbox's socket: an
@@ -49,8 +50,9 @@ const maxConns = 8
 // Server owns the sockets of the sandboxes and the executions' tokens. It
 // is safe for concurrent use.
 type Server struct {
-	dir string
-	log hclog.Logger
+	dir   string
+	log   hclog.Logger
+	hello time.Duration
 	// owner is the directory's lock, held until Close (see sweepStale).
 	owner *os.File
 
@@ -109,7 +111,7 @@ func New(parent string, log hclog.Logger) (*Server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("host call sockets: %w", err)
 	}
-	return &Server{dir: dir, log: log, owner: owner, sockets: map[string]*socket{}, grants: map[string]*grant{}}, nil
+	return &Server{dir: dir, log: log, hello: helloTimeout, owner: owner, sockets: map[string]*socket{}, grants: map[string]*grant{}}, nil
 }
 
 // Dir is the directory holding the sockets.
@@ -290,7 +292,7 @@ func (s *Server) serve(sk *socket, c *net.UnixConn) {
 	defer func() { _ = c.Close() }()
 	id := sk.sandbox
 	r := bufio.NewReader(c)
-	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
+	_ = c.SetReadDeadline(time.Now().Add(s.hello))
 	token, err := runtime.ReadHostHello(r)
 	if err != nil {
 		_ = runtime.WriteHostRefusal(c, err.Error())

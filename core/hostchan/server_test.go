@@ -290,6 +290,7 @@ func TestSocketFiles(t *testing.T) {
 // for the silent ones' hello timeout.
 func TestConnectionLimit(t *testing.T) {
 	srv := newServer(t)
+	srv.hello = time.Hour
 	m, err := srv.Open("sbx-a", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -313,11 +314,9 @@ func TestConnectionLimit(t *testing.T) {
 	if !refused {
 		t.Fatalf("no refusal after %d silent connections", maxConns)
 	}
-	start := time.Now()
+	// Were CloseSandbox to wait for the silent connections' hello, it
+	// would wait an hour and the test would time out.
 	srv.CloseSandbox("sbx-a")
-	if d := time.Since(start); d >= helloTimeout {
-		t.Errorf("CloseSandbox waited %v for silent connections", d)
-	}
 	for _, p := range silent {
 		if m := p.recv(t); m != nil && m["op"] != "refused" {
 			t.Errorf("silent connection got %v", m)
