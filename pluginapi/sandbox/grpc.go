@@ -203,6 +203,11 @@ func (c *client) Exec(ctx context.Context, req ExecRequest, host Host) (ExecResu
 			return ExecResult{}, errors.New("sandbox exec: plugin ended the stream without a result")
 		}
 		if err != nil {
+			// Once the caller cancelled, the plugin's own error (often a
+			// host call failing with "context canceled") is a consequence.
+			if ctx.Err() != nil {
+				return ExecResult{}, ctx.Err()
+			}
 			return ExecResult{}, pluginapi.FromStatusContext(ctx, err)
 		}
 		switch m := out.GetMsg().(type) {
@@ -217,6 +222,11 @@ func (c *client) Exec(ctx context.Context, req ExecRequest, host Host) (ExecResu
 				defer calls.Done()
 				reply := &sandboxv1.HostReply{CallId: call.GetCallId()}
 				result, err := host.Call(ctx, call.GetMethod(), call.GetParamsJson())
+				if ctx.Err() != nil {
+					// The stream is being cancelled: the plugin must see its
+					// ctx done, not a reply saying "context canceled".
+					return
+				}
 				if err != nil {
 					reply.ErrorType, reply.Error = DefaultCallErrorType, err.Error()
 					var ce *CallError
