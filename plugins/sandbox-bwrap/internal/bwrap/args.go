@@ -21,9 +21,6 @@ const (
 	fdCtlOut  = 4 // zygote -> host, kept open for the zygote
 	fdSeccomp = 5
 	fdInfo    = 6
-	fdPasswd  = 7
-	fdGroup   = 8
-	fdHosts   = 9
 )
 
 // The sandbox user. Its id inside the user namespace; outside it is the
@@ -49,7 +46,8 @@ var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 // etcFiles are the host's /etc entries programs need: the dynamic linker's
 // cache, name service and time zone settings, TLS certificates,
 // alternatives, MIME types and service names. Missing ones are skipped.
-// passwd, group and hosts are generated instead of shown.
+// Sandboxes see a copy of them (see etcView); passwd, group and hosts are
+// generated instead.
 var etcFiles = []string{
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
 	"/etc/localtime", "/etc/timezone", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf",
@@ -184,9 +182,9 @@ func zygoteConfig(s *settings, spec *boxSpec) runtime.ZygoteConfig {
 }
 
 // bwrapArgs is the bubblewrap command line (without the binary) of a
-// sandbox whose runtime is installed at libDir on the host. sources are the
+// sandbox whose runtime is installed at dirs.lib on the host. sources are the
 // paths bwrap binds spec.mounts from (see stagedSources).
-func bwrapArgs(s *settings, spec *boxSpec, libDir string, sources []string) []string {
+func bwrapArgs(s *settings, spec *boxSpec, dirs boxDirs, sources []string) []string {
 	a := []string{
 		"--unshare-all", "--unshare-user",
 		"--uid", strconv.Itoa(sandboxUID), "--gid", strconv.Itoa(sandboxGID),
@@ -218,16 +216,11 @@ func bwrapArgs(s *settings, spec *boxSpec, libDir string, sources []string) []st
 	for _, p := range s.roPaths {
 		a = append(a, "--ro-bind", p, p)
 	}
-	for _, f := range etcFiles {
-		a = append(a, "--ro-bind-try", f, f)
-	}
+	a = append(a, "--ro-bind", dirs.etc, "/etc")
 	if spec.network {
 		a = append(a, "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf")
 	}
 	a = append(a,
-		"--ro-bind-data", strconv.Itoa(fdPasswd), "/etc/passwd",
-		"--ro-bind-data", strconv.Itoa(fdGroup), "/etc/group",
-		"--ro-bind-data", strconv.Itoa(fdHosts), "/etc/hosts",
 		"--proc", "/proc",
 		"--dev", "/dev",
 	)
@@ -256,7 +249,7 @@ func bwrapArgs(s *settings, spec *boxSpec, libDir string, sources []string) []st
 		}
 		a = append(a, "--tmpfs", workspaceDir)
 	}
-	a = append(a, "--ro-bind", libDir, libTarget)
+	a = append(a, "--ro-bind", dirs.lib, libTarget)
 	a = append(a, "--remount-ro", "/", "--chdir", workspaceDir, "--clearenv")
 
 	zc := zygoteConfig(s, spec)

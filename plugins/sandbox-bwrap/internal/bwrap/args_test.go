@@ -70,9 +70,16 @@ func TestBwrapArgs(t *testing.T) {
 				if i := slices.Index(args, "/dev/shm"); i < 3 || args[i-1] != "--tmpfs" || args[i-3] != "--size" {
 					t.Error("/dev/shm is no size-capped tmpfs")
 				}
-				for _, v := range flagValues(args, "--ro-bind-try", 2) {
-					if v[0] == "/etc/resolv.conf" || v[0] == "/etc/passwd" || v[0] == "/etc/shadow" {
-						t.Errorf("%s shown", v[0])
+				if !slices.ContainsFunc(flagValues(args, "--ro-bind", 2), func(v []string) bool { return v[0] == "/etc-dir" && v[1] == "/etc" }) {
+					t.Errorf("/etc is not the copy")
+				}
+				// Nothing of the host's /etc is bound but resolv.conf for
+				// networked sandboxes.
+				for _, op := range []string{"--ro-bind", "--ro-bind-try", "--bind"} {
+					for _, v := range flagValues(args, op, 2) {
+						if strings.HasPrefix(v[0], "/etc") && v[0] != "/etc-dir" {
+							t.Errorf("%s %s shown", op, v[0])
+						}
 					}
 				}
 				if i := slices.Index(args, "--remount-ro"); i < 0 || args[i+1] != "/" {
@@ -115,7 +122,7 @@ func TestBwrapArgs(t *testing.T) {
 			for i, m := range spec.mounts {
 				sources[i] = m.Source
 			}
-			tc.check(t, bwrapArgs(s, spec, "/lib-dir", sources))
+			tc.check(t, bwrapArgs(s, spec, boxDirs{lib: "/lib-dir", etc: "/etc-dir"}, sources))
 		})
 	}
 }

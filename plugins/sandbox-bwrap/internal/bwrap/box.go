@@ -57,7 +57,14 @@ type box struct {
 }
 
 // startBox starts a sandbox and waits until its zygote is ready.
-func startBox(ctx context.Context, s *settings, spec *boxSpec, libDir, stageDir string, seccomp []byte, cg *sandboxCgroup, log hclog.Logger) (*box, error) {
+// boxDirs are the host directories a sandbox is made of.
+type boxDirs struct {
+	// lib holds the runtime (see Plugin.libDir), etc the sandbox's /etc
+	// (see etcView), and stage is where launch mounts staged sources.
+	lib, etc, stage string
+}
+
+func startBox(ctx context.Context, s *settings, spec *boxSpec, dirs boxDirs, seccomp []byte, cg *sandboxCgroup, log hclog.Logger) (*box, error) {
 	b := &box{
 		id: spec.id, tenant: spec.tenant, created: time.Now(), limits: spec.limits,
 		log: log.With("sandbox", spec.id), cg: cg, pidfd: -1, exited: make(chan struct{}),
@@ -67,12 +74,12 @@ func startBox(ctx context.Context, s *settings, spec *boxSpec, libDir, stageDir 
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.id, err)
 	}
-	cmd := bwrapCommand(s, spec, libDir, stageDir, p)
+	cmd := bwrapCommand(s, spec, dirs, p)
 	var binds []sandbox.Mount
 	if spec.runAs != nil {
 		binds = spec.mounts
 	}
-	if err := launch(cmd, stageDir, binds, cg, b.exited); err != nil {
+	if err := launch(cmd, dirs.stage, binds, cg, b.exited); err != nil {
 		closeFiles(p.parentEnds...)
 		closeFiles(p.childEnds...)
 		return nil, fmt.Errorf("start sandbox %s: run %s: %w", spec.id, s.bwrap, err)
@@ -134,18 +141,18 @@ func (b *box) abort(p *boxPipes, err error) error {
 
 // bwrapCommand is the bwrap command of a sandbox, with the child's ends
 // of p at the descriptors bwrapArgs names.
-func bwrapCommand(s *settings, spec *boxSpec, libDir, stageDir string, p *boxPipes) *exec.Cmd {
+func bwrapCommand(s *settings, spec *boxSpec, dirs boxDirs, p *boxPipes) *exec.Cmd {
 	sources := make([]string, len(spec.mounts))
 	for i, m := range spec.mounts {
 		sources[i] = m.Source
 	}
 	if spec.runAs != nil {
-		sources = stagedSources(stageDir, len(spec.mounts))
+		sources = stagedSources(dirs.stage, len(spec.mounts))
 	}
-	cmd := exec.Command(s.bwrap, bwrapArgs(s, spec, libDir, sources)...)
+	cmd := exec.Command(s.bwrap, bwrapArgs(s, spec, dirs, sources)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
 	cmd.Stderr = p.stderrW
-	for fd := fdCtlIn; fd <= fdHosts; fd++ {
+	for fd := fdCtlIn; fd <= fdInfo; fd++ {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, p.files[fd])
 	}
 	cmd.SysProcAttr = sysProcAttr(spec.runAs)
@@ -193,14 +200,12 @@ func (p *boxPipes) open(seccomp []byte) error {
 	p.parentEnds, p.childEnds = append(p.parentEnds, infoR), append(p.childEnds, infoW)
 	p.ctlInW, p.ctlOutR, p.infoR = ctlInW, ctlOutR, infoR
 	p.files[fdCtlIn], p.files[fdCtlOut], p.files[fdInfo] = ctlInR, ctlOutW, infoW
-	for fd, data := range map[int][]byte{fdSeccomp: seccomp, fdPasswd: []byte(passwdData), fdGroup: []byte(groupData), fdHosts: []byte(hostsData)} {
-		r, err := dataPipe(data)
-		if err != nil {
-			return err
-		}
-		p.files[fd] = r
-		p.childEnds = append(p.childEnds, r)
+	r, err := dataPipe(seccomp)
+	if err != nil {
+		return err
 	}
+	p.files[fdSeccomp] = r
+	p.childEnds = append(p.childEnds, r)
 	p.stderrR, p.stderrW, err = os.Pipe()
 	if err != nil {
 		return err

@@ -47,6 +47,7 @@ type Plugin struct {
 	cgErr    error
 	cgDone   bool
 	seccomp  map[bool][]byte
+	etc      etcView
 	boxes    sandbox.Registry[*box]
 }
 
@@ -413,13 +414,26 @@ func (p *Plugin) start(ctx context.Context, s *settings, spec *boxSpec) (*box, p
 		}
 		return nil, nil, err
 	}
-	b, err := startBox(ctx, s, spec, lib, stageDir, seccomp, cg, p.log)
+	etc, err := p.etc.acquire(time.Now())
 	if err != nil {
+		if cg != nil {
+			_ = cg.remove()
+		}
+		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.id, err)
+	}
+	b, err := startBox(ctx, s, spec, boxDirs{lib: lib, stage: stageDir, etc: etc.dir}, seccomp, cg, p.log)
+	if err != nil {
+		// startBox fails only with bwrap gone.
+		p.etc.release(etc)
 		if cg != nil {
 			_ = cg.remove()
 		}
 		return nil, nil, err
 	}
+	go func() {
+		<-b.exited
+		p.etc.release(etc)
+	}()
 	return b, diags, nil
 }
 
@@ -508,5 +522,6 @@ func (p *Plugin) Close() error {
 		_ = os.Remove(p.stage)
 		p.stage = ""
 	}
+	p.etc.close()
 	return nil
 }
