@@ -18,11 +18,13 @@
 // runs. Python subprocesses of programs get the same module path from Env:
 // PYTHONPATH is /cexec/lib alone, whose sitecustomize appends CEXEC_PATH and
 // fixes CEXEC_PACKAGES, and PYTHONSAFEPATH keeps the working directory off
-// sys.path. The zygote imports the runtime, reports ready, then (while idle) drops its dumpable flag, imports the preload
-// modules, freezes its heap and forks the spare child, so that executions
-// start with all of that done. That idle work starts 10 ms after ready: a
-// sandbox created for one program gets it at once and runs it with no
-// preload import in its way. Before freezing its heap the zygote takes the
+// sys.path. The zygote imports the runtime, reports ready, then (while
+// idle) drops its dumpable flag, imports the preload modules, freezes its
+// heap and forks the spare child, so that executions start with all of
+// that done. That idle work starts 10 ms after ready, or after an
+// execution that came first: a sandbox created for one program gets it at
+// once, runs it with no preload import in its way, and is usually
+// destroyed before it spends the CPU on them. Before freezing its heap the zygote takes the
 // spare's warm-up steps once itself, so that what a first run initializes
 // is inherited by every child rather than copied in each.
 //
