@@ -269,9 +269,11 @@ func TestTracesExported(t *testing.T) {
 	if upstream.GetKind() != tracepb.Span_SPAN_KIND_CLIENT || attr(upstream, "mcp.method.name") != "tools/call" {
 		t.Errorf("upstream span: kind %v attributes %v", upstream.GetKind(), upstream.GetAttributes())
 	}
-	// The plugin calls, from otelgrpc on the plugins' connections.
-	plugin := span("cexec.plugin.sandbox.v1.Sandbox/Exec")
-	parentIs(plugin, run)
+	// The plugin calls, from otelgrpc on the plugins' connections. The
+	// program itself runs without the bwrap plugin on its way (cexecd
+	// controls the zygote through the sandbox's socket).
+	plugin := span("cexec.plugin.guard.v1.Guard/CheckCode")
+	parentIs(plugin, span("guard.before"))
 	if plugin.GetKind() != tracepb.Span_SPAN_KIND_CLIENT {
 		t.Errorf("plugin span kind %v", plugin.GetKind())
 	}

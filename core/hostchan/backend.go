@@ -3,9 +3,11 @@ package hostchan
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
+	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
 
 // Wrap returns sb with srv's direct channel in front, for a backend that
@@ -24,17 +26,38 @@ type backend struct {
 }
 
 func (b *backend) Create(ctx context.Context, req sandbox.CreateRequest) (pluginapi.Diagnostics, error) {
-	m, err := b.srv.Open(req.ID, req.RunAs)
+	id := req.ID
+	m, err := b.srv.Open(id, req.RunAs, runtime.Options{
+		// As the backend's own runner does: a zygote that misses a
+		// deadline or breaks the protocol takes its sandbox with it.
+		Kill:        func() { go b.kill(id) },
+		Timeout:     req.Limits.Timeout,
+		OutputLimit: req.Limits.OutputBytes,
+	})
 	if err != nil {
 		return nil, err
 	}
 	req.Mounts = append(slices.Clip(req.Mounts), m)
 	diags, err := b.Sandbox.Create(ctx, req)
 	if err != nil || diags.HasErrors() {
-		b.srv.CloseSandbox(req.ID)
+		b.srv.CloseSandbox(id)
+		return diags, err
 	}
-	return diags, err
+	b.srv.Seal(id)
+	return diags, nil
 }
+
+// kill destroys a sandbox whose zygote cannot be trusted any more; the pool
+// destroys it again when the execution ends, which finds it gone.
+func (b *backend) kill(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+	defer cancel()
+	_ = b.Sandbox.Destroy(ctx, id)
+}
+
+// killTimeout bounds the destruction of a sandbox the daemon's runner
+// gave up on.
+const killTimeout = time.Minute
 
 func (b *backend) Destroy(ctx context.Context, id string) error {
 	err := b.Sandbox.Destroy(ctx, id)
@@ -44,6 +67,8 @@ func (b *backend) Destroy(ctx context.Context, id string) error {
 
 // Exec grants the execution its token when its sandbox has a socket; the
 // grant ends, and calls still in flight are cancelled, before Exec returns.
+// When the zygote is controlled through the socket, the daemon runs the
+// execution itself, without the backend on the way.
 func (b *backend) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbox.Host) (sandbox.ExecResult, error) {
 	if !b.srv.Has(req.SandboxID) {
 		return b.Sandbox.Exec(ctx, req, host)
@@ -54,5 +79,39 @@ func (b *backend) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbo
 	}
 	defer revoke()
 	req.HostToken = token
-	return b.Sandbox.Exec(ctx, req, host)
+	ctl := b.srv.controlOf(req.SandboxID)
+	if ctl == nil || !ctl.runner.Healthy() {
+		return b.Sandbox.Exec(ctx, req, host)
+	}
+	ctl.busy.Store(true)
+	defer ctl.busy.Store(false)
+	ctl.execs.Add(1)
+	res, err := ctl.runner.Exec(ctx, req, host)
+	if err == nil && ctx.Err() != nil {
+		// As through the plugin's stream: a caller that cancelled gets
+		// its context's error (the result says the program was killed).
+		err = ctx.Err()
+	}
+	return res, err
 }
+
+// List adds the executions the daemon ran through the socket to what the
+// backend counted, and shows their sandboxes busy while they run.
+func (b *backend) List(ctx context.Context) ([]sandbox.Status, error) {
+	list, err := b.Sandbox.List(ctx)
+	for i := range list {
+		if ctl := b.srv.controlOf(list[i].ID); ctl != nil {
+			list[i].Executions += ctl.execs.Load()
+			if ctl.busy.Load() && list[i].State == stateReady {
+				list[i].State = stateBusy
+			}
+		}
+	}
+	return list, err
+}
+
+// Sandbox states as backends report them (sandbox.Status.State).
+const (
+	stateReady = "ready"
+	stateBusy  = "busy"
+)

@@ -71,7 +71,7 @@ func median(v []float64) float64 {
 // round trip.
 func BenchmarkSocketRoundTrip(b *testing.B) {
 	srv := newServer(b)
-	m, err := srv.Open("sbx-a", nil)
+	m, err := srv.Open("sbx-a", nil, runtime.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func BenchmarkSocketRoundTrip(b *testing.B) {
 // that makes one call: grant, connect, hello, the call, revoke.
 func BenchmarkExecutionCycle(b *testing.B) {
 	srv := newServer(b)
-	m, err := srv.Open("sbx-a", nil)
+	m, err := srv.Open("sbx-a", nil, runtime.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

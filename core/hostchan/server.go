@@ -15,6 +15,13 @@
 // still in flight see their context cancelled, and the execution does not
 // end before they have returned.
 //
+// The zygote may ask, while its sandbox is being created, to be controlled
+// through the socket too (runtime.HelloControl): the daemon then drives
+// the sandbox's executions over that connection with a runtime.Runner of
+// its own, and the backend plugin is no longer on an execution's way. The
+// plugin keeps the sandbox's lifecycle (create, health, destroy, and the
+// kill of a zygote that misses a deadline) on its own channel.
+//
 // Wrap puts this in front of a backend; backends without HostMounts keep
 // the relay path unchanged.
 package hostchan
@@ -30,6 +37,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -42,9 +50,9 @@ import (
 // Server's hello, which tests may raise).
 const helloTimeout = 10 * time.Second
 
-// maxConns bounds the open connections to one sandbox's socket: an
-// execution needs one, and a program opening more must not run the
-// daemon out of descriptors.
+// maxConns bounds the open connections to one sandbox's socket: the
+// zygote's control connection and an execution's need one each, and a
+// program opening more must not run the daemon out of descriptors.
 const maxConns = 8
 
 // Server owns the sockets of the sandboxes and the executions' tokens. It
@@ -69,11 +77,27 @@ type socket struct {
 	ln      *net.UnixListener
 	done    sync.WaitGroup
 
+	// runnerOpts configure the runner of a control connection.
+	runnerOpts runtime.Options
+
 	mu    sync.Mutex
 	conns map[*net.UnixConn]struct{}
 	// refusedLogged: a refused token is logged once per sandbox, so that
 	// a program cannot flood the log.
 	refusedLogged bool
+	// sealed: the sandbox has been created, so no control request is
+	// taken any more (programs may run from then on).
+	sealed bool
+	// control drives the zygote through the socket, once it asked.
+	control *control
+}
+
+// control is the daemon's side of a zygote that is controlled through its
+// socket.
+type control struct {
+	runner *runtime.Runner
+	busy   atomic.Bool
+	execs  atomic.Int64
 }
 
 // grant is one execution's right to the socket of its sandbox.
@@ -121,8 +145,9 @@ func (s *Server) Dir() string { return s.dir }
 // at runtime.HostSocket. owner, when set, is the host user the sandbox runs
 // as: the socket is then its alone; otherwise any user of the sandbox may
 // connect (the backend may run it as a user of its own choosing), and the
-// private directory keeps everyone else out.
-func (s *Server) Open(id string, owner *sandbox.HostUser) (sandbox.Mount, error) {
+// private directory keeps everyone else out. ro configures the runner of
+// the zygote's control connection, which it may open until Seal.
+func (s *Server) Open(id string, owner *sandbox.HostUser, ro runtime.Options) (sandbox.Mount, error) {
 	name, err := randomHex(16)
 	if err != nil {
 		return sandbox.Mount{}, err
@@ -137,7 +162,10 @@ func (s *Server) Open(id string, owner *sandbox.HostUser) (sandbox.Mount, error)
 		_ = ln.Close()
 		return sandbox.Mount{}, fmt.Errorf("host call socket of sandbox %s: %w", id, err)
 	}
-	sk := &socket{sandbox: id, path: path, ln: ln, conns: map[*net.UnixConn]struct{}{}}
+	if ro.Logger == nil {
+		ro.Logger = s.log.With("sandbox", id)
+	}
+	sk := &socket{sandbox: id, path: path, ln: ln, runnerOpts: ro, conns: map[*net.UnixConn]struct{}{}}
 	s.mu.Lock()
 	if s.closed || s.sockets[id] != nil {
 		s.mu.Unlock()
@@ -171,6 +199,41 @@ func (s *Server) Has(id string) bool {
 	return s.sockets[id] != nil
 }
 
+// Seal ends the time in which sandbox id's zygote may ask for control:
+// call it once the sandbox has been created, before any program runs.
+func (s *Server) Seal(id string) {
+	if sk := s.socket(id); sk != nil {
+		sk.mu.Lock()
+		sk.sealed = true
+		sk.mu.Unlock()
+	}
+}
+
+// Runner returns the runner of sandbox id's zygote when it is controlled
+// through the socket and usable, else nil.
+func (s *Server) Runner(id string) *runtime.Runner {
+	if c := s.controlOf(id); c != nil && c.runner.Healthy() {
+		return c.runner
+	}
+	return nil
+}
+
+func (s *Server) socket(id string) *socket {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sockets[id]
+}
+
+func (s *Server) controlOf(id string) *control {
+	sk := s.socket(id)
+	if sk == nil {
+		return nil
+	}
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	return sk.control
+}
+
 // CloseSandbox closes the socket of sandbox id, if it has one.
 func (s *Server) CloseSandbox(id string) {
 	s.mu.Lock()
@@ -183,7 +246,11 @@ func (s *Server) CloseSandbox(id string) {
 		for c := range sk.conns {
 			_ = c.Close()
 		}
+		ctl := sk.control
 		sk.mu.Unlock()
+		if ctl != nil {
+			_ = ctl.runner.Close()
+		}
 		sk.done.Wait()
 	}
 }
@@ -287,19 +354,25 @@ func (s *Server) accept(sk *socket) {
 	}
 }
 
-// serve checks a connection's token and answers its calls.
+// serve checks a connection's token and answers its calls, or takes the
+// zygote's control request.
 func (s *Server) serve(sk *socket, c *net.UnixConn) {
 	defer func() { _ = c.Close() }()
 	id := sk.sandbox
 	r := bufio.NewReader(c)
 	_ = c.SetReadDeadline(time.Now().Add(s.hello))
-	token, err := runtime.ReadHostHello(r)
+	hello, err := runtime.ReadHostHello(r)
 	if err != nil {
 		_ = runtime.WriteHostRefusal(c, err.Error())
 		s.log.Debug("host call socket: bad hello", "sandbox", id, "error", err)
 		return
 	}
-	g, err := s.claim(id, token, c)
+	_ = c.SetReadDeadline(time.Time{})
+	if hello.Op == runtime.HelloControl {
+		s.serveControl(sk, r, c)
+		return
+	}
+	g, err := s.claim(id, hello.Token, c)
 	if err != nil {
 		_ = runtime.WriteHostRefusal(c, err.Error())
 		sk.mu.Lock()
@@ -312,11 +385,44 @@ func (s *Server) serve(sk *socket, c *net.UnixConn) {
 		return
 	}
 	defer g.calls.Done()
-	_ = c.SetReadDeadline(time.Time{})
 	if err := runtime.ServeHostCalls(g.ctx, r, c, g.host, 0); err != nil && g.ctx.Err() == nil {
 		s.log.Warn("host call socket: connection broken", "sandbox", id, "error", err)
 	}
 }
+
+// serveControl takes the zygote's control request when the sandbox is
+// still being created and has no control connection yet, and keeps the
+// connection's runner until the connection ends.
+func (s *Server) serveControl(sk *socket, r *bufio.Reader, c *net.UnixConn) {
+	sk.mu.Lock()
+	taken := sk.sealed || sk.control != nil
+	var ctl *control
+	if !taken {
+		// The runner reads nothing before the welcome makes the zygote
+		// talk, and writes only what an execution queues.
+		ctl = &control{runner: runtime.NewRunner(c, readCloser{r, c}, sk.runnerOpts)}
+		sk.control = ctl
+	}
+	sk.mu.Unlock()
+	if taken {
+		_ = runtime.WriteHostRefusal(c, "control is taken only from the zygote, while its sandbox is created")
+		s.log.Warn("host call socket: refused a control request after the sandbox was created", "sandbox", sk.sandbox)
+		return
+	}
+	if err := runtime.WriteHostWelcome(c); err != nil {
+		_ = ctl.runner.Close()
+		return
+	}
+	<-ctl.runner.Done()
+}
+
+// readCloser reads through r what c receives, and closes c.
+type readCloser struct {
+	*bufio.Reader
+	c *net.UnixConn
+}
+
+func (rc readCloser) Close() error { return rc.c.Close() }
 
 func randomHex(n int) (string, error) {
 	b := make([]byte, n)

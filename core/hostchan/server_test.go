@@ -105,11 +105,11 @@ func echoHost() *plugintest.Host {
 // TestTokenChecks presents tokens to sockets and checks who gets served.
 func TestTokenChecks(t *testing.T) {
 	srv := newServer(t)
-	mountA, err := srv.Open("sbx-a", nil)
+	mountA, err := srv.Open("sbx-a", nil, runtime.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mountB, err := srv.Open("sbx-b", nil)
+	mountB, err := srv.Open("sbx-b", nil, runtime.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestTokenChecks(t *testing.T) {
 // first; the connection is refused without reaching a host.
 func TestNotAControlAPI(t *testing.T) {
 	srv := newServer(t)
-	m, err := srv.Open("sbx-a", nil)
+	m, err := srv.Open("sbx-a", nil, runtime.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestNotAControlAPI(t *testing.T) {
 // a grant cancels a call in flight and waits for it.
 func TestErrorsAndRevoke(t *testing.T) {
 	srv := newServer(t)
-	m, err := srv.Open("sbx-a", nil)
+	m, err := srv.Open("sbx-a", nil, runtime.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,11 +263,11 @@ func TestSocketFiles(t *testing.T) {
 	if fi.Mode().Perm() != 0o700 {
 		t.Errorf("socket directory mode %v, want 0700", fi.Mode().Perm())
 	}
-	m, err := srv.Open("sbx-a", nil)
+	m, err := srv.Open("sbx-a", nil, runtime.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.Open("sbx-a", nil); err == nil {
+	if _, err := srv.Open("sbx-a", nil, runtime.Options{}); err == nil {
 		t.Error("a second socket for one sandbox was opened")
 	}
 	srv.CloseSandbox("sbx-a")
@@ -291,7 +291,7 @@ func TestSocketFiles(t *testing.T) {
 func TestConnectionLimit(t *testing.T) {
 	srv := newServer(t)
 	srv.hello = time.Hour
-	m, err := srv.Open("sbx-a", nil)
+	m, err := srv.Open("sbx-a", nil, runtime.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package hostchan
 import (
 	"os"
 	"testing"
+
+	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
 
 // TestNewRemovesDeadDaemonsDirs: a daemon that died before Close left its
@@ -25,7 +27,7 @@ func TestNewRemovesDeadDaemonsDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dead.Open("box", nil); err != nil {
+	if _, err := dead.Open("box", nil, runtime.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	// A crash: the process's descriptors close, nothing is removed.

@@ -44,23 +44,34 @@ func (s *sandboxSuite) hostSocket(t *testing.T) {
 	}}
 	served := make(chan error, 1)
 	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			served <- err
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				served <- err
+				return
+			}
+			r := bufio.NewReader(c)
+			got, err := runtime.ReadHostHello(r)
+			if err == nil && got.Op == runtime.HelloControl {
+				// The zygote may ask to be controlled through the socket;
+				// this host does not offer it.
+				_ = runtime.WriteHostRefusal(c, "this host takes host calls only")
+				c.Close()
+				continue
+			}
+			if err == nil && got.Token != token {
+				err = fmt.Errorf("hello carried token %q, want %q", got.Token, token)
+			}
+			if err != nil {
+				_ = runtime.WriteHostRefusal(c, err.Error())
+				c.Close()
+				served <- err
+				return
+			}
+			served <- runtime.ServeHostCalls(t.Context(), r, c, direct, 0)
+			c.Close()
 			return
 		}
-		defer c.Close()
-		r := bufio.NewReader(c)
-		got, err := runtime.ReadHostHello(r)
-		if err == nil && got != token {
-			err = fmt.Errorf("hello carried token %q, want %q", got, token)
-		}
-		if err != nil {
-			_ = runtime.WriteHostRefusal(c, err.Error())
-			served <- err
-			return
-		}
-		served <- runtime.ServeHostCalls(t.Context(), r, c, direct, 0)
 	}()
 
 	id := fmt.Sprintf("conformance-%d-%d", os.Getpid(), s.seq.Add(1))

@@ -64,7 +64,12 @@
 //
 // The control channel is a pair of byte streams, host to zygote and zygote
 // to host (file descriptors 3 and 4 by default, stdin and stdout with
-// ZygoteConfig.StdioControl). Both carry frames:
+// ZygoteConfig.StdioControl). When the sandbox has the host's socket
+// (HostSocket), the zygote also asks the host there, before it reports
+// ready, to be controlled through that connection; a host that agrees
+// speaks the same protocol on it, without the backend in between (see
+// HostSocket). The zygote serves executions from either channel, one at a
+// time, and answers each on the channel it came from. Both carry frames:
 //
 //	uint32 big-endian payload length | 1 byte kind | payload
 //

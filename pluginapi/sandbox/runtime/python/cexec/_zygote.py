@@ -26,6 +26,7 @@ from _cexec_paths import extend_path, fix_package
 
 from cexec import _proto
 from cexec._child import _RLIMITS, Children
+from cexec._control import Channel, connect_control
 from cexec._osutil import _POLLIN, _READ_SIZE, _rss_bytes
 from cexec._relay import Relay, Run
 from cexec._sweep import Sweeper
@@ -207,10 +208,11 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers):
 
     def __init__(self, opts: Options) -> None:
         self.opts = opts
-        self.ctl_in = opts.ctl_in
-        self.ctl_out = opts.ctl_out
-        self.reader = _proto.Reader()
-        self.inbox: list[dict[str, Any]] = []
+        # The backend's channel, and the host's over its socket when it
+        # took the zygote's control request (see loop).
+        self.primary = Channel(opts.ctl_in, opts.ctl_out)
+        self.control: Channel | None = None
+        self.use(self.primary)
         # Whether every other process of the pid namespace (but pid 1) is a
         # program's, so that sweeps may kill them.
         self.is_init = os.getpid() == 1 or opts.sweep_namespace
@@ -230,6 +232,10 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers):
         os.set_blocking(self.wake_w, False)
         signal.signal(signal.SIGCHLD, lambda signum, frame: None)
         signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
+
+    def use(self, ch: Channel) -> None:
+        """Make ch the channel that frames are read from and sent to."""
+        self.ctl_in, self.ctl_out, self.reader, self.inbox = ch.fd_in, ch.fd_out, ch.reader, ch.inbox
 
     def send(self, msg: dict[str, Any]) -> None:
         self.write(_proto.encode_json(msg))
@@ -258,20 +264,36 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers):
             self.shutdown()
 
     def loop(self) -> None:
-        self.send({"op": "ready", "pid": os.getpid(), "protocol": PROTOCOL,
-                   "python": sys.version.split()[0], "init": self.is_init})
-        self.ready_at = time.monotonic()
+        # Before ready: the host grants control only while the sandbox is
+        # being created, when nothing but the zygote runs in it.
+        self.control = connect_control()
+        channels = [self.primary] if self.control is None else [self.control, self.primary]
+        hello = {"op": "ready", "pid": os.getpid(), "protocol": PROTOCOL,
+                 "python": sys.version.split()[0], "init": self.is_init}
+        by_fd: dict[int, Channel] = {}
         poller = select.poll()
-        poller.register(self.ctl_in, _POLLIN)
+        for ch in channels:
+            self.use(ch)
+            self.send(hello)
+            by_fd[ch.fd_in] = ch
+            poller.register(ch.fd_in, _POLLIN)
+        self.ready_at = time.monotonic()
         while True:
-            if not self.inbox:
+            pending = [c for c in channels if c.inbox]
+            if not pending:
                 wait = self.idle_wait()
-                if poller.poll(wait):
+                events = poller.poll(wait)
+                for fd, _ in events:
+                    # The end of either channel is the host's end.
+                    self.use(by_fd[fd])
                     if not self.read_host():
                         self.shutdown()
-                elif wait is not None:
+                if not events and wait is not None:
+                    self.use(self.primary)
                     self.idle_step()
                 continue
+            # An execution's frames all go the way it came.
+            self.use(pending[0])
             msg = self.inbox.pop(0)
             op = msg.get("op")
             if op == "exec":
