@@ -168,16 +168,17 @@ func checkRequest(s *settings, req sandbox.CreateRequest) (*boxSpec, error) {
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // zygoteConfig is how the runtime is started in this backend's sandboxes.
-func zygoteConfig(s *settings, spec *boxSpec) runtime.ZygoteConfig {
+func zygoteConfig(s *settings, spec *boxSpec, dirs boxDirs) runtime.ZygoteConfig {
 	return runtime.ZygoteConfig{
-		Python:  s.python,
-		LibDir:  libTarget,
-		Workdir: workspaceDir,
-		Preload: s.preload,
-		Scratch: []string{"/tmp", shmDir},
-		Rlimits: spec.rlimits,
-		CtlIn:   fdCtlIn,
-		CtlOut:  fdCtlOut,
+		Python:   s.python,
+		LibDir:   libTarget,
+		Workdir:  workspaceDir,
+		Preload:  s.preload,
+		Scratch:  []string{"/tmp", shmDir},
+		Rlimits:  spec.rlimits,
+		CtlIn:    fdCtlIn,
+		CtlOut:   fdCtlOut,
+		SitePath: dirs.sitePath,
 	}
 }
 
@@ -252,7 +253,7 @@ func bwrapArgs(s *settings, spec *boxSpec, dirs boxDirs, sources []string) []str
 	a = append(a, "--ro-bind", dirs.lib, libTarget)
 	a = append(a, "--remount-ro", "/", "--chdir", workspaceDir, "--clearenv")
 
-	zc := zygoteConfig(s, spec)
+	zc := zygoteConfig(s, spec, dirs)
 	env := zc.Env()
 	env["USER"], env["LOGNAME"] = sandboxUser, sandboxUser
 	for k, v := range spec.env {

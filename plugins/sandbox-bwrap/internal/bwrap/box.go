@@ -57,11 +57,13 @@ type box struct {
 }
 
 // startBox starts a sandbox and waits until its zygote is ready.
-// boxDirs are the host directories a sandbox is made of.
+// boxDirs are what the plugin prepared on the host for every sandbox.
 type boxDirs struct {
 	// lib holds the runtime (see Plugin.libDir), etc the sandbox's /etc
 	// (see etcView), and stage is where launch mounts staged sources.
 	lib, etc, stage string
+	// sitePath is ZygoteConfig.SitePath (see Plugin.sitePath).
+	sitePath []string
 }
 
 func startBox(ctx context.Context, s *settings, spec *boxSpec, dirs boxDirs, seccomp []byte, cg *sandboxCgroup, log hclog.Logger) (*box, error) {

@@ -42,6 +42,7 @@ type Plugin struct {
 	setDiags pluginapi.Diagnostics
 	probed   *availability
 	lib      string
+	site     *[]string // see sitePath
 	stage    string
 	cgfs     *cgroupFS
 	cgErr    error
@@ -204,6 +205,22 @@ func (p *Plugin) libDir(ctx context.Context, s *settings) (string, error) {
 	}
 	p.lib = dir
 	return dir, nil
+}
+
+// sitePath asks the interpreter once per plugin process which directories
+// its site module adds, so that zygotes start without site (see
+// runtime.ZygoteConfig.SitePath). When it cannot tell, zygotes keep site.
+func (p *Plugin) sitePath(ctx context.Context, s *settings) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.site == nil {
+		path, err := runtime.SitePath(ctx, s.python)
+		if err != nil {
+			p.log.Warn("sandboxes start Python with its site module", "reason", err)
+		}
+		p.site = &path
+	}
+	return *p.site
 }
 
 // stageDir is an empty directory over which sandbox launches mount their
@@ -421,7 +438,8 @@ func (p *Plugin) start(ctx context.Context, s *settings, spec *boxSpec) (*box, p
 		}
 		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.id, err)
 	}
-	b, err := startBox(ctx, s, spec, boxDirs{lib: lib, stage: stageDir, etc: etc.dir}, seccomp, cg, p.log)
+	dirs := boxDirs{lib: lib, stage: stageDir, etc: etc.dir, sitePath: p.sitePath(ctx, s)}
+	b, err := startBox(ctx, s, spec, dirs, seccomp, cg, p.log)
 	if err != nil {
 		// startBox fails only with bwrap gone.
 		p.etc.release(etc)

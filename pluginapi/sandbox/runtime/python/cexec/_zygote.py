@@ -97,6 +97,8 @@ class Options:
 
     def __init__(self) -> None:
         self.paths: list[str] = []
+        # What site would have added (the interpreter runs with -S).
+        self.site_path: list[str] = []
         self.packages: dict[str, list[str]] = {}
         self.cwd = "/workspace"
         self.preload: list[str] = []
@@ -118,6 +120,8 @@ def parse_args(argv: list[str]) -> Options:
             raise SystemExit(f"cexec zygote: {flag} needs a value")
         if flag == "--path":
             opts.paths.append(value)
+        elif flag == "--site-path":
+            opts.site_path.append(value)
         elif flag == "--package":
             package = opts.packages.setdefault(value, [])
         elif flag == "--package-dir":
@@ -168,6 +172,8 @@ def main(argv: list[str]) -> None:
             os.closerange(low, fd)
             low = fd + 1
     os.closerange(low, 1 << 20)
+    if sys.flags.no_site:
+        _without_site(opts.site_path)
     # After the standard library and site-packages: a module left in the
     # workspace must not replace theirs in later executions.
     extend_path(opts.paths)
@@ -183,6 +189,20 @@ def main(argv: list[str]) -> None:
     # buffering streams their output as it is printed.
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
     Zygote(opts).serve()
+
+
+def _without_site(site_path: list[str]) -> None:
+    """Do what programs rely on of site's work, for an interpreter started
+    without it: the site directories on sys.path, and the exit, quit, help
+    and copyright builtins."""
+    import _sitebuiltins
+    import builtins
+
+    extend_path(site_path)
+    eof = "Ctrl-D (i.e. EOF)"
+    for name, value in (("exit", _sitebuiltins.Quitter("exit", eof)), ("quit", _sitebuiltins.Quitter("quit", eof)),
+                        ("help", _sitebuiltins._Helper()), ("copyright", _sitebuiltins._Printer("copyright", sys.copyright))):
+        setattr(builtins, name, value)
 
 
 # How the host's Runner starts every reply frame (runtime.replyPrefix).
