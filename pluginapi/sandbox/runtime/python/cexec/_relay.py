@@ -72,7 +72,7 @@ class Relay(Part):
         for fd in fds:
             poller.register(fd, _POLLIN)
         self.check_exit(run)
-        while not self.finished(run):
+        while not self.finished(run) or self.unread(run, fds):
             now = time.monotonic()
             if not run.killed and now >= run.deadline:
                 run.timed_out = True
@@ -111,6 +111,21 @@ class Relay(Part):
                     self.check_exit(run)
             if run.outq and time.monotonic() - run.outq_since >= _OUTPUT_DELAY:
                 self.flush_output(run)
+
+    def unread(self, run: Run, fds: set[int]) -> bool:
+        """Whether a program that has exited left output, frames or the end
+        of its pipes to read at once: read, they let it end cleanly (see
+        ended_cleanly) rather than by a sweep of the sandbox. A fast
+        program often exits before the zygote has read its last frame."""
+        if run.status is None or run.killed or run.worker is not None:
+            return False
+        live = [fd for fd in (run.out_r, run.err_r, run.chan) if fd in fds]
+        if not live:
+            return False
+        p = select.poll()
+        for fd in live:
+            p.register(fd, _POLLIN)
+        return bool(p.poll(0))
 
     def finished(self, run: Run) -> bool:
         if self.ended_cleanly(run):
