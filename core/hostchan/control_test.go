@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -176,3 +177,38 @@ s.sendall(struct.pack(">IB", len(b), ord("J")) + b)
 n, _ = struct.unpack(">IB", s.recv(5))
 print(json.loads(s.recv(n))["op"])
 `
+
+// TestControlledZygoteStuck stops a zygote that is controlled through its
+// socket: the daemon's runner gives up after the deadline and its grace,
+// and has the backend destroy the sandbox, as the plugin's own runner does.
+func TestControlledZygoteStuck(t *testing.T) {
+	relay, sb, srv := bwrapBackend(t)
+	createBox(t, sb, "sbx-stuck")
+	ctl := srv.controlOf("sbx-stuck")
+	if ctl == nil || ctl.pid == 0 {
+		t.Fatalf("no controlled zygote with a known pid: %+v", ctl)
+	}
+	if err := syscall.Kill(ctl.pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	res, err := sb.Exec(ctx, sandbox.ExecRequest{SandboxID: "sbx-stuck", Code: "print(1)", Timeout: 500 * time.Millisecond}, echoHost())
+	if err == nil && res.SandboxOK {
+		t.Fatalf("a stopped zygote's execution succeeded: %+v", res)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		list, err := relay.List(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sandbox of a stuck zygote was not destroyed: %+v", list)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

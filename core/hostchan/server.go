@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
@@ -96,8 +97,11 @@ type socket struct {
 // socket.
 type control struct {
 	runner *runtime.Runner
-	busy   atomic.Bool
-	execs  atomic.Int64
+	// pid is the zygote's process on the host, from the connection's
+	// credentials (0 when unknown).
+	pid   int
+	busy  atomic.Bool
+	execs atomic.Int64
 }
 
 // grant is one execution's right to the socket of its sandbox.
@@ -400,7 +404,7 @@ func (s *Server) serveControl(sk *socket, r *bufio.Reader, c *net.UnixConn) {
 	if !taken {
 		// The runner reads nothing before the welcome makes the zygote
 		// talk, and writes only what an execution queues.
-		ctl = &control{runner: runtime.NewRunner(c, readCloser{r, c}, sk.runnerOpts)}
+		ctl = &control{runner: runtime.NewRunner(c, readCloser{r, c}, sk.runnerOpts), pid: peerPID(c)}
 		sk.control = ctl
 	}
 	sk.mu.Unlock()
@@ -413,7 +417,24 @@ func (s *Server) serveControl(sk *socket, r *bufio.Reader, c *net.UnixConn) {
 		_ = ctl.runner.Close()
 		return
 	}
+	s.log.Debug("zygote controlled through its socket", "sandbox", sk.sandbox, "pid", ctl.pid)
 	<-ctl.runner.Done()
+}
+
+// peerPID is the host pid of the process at the other end of c, or 0.
+func peerPID(c *net.UnixConn) int {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var cred *unix.Ucred
+	_ = raw.Control(func(fd uintptr) {
+		cred, _ = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	})
+	if cred == nil {
+		return 0
+	}
+	return int(cred.Pid)
 }
 
 // readCloser reads through r what c receives, and closes c.
