@@ -7,10 +7,13 @@ import (
 	"time"
 )
 
-// fakeEtc writes a host /etc under root: readable files, a symlink, a
-// private directory and a file only its owner may read.
-func fakeEtc(t *testing.T, root string) {
+// fakeEtc writes a host /etc under a new root (returned): readable files,
+// a symlink, a private directory and a file only its owner may read. Copies
+// go to a temporary directory of the test's.
+func fakeEtc(t *testing.T) string {
 	t.Helper()
+	t.Setenv("TMPDIR", t.TempDir())
+	root := t.TempDir()
 	files := []struct {
 		path string
 		data string
@@ -30,14 +33,11 @@ func fakeEtc(t *testing.T, root string) {
 	must(t, os.Chmod(filepath.Join(root, "etc/ssl/private"), 0o700))
 	must(t, os.Symlink("certs/ca.pem", filepath.Join(root, "etc/ssl/cert.pem")))
 	must(t, os.WriteFile(filepath.Join(root, "etc/shadow"), []byte("root:x"), 0o644))
+	return root
 }
 
 func TestEtcCopy(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
-	root := t.TempDir()
-	fakeEtc(t, root)
-	var v etcView
-	v.root = root
+	v := etcView{root: fakeEtc(t)}
 	c, err := v.acquire(time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -90,11 +90,8 @@ func TestEtcCopy(t *testing.T) {
 // TestEtcRefresh changes the host's /etc: sandboxes started after the next
 // check get a new copy, those before keep theirs until they are gone.
 func TestEtcRefresh(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
-	root := t.TempDir()
-	fakeEtc(t, root)
-	var v etcView
-	v.root = root
+	root := fakeEtc(t)
+	v := etcView{root: root}
 	t0 := time.Now()
 	first, err := v.acquire(t0)
 	if err != nil {
