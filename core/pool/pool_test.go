@@ -346,8 +346,14 @@ func TestAcquireFresh(t *testing.T) {
 	p := newPool(t, b, Config{MaxTotal: 2, Warm: 1})
 	ctx := context.Background()
 	warm := leased(t)(p.Acquire(ctx, "t"))
+	// The warmer keeps one idle sandbox beyond the lease: once released,
+	// two are idle and the pool is full, so the first fresh lease evicts
+	// one. (The test used to race the warmer, waiting for one idle.)
+	waitFor(t, "a warm sandbox beside the lease", func() bool { return p.Stats().Idle["t"] == 1 })
 	warm.Release(true)
-	waitFor(t, "one idle sandbox", func() bool { return p.Stats().Idle["t"] == 1 })
+	if st := p.Stats(); st.Idle["t"] != 2 {
+		t.Fatalf("after the release: %+v", st)
+	}
 
 	seen := map[string]bool{warm.ID: true}
 	for range 3 {
