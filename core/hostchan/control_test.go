@@ -69,7 +69,7 @@ func TestControlRequests(t *testing.T) {
 func TestControlledExecutions(t *testing.T) {
 	relay, sb, srv := bwrapBackend(t)
 	createBox(t, sb, "sbx-ctl")
-	if srv.Runner("sbx-ctl") == nil {
+	if ctl := srv.controlOf("sbx-ctl"); ctl == nil || !ctl.runner.Healthy() {
 		t.Fatal("the zygote is not controlled through its socket")
 	}
 	tests := []struct {

@@ -83,8 +83,8 @@ type socket struct {
 
 	mu    sync.Mutex
 	conns map[*net.UnixConn]struct{}
-	// refusedLogged: a refused token is logged once per sandbox, so that
-	// a program cannot flood the log.
+	// refusedLogged: a refused token or control request is logged once
+	// per sandbox, so that a program cannot flood the log.
 	refusedLogged bool
 	// sealed: the sandbox has been created, so no control request is
 	// taken any more (programs may run from then on).
@@ -213,21 +213,13 @@ func (s *Server) Seal(id string) {
 	}
 }
 
-// Runner returns the runner of sandbox id's zygote when it is controlled
-// through the socket and usable, else nil.
-func (s *Server) Runner(id string) *runtime.Runner {
-	if c := s.controlOf(id); c != nil && c.runner.Healthy() {
-		return c.runner
-	}
-	return nil
-}
-
 func (s *Server) socket(id string) *socket {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sockets[id]
 }
 
+// controlOf is sandbox id's control connection, or nil.
 func (s *Server) controlOf(id string) *control {
 	sk := s.socket(id)
 	if sk == nil {
@@ -401,7 +393,11 @@ func (s *Server) serveControl(sk *socket, r *bufio.Reader, c *net.UnixConn) {
 	sk.mu.Lock()
 	taken := sk.sealed || sk.control != nil
 	var ctl *control
-	if !taken {
+	first := false
+	if taken {
+		first = !sk.refusedLogged
+		sk.refusedLogged = true
+	} else {
 		// The runner reads nothing before the welcome makes the zygote
 		// talk, and writes only what an execution queues.
 		ctl = &control{runner: runtime.NewRunner(c, readCloser{r, c}, sk.runnerOpts), pid: peerPID(c)}
@@ -410,7 +406,9 @@ func (s *Server) serveControl(sk *socket, r *bufio.Reader, c *net.UnixConn) {
 	sk.mu.Unlock()
 	if taken {
 		_ = runtime.WriteHostRefusal(c, "control is taken only from the zygote, while its sandbox is created")
-		s.log.Warn("host call socket: refused a control request after the sandbox was created", "sandbox", sk.sandbox)
+		if first {
+			s.log.Warn("host call socket: refused a control request after the sandbox was created (logged once per sandbox)", "sandbox", sk.sandbox)
+		}
 		return
 	}
 	if err := runtime.WriteHostWelcome(c); err != nil {
