@@ -247,32 +247,8 @@ func (e *execution) call(m *inMsg) {
 		return
 	}
 	defer func() { <-e.sem }()
-	params := m.Params
-	if len(params) == 0 {
-		params = json.RawMessage("null")
-	}
-	rep := replyMsg{Op: "reply", Exec: e.id, ID: m.ID}
-	res, err := e.host.Call(e.callCtx, m.Method, params)
-	var ce *sandbox.CallError
-	switch {
-	case errors.As(err, &ce):
-		rep.Error, rep.ErrorType = ce.Message, ce.Type
-	case err != nil:
-		rep.Error, rep.ErrorType = err.Error(), "HostError"
-		if m.Method == "call_tool" {
-			rep.ErrorType = "ToolError"
-		}
-	case len(res) == 0:
-		rep.Result = json.RawMessage("null")
-	case len(res) > MaxCallData:
-		// The reply would break the frame to the sandbox.
-		rep.Error, rep.ErrorType = fmt.Sprintf("the result of %s is %d MiB, over the %d MiB a host call carries; ask for less per call",
-			m.Method, len(res)>>20, MaxCallData>>20), "ResultTooLarge"
-	case !json.Valid(res):
-		rep.Error, rep.ErrorType = "the host returned a result that is not valid JSON", "HostError"
-	default:
-		rep.Result = res
-	}
+	rep := hostReply(e.callCtx, e.host, m)
+	rep.Exec = e.id
 	select {
 	case <-e.st.done:
 		// The zygote drops replies to an execution that ended.
@@ -285,6 +261,48 @@ func (e *execution) call(m *inMsg) {
 		return
 	}
 	e.r.queue1(b)
+}
+
+// hostReply makes one host call and words its outcome as a reply, the
+// same on the relayed path and on the host socket. An error that is not a
+// *sandbox.CallError, or one without a type, becomes a ToolError for
+// call_tool and a HostError (sandbox.DefaultCallErrorType) otherwise.
+func hostReply(ctx context.Context, host sandbox.Host, m *inMsg) replyMsg {
+	params := m.Params
+	if len(params) == 0 {
+		params = json.RawMessage("null")
+	}
+	rep := replyMsg{Op: "reply", ID: m.ID}
+	res, err := host.Call(ctx, m.Method, params)
+	var ce *sandbox.CallError
+	switch {
+	case errors.As(err, &ce):
+		rep.Error, rep.ErrorType = ce.Message, ce.Type
+		if rep.ErrorType == "" {
+			rep.ErrorType = defaultErrorType(m.Method)
+		}
+	case err != nil:
+		rep.Error, rep.ErrorType = err.Error(), defaultErrorType(m.Method)
+	case len(res) == 0:
+		rep.Result = json.RawMessage("null")
+	case len(res) > MaxCallData:
+		// The reply would break the frame to the sandbox.
+		rep.Error, rep.ErrorType = fmt.Sprintf("the result of %s is %d MiB, over the %d MiB a host call carries; ask for less per call",
+			m.Method, len(res)>>20, MaxCallData>>20), "ResultTooLarge"
+	case !json.Valid(res):
+		rep.Error, rep.ErrorType = "the host returned a result that is not valid JSON", sandbox.DefaultCallErrorType
+	default:
+		rep.Result = res
+	}
+	return rep
+}
+
+// defaultErrorType is the type of a host call's error that names none.
+func defaultErrorType(method string) string {
+	if method == "call_tool" {
+		return "ToolError"
+	}
+	return sandbox.DefaultCallErrorType
 }
 
 func (e *execution) result(m *inMsg) sandbox.ExecResult {

@@ -154,33 +154,3 @@ func ServeHostCalls(ctx context.Context, r *bufio.Reader, w io.Writer, host sand
 		}()
 	}
 }
-
-// hostReply makes one host call and words its outcome as a reply.
-func hostReply(ctx context.Context, host sandbox.Host, m *inMsg) replyMsg {
-	params := m.Params
-	if len(params) == 0 {
-		params = json.RawMessage("null")
-	}
-	rep := replyMsg{Op: "reply", ID: m.ID}
-	res, err := host.Call(ctx, m.Method, params)
-	var ce *sandbox.CallError
-	switch {
-	case errors.As(err, &ce):
-		rep.Error, rep.ErrorType = ce.Message, ce.Type
-		if rep.ErrorType == "" {
-			rep.ErrorType = sandbox.DefaultCallErrorType
-		}
-	case err != nil:
-		rep.Error, rep.ErrorType = err.Error(), sandbox.DefaultCallErrorType
-	case len(res) == 0:
-		rep.Result = json.RawMessage("null")
-	case len(res) > MaxCallData:
-		rep.Error, rep.ErrorType = fmt.Sprintf("the result of %s is %d MiB, over the %d MiB a host call carries; ask for less per call",
-			m.Method, len(res)>>20, MaxCallData>>20), "ResultTooLarge"
-	case !json.Valid(res):
-		rep.Error, rep.ErrorType = "the host returned a result that is not valid JSON", sandbox.DefaultCallErrorType
-	default:
-		rep.Result = res
-	}
-	return rep
-}
