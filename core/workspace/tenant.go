@@ -357,14 +357,8 @@ func (t *Tenant) account() {
 		writes := t.writes
 		t.mu.Unlock()
 		shared := t.sharedUsage()
-		var u int64
-		var err error
-		if shared != nil {
-			// The shared figure accounts for writes during the walk.
-			u, err = t.measureShared(shared)
-		} else {
-			u, err = walkUsage(t.ws)
-		}
+		// The shared figure accounts for writes during the walk.
+		u, err := t.measure(shared)
 		t.life.RUnlock()
 		t.mu.Lock()
 		switch {
@@ -377,6 +371,15 @@ func (t *Tenant) account() {
 		}
 		t.mu.Unlock()
 	}
+}
+
+// measure walks the workspace, recording the figure in shared when the
+// tenant's usage is shared with other replicas.
+func (t *Tenant) measure(shared SharedUsage) (int64, error) {
+	if shared != nil {
+		return t.measureShared(shared)
+	}
+	return walkUsage(t.ws)
 }
 
 // usageLocked returns the known usage or, the first time, walks the
@@ -402,13 +405,7 @@ func (t *Tenant) usageLocked() (int64, error) {
 	}
 	t.mu.Unlock()
 	t.bg.Wait() // old contents of replaced state files still count until removed
-	var u int64
-	var err error
-	if shared != nil {
-		u, err = t.measureShared(shared)
-	} else {
-		u, err = walkUsage(t.ws)
-	}
+	u, err := t.measure(shared)
 	if err != nil {
 		return 0, err
 	}
