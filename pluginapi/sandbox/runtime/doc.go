@@ -24,20 +24,21 @@
 // that done. That idle work starts 10 ms after ready, or after an
 // execution that came first: a sandbox created for one program gets it at
 // once, runs it with no preload import in its way, and is usually
-// destroyed before it spends the CPU on them. Before freezing its heap the zygote takes the
-// spare's warm-up steps once itself, so that what a first run initializes
-// is inherited by every child rather than copied in each.
+// destroyed before it spends the CPU on them. Before freezing its heap the
+// zygote runs a small printing program once itself (stdout on /dev/null),
+// so that what a first run initializes is inherited by every child rather
+// than copied in each.
 //
 // Each execution runs in a fresh child forked from the zygote: its own
 // session (process group), stdout and stderr replaced with new pipes by
 // dup2 (so output of subprocesses and C code is captured too), descriptor 3
 // a private channel socket to the zygote, nothing else open, cwd /workspace,
-// a new __main__ module. The zygote keeps one such child forked and warmed
-// up in advance (the spare), which receives the program on descriptor 3, so
-// that neither the fork nor its first copy-on-write faults delay an
-// execution: it warms up by running a small printing program with stdout on
-// /dev/null. Without a spare the zygote forks on demand, compiling programs
-// up to 256 KiB before the fork. A zygote whose spare has waited 20 ms
+// a new __main__ module. As soon as an execution is over the zygote forks
+// the next one's child in advance (the spare), which waits for the program
+// on descriptor 3, so that neither the fork nor its first copy-on-write
+// faults delay the execution. Without a spare (a program sent while the
+// zygote was still busy) the zygote forks on demand, compiling programs up
+// to 256 KiB before the fork. A zygote whose spare has waited 20 ms
 // rehearses an execution's path through pipes standing in for the host and
 // the child, so that the pages the fork made shared again are copied then,
 // not on the next execution's path. Frames never travel on the program's

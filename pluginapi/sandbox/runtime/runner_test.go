@@ -549,7 +549,7 @@ func TestRehearsalIsSilent(t *testing.T) {
 		{"print('after', 5)", "after 5\n"},
 	}
 	for _, p := range programs {
-		time.Sleep(100 * time.Millisecond) // the spare is forked 2 ms after an execution
+		time.Sleep(100 * time.Millisecond) // the spare is forked after an execution, the rehearsal 20 ms later
 		h := &recHost{}
 		res := exec1(t, r, p.code, h)
 		if out, _ := h.out(); res.ExitCode != 0 || res.Error != nil || out != p.out {

@@ -30,8 +30,6 @@ else:
 # preloads in its way, and is destroyed before it spends the CPU on them
 # (about 8 ms of it, which the next new sandbox would compete with).
 _START_DELAY = 0.01
-# How long the zygote stays idle after an execution before forking a spare.
-_SPARE_DELAY = 0.002
 # How long a spare must have waited before the zygote rehearses (see
 # Zygote.rehearse). Programs that come back to back leave no idle CPU for
 # it; the pauses of an agent between its turns do.
@@ -39,9 +37,9 @@ _REHEARSAL_DELAY = 0.02
 
 
 class Spare:
-    """A child forked ahead of the next execution: set up, warmed up and
-    waiting on its channel for the program, so that neither the fork nor
-    the copy-on-write faults of its first steps delay the execution."""
+    """A child forked ahead of the next execution: set up and waiting on
+    its channel for the program, so that neither the fork nor the
+    copy-on-write faults of its first steps delay the execution."""
 
     def __init__(self, pid: int, out_r: int, err_r: int, chan: int) -> None:
         self.pid = pid
@@ -56,15 +54,15 @@ class Warmup(Part):
 
     def idle_wait(self) -> int | None:
         """How long (ms) the idle loop may block before its next piece of
-        warm-up work; None when there is none left. A new spare waits a
-        little after an execution: programs that come back to back are
-        better served by forking on demand (with the program compiled before
-        the fork) than by a spare whose warm-up competes with them."""
+        warm-up work; None when there is none left. The spare is forked as
+        soon as an execution is over: the next execution would pay for the
+        fork anyway, and a pool's sandboxes taking programs in turn then
+        find their spares ready."""
         if not self.hardened or not self.frozen:
             since = self.last_end if self.executions else self.ready_at
             return max(0, int((since + _START_DELAY - time.monotonic()) * 1000))
         if self.spare is None:
-            due = self.last_end + _SPARE_DELAY
+            due = self.last_end
         elif not self.rehearsed:
             due = self.spare.forked + _REHEARSAL_DELAY
         else:
