@@ -301,6 +301,31 @@ func treeCPU(ctx context.Context, c *client.Client, pid int) (float64, error) {
 	return total, nil
 }
 
+// machineBusyMs is the CPU time, in milliseconds, all CPUs of this machine
+// have spent busy since boot (/proc/stat: user, nice, system, irq and
+// softirq; not idle or iowait, nor steal, which a hypervisor gave to
+// others).
+func machineBusyMs() (float64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, fmt.Errorf("read machine cpu: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, fmt.Errorf("parse /proc/stat: %q", line)
+	}
+	var ticks float64
+	for _, i := range []int{1, 2, 3, 6, 7} {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse /proc/stat: %w", err)
+		}
+		ticks += v
+	}
+	return ticks * 1000 / clockTick, nil
+}
+
 // clockTick is USER_HZ, the unit of /proc/<pid>/stat times; 100 on every
 // Linux architecture Go supports.
 const clockTick = 100

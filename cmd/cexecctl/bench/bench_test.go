@@ -62,6 +62,27 @@ func TestCPUMs(t *testing.T) {
 	}
 }
 
+// TestMachineBusyMs burns CPU in this process and checks the machine's
+// busy time grew by at least part of it: /proc/stat counts in 10 ms ticks
+// per CPU, so the figure may lag but never falls.
+func TestMachineBusyMs(t *testing.T) {
+	before, err := machineBusyMs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(100 * time.Millisecond)
+	for n := 0; time.Now().Before(deadline); n++ {
+		_ = n * n
+	}
+	after, err := machineBusyMs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before <= 0 || after-before < 30 {
+		t.Errorf("machine busy %.0f ms, then %.0f ms after a 100 ms busy loop", before, after)
+	}
+}
+
 // TestQuiesce runs quiesce on a process whose child sleeps and on one whose
 // child spins: the first falls quiet (well before a generous limit), the
 // second never does, so quiesce gives up at its short limit. Only the
