@@ -49,22 +49,13 @@ func BenchmarkExecPrint(b *testing.B) {
 	b.ReportMetric(float64(ticks1-ticks0)*10/float64(b.N), "cpu-ms/op") // USER_HZ ticks
 }
 
-// procUsage reads the minor page faults and CPU time in clock ticks of a
-// process and of the processes it runs (the forker, and the forker's),
-// each including its children that were waited for: the executions, once
-// reaped.
+// procUsage reads a process's minor page faults and CPU time in clock
+// ticks from /proc, each including its children that were waited for: a
+// zygote's executions, once it has reaped them.
 func procUsage(b *testing.B, pid int) (faults, ticks int64) {
-	faults, ticks, ok := treeUsage(pid)
-	if !ok {
-		b.Fatalf("read /proc/%d/stat", pid)
-	}
-	return faults, ticks
-}
-
-func treeUsage(pid int) (faults, ticks int64, ok bool) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, 0, false
+		b.Fatal(err)
 	}
 	// Fields after the command name: minflt cminflt at 7 and 8, utime
 	// stime cutime cstime at 11 to 14.
@@ -73,17 +64,7 @@ func treeUsage(pid int) (faults, ticks int64, ok bool) {
 		v, _ := strconv.ParseInt(f[i], 10, 64)
 		return v
 	}
-	faults, ticks = n(7)+n(8), n(11)+n(12)+n(13)+n(14)
-	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	for _, k := range strings.Fields(string(kids)) {
-		if kid, err := strconv.Atoi(k); err == nil {
-			// A child that exited meanwhile is counted in its parent once reaped.
-			if kf, kt, ok := treeUsage(kid); ok {
-				faults, ticks = faults+kf, ticks+kt
-			}
-		}
-	}
-	return faults, ticks, true
+	return n(7) + n(8), n(11) + n(12) + n(13) + n(14)
 }
 
 // BenchmarkCallLoop measures host calls through the zygote and the Runner

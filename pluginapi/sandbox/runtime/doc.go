@@ -29,29 +29,19 @@
 // so that what a first run initializes is inherited by every child rather
 // than copied in each.
 //
-// Each execution runs in a fresh child forked from the warm interpreter:
-// its own session (process group), stdout and stderr replaced with new
-// pipes by dup2 (so output of subprocesses and C code is captured too),
-// descriptor 3 a private channel socket to the zygote, nothing else open,
-// cwd /workspace, a new __main__ module. As soon as an execution is over
-// the next one's child is forked in advance (the spare), which waits for
-// the program on descriptor 3, so that neither the fork nor its first
-// copy-on-write faults delay the execution. Once warm, the zygote forks one
-// copy of itself, the forker, and the forker forks the spares: each page a
-// parent writes while a child shares it is copied, and the zygote, which
-// relays every execution, wrote some 170 pages per execution; the forker
-// only reads a byte, forks and reaps. A spare made by the forker passes the
-// zygote its ends of its pipes and channel (SCM_RIGHTS, with its pid), and
-// the forker reports each child's exit (wait status, CPU time, peak
-// memory) on a pipe. Programs can signal the forker (it is not pid 1): the
-// zygote resumes it before asking anything of it, and when it is gone forks
-// for itself until a new forker starts after the next execution. Without a
-// spare (a program sent while the zygote was still busy) the zygote forks on
-// demand, compiling programs up to 256 KiB before the fork. A zygote whose
-// own spare has waited 20 ms rehearses an execution's path through pipes
-// standing in for the host and the child, so that the pages the fork made
-// shared again are copied then, not on the next execution's path. Frames
-// never travel on the program's
+// Each execution runs in a fresh child forked from the zygote: its own
+// session (process group), stdout and stderr replaced with new pipes by
+// dup2 (so output of subprocesses and C code is captured too), descriptor 3
+// a private channel socket to the zygote, nothing else open, cwd /workspace,
+// a new __main__ module. As soon as an execution is over the zygote forks
+// the next one's child in advance (the spare), which waits for the program
+// on descriptor 3, so that neither the fork nor its first copy-on-write
+// faults delay the execution. Without a spare (a program sent while the
+// zygote was still busy) the zygote forks on demand, compiling programs up
+// to 256 KiB before the fork. A zygote whose spare has waited 20 ms
+// rehearses an execution's path through pipes standing in for the host and
+// the child, so that the pages the fork made shared again are copied then,
+// not on the next execution's path. Frames never travel on the program's
 // stdout. The program's `from cexec import call_tool, result` talks over
 // descriptor 3; the zygote relays host calls to the host and replies back.
 // When the exec frame carries a host_token and the sandbox has the host's

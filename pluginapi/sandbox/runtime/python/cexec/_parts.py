@@ -2,8 +2,7 @@
 
 The Zygote is assembled from parts, one module per concern: warm-up
 (_warmup), relaying an execution (_relay), cleaning up after it (_sweep),
-the forked program (_child), the forker that forks the spares (_forker)
-and persistent interpreters (_workers). Each
+the forked program (_child) and persistent interpreters (_workers). Each
 part derives from Part, which declares for the type checker what the
 others provide; at run time it is empty, and Zygote's method resolution
 finds every method in the part that defines it."""
@@ -16,7 +15,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from cexec import _proto
-    from cexec._forker import Forker
     from cexec._relay import Run
     from cexec._warmup import Spare
     from cexec._workers import Worker
@@ -35,8 +33,6 @@ class Part:
         hardened: bool
         frozen: bool
         spare: Spare | None
-        forker: Forker | None
-        forker_tried: int
         rehearsed: bool
         last_end: float
         ready_at: float
@@ -136,24 +132,6 @@ class Part:
             raise NotImplementedError
 
         def reap(self) -> None:
-            raise NotImplementedError
-
-        def wants_forker(self) -> bool:
-            raise NotImplementedError
-
-        def start_forker(self) -> None:
-            raise NotImplementedError
-
-        def drop_forker(self) -> None:
-            raise NotImplementedError
-
-        def ask_spare(self) -> bool:
-            raise NotImplementedError
-
-        def take_forker_news(self, wait: float = 0.0) -> None:
-            raise NotImplementedError
-
-        def forked_status(self, run: Run, timeout: float = 0.0) -> None:
             raise NotImplementedError
 
         def start_child(self, run: Run, job: dict[str, Any]) -> None:

@@ -54,10 +54,7 @@ class Run:
         self.kill_time = 0.0
         self.done: dict[str, Any] | None = None
         self.status: int | None = None
-        # The exited program's CPU milliseconds and peak memory (bytes).
-        self.usage: tuple[int, int] | None = None
-        # Whether the forker forked the program (and reports its exit).
-        self.via_forker = False
+        self.rusage: Any = None
         self.clean = True
         self.note = ""
         # A rehearsal (Zygote.rehearse) has no processes of its own.
@@ -72,11 +69,8 @@ class Relay(Part):
         os.set_blocking(run.chan, False)
         poller = select.poll()
         fds = {run.out_r, run.err_r, run.chan, self.ctl_in, self.wake_r}
-        exits = self.forker.exits_fd if run.via_forker and self.forker is not None else -1
         for fd in fds:
             poller.register(fd, _POLLIN)
-        if exits >= 0:
-            poller.register(exits, _POLLIN)
         self.check_exit(run)
         while not self.finished(run) or self.unread(run, fds):
             now = time.monotonic()
@@ -114,12 +108,6 @@ class Relay(Part):
                         os.read(self.wake_r, 512)
                     except BlockingIOError:
                         pass
-                    self.check_exit(run)
-                elif fd == exits:
-                    self.take_forker_news()
-                    if self.forker is None:
-                        poller.unregister(fd)
-                        exits = -1
                     self.check_exit(run)
             if run.outq and time.monotonic() - run.outq_since >= _OUTPUT_DELAY:
                 self.flush_output(run)
@@ -162,17 +150,13 @@ class Relay(Part):
     def check_exit(self, run: Run) -> None:
         if run.status is not None:
             return
-        if run.via_forker:
-            self.forked_status(run)
-            return
         try:
             pid, status, rusage = os.wait4(run.pid, os.WNOHANG)
         except ChildProcessError:
             run.status = 0
             return
         if pid == run.pid:
-            run.status = status
-            run.usage = (int((rusage.ru_utime + rusage.ru_stime) * 1000), int(rusage.ru_maxrss) * 1024)
+            run.status, run.rusage = status, rusage
             if run.worker is not None:
                 run.worker.alive = False
                 self.workers.pop(run.worker.session, None)

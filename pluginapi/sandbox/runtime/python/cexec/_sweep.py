@@ -34,8 +34,6 @@ class Sweeper(Part):
         keep = {w.pid for w in self.workers.values() if w.alive}
         if self.spare is not None:
             keep.add(self.spare.pid)
-        if self.forker is not None:
-            keep.add(self.forker.pid)
         return keep
 
     def kill(self, run: Run) -> None:
@@ -66,11 +64,7 @@ class Sweeper(Part):
             except OSError:
                 pass
             _wait_exit(run.pid, _KILL_GRACE)
-            if run.via_forker:
-                # Gone, and reaped by the forker, which reports it.
-                self.forked_status(run, _KILL_GRACE)
-            else:
-                self.check_exit(run)
+            self.check_exit(run)
         if run.worker is None and run.status is None or not (self.none_started(run) or self.sweep(self.keep())):
             self.send({"op": "unclean", "id": run.id, "message": "some of the program's processes could not be killed"})
 

@@ -34,8 +34,6 @@ _START_DELAY = 0.01
 # Zygote.rehearse). Programs that come back to back leave no idle CPU for
 # it; the pauses of an agent between its turns do.
 _REHEARSAL_DELAY = 0.02
-# How long an execution waits for a spare the forker is making.
-_SPARE_WAIT = 0.5
 
 
 class Spare:
@@ -43,13 +41,11 @@ class Spare:
     its channel for the program, so that neither the fork nor the
     copy-on-write faults of its first steps delay the execution."""
 
-    def __init__(self, pid: int, out_r: int, err_r: int, chan: int, via_forker: bool = False) -> None:
+    def __init__(self, pid: int, out_r: int, err_r: int, chan: int) -> None:
         self.pid = pid
         self.out_r = out_r
         self.err_r = err_r
         self.chan = chan
-        # Forked by the forker, which reports its exit (see _forker).
-        self.via_forker = via_forker
         self.forked = time.monotonic()
 
 
@@ -62,12 +58,10 @@ class Warmup(Part):
         soon as an execution is over: the next execution would pay for the
         fork anyway, and a pool's sandboxes taking programs in turn then
         find their spares ready."""
-        if not self.hardened or not self.frozen or self.wants_forker():
+        if not self.hardened or not self.frozen:
             since = self.last_end if self.executions else self.ready_at
             return max(0, int((since + _START_DELAY - time.monotonic()) * 1000))
         if self.spare is None:
-            if self.forker is not None and self.forker.pending:
-                return None  # it comes on the forker's socket
             due = self.last_end
         elif not self.rehearsed:
             due = self.spare.forked + _REHEARSAL_DELAY
@@ -91,8 +85,6 @@ class Warmup(Part):
                 print(f"cexec zygote: preload {name}: {e}", file=sys.stderr)
         elif not self.frozen:
             self.freeze()
-        elif self.wants_forker():
-            self.start_forker()
         elif self.spare is None:
             self.prefork()
         else:
@@ -123,8 +115,6 @@ class Warmup(Part):
         Import caches are not invalidated here: path finders notice new
         modules in /workspace by the directory's modification time, and
         invalidating them on every execution costs dozens of page copies."""
-        if self.ask_spare():
-            return
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         chan, child_chan = _socketpair()
@@ -209,24 +199,16 @@ class Warmup(Part):
     def take_spare(self, run: Run, job: dict[str, Any]) -> bool:
         """Hand the program to the spare child; False when there is none
         (or it died), and the caller forks instead."""
-        if self.spare is None and self.forker is not None and self.forker.pending:
-            self.take_forker_news(_SPARE_WAIT)
         spare, self.spare = self.spare, None
         if spare is None or spare.pid == 0:
             return False
         try:
-            if spare.via_forker:
-                os.kill(spare.pid, signal.SIGCONT)  # a program may have stopped it
-                if self.forker is not None:
-                    # Exit records of earlier executions are no longer wanted.
-                    self.forker.exits.clear()
             _proto.write_all(spare.chan, _proto.encode_json({"op": "exec", "code": job["code"], "host_token": job.get("host_token")}))
         except OSError:
             self.spare = spare
             self.drop_spare()
             return False
         run.pid, run.out_r, run.err_r, run.chan = spare.pid, spare.out_r, spare.err_r, spare.chan
-        run.via_forker = spare.via_forker
         return True
 
 

@@ -27,7 +27,6 @@ from _cexec_paths import extend_path, fix_package
 from cexec import _proto
 from cexec._child import _RLIMITS, Children
 from cexec._control import Channel, connect_control
-from cexec._forker import Forker, Forking
 from cexec._osutil import _POLLIN, _READ_SIZE, _rss_bytes
 from cexec._relay import Relay, Run
 from cexec._sweep import Sweeper
@@ -223,7 +222,7 @@ def _reply(payload: bytes) -> dict[str, Any] | None:
     return {"op": "reply", "exec": payload[len(_REPLY_PREFIX):end].decode("ascii", "replace"), "frame": payload}
 
 
-class Zygote(Warmup, Relay, Sweeper, Children, Workers, Forking):
+class Zygote(Warmup, Relay, Sweeper, Children, Workers):
     """Serves the host: one execution at a time, warm-up work while idle.
     Its parts live in the modules of their concerns (see _parts)."""
 
@@ -241,8 +240,6 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers, Forking):
         self.hardened = False
         self.frozen = False
         self.spare: Spare | None = None
-        self.forker: Forker | None = None
-        self.forker_tried = -1
         self.rehearsed = False
         self.last_end = 0.0
         self.ready_at = 0.0
@@ -301,24 +298,12 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers, Forking):
             by_fd[ch.fd_in] = ch
             poller.register(ch.fd_in, _POLLIN)
         self.ready_at = time.monotonic()
-        forker: Forker | None = None  # the forker whose descriptors are registered
         while True:
             pending = [c for c in channels if c.inbox]
             if not pending:
-                if forker is not self.forker:
-                    if forker is not None:
-                        poller.unregister(forker.exits_fd)
-                        poller.unregister(forker.spares)
-                    forker = self.forker
-                    if forker is not None:
-                        poller.register(forker.exits_fd, _POLLIN)
-                        poller.register(forker.spares, _POLLIN)
                 wait = self.idle_wait()
                 events = poller.poll(wait)
                 for fd, _ in events:
-                    if fd not in by_fd:
-                        self.take_forker_news()
-                        continue
                     # The end of either channel is the host's end.
                     self.use(by_fd[fd])
                     if not self.read_host():
@@ -345,7 +330,6 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers, Forking):
 
     def shutdown(self) -> None:
         self.drop_spare()
-        self.drop_forker()
         for worker in list(self.workers.values()):
             self.kill_worker(worker)
         os._exit(0)
@@ -423,8 +407,9 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers, Forking):
                 exit_code = 128 + sig
             else:
                 exit_code = os.waitstatus_to_exitcode(run.status)
-            if run.usage is not None:
-                msg["cpu_ms"], msg["max_rss"] = run.usage
+            if run.rusage is not None:
+                msg["cpu_ms"] = int((run.rusage.ru_utime + run.rusage.ru_stime) * 1000)
+                msg["max_rss"] = int(run.rusage.ru_maxrss) * 1024
         else:
             exit_code = 1
         msg["exit_code"] = exit_code
