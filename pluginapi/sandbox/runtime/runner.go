@@ -233,15 +233,16 @@ func (r *Runner) fail(err error) {
 }
 
 // kill is fail plus killing the sandbox, for a zygote that cannot be
-// trusted to clean up any more.
+// trusted to clean up any more. The sandbox is killed first, so that an
+// execution that finds the Runner dead finds its sandbox killed too.
 func (r *Runner) kill(err error) {
 	r.log.Warn("killing sandbox", "reason", err.Error())
-	r.fail(err)
 	r.killOnce.Do(func() {
 		if r.opts.Kill != nil {
 			r.opts.Kill()
 		}
 	})
+	r.fail(err)
 }
 
 // send queues a JSON frame for the writer goroutine, so that no caller
