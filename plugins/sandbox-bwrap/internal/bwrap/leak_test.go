@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -75,6 +76,12 @@ os.execv(%q, [%q] + args)
 // markerProcs lists the live (not zombie) processes whose argv[0] is
 // marker, as "pid ppid state wchan".
 func markerProcs(marker string) []string {
+	return markerProcsWith(marker, "")
+}
+
+// markerProcsWith is markerProcs limited to processes that have arg among
+// their arguments.
+func markerProcsWith(marker, arg string) []string {
 	entries, _ := os.ReadDir("/proc")
 	var out []string
 	for _, e := range entries {
@@ -83,7 +90,8 @@ func markerProcs(marker string) []string {
 			continue
 		}
 		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || string(bytes.SplitN(cmdline, []byte{0}, 2)[0]) != marker {
+		args := bytes.Split(cmdline, []byte{0})
+		if err != nil || string(args[0]) != marker || arg != "" && !slices.ContainsFunc(args, func(a []byte) bool { return string(a) == arg }) {
 			continue
 		}
 		state, ppid := bwrapproc.Stat(pid)
@@ -96,12 +104,13 @@ func markerProcs(marker string) []string {
 	return out
 }
 
-// waitProcs waits until cond holds for marker's processes and returns them.
-func waitProcs(t *testing.T, marker string, timeout time.Duration, cond func(n int) bool) ([]string, bool) {
+// waitProcs waits until cond holds for marker's processes (those with arg
+// among their arguments, unless arg is empty) and returns them.
+func waitProcs(t *testing.T, marker, arg string, timeout time.Duration, cond func(n int) bool) ([]string, bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		procs := markerProcs(marker)
+		procs := markerProcsWith(marker, arg)
 		if cond(len(procs)) {
 			return procs, true
 		}
@@ -207,13 +216,14 @@ func TestNoOrphanWhenSetupIsInterrupted(t *testing.T) {
 				}
 			}
 
-			procs, ok := waitProcs(t, marker, 20*time.Second, func(n int) bool { return n >= tc.wait })
+			// The sandbox's launch, not the availability probe before it.
+			procs, ok := waitProcs(t, marker, "--info-fd", 20*time.Second, func(n int) bool { return n >= tc.wait })
 			if !ok {
 				t.Fatalf("bwrap did not get to %d processes: %q", tc.wait, procs)
 			}
 			t.Logf("interrupting with %q", procs)
 			interrupt()
-			if procs, ok := waitProcs(t, marker, 15*time.Second, func(n int) bool { return n == 0 }); !ok {
+			if procs, ok := waitProcs(t, marker, "", 15*time.Second, func(n int) bool { return n == 0 }); !ok {
 				t.Errorf("processes left behind: %q", procs)
 			}
 		})

@@ -184,6 +184,11 @@ func probe(ctx context.Context, s *settings) availability {
 	cmd := exec.CommandContext(ctx, s.bwrap, args...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = sysProcAttr(s.runAs)
+	// Killed with the plugin between cloning its child and letting it go
+	// on, bwrap would orphan that child for ever (see bwrapproc), and no
+	// later plugin process would know it for a sandbox of its own. Left
+	// alone, the probe ends by itself at once.
+	cmd.SysProcAttr.Pdeathsig = 0
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return availability{reason: fmt.Sprintf("bubblewrap cannot create a sandbox on this machine (%v): %s", err, strings.TrimSpace(string(out)))}
 	}
