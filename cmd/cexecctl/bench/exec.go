@@ -300,20 +300,20 @@ func (r *execRun) warm(ctx context.Context, pids [3]int) {
 	n := r.f.n
 	p := r.phase(n, "warm: %d executions one at a time", n)
 	cpu0 := cpuOf(pids)
-	busy0, busyErr := machineBusyMs()
+	busy0, err0 := machineBusyMs()
 	ss := make([]sample, 0, n)
 	for range n {
 		ss = append(ss, runOne(ctx, r.c, r.req, r.f.expect))
 		p.Add(1)
 	}
 	cpu1 := cpuOf(pids)
-	busy1, err := machineBusyMs()
+	busy1, err1 := machineBusyMs()
 	p.Done(ctx.Err())
 	r.tally(ss)
 	r.res.Warm = summariseSamples(ss)
 	per := func(i int) float64 { return math.Round((cpu1[i]-cpu0[i])/float64(n)*1000) / 1000 }
 	r.res.CPUPerExecMs = CPUPerExec{Cexecd: per(0), Plugin: per(1), Client: per(2)}
-	if busyErr == nil && err == nil && cpu0[0] > 0 {
+	if err0 == nil && err1 == nil && cpu0[0] > 0 {
 		r.res.CPUPerExecMs.All = math.Round((busy1-busy0)/float64(n)*1000) / 1000
 	}
 	var program time.Duration

@@ -90,8 +90,11 @@ func markerProcsWith(marker, arg string) []string {
 			continue
 		}
 		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
 		args := bytes.Split(cmdline, []byte{0})
-		if err != nil || string(args[0]) != marker || arg != "" && !slices.ContainsFunc(args, func(a []byte) bool { return string(a) == arg }) {
+		if string(args[0]) != marker || arg != "" && !slices.ContainsFunc(args, func(a []byte) bool { return string(a) == arg }) {
 			continue
 		}
 		state, ppid := bwrapproc.Stat(pid)

@@ -62,12 +62,10 @@ class Warmup(Part):
             since = self.last_end if self.executions else self.ready_at
             return max(0, int((since + _START_DELAY - time.monotonic()) * 1000))
         if self.spare is None:
-            due = self.last_end
-        elif not self.rehearsed:
-            due = self.spare.forked + _REHEARSAL_DELAY
-        else:
+            return 0
+        if self.rehearsed:
             return None
-        return max(0, int((due - time.monotonic()) * 1000))
+        return max(0, int((self.spare.forked + _REHEARSAL_DELAY - time.monotonic()) * 1000))
 
     def idle_step(self) -> None:
         """Do one piece of warm-up work: hardening first, then one preload,
