@@ -404,7 +404,8 @@ func TestWarmFollowsPeakConcurrency(t *testing.T) {
 				l := leased(t)(p.Acquire(ctx, "t"))
 				leases = append(leases, l)
 			}
-			if got := p.Stats().Targets["t"]; got != max(tc.warm+tc.peak, tc.peak) {
+			burst := max(tc.warm+tc.peak, tc.peak)
+			if got := p.Stats().Targets["t"]; got != burst {
 				t.Fatalf("target during the burst = %d", got)
 			}
 			// Recycle one: the pool replaces it to keep the peak warm.
@@ -412,9 +413,13 @@ func TestWarmFollowsPeakConcurrency(t *testing.T) {
 			for _, l := range leases[1:] {
 				l.Release(true)
 			}
-			waitFor(t, fmt.Sprintf("%d warm sandboxes", tc.want), func() bool {
+			// At least the target is kept warm. Sandboxes the warmer made
+			// for the burst while it lasted stay until the idle timeout
+			// reaps them, so up to the burst's target may be idle.
+			waitFor(t, fmt.Sprintf("%d to %d warm sandboxes", tc.want, burst), func() bool {
 				st := p.Stats()
-				return st.Idle["t"] == tc.want && st.Creating == 0 && b.liveCount() == tc.want
+				idle := st.Idle["t"]
+				return idle >= tc.want && idle <= burst && st.Creating == 0 && b.liveCount() == idle
 			})
 			if got := p.Stats().Targets["t"]; got != tc.want {
 				t.Fatalf("target after the burst = %d, want %d", got, tc.want)
