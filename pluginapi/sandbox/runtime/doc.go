@@ -19,7 +19,9 @@
 // PYTHONPATH is /cexec/lib alone, whose sitecustomize appends CEXEC_PATH and
 // fixes CEXEC_PACKAGES, and PYTHONSAFEPATH keeps the working directory off
 // sys.path. The zygote imports the runtime, reports ready, then (while
-// idle) drops its dumpable flag, imports the preload modules, freezes its
+// idle) drops its dumpable flag (with prctl, unless the kernel dropped it
+// at exec because the sandbox may not read the interpreter, as the bwrap
+// backend arranges), imports the preload modules, freezes its
 // heap and forks the spare child, so that executions start with all of
 // that done. That idle work starts 10 ms after ready, or after an
 // execution that came first: a sandbox created for one program gets it at

@@ -214,6 +214,9 @@ func bwrapArgs(s *settings, spec *boxSpec, dirs boxDirs, sources []string) []str
 	if s.pythonPrefix != "" {
 		a = append(a, "--ro-bind", s.pythonPrefix, s.pythonPrefix)
 	}
+	if dirs.interp != "" {
+		a = append(a, "--ro-bind", dirs.interp, s.python)
+	}
 	for _, p := range s.roPaths {
 		a = append(a, "--ro-bind", p, p)
 	}

@@ -63,6 +63,12 @@ func TestBwrapArgs(t *testing.T) {
 				if !slices.ContainsFunc(flagValues(args, "--ro-bind", 2), func(v []string) bool { return v[0] == "/lib-dir" && v[1] == "/cexec/lib" }) {
 					t.Errorf("runtime not bound read-only")
 				}
+				// Over the interpreter, so after the system directories.
+				binds := flagValues(args, "--ro-bind", 2)
+				over := slices.IndexFunc(binds, func(v []string) bool { return v[0] == "/interp-copy" && v[1] == s.python })
+				if over < 0 || slices.ContainsFunc(binds[over:], func(v []string) bool { return strings.HasPrefix(s.python, v[1]+"/") }) {
+					t.Errorf("the execute-only interpreter is not bound over %s: %v", s.python, binds)
+				}
 				// /tmp, then /dev/shm.
 				if v := flagValues(args, "--size", 1); len(v) != 2 || v[0][0] != "67108864" || v[1][0] != "67108864" {
 					t.Errorf("--size %v", v)
@@ -122,7 +128,7 @@ func TestBwrapArgs(t *testing.T) {
 			for i, m := range spec.mounts {
 				sources[i] = m.Source
 			}
-			tc.check(t, bwrapArgs(s, spec, boxDirs{lib: "/lib-dir", etc: "/etc-dir"}, sources))
+			tc.check(t, bwrapArgs(s, spec, boxDirs{lib: "/lib-dir", etc: "/etc-dir", interp: "/interp-copy"}, sources))
 		})
 	}
 }

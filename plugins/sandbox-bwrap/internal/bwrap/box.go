@@ -64,6 +64,9 @@ type boxDirs struct {
 	lib, etc, stage string
 	// sitePath is ZygoteConfig.SitePath (see Plugin.sitePath).
 	sitePath []string
+	// interp is the interpreter's execute-only copy, bound over it (see
+	// Plugin.interpreter); "" for none.
+	interp string
 }
 
 func startBox(ctx context.Context, s *settings, spec *boxSpec, dirs boxDirs, seccomp []byte, cg *sandboxCgroup, log hclog.Logger) (*box, error) {

@@ -98,7 +98,10 @@ func TestLifecycle(t *testing.T) {
 			t.Errorf("cgroup %s left behind", d)
 		}
 	}
-	lib, stage := p.lib, p.stage
+	lib, stage, interp := p.lib, p.stage, p.interpDir
+	if interp == "" {
+		t.Error("no execute-only interpreter was made")
+	}
 	var parents []string
 	if p.cgfs != nil {
 		for _, d := range p.cgfs.parent {
@@ -109,7 +112,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone("zygote of b", b.zygotePID)
-	for _, d := range append(append(cgDirs(b), parents...), lib, stage) {
+	for _, d := range append(append(cgDirs(b), parents...), lib, stage, interp) {
 		if d == "" {
 			continue
 		}

@@ -43,13 +43,17 @@ type Plugin struct {
 	probed   *availability
 	lib      string
 	site     *[]string // see sitePath
-	stage    string
-	cgfs     *cgroupFS
-	cgErr    error
-	cgDone   bool
-	seccomp  map[bool][]byte
-	etc      etcView
-	boxes    sandbox.Registry[*box]
+	// interps maps interpreters to their execute-only copies in
+	// interpDir (see interpreter).
+	interps   map[string]string
+	interpDir string
+	stage     string
+	cgfs      *cgroupFS
+	cgErr     error
+	cgDone    bool
+	seccomp   map[bool][]byte
+	etc       etcView
+	boxes     sandbox.Registry[*box]
 }
 
 type availability struct {
@@ -443,7 +447,7 @@ func (p *Plugin) start(ctx context.Context, s *settings, spec *boxSpec) (*box, p
 		}
 		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.id, err)
 	}
-	dirs := boxDirs{lib: lib, stage: stageDir, etc: etc.dir, sitePath: p.sitePath(ctx, s)}
+	dirs := boxDirs{lib: lib, stage: stageDir, etc: etc.dir, sitePath: p.sitePath(ctx, s), interp: p.interpreter(s.python)}
 	b, err := startBox(ctx, s, spec, dirs, seccomp, cg, p.log)
 	if err != nil {
 		// startBox fails only with bwrap gone.
@@ -520,7 +524,8 @@ func (p *Plugin) Health(ctx context.Context, id string) error {
 	return nil
 }
 
-// Close destroys every sandbox and removes the runtime and the cgroups.
+// Close destroys every sandbox and removes the runtime, the interpreter
+// copies and the cgroups.
 func (p *Plugin) Close() error {
 	var wg sync.WaitGroup
 	for _, b := range p.boxes.Close() {
@@ -544,6 +549,10 @@ func (p *Plugin) Close() error {
 	if p.stage != "" {
 		_ = os.Remove(p.stage)
 		p.stage = ""
+	}
+	if p.interpDir != "" {
+		_ = os.RemoveAll(p.interpDir)
+		p.interpDir, p.interps = "", nil
 	}
 	p.etc.close()
 	return nil

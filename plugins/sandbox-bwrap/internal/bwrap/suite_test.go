@@ -298,6 +298,11 @@ func TestEscapes(t *testing.T) {
 			"print(len(pids) <= 3, any(b'" + secretEnv + "' in e for e in seen), '" + secretEnv + "' in os.environ)\n" +
 			tryAll(`open('/proc/1/environ', 'rb').read()`, `open('/proc/1/mem', 'rb')`, `os.listdir('/proc/1/fd')`),
 			check: wantLines("True False False", "PermissionError", "PermissionError", "PermissionError")},
+		// The zygote did not need prctl (and _ctypes): executing an
+		// interpreter the sandbox may not read made it non-dumpable.
+		{name: "an execute-only interpreter", code: "import sys\nimported = '_ctypes' in sys.modules\nimport ctypes\n" +
+			"print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0), imported)\n" + tryAll(`open(sys.executable, 'rb')`, `open('/proc/self/exe', 'rb')`),
+			check: wantLines("0 False", "PermissionError", "PermissionError")},
 		{name: "ptrace, mount and namespaces", code: "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n" +
 			"def errno(r):\n    return 'ok' if r == 0 else os.strerror(ctypes.get_errno())\n" +
 			"print(errno(libc.ptrace(0, 0, 0, 0)))\n" +

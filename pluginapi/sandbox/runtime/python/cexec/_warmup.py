@@ -104,7 +104,8 @@ class Warmup(Part):
 
     def harden(self) -> None:
         if not self.hardened:
-            _set_non_dumpable()
+            if not _non_dumpable_since_exec():
+                _set_non_dumpable()
             self.hardened = True
 
     def prefork(self) -> None:
@@ -208,6 +209,28 @@ class Warmup(Part):
             return False
         run.pid, run.out_r, run.err_r, run.chan = spare.pid, spare.out_r, spare.err_r, spare.chan
         return True
+
+
+def _non_dumpable_since_exec() -> bool:
+    """Whether the kernel made this process non-dumpable when it started:
+    it does for an executable the process may not read (a backend may bind
+    an execute-only interpreter), unless fs.suid_dumpable is 1. Two system
+    calls, where _set_non_dumpable imports _ctypes."""
+    try:
+        os.close(os.open("/proc/self/exe", os.O_RDONLY))
+        return False
+    except PermissionError:
+        pass
+    except OSError:
+        return False
+    try:
+        fd = os.open("/proc/sys/fs/suid_dumpable", os.O_RDONLY)
+        try:
+            return os.read(fd, 16).strip() in (b"0", b"2")
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
 
 
 def _set_non_dumpable() -> None:
