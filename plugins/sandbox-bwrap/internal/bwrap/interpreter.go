@@ -1,10 +1,14 @@
 package bwrap
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // interpPrefix names the temporary directory of a plugin process's
@@ -20,13 +24,13 @@ const interpPrefix = "cexec-bwrap-python-"
 // zygote otherwise arranges itself with prctl through _ctypes, 0.4 ms of a
 // new sandbox's first execution (see runtime's harden). "" when no copy can
 // be made; zygotes then call prctl.
-func (p *Plugin) interpreter(python string) string {
+func (p *Plugin) interpreter(ctx context.Context, python string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if path, ok := p.interps[python]; ok {
 		return path
 	}
-	path, err := p.copyExecOnly(python)
+	path, err := p.copyExecOnly(ctx, python)
 	if err != nil {
 		p.log.Warn("sandboxes run the interpreter itself; their zygotes make themselves non-dumpable with prctl", "python", python, "error", err)
 	}
@@ -38,8 +42,8 @@ func (p *Plugin) interpreter(python string) string {
 }
 
 // copyExecOnly copies python into the plugin process's interpreter
-// directory with mode 0111. Called with p.mu held.
-func (p *Plugin) copyExecOnly(python string) (string, error) {
+// directory with mode 0111 and checks that it runs. Called with p.mu held.
+func (p *Plugin) copyExecOnly(ctx context.Context, python string) (string, error) {
 	if p.interpDir == "" {
 		removeStaleTemp(interpPrefix)
 		dir, err := os.MkdirTemp("", tempPattern(interpPrefix))
@@ -60,6 +64,16 @@ func (p *Plugin) copyExecOnly(python string) (string, error) {
 	if err := copyFile(python, dst, 0o111); err != nil {
 		_ = os.Remove(dst)
 		return "", fmt.Errorf("copy %s: %w", python, err)
+	}
+	// A bind keeps its source's noexec: the copy must run where it lies
+	// (a temporary directory mounted noexec would refuse it).
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, dst, "-I", "-S", "-c", "")
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		_ = os.Remove(dst)
+		return "", fmt.Errorf("run the copy %s: %w %s", dst, err, strings.TrimSpace(string(out)))
 	}
 	return dst, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/cexec/cexec/internal/testutil"
 )
@@ -32,7 +33,7 @@ func TestInterpreterCopy(t *testing.T) {
 	var first string
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			path := p.interpreter(tc.python)
+			path := p.interpreter(t.Context(), tc.python)
 			if !tc.ok {
 				if path != "" || !strings.Contains(logs.String(), missing) {
 					t.Errorf("copy %q, log %q", path, logs.String())
@@ -66,5 +67,27 @@ func TestInterpreterCopy(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("%s left behind: %v", dir, err)
+	}
+}
+
+// TestInterpreterOnNoexecTemp: where temporary files cannot be executed, no
+// copy is used and sandboxes run the interpreter itself (their zygotes call
+// prctl): a bind of the copy would keep the noexec and fail every sandbox.
+func TestInterpreterOnNoexecTemp(t *testing.T) {
+	s, _ := New(nil).settings(t.Context())
+	if s.python == "" {
+		testutil.SkipMissing(t, "no usable python")
+	}
+	tmp := t.TempDir()
+	if err := unix.Mount("tmpfs", tmp, "tmpfs", unix.MS_NOEXEC, "size=64m"); err != nil {
+		t.Skipf("cannot mount a noexec tmpfs (needs root): %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(tmp, unix.MNT_DETACH) })
+	t.Setenv("TMPDIR", tmp)
+	logs := &testutil.Buffer{}
+	p := New(hclog.New(&hclog.LoggerOptions{Output: logs}))
+	t.Cleanup(func() { _ = p.Close() })
+	if path := p.interpreter(t.Context(), s.python); path != "" || !strings.Contains(logs.String(), "run the copy") {
+		t.Errorf("copy %q, log %q", path, logs.String())
 	}
 }
