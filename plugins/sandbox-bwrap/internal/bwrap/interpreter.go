@@ -21,9 +21,9 @@ const interpPrefix = "cexec-bwrap-python-"
 // non-dumpable by the kernel (to fs.suid_dumpable, 0 on most systems) from
 // its first instruction: programs can then neither trace the zygote nor
 // read its memory, environment or descriptors through /proc, which the
-// zygote otherwise arranges itself with prctl through _ctypes, 0.4 ms of a
-// new sandbox's first execution (see runtime's harden). "" when no copy can
-// be made; zygotes then call prctl.
+// zygote otherwise arranges itself with prctl through _ctypes (see
+// runtime's harden), 0.7-1.2 ms of a fresh sandbox's print(1+1) here. ""
+// when no copy can be made; zygotes then call prctl.
 func (p *Plugin) interpreter(ctx context.Context, python string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -31,6 +31,9 @@ func (p *Plugin) interpreter(ctx context.Context, python string) string {
 		return path
 	}
 	path, err := p.copyExecOnly(ctx, python)
+	if err != nil && ctx.Err() != nil {
+		return "" // the request went away; the next one tries again
+	}
 	if err != nil {
 		p.log.Warn("sandboxes run the interpreter itself; their zygotes make themselves non-dumpable with prctl", "python", python, "error", err)
 	}

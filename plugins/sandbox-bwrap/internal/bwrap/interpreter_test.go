@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,5 +90,24 @@ func TestInterpreterOnNoexecTemp(t *testing.T) {
 	t.Cleanup(func() { _ = p.Close() })
 	if path := p.interpreter(t.Context(), s.python); path != "" || !strings.Contains(logs.String(), "run the copy") {
 		t.Errorf("copy %q, log %q", path, logs.String())
+	}
+}
+
+// TestInterpreterCancelled: a request cancelled while the copy is made
+// leaves no failure behind for the next one.
+func TestInterpreterCancelled(t *testing.T) {
+	s, _ := New(nil).settings(t.Context())
+	if s.python == "" {
+		testutil.SkipMissing(t, "no usable python")
+	}
+	p := New(nil)
+	t.Cleanup(func() { _ = p.Close() })
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if path := p.interpreter(ctx, s.python); path != "" {
+		t.Errorf("copy %q made for a cancelled request", path)
+	}
+	if path := p.interpreter(t.Context(), s.python); path == "" {
+		t.Error("no copy after a cancelled request")
 	}
 }
