@@ -22,7 +22,7 @@ const interpPrefix = "cexec-bwrap-python-"
 // its first instruction: programs can then neither trace the zygote nor
 // read its memory, environment or descriptors through /proc, which the
 // zygote otherwise arranges itself with prctl through _ctypes (see
-// runtime's harden), 0.7-1.2 ms of a fresh sandbox's print(1+1) here. ""
+// runtime's harden), 0.4-1.2 ms of a fresh sandbox's print(1+1) here. ""
 // when no copy can be made; zygotes then call prctl.
 func (p *Plugin) interpreter(ctx context.Context, python string) string {
 	p.mu.Lock()
