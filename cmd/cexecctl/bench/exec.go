@@ -100,8 +100,8 @@ type CPUPerExec struct {
 	// reports it (1 ms resolution).
 	Program float64 `json:"program"`
 	Client  float64 `json:"client"`
-	// All is what the whole machine spent while the phase ran, as
-	// /proc/stat counts it: cexecd and all it started (plugins, sandboxes,
+	// All is what the whole machine spent while the phase ran (its CPUs'
+	// time less idle, see machineBusyMs): cexecd and all it started (plugins, sandboxes,
 	// zygotes, programs, upstream servers), the client, the kernel's own
 	// threads, and whatever else ran (load_avg_1m says how quiet the
 	// machine was). Summing cexecd's process tree instead missed what left
