@@ -306,8 +306,8 @@ func treeCPU(ctx context.Context, c *client.Client, pid int) (float64, error) {
 // /proc/stat counts as idle, iowait and steal (time a hypervisor gave to
 // others). The kernel keeps idle time exactly (microseconds, the current
 // idle period included), where it samples busy time at its tick, 250 times
-// a second on the development machine: summing the busy columns varied by
-// about ±3% over a 500-execution warm phase.
+// a second on the development machine: summing the busy columns gave a
+// 500-execution warm phase (about 375 samples) some ±3% of sampling error.
 func machineBusyMs() (float64, error) {
 	before := time.Since(busyEpoch)
 	b, err := os.ReadFile("/proc/stat")
