@@ -214,11 +214,13 @@ func bwrapArgs(s *settings, spec *boxSpec, dirs boxDirs, sources []string) []str
 	if s.pythonPrefix != "" {
 		a = append(a, "--ro-bind", s.pythonPrefix, s.pythonPrefix)
 	}
-	if dirs.interp != "" {
-		a = append(a, "--ro-bind", dirs.interp, s.python)
-	}
 	for _, p := range s.roPaths {
 		a = append(a, "--ro-bind", p, p)
+	}
+	// Last of the host's paths: a read-only path holding the interpreter
+	// would hide it.
+	if dirs.interp != "" {
+		a = append(a, "--ro-bind", dirs.interp, s.python)
 	}
 	a = append(a, "--ro-bind", dirs.etc, "/etc")
 	if spec.network {

@@ -3,6 +3,7 @@ package bwrap
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -177,5 +178,24 @@ func TestCheckRunAs(t *testing.T) {
 				t.Errorf("runs as %v, want %v", spec.runAs, *tt.want)
 			}
 		})
+	}
+}
+
+// TestInterpreterBoundLast: a read-only path that holds the interpreter
+// (one outside /usr, say) must not hide its execute-only copy.
+func TestInterpreterBoundLast(t *testing.T) {
+	s, _ := decodeConfig(context.Background(), []byte(`{}`))
+	if s.python == "" {
+		testutil.SkipMissing(t, "no usable python")
+	}
+	s.roPaths = []string{filepath.Dir(s.python)}
+	spec, err := checkRequest(s, sandbox.CreateRequest{ID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	binds := flagValues(bwrapArgs(s, spec, boxDirs{lib: "/lib-dir", etc: "/etc-dir", interp: "/interp-copy"}, nil), "--ro-bind", 2)
+	over := slices.IndexFunc(binds, func(v []string) bool { return v[0] == "/interp-copy" && v[1] == s.python })
+	if over < 0 || slices.ContainsFunc(binds[over:], func(v []string) bool { return strings.HasPrefix(s.python, v[1]+"/") }) {
+		t.Errorf("the execute-only interpreter is hidden: %v", binds)
 	}
 }
