@@ -101,10 +101,10 @@ type CPUPerExec struct {
 	Program float64 `json:"program"`
 	Client  float64 `json:"client"`
 	// All is what the whole machine spent while the phase ran (its CPUs'
-	// time less idle, see machineBusyMs): cexecd and all it started (plugins, sandboxes,
-	// zygotes, programs, upstream servers), the client, the kernel's own
-	// threads, and whatever else ran (load_avg_1m says how quiet the
-	// machine was). Summing cexecd's process tree instead missed what left
+	// time less idle, see machineBusyMs): cexecd and all it started
+	// (plugins, sandboxes, zygotes, programs, upstream servers), the client,
+	// the kernel's own threads, and whatever else ran (load_avg_1m says how
+	// quiet the machine was). Summing cexecd's process tree instead missed what left
 	// the tree: a recycled sandbox's processes, reparented to the host's
 	// init, took their CPU time with them, and the sum could go negative.
 	// 0 when cexecd runs on another machine.
