@@ -212,12 +212,19 @@ func TestMCPFace(t *testing.T) {
 			N        int     `json:"n"`
 			P50Ms    float64 `json:"p50_ms"`
 			P99Ms    float64 `json:"p99_ms"`
+			CPU      *struct {
+				All float64 `json:"all"`
+			} `json:"cpu_per_call_ms"`
 		}
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("bench mcp --json: %v\n%s", err, out)
 		}
 		if r.N != 30 || r.P50Ms <= 0 || r.P99Ms < r.P50Ms || r.Endpoint != endpoint.MCPSocket(s.sock) {
 			t.Errorf("bench mcp --json = %+v", r)
+		}
+		// Every call forks a program, which alone costs the machine CPU.
+		if r.CPU == nil || r.CPU.All <= 0 {
+			t.Errorf("bench mcp --json: no whole-machine CPU per call: %s", out)
 		}
 		t.Logf("execute_code print(1+1) over the MCP socket: p50 %.2f ms, p99 %.2f ms (n=%d)", r.P50Ms, r.P99Ms, r.N)
 	})
