@@ -28,10 +28,11 @@ type PendingApproval struct {
 // is not pending.
 var ErrNoSuchApproval = errors.New("no such pending approval")
 
-// ApprovalQueue is the daemon's queue of calls waiting for an operator.
+// ApprovalQueue is the daemon's queue of calls waiting for an operator
+// (every replica's, when replicas share a store).
 type ApprovalQueue interface {
-	Pending() []PendingApproval
-	Decide(id string, approve bool) error
+	Pending(ctx context.Context) ([]PendingApproval, error)
+	Decide(ctx context.Context, id string, approve bool) error
 }
 
 // ApprovalServer is the Approvals service.
@@ -47,9 +48,13 @@ func NewApprovals(q ApprovalQueue) *ApprovalServer { return &ApprovalServer{q: q
 func (s *ApprovalServer) Register(g *grpc.Server) { cexecv1.RegisterApprovalsServer(g, s) }
 
 // ListApprovals lists the pending approvals, oldest first.
-func (s *ApprovalServer) ListApprovals(context.Context, *cexecv1.ListApprovalsRequest) (*cexecv1.ListApprovalsResponse, error) {
+func (s *ApprovalServer) ListApprovals(ctx context.Context, _ *cexecv1.ListApprovalsRequest) (*cexecv1.ListApprovalsResponse, error) {
+	pending, err := s.q.Pending(ctx)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "list approvals: %v", err)
+	}
 	out := &cexecv1.ListApprovalsResponse{}
-	for _, p := range s.q.Pending() {
+	for _, p := range pending {
 		a := &cexecv1.PendingApproval{Id: p.ID, Tenant: p.Tenant, Session: p.Session, Server: p.Server, Tool: p.Tool,
 			ArgumentsJson: string(p.Arguments), Reason: p.Reason, Created: timestamppb.New(p.Created)}
 		if !p.Deadline.IsZero() {
@@ -61,11 +66,11 @@ func (s *ApprovalServer) ListApprovals(context.Context, *cexecv1.ListApprovalsRe
 }
 
 // DecideApproval approves or denies one pending call.
-func (s *ApprovalServer) DecideApproval(_ context.Context, req *cexecv1.DecideApprovalRequest) (*cexecv1.DecideApprovalResponse, error) {
+func (s *ApprovalServer) DecideApproval(ctx context.Context, req *cexecv1.DecideApprovalRequest) (*cexecv1.DecideApprovalResponse, error) {
 	if req.GetId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "id: name the pending approval (cexecctl approvals ls lists them)")
 	}
-	if err := s.q.Decide(req.GetId(), req.GetApprove()); err != nil {
+	if err := s.q.Decide(ctx, req.GetId(), req.GetApprove()); err != nil {
 		if errors.Is(err, ErrNoSuchApproval) {
 			return nil, status.Errorf(codes.NotFound, "%v (decided already, timed out, or its execution ended; cexecctl approvals ls lists the pending ones)", err)
 		}

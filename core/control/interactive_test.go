@@ -44,11 +44,11 @@ type memQueue struct {
 	decided map[string]bool
 }
 
-func (q *memQueue) Pending() []PendingApproval {
-	return []PendingApproval{{ID: "a1", Tenant: "acme", Server: "fs", Tool: "rm", Arguments: []byte(`{"path":"[PATH_1]"}`), Created: time.Unix(1, 0)}}
+func (q *memQueue) Pending(context.Context) ([]PendingApproval, error) {
+	return []PendingApproval{{ID: "a1", Tenant: "acme", Server: "fs", Tool: "rm", Arguments: []byte(`{"path":"[PATH_1]"}`), Created: time.Unix(1, 0)}}, nil
 }
 
-func (q *memQueue) Decide(id string, approve bool) error {
+func (q *memQueue) Decide(_ context.Context, id string, approve bool) error {
 	if id != "a1" {
 		return ErrNoSuchApproval
 	}

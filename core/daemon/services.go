@@ -100,6 +100,7 @@ func newServices(cfg *config.Config, plugins sandboxes, log hclog.Logger) (_ *se
 	}
 	if s.store != nil {
 		subscribeStore(s.store, s.vaults)
+		s.approvals = shareApprovals(s.store, log.Named("approvals"))
 	}
 	wsOpts.Logger = log.Named("workspace")
 	wsOpts.ExpireInterval = expireInterval

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // PendingApproval is a tool call waiting for an operator's decision
@@ -30,10 +32,37 @@ type PendingApproval struct {
 // was, or already decided, timed out or abandoned).
 var ErrNoSuchApproval = errors.New("no such pending approval")
 
+// SharedApprovals is where replicas share the calls waiting for an
+// operator (core/store's Postgres, through core/daemon): every replica
+// lists and decides all of them, and the replica whose call waits hears the
+// decision from Approvals.Deliver or, when that notification is lost, reads
+// it back.
+type SharedApprovals interface {
+	// AddApproval records a call of this replica's.
+	AddApproval(ctx context.Context, p PendingApproval) error
+	// RemoveApproval drops a call of this replica's that waits no more.
+	RemoveApproval(ctx context.Context, id string) error
+	// PendingApprovals lists the undecided calls of every live replica,
+	// oldest first.
+	PendingApprovals(ctx context.Context) ([]PendingApproval, error)
+	// DecideApproval records a decision and tells the call's replica;
+	// found is false when the call is not pending.
+	DecideApproval(ctx context.Context, id string, approve bool) (found bool, err error)
+	// ApprovalDecision reads the decision on a call of this replica's.
+	ApprovalDecision(ctx context.Context, id string) (decided, approve bool, err error)
+}
+
 // Approvals holds the calls waiting for an operator, in the daemon only:
 // an approval is never taken from the program or the model. Safe for
 // concurrent use.
 type Approvals struct {
+	// shared, when set, makes the queue every replica's.
+	shared SharedApprovals
+	// poll is how often a waiting call reads its decision back from shared,
+	// in case the notification was lost.
+	poll time.Duration
+	log  hclog.Logger
+
 	mu      sync.Mutex
 	pending map[string]*waiting
 }
@@ -43,11 +72,22 @@ type waiting struct {
 	decided chan bool
 }
 
-// NewApprovals returns an empty queue.
+// NewApprovals returns an empty queue of this daemon's.
 func NewApprovals() *Approvals { return &Approvals{pending: map[string]*waiting{}} }
 
-// List returns the pending approvals, oldest first.
-func (a *Approvals) List() []PendingApproval {
+// NewSharedApprovals returns an empty queue that replicas share through s.
+func NewSharedApprovals(s SharedApprovals, log hclog.Logger) *Approvals {
+	a := NewApprovals()
+	a.shared, a.poll, a.log = s, 2*time.Second, log
+	return a
+}
+
+// List returns the pending approvals, oldest first: every live replica's
+// when the queue is shared.
+func (a *Approvals) List(ctx context.Context) ([]PendingApproval, error) {
+	if a.shared != nil {
+		return a.shared.PendingApprovals(ctx)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := make([]PendingApproval, 0, len(a.pending))
@@ -60,23 +100,47 @@ func (a *Approvals) List() []PendingApproval {
 		}
 		return strings.Compare(x.ID, y.ID)
 	})
-	return out
+	return out, nil
 }
 
-// Decide approves or denies a pending call.
-func (a *Approvals) Decide(id string, approve bool) error {
+// Decide approves or denies a pending call, of any replica when the queue
+// is shared (the first decision wins).
+func (a *Approvals) Decide(ctx context.Context, id string, approve bool) error {
+	if a.shared != nil {
+		found, err := a.shared.DecideApproval(ctx, id, approve)
+		if err != nil {
+			return fmt.Errorf("approval %q: %w", id, err)
+		}
+		if !found {
+			return fmt.Errorf("approval %q: %w", id, ErrNoSuchApproval)
+		}
+		// A replica is not notified of its own decisions.
+		a.Deliver(id, approve)
+		return nil
+	}
+	if !a.deliver(id, approve) {
+		return fmt.Errorf("approval %q: %w", id, ErrNoSuchApproval)
+	}
+	return nil
+}
+
+// Deliver hands a decision another replica took to the call of this
+// replica's that waits for it, if any.
+func (a *Approvals) Deliver(id string, approve bool) { a.deliver(id, approve) }
+
+func (a *Approvals) deliver(id string, approve bool) bool {
 	a.mu.Lock()
 	w := a.pending[id]
 	delete(a.pending, id)
 	a.mu.Unlock()
 	if w == nil {
-		return fmt.Errorf("approval %q: %w", id, ErrNoSuchApproval)
+		return false
 	}
 	w.decided <- approve
-	return nil
+	return true
 }
 
-// wait queues p and waits for Decide or for ctx to end (the policy's
+// wait queues p and waits for a decision or for ctx to end (the policy's
 // timeout, the execution's end), which removes it.
 func (a *Approvals) wait(ctx context.Context, p PendingApproval) (bool, error) {
 	var b [6]byte
@@ -92,19 +156,56 @@ func (a *Approvals) wait(ctx context.Context, p PendingApproval) (bool, error) {
 	a.mu.Lock()
 	a.pending[p.ID] = w
 	a.mu.Unlock()
-	select {
-	case ok := <-w.decided:
-		return ok, nil
-	case <-ctx.Done():
+	defer func() {
 		a.mu.Lock()
 		delete(a.pending, p.ID)
 		a.mu.Unlock()
-		// Decide may have won the race for the entry.
+	}()
+	var poll <-chan time.Time
+	if a.shared != nil {
+		if err := a.shared.AddApproval(ctx, p); err != nil {
+			return false, err
+		}
+		defer a.removeShared(ctx, p.ID)
+		t := time.NewTicker(a.poll)
+		defer t.Stop()
+		poll = t.C
+	}
+	for {
 		select {
 		case ok := <-w.decided:
 			return ok, nil
-		default:
+		case <-poll:
+			if decided, ok, err := a.shared.ApprovalDecision(ctx, p.ID); err == nil && decided {
+				return ok, nil
+			}
+		case <-ctx.Done():
+			// A decision may have come just before.
+			select {
+			case ok := <-w.decided:
+				return ok, nil
+			default:
+			}
+			if a.shared != nil {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+				decided, ok, err := a.shared.ApprovalDecision(rctx, p.ID)
+				cancel()
+				if err == nil && decided {
+					return ok, nil
+				}
+			}
+			return false, ctx.Err()
 		}
-		return false, ctx.Err()
+	}
+}
+
+// removeShared drops a call that waits no more from the shared queue,
+// whatever became of its execution's context.
+func (a *Approvals) removeShared(ctx context.Context, id string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := a.shared.RemoveApproval(rctx, id); err != nil {
+		// Listed until this replica restarts; deciding it then changes nothing.
+		a.log.Warn("a call that waits no more is still in the shared approval queue", "id", id, "error", err)
 	}
 }

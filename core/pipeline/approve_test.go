@@ -77,12 +77,12 @@ func TestApprovals(t *testing.T) {
 	// operator decides the next call that waits in the queue.
 	operator := func(approve bool) {
 		for {
-			if p := queue.List(); len(p) == 1 {
+			if p, _ := queue.List(context.Background()); len(p) == 1 {
 				if p[0].Server != "crm" || p[0].Tool != "delete_contact" || strings.Contains(string(p[0].Arguments), "ada@") ||
 					!strings.Contains(string(p[0].Arguments), "[EMAIL_") {
 					t.Errorf("pending %+v: want crm/delete_contact with the address as a token", p[0])
 				}
-				if err := queue.Decide(p[0].ID, approve); err != nil {
+				if err := queue.Decide(context.Background(), p[0].ID, approve); err != nil {
 					t.Error(err)
 				}
 				return
@@ -159,10 +159,10 @@ func TestApprovals(t *testing.T) {
 			}
 		})
 	}
-	if err := queue.Decide("nope", true); !errors.Is(err, ErrNoSuchApproval) {
+	if err := queue.Decide(context.Background(), "nope", true); !errors.Is(err, ErrNoSuchApproval) {
 		t.Errorf("Decide(unknown) = %v", err)
 	}
-	if p := queue.List(); len(p) != 0 {
+	if p, _ := queue.List(context.Background()); len(p) != 0 {
 		t.Errorf("left pending: %+v", p)
 	}
 }

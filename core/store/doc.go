@@ -19,6 +19,9 @@
 //     config (the tenant and session are the additional data, so a row
 //     cannot be moved to another session);
 //   - the skills registry (name, description, who saved it when);
+//   - the tool calls waiting for an operator, so that `cexecctl approvals`
+//     on any replica lists and decides those of every live replica, whose
+//     replica hears the decision by notification (or reads it back);
 //   - change notifications (LISTEN/NOTIFY on one channel) that tell other
 //     replicas to drop what they cache: a vault one replica saved, a skill
 //     one replica added.

@@ -100,15 +100,19 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 	return p, nil
 }
 
-// Close stops the heartbeat and the listener, drops this replica's slots
-// and its liveness (it serves nothing any more) and closes the connections.
-// Its leases stay, dead, for survivors to adopt (AdoptSession).
+// Close stops the heartbeat and the listener, drops this replica's slots,
+// its waiting approvals and its liveness (it serves nothing any more) and
+// closes the connections. Its leases stay, dead, for survivors to adopt
+// (AdoptSession).
 func (p *Postgres) Close() error {
 	close(p.stop)
 	p.done.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := p.pool.Exec(ctx, `DELETE FROM cexec_slots WHERE replica = $1;`, p.replica)
+	if err == nil {
+		_, err = p.pool.Exec(ctx, `DELETE FROM cexec_approvals WHERE replica = $1;`, p.replica)
+	}
 	if err == nil {
 		_, err = p.pool.Exec(ctx, `DELETE FROM cexec_replicas WHERE id = $1;`, p.replica)
 	}
@@ -133,10 +137,14 @@ func liveSQL(secs string) string {
 // liveWindow is how long a replica counts as alive after its last beat.
 func (p *Postgres) liveWindow() time.Duration { return 3 * p.beat }
 
-// register records the replica as alive and drops the slots and session
-// reservations a previous run of it left (it runs nothing yet).
+// register records the replica as alive and drops the slots, session
+// reservations and approvals a previous run of it left (it runs nothing
+// yet).
 func (p *Postgres) register(ctx context.Context) error {
 	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_slots WHERE replica = $1`, p.replica); err != nil {
+		return fmt.Errorf("store: register replica: %w", err)
+	}
+	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_approvals WHERE replica = $1`, p.replica); err != nil {
 		return fmt.Errorf("store: register replica: %w", err)
 	}
 	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_leases WHERE replica = $1 AND starts_with(session, $2)`, p.replica, pendingPrefix); err != nil {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -284,6 +285,67 @@ func TestPostgres(t *testing.T) {
 		}
 	})
 
+	t.Run("approvals are listed and decided from any replica", func(t *testing.T) {
+		verdicts := make(chan string, 4)
+		a.Subscribe(store.TopicApproval, func(p string) { verdicts <- p })
+		created := time.Now().Round(time.Microsecond)
+		want := store.Approval{ID: "ap1", Tenant: "acme", Session: "s1", Server: "memory", Tool: "delete_entities",
+			Arguments: json.RawMessage(`{"entityNames":["<PERSON_1>"]}`), Reason: "destructive", Created: created,
+			Deadline: created.Add(time.Minute), Replica: "a"}
+		if err := a.AddApproval(ctx, want); err != nil {
+			t.Fatal(err)
+		}
+		list, err := b.PendingApprovals(ctx)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("b lists %+v %v, want a's one call", list, err)
+		}
+		got := list[0]
+		if got.ID != want.ID || got.Replica != "a" || string(got.Arguments) != string(want.Arguments) || got.Reason != want.Reason ||
+			!got.Created.Equal(want.Created) || !got.Deadline.Equal(want.Deadline) || got.Tool != want.Tool {
+			t.Fatalf("b lists %+v, want %+v", got, want)
+		}
+		if decided, _, err := a.ApprovalDecision(ctx, "ap1"); decided || err != nil {
+			t.Fatalf("pending call reads as decided: %v %v", decided, err)
+		}
+		if found, err := b.DecideApproval(ctx, "ap1", true); !found || err != nil {
+			t.Fatalf("b decides a's call: found %v %v", found, err)
+		}
+		select {
+		case v := <-verdicts:
+			if id, approve, ok := store.ParseApprovalVerdict(v); !ok || id != "ap1" || !approve {
+				t.Fatalf("a heard %q", v)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a heard no verdict")
+		}
+		if decided, approve, err := a.ApprovalDecision(ctx, "ap1"); !decided || !approve || err != nil {
+			t.Fatalf("a reads the decision back: decided %v approve %v %v", decided, approve, err)
+		}
+		if list, _ := b.PendingApprovals(ctx); len(list) != 0 {
+			t.Fatalf("a decided call is still listed: %+v", list)
+		}
+		if found, err := a.DecideApproval(ctx, "ap1", false); found || err != nil {
+			t.Fatalf("a second decision: found %v %v, want not found", found, err)
+		}
+		if found, err := b.DecideApproval(ctx, "nope", true); found || err != nil {
+			t.Fatalf("an unknown id: found %v %v", found, err)
+		}
+		if err := a.RemoveApproval(ctx, "ap1"); err != nil {
+			t.Fatal(err)
+		}
+		if decided, _, err := a.ApprovalDecision(ctx, "ap1"); decided || err != nil {
+			t.Fatalf("a removed call: decided %v %v", decided, err)
+		}
+		// A call without a deadline.
+		if err := b.AddApproval(ctx, store.Approval{ID: "ap2", Tenant: "acme", Session: "s2", Server: "m", Tool: "t",
+			Arguments: json.RawMessage(`{}`), Created: created}); err != nil {
+			t.Fatal(err)
+		}
+		if list, err := a.PendingApprovals(ctx); err != nil || len(list) != 1 || !list[0].Deadline.IsZero() || list[0].Replica != "b" {
+			t.Fatalf("a lists %+v %v, want b's call without a deadline", list, err)
+		}
+	})
+
 	t.Run("a closed replica's lease is dead and adoptable", func(t *testing.T) {
 		if err := b.ClaimSession(ctx, "acme", "b.s9"); err != nil {
 			t.Fatal(err)
@@ -315,5 +377,33 @@ func TestPostgres(t *testing.T) {
 			t.Fatalf("a closed replica's slot still counts: %v %v", full, err)
 		}
 		rel()
+		// b's call (ap2, added above) died with it.
+		if list, err := a.PendingApprovals(ctx); err != nil || len(list) != 0 {
+			t.Fatalf("a closed replica's approvals are listed: %+v %v", list, err)
+		}
+		if found, err := a.DecideApproval(ctx, "ap2", true); found || err != nil {
+			t.Fatalf("decided a closed replica's call: %v %v", found, err)
+		}
 	})
+}
+
+func TestParseApprovalVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		payload string
+		id      string
+		approve bool
+		ok      bool
+	}{
+		{"1:ab12", "ab12", true, true},
+		{"0:ab12", "ab12", false, true},
+		{"2:ab12", "", false, false},
+		{"1:", "", false, false},
+		{"ab12", "", false, false},
+		{"", "", false, false},
+	} {
+		id, approve, ok := store.ParseApprovalVerdict(tc.payload)
+		if id != tc.id || approve != tc.approve || ok != tc.ok {
+			t.Errorf("ParseApprovalVerdict(%q) = %q %v %v, want %q %v %v", tc.payload, id, approve, ok, tc.id, tc.approve, tc.ok)
+		}
+	}
 }

@@ -42,6 +42,19 @@ CREATE TABLE IF NOT EXISTS cexec_skills (
 	updated     timestamptz NOT NULL,
 	PRIMARY KEY (tenant, name)
 );
+CREATE TABLE IF NOT EXISTS cexec_approvals (
+	id        text PRIMARY KEY,
+	replica   text NOT NULL,
+	tenant    text NOT NULL,
+	session   text NOT NULL,
+	server    text NOT NULL,
+	tool      text NOT NULL,
+	arguments text NOT NULL,
+	reason    text NOT NULL,
+	created   timestamptz NOT NULL,
+	deadline  timestamptz,
+	decision  boolean
+);
 CREATE TABLE IF NOT EXISTS cexec_usage (
 	tenant   text PRIMARY KEY,
 	bytes    bigint NOT NULL,
