@@ -89,6 +89,9 @@ type Options struct {
 	MaxRequestBody int64
 	// MaxSessionsPerTenant caps one tenant's live MCP sessions; default 64.
 	MaxSessionsPerTenant int
+	// MaxTasksPerTenant caps the execute_code tasks one tenant has kept
+	// (until each one's ttl passes); default DefaultMaxTasksPerTenant.
+	MaxTasksPerTenant int
 	// DefaultTenant is the tenant of unix socket requests without the
 	// tenant header and of TCP requests when no tokens are configured;
 	// default "default".
@@ -263,6 +266,7 @@ func (o *Options) fillLimits() {
 	orDefault(&o.MaxConnectionsPerPeer, config.DefaultMCPMaxConnectionsPerPeer)
 	orDefault(&o.MaxRequestBody, config.DefaultMCPMaxRequestBody)
 	orDefault(&o.MaxSessionsPerTenant, config.DefaultMCPMaxSessionsPerTenant)
+	orDefault(&o.MaxTasksPerTenant, DefaultMaxTasksPerTenant)
 }
 
 func orDefault[T time.Duration | int | int64](v *T, def T) {
@@ -313,6 +317,7 @@ func (f *Face) newMCPServer() *server.MCPServer {
 	})
 	taskHooks := &server.TaskHooks{}
 	f.tasks.hook(hooks, taskHooks)
+	hooks.AddOnRequestInitialization(f.admitTask)
 	return server.NewMCPServer("cexec", f.o.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, true),

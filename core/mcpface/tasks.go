@@ -1,7 +1,11 @@
 package mcpface
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +17,12 @@ import (
 // is created (MCP 2025-11-25 tasks): the client's ttl, at most this, and
 // this when it gives none.
 const TaskTTL = time.Hour
+
+// DefaultMaxTasksPerTenant is Options.MaxTasksPerTenant's default. mcp-go
+// keeps every task, its result and a goroutine waiting for its ttl until
+// the ttl passes, finished or not: unbounded, one tenant's task-augmented
+// calls could fill the daemon's memory.
+const DefaultMaxTasksPerTenant = 256
 
 // taskRuns lets execute_code run as an MCP task (a task-augmented
 // tools/call the client polls with tasks/get and tasks/result): mcp-go
@@ -30,6 +40,8 @@ type taskRuns struct {
 	mu       sync.Mutex
 	byParams map[*mcp.TaskParams]*taskRun
 	byID     map[string]*taskRun
+	// kept holds, per tenant, when each task it has kept expires.
+	kept map[string][]time.Time
 }
 
 type taskRun struct {
@@ -41,7 +53,7 @@ type taskRun struct {
 }
 
 func newTaskRuns() *taskRuns {
-	return &taskRuns{byParams: map[*mcp.TaskParams]*taskRun{}, byID: map[string]*taskRun{}}
+	return &taskRuns{byParams: map[*mcp.TaskParams]*taskRun{}, byID: map[string]*taskRun{}, kept: map[string][]time.Time{}}
 }
 
 // hook registers the hooks that bound a task's lifetime and connect
@@ -142,4 +154,52 @@ func (r *taskRuns) endSession(session string) {
 			run.cancel()
 		}
 	}
+}
+
+// admit counts a task tenant asks for, kept until now+ttl, and refuses it
+// when the tenant keeps max already.
+func (r *taskRuns) admit(tenant string, ttl time.Duration, now time.Time, max int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	live := slices.DeleteFunc(r.kept[tenant], func(exp time.Time) bool { return !exp.After(now) })
+	if len(live) >= max {
+		r.kept[tenant] = live
+		return fmt.Errorf("tenant %s keeps %d execute_code tasks, the most it may: a task is kept until its ttl "+
+			"passes (at most %s), finished or not; wait for older ones to expire, or call execute_code without a task", tenant, len(live), TaskTTL)
+	}
+	r.kept[tenant] = append(live, now.Add(ttl))
+	return nil
+}
+
+// taskCall is what admitTask reads of a request.
+type taskCall struct {
+	Method string `json:"method"`
+	Params struct {
+		Task *struct {
+			TTL *int64 `json:"ttl"`
+		} `json:"task"`
+	} `json:"params"`
+}
+
+// admitTask is an OnRequestInitialization hook: it refuses a
+// task-augmented tools/call, before mcp-go creates its task, when the
+// tenant keeps Options.MaxTasksPerTenant tasks already.
+func (f *Face) admitTask(ctx context.Context, _ any, message any) error {
+	raw, ok := message.(json.RawMessage)
+	if !ok || !bytes.Contains(raw, []byte(`"task"`)) {
+		return nil
+	}
+	var call taskCall
+	if json.Unmarshal(raw, &call) != nil || call.Method != string(mcp.MethodToolsCall) || call.Params.Task == nil {
+		return nil
+	}
+	tenant, ok := tenantFrom(ctx)
+	if !ok {
+		return nil // the tool handler refuses a call without a tenant
+	}
+	ttl := TaskTTL
+	if t := call.Params.Task.TTL; t != nil && *t > 0 && time.Duration(*t)*time.Millisecond < ttl {
+		ttl = time.Duration(*t) * time.Millisecond
+	}
+	return f.tasks.admit(tenant, ttl, time.Now(), f.o.MaxTasksPerTenant)
 }

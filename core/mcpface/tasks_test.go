@@ -228,3 +228,63 @@ func TestExecuteCodeProgress(t *testing.T) {
 		})
 	}
 }
+
+func TestTaskAdmission(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := newTaskRuns()
+	steps := []struct {
+		tenant string
+		ttl    time.Duration
+		at     time.Duration // after now
+		ok     bool
+	}{
+		{"acme", time.Minute, 0, true},
+		{"acme", time.Hour, time.Second, true},
+		{"acme", time.Hour, 2 * time.Second, false}, // two kept: the bound
+		{"other", time.Hour, 3 * time.Second, true}, // tenants do not share it
+		{"acme", time.Hour, time.Minute, true},      // the first one expired
+		{"acme", time.Hour, time.Minute + time.Second, false},
+	}
+	for i, s := range steps {
+		err := r.admit(s.tenant, s.ttl, now.Add(s.at), 2)
+		if (err == nil) != s.ok {
+			t.Fatalf("step %d (%s at +%s): %v, want admitted %v", i, s.tenant, s.at, err, s.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "keeps 2 execute_code tasks") {
+			t.Errorf("step %d: refusal %q does not say why", i, err)
+		}
+	}
+}
+
+// TestExecuteCodeTaskBound: past Options.MaxTasksPerTenant, a
+// task-augmented execute_code is refused before mcp-go creates its task,
+// while plain calls go on.
+func TestExecuteCodeTaskBound(t *testing.T) {
+	ex := newHeldExecutor()
+	close(ex.release)
+	w := newWorld(t, func(o *Options, _ *world) { o.Executor, o.MaxTasksPerTenant = ex, 2 })
+	c := connect(t, w.url+endpoint.MCPPath)
+	for range 2 {
+		callAsTask(t, c, "print(1)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(901)),
+		Method: string(mcp.MethodToolsCall), Params: map[string]any{
+			"name": ToolExecuteCode, "arguments": map[string]any{"code": "print(3)"}, "task": map[string]any{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error == nil || !strings.Contains(res.Error.Message, "keeps 2 execute_code tasks") {
+		t.Fatalf("a third task: %+v, want refused for the tenant's bound", res)
+	}
+	if tasks, err := c.ListTasks(ctx, mcp.ListTasksRequest{}); err != nil || len(tasks.Tasks) != 2 {
+		t.Errorf("tasks/list: %+v %v, want the two admitted", tasks, err)
+	}
+	call := mcp.CallToolRequest{}
+	call.Params.Name = ToolExecuteCode
+	call.Params.Arguments = map[string]any{"code": "print(4)"}
+	if r, err := c.CallTool(ctx, call); err != nil || r.IsError {
+		t.Errorf("a plain call after the bound: %+v %v", r, err)
+	}
+}
