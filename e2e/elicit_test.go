@@ -168,6 +168,12 @@ except PermissionError as e:
 			t.Errorf("the session log does not record %s", want)
 		}
 	}
+	shown := mustCtl(t, s, "sessions", "show", "--tenant", "ops", c.GetSessionId())
+	for _, want := range []string{"memory.delete_entities ok", "(approved by an operator)", "(denied by an operator)"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("cexecctl sessions show does not show %q:\n%s", want, shown)
+		}
+	}
 }
 
 // waitPending polls `cexecctl approvals ls` until a call of tool waits, and

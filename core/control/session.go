@@ -55,7 +55,7 @@ func entryProto(e *workspace.Entry) *cexecv1.SessionEntry {
 	}
 	for _, tc := range e.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, &cexecv1.SessionToolCall{Server: tc.Server, Tool: tc.Tool,
-			DurationMs: durationMs(tc.Duration), Ok: tc.OK, Error: tc.Error})
+			DurationMs: durationMs(tc.Duration), Ok: tc.OK, Error: tc.Error, Approval: tc.Approval})
 	}
 	return out
 }

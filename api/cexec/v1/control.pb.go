@@ -3214,12 +3214,15 @@ func (x *SessionResult) GetTimedOut() bool {
 
 // SessionToolCall is one upstream tool call of a logged execution.
 type SessionToolCall struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Server        string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
-	Tool          string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
-	DurationMs    float64                `protobuf:"fixed64,3,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
-	Ok            bool                   `protobuf:"varint,4,opt,name=ok,proto3" json:"ok,omitempty"`
-	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Server     string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Tool       string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	DurationMs float64                `protobuf:"fixed64,3,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	Ok         bool                   `protobuf:"varint,4,opt,name=ok,proto3" json:"ok,omitempty"`
+	Error      string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	// approval says how a call that a tenant policy held for approval was
+	// decided ("approved by an operator", "denied by the user", ...).
+	Approval      string `protobuf:"bytes,6,opt,name=approval,proto3" json:"approval,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3285,6 +3288,13 @@ func (x *SessionToolCall) GetOk() bool {
 func (x *SessionToolCall) GetError() string {
 	if x != nil {
 		return x.Error
+	}
+	return ""
+}
+
+func (x *SessionToolCall) GetApproval() string {
+	if x != nil {
+		return x.Approval
 	}
 	return ""
 }
@@ -5351,14 +5361,15 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\x06output\x18\x05 \x01(\tR\x06output\x12\x1d\n" +
 	"\n" +
 	"value_json\x18\x06 \x01(\fR\tvalueJson\x12\x1b\n" +
-	"\ttimed_out\x18\a \x01(\bR\btimedOut\"\x84\x01\n" +
+	"\ttimed_out\x18\a \x01(\bR\btimedOut\"\xa0\x01\n" +
 	"\x0fSessionToolCall\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1f\n" +
 	"\vduration_ms\x18\x03 \x01(\x01R\n" +
 	"durationMs\x12\x0e\n" +
 	"\x02ok\x18\x04 \x01(\bR\x02ok\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"-\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\x12\x1a\n" +
+	"\bapproval\x18\x06 \x01(\tR\bapproval\"-\n" +
 	"\x13ListSessionsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"I\n" +
 	"\x14ListSessionsResponse\x121\n" +

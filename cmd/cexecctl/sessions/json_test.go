@@ -18,7 +18,7 @@ func TestProtoJSON(t *testing.T) {
 	}
 	want := `{"seq":9007199254740993,"time_unix_ms":1700000000123,"kind":"execution","task":"","code":"print(\"<1>\")",` +
 		`"result":{"ok":true,"exit_code":0,"error_type":"","error":"","output":"1\n","value":{"big":12345678901234567890,"a":[1,2]},"timed_out":false},` +
-		`"tool_calls":[{"server":"s","tool":"t","duration_ms":1.5,"ok":false,"error":""}],"duration_ms":0,"state_files":[],` +
+		`"tool_calls":[{"server":"s","tool":"t","duration_ms":1.5,"ok":false,"error":"","approval":""}],"duration_ms":0,"state_files":[],` +
 		`"step":"","context":null,"skill":"","truncated":false}`
 	if string(got) != want {
 		t.Errorf("protoJSON =\n%s\nwant\n%s", got, want)

@@ -128,7 +128,11 @@ func writeEntry(w io.Writer, e *cexecv1.SessionEntry) {
 			if !tc.GetOk() {
 				ok = "failed"
 			}
-			fmt.Fprintf(w, "  tool:   %s.%s %s %.1f ms\n", tc.GetServer(), tc.GetTool(), ok, tc.GetDurationMs())
+			fmt.Fprintf(w, "  tool:   %s.%s %s %.1f ms", tc.GetServer(), tc.GetTool(), ok, tc.GetDurationMs())
+			if a := tc.GetApproval(); a != "" {
+				fmt.Fprintf(w, " (%s)", a)
+			}
+			fmt.Fprintln(w)
 		}
 		if len(e.GetStateFiles()) > 0 {
 			fmt.Fprintf(w, "  state:  %s\n", strings.Join(e.GetStateFiles(), ", "))
