@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/internal/testpeers"
 )
@@ -123,30 +125,7 @@ except cexec.ToolError as e:
 		t.Errorf("elicitation without a client that can answer: %s", r.raw)
 	}
 
-	create := `import cexec
-cexec.call_tool("memory", "create_entities", {"entities": [{"name": "doomed", "entityType": "note", "observations": ["x"]}]})
-`
-	del := `import cexec
-try:
-    cexec.call_tool("memory", "delete_entities", {"entityNames": ["doomed"]})
-    print("DELETED")
-except PermissionError as e:
-    print("DENIED", e)`
-	for _, tc := range []struct {
-		verb, want string
-	}{{"approve", "DELETED"}, {"deny", "denied by an operator"}} {
-		if r := executeCode(t, c, create, ""); r.isError {
-			t.Fatalf("create_entities: %s", r.raw)
-		}
-		done := make(chan modelReply, 1)
-		go func() { done <- executeCode(t, c, del, "") }()
-		id := waitPending(t, s, "ops", "memory/delete_entities")
-		mustCtl(t, s, "approvals", tc.verb, id)
-		r := <-done
-		if !strings.Contains(r.out.Stdout, tc.want) {
-			t.Errorf("%s through cexecctl: want %q in %s", tc.verb, tc.want, r.raw)
-		}
-	}
+	operatorDecides(t, c, s)
 	if _, errOut, code := ctl(t, s, "approvals", "approve", "nosuchid"); code == 0 || !strings.Contains(errOut, "no such pending approval") {
 		t.Errorf("approving an unknown id: exit %d, %s", code, errOut)
 	}
@@ -178,6 +157,41 @@ except PermissionError as e:
 
 // waitPending polls `cexecctl approvals ls` until a call of tool waits, and
 // checks what the operator is shown.
+// operatorDecides runs, on c, a program whose memory/delete_entities call
+// waits for an operator, twice: `cexecctl approvals` on the daemon of
+// decider approves the first and denies the second, and the program must
+// get each decision. It returns the two approvals' ids.
+func operatorDecides(t *testing.T, c *client.Client, decider setup) []string {
+	t.Helper()
+	create := `import cexec
+cexec.call_tool("memory", "create_entities", {"entities": [{"name": "doomed", "entityType": "note", "observations": ["x"]}]})
+`
+	del := `import cexec
+try:
+    cexec.call_tool("memory", "delete_entities", {"entityNames": ["doomed"]})
+    print("DELETED")
+except PermissionError as e:
+    print("DENIED", e)`
+	var ids []string
+	for _, tc := range []struct {
+		verb, want string
+	}{{"approve", "DELETED"}, {"deny", "denied by an operator"}} {
+		if r := executeCode(t, c, create, ""); r.isError {
+			t.Fatalf("create_entities: %s", r.raw)
+		}
+		done := make(chan modelReply, 1)
+		go func() { done <- executeCode(t, c, del, "") }()
+		id := waitPending(t, decider, "ops", "memory/delete_entities")
+		mustCtl(t, decider, "approvals", tc.verb, id)
+		r := <-done
+		if !strings.Contains(r.out.Stdout, tc.want) {
+			t.Errorf("%s through cexecctl: want %q in %s", tc.verb, tc.want, r.raw)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 func waitPending(t *testing.T, s setup, tenant, tool string) string {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)

@@ -38,30 +38,8 @@ tenant "ops" {
 	a, b := rs[0], rs[1]
 	c := mcpSession(t, a.s, "ops")
 
-	create := `import cexec
-cexec.call_tool("memory", "create_entities", {"entities": [{"name": "doomed", "entityType": "note", "observations": ["x"]}]})
-`
-	del := `import cexec
-try:
-    cexec.call_tool("memory", "delete_entities", {"entityNames": ["doomed"]})
-    print("DELETED")
-except PermissionError as e:
-    print("DENIED", e)`
-	for _, tc := range []struct {
-		verb, want string
-	}{{"approve", "DELETED"}, {"deny", "denied by an operator"}} {
-		if r := executeCode(t, c, create, ""); r.isError {
-			t.Fatalf("create_entities: %s", r.raw)
-		}
-		done := make(chan modelReply, 1)
-		go func() { done <- executeCode(t, c, del, "") }()
-		// Listed, and decided, by the replica the call does not wait in.
-		id := waitPending(t, b.s, "ops", "memory/delete_entities")
-		mustCtl(t, b.s, "approvals", tc.verb, id)
-		r := <-done
-		if !strings.Contains(r.out.Stdout, tc.want) {
-			t.Errorf("%s on replica b: want %q in %s", tc.verb, tc.want, r.raw)
-		}
+	// Listed, and decided, by the replica the calls do not wait in.
+	for _, id := range operatorDecides(t, c, b.s) {
 		if _, errOut, code := ctl(t, a.s, "approvals", "approve", id); code == 0 || !strings.Contains(errOut, "no such pending approval") {
 			t.Errorf("deciding %s again on replica a: exit %d, %s", id, code, errOut)
 		}
