@@ -157,12 +157,12 @@ func (r *taskRuns) endSession(session string) {
 }
 
 // admit counts a task tenant asks for, kept until now+ttl, and refuses it
-// when the tenant keeps max already.
-func (r *taskRuns) admit(tenant string, ttl time.Duration, now time.Time, max int) error {
+// when the tenant keeps limit already.
+func (r *taskRuns) admit(tenant string, ttl time.Duration, now time.Time, limit int) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	live := slices.DeleteFunc(r.kept[tenant], func(exp time.Time) bool { return !exp.After(now) })
-	if len(live) >= max {
+	if len(live) >= limit {
 		r.kept[tenant] = live
 		return fmt.Errorf("tenant %s keeps %d execute_code tasks, the most it may: a task is kept until its ttl "+
 			"passes (at most %s), finished or not; wait for older ones to expire, or call execute_code without a task", tenant, len(live), TaskTTL)
