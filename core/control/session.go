@@ -57,6 +57,10 @@ func entryProto(e *workspace.Entry) *cexecv1.SessionEntry {
 		out.ToolCalls = append(out.ToolCalls, &cexecv1.SessionToolCall{Server: tc.Server, Tool: tc.Tool,
 			DurationMs: durationMs(tc.Duration), Ok: tc.OK, Error: tc.Error, Approval: tc.Approval})
 	}
+	for _, l := range e.UpstreamLog {
+		out.UpstreamLog = append(out.UpstreamLog, &cexecv1.SessionUpstreamLog{Server: l.Server, Level: l.Level, Logger: l.Logger,
+			DataJson: l.Data, Truncated: l.Truncated, Withheld: l.Withheld})
+	}
 	return out
 }
 

@@ -386,11 +386,13 @@ func TestEntryProto(t *testing.T) {
 		Result: &workspace.Result{OK: false, ExitCode: 1, ErrorType: "ValueError", Error: "bad", Output: "1\n", Value: json.RawMessage(`[1]`), TimedOut: true},
 		ToolCalls: []workspace.ToolCall{{Server: "s", Tool: "x", Duration: workspace.Duration(1500 * time.Microsecond), OK: false, Error: "e",
 			Approval: "denied by an operator"}},
-		Duration: workspace.Duration(2 * time.Millisecond), StateFiles: []string{"a.json"}, Truncated: true}
+		UpstreamLog: []workspace.UpstreamLog{{Server: "s", Level: "info", Logger: "l", Data: json.RawMessage(`"m"`), Truncated: true, Withheld: true}},
+		Duration:    workspace.Duration(2 * time.Millisecond), StateFiles: []string{"a.json"}, Truncated: true}
 	want := &cexecv1.SessionEntry{Seq: 3, TimeUnixMs: at.UnixMilli(), Kind: "execution", Task: "t", Code: "print(1)",
-		Result:     &cexecv1.SessionResult{ExitCode: 1, ErrorType: "ValueError", Error: "bad", Output: "1\n", ValueJson: []byte(`[1]`), TimedOut: true},
-		ToolCalls:  []*cexecv1.SessionToolCall{{Server: "s", Tool: "x", DurationMs: 1.5, Error: "e", Approval: "denied by an operator"}},
-		DurationMs: 2, StateFiles: []string{"a.json"}, Truncated: true}
+		Result:      &cexecv1.SessionResult{ExitCode: 1, ErrorType: "ValueError", Error: "bad", Output: "1\n", ValueJson: []byte(`[1]`), TimedOut: true},
+		ToolCalls:   []*cexecv1.SessionToolCall{{Server: "s", Tool: "x", DurationMs: 1.5, Error: "e", Approval: "denied by an operator"}},
+		UpstreamLog: []*cexecv1.SessionUpstreamLog{{Server: "s", Level: "info", Logger: "l", DataJson: []byte(`"m"`), Truncated: true, Withheld: true}},
+		DurationMs:  2, StateFiles: []string{"a.json"}, Truncated: true}
 	if got := entryProto(e); !proto.Equal(got, want) {
 		t.Errorf("entryProto =\n%v\nwant\n%v", got, want)
 	}

@@ -2991,7 +2991,10 @@ type SessionEntry struct {
 	// skill names a skill saved during the session.
 	Skill string `protobuf:"bytes,12,opt,name=skill,proto3" json:"skill,omitempty"`
 	// truncated is set when long text or lists were cut to fit the log.
-	Truncated     bool `protobuf:"varint,13,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	Truncated bool `protobuf:"varint,13,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// upstream_log holds what upstream servers logged
+	// (notifications/message) during the execution's tool calls.
+	UpstreamLog   []*SessionUpstreamLog `protobuf:"bytes,14,rep,name=upstream_log,json=upstreamLog,proto3" json:"upstream_log,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3117,6 +3120,102 @@ func (x *SessionEntry) GetTruncated() bool {
 	return false
 }
 
+func (x *SessionEntry) GetUpstreamLog() []*SessionUpstreamLog {
+	if x != nil {
+		return x.UpstreamLog
+	}
+	return nil
+}
+
+// SessionUpstreamLog is one message an upstream server logged during a
+// logged execution's tool calls.
+type SessionUpstreamLog struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Server string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Level  string                 `protobuf:"bytes,2,opt,name=level,proto3" json:"level,omitempty"`
+	Logger string                 `protobuf:"bytes,3,opt,name=logger,proto3" json:"logger,omitempty"`
+	// data_json is the message as the server sent it, as JSON; empty when
+	// it was over 4 KiB (truncated) or could not be checked for sensitive
+	// data (withheld).
+	DataJson      []byte `protobuf:"bytes,4,opt,name=data_json,json=dataJson,proto3" json:"data_json,omitempty"`
+	Truncated     bool   `protobuf:"varint,5,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	Withheld      bool   `protobuf:"varint,6,opt,name=withheld,proto3" json:"withheld,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionUpstreamLog) Reset() {
+	*x = SessionUpstreamLog{}
+	mi := &file_cexec_v1_control_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionUpstreamLog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionUpstreamLog) ProtoMessage() {}
+
+func (x *SessionUpstreamLog) ProtoReflect() protoreflect.Message {
+	mi := &file_cexec_v1_control_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionUpstreamLog.ProtoReflect.Descriptor instead.
+func (*SessionUpstreamLog) Descriptor() ([]byte, []int) {
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *SessionUpstreamLog) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *SessionUpstreamLog) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *SessionUpstreamLog) GetLogger() string {
+	if x != nil {
+		return x.Logger
+	}
+	return ""
+}
+
+func (x *SessionUpstreamLog) GetDataJson() []byte {
+	if x != nil {
+		return x.DataJson
+	}
+	return nil
+}
+
+func (x *SessionUpstreamLog) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *SessionUpstreamLog) GetWithheld() bool {
+	if x != nil {
+		return x.Withheld
+	}
+	return false
+}
+
 // SessionResult is how a logged execution ended.
 type SessionResult struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -3135,7 +3234,7 @@ type SessionResult struct {
 
 func (x *SessionResult) Reset() {
 	*x = SessionResult{}
-	mi := &file_cexec_v1_control_proto_msgTypes[45]
+	mi := &file_cexec_v1_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3147,7 +3246,7 @@ func (x *SessionResult) String() string {
 func (*SessionResult) ProtoMessage() {}
 
 func (x *SessionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[45]
+	mi := &file_cexec_v1_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3160,7 +3259,7 @@ func (x *SessionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResult.ProtoReflect.Descriptor instead.
 func (*SessionResult) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{45}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SessionResult) GetOk() bool {
@@ -3229,7 +3328,7 @@ type SessionToolCall struct {
 
 func (x *SessionToolCall) Reset() {
 	*x = SessionToolCall{}
-	mi := &file_cexec_v1_control_proto_msgTypes[46]
+	mi := &file_cexec_v1_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3241,7 +3340,7 @@ func (x *SessionToolCall) String() string {
 func (*SessionToolCall) ProtoMessage() {}
 
 func (x *SessionToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[46]
+	mi := &file_cexec_v1_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3254,7 +3353,7 @@ func (x *SessionToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionToolCall.ProtoReflect.Descriptor instead.
 func (*SessionToolCall) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{46}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SessionToolCall) GetServer() string {
@@ -3308,7 +3407,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[47]
+	mi := &file_cexec_v1_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3320,7 +3419,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[47]
+	mi := &file_cexec_v1_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3333,7 +3432,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{47}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListSessionsRequest) GetTenant() string {
@@ -3352,7 +3451,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[48]
+	mi := &file_cexec_v1_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3364,7 +3463,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[48]
+	mi := &file_cexec_v1_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3377,7 +3476,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{48}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -3397,7 +3496,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[49]
+	mi := &file_cexec_v1_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3409,7 +3508,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[49]
+	mi := &file_cexec_v1_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3422,7 +3521,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{49}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetSessionRequest) GetTenant() string {
@@ -3451,7 +3550,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[50]
+	mi := &file_cexec_v1_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3463,7 +3562,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[50]
+	mi := &file_cexec_v1_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3476,7 +3575,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{50}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetSessionResponse) GetEntries() []*SessionEntry {
@@ -3503,7 +3602,7 @@ type ResumeSessionRequest struct {
 
 func (x *ResumeSessionRequest) Reset() {
 	*x = ResumeSessionRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[51]
+	mi := &file_cexec_v1_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3515,7 +3614,7 @@ func (x *ResumeSessionRequest) String() string {
 func (*ResumeSessionRequest) ProtoMessage() {}
 
 func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[51]
+	mi := &file_cexec_v1_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3528,7 +3627,7 @@ func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionRequest.ProtoReflect.Descriptor instead.
 func (*ResumeSessionRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{51}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ResumeSessionRequest) GetTenant() string {
@@ -3559,7 +3658,7 @@ type ResumeSessionResponse struct {
 
 func (x *ResumeSessionResponse) Reset() {
 	*x = ResumeSessionResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[52]
+	mi := &file_cexec_v1_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3571,7 +3670,7 @@ func (x *ResumeSessionResponse) String() string {
 func (*ResumeSessionResponse) ProtoMessage() {}
 
 func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[52]
+	mi := &file_cexec_v1_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3584,7 +3683,7 @@ func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionResponse.ProtoReflect.Descriptor instead.
 func (*ResumeSessionResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{52}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ResumeSessionResponse) GetSession() *SessionInfo {
@@ -3622,7 +3721,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[53]
+	mi := &file_cexec_v1_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3634,7 +3733,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[53]
+	mi := &file_cexec_v1_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3647,7 +3746,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{53}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *CheckpointRequest) GetTenant() string {
@@ -3688,7 +3787,7 @@ type CheckpointResponse struct {
 
 func (x *CheckpointResponse) Reset() {
 	*x = CheckpointResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[54]
+	mi := &file_cexec_v1_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3700,7 +3799,7 @@ func (x *CheckpointResponse) String() string {
 func (*CheckpointResponse) ProtoMessage() {}
 
 func (x *CheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[54]
+	mi := &file_cexec_v1_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3713,7 +3812,7 @@ func (x *CheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointResponse.ProtoReflect.Descriptor instead.
 func (*CheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{54}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *CheckpointResponse) GetSession() string {
@@ -3744,7 +3843,7 @@ type Skill struct {
 
 func (x *Skill) Reset() {
 	*x = Skill{}
-	mi := &file_cexec_v1_control_proto_msgTypes[55]
+	mi := &file_cexec_v1_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3756,7 +3855,7 @@ func (x *Skill) String() string {
 func (*Skill) ProtoMessage() {}
 
 func (x *Skill) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[55]
+	mi := &file_cexec_v1_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3769,7 +3868,7 @@ func (x *Skill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Skill.ProtoReflect.Descriptor instead.
 func (*Skill) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{55}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Skill) GetName() string {
@@ -3823,7 +3922,7 @@ type ListSkillsRequest struct {
 
 func (x *ListSkillsRequest) Reset() {
 	*x = ListSkillsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[56]
+	mi := &file_cexec_v1_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3835,7 +3934,7 @@ func (x *ListSkillsRequest) String() string {
 func (*ListSkillsRequest) ProtoMessage() {}
 
 func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[56]
+	mi := &file_cexec_v1_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3848,7 +3947,7 @@ func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsRequest.ProtoReflect.Descriptor instead.
 func (*ListSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{56}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListSkillsRequest) GetTenant() string {
@@ -3867,7 +3966,7 @@ type ListSkillsResponse struct {
 
 func (x *ListSkillsResponse) Reset() {
 	*x = ListSkillsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[57]
+	mi := &file_cexec_v1_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3879,7 +3978,7 @@ func (x *ListSkillsResponse) String() string {
 func (*ListSkillsResponse) ProtoMessage() {}
 
 func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[57]
+	mi := &file_cexec_v1_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3892,7 +3991,7 @@ func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsResponse.ProtoReflect.Descriptor instead.
 func (*ListSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{57}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListSkillsResponse) GetSkills() []*Skill {
@@ -3912,7 +4011,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[58]
+	mi := &file_cexec_v1_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3924,7 +4023,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[58]
+	mi := &file_cexec_v1_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3937,7 +4036,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{58}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetSkillRequest) GetTenant() string {
@@ -3963,7 +4062,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[59]
+	mi := &file_cexec_v1_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3975,7 +4074,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[59]
+	mi := &file_cexec_v1_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3988,7 +4087,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{59}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GetSkillResponse) GetSkill() *Skill {
@@ -4010,7 +4109,7 @@ type SaveSkillRequest struct {
 
 func (x *SaveSkillRequest) Reset() {
 	*x = SaveSkillRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[60]
+	mi := &file_cexec_v1_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4022,7 +4121,7 @@ func (x *SaveSkillRequest) String() string {
 func (*SaveSkillRequest) ProtoMessage() {}
 
 func (x *SaveSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[60]
+	mi := &file_cexec_v1_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4035,7 +4134,7 @@ func (x *SaveSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSkillRequest.ProtoReflect.Descriptor instead.
 func (*SaveSkillRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{60}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *SaveSkillRequest) GetTenant() string {
@@ -4075,7 +4174,7 @@ type SaveSkillResponse struct {
 
 func (x *SaveSkillResponse) Reset() {
 	*x = SaveSkillResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[61]
+	mi := &file_cexec_v1_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4087,7 +4186,7 @@ func (x *SaveSkillResponse) String() string {
 func (*SaveSkillResponse) ProtoMessage() {}
 
 func (x *SaveSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[61]
+	mi := &file_cexec_v1_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4100,7 +4199,7 @@ func (x *SaveSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSkillResponse.ProtoReflect.Descriptor instead.
 func (*SaveSkillResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{61}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *SaveSkillResponse) GetSkill() *Skill {
@@ -4130,7 +4229,7 @@ type TenantInfo struct {
 
 func (x *TenantInfo) Reset() {
 	*x = TenantInfo{}
-	mi := &file_cexec_v1_control_proto_msgTypes[62]
+	mi := &file_cexec_v1_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4142,7 +4241,7 @@ func (x *TenantInfo) String() string {
 func (*TenantInfo) ProtoMessage() {}
 
 func (x *TenantInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[62]
+	mi := &file_cexec_v1_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4155,7 +4254,7 @@ func (x *TenantInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantInfo.ProtoReflect.Descriptor instead.
 func (*TenantInfo) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{62}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *TenantInfo) GetId() string {
@@ -4236,7 +4335,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[63]
+	mi := &file_cexec_v1_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4248,7 +4347,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[63]
+	mi := &file_cexec_v1_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4261,7 +4360,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{63}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{64}
 }
 
 type ListTenantsResponse struct {
@@ -4273,7 +4372,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	mi := &file_cexec_v1_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4285,7 +4384,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[64]
+	mi := &file_cexec_v1_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4298,7 +4397,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{64}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListTenantsResponse) GetTenants() []*TenantInfo {
@@ -4318,7 +4417,7 @@ type GCTenantsRequest struct {
 
 func (x *GCTenantsRequest) Reset() {
 	*x = GCTenantsRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[65]
+	mi := &file_cexec_v1_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4330,7 +4429,7 @@ func (x *GCTenantsRequest) String() string {
 func (*GCTenantsRequest) ProtoMessage() {}
 
 func (x *GCTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[65]
+	mi := &file_cexec_v1_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4343,7 +4442,7 @@ func (x *GCTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCTenantsRequest.ProtoReflect.Descriptor instead.
 func (*GCTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{65}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GCTenantsRequest) GetOlderThanMs() int64 {
@@ -4369,7 +4468,7 @@ type GCTenantsResponse struct {
 
 func (x *GCTenantsResponse) Reset() {
 	*x = GCTenantsResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[66]
+	mi := &file_cexec_v1_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4381,7 +4480,7 @@ func (x *GCTenantsResponse) String() string {
 func (*GCTenantsResponse) ProtoMessage() {}
 
 func (x *GCTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[66]
+	mi := &file_cexec_v1_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4394,7 +4493,7 @@ func (x *GCTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCTenantsResponse.ProtoReflect.Descriptor instead.
 func (*GCTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{66}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *GCTenantsResponse) GetRemoved() []*TenantInfo {
@@ -4412,7 +4511,7 @@ type PoolStatusRequest struct {
 
 func (x *PoolStatusRequest) Reset() {
 	*x = PoolStatusRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[67]
+	mi := &file_cexec_v1_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4424,7 +4523,7 @@ func (x *PoolStatusRequest) String() string {
 func (*PoolStatusRequest) ProtoMessage() {}
 
 func (x *PoolStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[67]
+	mi := &file_cexec_v1_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4437,7 +4536,7 @@ func (x *PoolStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolStatusRequest.ProtoReflect.Descriptor instead.
 func (*PoolStatusRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{67}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{68}
 }
 
 type PoolStatusResponse struct {
@@ -4462,7 +4561,7 @@ type PoolStatusResponse struct {
 
 func (x *PoolStatusResponse) Reset() {
 	*x = PoolStatusResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[68]
+	mi := &file_cexec_v1_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4474,7 +4573,7 @@ func (x *PoolStatusResponse) String() string {
 func (*PoolStatusResponse) ProtoMessage() {}
 
 func (x *PoolStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[68]
+	mi := &file_cexec_v1_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4487,7 +4586,7 @@ func (x *PoolStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolStatusResponse.ProtoReflect.Descriptor instead.
 func (*PoolStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{68}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *PoolStatusResponse) GetIdle() map[string]int32 {
@@ -4567,7 +4666,7 @@ type PoolSandbox struct {
 
 func (x *PoolSandbox) Reset() {
 	*x = PoolSandbox{}
-	mi := &file_cexec_v1_control_proto_msgTypes[69]
+	mi := &file_cexec_v1_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4579,7 +4678,7 @@ func (x *PoolSandbox) String() string {
 func (*PoolSandbox) ProtoMessage() {}
 
 func (x *PoolSandbox) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[69]
+	mi := &file_cexec_v1_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4592,7 +4691,7 @@ func (x *PoolSandbox) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolSandbox.ProtoReflect.Descriptor instead.
 func (*PoolSandbox) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{69}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PoolSandbox) GetId() string {
@@ -4663,7 +4762,7 @@ type ExecuteTaskRequest struct {
 
 func (x *ExecuteTaskRequest) Reset() {
 	*x = ExecuteTaskRequest{}
-	mi := &file_cexec_v1_control_proto_msgTypes[70]
+	mi := &file_cexec_v1_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4675,7 +4774,7 @@ func (x *ExecuteTaskRequest) String() string {
 func (*ExecuteTaskRequest) ProtoMessage() {}
 
 func (x *ExecuteTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[70]
+	mi := &file_cexec_v1_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4688,7 +4787,7 @@ func (x *ExecuteTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteTaskRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteTaskRequest) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{70}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ExecuteTaskRequest) GetTenant() string {
@@ -4743,7 +4842,7 @@ type TaskAttempt struct {
 
 func (x *TaskAttempt) Reset() {
 	*x = TaskAttempt{}
-	mi := &file_cexec_v1_control_proto_msgTypes[71]
+	mi := &file_cexec_v1_control_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4755,7 +4854,7 @@ func (x *TaskAttempt) String() string {
 func (*TaskAttempt) ProtoMessage() {}
 
 func (x *TaskAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[71]
+	mi := &file_cexec_v1_control_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4768,7 +4867,7 @@ func (x *TaskAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAttempt.ProtoReflect.Descriptor instead.
 func (*TaskAttempt) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{71}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *TaskAttempt) GetGenerator() string {
@@ -4860,7 +4959,7 @@ type TaskTimings struct {
 
 func (x *TaskTimings) Reset() {
 	*x = TaskTimings{}
-	mi := &file_cexec_v1_control_proto_msgTypes[72]
+	mi := &file_cexec_v1_control_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4872,7 +4971,7 @@ func (x *TaskTimings) String() string {
 func (*TaskTimings) ProtoMessage() {}
 
 func (x *TaskTimings) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[72]
+	mi := &file_cexec_v1_control_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4885,7 +4984,7 @@ func (x *TaskTimings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskTimings.ProtoReflect.Descriptor instead.
 func (*TaskTimings) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{72}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *TaskTimings) GetSearchUs() int64 {
@@ -4956,7 +5055,7 @@ type ExecuteTaskResponse struct {
 
 func (x *ExecuteTaskResponse) Reset() {
 	*x = ExecuteTaskResponse{}
-	mi := &file_cexec_v1_control_proto_msgTypes[73]
+	mi := &file_cexec_v1_control_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4968,7 +5067,7 @@ func (x *ExecuteTaskResponse) String() string {
 func (*ExecuteTaskResponse) ProtoMessage() {}
 
 func (x *ExecuteTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cexec_v1_control_proto_msgTypes[73]
+	mi := &file_cexec_v1_control_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4981,7 +5080,7 @@ func (x *ExecuteTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteTaskResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteTaskResponse) Descriptor() ([]byte, []int) {
-	return file_cexec_v1_control_proto_rawDescGZIP(), []int{73}
+	return file_cexec_v1_control_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ExecuteTaskResponse) GetStdout() string {
@@ -5332,7 +5431,7 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	" \x01(\x03R\blogBytes\x12\x1b\n" +
 	"\tbad_lines\x18\v \x01(\x03R\bbadLines\x12\x1f\n" +
 	"\vstate_files\x18\f \x03(\tR\n" +
-	"stateFiles\"\x96\x03\n" +
+	"stateFiles\"\xd7\x03\n" +
 	"\fSessionEntry\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12 \n" +
 	"\ftime_unix_ms\x18\x02 \x01(\x03R\n" +
@@ -5351,7 +5450,15 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	" \x01(\tR\x04step\x12!\n" +
 	"\fcontext_json\x18\v \x01(\fR\vcontextJson\x12\x14\n" +
 	"\x05skill\x18\f \x01(\tR\x05skill\x12\x1c\n" +
-	"\ttruncated\x18\r \x01(\bR\ttruncated\"\xc5\x01\n" +
+	"\ttruncated\x18\r \x01(\bR\ttruncated\x12?\n" +
+	"\fupstream_log\x18\x0e \x03(\v2\x1c.cexec.v1.SessionUpstreamLogR\vupstreamLog\"\xb1\x01\n" +
+	"\x12SessionUpstreamLog\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x14\n" +
+	"\x05level\x18\x02 \x01(\tR\x05level\x12\x16\n" +
+	"\x06logger\x18\x03 \x01(\tR\x06logger\x12\x1b\n" +
+	"\tdata_json\x18\x04 \x01(\fR\bdataJson\x12\x1c\n" +
+	"\ttruncated\x18\x05 \x01(\bR\ttruncated\x12\x1a\n" +
+	"\bwithheld\x18\x06 \x01(\bR\bwithheld\"\xc5\x01\n" +
 	"\rSessionResult\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x1b\n" +
 	"\texit_code\x18\x02 \x01(\x05R\bexitCode\x12\x1d\n" +
@@ -5558,7 +5665,7 @@ func file_cexec_v1_control_proto_rawDescGZIP() []byte {
 	return file_cexec_v1_control_proto_rawDescData
 }
 
-var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
+var file_cexec_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
 var file_cexec_v1_control_proto_goTypes = []any{
 	(*StatusRequest)(nil),         // 0: cexec.v1.StatusRequest
 	(*PluginSummary)(nil),         // 1: cexec.v1.PluginSummary
@@ -5605,38 +5712,39 @@ var file_cexec_v1_control_proto_goTypes = []any{
 	(*DeleteStateResponse)(nil),   // 42: cexec.v1.DeleteStateResponse
 	(*SessionInfo)(nil),           // 43: cexec.v1.SessionInfo
 	(*SessionEntry)(nil),          // 44: cexec.v1.SessionEntry
-	(*SessionResult)(nil),         // 45: cexec.v1.SessionResult
-	(*SessionToolCall)(nil),       // 46: cexec.v1.SessionToolCall
-	(*ListSessionsRequest)(nil),   // 47: cexec.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 48: cexec.v1.ListSessionsResponse
-	(*GetSessionRequest)(nil),     // 49: cexec.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),    // 50: cexec.v1.GetSessionResponse
-	(*ResumeSessionRequest)(nil),  // 51: cexec.v1.ResumeSessionRequest
-	(*ResumeSessionResponse)(nil), // 52: cexec.v1.ResumeSessionResponse
-	(*CheckpointRequest)(nil),     // 53: cexec.v1.CheckpointRequest
-	(*CheckpointResponse)(nil),    // 54: cexec.v1.CheckpointResponse
-	(*Skill)(nil),                 // 55: cexec.v1.Skill
-	(*ListSkillsRequest)(nil),     // 56: cexec.v1.ListSkillsRequest
-	(*ListSkillsResponse)(nil),    // 57: cexec.v1.ListSkillsResponse
-	(*GetSkillRequest)(nil),       // 58: cexec.v1.GetSkillRequest
-	(*GetSkillResponse)(nil),      // 59: cexec.v1.GetSkillResponse
-	(*SaveSkillRequest)(nil),      // 60: cexec.v1.SaveSkillRequest
-	(*SaveSkillResponse)(nil),     // 61: cexec.v1.SaveSkillResponse
-	(*TenantInfo)(nil),            // 62: cexec.v1.TenantInfo
-	(*ListTenantsRequest)(nil),    // 63: cexec.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),   // 64: cexec.v1.ListTenantsResponse
-	(*GCTenantsRequest)(nil),      // 65: cexec.v1.GCTenantsRequest
-	(*GCTenantsResponse)(nil),     // 66: cexec.v1.GCTenantsResponse
-	(*PoolStatusRequest)(nil),     // 67: cexec.v1.PoolStatusRequest
-	(*PoolStatusResponse)(nil),    // 68: cexec.v1.PoolStatusResponse
-	(*PoolSandbox)(nil),           // 69: cexec.v1.PoolSandbox
-	(*ExecuteTaskRequest)(nil),    // 70: cexec.v1.ExecuteTaskRequest
-	(*TaskAttempt)(nil),           // 71: cexec.v1.TaskAttempt
-	(*TaskTimings)(nil),           // 72: cexec.v1.TaskTimings
-	(*ExecuteTaskResponse)(nil),   // 73: cexec.v1.ExecuteTaskResponse
-	nil,                           // 74: cexec.v1.PoolStatusResponse.IdleEntry
-	nil,                           // 75: cexec.v1.PoolStatusResponse.TargetsEntry
-	(*Attachment)(nil),            // 76: cexec.v1.Attachment
+	(*SessionUpstreamLog)(nil),    // 45: cexec.v1.SessionUpstreamLog
+	(*SessionResult)(nil),         // 46: cexec.v1.SessionResult
+	(*SessionToolCall)(nil),       // 47: cexec.v1.SessionToolCall
+	(*ListSessionsRequest)(nil),   // 48: cexec.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 49: cexec.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),     // 50: cexec.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),    // 51: cexec.v1.GetSessionResponse
+	(*ResumeSessionRequest)(nil),  // 52: cexec.v1.ResumeSessionRequest
+	(*ResumeSessionResponse)(nil), // 53: cexec.v1.ResumeSessionResponse
+	(*CheckpointRequest)(nil),     // 54: cexec.v1.CheckpointRequest
+	(*CheckpointResponse)(nil),    // 55: cexec.v1.CheckpointResponse
+	(*Skill)(nil),                 // 56: cexec.v1.Skill
+	(*ListSkillsRequest)(nil),     // 57: cexec.v1.ListSkillsRequest
+	(*ListSkillsResponse)(nil),    // 58: cexec.v1.ListSkillsResponse
+	(*GetSkillRequest)(nil),       // 59: cexec.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),      // 60: cexec.v1.GetSkillResponse
+	(*SaveSkillRequest)(nil),      // 61: cexec.v1.SaveSkillRequest
+	(*SaveSkillResponse)(nil),     // 62: cexec.v1.SaveSkillResponse
+	(*TenantInfo)(nil),            // 63: cexec.v1.TenantInfo
+	(*ListTenantsRequest)(nil),    // 64: cexec.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),   // 65: cexec.v1.ListTenantsResponse
+	(*GCTenantsRequest)(nil),      // 66: cexec.v1.GCTenantsRequest
+	(*GCTenantsResponse)(nil),     // 67: cexec.v1.GCTenantsResponse
+	(*PoolStatusRequest)(nil),     // 68: cexec.v1.PoolStatusRequest
+	(*PoolStatusResponse)(nil),    // 69: cexec.v1.PoolStatusResponse
+	(*PoolSandbox)(nil),           // 70: cexec.v1.PoolSandbox
+	(*ExecuteTaskRequest)(nil),    // 71: cexec.v1.ExecuteTaskRequest
+	(*TaskAttempt)(nil),           // 72: cexec.v1.TaskAttempt
+	(*TaskTimings)(nil),           // 73: cexec.v1.TaskTimings
+	(*ExecuteTaskResponse)(nil),   // 74: cexec.v1.ExecuteTaskResponse
+	nil,                           // 75: cexec.v1.PoolStatusResponse.IdleEntry
+	nil,                           // 76: cexec.v1.PoolStatusResponse.TargetsEntry
+	(*Attachment)(nil),            // 77: cexec.v1.Attachment
 }
 var file_cexec_v1_control_proto_depIdxs = []int32{
 	1,  // 0: cexec.v1.StatusResponse.plugins:type_name -> cexec.v1.PluginSummary
@@ -5645,7 +5753,7 @@ var file_cexec_v1_control_proto_depIdxs = []int32{
 	9,  // 3: cexec.v1.CheckConfigResponse.diagnostics:type_name -> cexec.v1.Diagnostic
 	17, // 4: cexec.v1.ExecResult.error:type_name -> cexec.v1.ExecError
 	16, // 5: cexec.v1.ExecResult.tool_calls:type_name -> cexec.v1.ToolCallRecord
-	76, // 6: cexec.v1.ExecResult.attachments:type_name -> cexec.v1.Attachment
+	77, // 6: cexec.v1.ExecResult.attachments:type_name -> cexec.v1.Attachment
 	15, // 7: cexec.v1.ExecEvent.output:type_name -> cexec.v1.Output
 	18, // 8: cexec.v1.ExecEvent.result:type_name -> cexec.v1.ExecResult
 	21, // 9: cexec.v1.ServerInfo.instances:type_name -> cexec.v1.ServerInstance
@@ -5655,82 +5763,83 @@ var file_cexec_v1_control_proto_depIdxs = []int32{
 	32, // 13: cexec.v1.SearchToolsResponse.hits:type_name -> cexec.v1.SearchHit
 	37, // 14: cexec.v1.PutStateResponse.state:type_name -> cexec.v1.StateInfo
 	37, // 15: cexec.v1.ListStateResponse.states:type_name -> cexec.v1.StateInfo
-	45, // 16: cexec.v1.SessionEntry.result:type_name -> cexec.v1.SessionResult
-	46, // 17: cexec.v1.SessionEntry.tool_calls:type_name -> cexec.v1.SessionToolCall
-	43, // 18: cexec.v1.ListSessionsResponse.sessions:type_name -> cexec.v1.SessionInfo
-	44, // 19: cexec.v1.GetSessionResponse.entries:type_name -> cexec.v1.SessionEntry
-	43, // 20: cexec.v1.ResumeSessionResponse.session:type_name -> cexec.v1.SessionInfo
-	44, // 21: cexec.v1.ResumeSessionResponse.checkpoint:type_name -> cexec.v1.SessionEntry
-	44, // 22: cexec.v1.ResumeSessionResponse.recent:type_name -> cexec.v1.SessionEntry
-	55, // 23: cexec.v1.ListSkillsResponse.skills:type_name -> cexec.v1.Skill
-	55, // 24: cexec.v1.GetSkillResponse.skill:type_name -> cexec.v1.Skill
-	55, // 25: cexec.v1.SaveSkillResponse.skill:type_name -> cexec.v1.Skill
-	62, // 26: cexec.v1.ListTenantsResponse.tenants:type_name -> cexec.v1.TenantInfo
-	62, // 27: cexec.v1.GCTenantsResponse.removed:type_name -> cexec.v1.TenantInfo
-	74, // 28: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
-	75, // 29: cexec.v1.PoolStatusResponse.targets:type_name -> cexec.v1.PoolStatusResponse.TargetsEntry
-	69, // 30: cexec.v1.PoolStatusResponse.sandboxes:type_name -> cexec.v1.PoolSandbox
-	18, // 31: cexec.v1.ExecuteTaskResponse.result:type_name -> cexec.v1.ExecResult
-	71, // 32: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
-	9,  // 33: cexec.v1.ExecuteTaskResponse.diagnostics:type_name -> cexec.v1.Diagnostic
-	72, // 34: cexec.v1.ExecuteTaskResponse.timings:type_name -> cexec.v1.TaskTimings
-	0,  // 35: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
-	4,  // 36: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
-	7,  // 37: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
-	10, // 38: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
-	12, // 39: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
-	14, // 40: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
-	22, // 41: cexec.v1.Control.ListServers:input_type -> cexec.v1.ListServersRequest
-	25, // 42: cexec.v1.Control.ListTools:input_type -> cexec.v1.ListToolsRequest
-	27, // 43: cexec.v1.Control.GetTool:input_type -> cexec.v1.GetToolRequest
-	29, // 44: cexec.v1.Control.RefreshTools:input_type -> cexec.v1.RefreshToolsRequest
-	31, // 45: cexec.v1.Control.SearchTools:input_type -> cexec.v1.SearchToolsRequest
-	34, // 46: cexec.v1.Control.GetState:input_type -> cexec.v1.GetStateRequest
-	36, // 47: cexec.v1.Control.PutState:input_type -> cexec.v1.PutStateRequest
-	39, // 48: cexec.v1.Control.ListState:input_type -> cexec.v1.ListStateRequest
-	41, // 49: cexec.v1.Control.DeleteState:input_type -> cexec.v1.DeleteStateRequest
-	47, // 50: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
-	49, // 51: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
-	51, // 52: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
-	53, // 53: cexec.v1.Control.Checkpoint:input_type -> cexec.v1.CheckpointRequest
-	56, // 54: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
-	58, // 55: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
-	60, // 56: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
-	63, // 57: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
-	65, // 58: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
-	67, // 59: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
-	70, // 60: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
-	2,  // 61: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
-	6,  // 62: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
-	8,  // 63: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
-	11, // 64: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
-	13, // 65: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
-	19, // 66: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
-	23, // 67: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
-	26, // 68: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
-	28, // 69: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
-	30, // 70: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
-	33, // 71: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
-	35, // 72: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
-	38, // 73: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
-	40, // 74: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
-	42, // 75: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
-	48, // 76: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
-	50, // 77: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
-	52, // 78: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
-	54, // 79: cexec.v1.Control.Checkpoint:output_type -> cexec.v1.CheckpointResponse
-	57, // 80: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
-	59, // 81: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
-	61, // 82: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
-	64, // 83: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
-	66, // 84: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
-	68, // 85: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
-	73, // 86: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
-	61, // [61:87] is the sub-list for method output_type
-	35, // [35:61] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	46, // 16: cexec.v1.SessionEntry.result:type_name -> cexec.v1.SessionResult
+	47, // 17: cexec.v1.SessionEntry.tool_calls:type_name -> cexec.v1.SessionToolCall
+	45, // 18: cexec.v1.SessionEntry.upstream_log:type_name -> cexec.v1.SessionUpstreamLog
+	43, // 19: cexec.v1.ListSessionsResponse.sessions:type_name -> cexec.v1.SessionInfo
+	44, // 20: cexec.v1.GetSessionResponse.entries:type_name -> cexec.v1.SessionEntry
+	43, // 21: cexec.v1.ResumeSessionResponse.session:type_name -> cexec.v1.SessionInfo
+	44, // 22: cexec.v1.ResumeSessionResponse.checkpoint:type_name -> cexec.v1.SessionEntry
+	44, // 23: cexec.v1.ResumeSessionResponse.recent:type_name -> cexec.v1.SessionEntry
+	56, // 24: cexec.v1.ListSkillsResponse.skills:type_name -> cexec.v1.Skill
+	56, // 25: cexec.v1.GetSkillResponse.skill:type_name -> cexec.v1.Skill
+	56, // 26: cexec.v1.SaveSkillResponse.skill:type_name -> cexec.v1.Skill
+	63, // 27: cexec.v1.ListTenantsResponse.tenants:type_name -> cexec.v1.TenantInfo
+	63, // 28: cexec.v1.GCTenantsResponse.removed:type_name -> cexec.v1.TenantInfo
+	75, // 29: cexec.v1.PoolStatusResponse.idle:type_name -> cexec.v1.PoolStatusResponse.IdleEntry
+	76, // 30: cexec.v1.PoolStatusResponse.targets:type_name -> cexec.v1.PoolStatusResponse.TargetsEntry
+	70, // 31: cexec.v1.PoolStatusResponse.sandboxes:type_name -> cexec.v1.PoolSandbox
+	18, // 32: cexec.v1.ExecuteTaskResponse.result:type_name -> cexec.v1.ExecResult
+	72, // 33: cexec.v1.ExecuteTaskResponse.attempts:type_name -> cexec.v1.TaskAttempt
+	9,  // 34: cexec.v1.ExecuteTaskResponse.diagnostics:type_name -> cexec.v1.Diagnostic
+	73, // 35: cexec.v1.ExecuteTaskResponse.timings:type_name -> cexec.v1.TaskTimings
+	0,  // 36: cexec.v1.Control.Status:input_type -> cexec.v1.StatusRequest
+	4,  // 37: cexec.v1.Control.ListPlugins:input_type -> cexec.v1.ListPluginsRequest
+	7,  // 38: cexec.v1.Control.PingPlugin:input_type -> cexec.v1.PingPluginRequest
+	10, // 39: cexec.v1.Control.CheckConfig:input_type -> cexec.v1.CheckConfigRequest
+	12, // 40: cexec.v1.Control.ShowConfig:input_type -> cexec.v1.ShowConfigRequest
+	14, // 41: cexec.v1.Control.Exec:input_type -> cexec.v1.ExecRequest
+	22, // 42: cexec.v1.Control.ListServers:input_type -> cexec.v1.ListServersRequest
+	25, // 43: cexec.v1.Control.ListTools:input_type -> cexec.v1.ListToolsRequest
+	27, // 44: cexec.v1.Control.GetTool:input_type -> cexec.v1.GetToolRequest
+	29, // 45: cexec.v1.Control.RefreshTools:input_type -> cexec.v1.RefreshToolsRequest
+	31, // 46: cexec.v1.Control.SearchTools:input_type -> cexec.v1.SearchToolsRequest
+	34, // 47: cexec.v1.Control.GetState:input_type -> cexec.v1.GetStateRequest
+	36, // 48: cexec.v1.Control.PutState:input_type -> cexec.v1.PutStateRequest
+	39, // 49: cexec.v1.Control.ListState:input_type -> cexec.v1.ListStateRequest
+	41, // 50: cexec.v1.Control.DeleteState:input_type -> cexec.v1.DeleteStateRequest
+	48, // 51: cexec.v1.Control.ListSessions:input_type -> cexec.v1.ListSessionsRequest
+	50, // 52: cexec.v1.Control.GetSession:input_type -> cexec.v1.GetSessionRequest
+	52, // 53: cexec.v1.Control.ResumeSession:input_type -> cexec.v1.ResumeSessionRequest
+	54, // 54: cexec.v1.Control.Checkpoint:input_type -> cexec.v1.CheckpointRequest
+	57, // 55: cexec.v1.Control.ListSkills:input_type -> cexec.v1.ListSkillsRequest
+	59, // 56: cexec.v1.Control.GetSkill:input_type -> cexec.v1.GetSkillRequest
+	61, // 57: cexec.v1.Control.SaveSkill:input_type -> cexec.v1.SaveSkillRequest
+	64, // 58: cexec.v1.Control.ListTenants:input_type -> cexec.v1.ListTenantsRequest
+	66, // 59: cexec.v1.Control.GCTenants:input_type -> cexec.v1.GCTenantsRequest
+	68, // 60: cexec.v1.Control.PoolStatus:input_type -> cexec.v1.PoolStatusRequest
+	71, // 61: cexec.v1.Control.ExecuteTask:input_type -> cexec.v1.ExecuteTaskRequest
+	2,  // 62: cexec.v1.Control.Status:output_type -> cexec.v1.StatusResponse
+	6,  // 63: cexec.v1.Control.ListPlugins:output_type -> cexec.v1.ListPluginsResponse
+	8,  // 64: cexec.v1.Control.PingPlugin:output_type -> cexec.v1.PingPluginResponse
+	11, // 65: cexec.v1.Control.CheckConfig:output_type -> cexec.v1.CheckConfigResponse
+	13, // 66: cexec.v1.Control.ShowConfig:output_type -> cexec.v1.ShowConfigResponse
+	19, // 67: cexec.v1.Control.Exec:output_type -> cexec.v1.ExecEvent
+	23, // 68: cexec.v1.Control.ListServers:output_type -> cexec.v1.ListServersResponse
+	26, // 69: cexec.v1.Control.ListTools:output_type -> cexec.v1.ListToolsResponse
+	28, // 70: cexec.v1.Control.GetTool:output_type -> cexec.v1.GetToolResponse
+	30, // 71: cexec.v1.Control.RefreshTools:output_type -> cexec.v1.RefreshToolsResponse
+	33, // 72: cexec.v1.Control.SearchTools:output_type -> cexec.v1.SearchToolsResponse
+	35, // 73: cexec.v1.Control.GetState:output_type -> cexec.v1.GetStateResponse
+	38, // 74: cexec.v1.Control.PutState:output_type -> cexec.v1.PutStateResponse
+	40, // 75: cexec.v1.Control.ListState:output_type -> cexec.v1.ListStateResponse
+	42, // 76: cexec.v1.Control.DeleteState:output_type -> cexec.v1.DeleteStateResponse
+	49, // 77: cexec.v1.Control.ListSessions:output_type -> cexec.v1.ListSessionsResponse
+	51, // 78: cexec.v1.Control.GetSession:output_type -> cexec.v1.GetSessionResponse
+	53, // 79: cexec.v1.Control.ResumeSession:output_type -> cexec.v1.ResumeSessionResponse
+	55, // 80: cexec.v1.Control.Checkpoint:output_type -> cexec.v1.CheckpointResponse
+	58, // 81: cexec.v1.Control.ListSkills:output_type -> cexec.v1.ListSkillsResponse
+	60, // 82: cexec.v1.Control.GetSkill:output_type -> cexec.v1.GetSkillResponse
+	62, // 83: cexec.v1.Control.SaveSkill:output_type -> cexec.v1.SaveSkillResponse
+	65, // 84: cexec.v1.Control.ListTenants:output_type -> cexec.v1.ListTenantsResponse
+	67, // 85: cexec.v1.Control.GCTenants:output_type -> cexec.v1.GCTenantsResponse
+	69, // 86: cexec.v1.Control.PoolStatus:output_type -> cexec.v1.PoolStatusResponse
+	74, // 87: cexec.v1.Control.ExecuteTask:output_type -> cexec.v1.ExecuteTaskResponse
+	62, // [62:88] is the sub-list for method output_type
+	36, // [36:62] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_cexec_v1_control_proto_init() }
@@ -5749,7 +5858,7 @@ func file_cexec_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cexec_v1_control_proto_rawDesc), len(file_cexec_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   76,
+			NumMessages:   77,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

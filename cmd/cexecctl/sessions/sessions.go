@@ -134,6 +134,20 @@ func writeEntry(w io.Writer, e *cexecv1.SessionEntry) {
 			}
 			fmt.Fprintln(w)
 		}
+		for _, l := range e.GetUpstreamLog() {
+			fmt.Fprintf(w, "  log:    %s %s", l.GetServer(), l.GetLevel())
+			if l.GetLogger() != "" {
+				fmt.Fprintf(w, " (%s)", l.GetLogger())
+			}
+			switch {
+			case l.GetWithheld():
+				fmt.Fprintln(w, ": withheld, it could not be checked for sensitive data")
+			case l.GetTruncated():
+				fmt.Fprintln(w, ": dropped, over 4 KiB")
+			default:
+				fmt.Fprintf(w, ": %s\n", oneLine(string(l.GetDataJson())))
+			}
+		}
 		if len(e.GetStateFiles()) > 0 {
 			fmt.Fprintf(w, "  state:  %s\n", strings.Join(e.GetStateFiles(), ", "))
 		}
