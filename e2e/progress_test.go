@@ -77,6 +77,15 @@ func TestLongRunsTypeScriptClient(t *testing.T) {
 			}
 		})
 	}
+	// cexecctl sessions show gives them too.
+	shown := 0
+	for _, ss := range decode[sessionList](t, must(t, s, "", "sessions", "ls", "--json")).Sessions {
+		shown += strings.Count(must(t, s, "", "sessions", "show", ss.ID), "  log:    everything ")
+	}
+	if shown < 2 {
+		t.Errorf("cexecctl sessions show gives %d upstream log messages of server-everything, want one per run", shown)
+	}
+	t.Logf("cexecctl sessions show: %d upstream log messages of server-everything", shown)
 }
 
 // sessionNotes counts the cancelled executions and the upstream log
