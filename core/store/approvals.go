@@ -82,9 +82,10 @@ func (p *Postgres) PendingApprovals(ctx context.Context) ([]Approval, error) {
 	return out, nil
 }
 
-// DecideApproval records an operator's decision on a pending call of
-// another replica and tells that replica; found is false when no live
-// replica's call by that id is pending.
+// DecideApproval records an operator's decision on a pending call of any
+// live replica and notifies the others (the call's replica, when it is
+// another, hears it there); found is false when no live replica's call by
+// that id is pending.
 func (p *Postgres) DecideApproval(ctx context.Context, id string, approve bool) (found bool, err error) {
 	var replica string
 	err = p.pool.QueryRow(ctx, `UPDATE cexec_approvals a SET decision = $2 FROM cexec_replicas r
