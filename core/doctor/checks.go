@@ -256,13 +256,18 @@ func fileSHA256(path string) (string, error) {
 }
 
 // checkServers finds each stdio server's command (node and npx above all)
-// and dials each remote server's address.
+// and dials each remote server's address; built-in servers run in cexecd
+// and need nothing.
 func checkServers(ctx context.Context, cfg *config.Config, o *Options) []Check {
 	var out []Check
 	for _, s := range cfg.MCPServers {
 		name := "mcp_server " + s.Name
 		if c, done := ctxDone(ctx, name); done {
 			out = append(out, c)
+			continue
+		}
+		if s.Transport == config.TransportBuiltin {
+			out = append(out, ok(name, "built into cexecd"))
 			continue
 		}
 		sev := fail

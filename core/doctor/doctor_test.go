@@ -36,6 +36,9 @@ mcp_server "memory" {
   command = "npx"
   args    = ["-y", "@modelcontextprotocol/server-memory"]
 }
+mcp_server "forms" {
+  transport = "builtin"
+}
 `, filepath.Join(dir, "data"), filepath.Join(dir, "run", "cexecd.sock"), plugins)
 	p := filepath.Join(dir, "cexec.hcl")
 	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
@@ -74,6 +77,10 @@ func TestMachineWithoutBubblewrap(t *testing.T) {
 	}
 	if !Failed(checks) {
 		t.Error("Failed is false")
+	}
+	// Built into cexecd: nothing to find or dial, whatever the machine.
+	if f := find(t, checks, "mcp_server forms"); f.Status != OK {
+		t.Errorf("built-in server check %+v: want OK", f)
 	}
 	pl := find(t, checks, "plugin sandbox/bwrap")
 	if pl.Status != OK || !strings.Contains(pl.Detail, "sha256 ") {

@@ -102,7 +102,7 @@ var (
 	}, []string{"tenant"})
 	reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "cexec_config_reloads_total",
-		Help: "Config reloads on SIGHUP by result (applied, refused, invalid).",
+		Help: "Config reloads on SIGHUP by result (applied; invalid: the file has errors and the previous config stays).",
 	}, []string{"result"})
 )
 
