@@ -11,7 +11,7 @@ all: build
 
 # Installs what a fresh Debian/Ubuntu machine lacks (apt and npm packages).
 deps:
-	@command -v $(GO) >/dev/null || { echo "Go >= 1.25 is required: https://go.dev/doc/install"; exit 1; }
+	@command -v $(GO) >/dev/null || { echo "Go >= 1.26.8 is required: https://go.dev/doc/install"; exit 1; }
 	@scripts/deps.sh
 
 build:
@@ -127,7 +127,7 @@ proto-check:
 eval-search:
 	$(GO) run ./plugins/selector-embeddings/cmd/evalsearch -eval-dir ../shared/eval
 
-# Installs the binaries, the plugins, the shared skills, an example config
+# Installs the binaries, the plugins, the shared skills and workflows, an example config
 # (never over an existing one) and the systemd unit:
 #   make install [PREFIX=/usr/local] [DESTDIR=/tmp/stage]
 # PLUGIN_BIN is where the plugin binaries were built (default BIN).
@@ -148,7 +148,7 @@ install: build
 	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/cexec
 	install -m 0755 $(BIN)/cexecd $(BIN)/cexecctl $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(PLUGIN_BIN)/cexec-plugin-* $(DESTDIR)$(PLUGINDIR)/
-	cp -R skills $(DESTDIR)$(DATADIR)/
+	cp -R skills workflows $(DESTDIR)$(DATADIR)/
 	install -m 0644 README.md docs/OPERATIONS.md docs/ARCHITECTURE.md $(DESTDIR)$(DOCDIR)/
 	$(SUBST) packaging/cexecd.service.in > $(DESTDIR)$(UNITDIR)/cexecd.service
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/cexec/cexec.hcl ]; then \

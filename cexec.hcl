@@ -81,8 +81,8 @@ cexec {
 #   sha256   = "<64 hex digits>"             refuse to run a binary with another digest
 #   required = true                          false: cexecd starts even if it fails to load
 #   timeout  = "30s"                         start-up and per-call deadline
-#   env      = { NAME = "value" }            the plugin's whole environment;
-#                                            it does not inherit cexecd's
+#   env      = { NAME = "value" }            added to PATH, HOME, TMPDIR and LANG
+#                                            from cexecd; nothing else is inherited
 # Anything else in the block is the plugin's own configuration, checked
 # against the schema the plugin declares, so mistakes point at a line here.
 
@@ -176,7 +176,8 @@ sandbox {
 # servers/<name>/ that sandboxed code imports and calls.
 #
 # Local servers run as child processes over stdio:
-#   command, args, env (the child's whole environment), cwd
+#   command, args, env (added to cexecd's PATH, HOME, TMPDIR and LANG;
+#   nothing else is inherited), cwd
 # Remote servers are reached over streamable HTTP or SSE:
 #   url, headers (e.g. { Authorization = "Bearer ${env("TOKEN")}" })
 # transport is inferred ("stdio" with command; "sse" for a URL ending in

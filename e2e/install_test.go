@@ -14,7 +14,8 @@ import (
 
 // TestMakeInstall runs `make install DESTDIR=...` on the binaries this
 // suite built and checks the layout: binaries in $PREFIX/bin, plugins in
-// $PREFIX/lib/cexec/plugins, the example config in /etc/cexec (valid, and
+// $PREFIX/lib/cexec/plugins, the shared skills and workflows (read from
+// beside skills_dir), the example config in /etc/cexec (valid, and
 // naming that plugin directory), the systemd unit (which
 // systemd-analyze verify accepts when it is installed); a second install
 // keeps the edited config.
@@ -41,7 +42,7 @@ func TestMakeInstall(t *testing.T) {
 		"usr/local/bin/cexecd", "usr/local/bin/cexecctl",
 		"usr/local/lib/cexec/plugins/cexec-plugin-sandbox-bwrap",
 		"usr/local/lib/cexec/plugins/cexec-plugin-guard-pii",
-		"usr/local/share/cexec/skills", "usr/local/share/doc/cexec/OPERATIONS.md",
+		"usr/local/share/cexec/skills", "usr/local/share/cexec/workflows/fill-pdf-form.yaml", "usr/local/share/doc/cexec/OPERATIONS.md",
 		"etc/cexec/cexec.hcl", "lib/systemd/system/cexecd.service",
 	} {
 		if _, err := os.Stat(filepath.Join(dest, p)); err != nil {

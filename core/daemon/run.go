@@ -22,6 +22,7 @@ import (
 	"github.com/cexec/cexec/core/control"
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/internal/localgrpc"
+	"github.com/cexec/cexec/internal/plural"
 	"github.com/cexec/cexec/internal/version"
 )
 
@@ -121,7 +122,7 @@ func report(o *Options, cfg *config.Config, diags hcl.Diagnostics) error {
 
 func countDiags(diags hcl.Diagnostics) string {
 	errs := len(diags.Errs())
-	return fmt.Sprintf("%d errors, %d warnings", errs, len(diags)-errs)
+	return plural.Count(errs, "error") + ", " + plural.Count(len(diags)-errs, "warning")
 }
 
 // Validate is `cexecd validate`: load the config and validate every plugin

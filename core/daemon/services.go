@@ -180,7 +180,7 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 		}
 		return fmt.Errorf("sandbox backend %s: %w", cfg.Sandbox.Backend, err)
 	}
-	if err := s.checkRunAs(sb); err != nil {
+	if err := s.checkBackend(sb); err != nil {
 		return err
 	}
 	if sb, err = s.directHostCalls(sb); err != nil {
@@ -258,11 +258,12 @@ func (s *services) runAs(t *workspace.Tenant) *sandbox.HostUser {
 	return &sandbox.HostUser{UID: uint32(o.UID), GID: uint32(o.GID)}
 }
 
-// checkRunAs refuses a sandbox backend that would ignore the tenants' own
-// host users (one built before CreateRequest.RunAs): it would run every
-// tenant as one user, which the workspace no longer lets in.
-func (s *services) checkRunAs(sb sandbox.Sandbox) error {
-	if s.workspace.TenantUIDs() == nil {
+// checkBackend refuses, at start, a sandbox backend that cannot do what
+// the config asks of every sandbox; otherwise each creation would fail
+// later, one execution at a time.
+func (s *services) checkBackend(sb sandbox.Sandbox) error {
+	uids := s.workspace.TenantUIDs() != nil
+	if !uids && !s.cfg.Sandbox.Network {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -271,8 +272,20 @@ func (s *services) checkRunAs(sb sandbox.Sandbox) error {
 	if err != nil {
 		return fmt.Errorf("sandbox backend %s: capabilities: %w", s.cfg.Sandbox.Backend, err)
 	}
-	if !caps.RunAs {
-		return fmt.Errorf("sandbox backend %s cannot run sandboxes as their tenant's host user (cexec.tenant_uids is set); update the plugin or remove tenant_uids", s.cfg.Sandbox.Backend)
+	return backendFits(s.cfg.Sandbox, caps, uids)
+}
+
+// backendFits says what a backend with caps lacks for cfg. A backend
+// without RunAs (one built before CreateRequest.RunAs) would run every
+// tenant as one user, which the workspace no longer lets in. A backend
+// that is unavailable for now (a cluster out of reach) cannot say what it
+// allows, and says why it is unavailable itself.
+func backendFits(cfg config.Sandbox, caps sandbox.Capabilities, tenantUIDs bool) error {
+	switch {
+	case tenantUIDs && !caps.RunAs:
+		return fmt.Errorf("sandbox backend %s cannot run sandboxes as their tenant's host user (cexec.tenant_uids is set); update the plugin or remove tenant_uids", cfg.Backend)
+	case cfg.Network && !caps.Network && caps.UnavailableReason == "":
+		return fmt.Errorf("sandbox backend %s does not give sandboxes network access, which sandbox.network = true asks for; allow it in the plugin's block (bwrap, k8s, microsandbox: allow_network = true) or remove network", cfg.Backend)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
+	"github.com/cexec/cexec/internal/plural"
 )
 
 // Command returns the audit command group.
@@ -60,7 +61,7 @@ func print(env *cli.Env, reps []*cexecv1.AuditReport) {
 			fmt.Fprintf(env.Stdout, "%s: cannot verify: %s\n", name, r.GetError())
 		case r.GetBroken() != nil:
 			b := r.GetBroken()
-			fmt.Fprintf(env.Stdout, "%s: BROKEN at %s line %d: %s (%d lines verified before it)\n", name, b.GetFile(), b.GetLine(), b.GetReason(), r.GetLines())
+			fmt.Fprintf(env.Stdout, "%s: BROKEN at %s line %d: %s (%s verified before it)\n", name, b.GetFile(), b.GetLine(), b.GetReason(), plural.Count(r.GetLines(), "line"))
 		case r.GetLines() == 0:
 			fmt.Fprintf(env.Stdout, "%s: ok, empty\n", name)
 		default:
@@ -68,7 +69,7 @@ func print(env *cli.Env, reps []*cexecv1.AuditReport) {
 			if r.GetFirstSeq() > 1 {
 				from = fmt.Sprintf(" (from seq %d: older files rotated away)", r.GetFirstSeq())
 			}
-			fmt.Fprintf(env.Stdout, "%s: ok, %d lines, seq %d-%d in %d files%s\n", name, r.GetLines(), r.GetFirstSeq(), r.GetLastSeq(), len(r.GetFiles()), from)
+			fmt.Fprintf(env.Stdout, "%s: ok, %s, seq %d-%d in %d files%s\n", name, plural.Count(r.GetLines(), "line"), r.GetFirstSeq(), r.GetLastSeq(), len(r.GetFiles()), from)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
+	"github.com/cexec/cexec/internal/plural"
 )
 
 // Command returns the config command and its subcommands.
@@ -65,11 +66,11 @@ func check(env *cli.Env) *cobra.Command {
 						fmt.Fprintln(env.Stdout, cli.FormatDiagnostic(d))
 					}
 					if errs == 0 {
-						fmt.Fprintf(env.Stdout, "%s: configuration is valid (%d warnings)\n", r.GetPath(), warns)
+						fmt.Fprintf(env.Stdout, "%s: configuration is valid (%s)\n", r.GetPath(), plural.Count(warns, "warning"))
 					}
 				}
 				if errs > 0 {
-					return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%s: %d errors, %d warnings", r.GetPath(), errs, warns)}
+					return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%s: %s, %s", r.GetPath(), plural.Count(errs, "error"), plural.Count(warns, "warning"))}
 				}
 				return nil
 			})
