@@ -583,7 +583,8 @@ func TestGuardStrict(t *testing.T) {
 }
 
 // TestGuardSandboxCut: when the sandbox's output cap cuts an address in
-// two, the model gets neither half; the operator sees the raw cut.
+// two, the model gets neither half; the operator sees the raw cut. Output
+// that is not UTF-8 is tokenized too.
 func TestGuardSandboxCut(t *testing.T) {
 	e := newGuardEnv(t, "cexec-plugin-guard-pii", "")
 	cfg, err := os.ReadFile(e.config)
@@ -603,6 +604,15 @@ func TestGuardSandboxCut(t *testing.T) {
 	r := executeCode(t, mcpSession(t, e.setup, "default"), code, "")
 	if strings.Contains(r.out.Stdout, "jane") || strings.Contains(r.raw, "jane.roe") || !strings.HasPrefix(r.out.Stdout, "w w ") {
 		t.Errorf("model-facing output of a cut address:\n%s", r.text)
+	}
+
+	// Output that is not UTF-8 (a Latin-1 file printed as it is) is checked
+	// like any other, its bad byte shown as U+FFFD, instead of failing the
+	// guard's gRPC call and withholding everything.
+	const latin1 = "import sys\nsys.stdout.buffer.write(b'caf\\xe9 jane.roe@example.com\\n')\n"
+	r = executeCode(t, mcpSession(t, e.setup, "default"), latin1, "")
+	if r.isError || r.out.Error != nil || !strings.HasPrefix(r.out.Stdout, "caf\uFFFD [EMAIL_") || strings.Contains(r.raw, "jane.roe") {
+		t.Errorf("model-facing output of Latin-1 text:\n%s", r.text)
 	}
 }
 

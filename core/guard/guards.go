@@ -146,12 +146,22 @@ func (g *Guards) failed(ctx context.Context, name, hook string, err error) error
 	case hook == "Detect" && !g.detectOpen:
 		// Text that cannot be checked may carry raw PII: it is withheld.
 		g.log.Warn("guard unavailable, withholding model-facing output", "guard", name, "hook", hook, "error", err)
-		return &Denial{Guard: name, Hook: hook, cause: err,
-			Reason: "unavailable (stopped or restarting), so nothing was returned; try again in a moment"}
+		reason := "unavailable (stopped or restarting), so nothing was returned; try again in a moment"
+		if !Restarting(err) {
+			reason = fmt.Sprintf("failed (%v), so nothing was returned", err)
+		}
+		return &Denial{Guard: name, Hook: hook, cause: err, Reason: reason}
 	default:
 		g.log.Warn("guard unavailable, continuing without it (policy not strict)", "guard", name, "hook", hook, "error", err)
 		return nil
 	}
+}
+
+// Restarting reports whether a guard's error is its plugin being down
+// (stopped, crashed or restarting), which passes, rather than a failure
+// that a retry would meet again.
+func Restarting(err error) bool {
+	return errors.Is(err, pluginapi.ErrPluginShutdown) || errors.Is(err, pluginapi.ErrUnavailable)
 }
 
 // CheckCode asks every guard whether code may run. It returns nil when

@@ -250,3 +250,19 @@ func TestDetectUnion(t *testing.T) {
 		t.Error("chunks do not add up to the text")
 	}
 }
+
+// TestDetectFailureIsNotRestart: a detection that fails for a reason a
+// retry meets again (here gRPC refusing text that is not UTF-8, through
+// the real adapter) withholds the output without saying to try again.
+func TestDetectFailureIsNotRestart(t *testing.T) {
+	p, _ := serve(t, piiGuard(t))
+	g := guard.NewGuards([]guard.Named{{Name: "pii", Plugin: p}}, nil)
+	_, err := g.Detect(t.Context(), guardapi.DetectRequest{Text: "caf\xe9 alice@example.com"})
+	var d *guard.Denial
+	if !errors.As(err, &d) || d.Hook != "Detect" || guard.Restarting(err) {
+		t.Fatalf("Detect = %v, want a Denial that is not a restart", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "guard pii: failed (") || strings.Contains(msg, "try again") {
+		t.Errorf("message %q: want it to say the guard failed, without try again", msg)
+	}
+}

@@ -124,7 +124,7 @@ func tokenizeResult(ctx context.Context, gs *guard.Session, gx *guard.Execution,
 	if err := tokenizeTexts(ctx, gs, gx, out); err != nil {
 		out.Stdout, out.Stderr, out.Result, out.Attachments = nil, nil, nil, nil
 		msg := "cexec withheld this execution's output because it could not be checked for sensitive data: " + err.Error()
-		if d := (*guard.Denial)(nil); errors.As(err, &d) && d.Hook == "Detect" {
+		if d := (*guard.Denial)(nil); errors.As(err, &d) && d.Hook == "Detect" && guard.Restarting(err) {
 			// The usual cause, a guard restarting, passes: say what to do.
 			// The program did run, so its effects (files, tool calls) stand.
 			msg = fmt.Sprintf("the program ran, but guard %s, which checks its output for sensitive data, is unavailable (stopped or restarting); "+

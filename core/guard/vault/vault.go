@@ -53,8 +53,10 @@ func (v *Vault) check() error {
 // looks like a token is left alone when the vault never issued it (and it
 // is reserved, so the vault never will), and replaced by a LITERAL token
 // when the vault did issue it, so Untokenize(Tokenize(s)) == s for every
-// s, up to the spelling of values that normalize alike. A detector error
-// fails the call: the caller must not pass text on untokenized.
+// s, up to the spelling of values that normalize alike. Bytes that are
+// not UTF-8 (a program printing Latin-1) come back as U+FFFD, as a JSON
+// reader would see them. A detector error fails the call: the caller must
+// not pass text on untokenized.
 func (v *Vault) Tokenize(ctx context.Context, text string) (string, error) {
 	out, err := v.tokenize(ctx, []string{text})
 	if err != nil {
@@ -78,6 +80,7 @@ func (v *Vault) tokenize(ctx context.Context, segs []string) ([]string, error) {
 	if err := v.check(); err != nil {
 		return nil, err
 	}
+	segs = validUTF8(segs)
 	text, offs := joinSegments(segs)
 	var found []span
 	if v.det != nil && text != "" {
@@ -302,4 +305,21 @@ func splitSpans(spans []span, segs []string, offs []int) [][]span {
 		}
 	}
 	return per
+}
+
+// validUTF8 returns segs with every invalid byte sequence replaced by
+// U+FFFD, copying only when one has any: the detector's request is a
+// protobuf string, which must be UTF-8, and what the model reads is JSON.
+func validUTF8(segs []string) []string {
+	for i, s := range segs {
+		if utf8.ValidString(s) {
+			continue
+		}
+		out := slices.Clone(segs)
+		for j := i; j < len(out); j++ {
+			out[j] = strings.ToValidUTF8(out[j], "\uFFFD")
+		}
+		return out
+	}
+	return segs
 }

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/cexec/cexec/core/guard/vault"
 	"github.com/cexec/cexec/pluginapi"
@@ -432,5 +434,35 @@ func TestTokenizeTextJSON(t *testing.T) {
 	}
 	if text, raw, err := v.TokenizeTextJSON(t.Context(), "no values", json.RawMessage(`[1,2]`)); err != nil || text != "no values" || string(raw) != `[1,2]` {
 		t.Errorf("nothing to do = %q, %s, %v", text, raw, err)
+	}
+}
+
+// utf8Detector is piiDetector behind the check a gRPC detector makes: its
+// request is a protobuf string, which must be UTF-8.
+type utf8Detector struct{ piiDetector }
+
+func (d utf8Detector) Detect(ctx context.Context, req guard.DetectRequest) ([]guard.Span, error) {
+	if !utf8.ValidString(req.Text) {
+		return nil, errors.New("grpc: error while marshaling: string field contains invalid UTF-8")
+	}
+	return d.piiDetector.Detect(ctx, req)
+}
+
+// TestInvalidUTF8 tokenizes output that is not UTF-8 (a program printing
+// Latin-1): the bad bytes become U+FFFD and the values around them are
+// still found, rather than the detector failing and all output being
+// withheld.
+func TestInvalidUTF8(t *testing.T) {
+	v := open(t, newStore(t, t.TempDir(), nil), "acme", "s1", utf8Detector{})
+	texts, raw, err := v.TokenizeTexts(t.Context(), []string{"caf\xe9 alice@example.com", "ok", "\xff"}, json.RawMessage(`{"k":"bob@example.org"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"caf\uFFFD [EMAIL_1]", "ok", "\uFFFD"}
+	if !slices.Equal(texts, want) {
+		t.Errorf("texts = %q, want %q", texts, want)
+	}
+	if string(raw) != `{"k":"[EMAIL_2]"}` {
+		t.Errorf("json = %s", raw)
 	}
 }
