@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/cexec/cexec/internal/textmime"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -157,21 +158,13 @@ func (f *Face) readWorkspace(ctx context.Context, req mcp.ReadResourceRequest) (
 	}
 	// Text is tokenized; so is anything that reads as text whatever its
 	// name says, so that no text leaves unscanned.
-	if isTextMIME(mimeType) || utf8.Valid(data) {
-		if !isTextMIME(mimeType) {
+	if textmime.Is(mimeType) || utf8.Valid(data) {
+		if !textmime.Is(mimeType) {
 			mimeType = "text/plain"
 		}
 		return f.textContents(ctx, sc, uri, mimeType, string(data))
 	}
 	return []mcp.ResourceContents{mcp.BlobResourceContents{URI: uri, MIMEType: mimeType, Blob: base64.StdEncoding.EncodeToString(data)}}, nil
-}
-
-// isTextMIME reports whether a mime type is text.
-func isTextMIME(m string) bool {
-	m, _, _ = strings.Cut(m, ";")
-	m = strings.ToLower(strings.TrimSpace(m))
-	return strings.HasPrefix(m, "text/") || strings.HasSuffix(m, "+json") || strings.HasSuffix(m, "+xml") ||
-		m == "application/json" || m == "application/xml" || m == "application/yaml" || m == "application/x-yaml"
 }
 
 func formatBytes(n int64) string {

@@ -11,10 +11,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/core/workspace"
+	"github.com/cexec/cexec/internal/textmime"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
@@ -114,6 +116,9 @@ func (c *attachments) add(a Attachment) (string, error) {
 	// The extension says the type to whoever reads the file back (the MCP
 	// face serves it by its name).
 	if exts, _ := mime.ExtensionsByType(a.MIMEType); len(exts) > 0 && !slices.Contains(exts, strings.ToLower(path.Ext(name))) {
+		if a.MIMEType == "text/plain" {
+			exts[0] = ".txt" // not .asc, which comes first
+		}
 		name += exts[0]
 	}
 	rel, err := c.tenant.SaveAttachment(c.session, name, data)
@@ -177,6 +182,15 @@ func (c *attachments) show(_ context.Context, params json.RawMessage) (json.RawM
 	default:
 		return nil, &sandbox.CallError{Type: "ValueError", Message: "show: give data (base64), or text for a resource"}
 	}
+	if a.Kind == AttachResource && a.Data != nil && (textmime.Is(a.MIMEType) || a.MIMEType == "application/octet-stream" && looksLikeText(a.Data)) {
+		// Text is shown as text, whatever way it came (bytes with no type,
+		// a .log file, a Latin-1 CSV), so that it is checked for PII like
+		// printed output: only binary data goes unscanned.
+		if !textmime.Is(a.MIMEType) {
+			a.MIMEType = "text/plain"
+		}
+		a.Text, a.Data = string(a.Data), nil
+	}
 	rel, err := c.add(a)
 	if err != nil || rel == "" {
 		return json.RawMessage(`{}`), err
@@ -220,4 +234,18 @@ func contentAttachment(c mcp.Content) (a Attachment, text string, ok bool) {
 	}
 	raw, _ := json.Marshal(c)
 	return a, string(raw), false
+}
+
+// looksLikeText reports whether data that came without a type is text:
+// UTF-8 without control characters but whitespace.
+func looksLikeText(data []byte) bool {
+	if !utf8.Valid(data) {
+		return false
+	}
+	for _, c := range data {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

@@ -33,9 +33,11 @@ func (r *showRunner) Exec(ctx context.Context, _ sandbox.ExecRequest, h sandbox.
 }
 
 // TestShowAttachments runs a program that shows an image, a text resource
-// with PII, a binary over the inline size and a malformed item: the small
-// ones come back inline (the text tokenized), the large one saved in the
-// tenant's workspace, the malformed one refused with a ValueError.
+// with PII, a binary over the inline size, malformed items, and text given
+// as bytes (untyped, and a Latin-1 CSV): the small ones come back inline
+// (texts tokenized, bytes that are text shown as text), the large one
+// saved in the tenant's workspace, the malformed ones refused with a
+// ValueError.
 func TestShowAttachments(t *testing.T) {
 	dir := t.TempDir()
 	ws, err := workspace.New(workspace.Options{DataDir: dir})
@@ -63,6 +65,8 @@ func TestShowAttachments(t *testing.T) {
 		`{"kind":"resource","mimeType":"application/octet-stream","name":"big.bin","data":"` + big + `"}`,
 		`{"kind":"video","data":""}`,
 		`{"kind":"image","mimeType":"image/png","data":"%%%"}`,
+		`{"kind":"resource","mimeType":"application/octet-stream","name":"notes.log","data":"Y3VzdG9tZXIgamFuZUBleGFtcGxlLmNvbQ=="}`,
+		`{"kind":"resource","mimeType":"text/csv","name":"legacy.csv","data":"Y2Fm6SBqYW5lQGV4YW1wbGUuY29t"}`,
 	}}
 	x := &Executor{Pool: p, Sandbox: r, Workspaces: ws, Guard: gr, Log: hclog.NewNullLogger(), MaxInlineAttachment: 40}
 	res, err := x.ExecuteCode(context.Background(), CodeRequest{Tenant: "acme", Session: "s1", Code: "show()", ModelFacing: true})
@@ -70,13 +74,19 @@ func TestShowAttachments(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimRight(string(res.Stdout), "\n"), "\n")
-	if len(lines) != 5 || lines[0] != "{}" || lines[1] != "{}" || !strings.HasPrefix(lines[2], `{"path":"/workspace/attachments/s1/`) ||
+	if len(lines) != 7 || lines[0] != "{}" || lines[1] != "{}" || !strings.HasPrefix(lines[2], `{"path":"/workspace/attachments/s1/`) ||
 		!strings.Contains(lines[3], `unknown kind "video"`) || !strings.Contains(lines[4], "not base64") {
 		t.Fatalf("replies:\n%s", res.Stdout)
 	}
 	a := res.Attachments
-	if len(a) != 3 {
+	if len(a) != 5 {
 		t.Fatalf("attachments %+v", a)
+	}
+	if a[3].Kind != AttachResource || a[3].MIMEType != "text/plain" || a[3].Text != "customer [EMAIL_1]" || a[3].Data != nil {
+		t.Errorf("untyped text %+v: want text/plain, tokenized", a[3])
+	}
+	if a[4].Kind != AttachResource || a[4].MIMEType != "text/csv" || a[4].Text != "caf\uFFFD [EMAIL_1]" || a[4].Data != nil {
+		t.Errorf("Latin-1 CSV %+v: want text, tokenized", a[4])
 	}
 	if a[0].Kind != AttachImage || string(a[0].Data) != "\x89PNG\r\n\x1a\n" || a[0].Size != 8 {
 		t.Errorf("image %+v", a[0])

@@ -24,8 +24,9 @@ Rich content goes back to the agent too, beside the printed output:
     doc = read_resource("everything", "demo://resource/dynamic/text/1")
 
 Small items travel inline; larger ones are saved in the workspace and the
-agent gets a resource link it can read. Text content is checked for PII as
-printed output is; binary content is not scanned.
+agent gets a resource link it can read. Text content, and bytes that are
+text, are checked for PII as printed output is; binary content is not
+scanned.
 result(obj) records the execution's structured result, which the host gets
 as JSON next to stdout and stderr.
 
@@ -347,7 +348,8 @@ def show(obj: Any, mime_type: str | None = None, name: str | None = None) -> str
     the workspace and reach the agent as a resource link: show returns the
     saved file's path then, else None. One item carries at most about 47 MiB
     (a host call's 63 MiB, base64-encoded). Text content is checked for PII like
-    printed output; binary content is not."""
+    printed output, and so are bytes that are text (the host shows untyped
+    UTF-8 as text/plain); binary content is not."""
     if isinstance(obj, ResourceLink):
         got = obj.read()
         paths = [show(r, mime_type, name) for r in (got if isinstance(got, list) else [got])]
