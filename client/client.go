@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"iter"
 	"net"
 	"os"
@@ -52,10 +53,17 @@ func SocketPath(address string) string {
 type NotRunningError struct {
 	Socket string
 	Err    error
+	// NotSocket, when set, says what Socket is instead ("a regular
+	// file"): a mistyped address, where cexecd must not be started.
+	NotSocket string
 }
 
-// Error names the socket, the reason and the command that starts cexecd there.
+// Error names the socket, the reason and the command that starts cexecd
+// there, unless the path is something else than a socket.
 func (e *NotRunningError) Error() string {
+	if e.NotSocket != "" {
+		return fmt.Sprintf("%s is not a cexecd socket: it is %s; check --address or $CEXECD_ADDRESS", e.Socket, e.NotSocket)
+	}
 	hint := "cexecd -config cexec.hcl"
 	if e.Socket != endpoint.DefaultSocket() {
 		hint += " -socket " + e.Socket
@@ -124,7 +132,17 @@ func probe(ctx context.Context, socket string) error {
 		return c.Close()
 	}
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-		return &NotRunningError{Socket: socket, Err: err}
+		e := &NotRunningError{Socket: socket, Err: err}
+		if fi, serr := os.Lstat(socket); serr == nil && fi.Mode().Type() != fs.ModeSocket {
+			e.NotSocket = "a directory"
+			if !fi.IsDir() {
+				e.NotSocket = "not a socket"
+				if fi.Mode().IsRegular() {
+					e.NotSocket = "a regular file"
+				}
+			}
+		}
+		return e
 	}
 	return fmt.Errorf("connect to cexecd at %s: %w", socket, err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,11 +44,19 @@ func TestNotRunning(t *testing.T) {
 	_ = ln.Close()
 
 	missing := filepath.Join(dir, "missing.sock")
+	// A mistyped address that names a file: no hint to start cexecd
+	// there, which would replace the file with a socket.
+	file := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(file, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, address, want string
 	}{
 		{"missing", missing, "cexecd is not running at " + missing + " (connect: no such file or directory); start it with: cexecd -config cexec.hcl -socket " + missing},
 		{"stale", "unix://" + stale, "cexecd is not running at " + stale + " (connect: connection refused); start it with: cexecd -config cexec.hcl -socket " + stale},
+		{"a file", file, file + " is not a cexecd socket: it is a regular file; check --address or $CEXECD_ADDRESS"},
+		{"a directory", dir, dir + " is not a cexecd socket: it is a directory; check --address or $CEXECD_ADDRESS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -244,6 +244,32 @@ func TestRunRemovesStaleSocket(t *testing.T) {
 	}
 }
 
+// TestRunRefusesNonSocket: a -socket that names a file (or a folder) is
+// refused, and the file is left as it was.
+func TestRunRefusesNonSocket(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	file := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(file, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	folder := filepath.Join(dir, "folder")
+	mkdir(t, folder, 0o700)
+	for _, tt := range []struct{ path, kind string }{{file, "a regular file"}, {folder, "a directory"}} {
+		err := Run(context.Background(), Options{Stderr: &testutil.Buffer{},
+			Overrides: config.Overrides{Socket: tt.path, DataDir: filepath.Join(dir, "data")}})
+		if err == nil || !strings.Contains(err.Error(), "exists and is not a socket ("+tt.kind+")") {
+			t.Errorf("Run on %s = %v, want a refusal", tt.kind, err)
+		}
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "precious" {
+		t.Errorf("the file is now %q, %v", b, err)
+	}
+	if _, err := os.Stat(file + ".lock"); err == nil {
+		t.Error("a lock file was left beside the file")
+	}
+}
+
 func TestRunRefusesSharedDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "shared")
 	mkdir(t, dir, 0o777)

@@ -39,6 +39,11 @@ func claimSocket(ctx context.Context, path string, log hclog.Logger) (*socketCla
 	if err := privateDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
+	// Before the lock file, so that a mistyped -socket leaves nothing
+	// beside the file it names; checked again under the lock.
+	if err := notSocket(path); err != nil {
+		return nil, err
+	}
 	lockPath := path + ".lock"
 	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -62,6 +67,10 @@ func claimSocket(ctx context.Context, path string, log hclog.Logger) (*socketCla
 	if pid, ok := ask(ctx, path); ok {
 		_ = f.Close()
 		return nil, fmt.Errorf("%w on %s (pid %d); stop it first or choose another -socket", ErrAlreadyRunning, path, pid)
+	}
+	if err := notSocket(path); err != nil {
+		_ = f.Close()
+		return nil, err
 	}
 	switch _, err := os.Lstat(path); {
 	case err == nil:
@@ -162,4 +171,30 @@ func privateDir(dir string) error {
 		return fmt.Errorf("socket directory %s is writable by group or others (mode %04o); put the socket in a private directory (mode 0700)", dir, fi.Mode().Perm())
 	}
 	return nil
+}
+
+// notSocket refuses a path that exists and is not a socket: a mistyped
+// -socket must not cost someone a file.
+func notSocket(path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("%s exists and is not a socket (%s); choose another -socket", path, fileKind(fi.Mode()))
+	}
+	return nil
+}
+
+// fileKind names what a path is, for an error that refuses it.
+func fileKind(m fs.FileMode) string {
+	switch m.Type() {
+	case 0:
+		return "a regular file"
+	case fs.ModeDir:
+		return "a directory"
+	case fs.ModeSymlink:
+		return "a symbolic link"
+	case fs.ModeNamedPipe:
+		return "a named pipe"
+	case fs.ModeDevice, fs.ModeDevice | fs.ModeCharDevice:
+		return "a device"
+	}
+	return "not a socket"
 }
