@@ -178,6 +178,11 @@ func Run(ctx context.Context, o Options) error {
 	if err := os.MkdirAll(cfg.Daemon.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
+	dirLock, err := lockDataDir(cfg.Daemon.DataDir, cfg.Daemon.Socket, cfg.Store.Kind == config.StorePostgres)
+	if err != nil {
+		return err
+	}
+	defer dirLock.release()
 
 	// Deferred calls run in reverse: the MCP face, the search index and the
 	// pool stop before the plugins, which stop before the services close.
