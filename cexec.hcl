@@ -146,10 +146,13 @@ sandbox {
 
   # Warm sandboxes, per tenant, so an execution does not wait for a start.
   pool {
-    warm         = 2     # kept ready
-    max_total    = 16    # hard cap; further requests get a clear error
-    idle_timeout = "5m"  # an unused sandbox is stopped after this
-    max_uses     = 1000  # a sandbox is recycled after this many executions
+    warm          = 2     # kept ready
+    max_total     = 16    # hard cap on sandboxes, busy and idle, of all tenants
+    idle_timeout  = "5m"  # an unused sandbox is stopped after this
+    max_uses      = 1000  # a sandbox is recycled after this many executions
+    queue_timeout = "30s" # with all max_total busy, an execution waits this
+                          # long for one (freed ones go first to the tenant
+                          # holding the fewest), then gets a clear error
   }
 
   # Per-execution limits. Sizes need a unit: B, KB/MB/GB (powers of 1000) or

@@ -357,15 +357,15 @@ print("listed" if any(%q in fs for _, _, fs in os.walk("/workspace")) else "abse
 }
 
 // TestExecPoolFull: with room for one sandbox, a second execution while the
-// first runs is refused with a clear error instead of waiting; once the
-// first ends (its client gone), executions run again.
+// first runs waits queue_timeout for it, then is refused with a clear
+// error; once the first ends (its client gone), executions run again.
 func TestExecPoolFull(t *testing.T) {
 	s := newSetup(t)
 	f, err := os.OpenFile(s.config, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.WriteString("\nsandbox {\n  pool {\n    warm      = 1\n    max_total = 1\n  }\n}\n")
+	_, err = f.WriteString("\nsandbox {\n  pool {\n    warm          = 1\n    max_total     = 1\n    queue_timeout = \"1s\"\n  }\n}\n")
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -390,7 +390,7 @@ func TestExecPoolFull(t *testing.T) {
 	}
 
 	_, errOut, code := ctl(t, s, "exec", "-c", "print(1)")
-	if code != 1 || !strings.Contains(errOut, "sandbox pool is full: 1 of 1 sandboxes are busy") || !strings.Contains(errOut, "max_total") {
+	if code != 1 || !strings.Contains(errOut, "waited 1s: sandbox pool is full: 1 of 1 sandboxes are busy") || !strings.Contains(errOut, "max_total") {
 		t.Fatalf("second exec while the pool is full: exit %d, stderr %s", code, errOut)
 	}
 	_, errOut, code = ctl(t, s, "exec", "--tenant", "other", "-c", "print(1)")

@@ -57,6 +57,9 @@ type Pool struct {
 	MaxTotal    int
 	IdleTimeout time.Duration
 	MaxUses     int
+	// QueueTimeout bounds an execution's wait for a sandbox when all
+	// max_total are busy.
+	QueueTimeout time.Duration
 }
 
 // Limits bound one execution. Sizes are bytes.
@@ -291,7 +294,7 @@ func (d *decoder) sandbox(cfg *Config, raw *rawSandbox, ov Overrides) {
 	// max_uses only bounds what a sandbox itself accumulates (its /tmp);
 	// a recycle costs a cold start and its warm-up, about 1 ms of CPU per
 	// execution at 100 uses.
-	sb.Pool = Pool{Warm: 2, MaxTotal: 16, IdleTimeout: 5 * time.Minute, MaxUses: 1000}
+	sb.Pool = Pool{Warm: 2, MaxTotal: 16, IdleTimeout: 5 * time.Minute, MaxUses: 1000, QueueTimeout: 30 * time.Second}
 	sb.Limits = Limits{Memory: 256 << 20, PIDs: 128, Timeout: 30 * time.Second, Output: 1 << 20, Tmp: 64 << 20, Shm: 64 << 20,
 		MaxFileSize: DefaultMaxFileSize, MaxArgumentSize: 1 << 20, MaxResultSize: 16 << 20}
 
@@ -340,6 +343,9 @@ func (d *decoder) pool(p *Pool, raw *rawPool) {
 	}
 	if n, ok := d.integer(raw.MaxUses, append(base, "max_uses"), 1); ok {
 		p.MaxUses = n
+	}
+	if t, ok := d.duration(raw.QueueTimeout, append(base, "queue_timeout")); ok {
+		p.QueueTimeout = t
 	}
 	if p.Warm > p.MaxTotal {
 		subject := raw.DeclRange.Ptr()

@@ -149,6 +149,7 @@ func (c *Config) view(plugins []any) map[string]any {
 			"pool": map[string]any{
 				"warm": sb.Pool.Warm, "max_total": sb.Pool.MaxTotal,
 				"idle_timeout": sb.Pool.IdleTimeout.String(), "max_uses": sb.Pool.MaxUses,
+				"queue_timeout": sb.Pool.QueueTimeout.String(),
 			},
 			"limits": map[string]any{
 				"memory": sb.Limits.Memory, "pids": sb.Limits.PIDs, "timeout": sb.Limits.Timeout.String(),

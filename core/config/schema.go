@@ -87,7 +87,9 @@ type rawPool struct {
 	MaxTotal    *hcl.Attribute `hcl:"max_total,optional"`
 	IdleTimeout *hcl.Attribute `hcl:"idle_timeout,optional"`
 	MaxUses     *hcl.Attribute `hcl:"max_uses,optional"`
-	DeclRange   hcl.Range      `hcl:",def_range"`
+	// QueueTimeout: see Pool.QueueTimeout.
+	QueueTimeout *hcl.Attribute `hcl:"queue_timeout,optional"`
+	DeclRange    hcl.Range      `hcl:",def_range"`
 }
 
 type rawLimits struct {

@@ -188,11 +188,12 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 	}
 	pc := cfg.Sandbox.Pool
 	s.pool, err = pool.New(sb, pool.Config{
-		Warm:        pc.Warm,
-		MaxTotal:    pc.MaxTotal,
-		IdleTimeout: pc.IdleTimeout,
-		MaxUses:     pc.MaxUses,
-		Template:    s.sandboxTemplate,
+		Warm:         pc.Warm,
+		MaxTotal:     pc.MaxTotal,
+		IdleTimeout:  pc.IdleTimeout,
+		MaxUses:      pc.MaxUses,
+		QueueTimeout: pc.QueueTimeout,
+		Template:     s.sandboxTemplate,
 	}, log.Named("pool"))
 	if err != nil {
 		return err

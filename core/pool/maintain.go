@@ -103,6 +103,9 @@ func (p *Pool) warm() {
 		p.warming--
 		close(p.warmed)
 		p.warmed = make(chan struct{})
+		// The new sandbox (or the slot of one that failed) may serve a
+		// waiter instead: idle, it is the waiter's to take or evict.
+		p.wakeLocked()
 		if err == nil {
 			if p.closed {
 				p.mu.Unlock()

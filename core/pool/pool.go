@@ -16,9 +16,11 @@
 // is forgotten after IdleTimeout without reaching it again, just before the
 // sandboxes it kept become idle long enough to be reaped.
 //
-// When MaxTotal sandboxes exist and none is idle, Acquire fails with an
-// error wrapping pluginapi.ErrResourceExhausted instead of queueing without
-// bound.
+// When MaxTotal sandboxes exist and none is idle, Acquire waits, at most
+// QueueTimeout, for one to be released; released sandboxes (or their
+// places) go first to the waiting tenant that holds the fewest, so one
+// tenant's burst cannot lock the others out. Past QueueTimeout it fails
+// with an error wrapping pluginapi.ErrResourceExhausted.
 package pool
 
 import (
@@ -66,6 +68,9 @@ type Config struct {
 	// execution. 0 means DefaultHealthCheckAfter; negative checks before
 	// every reuse.
 	HealthCheckAfter time.Duration
+	// QueueTimeout bounds how long Acquire waits for a sandbox when all
+	// are busy; 0 means DefaultQueueTimeout.
+	QueueTimeout time.Duration
 	// Template returns the create request for a tenant's sandbox (mounts,
 	// limits, env). The pool fills in the ID and Tenant.
 	Template func(tenant string) (sandbox.CreateRequest, error)
@@ -112,6 +117,9 @@ type Pool struct {
 	// warmed is closed and replaced whenever a warming creation ends, for
 	// Acquire calls that found the pool full only because of them.
 	warmed chan struct{}
+	// waiters wait for a busy pool (queue.go); seq orders them.
+	waiters []*waiter
+	seq     uint64
 
 	kick chan struct{}
 	stop chan struct{}
@@ -149,6 +157,9 @@ func New(backend Backend, cfg Config, log hclog.Logger) (*Pool, error) {
 	}
 	if cfg.HealthCheckAfter == 0 {
 		cfg.HealthCheckAfter = DefaultHealthCheckAfter
+	}
+	if cfg.QueueTimeout <= 0 {
+		cfg.QueueTimeout = DefaultQueueTimeout
 	}
 	if log == nil {
 		log = hclog.NewNullLogger()
@@ -194,6 +205,8 @@ func (p *Pool) AcquireRecent(ctx context.Context, tenant string) (*Lease, error)
 }
 
 func (p *Pool) acquire(ctx context.Context, tenant string, rested bool) (*Lease, error) {
+	w := &waiter{tenant: tenant}
+	deadline := time.Now().Add(p.cfg.QueueTimeout)
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -234,8 +247,21 @@ func (p *Pool) acquire(ctx context.Context, tenant string, rested bool) (*Lease,
 					return nil, ctx.Err()
 				}
 			}
-			p.mu.Unlock()
-			return nil, err
+			if err := p.wait(ctx, w, deadline, err); err != nil {
+				p.mu.Unlock()
+				return nil, err
+			}
+			switch {
+			case w.entry != nil:
+				e := w.entry
+				p.mu.Unlock()
+				p.poke()
+				return &Lease{ID: e.id, Tenant: tenant, Reused: true, p: p, e: e}, nil
+			case !w.reserved:
+				p.mu.Unlock()
+				continue
+			}
+			w.reserved = false
 		}
 		// Counted as leased while it is created, so that warming does not
 		// build a second sandbox for the same execution.
@@ -270,13 +296,24 @@ func (p *Pool) health(ctx context.Context, e *entry, check bool) error {
 // demand.
 func (p *Pool) AcquireFresh(ctx context.Context, tenant string) (*Lease, error) {
 	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, errShutdown()
-	}
-	if err := p.reserveLocked(); err != nil {
-		p.mu.Unlock()
-		return nil, err
+	w := &waiter{tenant: tenant, fresh: true}
+	deadline := time.Now().Add(p.cfg.QueueTimeout)
+	for {
+		if p.closed {
+			p.mu.Unlock()
+			return nil, errShutdown()
+		}
+		err := p.reserveLocked()
+		if err == nil {
+			break
+		}
+		if err := p.wait(ctx, w, deadline, err); err != nil {
+			p.mu.Unlock()
+			return nil, err
+		}
+		if w.reserved {
+			break
+		}
 	}
 	p.mu.Unlock()
 	return p.createLease(ctx, tenant, true)
@@ -288,6 +325,7 @@ func (p *Pool) createLease(ctx context.Context, tenant string, fresh bool) (*Lea
 	p.mu.Lock()
 	p.creating--
 	if err != nil {
+		p.wakeLocked()
 		p.mu.Unlock()
 		return nil, err
 	}
@@ -328,7 +366,8 @@ func (l *Lease) Release(healthy bool) {
 		l.e.uses++
 		l.e.lastUsed = time.Now()
 		recycle := !healthy || p.closed || l.e.stale || l.e.fresh || (p.cfg.MaxUses > 0 && l.e.uses >= p.cfg.MaxUses)
-		if !recycle {
+		taken, recycle := p.handOffLocked(l.e, recycle)
+		if !recycle && !taken {
 			p.idle[l.e.tenant] = append(p.idle[l.e.tenant], l.e)
 		}
 		p.mu.Unlock()
@@ -390,6 +429,11 @@ func (p *Pool) Close(ctx context.Context) error {
 		return nil
 	}
 	p.closed = true
+	// Waiters wake to find the pool shut down.
+	for _, w := range p.waiters {
+		close(w.ready)
+	}
+	p.waiters = nil
 	var drop []*entry
 	for t, es := range p.idle {
 		drop = append(drop, es...)
@@ -461,8 +505,7 @@ func (p *Pool) reserveLocked() error {
 		}
 	}
 	if victim == nil {
-		return fmt.Errorf("sandbox pool is full: %d of %d sandboxes are busy (%d starting); retry later or raise sandbox.pool.max_total: %w",
-			total, p.cfg.MaxTotal, p.creating, pluginapi.ErrResourceExhausted)
+		return p.fullError(total)
 	}
 	es := p.idle[victim.tenant]
 	for i, e := range es {

@@ -222,13 +222,13 @@ func TestHealthCheckReplacesBrokenSandbox(t *testing.T) {
 
 func TestBackPressure(t *testing.T) {
 	b := newMem()
-	p := newPool(t, b, Config{MaxTotal: 2})
+	p := newPool(t, b, Config{MaxTotal: 2, QueueTimeout: 20 * time.Millisecond})
 	ctx := context.Background()
 	l1, _ := p.Acquire(ctx, "t")
 	l2, _ := p.Acquire(ctx, "t")
 	_, err := p.Acquire(ctx, "t")
-	if !errors.Is(err, pluginapi.ErrResourceExhausted) {
-		t.Fatalf("err = %v, want ErrResourceExhausted", err)
+	if !errors.Is(err, pluginapi.ErrResourceExhausted) || !strings.HasPrefix(err.Error(), "waited 20ms: sandbox pool is full: 2 of 2") {
+		t.Fatalf("err = %v, want ErrResourceExhausted after the wait", err)
 	}
 	l1.Release(true)
 	l3, err := p.Acquire(ctx, "t")
@@ -343,7 +343,7 @@ func TestConcurrentLeasesNeverShared(t *testing.T) {
 
 func TestAcquireFresh(t *testing.T) {
 	b := newMem()
-	p := newPool(t, b, Config{MaxTotal: 2, Warm: 1})
+	p := newPool(t, b, Config{MaxTotal: 2, Warm: 1, QueueTimeout: 20 * time.Millisecond})
 	ctx := context.Background()
 	warm := leased(t)(p.Acquire(ctx, "t"))
 	// The warmer keeps one idle sandbox beyond the lease: once released,
@@ -532,9 +532,9 @@ func TestAcquireWaitsForWarming(t *testing.T) {
 			l.Release(true)
 		})
 	}
-	// A pool full of busy sandboxes still fails at once, saying so.
+	// A pool full of busy sandboxes fails after its queue timeout, saying so.
 	b := newMem()
-	p := newPool(t, b, Config{MaxTotal: 1})
+	p := newPool(t, b, Config{MaxTotal: 1, QueueTimeout: 20 * time.Millisecond})
 	l, err := p.Acquire(context.Background(), "t")
 	if err != nil {
 		t.Fatal(err)

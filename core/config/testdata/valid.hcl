@@ -40,6 +40,7 @@ sandbox {
     max_total    = 4
     idle_timeout = "90s"
     max_uses     = 10
+    queue_timeout = "5s"
   }
   limits {
     memory  = "512MiB"
