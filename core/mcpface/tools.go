@@ -205,7 +205,7 @@ func (f *Face) searchTools(ctx context.Context, sc *Scope, req mcp.CallToolReque
 		untyped = untyped || !t.Local && len(t.OutputSchema) == 0
 	}
 	if n == 0 {
-		return textReply("No tools match %q. Try other words, or browse with list_tools.", query)
+		return textReply("No tools match %q. Try other words, or browse with list_tools.", cutRunes(query, maxQuoted))
 	}
 	if detail == DetailFull && untyped {
 		// Said once rather than for every tool without an output schema.
@@ -291,6 +291,10 @@ func summary(t *Tool) string {
 	return cutRunes(s, 160)
 }
 
+// maxQuoted is how much of an argument an error message quotes: enough to
+// recognise it, while a megabyte of junk is not sent back whole.
+const maxQuoted = 80
+
 func cutRunes(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
@@ -308,7 +312,7 @@ func (f *Face) listTools(ctx context.Context, sc *Scope, req mcp.CallToolRequest
 	case server == "" && tool == "":
 		return f.listServers(ctx, sc)
 	case server == "":
-		return errorReply("list_tools: tool %q needs its server; search_tools finds both", tool)
+		return errorReply("list_tools: tool %q needs its server; search_tools finds both", cutRunes(tool, maxQuoted))
 	case tool == "":
 		return f.getServerTools(ctx, sc, server)
 	}
@@ -337,6 +341,7 @@ func (f *Face) listServers(ctx context.Context, sc *Scope) reply {
 // unknownServer is the message for a server the tenant cannot see: it lists
 // the ones it can.
 func (f *Face) unknownServer(ctx context.Context, sc Scope, name string) reply {
+	name = cutRunes(name, maxQuoted)
 	servers, err := f.o.Catalog.Servers(ctx, sc)
 	if err != nil {
 		return failure("list servers", err)
@@ -378,7 +383,7 @@ func (f *Face) serverTools(ctx context.Context, sc Scope, server string) ([]Tool
 		return nil, &r
 	}
 	if err != nil {
-		r := failure("list tools of "+server, err)
+		r := failure("list tools of "+cutRunes(server, maxQuoted), err)
 		return nil, &r
 	}
 	return tools, nil
@@ -429,10 +434,11 @@ func (f *Face) getTool(ctx context.Context, sc *Scope, server, name string) repl
 		for i := range tools {
 			names[i] = tools[i].Name
 		}
+		quoted := cutRunes(name, maxQuoted)
 		if guess := closest(name, names); guess != "" {
-			return errorReply("server %s has no tool %q; did you mean %q? list_tools(%q) lists them all", server, name, guess, server)
+			return errorReply("server %s has no tool %q; did you mean %q? list_tools(%q) lists them all", server, quoted, guess, server)
 		}
-		return errorReply("server %s has no tool %q; list_tools(%q) lists its tools", server, name, server)
+		return errorReply("server %s has no tool %q; list_tools(%q) lists its tools", server, quoted, server)
 	}
 	src, err := f.o.Catalog.StubSource(ctx, *sc, t.Server, t.Name)
 	if err != nil {
@@ -489,7 +495,7 @@ func (f *Face) executeCode(ctx context.Context, sc *Scope, req mcp.CallToolReque
 	changed := ""
 	if s := strings.TrimSpace(req.GetString("session", "")); s != "" {
 		if !validSessionID(s) {
-			return errorReply("invalid session %q: use 1-128 characters of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit", cutRunes(s, 80))
+			return errorReply("invalid session %q: use 1-128 characters of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit", cutRunes(s, maxQuoted))
 		}
 		if s != sc.Session {
 			changed = s

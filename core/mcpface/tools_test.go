@@ -576,3 +576,35 @@ func TestToolErrorReply(t *testing.T) {
 		t.Errorf("the reply is %d characters:\n%s", len(text), text)
 	}
 }
+
+// TestLongArgumentsCut checks that a reply quoting what the agent passed
+// quotes only its start: a 100 KB argument must not come back whole.
+func TestLongArgumentsCut(t *testing.T) {
+	w := newWorld(t)
+	c := connect(t, w.url+"/mcp")
+	long := strings.Repeat("z", 100<<10)
+	tests := []struct {
+		name    string
+		tool    string
+		args    map[string]any
+		isError bool
+		want    string
+	}{
+		{"search finds nothing", ToolSearchTools, map[string]any{"query": long}, false, `No tools match "zzz`},
+		{"list an unknown server", ToolListTools, map[string]any{"server": long}, true, `unknown server "zzz`},
+		{"list an unknown tool", ToolListTools, map[string]any{"server": "everything", "tool": long}, true, `server everything has no tool "zzz`},
+		{"list a tool without its server", ToolListTools, map[string]any{"tool": long}, true, `list_tools: tool "zzz`},
+		{"call an unknown server", ToolCallTool, map[string]any{"server": long, "tool": "x"}, true, `unknown server "zzz`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text, res := call(t, c, tt.tool, tt.args)
+			if res.IsError != tt.isError || !strings.HasPrefix(text, tt.want) {
+				t.Errorf("isError %v; text does not start %q: %.200s", res.IsError, tt.want, text)
+			}
+			if !strings.Contains(text, "z…\"") || len(text) > 300 {
+				t.Errorf("the argument is not cut: %d bytes: %.200s", len(text), text)
+			}
+		})
+	}
+}
