@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agext/levenshtein"
 	"github.com/hashicorp/go-hclog"
@@ -197,7 +198,7 @@ func (b *Bridge) notFound(server, tool string, allowed []string, visible bool) s
 	}
 	tools, known := servers[server]
 	if !known || !visible {
-		msg := fmt.Sprintf("unknown server %q", server)
+		msg := fmt.Sprintf("unknown server %q", cutName(server))
 		names := make([]string, 0, len(servers))
 		for s := range servers {
 			names = append(names, s)
@@ -208,7 +209,7 @@ func (b *Bridge) notFound(server, tool string, allowed []string, visible bool) s
 		slices.Sort(names)
 		return msg + fmt.Sprintf("; servers: %s", strings.Join(names, ", "))
 	}
-	msg := fmt.Sprintf("server %s has no tool %q", server, tool)
+	msg := fmt.Sprintf("server %s has no tool %q", server, cutName(tool))
 	names := make([]string, 0, len(tools))
 	for _, t := range tools {
 		// The stub's Python name, written where the MCP name belongs.
@@ -230,6 +231,17 @@ func (b *Bridge) notFound(server, tool string, allowed []string, visible bool) s
 
 // closest returns the candidate nearest to name by edit distance, if it is
 // near enough to be a likely typo.
+// maxQuoted is how much of a name notFound quotes: enough to recognise it,
+// while a megabyte of junk is not sent back whole.
+const maxQuoted = 80
+
+func cutName(s string) string {
+	if utf8.RuneCountInString(s) <= maxQuoted {
+		return s
+	}
+	return string([]rune(s)[:maxQuoted-1]) + "…"
+}
+
 func closest(name string, candidates []string) string {
 	best, bestDist := "", -1
 	limit := max(2, len(name)/3)

@@ -116,6 +116,8 @@ func TestCallToolReferenceServers(t *testing.T) {
 		{"typo in tool", "filesystem", "read_txt_file", `{}`, TypeToolNotFound, `did you mean "read_text_file"?`},
 		{"python name", "everything", "get_tiny_image", `{}`, TypeToolNotFound, `did you mean "get-tiny-image"?`},
 		{"typo in server", "filesytem", "read_text_file", `{}`, TypeToolNotFound, `unknown server "filesytem"; did you mean "filesystem"?`},
+		{"long tool name cut", "filesystem", strings.Repeat("x", 100<<10), `{}`, TypeToolNotFound, `has no tool "` + strings.Repeat("x", 79) + `…"`},
+		{"long server name cut", strings.Repeat("x", 100<<10), "read_text_file", `{}`, TypeToolNotFound, `unknown server "` + strings.Repeat("x", 79) + `…"`},
 	}
 	for _, tt := range failures {
 		t.Run(tt.name, func(t *testing.T) {
