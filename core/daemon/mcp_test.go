@@ -230,6 +230,12 @@ func checkStateAndSkills(t *testing.T, dir string, def *client.Client, acme *cli
 	if out, _ := callTool(t, acme, "skills", map[string]any{"name": "doubler"}); !strings.Contains(out, "return 2 * x") {
 		t.Errorf("skills: %s", out)
 	}
+	if out, _ := callTool(t, acme, "search_tools", map[string]any{"query": "doubles numbers", "detail_level": "full"}); !strings.Contains(out, "from skills.doubler import double\n  double(x)\n") {
+		t.Errorf("search_tools does not find the tenant's skill:\n%s", out)
+	}
+	if out, _ := callTool(t, def, "search_tools", map[string]any{"query": "doubles numbers"}); strings.Contains(out, "doubler") {
+		t.Errorf("another tenant's search finds acme's skill:\n%s", out)
+	}
 	if out, isErr := callTool(t, acme, "skills", map[string]any{"name": "broken", "description": "x", "code": "def f(:\n"}); !isErr || !strings.Contains(out, "line 1") {
 		t.Errorf("code that does not compile was saved or not explained: %s", out)
 	}

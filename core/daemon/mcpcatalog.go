@@ -188,9 +188,9 @@ type searchView struct {
 	v   catalogView
 }
 
-// Search returns up to limit tools, best first. The face keeps only the
-// hits the tenant may use, so a few more are asked for, in case its policy
-// hides some.
+// Search returns up to limit tools and shared skills, best first. The
+// face keeps only the hits the tenant may use, so a few more are asked for,
+// in case its policy hides some.
 func (s searchView) Search(ctx context.Context, sc mcpface.Scope, query string, limit int) ([]mcpface.Hit, error) {
 	if s.svc == nil {
 		return nil, fmt.Errorf("tool search is not running; list_tools still works: %w", pluginapi.ErrUnavailable)
@@ -199,14 +199,13 @@ func (s searchView) Search(ctx context.Context, sc mcpface.Scope, query string, 
 	if err != nil {
 		return nil, err
 	}
-	req := search.Request{Query: query, Detail: search.DetailName, Limit: min(2*limit, search.MaxLimit), Kinds: []string{search.KindTool}}
+	req := search.Request{Query: query, Detail: search.DetailName, Limit: min(2*limit, search.MaxLimit)}
 	if ten.Quota().AllowedServers != nil {
+		// Shared skills are every tenant's, whatever its servers.
+		req.Servers = []string{search.SkillsServer}
 		servers, err := s.v.Servers(ctx, sc)
 		if err != nil {
 			return nil, err
-		}
-		if len(servers) == 0 {
-			return nil, nil
 		}
 		for _, srv := range servers {
 			req.Servers = append(req.Servers, srv.Name)
@@ -218,6 +217,10 @@ func (s searchView) Search(ctx context.Context, sc mcpface.Scope, query string, 
 	}
 	hits := make([]mcpface.Hit, 0, len(res.Hits))
 	for _, h := range res.Hits {
+		if h.Kind == search.KindSkill {
+			hits = append(hits, mcpface.Hit{Skill: h.Name, Score: h.Score})
+			continue
+		}
 		hits = append(hits, mcpface.Hit{Server: h.Server, Tool: h.Name, Score: h.Score})
 	}
 	return hits, nil

@@ -111,9 +111,12 @@ func (c *testCatalog) StubSource(_ context.Context, sc Scope, server, tool strin
 	return src, nil
 }
 
-// wordSearcher ranks tools by how many query words their name and
-// description contain.
-type wordSearcher struct{ c *testCatalog }
+// wordSearcher ranks tools, and the shared skills as a selector indexes
+// them, by how many query words their name and description contain.
+type wordSearcher struct {
+	c      *testCatalog
+	shared []Skill
+}
 
 var wordRE = regexp.MustCompile(`[a-z0-9]+`)
 
@@ -123,17 +126,24 @@ func (s wordSearcher) Search(ctx context.Context, sc Scope, query string, limit 
 		return nil, err
 	}
 	words := wordRE.FindAllString(strings.ToLower(query), -1)
-	var hits []Hit
-	for _, t := range tools {
-		text := strings.ToLower(t.Name + " " + strings.ReplaceAll(t.Name, "-", " ") + " " + t.Description)
-		score := 0.0
+	score := func(text string) float64 {
+		n := 0.0
 		for _, w := range words {
-			if len(w) > 2 && strings.Contains(text, w) {
-				score++
+			if len(w) > 2 && strings.Contains(strings.ToLower(text), w) {
+				n++
 			}
 		}
-		if score > 0 {
-			hits = append(hits, Hit{Server: t.Server, Tool: t.Name, Score: score})
+		return n
+	}
+	var hits []Hit
+	for _, t := range tools {
+		if n := score(t.Name + " " + strings.ReplaceAll(t.Name, "-", " ") + " " + t.Description); n > 0 {
+			hits = append(hits, Hit{Server: t.Server, Tool: t.Name, Score: n})
+		}
+	}
+	for _, k := range s.shared {
+		if n := score(strings.ReplaceAll(k.Name, "_", " ") + " " + k.Description); n > 0 {
+			hits = append(hits, Hit{Skill: k.Name, Score: n})
 		}
 	}
 	slices.SortStableFunc(hits, func(a, b Hit) int {

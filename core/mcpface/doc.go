@@ -17,7 +17,8 @@
 //
 // The face owns no state beyond sessions; daemon.Run gives it the daemon's
 // parts through small interfaces (service.go): Catalog (servers, tools,
-// stub source), Searcher, Executor (execute_code), ToolCaller (call_tool,
+// stub source), Searcher (tools and shared skills; the face matches the
+// tenant's own skills, which no index holds, itself), Executor (execute_code), ToolCaller (call_tool,
 // optional), TaskRunner (execute_task, optional), StateStore (with
 // VersionedState, the state tool reports versions and takes one),
 // SkillStore and Tokenizer (the PII

@@ -27,7 +27,7 @@ func (echoExecutor) Execute(_ context.Context, _ Scope, code string) (Execution,
 func fuzzFace(f *testing.F) (url, session string) {
 	cat, _ := newTestCatalog(f)
 	face, err := New(Options{
-		Catalog: cat, Searcher: wordSearcher{cat}, Executor: echoExecutor{}, State: &memState{}, Skills: &memSkills{},
+		Catalog: cat, Searcher: wordSearcher{c: cat}, Executor: echoExecutor{}, State: &memState{}, Skills: &memSkills{},
 		PII: &emailTokenizer{}, Tasks: taskRunner{echoExecutor{}}, SSE: true, Version: "fuzz",
 		Logger: hclog.NewNullLogger(),
 	})

@@ -104,7 +104,7 @@ func newWorld(t testing.TB, opts ...worldOpt) *world {
 	w := &world{catalog: cat, state: &memState{}, skills: &memSkills{}, pii: &emailTokenizer{}, ended: make(chan Scope, 16)}
 	w.exec = startExecutor(t, root, nil)
 	o := Options{
-		Catalog: cat, Searcher: wordSearcher{cat}, Executor: w.exec, State: w.state, Skills: w.skills, PII: w.pii,
+		Catalog: cat, Searcher: wordSearcher{c: cat}, Executor: w.exec, State: w.state, Skills: w.skills, PII: w.pii,
 		Tasks: taskRunner{w.exec}, Calls: toolCaller{ex: w.exec, deny: []string{"everything/get-env"}}, SSE: true, Version: "test",
 		Workflows: &memWorkflows{},
 		OnSessionEnd: func(sc Scope) {

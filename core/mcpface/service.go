@@ -72,11 +72,14 @@ type Tool struct {
 	Local bool
 }
 
-// Hit is one search result.
+// Hit is one search result: a tool, or a shared skill.
 type Hit struct {
 	Server string
 	Tool   string
-	Score  float64
+	// Skill names a skill hit, imported from skills.<Skill>; Server and
+	// Tool are empty then.
+	Skill string
+	Score float64
 }
 
 // Catalog lists the servers and tools a tenant may use and their stubs.
@@ -92,9 +95,12 @@ type Catalog interface {
 	StubSource(ctx context.Context, sc Scope, server, tool string) (string, error)
 }
 
-// Searcher finds tools for a task description.
+// Searcher finds tools and shared skills for a task description. The
+// tenant's own skills are not searched (one index serves every tenant): the
+// face matches them itself.
 type Searcher interface {
-	// Search returns at most limit tools the tenant may use, best first.
+	// Search returns at most limit tools the tenant may use and shared
+	// skills, best first.
 	Search(ctx context.Context, sc Scope, query string, limit int) ([]Hit, error)
 }
 

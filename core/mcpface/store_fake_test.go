@@ -62,6 +62,9 @@ func (s *memState) SaveState(_ context.Context, sc Scope, name string, value jso
 type memSkills struct {
 	mu sync.Mutex
 	m  map[string]map[string]Skill
+	// shared are the operator's, for every tenant; a tenant's own skill
+	// of the same name hides one.
+	shared []Skill
 	// broken are skills whose files GetSkill cannot read, with the error.
 	broken map[string]error
 }
@@ -76,6 +79,12 @@ func (s *memSkills) ListSkills(_ context.Context, sc Scope) ([]Skill, error) {
 		k.Code, k.Instructions = "", ""
 		out = append(out, k)
 	}
+	for _, k := range s.shared {
+		if _, hidden := s.m[sc.Tenant][k.Name]; !hidden {
+			k.Code, k.Instructions = "", ""
+			out = append(out, k)
+		}
+	}
 	slices.SortFunc(out, func(a, b Skill) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
@@ -86,11 +95,15 @@ func (s *memSkills) GetSkill(_ context.Context, sc Scope, name string) (Skill, e
 	if err := s.broken[name]; err != nil {
 		return Skill{}, fmt.Errorf("skill %s: %w", name, err)
 	}
-	k, ok := s.m[sc.Tenant][name]
-	if !ok {
-		return Skill{}, fmt.Errorf("skill %s: %w", name, pluginapi.ErrNotFound)
+	if k, ok := s.m[sc.Tenant][name]; ok {
+		return k, nil
 	}
-	return k, nil
+	for _, k := range s.shared {
+		if k.Name == name {
+			return k, nil
+		}
+	}
+	return Skill{}, fmt.Errorf("skill %s: %w", name, pluginapi.ErrNotFound)
 }
 
 func (s *memSkills) SaveSkill(ctx context.Context, sc Scope, name, description, code string) (Skill, error) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -49,7 +50,7 @@ type toolDef struct {
 // (list_tools browses the catalog; state and skills list, read and save).
 var toolDefs = []toolDef{
 	{ToolSearchTools,
-		"Find upstream tools for a task. detail_level full gives servers.PKG.FUNC(signature) -> return shape and the description: enough to call it.",
+		"Find upstream tools and skills for a task. detail_level full gives servers.PKG.FUNC(signature) -> return shape and the description: enough to call it.",
 		`{"type":"object","properties":{"query":{"type":"string"},"detail_level":{"type":"string","enum":["name","description","full"],"default":"description"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":8}},"required":["query"]}`,
 		true, (*Face).searchTools},
 	{ToolListTools,
@@ -193,9 +194,47 @@ func (f *Face) searchTools(ctx context.Context, sc *Scope, req mcp.CallToolReque
 	for i := range all {
 		byID[all[i].Server+"/"+all[i].Name] = &all[i]
 	}
+	// Skills resolve through the tenant's list, where its own skill of a
+	// name hides the shared one. A failed list still leaves the tools.
+	skills, err := f.o.Skills.ListSkills(ctx, *sc)
+	if err != nil {
+		f.log.Warn("search_tools: skills left out: listing them failed", "tenant", sc.Tenant, "error", err)
+	}
+	skillByName := make(map[string]*Skill, len(skills))
+	for i := range skills {
+		skillByName[skills[i].Name] = &skills[i]
+	}
 	var b strings.Builder
 	n, untyped := 0, false
+	shown := map[string]bool{}
+	writeSkillHit := func(s *Skill) {
+		if n == limit || shown[s.Name] {
+			return
+		}
+		n++
+		shown[s.Name] = true
+		if detail == DetailFull {
+			// The code is read for the function signatures only.
+			if full, err := f.o.Skills.GetSkill(ctx, *sc, s.Name); err == nil {
+				s = &full
+			}
+		}
+		writeSkill(&b, s, detail)
+	}
+	// The tenant's own skills are not in the search index (one index
+	// serves every tenant): they are matched here and come first, since
+	// the agent saved them for tasks like this one, but take at most half
+	// the places.
+	for _, s := range matchOwnSkills(query, skills, (limit+1)/2) {
+		writeSkillHit(s)
+	}
 	for _, h := range hits {
+		if h.Skill != "" {
+			if s := skillByName[h.Skill]; s != nil {
+				writeSkillHit(s)
+			}
+			continue
+		}
 		t := byID[h.Server+"/"+h.Tool]
 		if t == nil || n == limit {
 			continue
@@ -210,6 +249,9 @@ func (f *Face) searchTools(ctx context.Context, sc *Scope, req mcp.CallToolReque
 	if detail == DetailFull && untyped {
 		// Said once rather than for every tool without an output schema.
 		b.WriteString("-> Any: " + noSchemaReturn + "\n")
+	}
+	if detail == DetailFull && len(shown) > 0 {
+		b.WriteString("skills(name) shows a skill's instructions and code.\n")
 	}
 	return reply{text: b.String()}
 }
@@ -250,6 +292,148 @@ func writeTool(b *strings.Builder, t *Tool, detail string) {
 	b.WriteByte('\n')
 }
 
+// writeSkill writes one skill at a detail level: its module, a one-line
+// summary, or the import line with the signatures of the functions it
+// exports and the whole description.
+func writeSkill(b *strings.Builder, s *Skill, detail string) {
+	module := skillModule(s)
+	if detail == DetailFull {
+		fns := skillFunctions(s.Code)
+		names := make([]string, len(fns))
+		for i, fn := range fns {
+			names[i], _, _ = strings.Cut(fn, "(")
+		}
+		if len(names) == 0 {
+			names = []string{"..."}
+		}
+		b.WriteString("from " + module + " import " + strings.Join(names, ", ") + "\n")
+		for _, fn := range fns {
+			b.WriteString("  " + fn + "\n")
+		}
+		if d := strings.TrimSpace(s.Description); d != "" {
+			b.WriteString("  " + strings.ReplaceAll(d, "\n", "\n  ") + "\n")
+		}
+		return
+	}
+	b.WriteString(module + " (skill)")
+	if detail == DetailDescription {
+		if d := firstLine(s.Description); d != "" {
+			b.WriteString(": " + d)
+		}
+	}
+	b.WriteByte('\n')
+}
+
+// skillModule is the module code imports a skill from.
+func skillModule(s *Skill) string {
+	if s.Import != "" {
+		return s.Import
+	}
+	return "skills." + s.Name
+}
+
+// maxSkillFunctions bounds the signatures search_tools shows of one skill;
+// skills(name) shows the rest.
+const maxSkillFunctions = 8
+
+// skillFunctions are the signatures of a skill module's public top-level
+// functions, each on one line, as name(params) -> annotation.
+func skillFunctions(code string) []string {
+	var out []string
+	lines := strings.Split(code, "\n")
+	for i := 0; i < len(lines) && len(out) < maxSkillFunctions; i++ {
+		rest, ok := strings.CutPrefix(lines[i], "def ")
+		if !ok {
+			rest, ok = strings.CutPrefix(lines[i], "async def ")
+		}
+		if !ok || strings.HasPrefix(rest, "_") {
+			continue
+		}
+		// A long signature spans lines until its brackets close.
+		sig := strings.TrimSpace(rest)
+		for depth(sig) > 0 && i+1 < len(lines) {
+			i++
+			sig += " " + strings.TrimSpace(lines[i])
+		}
+		sig = strings.NewReplacer("( ", "(", ", )", ")", ",)", ")", " )", ")").Replace(sig)
+		if j := strings.LastIndexByte(sig, ':'); j > strings.LastIndexByte(sig, ')') {
+			sig = strings.TrimSpace(sig[:j])
+		}
+		out = append(out, sig)
+	}
+	return out
+}
+
+// depth is how many brackets s opens and leaves open.
+func depth(s string) int {
+	d := 0
+	for _, r := range s {
+		switch r {
+		case '(', '[', '{':
+			d++
+		case ')', ']', '}':
+			d--
+		}
+	}
+	return d
+}
+
+// matchOwnSkills are up to most of the tenant's own skills whose name or
+// description hold at least half the query's words, most words first.
+func matchOwnSkills(query string, skills []Skill, most int) []*Skill {
+	words := queryWords(query)
+	if len(words) == 0 {
+		return nil
+	}
+	type match struct {
+		s *Skill
+		n int
+	}
+	var ms []match
+	for i := range skills {
+		if skills[i].Shared {
+			continue
+		}
+		text := strings.ToLower(strings.ReplaceAll(skills[i].Name, "_", " ") + " " + skills[i].Description)
+		n := 0
+		for _, w := range words {
+			if strings.Contains(text, w) {
+				n++
+			}
+		}
+		if 2*n >= len(words) {
+			ms = append(ms, match{&skills[i], n})
+		}
+	}
+	slices.SortStableFunc(ms, func(a, b match) int { return b.n - a.n })
+	out := make([]*Skill, 0, min(len(ms), most))
+	for _, m := range ms[:min(len(ms), most)] {
+		out = append(out, m.s)
+	}
+	return out
+}
+
+// stopwords say nothing about what a skill does.
+var stopwords = map[string]bool{
+	"and": true, "any": true, "are": true, "for": true, "from": true, "how": true, "into": true, "its": true,
+	"some": true, "that": true, "the": true, "this": true, "use": true, "using": true, "want": true, "what": true,
+	"with": true,
+}
+
+// queryWords are a query's words of three letters or more, lowercased,
+// without stopwords and repeats.
+func queryWords(query string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(query), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}) {
+		if len([]rune(w)) >= 3 && !stopwords[w] && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // qualifiedSignature is the signature of a tool imported as
 // "from MODULE import FUNC" written as MODULE.FUNC(...) -> shape, or false
 // when the import is of another form.
@@ -285,6 +469,12 @@ func summary(t *Tool) string {
 	if s == "" {
 		s = t.Title
 	}
+	return firstLine(s)
+}
+
+// firstLine is the first line of s, cut short.
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = strings.TrimSpace(s[:i])
 	}
@@ -685,11 +875,7 @@ func (f *Face) saveSkill(ctx context.Context, sc *Scope, name, desc, code string
 	if err != nil {
 		return failure("skills", err)
 	}
-	imp := s.Import
-	if imp == "" {
-		imp = "skills." + s.Name
-	}
-	return textReply("Saved skill %s; programs use it with: from %s import ...", s.Name, imp)
+	return textReply("Saved skill %s; programs use it with: from %s import ...", s.Name, skillModule(&s))
 }
 
 func (f *Face) listSkills(ctx context.Context, sc *Scope) reply {
@@ -743,10 +929,7 @@ func (f *Face) unknownSkill(ctx context.Context, sc Scope, name string) reply {
 // renderSkill is a skill as Markdown: its title once, how to import it,
 // its instructions and its code.
 func renderSkill(s *Skill) string {
-	imp := s.Import
-	if imp == "" {
-		imp = "skills." + s.Name
-	}
+	imp := skillModule(s)
 	title, body := "# "+s.Name, strings.TrimSpace(s.Instructions)
 	// SKILL.md bodies usually open with their own title.
 	if strings.HasPrefix(body, "# ") {

@@ -577,6 +577,66 @@ func TestToolErrorReply(t *testing.T) {
 	}
 }
 
+// TestSearchToolsSkills checks that search_tools finds skills as well as
+// tools: shared ones as the searcher ranks them, and the tenant's own,
+// which no search index holds; each says how to import it.
+func TestSearchToolsSkills(t *testing.T) {
+	w := newWorld(t, func(o *Options, w *world) {
+		w.skills.shared = []Skill{{Name: "json_query", Import: "skills.json_query", Shared: true,
+			Description: "Pluck fields from nested JSON such as tool results.\nPaths look like items[*].id.",
+			Code: "def query(data, path: str) -> list:\n    return []\n\n\ndef project(\n    data,\n    fields,\n    path=None,\n) -> list[dict]:\n" +
+				"    return []\n\n\ndef _parse(path):\n    pass\n"}}
+		o.Searcher = wordSearcher{c: w.catalog, shared: w.skills.shared}
+	})
+	c := connect(t, w.url+"/mcp")
+	if text, res := call(t, c, ToolSkills, map[string]any{"name": "summarize_csv", "description": "Summarize a CSV file by column",
+		"code": "def run(path):\n    return {}\n"}); res.IsError {
+		t.Fatal(text)
+	}
+	tests := []struct {
+		name    string
+		args    map[string]any
+		prefix  string
+		want    []string
+		notWant []string
+	}{
+		{"shared skill", map[string]any{"query": "pluck fields from nested JSON"},
+			"skills.json_query (skill): Pluck fields from nested JSON such as tool results.\n", nil, []string{"Paths look"}},
+		{"shared skill by name", map[string]any{"query": "pluck fields from nested JSON", "detail_level": "name"},
+			"skills.json_query (skill)\n", nil, []string{"Pluck"}},
+		{"shared skill in full", map[string]any{"query": "pluck fields from nested JSON", "detail_level": "full", "limit": 1},
+			"from skills.json_query import query, project\n  query(data, path: str) -> list\n  project(data, fields, path=None) -> list[dict]\n" +
+				"  Pluck fields from nested JSON such as tool results.\n  Paths look like items[*].id.\n",
+			[]string{"\nskills(name) shows a skill's instructions and code.\n"}, []string{"_parse", "-> Any:"}},
+		{"own skill", map[string]any{"query": "summarize a CSV file"},
+			"skills.summarize_csv (skill): Summarize a CSV file by column\n", nil, nil},
+		{"own skill in full", map[string]any{"query": "summarize a CSV file", "detail_level": "full"},
+			"from skills.summarize_csv import run\n  run(path)\n  Summarize a CSV file by column\n", nil, nil},
+		{"own skill first, tools after", map[string]any{"query": "summarize csv numbers", "limit": 2},
+			"skills.summarize_csv (skill)", []string{"\neverything/"}, nil},
+		{"own skill matching too few words", map[string]any{"query": "sum of two numbers"},
+			"everything/get-sum", nil, []string{"summarize_csv"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text, res := call(t, c, ToolSearchTools, tt.args)
+			if res.IsError || !strings.HasPrefix(text, tt.prefix) {
+				t.Errorf("isError %v; text does not start %q:\n%s", res.IsError, tt.prefix, text)
+			}
+			for _, s := range tt.want {
+				if !strings.Contains(text, s) {
+					t.Errorf("text lacks %q:\n%s", s, text)
+				}
+			}
+			for _, s := range tt.notWant {
+				if strings.Contains(text, s) {
+					t.Errorf("text has %q:\n%s", s, text)
+				}
+			}
+		})
+	}
+}
+
 // TestLongArgumentsCut checks that a reply quoting what the agent passed
 // quotes only its start: a 100 KB argument must not come back whole.
 func TestLongArgumentsCut(t *testing.T) {
