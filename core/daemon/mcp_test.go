@@ -389,3 +389,40 @@ func checkVersionedState(t *testing.T, c *client.Client) {
 		t.Fatalf("after the refused save: %s", out)
 	}
 }
+
+// TestMCPSearchFindsSharedSkills: search_tools returns the operator's
+// shared skills to every tenant, one limited to no servers too.
+func TestMCPSearchFindsSharedSkills(t *testing.T) {
+	dir := t.TempDir()
+	sk := filepath.Join(dir, "skills", "json_query")
+	if err := os.MkdirAll(sk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"SKILL.md":    "---\nname: json_query\ndescription: Pluck fields from nested JSON\n---\n# json_query\n",
+		"__init__.py": "def query(data, path: str) -> list:\n    return []\n",
+	} {
+		if err := os.WriteFile(filepath.Join(sk, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sock := filepath.Join(dir, "run", "cexecd.sock")
+	cfg := writeConfig(t, dir, "cexec {\n  data_dir = \"data\"\n  socket   = \"run/cexecd.sock\"\n}\ntenant \"acme\" {\n  allowed_servers = []\n}\n")
+	d := start(t, Options{ConfigFile: cfg})
+	d.ready(t, sock)
+	for _, tenant := range []string{"default", "acme"} {
+		c := mcpSession(t, endpoint.MCPSocket(sock), tenant)
+		out, isErr := callTool(t, c, "search_tools", map[string]any{"query": "pluck fields from nested JSON", "detail_level": "full"})
+		if want := "from skills.json_query import query\n  query(data, path: str) -> list\n"; isErr || !strings.HasPrefix(out, want) {
+			t.Errorf("%s: search_tools does not start %q:\n%s", tenant, want, out)
+		}
+		if err := c.Close(); err != nil {
+			t.Errorf("end MCP session: %v", err)
+		}
+	}
+	d.stop()
+	<-d.done
+	if d.err != nil {
+		t.Fatalf("Run = %v\n%s", d.err, d.stderr)
+	}
+}
