@@ -32,8 +32,11 @@ const (
 	OutcomeDenied = "denied"
 	// OutcomeTimeout: the program ran out of time.
 	OutcomeTimeout = "timeout"
-	// OutcomeFailed: it could not be run at all (pool full, backend down,
-	// quota).
+	// OutcomeRefused: it was not started for a limit (disk quota,
+	// max_concurrent, a full pool) or an invalid request (session id).
+	OutcomeRefused = "refused"
+	// OutcomeFailed: it could not be run for another reason (backend
+	// down, the sandbox lost).
 	OutcomeFailed = "failed"
 )
 

@@ -183,6 +183,13 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 	}
 	run, err := t.Begin(req.Session)
 	if err != nil {
+		// Refused before it started (quota, max_concurrent, an invalid
+		// session): counted and audited like any execution.
+		if workspace.ValidateSessionID(req.Session) != nil {
+			// Not a session (or none yet); the error quotes an invalid one.
+			req.Session = ""
+		}
+		x.account(ctx, req, nil, err, start)
 		return nil, err
 	}
 	req.Session = run.Session()
@@ -199,9 +206,7 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 	}
 	_, logSpan := telemetry.Start(ctx, telemetry.SpanLog)
 	_, ferr := run.Finish(entry)
-	oc := outcome(out, err)
-	metrics.Execution(req.Tenant, oc, time.Since(start))
-	x.audit(ctx, req, out, err, oc, time.Since(start))
+	x.account(ctx, req, out, err, start)
 	telemetry.End(logSpan, ferr)
 	if err != nil {
 		return nil, err
@@ -216,6 +221,14 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 		}
 	}
 	return out, nil
+}
+
+// account counts an execution in the metrics and records it in the audit
+// log.
+func (x *Executor) account(ctx context.Context, req CodeRequest, out *CodeResult, err error, start time.Time) {
+	oc, d := outcome(out, err), time.Since(start)
+	metrics.Execution(req.Tenant, oc, d)
+	x.audit(ctx, req, out, err, oc, d)
 }
 
 func (x *Executor) execute(ctx context.Context, t *workspace.Tenant, req CodeRequest) (*CodeResult, error) {

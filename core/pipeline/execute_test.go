@@ -1,15 +1,25 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cexec/cexec/core/audit"
+	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/metrics"
 	"github.com/cexec/cexec/core/pool"
 	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
@@ -94,4 +104,117 @@ func TestExecuteCodeSandboxGoneWithBackend(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRefusedExecutionsCounted: an execution that never starts, refused by
+// the tenant's limits, the pool or its own session id, or failed by the
+// backend, is counted in cexec_executions_total and audited with what
+// happened.
+func TestRefusedExecutionsCounted(t *testing.T) {
+	tests := []struct {
+		name    string
+		tenant  string
+		session string
+		// hold takes what the execution then lacks.
+		hold        func(t *testing.T, tn *workspace.Tenant, p *pool.Pool)
+		runErr      error
+		wantOutcome string
+		wantReason  string
+		wantSession string
+	}{
+		{name: "over the disk quota", tenant: "quota", session: "s1",
+			hold: func(t *testing.T, tn *workspace.Tenant, _ *pool.Pool) {
+				if err := os.WriteFile(filepath.Join(tn.WorkspaceDir(), "big"), make([]byte, 4<<10), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := tn.CheckQuota(); !errors.Is(err, workspace.ErrQuotaExceeded) {
+					t.Fatalf("CheckQuota = %v, want over quota", err)
+				}
+			},
+			wantOutcome: metrics.OutcomeRefused, wantReason: "over its disk quota", wantSession: "s1"},
+		{name: "at max_concurrent", tenant: "busy", session: "s1",
+			hold: func(t *testing.T, tn *workspace.Tenant, _ *pool.Pool) {
+				release, err := tn.Acquire()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(release)
+			},
+			wantOutcome: metrics.OutcomeRefused, wantReason: "allowed concurrent executions", wantSession: "s1"},
+		{name: "invalid session", tenant: "badsession", session: "../etc",
+			wantOutcome: metrics.OutcomeRefused, wantReason: "invalid session id", wantSession: ""},
+		{name: "pool full", tenant: "full", session: "s1",
+			hold: func(t *testing.T, _ *workspace.Tenant, p *pool.Pool) {
+				lease, err := p.Acquire(context.Background(), "other")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { lease.Release(true) })
+			},
+			wantOutcome: metrics.OutcomeRefused, wantReason: "sandbox pool is full", wantSession: "s1"},
+		{name: "backend down", tenant: "down", session: "s1", runErr: fmt.Errorf("bwrap: %w", pluginapi.ErrUnavailable),
+			wantOutcome: metrics.OutcomeFailed, wantReason: "bwrap", wantSession: "s1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := t.TempDir()
+			ws, err := workspace.New(workspace.Options{DataDir: data,
+				Tenants: []*config.Tenant{{ID: tt.tenant, DiskQuota: 1 << 10, MaxConcurrent: 1}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = ws.Close() })
+			p, err := pool.New(nullBackend{}, pool.Config{MaxTotal: 1, Template: func(string) (sandbox.CreateRequest, error) { return sandbox.CreateRequest{}, nil }}, hclog.NewNullLogger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Close(context.Background()) })
+			tn, err := ws.Tenant(tt.tenant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.hold != nil {
+				tt.hold(t, tn, p)
+			}
+			log := audit.New(audit.Options{Tenants: ws, RotateSize: 1 << 20, Keep: 2})
+			x := &Executor{Pool: p, Sandbox: failRunner{tt.runErr}, Workspaces: ws, Log: hclog.NewNullLogger(), Audit: log}
+			if _, err := x.ExecuteCode(context.Background(), CodeRequest{Tenant: tt.tenant, Session: tt.session, Code: "print(1)"}); err == nil {
+				t.Fatal("ExecuteCode ran; want it refused")
+			}
+			if got, want := executions(t, tt.tenant), map[string]string{tt.wantOutcome: "1"}; !maps.Equal(got, want) {
+				t.Errorf("cexec_executions_total of tenant %s by outcome: %v, want %v", tt.tenant, got, want)
+			}
+			b, err := os.ReadFile(filepath.Join(data, "tenants", tt.tenant, "audit", "audit.jsonl"))
+			if err != nil {
+				t.Fatalf("no audit log: %v", err)
+			}
+			var e audit.Event
+			if err := json.Unmarshal(bytes.TrimSpace(b), &e); err != nil {
+				t.Fatalf("audit log %s: want one event: %v", b, err)
+			}
+			if e.Type != audit.TypeExecution || e.Outcome != tt.wantOutcome || !strings.Contains(e.Reason, tt.wantReason) || e.Session != tt.wantSession {
+				t.Errorf("audit event %s, want an execution %s saying %q in session %q", b, tt.wantOutcome, tt.wantReason, tt.wantSession)
+			}
+		})
+	}
+}
+
+// failRunner fails every execution with err, as a backend that is down.
+type failRunner struct{ err error }
+
+func (r failRunner) Exec(context.Context, sandbox.ExecRequest, sandbox.Host) (sandbox.ExecResult, error) {
+	return sandbox.ExecResult{}, r.err
+}
+
+// executions scrapes cexec_executions_total of tenant: value by outcome.
+func executions(t *testing.T, tenant string) map[string]string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	metrics.Handler(nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	re := regexp.MustCompile(`(?m)^cexec_executions_total\{outcome="([a-z]+)",tenant="` + regexp.QuoteMeta(tenant) + `"\} (\S+)$`)
+	out := map[string]string{}
+	for _, m := range re.FindAllStringSubmatch(rec.Body.String(), -1) {
+		out[m[1]] = m[2]
+	}
+	return out
 }
