@@ -21,9 +21,9 @@ type stateVersions struct {
 
 // LoadState returns a state's value as JSON and its version.
 func (v stateVersions) LoadState(_ context.Context, req *cexecv1.LoadStateRequest) (*cexecv1.LoadStateResponse, error) {
-	t, err := v.s.tenant(req.GetTenant())
+	t, err := v.s.existing(req.GetTenant())
 	if err != nil {
-		return nil, err
+		return nil, pluginapi.ToStatus(err)
 	}
 	value, version, err := t.LoadState(req.GetName())
 	if err != nil {

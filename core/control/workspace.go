@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -19,6 +20,12 @@ import (
 type Workspaces interface {
 	// Tenant returns a tenant's handle, creating its folders on first use.
 	Tenant(id string) (*workspace.Tenant, error)
+	// Lookup returns a tenant's handle when the tenant is declared or was
+	// used, else workspace.ErrNoTenant.
+	Lookup(id string) (*workspace.Tenant, error)
+	// SharedSkills and SharedSkill are the skills of a tenant never used.
+	SharedSkills() []workspace.Skill
+	SharedSkill(name string) (workspace.Skill, error)
 	// Tenants lists declared tenants and those with a folder.
 	Tenants(ctx context.Context) ([]workspace.TenantInfo, error)
 	// GC removes undeclared, idle tenants unused for longer than olderThan.
@@ -42,11 +49,26 @@ func (s *Server) tenant(id string) (*workspace.Tenant, error) {
 	return t, nil
 }
 
+// existing resolves a read-only request's tenant like tenant, but creates
+// none but the default and declared ones: an id never used (a mistyped
+// --tenant) answers workspace.ErrNoTenant, which listings take as an empty
+// tenant. Errors are to pass through pluginapi.ToStatus.
+func (s *Server) existing(id string) (*workspace.Tenant, error) {
+	if s.d.Workspaces == nil {
+		return nil, status.Error(codes.Unimplemented, "workspaces are not wired into this cexecd")
+	}
+	if id == "" || id == s.d.DefaultTenant {
+		// The default tenant exists before its first use, as declared ones do.
+		return s.d.Workspaces.Tenant(s.d.DefaultTenant)
+	}
+	return s.d.Workspaces.Lookup(id)
+}
+
 // GetState returns a state file as stored, or its value as JSON.
 func (s *Server) GetState(_ context.Context, req *cexecv1.GetStateRequest) (*cexecv1.GetStateResponse, error) {
-	t, err := s.tenant(req.GetTenant())
+	t, err := s.existing(req.GetTenant())
 	if err != nil {
-		return nil, err
+		return nil, pluginapi.ToStatus(err)
 	}
 	var data []byte
 	if req.GetAsJson() {
@@ -82,9 +104,12 @@ func (s *Server) PutState(_ context.Context, req *cexecv1.PutStateRequest) (*cex
 
 // ListState lists the tenant's state files.
 func (s *Server) ListState(_ context.Context, req *cexecv1.ListStateRequest) (*cexecv1.ListStateResponse, error) {
-	t, err := s.tenant(req.GetTenant())
+	t, err := s.existing(req.GetTenant())
+	if errors.Is(err, workspace.ErrNoTenant) {
+		return &cexecv1.ListStateResponse{}, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, pluginapi.ToStatus(err)
 	}
 	infos, err := t.ListState()
 	if err != nil {
@@ -99,9 +124,9 @@ func (s *Server) ListState(_ context.Context, req *cexecv1.ListStateRequest) (*c
 
 // DeleteState removes a state file; deleting is allowed over quota.
 func (s *Server) DeleteState(_ context.Context, req *cexecv1.DeleteStateRequest) (*cexecv1.DeleteStateResponse, error) {
-	t, err := s.tenant(req.GetTenant())
+	t, err := s.existing(req.GetTenant())
 	if err != nil {
-		return nil, err
+		return nil, pluginapi.ToStatus(err)
 	}
 	if err := t.DeleteState(req.GetName()); err != nil {
 		return nil, pluginapi.ToStatus(err)
@@ -116,9 +141,12 @@ func stateProto(i workspace.StateInfo) *cexecv1.StateInfo {
 
 // ListSessions lists the tenant's sessions, most recently active first.
 func (s *Server) ListSessions(_ context.Context, req *cexecv1.ListSessionsRequest) (*cexecv1.ListSessionsResponse, error) {
-	t, err := s.tenant(req.GetTenant())
+	t, err := s.existing(req.GetTenant())
+	if errors.Is(err, workspace.ErrNoTenant) {
+		return &cexecv1.ListSessionsResponse{}, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, pluginapi.ToStatus(err)
 	}
 	infos, err := t.ListSessions()
 	if err != nil {
@@ -134,9 +162,9 @@ func (s *Server) ListSessions(_ context.Context, req *cexecv1.ListSessionsReques
 // GetSession returns a session's log, leaving out lines that cannot be
 // read (and counting them).
 func (s *Server) GetSession(_ context.Context, req *cexecv1.GetSessionRequest) (*cexecv1.GetSessionResponse, error) {
-	t, err := s.tenant(req.GetTenant())
+	t, err := s.existing(req.GetTenant())
 	if err != nil {
-		return nil, err
+		return nil, pluginapi.ToStatus(err)
 	}
 	log, err := t.ReadSession(req.GetSession())
 	if err != nil {
@@ -148,9 +176,9 @@ func (s *Server) GetSession(_ context.Context, req *cexecv1.GetSessionRequest) (
 // ResumeSession returns what an agent needs to pick a session up again: its
 // summary, last checkpoint and last entries.
 func (s *Server) ResumeSession(_ context.Context, req *cexecv1.ResumeSessionRequest) (*cexecv1.ResumeSessionResponse, error) {
-	t, err := s.tenant(req.GetTenant())
+	t, err := s.existing(req.GetTenant())
 	if err != nil {
-		return nil, err
+		return nil, pluginapi.ToStatus(err)
 	}
 	r, err := t.Resume(req.GetSession())
 	if err != nil {
@@ -186,13 +214,17 @@ func (s *Server) Checkpoint(_ context.Context, req *cexecv1.CheckpointRequest) (
 
 // ListSkills lists the tenant's skills and the shared ones.
 func (s *Server) ListSkills(_ context.Context, req *cexecv1.ListSkillsRequest) (*cexecv1.ListSkillsResponse, error) {
-	t, err := s.tenant(req.GetTenant())
-	if err != nil {
-		return nil, err
-	}
-	skills, err := t.ListSkills()
-	if err != nil {
+	t, err := s.existing(req.GetTenant())
+	var skills []workspace.Skill
+	switch {
+	case errors.Is(err, workspace.ErrNoTenant):
+		skills = s.d.Workspaces.SharedSkills()
+	case err != nil:
 		return nil, pluginapi.ToStatus(err)
+	default:
+		if skills, err = t.ListSkills(); err != nil {
+			return nil, pluginapi.ToStatus(err)
+		}
 	}
 	out := &cexecv1.ListSkillsResponse{Skills: make([]*cexecv1.Skill, 0, len(skills))}
 	for _, sk := range skills {
@@ -204,11 +236,14 @@ func (s *Server) ListSkills(_ context.Context, req *cexecv1.ListSkillsRequest) (
 // GetSkill returns a skill with its instructions and code: the tenant's own
 // when it has one of that name, else the shared one.
 func (s *Server) GetSkill(_ context.Context, req *cexecv1.GetSkillRequest) (*cexecv1.GetSkillResponse, error) {
-	t, err := s.tenant(req.GetTenant())
-	if err != nil {
-		return nil, err
+	t, err := s.existing(req.GetTenant())
+	var sk workspace.Skill
+	switch {
+	case errors.Is(err, workspace.ErrNoTenant):
+		sk, err = s.d.Workspaces.SharedSkill(req.GetName())
+	case err == nil:
+		sk, err = t.GetSkill(req.GetName())
 	}
-	sk, err := t.GetSkill(req.GetName())
 	if err != nil {
 		return nil, pluginapi.ToStatus(err)
 	}

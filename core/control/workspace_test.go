@@ -2,8 +2,10 @@ package control
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -44,6 +46,13 @@ func (c *testClock) Advance(d time.Duration) {
 // is declared with a 1 KiB disk quota.
 func serveWorkspaces(t *testing.T) (cexecv1.ControlClient, *testClock) {
 	t.Helper()
+	m, clk := newWorkspaces(t)
+	return serve(t, Deps{Plugins: fakePlugins{}, Config: fakeConfig{}, Workspaces: m, DefaultTenant: endpoint.DefaultTenant}), clk
+}
+
+// newWorkspaces is serveWorkspaces' workspace manager.
+func newWorkspaces(t *testing.T) (*workspace.Manager, *testClock) {
+	t.Helper()
 	shared, err := filepath.Abs("../../skills")
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +69,7 @@ func serveWorkspaces(t *testing.T) (cexecv1.ControlClient, *testClock) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	return serve(t, Deps{Plugins: fakePlugins{}, Config: fakeConfig{}, Workspaces: m, DefaultTenant: endpoint.DefaultTenant}), clk
+	return m, clk
 }
 
 func wantCode(t *testing.T, what string, err error, want codes.Code) {
@@ -367,6 +376,97 @@ func TestTenants(t *testing.T) {
 	}
 	_, err = c.GCTenants(ctx, &cexecv1.GCTenantsRequest{})
 	wantCode(t, "gc without an age", err, codes.InvalidArgument)
+}
+
+// TestReadsCreateNoTenant: reads naming a tenant that is neither declared
+// nor ever used (a mistyped --tenant) answer as for an empty tenant, or
+// "no tenant", and leave no tenant behind; the default and declared
+// tenants read as empty before their first use.
+func TestReadsCreateNoTenant(t *testing.T) {
+	m, _ := newWorkspaces(t)
+	s := New(Deps{Plugins: fakePlugins{}, Config: fakeConfig{}, Workspaces: m, DefaultTenant: endpoint.DefaultTenant})
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// read returns how many items it listed.
+		read     func(tenant string) (int, error)
+		wantCode codes.Code
+		wantN    int
+		// wantErr is a part of the error's message.
+		wantErr string
+	}{
+		{name: "state ls", read: func(tn string) (int, error) {
+			r, err := s.ListState(ctx, &cexecv1.ListStateRequest{Tenant: tn})
+			return len(r.GetStates()), err
+		}},
+		{name: "sessions ls", read: func(tn string) (int, error) {
+			r, err := s.ListSessions(ctx, &cexecv1.ListSessionsRequest{Tenant: tn})
+			return len(r.GetSessions()), err
+		}},
+		{name: "skills ls: the shared ones", read: func(tn string) (int, error) {
+			r, err := s.ListSkills(ctx, &cexecv1.ListSkillsRequest{Tenant: tn})
+			for _, sk := range r.GetSkills() {
+				if !sk.GetShared() {
+					return 0, fmt.Errorf("skill %s is not shared", sk.GetName())
+				}
+			}
+			return len(r.GetSkills()), err
+		}, wantN: 3},
+		{name: "skills show of a shared skill", read: func(tn string) (int, error) {
+			r, err := s.GetSkill(ctx, &cexecv1.GetSkillRequest{Tenant: tn, Name: "csv_report"})
+			if err == nil && (!r.GetSkill().GetShared() || r.GetSkill().GetCode() == "") {
+				return 0, fmt.Errorf("skill %v: want the shared one with its code", r.GetSkill())
+			}
+			return 0, err
+		}},
+		{name: "skills show of another", read: func(tn string) (int, error) {
+			_, err := s.GetSkill(ctx, &cexecv1.GetSkillRequest{Tenant: tn, Name: "mine"})
+			return 0, err
+		}, wantCode: codes.NotFound, wantErr: "skill mine"},
+		{name: "state get", read: func(tn string) (int, error) {
+			_, err := s.GetState(ctx, &cexecv1.GetStateRequest{Tenant: tn, Name: "x.json"})
+			return 0, err
+		}, wantCode: codes.NotFound},
+		{name: "state version", read: func(tn string) (int, error) {
+			_, err := stateVersions{s: s}.LoadState(ctx, &cexecv1.LoadStateRequest{Tenant: tn, Name: "x.json"})
+			return 0, err
+		}, wantCode: codes.NotFound},
+		{name: "state rm", read: func(tn string) (int, error) {
+			_, err := s.DeleteState(ctx, &cexecv1.DeleteStateRequest{Tenant: tn, Name: "x.json"})
+			return 0, err
+		}, wantCode: codes.NotFound},
+		{name: "sessions show", read: func(tn string) (int, error) {
+			_, err := s.GetSession(ctx, &cexecv1.GetSessionRequest{Tenant: tn, Session: "s1"})
+			return 0, err
+		}, wantCode: codes.NotFound},
+		{name: "sessions resume", read: func(tn string) (int, error) {
+			_, err := s.ResumeSession(ctx, &cexecv1.ResumeSessionRequest{Tenant: tn, Session: "s1"})
+			return 0, err
+		}, wantCode: codes.NotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := tt.read("ghost")
+			if status.Code(err) != tt.wantCode || n != tt.wantN {
+				t.Errorf("tenant ghost: %d items, %v; want %d, code %s", n, err, tt.wantN, tt.wantCode)
+			}
+			// An unknown tenant's own answer says so, unless the shared
+			// skills answered.
+			if want := cmp.Or(tt.wantErr, "no tenant ghost"); err != nil && !strings.Contains(err.Error(), want) {
+				t.Errorf("tenant ghost: %v, want it to say %q", err, want)
+			}
+			if m.Exists("ghost") {
+				t.Fatal("the read created tenant ghost")
+			}
+			// The default and a declared tenant exist before first use:
+			// their answers are an empty tenant's, never "no tenant".
+			for _, tn := range []string{"", "quota"} {
+				if n, err := tt.read(tn); status.Code(err) != tt.wantCode || n != tt.wantN || err != nil && strings.Contains(err.Error(), "no tenant") {
+					t.Errorf("tenant %q: %d items, %v; want %d, code %s", tn, n, err, tt.wantN, tt.wantCode)
+				}
+			}
+		})
+	}
 }
 
 func TestWorkspacesNotWired(t *testing.T) {

@@ -22,6 +22,9 @@ var (
 	// ErrTenantRemoved: the tenant was garbage-collected after this handle
 	// was obtained; Manager.Tenant returns a fresh one.
 	ErrTenantRemoved = fmt.Errorf("tenant was removed by garbage collection: %w", pluginapi.ErrNotFound)
+	// ErrNoTenant: Manager.Lookup of a tenant that is not declared and was
+	// never used.
+	ErrNoTenant = fmt.Errorf("not in cexec.hcl and never used: %w", pluginapi.ErrNotFound)
 
 	errManagerClosed = fmt.Errorf("workspace manager is closed: %w", pluginapi.ErrUnavailable)
 )

@@ -352,6 +352,20 @@ func (m *Manager) Tenant(id string) (*Tenant, error) {
 	return t, nil
 }
 
+// Lookup returns the tenant with that id when it exists: it has a folder
+// (it was used) or a block in the config (opened then, as on first use).
+// Unlike Tenant it creates no other tenant, so that a read naming a
+// mistyped id leaves nothing behind; it answers ErrNoTenant instead.
+func (m *Manager) Lookup(id string) (*Tenant, error) {
+	if err := ValidateTenantID(id); err != nil {
+		return nil, err
+	}
+	if m.decl(id) == nil && !m.Exists(id) {
+		return nil, fmt.Errorf("no tenant %s: %w", id, ErrNoTenant)
+	}
+	return m.Tenant(id)
+}
+
 // open creates or opens a tenant's folders. Called with m.mu held.
 func (m *Manager) open(id string, decl *config.Tenant) (*Tenant, error) {
 	dir := filepath.Join(m.dir, id)

@@ -95,11 +95,8 @@ func (t *Tenant) ListSkills() ([]Skill, error) {
 	}
 	defer t.exit()
 	byName := map[string]Skill{}
-	if shared := t.m.sharedRoot(); shared != nil {
-		defer shared.Close()
-		for _, s := range listSkillDir(shared, ".", true, t.m.opts.SharedSkillsDir) {
-			byName[s.Name] = s
-		}
+	for _, s := range t.m.SharedSkills() {
+		byName[s.Name] = s
 	}
 	for _, s := range listSkillDir(t.ws, skillsDir, false, filepath.Join(t.WorkspaceDir(), skillsDir)) {
 		byName[s.Name] = s
@@ -124,10 +121,37 @@ func (t *Tenant) GetSkill(name string) (Skill, error) {
 	defer t.exit()
 	s, err := readSkill(t.ws, skillsDir, name, false, filepath.Join(t.WorkspaceDir(), skillsDir), true)
 	if errors.Is(err, fs.ErrNotExist) {
-		if shared := t.m.sharedRoot(); shared != nil {
-			defer shared.Close()
-			s, err = readSkill(shared, ".", name, true, t.m.opts.SharedSkillsDir, true)
-		}
+		return t.m.SharedSkill(name)
+	}
+	if err != nil {
+		return Skill{}, fmt.Errorf("skill %s: %w", name, err)
+	}
+	return s, nil
+}
+
+// SharedSkills lists the shared skills, sorted by name: all a tenant that
+// was never used has.
+func (m *Manager) SharedSkills() []Skill {
+	shared := m.sharedRoot()
+	if shared == nil {
+		return nil
+	}
+	defer shared.Close()
+	out := listSkillDir(shared, ".", true, m.opts.SharedSkillsDir)
+	slices.SortFunc(out, func(a, b Skill) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// SharedSkill returns a shared skill with its instructions, code and file
+// list.
+func (m *Manager) SharedSkill(name string) (Skill, error) {
+	if err := ValidateSkillName(name); err != nil {
+		return Skill{}, err
+	}
+	s, err := Skill{}, error(fs.ErrNotExist)
+	if shared := m.sharedRoot(); shared != nil {
+		defer shared.Close()
+		s, err = readSkill(shared, ".", name, true, m.opts.SharedSkillsDir, true)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return Skill{}, fmt.Errorf("skill %s: %w", name, pluginapi.ErrNotFound)
