@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"reflect"
@@ -111,14 +112,16 @@ func (r *reloader) reload(ctx context.Context) {
 		r.refuse(ctx, next, nil, err)
 		return
 	}
-	applied = append(applied, "tenant limits (max_concurrent, allowed_servers, max_session_log, session_ttl)")
+	applied = append(applied, tenantChanges(old, next, waiting)...)
 	for _, id := range waiting {
 		restart = append(restart, "tenant "+id+": disk_quota or max_files (its file system image keeps its size)")
 	}
 	if r.svc.guards != nil {
 		policies, _ := policy.DecodeTenants(next)
 		r.svc.guards.SetPolicies(policies)
-		applied = append(applied, "tenant policies")
+		// The old config decoded without errors when it was applied.
+		before, _ := policy.DecodeTenants(old)
+		applied = append(applied, policyChanges(before, policies)...)
 	}
 	restart = append(restart, sectionsChanged(old, next)...)
 	slices.Sort(restart)
@@ -126,6 +129,9 @@ func (r *reloader) reload(ctx context.Context) {
 	// the new one only as far as applied; tools and policies read theirs
 	// from the catalog and the guard layer.
 	r.cur.Store(next)
+	if len(applied) == 0 && len(restart) == 0 {
+		r.log.Info("config reload: nothing changed")
+	}
 	for _, a := range applied {
 		r.log.Info("config reload applied", "change", a)
 	}
@@ -202,4 +208,94 @@ func tenantOverrides(v any) map[string]any {
 		}
 	}
 	return out
+}
+
+// tenantChanges names the tenant blocks next adds or removes and the
+// limits it changes, tenant by tenant. A disk limit an open tenant keeps
+// until a restart (waiting) is not among them.
+func tenantChanges(old, next *config.Config, waiting []string) []string {
+	var ids []string
+	for _, t := range slices.Concat(old.Tenants, next.Tenants) {
+		ids = append(ids, t.ID)
+	}
+	slices.Sort(ids)
+	var out []string
+	for _, id := range slices.Compact(ids) {
+		a, b := old.Tenant(id), next.Tenant(id)
+		switch {
+		case a == nil:
+			out = append(out, "tenant block "+id+" added")
+			a = &config.Tenant{}
+		case b == nil:
+			out = append(out, "tenant block "+id+" removed")
+			b = &config.Tenant{}
+		}
+		var what []string
+		if a.MaxConcurrent != b.MaxConcurrent {
+			what = append(what, "max_concurrent")
+		}
+		// nil allows every server, an empty list none.
+		if (a.AllowedServers == nil) != (b.AllowedServers == nil) || !slices.Equal(a.AllowedServers, b.AllowedServers) {
+			what = append(what, "allowed_servers")
+		}
+		if a.MaxSessionLog != b.MaxSessionLog {
+			what = append(what, "max_session_log")
+		}
+		if a.SessionTTL != b.SessionTTL {
+			what = append(what, "session_ttl")
+		}
+		if !slices.Contains(waiting, id) {
+			if a.DiskQuota != b.DiskQuota {
+				what = append(what, "disk_quota")
+			}
+			if a.MaxFiles != b.MaxFiles {
+				what = append(what, "max_files")
+			}
+		}
+		if len(what) > 0 {
+			out = append(out, "tenant limits of "+id+": "+strings.Join(what, ", "))
+		}
+	}
+	return out
+}
+
+// policyChanges names the tenants whose policy next adds, removes or
+// changes.
+func policyChanges(old, next map[string]*policy.Policy) []string {
+	ids := slices.AppendSeq(slices.Collect(maps.Keys(old)), maps.Keys(next))
+	slices.Sort(ids)
+	var out []string
+	for _, id := range slices.Compact(ids) {
+		if policyView(old[id]) != policyView(next[id]) {
+			out = append(out, "tenant policy of "+id)
+		}
+	}
+	return out
+}
+
+// policyView is p as JSON without its places in the file, which move when
+// lines above the policy change. No policy is the empty one, as the guard
+// layer takes it.
+func policyView(p *policy.Policy) string {
+	if p == nil {
+		p = &policy.Policy{}
+	}
+	q := *p
+	q.Constraints, q.Approvals = nil, nil
+	for _, c := range p.Constraints {
+		c := *c
+		c.DeclRange = hcl.Range{}
+		q.Constraints = append(q.Constraints, &c)
+	}
+	for _, a := range p.Approvals {
+		a := *a
+		a.Range, a.TimeoutRange = hcl.Range{}, nil
+		q.Approvals = append(q.Approvals, &a)
+	}
+	b, err := json.Marshal(q)
+	if err != nil {
+		// Not comparable: count it changed.
+		return fmt.Sprintf("%p", p)
+	}
+	return string(b)
 }
