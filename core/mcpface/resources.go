@@ -80,13 +80,21 @@ func (f *Face) listResources(ctx context.Context, _ any, _ *mcp.ListResourcesReq
 		f.log.Warn("resources/list: cannot list tools", "tenant", sc.Tenant, "error", err)
 	}
 	out := make([]mcp.Resource, 0, len(tools))
+	// Several local tools can share a module file, which is one resource.
+	seen := make(map[string]bool, len(tools))
 	for i := range tools {
 		t := &tools[i]
-		if t.Path == "" {
+		uri := stubURIPrefix + t.Path
+		if t.Path == "" || seen[uri] {
 			continue
 		}
-		r := mcp.NewResource(stubURIPrefix+t.Path, t.Server+"/"+t.Name, mcp.WithMIMEType(pythonMIME))
-		out = append(out, r)
+		seen[uri] = true
+		name := t.Server + "/" + t.Name
+		if t.Local {
+			// Named by its file, as it may hold more tools than this one.
+			name = strings.TrimPrefix(t.Path, "servers/")
+		}
+		out = append(out, mcp.NewResource(uri, name, mcp.WithMIMEType(pythonMIME)))
 	}
 	skills, err := f.o.Skills.ListSkills(ctx, sc)
 	if err != nil {
