@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cexec/cexec/core/catalog/stubgen"
@@ -26,6 +28,9 @@ const (
 	localScanTimeout = 20 * time.Second
 	// maxLocalScanOutput bounds the scanner's JSON.
 	maxLocalScanOutput = 16 << 20
+	// maxLocalFile bounds a local tools file read for an agent, as the
+	// scanner bounds the files it parses.
+	maxLocalFile = 1 << 20
 )
 
 // ErrNoSandbox: local tools are read only inside a sandbox, and there is
@@ -163,6 +168,43 @@ func localTool(dir, pkg, name, module, file string, line int, sig, doc, src stri
 		},
 		Local: &LocalInfo{File: filepath.Join(dir, filepath.FromSlash(file)), Line: line, Source: src},
 	}
+}
+
+// LocalFile returns a file of LocalServersDir by its path in the stub tree
+// (servers/<package>/<file>, a local tool's Stub.Path). The folder is
+// written by hand, not by cexecd, so the read goes through os.Root: a path
+// with .. or a symlink that leaves the folder is refused, not followed.
+func (c *Catalog) LocalFile(path string) ([]byte, error) {
+	dir := c.opts.LocalServersDir
+	rel, ok := strings.CutPrefix(path, "servers/")
+	if dir == "-" || !ok {
+		return nil, fmt.Errorf("local tools file %s: %w", path, fs.ErrNotExist)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("local tools file %s: %w", path, err)
+	}
+	defer func() { _ = root.Close() }()
+	f, err := root.Open(filepath.FromSlash(rel))
+	if err != nil {
+		return nil, fmt.Errorf("local tools file %s: %w", path, err)
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("local tools file %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("local tools file %s is not a regular file: %w", path, fs.ErrNotExist)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxLocalFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("local tools file %s: %w", path, err)
+	}
+	if len(data) > maxLocalFile {
+		return nil, fmt.Errorf("local tools file %s is larger than %d bytes", path, maxLocalFile)
+	}
+	return data, nil
 }
 
 // scanProgram is the scanner with its call appended; JSON strings are valid

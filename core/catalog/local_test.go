@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,5 +163,48 @@ func TestSharedServersDir(t *testing.T) {
 	}
 	if local != 2 || generated == 0 {
 		t.Errorf("%d local and %d memory tools", local, generated)
+	}
+}
+
+// TestLocalFile: local tools files are read inside the servers folder
+// only; .. and symlinks that leave it are refused.
+func TestLocalFile(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "servers")
+	writeFiles(t, dir, map[string]string{"textutils/__init__.py": "def word_count(text): ...\n", "textutils/big.py": strings.Repeat("#", maxLocalFile+1)})
+	writeFiles(t, base, map[string]string{"secret.py": "TOKEN = 'x'\n"})
+	for link, target := range map[string]string{"textutils/out.py": "../../secret.py", "textutils/abs.py": filepath.Join(base, "secret.py"), "textutils/in.py": "__init__.py", "escape": ".."} {
+		if err := os.Symlink(target, filepath.Join(dir, filepath.FromSlash(link))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := start(t, Options{LocalServersDir: dir})
+	tests := []struct {
+		path, want string
+		notExist   bool
+	}{
+		{path: "servers/textutils/__init__.py", want: "def word_count(text): ...\n"},
+		{path: "servers/textutils/in.py", want: "def word_count(text): ...\n"},
+		{path: "servers/textutils/missing.py", notExist: true},
+		{path: "servers/textutils", notExist: true},
+		{path: "servers/textutils/../../secret.py"},
+		{path: "servers/textutils/out.py"},
+		{path: "servers/textutils/abs.py"},
+		{path: "servers/escape/secret.py"},
+		{path: "servers/textutils/big.py"},
+		{path: "textutils/__init__.py", notExist: true},
+	}
+	for _, tt := range tests {
+		got, err := c.LocalFile(tt.path)
+		switch {
+		case tt.want != "":
+			if err != nil || string(got) != tt.want {
+				t.Errorf("%s: %q, %v", tt.path, got, err)
+			}
+		case err == nil:
+			t.Errorf("%s: read %q, want it refused", tt.path, got)
+		case tt.notExist != errors.Is(err, fs.ErrNotExist):
+			t.Errorf("%s: %v, want not-exist %v", tt.path, err, tt.notExist)
+		}
 	}
 }

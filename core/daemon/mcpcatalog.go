@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/cexec/cexec/core/catalog"
@@ -179,6 +182,23 @@ func (v catalogView) StubSource(_ context.Context, sc mcpface.Scope, server, too
 		return "", fmt.Errorf("tool %s/%s: its stub is being generated; try again in a moment: %w", server, tool, pluginapi.ErrUnavailable)
 	}
 	return string(src), nil
+}
+
+// LocalFile returns the module of a local tool the tenant may see.
+func (v catalogView) LocalFile(_ context.Context, sc mcpface.Scope, path string) (string, error) {
+	visible, err := v.visibility(sc)
+	if err != nil {
+		return "", err
+	}
+	// Only the modules that define tools: the package may hold other files.
+	if !slices.ContainsFunc(v.cat.Tools(), func(t catalog.Tool) bool { return t.Local != nil && t.Stub.Path == path && visible(&t) }) {
+		return "", fmt.Errorf("local tools file %s: %w", path, pluginapi.ErrNotFound)
+	}
+	src, err := v.cat.LocalFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%w: %w", err, pluginapi.ErrNotFound)
+	}
+	return string(src), err
 }
 
 // searchView is search_tools over the search service (the selector

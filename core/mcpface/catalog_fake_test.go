@@ -20,6 +20,8 @@ type testCatalog struct {
 	servers []Server
 	tools   []Tool
 	src     map[string]string
+	// files are local tools modules by path.
+	files map[string]string
 	// allowed limits a tenant to some servers; tenants not in it see all.
 	allowed map[string][]string
 }
@@ -62,7 +64,7 @@ func newTestCatalog(t testing.TB) (*testCatalog, string) {
 	if _, err := stubgen.Write(root, pkgs); err != nil {
 		t.Fatal(err)
 	}
-	c := &testCatalog{src: map[string]string{}, allowed: map[string][]string{}}
+	c := &testCatalog{src: map[string]string{}, files: map[string]string{}, allowed: map[string][]string{}}
 	for i, p := range pkgs {
 		c.servers = append(c.servers, Server{Name: p.Server, Package: p.Name, State: "connected", Tools: len(p.Stubs)})
 		for j, st := range p.Stubs {
@@ -109,6 +111,15 @@ func (c *testCatalog) StubSource(_ context.Context, sc Scope, server, tool strin
 		return "", fmt.Errorf("tool %s/%s: %w", server, tool, pluginapi.ErrNotFound)
 	}
 	return src, nil
+}
+
+func (c *testCatalog) LocalFile(_ context.Context, sc Scope, path string) (string, error) {
+	for _, t := range c.tools {
+		if t.Local && t.Path == path && c.visible(sc.Tenant, t.Server) {
+			return c.files[path], nil
+		}
+	}
+	return "", fmt.Errorf("local tools file %s: %w", path, pluginapi.ErrNotFound)
 }
 
 // wordSearcher ranks tools, and the shared skills as a selector indexes

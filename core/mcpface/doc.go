@@ -6,8 +6,8 @@
 // whose descriptions teach the workflow (search at full detail → write one
 // program that prints only what matters, or call_tool for a single call) in
 // about 600 tokens (a test holds it under 1,000), and
-// the stub tree (cexec://servers/<pkg>/<tool>.py)
-// and skills (cexec://skills/<name>) as resources. What a program shows
+// the stub tree (cexec://servers/<pkg>/<tool>.py, local tools' modules
+// read-only from the servers folder) and skills (cexec://skills/<name>) as resources. What a program shows
 // (cexec.show) follows execute_code's text as image, audio or resource
 // content; an item too large to travel inline is a resource link to
 // cexec://workspace/<path>, served by AttachmentStore to its tenant only
@@ -17,8 +17,9 @@
 //
 // The face owns no state beyond sessions; daemon.Run gives it the daemon's
 // parts through small interfaces (service.go): Catalog (servers, tools,
-// stub source), Searcher (tools and shared skills; the face matches the
-// tenant's own skills, which no index holds, itself), Executor (execute_code), ToolCaller (call_tool,
+// stub source, local tools' modules), Searcher (tools and shared skills;
+// the face matches the tenant's own skills, which no index holds, itself),
+// Executor (execute_code), ToolCaller (call_tool,
 // optional), TaskRunner (execute_task, optional), StateStore (with
 // VersionedState, the state tool reports versions and takes one),
 // SkillStore and Tokenizer (the PII

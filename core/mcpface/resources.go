@@ -106,7 +106,8 @@ func (f *Face) listResources(ctx context.Context, _ any, _ *mcp.ListResourcesReq
 	res.Resources = append(res.Resources, out...)
 }
 
-// readStub serves cexec://servers/<package>/<function>.py.
+// readStub serves cexec://servers/<package>/<file>.py: a generated stub, or
+// a local tools module read from the servers folder.
 func (f *Face) readStub(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	sc, err := f.scope(ctx)
 	if err != nil {
@@ -118,21 +119,38 @@ func (f *Face) readStub(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", uri, err)
 	}
-	var t *Tool
-	for i := range tools {
-		if tools[i].Path == path {
-			t = &tools[i]
-			break
-		}
-	}
+	t, file := stubAt(tools, path)
 	if t == nil {
 		return nil, fmt.Errorf("no stub at %s: resources/list or search_tools shows the tools there are", uri)
 	}
-	src, err := f.o.Catalog.StubSource(ctx, sc, t.Server, t.Name)
+	var src string
+	if t.Local && file {
+		src, err = f.o.Catalog.LocalFile(ctx, sc, path)
+	} else {
+		src, err = f.o.Catalog.StubSource(ctx, sc, t.Server, t.Name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", uri, err)
 	}
 	return f.textContents(ctx, sc, uri, pythonMIME, src)
+}
+
+// stubAt finds the tool a path of the stub tree names: the one whose file
+// it is, else the local tool it would be the stub of
+// (servers/<package>/<function>.py, as a generated stub's is) though its
+// function is in a module of another name; file says which.
+func stubAt(tools []Tool, path string) (t *Tool, file bool) {
+	for i := range tools {
+		if tools[i].Path == path {
+			return &tools[i], true
+		}
+	}
+	for i := range tools {
+		if tools[i].Local && "servers/"+tools[i].Server+"/"+tools[i].Name+".py" == path {
+			return &tools[i], false
+		}
+	}
+	return nil, false
 }
 
 // readSkill serves cexec://skills/<name>.

@@ -2,6 +2,7 @@ package mcpface
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -16,6 +17,7 @@ func withLocalTools(_ *Options, w *world) {
 		w.catalog.src["textutils/"+name] = "def " + name + "(text: str) -> dict:\n    ...\n"
 	}
 	w.catalog.servers = append(w.catalog.servers, Server{Name: "textutils", Package: "textutils", State: "local", Tools: 2})
+	w.catalog.files["servers/textutils/__init__.py"] = "def word_count(text: str) -> dict:\n    ...\n\n\ndef csv_summary(text: str) -> dict:\n    ...\n"
 }
 
 // TestResourcesListedOnce: a module that defines several local tools is
@@ -41,5 +43,45 @@ func TestResourcesListedOnce(t *testing.T) {
 	}
 	if seen["cexec://servers/textutils/__init__.py"] != 1 {
 		t.Errorf("local module not listed: %v", seen)
+	}
+}
+
+// TestLocalToolResources: a local tools module is read whole, as sandboxed
+// code imports it; a local tool also has the URI of the stub scheme,
+// servers/<package>/<function>.py, which shows its function.
+func TestLocalToolResources(t *testing.T) {
+	w := newWorld(t, withLocalTools)
+	c := connect(t, w.url+"/mcp")
+	tests := []struct {
+		uri  string
+		want []string
+		err  string
+	}{
+		{uri: "cexec://servers/textutils/__init__.py", want: []string{"def word_count(", "def csv_summary("}},
+		{uri: "cexec://servers/textutils/word_count.py", want: []string{"def word_count("}},
+		{uri: "cexec://servers/textutils/csv_summary.py", want: []string{"def csv_summary("}},
+		{uri: "cexec://servers/textutils/nope.py", err: "no stub at cexec://servers/textutils/nope.py"},
+	}
+	for _, tt := range tests {
+		res, err := c.ReadResource(context.Background(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: tt.uri}})
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("read %s: %v, want %q", tt.uri, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("read %s: %v", tt.uri, err)
+			continue
+		}
+		tc, _ := res.Contents[0].(mcp.TextResourceContents)
+		for _, want := range tt.want {
+			if !strings.Contains(tc.Text, want) || tc.URI != tt.uri {
+				t.Errorf("read %s: %+v, want %q", tt.uri, res.Contents, want)
+			}
+		}
+		if tt.uri == "cexec://servers/textutils/word_count.py" && strings.Contains(tc.Text, "csv_summary") {
+			t.Errorf("read %s shows more than its function: %q", tt.uri, tc.Text)
+		}
 	}
 }

@@ -93,6 +93,10 @@ type Catalog interface {
 	// StubSource returns the Python source of a tool's stub (for a local
 	// tool, the function's source).
 	StubSource(ctx context.Context, sc Scope, server, tool string) (string, error)
+	// LocalFile returns a module of a local tools package by its Path (a
+	// local Tool's), read-only and confined to the servers folder. A path
+	// no tool of the tenant has wraps pluginapi.ErrNotFound.
+	LocalFile(ctx context.Context, sc Scope, path string) (string, error)
 }
 
 // Searcher finds tools and shared skills for a task description. The
