@@ -147,7 +147,7 @@ func (f *Face) readWorkspace(ctx context.Context, req mcp.ReadResourceRequest) (
 	path := strings.TrimPrefix(uri, WorkspaceURIPrefix)
 	data, err := f.o.Attachments.ReadAttachment(ctx, sc, path)
 	if errors.Is(err, pluginapi.ErrNotFound) {
-		return nil, fmt.Errorf("no saved attachment at %s", uri)
+		return nil, notFound{uri, "no saved attachment there"}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", uri, err)

@@ -155,6 +155,7 @@ type Face struct {
 	sse      *server.SSEServer
 	sessions *sessionTable
 	tasks    *taskRuns
+	readers  []resourceReader
 	tokens   []tokenEntry
 	oauth    *resourceServer // nil without Options.OAuth
 	origins  map[string]bool
@@ -310,6 +311,7 @@ func (f *Face) setAccess(tokens []Token, origins []string) error {
 func (f *Face) newMCPServer() *server.MCPServer {
 	hooks := &server.Hooks{}
 	hooks.AddAfterListResources(f.listResources)
+	hooks.AddBeforeReadResource(f.steerNotFound)
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
 		// Streamable sessions outlive their GET streams; only an SSE
 		// session ends with its stream.

@@ -428,8 +428,8 @@ func TestResources(t *testing.T) {
 	}{
 		{"cexec://servers/everything/get_sum.py", "def get_sum(", false},
 		{"cexec://skills/greet", "Greets [EMAIL_1]", false},
-		{"cexec://servers/everything/nope.py", "no stub at cexec://servers/everything/nope.py", true},
-		{"cexec://skills/nope", "no skill at cexec://skills/nope", true},
+		{"cexec://servers/everything/nope.py", "cexec://servers/everything/nope.py (no such stub", true},
+		{"cexec://skills/nope", "cexec://skills/nope (no such skill", true},
 		// The error message reaches the model too.
 		{"cexec://skills/broken", `read cexec://skills/broken: skill broken: SKILL.md line 2: cannot parse "owner: [EMAIL_`, true},
 	}

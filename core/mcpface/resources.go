@@ -24,21 +24,59 @@ const (
 )
 
 func (f *Face) addResources() {
-	f.srv.AddResourceTemplate(
+	f.addResource(
 		mcp.NewResourceTemplate(StubURITemplate, "tool stub",
 			mcp.WithTemplateDescription("Python stub of an upstream tool, as sandboxed code imports it"),
 			mcp.WithTemplateMIMEType(pythonMIME)),
-		f.tokenizedErrors(f.readStub))
-	f.srv.AddResourceTemplate(
+		f.readStub)
+	f.addResource(
 		mcp.NewResourceTemplate(SkillURITemplate, "skill",
 			mcp.WithTemplateDescription("A saved skill: instructions and code"),
 			mcp.WithTemplateMIMEType(markdownMIME)),
-		f.tokenizedErrors(f.readSkill))
+		f.readSkill)
 	if f.o.Attachments != nil {
-		f.srv.AddResourceTemplate(
+		f.addResource(
 			mcp.NewResourceTemplate(WorkspaceURITemplate, "saved attachment",
 				mcp.WithTemplateDescription("Content a program showed that was too large to return inline")),
-			f.tokenizedErrors(f.readWorkspace))
+			f.readWorkspace)
+	}
+}
+
+// resourceReader is a resource template and its handler.
+type resourceReader struct {
+	tpl  mcp.ResourceTemplate
+	read server.ResourceTemplateHandlerFunc
+}
+
+func (f *Face) addResource(tpl mcp.ResourceTemplate, read server.ResourceTemplateHandlerFunc) {
+	read = f.tokenizedErrors(read)
+	f.readers = append(f.readers, resourceReader{tpl: tpl, read: read})
+	f.srv.AddResourceTemplate(tpl, read)
+}
+
+// notFound is a read of a URI that names nothing; it says what to look at
+// instead.
+type notFound struct{ uri, hint string }
+
+func (e notFound) Error() string { return e.uri + ": " + e.hint }
+
+// steerNotFound is a BeforeReadResource hook that gets a URI naming nothing
+// answered with -32002 (resource not found), as the MCP spec asks. mcp-go
+// answers any error of a resource handler with -32603 (internal error), and
+// -32002 only for a URI no template matches; so the URI is read here first
+// and, if it names nothing, given a suffix that no template matches (they
+// allow no space) and that says why, which mcp-go quotes. A resource that
+// exists is read again by its handler.
+func (f *Face) steerNotFound(ctx context.Context, _ any, req *mcp.ReadResourceRequest) {
+	for _, r := range f.readers {
+		if !r.tpl.URITemplate.Regexp().MatchString(req.Params.URI) {
+			continue
+		}
+		var nf notFound
+		if _, err := r.read(ctx, *req); errors.As(err, &nf) {
+			req.Params.URI += " (" + nf.hint + ")"
+		}
+		return
 	}
 }
 
@@ -56,10 +94,20 @@ func (f *Face) tokenizedErrors(read server.ResourceTemplateHandlerFunc) server.R
 		if serr != nil {
 			return nil, serr
 		}
-		msg, terr := f.o.PII.Tokenize(ctx, sc, err.Error())
+		var nf notFound
+		text := err.Error()
+		if errors.As(err, &nf) {
+			// The hint alone: the URI is the client's own, which mcp-go
+			// quotes with the hint (steerNotFound).
+			text = nf.hint
+		}
+		msg, terr := f.o.PII.Tokenize(ctx, sc, text)
 		if terr != nil {
 			f.log.Error("pii tokenizer failed; resource error withheld", "tenant", sc.Tenant, "error", terr)
 			return nil, errors.New("cexec withheld this error because the PII tokenizer failed")
+		}
+		if nf.uri != "" {
+			return nil, notFound{uri: nf.uri, hint: msg}
 		}
 		return nil, errors.New(msg)
 	}
@@ -121,13 +169,16 @@ func (f *Face) readStub(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp
 	}
 	t, file := stubAt(tools, path)
 	if t == nil {
-		return nil, fmt.Errorf("no stub at %s: resources/list or search_tools shows the tools there are", uri)
+		return nil, notFound{uri, "no such stub or local tools module; resources/list or search_tools shows the tools there are"}
 	}
 	var src string
 	if t.Local && file {
 		src, err = f.o.Catalog.LocalFile(ctx, sc, path)
 	} else {
 		src, err = f.o.Catalog.StubSource(ctx, sc, t.Server, t.Name)
+	}
+	if errors.Is(err, pluginapi.ErrNotFound) {
+		return nil, notFound{uri, "no such stub or local tools module; resources/list or search_tools shows the tools there are"}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", uri, err)
@@ -163,7 +214,7 @@ func (f *Face) readSkill(ctx context.Context, req mcp.ReadResourceRequest) ([]mc
 	name := strings.TrimPrefix(uri, skillURIPrefix)
 	s, err := f.o.Skills.GetSkill(ctx, sc, name)
 	if errors.Is(err, pluginapi.ErrNotFound) {
-		return nil, fmt.Errorf("no skill at %s: skills() lists the skills there are", uri)
+		return nil, notFound{uri, "no such skill; skills() lists the skills there are"}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", uri, err)

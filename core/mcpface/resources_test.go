@@ -2,6 +2,7 @@ package mcpface
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -60,7 +61,7 @@ func TestLocalToolResources(t *testing.T) {
 		{uri: "cexec://servers/textutils/__init__.py", want: []string{"def word_count(", "def csv_summary("}},
 		{uri: "cexec://servers/textutils/word_count.py", want: []string{"def word_count("}},
 		{uri: "cexec://servers/textutils/csv_summary.py", want: []string{"def csv_summary("}},
-		{uri: "cexec://servers/textutils/nope.py", err: "no stub at cexec://servers/textutils/nope.py"},
+		{uri: "cexec://servers/textutils/nope.py", err: "cexec://servers/textutils/nope.py (no such stub or local tools module"},
 	}
 	for _, tt := range tests {
 		res, err := c.ReadResource(context.Background(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: tt.uri}})
@@ -82,6 +83,34 @@ func TestLocalToolResources(t *testing.T) {
 		}
 		if tt.uri == "cexec://servers/textutils/word_count.py" && strings.Contains(tc.Text, "csv_summary") {
 			t.Errorf("read %s shows more than its function: %q", tt.uri, tc.Text)
+		}
+	}
+}
+
+// TestResourceNotFound: a URI that names nothing is -32002 (resource not
+// found, MCP's resources/read), with what to look at instead; a resource
+// that exists but cannot be read stays -32603 (internal error).
+func TestResourceNotFound(t *testing.T) {
+	store := &tenantFiles{files: map[string]map[string][]byte{}}
+	w := newWorld(t, withLocalTools, func(o *Options, _ *world) { o.Attachments = store })
+	w.skills.broken = map[string]error{"broken": errors.New("SKILL.md line 2: cannot parse")}
+	c := connect(t, w.url+"/mcp")
+	tests := []struct {
+		uri  string
+		code error
+		want string
+	}{
+		{"cexec://servers/everything/nope.py", mcp.ErrResourceNotFound, "cexec://servers/everything/nope.py (no such stub or local tools module; resources/list"},
+		{"cexec://servers/textutils/nope.py", mcp.ErrResourceNotFound, "(no such stub or local tools module"},
+		{"cexec://skills/nope", mcp.ErrResourceNotFound, "cexec://skills/nope (no such skill; skills() lists"},
+		{"cexec://workspace/attachments/s/missing.png", mcp.ErrResourceNotFound, "(no saved attachment there)"},
+		{"cexec://nowhere", mcp.ErrResourceNotFound, "cexec://nowhere"},
+		{"cexec://skills/broken", mcp.ErrInternalError, "SKILL.md line 2: cannot parse"},
+	}
+	for _, tt := range tests {
+		_, err := c.ReadResource(context.Background(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: tt.uri}})
+		if !errors.Is(err, tt.code) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("read %s: %v, want %v with %q", tt.uri, err, tt.code, tt.want)
 		}
 	}
 }
