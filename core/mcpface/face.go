@@ -346,7 +346,7 @@ func (f *Face) routes() *http.ServeMux {
 		server.WithStreamableHTTPLogger(hclogslog.New(f.log.Named("transport"))),
 	)
 	mux := http.NewServeMux()
-	mux.Handle(endpoint.MCPPath, f.http)
+	mux.Handle(endpoint.MCPPath, f.refuseTaskCalls(f.http, replyJSON))
 	if f.o.SSE {
 		f.sse = server.NewSSEServer(f.srv,
 			server.WithSSEEndpoint(endpoint.SSEPath),
@@ -362,7 +362,7 @@ func (f *Face) routes() *http.ServeMux {
 			}),
 		)
 		mux.Handle(endpoint.SSEPath, f.sse)
-		mux.Handle(endpoint.MessagePath, f.sse)
+		mux.Handle(endpoint.MessagePath, f.refuseTaskCalls(f.sse, f.replySSE))
 	}
 	return mux
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -202,4 +204,77 @@ func (f *Face) admitTask(ctx context.Context, _ any, message any) error {
 		ttl = time.Duration(*t) * time.Millisecond
 	}
 	return f.tasks.admit(tenant, ttl, time.Now(), f.o.MaxTasksPerTenant)
+}
+
+// forbiddenTaskCall reads a request body: if it is a task-augmented
+// tools/call of a tool that does not run as a task, it returns the error
+// to answer it with, else nil.
+func (f *Face) forbiddenTaskCall(body []byte) *mcp.JSONRPCError {
+	if !bytes.Contains(body, []byte(`"task"`)) {
+		return nil
+	}
+	var call struct {
+		ID     *mcp.RequestId `json:"id"`
+		Method string         `json:"method"`
+		Params struct {
+			Name string          `json:"name"`
+			Task json.RawMessage `json:"task"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &call) != nil || call.ID == nil || call.Method != string(mcp.MethodToolsCall) || call.Params.Task == nil {
+		return nil
+	}
+	t := f.srv.GetTool(call.Params.Name)
+	if t == nil {
+		return nil // mcp-go says the tool does not exist
+	}
+	if e := t.Tool.Execution; e != nil && (e.TaskSupport == mcp.TaskSupportOptional || e.TaskSupport == mcp.TaskSupportRequired) {
+		return nil
+	}
+	err := mcp.NewJSONRPCError(*call.ID, mcp.METHOD_NOT_FOUND,
+		fmt.Sprintf("tool %s does not run as a task (its execution.taskSupport is forbidden): call it without the task parameter", call.Params.Name), nil)
+	return &err
+}
+
+// refuseTaskCalls answers a task-augmented tools/call of a tool that does
+// not run as a task with -32601 (method not found), as MCP 2025-11-25 says
+// a server should. mcp-go runs such a call as a plain one, whose
+// CallToolResult a client waiting for a CreateTaskResult cannot take, and
+// its hooks can only refuse with -32600; so the answer is given here,
+// before mcp-go, through send (the transport's way to reply).
+func (f *Face) refuseTaskCalls(next http.Handler, send func(w http.ResponseWriter, r *http.Request, reply *mcp.JSONRPCError)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || sessionIDOf(r) == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// admit has bounded the body already.
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			f.deny(w, r, http.StatusBadRequest, fmt.Sprintf("read request body: %v", err))
+			return
+		}
+		if reply := f.forbiddenTaskCall(body); reply != nil {
+			send(w, r, reply)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// replyJSON answers a streamable HTTP request with one JSON-RPC message.
+func replyJSON(w http.ResponseWriter, _ *http.Request, reply *mcp.JSONRPCError) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(reply)
+}
+
+// replySSE answers an HTTP+SSE request as mcp-go does: 202, and the reply
+// on the session's event stream.
+func (f *Face) replySSE(w http.ResponseWriter, r *http.Request, reply *mcp.JSONRPCError) {
+	if err := f.sse.SendEventToSession(sessionIDOf(r), reply); err != nil {
+		f.deny(w, r, http.StatusServiceUnavailable, fmt.Sprintf("cannot answer on the session's stream: %v", err))
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
 }

@@ -288,3 +288,58 @@ func TestExecuteCodeTaskBound(t *testing.T) {
 		t.Errorf("a plain call after the bound: %+v %v", r, err)
 	}
 }
+
+// TestTaskOnToolWithoutTasks: a task-augmented tools/call of a tool whose
+// execution.taskSupport is absent (forbidden) is -32601, as MCP 2025-11-25
+// says, on both transports; mcp-go would run it as a plain call, whose
+// result a client waiting for a CreateTaskResult rejects.
+func TestTaskOnToolWithoutTasks(t *testing.T) {
+	w := newWorld(t)
+	sse, err := mcpclient.NewSSEMCPClient(w.url + endpoint.SSEPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := sse.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sse.Close() })
+	if _, err := sse.Initialize(ctx, initRequest()); err != nil {
+		t.Fatal(err)
+	}
+	clients := map[string]*mcpclient.Client{"streamable": connect(t, w.url+endpoint.MCPPath), "sse": sse}
+	tests := []struct {
+		tool string
+		args map[string]any
+		code int // 0: a CreateTaskResult
+	}{
+		{ToolSearchTools, map[string]any{"query": "add numbers"}, mcp.METHOD_NOT_FOUND},
+		{ToolState, nil, mcp.METHOD_NOT_FOUND},
+		{ToolExecuteCode, map[string]any{"code": "print(1)"}, 0},
+		{"no_such_tool", nil, mcp.INVALID_PARAMS},
+	}
+	for name, c := range clients {
+		for i, tt := range tests {
+			res, err := c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(700 + i)),
+				Method: string(mcp.MethodToolsCall), Params: map[string]any{"name": tt.tool, "arguments": tt.args, "task": map[string]any{"ttl": 60000}}})
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, tt.tool, err)
+			}
+			if tt.code != 0 {
+				if res.Error == nil || res.Error.Code != tt.code {
+					t.Errorf("%s %s as a task: %+v %s, want error %d", name, tt.tool, res.Error, res.Result, tt.code)
+				}
+				continue
+			}
+			var created mcp.CreateTaskResult
+			if res.Error != nil || json.Unmarshal(res.Result, &created) != nil || created.Task.TaskId == "" {
+				t.Errorf("%s %s as a task: %+v %s, want a CreateTaskResult", name, tt.tool, res.Error, res.Result)
+			}
+		}
+		// Without the task parameter the tool answers as before.
+		if text, res := call(t, c, ToolSearchTools, map[string]any{"query": "add numbers"}); res.IsError {
+			t.Errorf("%s search_tools: %s", name, text)
+		}
+	}
+}
