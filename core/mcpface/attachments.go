@@ -136,6 +136,21 @@ func (f *Face) tokenizeAttachments(ctx context.Context, sc Scope, atts []Attachm
 	return out, nil
 }
 
+const noAttachment = "no saved attachment there"
+
+// findWorkspace is readWorkspace's lookup: the file is read (no more), not
+// tokenized.
+func (f *Face) findWorkspace(ctx context.Context, uri string) string {
+	sc, err := f.scope(ctx)
+	if err != nil {
+		return ""
+	}
+	if _, err := f.o.Attachments.ReadAttachment(ctx, sc, strings.TrimPrefix(uri, WorkspaceURIPrefix)); errors.Is(err, pluginapi.ErrNotFound) {
+		return noAttachment
+	}
+	return ""
+}
+
 // readWorkspace serves cexec://workspace/<path>: the scope's tenant's saved
 // attachments only. Text types are tokenized as other resources are.
 func (f *Face) readWorkspace(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
@@ -147,7 +162,7 @@ func (f *Face) readWorkspace(ctx context.Context, req mcp.ReadResourceRequest) (
 	path := strings.TrimPrefix(uri, WorkspaceURIPrefix)
 	data, err := f.o.Attachments.ReadAttachment(ctx, sc, path)
 	if errors.Is(err, pluginapi.ErrNotFound) {
-		return nil, notFound{uri, "no saved attachment there"}
+		return nil, notFound{uri, noAttachment}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", uri, err)

@@ -28,30 +28,35 @@ func (f *Face) addResources() {
 		mcp.NewResourceTemplate(StubURITemplate, "tool stub",
 			mcp.WithTemplateDescription("Python stub of an upstream tool, as sandboxed code imports it"),
 			mcp.WithTemplateMIMEType(pythonMIME)),
-		f.readStub)
+		f.readStub, f.findStub)
 	f.addResource(
 		mcp.NewResourceTemplate(SkillURITemplate, "skill",
 			mcp.WithTemplateDescription("A saved skill: instructions and code"),
 			mcp.WithTemplateMIMEType(markdownMIME)),
-		f.readSkill)
+		f.readSkill, f.findSkill)
 	if f.o.Attachments != nil {
 		f.addResource(
 			mcp.NewResourceTemplate(WorkspaceURITemplate, "saved attachment",
 				mcp.WithTemplateDescription("Content a program showed that was too large to return inline")),
-			f.readWorkspace)
+			f.readWorkspace, f.findWorkspace)
 	}
 }
 
-// resourceReader is a resource template and its handler.
+// resourceReader is a resource template and how to tell whether a URI it
+// matches names anything (see steerNotFound).
 type resourceReader struct {
 	tpl  mcp.ResourceTemplate
-	read server.ResourceTemplateHandlerFunc
+	find resourceFinder
 }
 
-func (f *Face) addResource(tpl mcp.ResourceTemplate, read server.ResourceTemplateHandlerFunc) {
-	read = f.tokenizedErrors(read)
-	f.readers = append(f.readers, resourceReader{tpl: tpl, read: read})
-	f.srv.AddResourceTemplate(tpl, read)
+// resourceFinder returns, for a URI that names nothing, why (a hint for
+// the agent), else "": cheaply, without reading the resource whole or
+// tokenizing it. An error it cannot tell from is left to the handler.
+type resourceFinder func(ctx context.Context, uri string) string
+
+func (f *Face) addResource(tpl mcp.ResourceTemplate, read server.ResourceTemplateHandlerFunc, find resourceFinder) {
+	f.readers = append(f.readers, resourceReader{tpl: tpl, find: find})
+	f.srv.AddResourceTemplate(tpl, f.tokenizedErrors(read))
 }
 
 // notFound is a read of a URI that names nothing; it says what to look at
@@ -63,18 +68,16 @@ func (e notFound) Error() string { return e.uri + ": " + e.hint }
 // steerNotFound is a BeforeReadResource hook that gets a URI naming nothing
 // answered with -32002 (resource not found), as the MCP spec asks. mcp-go
 // answers any error of a resource handler with -32603 (internal error), and
-// -32002 only for a URI no template matches; so the URI is read here first
-// and, if it names nothing, given a suffix that no template matches (they
-// allow no space) and that says why, which mcp-go quotes. A resource that
-// exists is read again by its handler.
+// -32002 only for a URI no template matches; so the URI is looked up here
+// first and, if it names nothing, given a suffix that no template matches
+// (they allow no space) and that says why, which mcp-go quotes.
 func (f *Face) steerNotFound(ctx context.Context, _ any, req *mcp.ReadResourceRequest) {
 	for _, r := range f.readers {
 		if !r.tpl.URITemplate.Regexp().MatchString(req.Params.URI) {
 			continue
 		}
-		var nf notFound
-		if _, err := r.read(ctx, *req); errors.As(err, &nf) {
-			req.Params.URI += " (" + nf.hint + ")"
+		if hint := r.find(ctx, req.Params.URI); hint != "" {
+			req.Params.URI += " (" + hint + ")"
 		}
 		return
 	}
@@ -169,7 +172,7 @@ func (f *Face) readStub(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp
 	}
 	t, file := stubAt(tools, path)
 	if t == nil {
-		return nil, notFound{uri, "no such stub or local tools module; resources/list or search_tools shows the tools there are"}
+		return nil, notFound{uri, noStub}
 	}
 	var src string
 	if t.Local && file {
@@ -178,12 +181,30 @@ func (f *Face) readStub(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp
 		src, err = f.o.Catalog.StubSource(ctx, sc, t.Server, t.Name)
 	}
 	if errors.Is(err, pluginapi.ErrNotFound) {
-		return nil, notFound{uri, "no such stub or local tools module; resources/list or search_tools shows the tools there are"}
+		return nil, notFound{uri, noStub}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", uri, err)
 	}
 	return f.textContents(ctx, sc, uri, pythonMIME, src)
+}
+
+const noStub = "no such stub or local tools module; resources/list or search_tools shows the tools there are"
+
+// findStub is readStub's lookup without the read.
+func (f *Face) findStub(ctx context.Context, uri string) string {
+	sc, err := f.scope(ctx)
+	if err != nil {
+		return ""
+	}
+	tools, err := f.o.Catalog.Tools(ctx, sc, "")
+	if err != nil {
+		return ""
+	}
+	if t, _ := stubAt(tools, strings.TrimPrefix(uri, stubURIPrefix)); t == nil {
+		return noStub
+	}
+	return ""
 }
 
 // stubAt finds the tool a path of the stub tree names: the one whose file
@@ -214,12 +235,26 @@ func (f *Face) readSkill(ctx context.Context, req mcp.ReadResourceRequest) ([]mc
 	name := strings.TrimPrefix(uri, skillURIPrefix)
 	s, err := f.o.Skills.GetSkill(ctx, sc, name)
 	if errors.Is(err, pluginapi.ErrNotFound) {
-		return nil, notFound{uri, "no such skill; skills() lists the skills there are"}
+		return nil, notFound{uri, noSkill}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", uri, err)
 	}
 	return f.textContents(ctx, sc, uri, markdownMIME, renderSkill(&s))
+}
+
+const noSkill = "no such skill; skills() lists the skills there are"
+
+// findSkill is readSkill's lookup (a skill is small) without the render.
+func (f *Face) findSkill(ctx context.Context, uri string) string {
+	sc, err := f.scope(ctx)
+	if err != nil {
+		return ""
+	}
+	if _, err := f.o.Skills.GetSkill(ctx, sc, strings.TrimPrefix(uri, skillURIPrefix)); errors.Is(err, pluginapi.ErrNotFound) {
+		return noSkill
+	}
+	return ""
 }
 
 // textContents passes a resource's text through the PII tokenizer.
