@@ -60,7 +60,7 @@ func TestRichContentTypeScriptClient(t *testing.T) {
 	dir := t.TempDir()
 	code := `import cexec
 cexec.show(b"\x89PNG\r\n\x1a\nfake", name="chart.png")
-print(cexec.show(b"x" * 100000, mime_type="application/octet-stream", name="big.bin"))
+print(cexec.show(b"\x00\xff" * 50000, mime_type="application/octet-stream", name="big.bin"))
 `
 	stdout, stderr, rc := ctl(t, s, "exec", "--tenant", "acme", "--save-attachments", dir, "-c", code)
 	if rc != 0 || !strings.HasPrefix(stdout, "/workspace/attachments/") {
