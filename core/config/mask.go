@@ -162,6 +162,7 @@ func (c *Config) view(plugins []any) map[string]any {
 		"mcp": map[string]any{
 			"listen": c.MCP.Listen, "tokens": tokens,
 			"allowed_origins": nonNil(c.MCP.AllowedOrigins), "sse": c.MCP.SSE,
+			"max_sessions_per_tenant": c.MCP.MaxSessionsPerTenant, "session_idle_timeout": c.MCP.SessionIdleTimeout.String(),
 			"oauth": oauth,
 		},
 		"metrics":   map[string]any{"listen": c.Metrics.Listen},

@@ -37,6 +37,9 @@ const (
 	DefaultMCPMaxRequestBody = 4 << 20
 	// DefaultMCPMaxSessionsPerTenant caps one tenant's live MCP sessions.
 	DefaultMCPMaxSessionsPerTenant = 64
+	// DefaultMCPSessionIdleTimeout ends a streamable HTTP session with no
+	// request for this long: an agent may think between turns.
+	DefaultMCPSessionIdleTimeout = time.Hour
 )
 
 // MCP is the `mcp { ... }` block: how agents reach cexecd's MCP face over
@@ -72,7 +75,10 @@ type MCP struct {
 	MaxRequestBody int64
 	// MaxSessionsPerTenant caps one tenant's live MCP sessions.
 	MaxSessionsPerTenant int
-	DeclRange            hcl.Range
+	// SessionIdleTimeout ends a streamable HTTP session without requests
+	// for this long.
+	SessionIdleTimeout time.Duration
+	DeclRange          hcl.Range
 }
 
 // MCPToken maps a bearer token (a secret: write it as env("NAME")) to a
@@ -94,6 +100,7 @@ func (d *decoder) mcp(cfg *Config, raw *rawMCPFace) {
 	m.MaxConnectionsPerPeer = DefaultMCPMaxConnectionsPerPeer
 	m.MaxRequestBody = DefaultMCPMaxRequestBody
 	m.MaxSessionsPerTenant = DefaultMCPMaxSessionsPerTenant
+	m.SessionIdleTimeout = DefaultMCPSessionIdleTimeout
 	if raw == nil {
 		return
 	}
@@ -134,6 +141,7 @@ func (d *decoder) mcpLimits(m *MCP, raw *rawMCPFace) {
 		{raw.ReadHeaderTimeout, "read_header_timeout", &m.ReadHeaderTimeout},
 		{raw.ReadTimeout, "read_timeout", &m.ReadTimeout},
 		{raw.IdleTimeout, "idle_timeout", &m.IdleTimeout},
+		{raw.SessionIdleTimeout, "session_idle_timeout", &m.SessionIdleTimeout},
 	} {
 		if v, ok := d.duration(t.attr, append(base, t.name)); ok {
 			*t.dst = v

@@ -17,7 +17,8 @@ func TestMCPFixture(t *testing.T) {
 		!slices.Equal(m.AllowedOrigins, []string{"https://app.example.com", "http://localhost:5173"}) ||
 		!slices.Equal(m.Tokens, []MCPToken{{"s3cret-token", "acme"}, {"written-in-the-file", "default"}}) ||
 		m.ReadHeaderTimeout != 5*time.Second || m.ReadTimeout != time.Minute || m.IdleTimeout != 90*time.Second ||
-		m.MaxConnections != 256 || m.MaxConnectionsPerPeer != 16 || m.MaxRequestBody != 1<<20 || m.MaxSessionsPerTenant != 8 {
+		m.MaxConnections != 256 || m.MaxConnectionsPerPeer != 16 || m.MaxRequestBody != 1<<20 || m.MaxSessionsPerTenant != 8 ||
+		m.SessionIdleTimeout != 20*time.Minute {
 		t.Errorf("MCP = %+v", m)
 	}
 	out, err := cfg.MaskedJSON()
@@ -56,6 +57,7 @@ func TestMCPLimitDefaults(t *testing.T) {
 		ReadHeaderTimeout: DefaultMCPReadHeaderTimeout, ReadTimeout: DefaultMCPReadTimeout, IdleTimeout: DefaultMCPIdleTimeout,
 		MaxConnections: DefaultMCPMaxConnections, MaxConnectionsPerPeer: DefaultMCPMaxConnectionsPerPeer,
 		MaxRequestBody: DefaultMCPMaxRequestBody, MaxSessionsPerTenant: DefaultMCPMaxSessionsPerTenant,
+		SessionIdleTimeout: DefaultMCPSessionIdleTimeout,
 	}
 	for _, src := range []string{"", "mcp {}\n"} {
 		cfg, diags := load([]byte(src), "t.hcl", Overrides{})

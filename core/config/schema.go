@@ -172,6 +172,7 @@ type rawMCPFace struct {
 	MaxConnectionsPerPeer *hcl.Attribute `hcl:"max_connections_per_peer,optional"`
 	MaxRequestBody        *hcl.Attribute `hcl:"max_request_body,optional"`
 	MaxSessionsPerTenant  *hcl.Attribute `hcl:"max_sessions_per_tenant,optional"`
+	SessionIdleTimeout    *hcl.Attribute `hcl:"session_idle_timeout,optional"`
 
 	OAuth *rawMCPOAuth `hcl:"oauth,block"`
 

@@ -134,6 +134,7 @@ func (o *Options) ApplyConfig(m config.MCP) {
 	o.MaxConnections, o.MaxConnectionsPerPeer = m.MaxConnections, m.MaxConnectionsPerPeer
 	o.MaxRequestBody = m.MaxRequestBody
 	o.MaxSessionsPerTenant = m.MaxSessionsPerTenant
+	o.SessionIdleTTL = m.SessionIdleTimeout
 	o.Tokens = nil
 	for _, t := range m.Tokens {
 		o.Tokens = append(o.Tokens, Token{Token: t.Token, Tenant: t.Tenant})

@@ -248,11 +248,19 @@ func (f *Face) admit(next http.Handler) http.Handler {
 			return
 		}
 		ri := requestInfo{tenant: tenant}
+		if id := sessionIDOf(r); id != "" {
+			defer f.sessions.inUse(id)()
+		}
 		if opensSession(r) {
-			ok, reservation, done := f.sessions.admit(r.Context(), tenant, f.o.MaxSessionsPerTenant, r.Method == http.MethodPost)
+			hold := r.Method == http.MethodPost
+			ok, reservation, done := f.sessions.admit(r.Context(), tenant, f.o.MaxSessionsPerTenant, hold)
+			if !ok && f.evictIdle(tenant) {
+				done()
+				ok, reservation, done = f.sessions.admit(r.Context(), tenant, f.o.MaxSessionsPerTenant, hold)
+			}
 			defer done()
 			if !ok {
-				f.deny(w, r, http.StatusTooManyRequests, fmt.Sprintf("tenant %q has %d MCP sessions open, the limit (mcp.max_sessions_per_tenant); end one (DELETE) or let it time out", tenant, f.o.MaxSessionsPerTenant))
+				f.deny(w, r, http.StatusTooManyRequests, fmt.Sprintf("tenant %q has %d MCP sessions open, the limit (mcp.max_sessions_per_tenant), all in use in the last %s or running tasks; end one (DELETE) or let it time out", tenant, f.o.MaxSessionsPerTenant, minIdleToEvict))
 				return
 			}
 			ri.auth, ri.reservation = f.authOf(r, kind), reservation

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -28,6 +29,9 @@ const (
 type sessionEntry struct {
 	tenant string
 	kind   sessionKind
+	// lastUsed and inflight say how idle the session is (evict.go).
+	lastUsed time.Time
+	inflight int
 }
 
 // sessionTable binds every MCP session to the tenant that created it, so a
@@ -50,11 +54,15 @@ type sessionTable struct {
 	replica string
 	leases  SessionLeases
 	log     hclog.Logger
+	// evictAfter is minIdleToEvict, in nanoseconds.
+	evictAfter atomic.Int64
 }
 
 func newSessionTable(o Options) *sessionTable {
-	return &sessionTable{live: map[string]sessionEntry{}, perTenant: map[string]int{}, onEnd: o.OnSessionEnd,
+	t := &sessionTable{live: map[string]sessionEntry{}, perTenant: map[string]int{}, onEnd: o.OnSessionEnd,
 		onStart: o.OnSessionStart, replica: o.Replica, leases: o.Leases, log: o.Logger}
+	t.evictAfter.Store(int64(minIdleToEvict))
+	return t
 }
 
 // newSessionID returns an id that sorts by creation, carries 128 random
@@ -85,7 +93,7 @@ func (t *sessionTable) add(id, tenant string, kind sessionKind, reservation stri
 	if _, ok := t.live[id]; !ok {
 		t.perTenant[tenant]++
 	}
-	t.live[id] = sessionEntry{tenant: tenant, kind: kind}
+	t.live[id] = sessionEntry{tenant: tenant, kind: kind, lastUsed: time.Now()}
 	t.mu.Unlock()
 	t.claim(tenant, id, reservation)
 }

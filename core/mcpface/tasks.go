@@ -139,6 +139,24 @@ func (r *taskRuns) cancelID(id string) {
 	}
 }
 
+// running reports whether session has a task run going (one not
+// finished), which ending the session would cancel.
+func (r *taskRuns) running(session string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, run := range r.byID {
+		if run.session == session && !run.finished {
+			return true
+		}
+	}
+	for _, run := range r.byParams {
+		if run.session == session && !run.finished {
+			return true
+		}
+	}
+	return false
+}
+
 // endSession cancels the runs of an ended MCP session: nobody can ask for
 // their results any more.
 func (r *taskRuns) endSession(session string) {

@@ -14,4 +14,5 @@ mcp {
   max_connections_per_peer = 16
   max_request_body         = "1MiB"
   max_sessions_per_tenant  = 8
+  session_idle_timeout     = "20m"
 }
