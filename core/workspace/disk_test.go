@@ -72,10 +72,13 @@ func TestImageQuotaHoldsAtWriteTime(t *testing.T) {
 		tenant   config.Tenant
 		program  string
 		wantErr  string // what the program sees
-		wantQuot string // what the refusal says
+		wantQuot string // what the quota error says
+		// cornered: no inode is left for cexecd's records, so nothing starts
+		// until an operator deletes files; else programs still run.
+		cornered bool
 	}{
 		{"bytes", config.Tenant{ID: "acme", DiskQuota: 2 << 20}, fill, "OSError ENOSPC",
-			`tenant "acme" is over its disk quota: 2.0 MiB of 2.0 MiB used`},
+			`tenant "acme" is over its disk quota: 2.0 MiB of 2.0 MiB used`, false},
 		{"files", config.Tenant{ID: "acme", DiskQuota: 64 << 20, MaxFiles: 2000}, `
 import errno
 try:
@@ -83,7 +86,7 @@ try:
         open("f%d" % i, "w").close()
 except OSError as e:
     print("OSError", errno.errorcode[e.errno], i)
-`, "OSError ENOSPC", `of 2000 files`},
+`, "OSError ENOSPC", `of 2000 files`, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,9 +116,20 @@ except OSError as e:
 			if err != nil || len(entries.Entries) != 1 || entries.Entries[0].Quota == "" {
 				t.Fatalf("session log = %+v, %v", entries, err)
 			}
-			// Over quota: refused before it starts; another tenant runs.
-			if _, err := acme.Begin(""); !errors.Is(err, ErrQuotaExceeded) || !strings.Contains(err.Error(), tc.wantQuot) {
-				t.Fatalf("Begin over quota = %v", err)
+			// Over quota it still runs, for a program to delete files, and
+			// says so at its end; cornered, it is refused; another tenant runs.
+			over, err := acme.Begin("")
+			switch {
+			case tc.cornered:
+				if !errors.Is(err, ErrQuotaExceeded) || !strings.Contains(err.Error(), tc.wantQuot) || !strings.Contains(err.Error(), "no execution can start") {
+					t.Fatalf("Begin cornered = %v, want a refusal saying why", err)
+				}
+			case err != nil:
+				t.Fatalf("Begin over quota = %v, want it to run", err)
+			default:
+				if _, err := over.Finish(Entry{}); !errors.Is(err, ErrQuotaExceeded) || !strings.Contains(err.Error(), tc.wantQuot) {
+					t.Fatalf("Finish over quota = %v", err)
+				}
 			}
 			if run, err := other.Begin(""); err != nil {
 				t.Fatalf("another tenant: %v", err)
@@ -166,8 +180,27 @@ func TestImageCountsSessionLogsAndVaults(t *testing.T) {
 	if lim := acme.Quota().limits(); used > lim.Bytes+lim.Reserve {
 		t.Errorf("used %d, past quota %d and reserve %d", used, lim.Bytes, lim.Reserve)
 	}
-	if _, err := acme.Begin(""); !errors.Is(err, ErrQuotaExceeded) {
-		t.Fatalf("Begin after the log filled the quota = %v", err)
+	// Over its quota the tenant still runs, for a program to delete files,
+	// and the end of each execution says so.
+	run, err := acme.Begin("")
+	if err != nil {
+		t.Fatalf("Begin after the log filled the quota = %v, want it to run", err)
+	}
+	if _, err := run.Finish(Entry{}); !errors.Is(err, ErrQuotaExceeded) {
+		t.Errorf("Finish over the quota = %v, want ErrQuotaExceeded", err)
+	}
+	// Once cexecd's own reserve is half gone (root fills it here), nothing
+	// starts: its records would not fit.
+	f, err := os.Create(filepath.Join(dataDir, "tenants", "acme", "workspace", "root-fill"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = f.Write(make([]byte, 64<<10))
+	}
+	_ = f.Close()
+	if _, err := acme.Begin(""); !errors.Is(err, ErrQuotaExceeded) || !strings.Contains(err.Error(), "no execution can start") {
+		t.Fatalf("Begin with the reserve used up = %v", err)
 	}
 }
 

@@ -25,14 +25,18 @@ type Execution struct {
 // Begin starts an execution in session, or in a new session when session is
 // "". It takes one of the tenant's slots and fails with
 // ErrTooManyExecutions when none is free, or with ErrQuotaExceeded, naming
-// the quota, when the tenant is at or over its disk quota.
+// the quota, when the tenant is over its disk quota. A tenant on its own
+// file system image still runs at or over its quota, as long as cexecd's
+// own writes fit: the image refuses the program's writes anyway, and a
+// program is how it deletes files to get back under (Finish reports the
+// quota meanwhile).
 func (t *Tenant) Begin(session string) (*Execution, error) {
 	if session == "" {
 		session = NewSessionID()
 	} else if err := ValidateSessionID(session); err != nil {
 		return nil, err
 	}
-	if err := t.overQuota(); err != nil {
+	if err := t.startable(); err != nil {
 		return nil, err
 	}
 	release, err := t.Acquire()
@@ -106,4 +110,24 @@ func (x *Execution) stateFiles() []string {
 		return names
 	}
 	return t.stateNames()
+}
+
+// startable is overQuota for what an execution may start with: in image
+// mode only a cornered image stops it.
+func (t *Tenant) startable() error {
+	if t.mode != DiskModeImage {
+		return t.overQuota()
+	}
+	u, err := t.imageUse()
+	if err != nil {
+		return err
+	}
+	if !u.cornered {
+		return nil
+	}
+	if qerr := t.quotaError(u); qerr != nil {
+		// Not the host path: the error reaches the agent.
+		return fmt.Errorf("%w (no execution can start to delete them, as too little is left for cexecd's own records: an operator must delete files in the tenant's workspace folder)", qerr)
+	}
+	return nil
 }

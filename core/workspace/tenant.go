@@ -230,6 +230,9 @@ type diskUse struct {
 	full bool
 	// near: so little is left that one large write already fails.
 	near bool
+	// cornered: cexecd's own writes are about to fail too (half its
+	// reserve gone, or no inode left): nothing may start.
+	cornered bool
 }
 
 // imageUse reads the usage of the tenant's image: one statfs.
@@ -242,9 +245,10 @@ func (t *Tenant) imageUse() (diskUse, error) {
 	// the metadata of delayed allocations): within fullSlack is full.
 	// One large write fails whole when less than a page-cache folio (up to
 	// 2 MiB) is free: near says so.
-	q := t.Quota().limits().Bytes
+	lim := t.Quota().limits()
+	q := lim.Bytes
 	return diskUse{bytes: u.Bytes, files: u.Files, full: u.FreeBytes < max(128<<10, q/256) || u.FreeFiles == 0,
-		near: u.FreeBytes < min(2<<20, q/4)}, nil
+		near: u.FreeBytes < min(2<<20, q/4), cornered: u.RootFreeBytes < lim.Reserve/2 || u.FreeFiles == 0}, nil
 }
 
 // nearQuota is overQuota, or in image mode a warning when so little is

@@ -49,6 +49,9 @@ type Usage struct {
 	// FreeBytes and FreeFiles are what unprivileged users may still add.
 	FreeBytes int64
 	FreeFiles int64
+	// RootFreeBytes is what root may still add: FreeBytes and the reserve
+	// left.
+	RootFreeBytes int64
 }
 
 // ErrShrinkBelowUse: an image cannot shrink below what it holds.
@@ -389,10 +392,11 @@ func UsageOf(dir string) (Usage, error) {
 	}
 	bs := st.Bsize
 	return Usage{
-		Bytes:     int64(st.Blocks-st.Bfree) * bs,
-		Files:     int64(st.Files - st.Ffree),
-		FreeBytes: int64(st.Bavail) * bs,
-		FreeFiles: int64(st.Ffree),
+		Bytes:         int64(st.Blocks-st.Bfree) * bs,
+		Files:         int64(st.Files - st.Ffree),
+		FreeBytes:     int64(st.Bavail) * bs,
+		FreeFiles:     int64(st.Ffree),
+		RootFreeBytes: int64(st.Bfree) * bs,
 	}, nil
 }
 
