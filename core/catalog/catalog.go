@@ -469,6 +469,9 @@ func (c *Catalog) call(ctx context.Context, tenant, server, tool string, args js
 		return nil, fmt.Errorf("call %s/%s: %w after %s", server, tool, ErrTimeout, timeout)
 	case cn.isDead() || errors.Is(err, transport.ErrTransportClosed):
 		cn.markDead(err)
+		if c.set().byName[server] == nil {
+			return nil, fmt.Errorf("call %s/%s: %w (server %s was removed by a config reload during the call)", server, tool, ErrConnectionLost, server)
+		}
 		return nil, fmt.Errorf("call %s/%s: %w (server %s went away during the call and is being restarted): %v", server, tool, ErrConnectionLost, server, deathCause(cn, err))
 	case isConnError(err):
 		cn.markDead(err)

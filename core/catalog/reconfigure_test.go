@@ -1,8 +1,12 @@
 package catalog
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,5 +71,23 @@ func TestReconfigure(t *testing.T) {
 	}
 	if _, ok := c.Tool("memory", "read_graph"); !ok {
 		t.Error("the remaining server lost its tools")
+	}
+}
+
+// TestRemovedMidCall: a call in flight when a reload removes its server
+// fails saying so, not that the server is being restarted.
+func TestRemovedMidCall(t *testing.T) {
+	ev := everythingServer(t, nil)
+	c := start(t, Options{}, ev)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), "default", "everything", "trigger-long-running-operation", json.RawMessage(`{"duration": 3600, "steps": 2}`))
+		errc <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	c.Reconfigure(&config.Config{})
+	err := <-errc
+	if !errors.Is(err, ErrConnectionLost) || !strings.Contains(err.Error(), "was removed by a config reload") || strings.Contains(err.Error(), "restarted") {
+		t.Fatalf("call in flight: %v, want one saying the server was removed", err)
 	}
 }
