@@ -168,7 +168,10 @@ func (m *Manager) migrate(ctx context.Context, id, dir, img string, lim diskimag
 	if err := os.Rename(tmpImg, img); err != nil {
 		return err
 	}
-	m.log.Info("moved tenant folder into its own file system image", "tenant", id, "bytes", held)
+	if held > 0 {
+		// A new tenant's empty folder is no news.
+		m.log.Info("moved tenant folder into its own file system image", "tenant", id, "bytes", held)
+	}
 	return m.discard(dir)
 }
 
