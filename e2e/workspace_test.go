@@ -89,6 +89,10 @@ func fails(t *testing.T, s setup, want int, wantErr string, args ...string) {
 	if err != nil || code != want || !strings.Contains(errOut, wantErr) {
 		t.Errorf("cexecctl %v: exit %d (%v), want %d with %q\nstdout: %s\nstderr: %s", args, code, err, want, wantErr, out, errOut)
 	}
+	// The daemon's message is shown in words, not as a gRPC status.
+	if strings.Contains(errOut, "rpc error") {
+		t.Errorf("cexecctl %v: raw gRPC status on stderr: %s", args, errOut)
+	}
 }
 
 func decode[T any](t *testing.T, out string) T {
@@ -249,7 +253,7 @@ func TestWorkspaces(t *testing.T) {
 		must(t, s, "", "state", "rm", "conv.yml")
 		fails(t, s, 1, "not found", "state", "get", "conv.yml")
 		fails(t, s, 1, "not found", "state", "rm", "conv.yml")
-		fails(t, s, 1, "InvalidArgument", "state", "put", "../escape.json", filepath.Join(in, "progress.json"))
+		fails(t, s, 1, "invalid state name", "state", "put", "../escape.json", filepath.Join(in, "progress.json"))
 		fails(t, s, 1, "not valid JSON", "state", "put", "bad.json", "-")
 		fails(t, s, 2, "name it", "state", "put", "x.json", filepath.Join(in, "x.yaml"))
 		// Over the declared tenant's quota nothing is written.
@@ -398,14 +402,14 @@ print(list(servers.__path__))
 
 	t.Run("tenant isolation", func(t *testing.T) {
 		b := []string{"--tenant", "beta"}
-		fails(t, s, 1, "not found", append([]string{"state", "get", "progress.json"}, b...)...)
+		fails(t, s, 1, "no tenant beta", append([]string{"state", "get", "progress.json"}, b...)...)
 		if ls := decode[stateList](t, must(t, s, "", append([]string{"state", "ls", "--json"}, b...)...)); len(ls.States) != 0 {
 			t.Errorf("beta lists state %v", ls.names())
 		}
-		fails(t, s, 1, "not found", append([]string{"state", "rm", "progress.json"}, b...)...)
-		fails(t, s, 1, "not found", append([]string{"sessions", "show", "work1"}, b...)...)
-		fails(t, s, 1, "not found", append([]string{"sessions", "resume", "work1"}, b...)...)
-		fails(t, s, 1, "not found", append([]string{"skills", "show", "shouter"}, b...)...)
+		fails(t, s, 1, "no tenant beta", append([]string{"state", "rm", "progress.json"}, b...)...)
+		fails(t, s, 1, "no tenant beta", append([]string{"sessions", "show", "work1"}, b...)...)
+		fails(t, s, 1, "no tenant beta", append([]string{"sessions", "resume", "work1"}, b...)...)
+		fails(t, s, 1, "skill shouter: not found", append([]string{"skills", "show", "shouter"}, b...)...)
 		if ls := decode[sessionList](t, must(t, s, "", append([]string{"sessions", "ls", "--json"}, b...)...)); len(ls.Sessions) != 0 {
 			t.Errorf("beta lists sessions %+v", ls)
 		}
@@ -437,7 +441,7 @@ cexec.save_state("beta.json", {"mine": True})
 		if got := must(t, s, "", append([]string{"state", "get", "beta.json"}, b...)...); got != `{"mine":true}`+"\n" {
 			t.Errorf("beta's own state: %q", got)
 		}
-		fails(t, s, 1, "InvalidArgument", "state", "ls", "--tenant", "../default")
+		fails(t, s, 1, "invalid tenant id", "state", "ls", "--tenant", "../default")
 	})
 
 	t.Run("bench state", func(t *testing.T) {

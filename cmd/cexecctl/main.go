@@ -43,7 +43,7 @@ func main() {
 	stop()
 	var ee *cli.ExitError
 	if err != nil && !(errors.As(err, &ee) && ee.Err == nil) {
-		fmt.Fprintf(os.Stderr, "cexecctl: %v\n", err)
+		fmt.Fprintf(os.Stderr, "cexecctl: %s\n", cli.Message(err))
 	}
 	os.Exit(cli.ExitCode(err))
 }
