@@ -194,7 +194,7 @@ the command fail after printing the figures.`,
 	fl.IntVar(&f.warmup, "warmup", 0, "unmeasured executions first (default 4 x --concurrency)")
 	cli.TenantFlag(fl, &f.tenant)
 	fl.StringVar(&f.session, "session", "", "session to log every execution in, as an agent's executions share its MCP session (default bench-<UTC time>)")
-	fl.BoolVar(&f.newSessions, "new-sessions", false, "log each execution in a new session of its own, as one-off `cexecctl exec` runs are")
+	fl.BoolVar(&f.newSessions, "new-sessions", false, "log each execution in a new session of its own, as one-off \"cexecctl exec\" runs are")
 	fl.StringVar(&f.code, "code", defaultBenchCode, "program to run")
 	fl.StringVar(&f.expect, "expect", "2\n", "stdout every execution must print (default for the default program only)")
 	fl.DurationVar(&f.settle, "settle", 30*time.Second, "longest wait for upstream servers to connect, and for the pool to finish warming, before measuring")

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/cexec/cexec/cmd/cexecctl/cli"
+)
+
+// placeholderMistakes lists the bool flags under cmd whose usage has a
+// `backquoted` name: pflag shows it as the flag's value ("--new-sessions
+// cexecctl exec"), which a bool flag does not take.
+func placeholderMistakes(cmd *cobra.Command) []string {
+	var out []string
+	cmd.LocalFlags().VisitAll(func(f *pflag.Flag) {
+		if name, _ := pflag.UnquoteUsage(f); f.Value.Type() == "bool" && name != "" {
+			out = append(out, cmd.CommandPath()+" --"+f.Name+" "+name)
+		}
+	})
+	for _, c := range cmd.Commands() {
+		out = append(out, placeholderMistakes(c)...)
+	}
+	return out
+}
+
+func TestFlagUsagePlaceholders(t *testing.T) {
+	withFlags := func(add func(*pflag.FlagSet)) *cobra.Command {
+		c := &cobra.Command{Use: "x"}
+		add(c.Flags())
+		return c
+	}
+	tests := []struct {
+		name string
+		cmd  *cobra.Command
+		want []string
+	}{
+		{"every cexecctl command", root(&cli.Env{}), nil},
+		{"bool with a backquoted name", withFlags(func(f *pflag.FlagSet) {
+			f.Bool("new", false, "as `cexecctl exec` runs are")
+		}), []string{"x --new cexecctl exec"}},
+		{"string names its value", withFlags(func(f *pflag.FlagSet) {
+			f.String("out", "", "write to `FILE`")
+		}), nil},
+		{"bool without backquotes", withFlags(func(f *pflag.FlagSet) {
+			f.Bool("new", false, `as "cexecctl exec" runs are`)
+		}), nil},
+	}
+	for _, tt := range tests {
+		if got := placeholderMistakes(tt.cmd); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
