@@ -9,6 +9,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"time"
 
@@ -224,11 +225,40 @@ func (s *Server) Exec(req *cexecv1.ExecRequest, stream grpc.ServerStreamingServe
 	if s.d.Exec == nil {
 		return status.Error(codes.Unimplemented, "exec: no sandbox backend wired into cexecd yet")
 	}
+	if err := checkTimeout(req.GetTimeoutMs()); err != nil {
+		return err
+	}
 	if err := s.d.Exec.Exec(stream.Context(), req, stream.Send); err != nil {
 		s.d.Log.Warn("exec failed", "tenant", req.GetTenant(), "session", req.GetSession(), "error", err)
 		return pluginapi.ToStatus(err)
 	}
 	return nil
+}
+
+// maxTimeout is the longest run a request's timeout_ms may ask for. The
+// sandbox runtime cannot wait much longer (it polls in int milliseconds,
+// under 25 days), and a longer run is a typo more often than not.
+const maxTimeout = 24 * time.Hour
+
+// checkTimeout refuses a timeout_ms the sandbox would fail on or silently
+// take as its default, before a sandbox is taken from the pool.
+func checkTimeout(ms int64) error {
+	switch {
+	case ms < 0:
+		return status.Errorf(codes.InvalidArgument, "timeout %s is negative: give a positive one, or none for the sandbox's default", msString(ms))
+	case ms > maxTimeout.Milliseconds():
+		return status.Errorf(codes.InvalidArgument, "timeout %s is longer than the %s cexecd allows", msString(ms), maxTimeout)
+	}
+	return nil
+}
+
+// msString shows milliseconds as a duration, or as a number where a
+// time.Duration would overflow.
+func msString(ms int64) string {
+	if ms > math.MaxInt64/int64(time.Millisecond) || ms < math.MinInt64/int64(time.Millisecond) {
+		return fmt.Sprintf("%dms", ms)
+	}
+	return (time.Duration(ms) * time.Millisecond).String()
 }
 
 // DiagnosticsToProto converts HCL diagnostics, keeping file, line and column

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"path/filepath"
 	"testing"
@@ -232,19 +233,24 @@ func (f fakeExec) Exec(_ context.Context, req *cexecv1.ExecRequest, send func(*c
 
 func TestExec(t *testing.T) {
 	tests := []struct {
-		name   string
-		exec   Executor
-		code   codes.Code
-		events int
+		name      string
+		exec      Executor
+		timeoutMs int64
+		code      codes.Code
+		events    int
 	}{
-		{"not wired", nil, codes.Unimplemented, 0},
-		{"streams", fakeExec{}, codes.OK, 2},
-		{"pool full", fakeExec{err: fmt.Errorf("acquire: %w", pluginapi.ErrResourceExhausted)}, codes.ResourceExhausted, 0},
+		{"not wired", nil, 0, codes.Unimplemented, 0},
+		{"streams", fakeExec{}, 0, codes.OK, 2},
+		{"pool full", fakeExec{err: fmt.Errorf("acquire: %w", pluginapi.ErrResourceExhausted)}, 0, codes.ResourceExhausted, 0},
+		{"longest timeout", fakeExec{}, maxTimeout.Milliseconds(), codes.OK, 2},
+		{"negative timeout", fakeExec{}, -1000, codes.InvalidArgument, 0},
+		{"timeout too long", fakeExec{}, maxTimeout.Milliseconds() + 1, codes.InvalidArgument, 0},
+		{"timeout past a time.Duration", fakeExec{}, math.MaxInt64, codes.InvalidArgument, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := serve(t, Deps{Plugins: fakePlugins{}, Config: fakeConfig{}, Exec: tt.exec})
-			s, err := c.Exec(context.Background(), &cexecv1.ExecRequest{Code: "print(1)"})
+			s, err := c.Exec(context.Background(), &cexecv1.ExecRequest{Code: "print(1)", TimeoutMs: tt.timeoutMs})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -62,6 +62,9 @@ func (i *InteractiveServer) ExecInteractive(stream grpc.BidiStreamingServer[cexe
 	if req == nil {
 		return status.Error(codes.InvalidArgument, "the first message must start the program (start)")
 	}
+	if err := checkTimeout(req.GetTimeoutMs()); err != nil {
+		return err
+	}
 	op := &streamOperator{stream: stream, waiting: map[string]chan []byte{}, gone: make(chan struct{})}
 	go op.receive()
 	ctx := context.WithValue(stream.Context(), operatorKey{}, Operator(op))

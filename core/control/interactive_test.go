@@ -138,6 +138,17 @@ func TestExecInteractive(t *testing.T) {
 	if _, err := s.Recv(); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("an answer first: %v, want InvalidArgument", err)
 	}
+
+	s, err = c.ExecInteractive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(&cexecv1.InteractiveInput{Msg: &cexecv1.InteractiveInput_Start{Start: &cexecv1.ExecRequest{Code: "x", TimeoutMs: -1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("a negative timeout: %v, want InvalidArgument", err)
+	}
 }
 
 func TestApprovalsService(t *testing.T) {

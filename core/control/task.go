@@ -28,8 +28,8 @@ func (s *Server) ExecuteTask(ctx context.Context, req *cexecv1.ExecuteTaskReques
 	if strings.TrimSpace(req.GetTask()) == "" {
 		return nil, status.Error(codes.InvalidArgument, "execute task: the task is empty")
 	}
-	if req.GetTimeoutMs() < 0 {
-		return nil, status.Errorf(codes.InvalidArgument, "execute task: timeout_ms must not be negative, not %d", req.GetTimeoutMs())
+	if err := checkTimeout(req.GetTimeoutMs()); err != nil {
+		return nil, err
 	}
 	res, err := s.d.Tasks.ExecuteTask(ctx, req)
 	if err != nil {

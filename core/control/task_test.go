@@ -35,6 +35,7 @@ func TestExecuteTask(t *testing.T) {
 		{name: "not wired", req: &cexecv1.ExecuteTaskRequest{Task: "x"}, wantCode: codes.Unimplemented},
 		{name: "empty task", tasks: &fakeTasks{res: answer}, req: &cexecv1.ExecuteTaskRequest{Task: " \n"}, wantCode: codes.InvalidArgument},
 		{name: "negative timeout", tasks: &fakeTasks{res: answer}, req: &cexecv1.ExecuteTaskRequest{Task: "x", TimeoutMs: -1}, wantCode: codes.InvalidArgument},
+		{name: "timeout too long", tasks: &fakeTasks{res: answer}, req: &cexecv1.ExecuteTaskRequest{Task: "x", TimeoutMs: maxTimeout.Milliseconds() + 1}, wantCode: codes.InvalidArgument},
 		{name: "backend down", tasks: &fakeTasks{err: fmt.Errorf("execute task: no sandbox backend: %w", pluginapi.ErrUnavailable)},
 			req: &cexecv1.ExecuteTaskRequest{Task: "x"}, wantCode: codes.FailedPrecondition},
 		{name: "bad tenant", tasks: &fakeTasks{err: fmt.Errorf("tenant id %q: %w", "../x", pluginapi.ErrInvalidArgument)},
