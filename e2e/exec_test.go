@@ -234,6 +234,21 @@ func TestExec(t *testing.T) {
 		if !r.TimedOut || r.Error == nil || r.Error.Type != "Timeout" || r.Stdout != "before\n" {
 			t.Errorf("--json of a timed-out program: %+v", r)
 		}
+		// Out of range is refused in words before a sandbox is taken: the
+		// runner failed on 99999h, and 0s or -1s ran with the default.
+		for _, tc := range []struct {
+			timeout, want string
+			code          int
+		}{
+			{"99999h", "timeout 99999h0m0s is longer than the 24h0m0s cexecd allows", 1},
+			{"0s", "--timeout must be at least 1ms", 2},
+			{"-1s", "--timeout must be at least 1ms", 2},
+		} {
+			_, errOut, code := ctl(t, s, "exec", "--timeout", tc.timeout, "-c", "print(1)")
+			if code != tc.code || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "rpc error") {
+				t.Errorf("--timeout %s: exit %d, stderr %s; want %d with %q", tc.timeout, code, errOut, tc.code, tc.want)
+			}
+		}
 		daemonServes(t, s, d)
 	})
 

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -51,6 +54,32 @@ func TestFlagUsagePlaceholders(t *testing.T) {
 	for _, tt := range tests {
 		if got := placeholderMistakes(tt.cmd); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestTimeoutFlag runs against no daemon: a bad --timeout is refused before
+// cexecctl connects, a good one gets as far as connecting.
+func TestTimeoutFlag(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	tests := []struct {
+		args []string
+		want int
+	}{
+		{[]string{"exec", "-c", "print(1)", "--timeout", "0s"}, cli.ExitUsage},
+		{[]string{"exec", "-c", "print(1)", "--timeout", "-1s"}, cli.ExitUsage},
+		{[]string{"task", "list the files", "--timeout", "0s"}, cli.ExitUsage},
+		{[]string{"exec", "-c", "print(1)", "--timeout", "1s"}, cli.ExitNotRunning},
+		{[]string{"exec", "-c", "print(1)"}, cli.ExitNotRunning},
+		{[]string{"task", "list the files", "--timeout", "2m"}, cli.ExitNotRunning},
+	}
+	for _, tt := range tests {
+		var out bytes.Buffer
+		cmd := root(&cli.Env{Stdout: &out, Stderr: &out})
+		cmd.SetArgs(append([]string{"--address", sock}, tt.args...))
+		err := cmd.ExecuteContext(context.Background())
+		if got := cli.ExitCode(err); got != tt.want {
+			t.Errorf("%v: exit %d (%v), want %d", tt.args, got, err, tt.want)
 		}
 	}
 }

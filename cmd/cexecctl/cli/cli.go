@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -124,6 +126,24 @@ func (e *ExitError) Unwrap() error { return e.Err }
 // UsageErrorf returns an error that exits with ExitUsage.
 func UsageErrorf(format string, args ...any) error {
 	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+// TimeoutMs is the duration flag name of fl as a request's timeout_ms: 0
+// when the flag is not given, which the daemon takes as the sandbox's
+// default. A given 0, negative or sub-millisecond value would silently be
+// that default too, so it is a usage error.
+func TimeoutMs(fl *pflag.FlagSet, name string) (int64, error) {
+	if !fl.Changed(name) {
+		return 0, nil
+	}
+	d, err := fl.GetDuration(name)
+	if err != nil {
+		return 0, fmt.Errorf("read --%s: %w", name, err)
+	}
+	if d < time.Millisecond {
+		return 0, UsageErrorf("--%s must be at least 1ms, got %s (leave it out for the sandbox's default)", name, d)
+	}
+	return d.Milliseconds(), nil
 }
 
 // ExitCode maps an error returned by a command to cexecctl's exit code.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -83,6 +84,32 @@ func TestMessage(t *testing.T) {
 	for _, tt := range tests {
 		if got := Message(tt.err); got != tt.want {
 			t.Errorf("%s: Message = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestTimeoutMs(t *testing.T) {
+	tests := []struct {
+		args  []string
+		want  int64
+		usage bool
+	}{
+		{nil, 0, false},
+		{[]string{"--timeout", "90s"}, 90000, false},
+		{[]string{"--timeout", "1ms"}, 1, false},
+		{[]string{"--timeout", "0s"}, 0, true},
+		{[]string{"--timeout", "-1s"}, 0, true},
+		{[]string{"--timeout", "500us"}, 0, true},
+	}
+	for _, tt := range tests {
+		fl := pflag.NewFlagSet("exec", pflag.ContinueOnError)
+		fl.Duration("timeout", 0, "")
+		if err := fl.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		got, err := TimeoutMs(fl, "timeout")
+		if (ExitCode(err) == ExitUsage) != tt.usage || (err == nil) == tt.usage || got != tt.want {
+			t.Errorf("%v: TimeoutMs = %d, %v; want %d, usage error %v", tt.args, got, err, tt.want, tt.usage)
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
@@ -26,7 +25,6 @@ func Command(env *cli.Env) *cobra.Command {
 		code       string
 		tenant     string
 		session    string
-		timeout    time.Duration
 		persistent bool
 		ask        bool
 		saveDir    string
@@ -56,6 +54,10 @@ workspace, whose path is listed).`,
 		Args: cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			maxprocs.Set() // on an execution's path, as cexecd is
+			timeoutMs, err := cli.TimeoutMs(cmd.Flags(), "timeout")
+			if err != nil {
+				return err
+			}
 			src, err := source(cmd, code, args)
 			if err != nil {
 				return err
@@ -63,7 +65,7 @@ workspace, whose path is listed).`,
 			req := &cexecv1.ExecRequest{
 				Tenant:     tenant,
 				Code:       src,
-				TimeoutMs:  timeout.Milliseconds(),
+				TimeoutMs:  timeoutMs,
 				Session:    session,
 				Persistent: persistent,
 			}
@@ -84,7 +86,7 @@ workspace, whose path is listed).`,
 	f.StringVarP(&code, "code", "c", "", "program text")
 	cli.TenantFlag(f, &tenant)
 	f.StringVar(&session, "session", "", "session to log the execution under (default: a new one)")
-	f.DurationVar(&timeout, "timeout", 0, "wall-clock limit (default: the sandbox's)")
+	f.Duration("timeout", 0, "wall-clock limit, 1ms to 24h (default: the sandbox's)")
 	f.BoolVar(&persistent, "persistent", false, "run in the session's persistent interpreter, keeping globals between executions")
 	f.BoolVar(&ask, "ask", false, "answer upstream servers' questions and approvals from standard input (the default on a terminal)")
 	f.StringVar(&saveDir, "save-attachments", "", "write what the program shows (cexec.show) into this directory")

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -31,7 +30,6 @@ func Command(env *cli.Env) *cobra.Command {
 	var (
 		tenant  string
 		session string
-		timeout time.Duration
 		verbose bool
 	)
 	cmd := &cobra.Command{
@@ -55,7 +53,11 @@ attempt, the timings and the program. --json prints all of it as one object.`,
 			if strings.TrimSpace(args[0]) == "" {
 				return cli.UsageErrorf("the task is empty")
 			}
-			req := &cexecv1.ExecuteTaskRequest{Tenant: tenant, Session: session, Task: args[0], TimeoutMs: timeout.Milliseconds()}
+			timeoutMs, err := cli.TimeoutMs(cmd.Flags(), "timeout")
+			if err != nil {
+				return err
+			}
+			req := &cexecv1.ExecuteTaskRequest{Tenant: tenant, Session: session, Task: args[0], TimeoutMs: timeoutMs}
 			return env.Do(cmd.Context(), func(c *client.Client) error {
 				res, err := c.ExecuteTask(cmd.Context(), req)
 				if err != nil {
@@ -75,7 +77,7 @@ attempt, the timings and the program. --json prints all of it as one object.`,
 	f := cmd.Flags()
 	cli.TenantFlag(f, &tenant)
 	f.StringVar(&session, "session", "", "session to log the executions under (default: a new one)")
-	f.DurationVar(&timeout, "timeout", 0, "wall-clock limit of each program run (default: the sandbox's)")
+	f.Duration("timeout", 0, "wall-clock limit of each program run, 1ms to 24h (default: the sandbox's)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "also show the generator, tools, attempts, timings and the program on stderr")
 	return cmd
 }
