@@ -5,6 +5,7 @@ package tenants
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -30,7 +31,7 @@ func Command(env *cli.Env) *cobra.Command {
 }
 
 func ls(env *cli.Env) *cobra.Command {
-	cmd := cli.List(env, "List tenants: ID DECLARED DISK QUOTA FILES MODE RUNNING SESSIONS LAST-USED", func(ctx context.Context, c *client.Client) error {
+	cmd := cli.List(env, "List tenants: ID DECLARED DISK QUOTA MAX-FILES MODE RUNNING SESSIONS LAST-USED", func(ctx context.Context, c *client.Client) error {
 		ts, err := c.ListTenants(ctx)
 		if err != nil {
 			return err
@@ -38,28 +39,35 @@ func ls(env *cli.Env) *cobra.Command {
 		if env.JSON {
 			return env.PrintProto(&cexecv1.ListTenantsResponse{Tenants: ts})
 		}
-		t := cli.NewTable(env.Stdout, "ID", "DECLARED", "DISK", "QUOTA", "FILES", "MODE", "RUNNING", "SESSIONS", "LAST-USED")
-		for _, tn := range ts {
-			quota, files := "-", "-"
-			if tn.GetDiskQuota() > 0 {
-				quota = cli.Bytes(tn.GetDiskQuota())
-			}
-			if tn.GetMaxFiles() > 0 {
-				files = strconv.FormatInt(tn.GetMaxFiles(), 10)
-			}
-			t.Row(tn.GetId(), cli.YesNo(tn.GetDeclared()), cli.Bytes(tn.GetDiskBytes()), quota, files, tn.GetDiskMode(),
-				tn.GetRunning(), tn.GetSessions(), cli.UnixMs(tn.GetLastUsedUnixMs()))
-		}
-		return t.Flush()
+		return writeTable(env.Stdout, ts)
 	})
 	cmd.Long = `List the tenants declared in cexec.hcl and those with a workspace. Declared
 tenants are never removed by gc; a declared tenant that never ran shows "-"
 as its last use. DISK counts everything a tenant stores (workspace, state,
 skills, session logs, PII vaults) in image mode, the workspace when
-measured. MODE says how the disk quota holds: "image" (the tenant's own file
-system of that size: writes past it fail) or "measured" (measured after
-executions; cexecd could not mount images).`
+measured; QUOTA and MAX-FILES are the tenant's limits ("-": none). MODE
+says how the disk quota holds: "image" (the tenant's own file system of
+that size: writes past it fail) or "measured" (measured after executions;
+cexecd could not mount images).`
 	return cmd
+}
+
+// writeTable is the text of tenants ls. The API reports no count of the
+// files in use, only max_files, so its column is named for the limit.
+func writeTable(w io.Writer, ts []*cexecv1.TenantInfo) error {
+	t := cli.NewTable(w, "ID", "DECLARED", "DISK", "QUOTA", "MAX-FILES", "MODE", "RUNNING", "SESSIONS", "LAST-USED")
+	for _, tn := range ts {
+		quota, files := "-", "-"
+		if tn.GetDiskQuota() > 0 {
+			quota = cli.Bytes(tn.GetDiskQuota())
+		}
+		if tn.GetMaxFiles() > 0 {
+			files = strconv.FormatInt(tn.GetMaxFiles(), 10)
+		}
+		t.Row(tn.GetId(), cli.YesNo(tn.GetDeclared()), cli.Bytes(tn.GetDiskBytes()), quota, files, tn.GetDiskMode(),
+			tn.GetRunning(), tn.GetSessions(), cli.UnixMs(tn.GetLastUsedUnixMs()))
+	}
+	return t.Flush()
 }
 
 func gc(env *cli.Env) *cobra.Command {
