@@ -256,6 +256,13 @@ func TestWorkspaces(t *testing.T) {
 		fails(t, s, 1, "invalid state name", "state", "put", "../escape.json", filepath.Join(in, "progress.json"))
 		fails(t, s, 1, "not valid JSON", "state", "put", "bad.json", "-")
 		fails(t, s, 2, "name it", "state", "put", "x.json", filepath.Join(in, "x.yaml"))
+		// A name ending in another extension is refused, not saved as x.txt.json;
+		// one with none is completed, and the output says so.
+		fails(t, s, 2, "name it x.json or x.yaml", "state", "put", "x.txt", filepath.Join(in, "progress.json"))
+		if out := must(t, s, `{"n": 1}`, "state", "put", "plain"); !strings.HasPrefix(out, "saved plain as plain.json (") {
+			t.Errorf("state put plain: %q", out)
+		}
+		must(t, s, "", "state", "rm", "plain.json")
 		// Over the declared tenant's quota nothing is written.
 		big := `"` + strings.Repeat("x", 1100<<10) + `"`
 		if _, errOut, code, _ := run(s, big, "state", "put", "big.json", "--tenant", "capped"); code != 1 || !strings.Contains(errOut, "quota") {

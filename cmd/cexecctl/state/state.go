@@ -95,17 +95,24 @@ type putPlan struct {
 }
 
 // planPut decides the state name and conversion from the NAME and FILE
-// arguments (file "" or "-" is stdin). A NAME without .json/.yaml/.yml
-// takes FILE's extension, else .json. The input's format is FILE's
-// extension, else the name's. JSON input goes into a YAML name by
-// conversion; YAML input into a JSON name is refused, since the YAML
-// types JSON lacks (dates, binary, anchors) would change meaning silently.
+// arguments (file "" or "-" is stdin). A NAME without an extension takes
+// FILE's .json/.yaml/.yml, else .json; one with another extension is
+// refused, as saving x.txt as x.txt.json left the state where "state get
+// x.txt" does not find it. The input's format is FILE's extension, else
+// the name's. JSON input goes into a YAML name by conversion; YAML input
+// into a JSON name is refused, since the YAML types JSON lacks (dates,
+// binary, anchors) would change meaning silently.
 func planPut(name, file string) (putPlan, error) {
 	in := ""
 	if file != "" && file != "-" {
 		in = formatOf(file)
 	}
 	if formatOf(name) == "" {
+		if ext := filepath.Ext(name); ext != "" {
+			base := strings.TrimSuffix(name, ext)
+			return putPlan{}, cli.UsageErrorf("state %s: a state's name ends in .json, .yaml or .yml, which says how it is stored: name it %s.json or %s.yaml",
+				name, base, base)
+		}
 		switch in {
 		case formatYAML:
 			name += filepath.Ext(file)
@@ -137,10 +144,11 @@ complete on disk, and a write over the tenant's disk quota or the size limit
 changes nothing.
 
 NAME's extension (.json, .yaml or .yml) decides how the state is stored; a
-NAME without one takes FILE's extension, else .json. The input is read from
-FILE, or from standard input when FILE is "-" or missing, and must be in
-FILE's format (standard input: NAME's format). JSON input for a YAML name is
-converted.
+NAME without an extension takes FILE's, else .json, and the output says the
+name it was saved as; a NAME with another extension (notes.txt) is refused.
+The input is read from FILE, or from standard input when FILE is "-" or
+missing, and must be in FILE's format (standard input: NAME's format). JSON
+input for a YAML name is converted.
 
 With --if-version (from "cexecctl state version NAME"; "" for a state that
 must not exist yet) the state is stored only while it is still at that
@@ -180,7 +188,7 @@ The input must then be JSON.`,
 					if env.JSON {
 						return env.PrintProto(r)
 					}
-					_, err = fmt.Fprintf(env.Stdout, "saved %s (%s) for tenant %s, version %s\n", r.GetName(), cli.Bytes(r.GetBytes()), *tenant, r.GetVersion())
+					_, err = fmt.Fprintf(env.Stdout, "saved %s (%s) for tenant %s, version %s\n", savedAs(args[0], r.GetName()), cli.Bytes(r.GetBytes()), *tenant, r.GetVersion())
 					return err
 				})
 				p(err)
@@ -202,7 +210,7 @@ The input must then be JSON.`,
 				if env.JSON {
 					return env.PrintProto(&cexecv1.PutStateResponse{State: info})
 				}
-				_, err = fmt.Fprintf(env.Stdout, "saved %s (%s) for tenant %s\n", info.GetName(), cli.Bytes(info.GetBytes()), *tenant)
+				_, err = fmt.Fprintf(env.Stdout, "saved %s (%s) for tenant %s\n", savedAs(args[0], info.GetName()), cli.Bytes(info.GetBytes()), *tenant)
 				return err
 			})
 			p(err)
@@ -211,6 +219,15 @@ The input must then be JSON.`,
 	}
 	cmd.Flags().StringVar(&ifVersion, "if-version", "", "store only while the state is at this version (see state version)")
 	return cmd
+}
+
+// savedAs names the state put saved, saying so when it is not the NAME
+// given: "state get" needs the name with its extension.
+func savedAs(given, stored string) string {
+	if given == stored {
+		return stored
+	}
+	return given + " as " + stored
 }
 
 func version(env *cli.Env, tenant *string) *cobra.Command {

@@ -25,6 +25,9 @@ func TestPlanPut(t *testing.T) {
 		{name: "p", file: "data.txt", want: putPlan{name: "p.json"}},
 		{name: "p.json", file: "data.txt", want: putPlan{name: "p.json"}},
 		{name: "p.json", file: "in.yaml", usage: true},
+		{name: "x.txt", file: "", usage: true},
+		{name: "x.txt", file: "in.json", usage: true},
+		{name: "notes.md", file: "in.yaml", usage: true},
 	}
 	for _, tt := range tests {
 		got, err := planPut(tt.name, tt.file)
@@ -37,6 +40,19 @@ func TestPlanPut(t *testing.T) {
 		}
 		if err != nil || got != tt.want {
 			t.Errorf("planPut(%q, %q) = %+v, %v; want %+v", tt.name, tt.file, got, err, tt.want)
+		}
+	}
+}
+
+func TestSavedAs(t *testing.T) {
+	tests := []struct{ given, stored, want string }{
+		{"p.json", "p.json", "p.json"},
+		{"p", "p.json", "p as p.json"},
+		{"p", "p.yml", "p as p.yml"},
+	}
+	for _, tt := range tests {
+		if got := savedAs(tt.given, tt.stored); got != tt.want {
+			t.Errorf("savedAs(%q, %q) = %q, want %q", tt.given, tt.stored, got, tt.want)
 		}
 	}
 }
