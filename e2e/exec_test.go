@@ -405,7 +405,8 @@ func TestExecPoolFull(t *testing.T) {
 	}
 
 	_, errOut, code := ctl(t, s, "exec", "-c", "print(1)")
-	if code != 1 || !strings.Contains(errOut, "waited 1s: sandbox pool is full: 1 of 1 sandboxes are busy") || !strings.Contains(errOut, "max_total") {
+	if code != 1 || !strings.Contains(errOut, "waited 1s: sandbox pool is full: 1 of 1 sandboxes are busy") || !strings.Contains(errOut, "max_total") ||
+		strings.Contains(errOut, "rpc error") || strings.HasSuffix(strings.TrimSpace(errOut), "resource exhausted") {
 		t.Fatalf("second exec while the pool is full: exit %d, stderr %s", code, errOut)
 	}
 	_, errOut, code = ctl(t, s, "exec", "--tenant", "other", "-c", "print(1)")
