@@ -168,6 +168,21 @@ func (c *Client) wrap(ctx context.Context, call string, err error) error {
 	return fmt.Errorf("%s: %w", call, err)
 }
 
+// ErrStoppedMidway is wrapped by a streaming call's error when the daemon
+// went away after the call had started (it was stopped or crashed): the
+// call's work was cut short, and cexecd may well be started again.
+var ErrStoppedMidway = errors.New("cexecd stopped during the call (shut down or crashed), which ended it")
+
+// wrapMidway is wrap for a stream that had already delivered events: a
+// lost daemon then ended the call under way, which "not running, start
+// it" would misdescribe.
+func (c *Client) wrapMidway(ctx context.Context, call string, err error) error {
+	if status.Code(err) == codes.Unavailable && ctx.Err() == nil {
+		return fmt.Errorf("%s: %w", call, ErrStoppedMidway)
+	}
+	return c.wrap(ctx, call, err)
+}
+
 // Status reports the daemon's version, uptime, config file and plugins.
 func (c *Client) Status(ctx context.Context) (*cexecv1.StatusResponse, error) {
 	r, err := c.rpc.Status(ctx, &cexecv1.StatusRequest{})
@@ -228,15 +243,21 @@ func (c *Client) Exec(ctx context.Context, req *cexecv1.ExecRequest) iter.Seq2[*
 			yield(nil, c.wrap(ctx, "exec", err))
 			return
 		}
+		got := false
 		for {
 			ev, err := stream.Recv()
 			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil && got {
+				yield(nil, c.wrapMidway(ctx, "exec", err))
 				return
 			}
 			if err != nil {
 				yield(nil, c.wrap(ctx, "exec", err))
 				return
 			}
+			got = true
 			if !yield(ev, nil) {
 				return
 			}

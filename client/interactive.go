@@ -42,15 +42,21 @@ func (c *Client) ExecInteractive(ctx context.Context, req *cexecv1.ExecRequest, 
 			yield(nil, c.wrap(ctx, "exec", err))
 			return
 		}
+		got := false
 		for {
 			ev, err := stream.Recv()
 			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil && got {
+				yield(nil, c.wrapMidway(ctx, "exec", err))
 				return
 			}
 			if err != nil {
 				yield(nil, c.wrap(ctx, "exec", err))
 				return
 			}
+			got = true
 			if q := ev.GetQuestion(); q != nil {
 				asking.Add(1)
 				go func() {
