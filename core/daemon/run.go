@@ -298,11 +298,12 @@ func stopPlugins(ctx context.Context, host *pluginhost.Host, grace time.Duration
 }
 
 // newControlServer registers the control API over the daemon's services.
-func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *services, host *pluginhost.Host, mcp control.MCPState, current func() *config.Config) *grpc.Server {
+func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *services, host *pluginhost.Host, mcp control.MCPState, current func() *config.Config) *controlServer {
 	log := svc.log
 	schemas := &schemaCache{}
 	schemas.fill(ctx, cfg, host, log)
-	srv := grpc.NewServer(localgrpc.ServerOptions()...)
+	cutOpts, cut := newCutoff()
+	srv := grpc.NewServer(append(localgrpc.ServerOptions(), cutOpts...)...)
 	ctl := control.New(control.Deps{
 		Version: version.Version,
 		Started: o.Started,
@@ -331,12 +332,12 @@ func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *
 	})
 	cexecv1.RegisterOperationsServer(srv, &operations{cfg: current, audit: svc.audit,
 		ws: svc.workspace, cat: svc.catalog, host: host})
-	return srv
+	return &controlServer{Server: srv, cut: cut}
 }
 
 // serveControl serves the control API on the claimed socket until ctx ends,
 // then stops the server within half the shutdown timeout.
-func serveControl(ctx context.Context, o *Options, cfg *config.Config, claim *socketClaim, srv *grpc.Server, log hclog.Logger) error {
+func serveControl(ctx context.Context, o *Options, cfg *config.Config, claim *socketClaim, srv *controlServer, log hclog.Logger) error {
 	ln, err := claim.listen()
 	if err != nil {
 		return err
@@ -366,8 +367,8 @@ func requiresUpstream(cfg *config.Config) bool {
 }
 
 // stopServer stops accepting and waits up to grace for in-flight calls
-// (an Exec stream may run long), then cuts the rest off.
-func stopServer(srv *grpc.Server, grace time.Duration, log hclog.Logger) {
+// (an Exec stream may run long), then cuts the rest off, saying why.
+func stopServer(srv *controlServer, grace time.Duration, log hclog.Logger) {
 	done := make(chan struct{})
 	go func() {
 		srv.GracefulStop()
@@ -377,6 +378,7 @@ func stopServer(srv *grpc.Server, grace time.Duration, log hclog.Logger) {
 	case <-done:
 	case <-time.After(grace):
 		log.Warn("calls still running at shutdown; closing them", "grace", grace)
+		srv.cut(errShutDown)
 		srv.Stop()
 		<-done
 	}

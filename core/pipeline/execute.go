@@ -196,7 +196,7 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 	ctx, span := telemetry.StartExecution(ctx, spanName(req), req.Tenant, req.Session)
 	defer span.End()
 	out, err := x.guarded(ctx, t, req)
-	entry := workspace.Entry{Task: req.Task, Code: req.Code, Result: logResult(out, err)}
+	entry := workspace.Entry{Task: req.Task, Code: req.Code, Result: logResult(ctx, out, err)}
 	if out != nil {
 		entry.UpstreamLog = out.UpstreamLog
 		for _, c := range out.ToolCalls {
@@ -321,9 +321,13 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 const TypeCancelled = "Cancelled"
 
 // logResult is what the session log keeps of an execution.
-func logResult(out *CodeResult, err error) *workspace.Result {
+func logResult(ctx context.Context, out *CodeResult, err error) *workspace.Result {
 	if errors.Is(err, context.Canceled) {
-		return &workspace.Result{ErrorType: TypeCancelled, Error: "the execution was cancelled (the client cancelled its request or ended its session); the program was stopped"}
+		why := "the client cancelled its request or ended its session"
+		if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+			why = c.Error() // cexecd shut down, say
+		}
+		return &workspace.Result{ErrorType: TypeCancelled, Error: "the execution was cancelled (" + why + "); the program was stopped"}
 	}
 	if err != nil {
 		return &workspace.Result{ErrorType: "HostError", Error: err.Error()}
