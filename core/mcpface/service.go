@@ -18,9 +18,9 @@ import (
 // Errors: return errors wrapping pluginapi.ErrNotFound for unknown names,
 // pluginapi.ErrInvalidArgument for bad input, pluginapi.ErrDenied for policy
 // refusals and pluginapi.ErrResourceExhausted for limits. The face turns
-// every error into an isError result whose text is the error's message, and
-// adds what the agent can do about it (the known servers, tools or skills
-// for ErrNotFound).
+// every error into an isError result whose text is the error's message,
+// less the sentinels' text at its end, and adds what the agent can do about
+// it (the known servers, tools, skills or workflows for ErrNotFound).
 
 // Scope says on whose behalf a call runs. The transport fills it in: Tenant
 // from the bearer token (TCP) or the tenant header (the daemon's private

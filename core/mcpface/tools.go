@@ -155,16 +155,49 @@ func checkArguments(schema *jsonschema.Schema, args map[string]any) string {
 	return ""
 }
 
-// failure turns a service error into an isError reply; for ErrNotFound the
-// caller adds what exists.
+// failure turns a service error into an isError reply: what failed, then
+// the error's message as errorText words it. A message that starts by
+// naming what failed ("skill big: …" for skills) stands alone, not to say
+// it twice. For ErrNotFound the caller adds what exists.
 func failure(what string, err error) reply {
-	switch {
-	case errors.Is(err, context.Canceled):
+	if errors.Is(err, context.Canceled) {
 		return errorReply("%s: cancelled", what)
-	case errors.Is(err, context.DeadlineExceeded):
-		return errorReply("%s: timed out: %v", what, err)
 	}
-	return errorReply("%s: %v", what, err)
+	msg := errorText(err)
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = "timed out: " + msg
+	} else if namesSubject(msg, what) {
+		return errorReply("%s", msg)
+	}
+	return errorReply("%s: %s", what, msg)
+}
+
+// sentinels are the pluginapi errors services wrap with %w: their text at
+// the end of a message (": invalid argument") is Go's classification, of
+// no use to an agent, as the message already says what is wrong.
+var sentinels = []error{pluginapi.ErrNotFound, pluginapi.ErrDenied, pluginapi.ErrInvalidArgument,
+	pluginapi.ErrUnavailable, pluginapi.ErrResourceExhausted}
+
+// errorText is an error's message without the sentinels' text at its end.
+func errorText(err error) string {
+	msg := err.Error()
+	for cut := true; cut; {
+		cut = false
+		for _, s := range sentinels {
+			if rest, ok := strings.CutSuffix(msg, ": "+s.Error()); ok && errors.Is(err, s) {
+				msg, cut = rest, true
+			}
+		}
+	}
+	return msg
+}
+
+// namesSubject reports whether msg's first word is what, or what in the
+// singular.
+func namesSubject(msg, what string) bool {
+	first, _, _ := strings.Cut(msg, " ")
+	first = strings.TrimRight(first, ":")
+	return first == what || first+"s" == what
 }
 
 func (f *Face) searchTools(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {

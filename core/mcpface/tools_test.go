@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cexec/cexec/pluginapi"
 )
 
 func TestToolsList(t *testing.T) {
@@ -119,6 +121,10 @@ func TestTools(t *testing.T) {
 		{"state get", ToolState, map[string]any{"name": "p.json"}, false, []string{`{"done":3}`}, nil},
 		{"state list", ToolState, map[string]any{}, false, []string{"p.json (10 bytes"}, nil},
 		{"state unknown lists saved", ToolState, map[string]any{"name": "q.json"}, true, []string{`no state named "q.json"; saved: n.json, p.json`}, nil},
+		{"state error said once, without Go's suffix", ToolState, map[string]any{"name": "contact", "value": 1}, true,
+			[]string{`state "contact": the name must end in .json, .yaml or .yml`}, []string{"state: state", "invalid argument"}},
+		{"workflow unknown lists stored", ToolWorkflow, map[string]any{"action": "start", "name": "nope"}, true,
+			[]string{`no workflow named "nope"; stored: approve (action list shows their inputs)`}, []string{"cexecctl", "not found"}},
 		{"skills empty", ToolSkills, nil, false, []string{"No skills yet"}, nil},
 		{"skill bad code", ToolSkills, map[string]any{"name": "bad", "description": "d", "code": "def f(:\n"}, true, []string{"does not compile"}, nil},
 		{"skill bad name", ToolSkills, map[string]any{"name": "Bad-Name", "description": "d", "code": "x = 1\n"}, true, []string{"invalid skill name"}, nil},
@@ -144,6 +150,45 @@ func TestTools(t *testing.T) {
 				if strings.Contains(text, s) {
 					t.Errorf("text has %q:\n%s", s, text)
 				}
+			}
+		})
+	}
+}
+
+// TestFailureWording: a service error reads as a sentence: without the
+// pluginapi sentinels' text Go wrapping leaves at its end, and without
+// naming the tool again when the message names its subject.
+func TestFailureWording(t *testing.T) {
+	tooLarge := fmt.Errorf("too large: %w", pluginapi.ErrInvalidArgument)
+	quota := fmt.Errorf("disk quota exceeded: %w", pluginapi.ErrResourceExhausted)
+	tests := []struct {
+		name, what string
+		err        error
+		want       string
+	}{
+		{"state names itself", ToolState,
+			fmt.Errorf("state %q: the name must end in .json, .yaml or .yml: %w", "contact", pluginapi.ErrInvalidArgument),
+			`state "contact": the name must end in .json, .yaml or .yml`},
+		{"skill names itself, nested sentinel", ToolSkills,
+			fmt.Errorf("skill big: the code is 300 KiB; the limit is 256 KiB: %w", tooLarge),
+			"skill big: the code is 300 KiB; the limit is 256 KiB: too large"},
+		{"two sentinels", ToolState,
+			fmt.Errorf("tenant acme: save state a.json: the disk is full, nothing was written: %w: %w", quota, pluginapi.ErrResourceExhausted),
+			"state: tenant acme: save state a.json: the disk is full, nothing was written: disk quota exceeded"},
+		{"unavailable", ToolSearchTools,
+			fmt.Errorf("tool search is not running; list_tools still works: %w", pluginapi.ErrUnavailable),
+			"search_tools: tool search is not running; list_tools still works"},
+		{"text like a sentinel's, not wrapping it", ToolExecuteCode, errors.New("module x: not found"),
+			"execute_code: module x: not found"},
+		{"cancelled", ToolExecuteCode, fmt.Errorf("run: %w", context.Canceled), "execute_code: cancelled"},
+		{"timed out", ToolExecuteCode, fmt.Errorf("get a sandbox for tenant acme: %w", context.DeadlineExceeded),
+			"execute_code: timed out: get a sandbox for tenant acme: context deadline exceeded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := failure(tt.what, tt.err)
+			if !r.isError || r.text != tt.want {
+				t.Errorf("failure(%q, …) = %q (isError %v), want %q", tt.what, r.text, r.isError, tt.want)
 			}
 		})
 	}

@@ -3,11 +3,14 @@ package mcpface
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cexec/cexec/pluginapi"
 )
 
 // ToolWorkflow starts and follows workflow runs.
@@ -91,6 +94,9 @@ func (f *Face) workflow(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 			return errorReply("workflow start: name the stored workflow to run")
 		}
 		st, err = f.o.Workflows.StartWorkflow(ctx, *sc, name, raw("input"))
+		if errors.Is(err, pluginapi.ErrNotFound) {
+			return f.unknownWorkflow(ctx, *sc, name)
+		}
 	case "status":
 		if run == "" {
 			return errorReply("workflow status: give the run id start returned")
@@ -115,6 +121,25 @@ func (f *Face) workflow(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 		return failure("workflow", err)
 	}
 	return reply{text: note + workflowText(st), structured: st}
+}
+
+// unknownWorkflow is the message for a workflow the tenant does not have:
+// it lists the ones it has, as the store's own message names a command
+// only the operator can run.
+func (f *Face) unknownWorkflow(ctx context.Context, sc Scope, name string) reply {
+	quoted := cutRunes(name, maxQuoted)
+	ws, err := f.o.Workflows.ListWorkflows(ctx, sc)
+	if err != nil || len(ws) == 0 {
+		return errorReply("no workflow named %q; none are stored", quoted)
+	}
+	names := make([]string, len(ws))
+	for i, w := range ws {
+		names[i] = w.Name
+	}
+	if c := closest(name, names); c != "" {
+		return errorReply("no workflow named %q; did you mean %q? stored: %s (action list shows their inputs)", quoted, c, strings.Join(names, ", "))
+	}
+	return errorReply("no workflow named %q; stored: %s (action list shows their inputs)", quoted, strings.Join(names, ", "))
 }
 
 // workflowText is a run in a few lines.
