@@ -828,15 +828,16 @@ func (f *Face) state(ctx context.Context, sc *Scope, req mcp.CallToolRequest) re
 		v, err = f.o.State.GetState(ctx, *sc, name)
 	}
 	if errors.Is(err, pluginapi.ErrNotFound) {
+		quoted := cutRunes(name, maxQuoted)
 		files, lerr := f.o.State.ListState(ctx, *sc)
 		if lerr == nil && len(files) > 0 {
 			names := make([]string, len(files))
 			for i, s := range files {
 				names[i] = s.Name
 			}
-			return errorReply("no state named %q; saved: %s", name, strings.Join(names, ", "))
+			return errorReply("no state named %q; saved: %s", quoted, strings.Join(names, ", "))
 		}
-		return errorReply("no state named %q; nothing is saved yet", name)
+		return errorReply("no state named %q; nothing is saved yet", quoted)
 	}
 	if err != nil {
 		return failure("state", err)
@@ -866,7 +867,7 @@ func (f *Face) saveState(ctx context.Context, sc *Scope, name string, v any, arg
 		}
 		err := vs.SaveStateIf(ctx, *sc, name, raw, vstr)
 		if errors.Is(err, ErrStateConflict) {
-			return errorReply("%s changed since version %q was read; nothing was saved: read it again and retry", name, vstr)
+			return errorReply("%s changed since version %q was read; nothing was saved: read it again and retry", name, cutRunes(vstr, maxQuoted))
 		}
 		if err != nil {
 			return failure("state", err)
@@ -945,18 +946,19 @@ func (f *Face) getSkill(ctx context.Context, sc *Scope, name string) reply {
 }
 
 func (f *Face) unknownSkill(ctx context.Context, sc Scope, name string) reply {
+	quoted := cutRunes(name, maxQuoted)
 	skills, err := f.o.Skills.ListSkills(ctx, sc)
 	if err != nil || len(skills) == 0 {
-		return errorReply("no skill named %q; none are saved yet", name)
+		return errorReply("no skill named %q; none are saved yet", quoted)
 	}
 	names := make([]string, len(skills))
 	for i, s := range skills {
 		names[i] = s.Name
 	}
 	if c := closest(name, names); c != "" {
-		return errorReply("no skill named %q; did you mean %q? known skills: %s", name, c, strings.Join(names, ", "))
+		return errorReply("no skill named %q; did you mean %q? known skills: %s", quoted, c, strings.Join(names, ", "))
 	}
-	return errorReply("no skill named %q; known skills: %s", name, strings.Join(names, ", "))
+	return errorReply("no skill named %q; known skills: %s", quoted, strings.Join(names, ", "))
 }
 
 // renderSkill is a skill as Markdown: its title once, how to import it,

@@ -684,8 +684,23 @@ func TestSearchToolsSkills(t *testing.T) {
 
 // TestLongArgumentsCut checks that a reply quoting what the agent passed
 // quotes only its start: a 100 KB argument must not come back whole.
+// versionedState versions every state value "v1".
+type versionedState struct{ *memState }
+
+func (s versionedState) LoadState(ctx context.Context, sc Scope, name string) (json.RawMessage, string, error) {
+	v, err := s.GetState(ctx, sc, name)
+	return v, "v1", err
+}
+
+func (s versionedState) SaveStateIf(ctx context.Context, sc Scope, name string, value json.RawMessage, version string) error {
+	if version != "v1" {
+		return ErrStateConflict
+	}
+	return s.SaveState(ctx, sc, name, value)
+}
+
 func TestLongArgumentsCut(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, func(o *Options, w *world) { o.State = versionedState{w.state} })
 	c := connect(t, w.url+"/mcp")
 	long := strings.Repeat("z", 100<<10)
 	tests := []struct {
@@ -700,6 +715,10 @@ func TestLongArgumentsCut(t *testing.T) {
 		{"list an unknown tool", ToolListTools, map[string]any{"server": "everything", "tool": long}, true, `server everything has no tool "zzz`},
 		{"list a tool without its server", ToolListTools, map[string]any{"tool": long}, true, `list_tools: tool "zzz`},
 		{"call an unknown server", ToolCallTool, map[string]any{"server": long, "tool": "x"}, true, `unknown server "zzz`},
+		{"read unknown state", ToolState, map[string]any{"name": long}, true, `no state named "zzz`},
+		{"show an unknown skill", ToolSkills, map[string]any{"name": long}, true, `no skill named "zzz`},
+		{"save over a changed version", ToolState, map[string]any{"name": "a.json", "value": 1, "version": long}, true, `a.json changed since version "zzz`},
+		{"start an unknown workflow", ToolWorkflow, map[string]any{"action": "start", "name": long}, true, `no workflow named "zzz`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

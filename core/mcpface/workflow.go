@@ -109,7 +109,7 @@ func (f *Face) workflow(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 		}
 		st, err = f.o.Workflows.SignalWorkflow(ctx, *sc, run, event, raw("data"))
 	default:
-		return errorReply("workflow: action must be list, start, status or signal, not %q", action)
+		return errorReply("workflow: action must be list, start, status or signal, not %q", cutRunes(action, maxQuoted))
 	}
 	if err != nil {
 		return failure("workflow", err)
