@@ -1,11 +1,11 @@
 // Package mcpface is cexecd's MCP server (ARCHITECTURE §6): what agents see
-// instead of hundreds of upstream tools. It offers seven tools
+// instead of hundreds of upstream tools. It offers eight tools
 // (search_tools, list_tools, execute_code, call_tool, execute_task when a
-// code generator is configured, state, skills; reads and writes of one kind
-// share a tool, since every tool's schema costs every agent's context)
-// whose descriptions teach the workflow (search at full detail → write one
-// program that prints only what matters, or call_tool for a single call) in
-// about 600 tokens (a test holds it under 1,000), and
+// code generator is configured, state, skills, workflow; reads and writes
+// of one kind share a tool, since every tool's schema costs every agent's
+// context) whose descriptions teach the workflow (search at full detail →
+// write one program that prints only what matters, or call_tool for a
+// single call) in about 730 tokens (a test holds it under 1,000), and
 // the stub tree (cexec://servers/<pkg>/<tool>.py, local tools' modules
 // read-only from the servers folder) and skills (cexec://skills/<name>) as resources. What a program shows
 // (cexec.show) follows execute_code's text as image, audio or resource

@@ -59,7 +59,7 @@ var toolDefs = []toolDef{
 		true, (*Face).listTools},
 	{ToolExecuteCode,
 		"Run a Python 3 program that imports tools (from servers.PKG import FUNC) and calls them with keyword arguments (they return Python values, raise cexec.ToolError). Only its output comes back, capped: filter in the program, print what matters. Threads run independent calls. /workspace persists; cexec.result(obj) returns data, cexec.show(image_or_file) shows it; skills import from skills.NAME.",
-		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string"}},"required":["code"]}`,
+		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"Runs of one session share its log and checkpoints, across connections; a new name starts one. Default: this connection's"}},"required":["code"]}`,
 		false, (*Face).executeCode},
 	{ToolCallTool,
 		"Call one tool; returns its result as is.",

@@ -53,6 +53,32 @@ func TestToolsList(t *testing.T) {
 	}
 }
 
+// TestExecuteCodeSessionDescribed: the session argument says what a
+// session is for, that a new name starts one and what omitting it does, as
+// an agent cannot tell from a bare string.
+func TestExecuteCodeSessionDescribed(t *testing.T) {
+	w := newWorld(t)
+	c := connect(t, w.url+"/mcp")
+	res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name != ToolExecuteCode {
+			continue
+		}
+		prop, _ := tool.InputSchema.Properties["session"].(map[string]any)
+		desc, _ := prop["description"].(string)
+		for _, s := range []string{"log", "a new name starts one", "Default: this connection's"} {
+			if !strings.Contains(desc, s) {
+				t.Errorf("session's description %q lacks %q", desc, s)
+			}
+		}
+		return
+	}
+	t.Fatal("no execute_code in tools/list")
+}
+
 // TestTools drives every tool through a real client, good calls and bad
 // ones; failures must be isError results that say what to do.
 func TestTools(t *testing.T) {
