@@ -606,6 +606,13 @@ func TestGuardSandboxCut(t *testing.T) {
 		t.Errorf("model-facing output of a cut address:\n%s", r.text)
 	}
 
+	// One line longer than the cap leaves nothing that can be checked; a
+	// note says what was dropped, so the agent knows to split its lines.
+	r = executeCode(t, mcpSession(t, e.setup, "default"), "print('x' * 2000)\n", "")
+	if strings.Contains(r.text, "xxx") || !strings.Contains(r.text, "(1024 bytes of an unfinished line were dropped at the output limit") {
+		t.Errorf("model-facing output of a line longer than the cap:\n%s", r.text)
+	}
+
 	// Output that is not UTF-8 (a Latin-1 file printed as it is) is checked
 	// like any other, its bad byte shown as U+FFFD, instead of failing the
 	// guard's gRPC call and withholding everything.

@@ -154,11 +154,13 @@ func tokenizeTexts(ctx context.Context, gs *guard.Session, gx *guard.Execution, 
 		b.add(&e.Type, &e.Message, &e.Traceback)
 	}
 	stdout, stderr := string(out.Stdout), string(out.Stderr)
+	var stdoutNote, stderrNote string
 	if out.OutputTruncated {
 		// The sandbox cut the raw output at its cap, perhaps inside a
 		// value, and a value's prefix ("jane.doe@cor") is no longer
 		// detectable: the cut tail goes before tokenizing.
-		stdout, stderr = dropCutTail(stdout), dropCutTail(stderr)
+		stdout, stdoutNote = dropCut(stdout)
+		stderr, stderrNote = dropCut(stderr)
 	}
 	b.add(&stdout, &stderr)
 	calls := slices.Clone(out.ToolCalls)
@@ -193,7 +195,7 @@ func tokenizeTexts(ctx context.Context, gs *guard.Session, gx *guard.Execution, 
 		e.Message, e.Traceback = gx.Charge(e.Message), gx.Charge(e.Traceback)
 		out.Error = &e
 	}
-	out.Stdout, out.Stderr = []byte(gx.Charge(stdout)), []byte(gx.Charge(stderr))
+	out.Stdout, out.Stderr = []byte(gx.Charge(stdout)+stdoutNote), []byte(gx.Charge(stderr)+stderrNote)
 	for i := range atts {
 		atts[i].Text = gx.Charge(atts[i].Text)
 	}
@@ -243,6 +245,21 @@ func (b *textBatch) set(toks []string) {
 	for _, p := range b.refs {
 		*p = toks[b.at[*p]]
 	}
+}
+
+// dropCut is dropCutTail with a note saying what it dropped, for the end
+// of the text: without it, a long line cut by the sandbox vanishes
+// unexplained (a 2 MB line leaves nothing of the 1 MiB kept).
+func dropCut(s string) (kept, note string) {
+	kept = dropCutTail(s)
+	if len(kept) == len(s) {
+		return s, ""
+	}
+	note = fmt.Sprintf("(%d bytes of an unfinished line were dropped at the output limit, as a cut value cannot be checked for sensitive data; print less or split long lines)", len(s)-len(kept))
+	if kept != "" && !strings.HasSuffix(kept, "\n") {
+		note = "\n" + note
+	}
+	return kept, note
 }
 
 // maxCutValue bounds the values dropCutTail protects: longer than any

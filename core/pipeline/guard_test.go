@@ -256,6 +256,44 @@ func TestCutNeverLeaksAValue(t *testing.T) {
 	}
 }
 
+// TestSandboxCutNote: what the sandbox's cut leaves unchecked is dropped,
+// and a note at the end of the stream says how much, so that an agent
+// whose long line vanished knows why.
+func TestSandboxCutNote(t *testing.T) {
+	const note = "bytes of an unfinished line were dropped at the output limit"
+	long := strings.Repeat("word ", 60)
+	tests := []struct {
+		name           string
+		stdout, stderr string
+		cut            bool
+		wantOut        string
+		wantErr        string
+	}{
+		{"one long line", strings.Repeat("x", 5000), "", true, "(5000 " + note, ""},
+		{"an unfinished line after finished ones", "done\n" + strings.Repeat("x", 300), "", true, "done\n(300 " + note, ""},
+		{"the end of a long line", long + "mail jane.doe@cor", "", true, long[:60] + fmt.Sprintf("\n(%d %s", len(long)-60+len("mail jane.doe@cor"), note), ""},
+		{"stderr cut", "ok\n", "warn\n" + strings.Repeat("y", 300), true, "ok\n", "warn\n(300 " + note},
+		{"a finished line", "done\n", "", true, "done\n", ""},
+		{"not cut", strings.Repeat("x", 5000), "", false, strings.Repeat("x", 5000), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := openGuard(t, &policy.Policy{}, false)
+			out := tokenizeResult(t.Context(), s, s.Begin(), &CodeResult{
+				ExecResult: sandbox.ExecResult{OutputTruncated: tt.cut}, Stdout: []byte(tt.stdout), Stderr: []byte(tt.stderr)})
+			if got := string(out.Stdout); !strings.HasPrefix(got, tt.wantOut) || tt.wantOut == "" != (got == "") {
+				t.Errorf("stdout %.120q…, want it to start %.120q", got, tt.wantOut)
+			}
+			if got := string(out.Stderr); !strings.HasPrefix(got, tt.wantErr) || tt.wantErr == "" != (got == "") {
+				t.Errorf("stderr %.120q…, want it to start %.120q", got, tt.wantErr)
+			}
+			if strings.Contains(string(out.Stdout), "jane") {
+				t.Errorf("stdout shows a cut value: %q", out.Stdout)
+			}
+		})
+	}
+}
+
 func TestDropCutTail(t *testing.T) {
 	long := strings.Repeat("word ", 60)
 	for _, tc := range []struct{ in, want string }{
