@@ -446,14 +446,12 @@ func (f *Face) wrap(name string, fn toolFunc) server.ToolHandlerFunc {
 		r := fn(ctx, &sc, req)
 		text, structured, err := f.tokenizeReply(ctx, sc, r)
 		if err != nil {
-			f.log.Error("pii tokenizer failed; output withheld", "tool", name, "tenant", sc.Tenant, "session", sc.Session, "error", err)
-			return mcp.NewToolResultError("cexec withheld this output because the PII tokenizer failed; try again, and tell the operator if it persists"), nil
+			return f.withheld(ctx, name, sc, err), nil
 		}
 		atts := r.attachments
 		if !r.tokenized && len(atts) > 0 {
 			if atts, err = f.tokenizeAttachments(ctx, sc, atts); err != nil {
-				f.log.Error("pii tokenizer failed; output withheld", "tool", name, "tenant", sc.Tenant, "session", sc.Session, "error", err)
-				return mcp.NewToolResultError("cexec withheld this output because the PII tokenizer failed; try again, and tell the operator if it persists"), nil
+				return f.withheld(ctx, name, sc, err), nil
 			}
 		}
 		res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}, IsError: r.isError}
@@ -465,6 +463,28 @@ func (f *Face) wrap(name string, fn toolFunc) server.ToolHandlerFunc {
 		}
 		return res, nil
 	}
+}
+
+// withheld is the result of a tool call whose reply the tokenizer did not
+// pass, so none of it is returned.
+func (f *Face) withheld(ctx context.Context, tool string, sc Scope, err error) *mcp.CallToolResult {
+	if f.tokenizerFailed(ctx, "output", err, "tool", tool, "tenant", sc.Tenant, "session", sc.Session) {
+		return mcp.NewToolResultError("cexec withheld this output because the PII tokenizer failed; try again, and tell the operator if it persists")
+	}
+	return mcp.NewToolResultError(tool + ": cancelled")
+}
+
+// tokenizerFailed logs that the tokenizer could not pass what (the output,
+// a resource), which is then withheld, and reports whether it failed. A
+// cancelled request ends the tokenizer's call too, but that is no failure
+// of it, and no one waits for the answer: it is noted at debug level.
+func (f *Face) tokenizerFailed(ctx context.Context, what string, err error, args ...any) bool {
+	if ctx.Err() != nil {
+		f.log.Debug("request cancelled; its "+what+" was not tokenized", args...)
+		return false
+	}
+	f.log.Error("pii tokenizer failed; "+what+" withheld", append(args, "error", err)...)
+	return true
 }
 
 // tokenizeReply tokenizes a reply's text and structured result, in one

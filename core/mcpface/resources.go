@@ -106,8 +106,10 @@ func (f *Face) tokenizedErrors(read server.ResourceTemplateHandlerFunc) server.R
 		}
 		msg, terr := f.o.PII.Tokenize(ctx, sc, text)
 		if terr != nil {
-			f.log.Error("pii tokenizer failed; resource error withheld", "tenant", sc.Tenant, "error", terr)
-			return nil, errors.New("cexec withheld this error because the PII tokenizer failed")
+			if f.tokenizerFailed(ctx, "resource error", terr, "tenant", sc.Tenant) {
+				return nil, errors.New("cexec withheld this error because the PII tokenizer failed")
+			}
+			return nil, ctx.Err()
 		}
 		if nf.uri != "" {
 			return nil, notFound{uri: nf.uri, hint: msg}
@@ -261,8 +263,10 @@ func (f *Face) findSkill(ctx context.Context, uri string) string {
 func (f *Face) textContents(ctx context.Context, sc Scope, uri, mime, text string) ([]mcp.ResourceContents, error) {
 	text, err := f.o.PII.Tokenize(ctx, sc, text)
 	if err != nil {
-		f.log.Error("pii tokenizer failed; resource withheld", "uri", uri, "tenant", sc.Tenant, "error", err)
-		return nil, errors.New("cexec withheld this resource because the PII tokenizer failed")
+		if f.tokenizerFailed(ctx, "resource", err, "uri", uri, "tenant", sc.Tenant) {
+			return nil, errors.New("cexec withheld this resource because the PII tokenizer failed")
+		}
+		return nil, ctx.Err()
 	}
 	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: mime, Text: text}}, nil
 }

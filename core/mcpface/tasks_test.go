@@ -3,10 +3,13 @@ package mcpface
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -122,6 +125,87 @@ func TestExecuteCodeTaskCancel(t *testing.T) {
 	}
 	if err := within(t, ex.ended, "the cancelled program to end"); err == nil {
 		t.Error("the program ran to its end after tasks/cancel")
+	}
+}
+
+// ctxTokenizer fails, as the real vault's calls do, once the request's
+// context has ended.
+type ctxTokenizer struct{ *emailTokenizer }
+
+func (z ctxTokenizer) Tokenize(ctx context.Context, sc Scope, text string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("detect: %w", err)
+	}
+	return z.emailTokenizer.Tokenize(ctx, sc, text)
+}
+
+// syncBuffer is a log the handler goroutines write while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestCancelledCallLogs: a call the client cancels is no tokenizer failure,
+// though the tokenizer's call ends with it: the daemon log must not say
+// "pii tokenizer failed" at ERROR for an agent's normal abort.
+func TestCancelledCallLogs(t *testing.T) {
+	tests := []struct {
+		name   string
+		cancel func(t *testing.T, c *mcpclient.Client, ex *heldExecutor)
+	}{
+		{"request cancelled", func(t *testing.T, c *mcpclient.Client, ex *heldExecutor) {
+			ctx, cancel := context.WithCancel(context.Background())
+			req := mcp.CallToolRequest{}
+			req.Params.Name = ToolExecuteCode
+			req.Params.Arguments = map[string]any{"code": "import time; time.sleep(600)"}
+			go func() { _, _ = c.CallTool(ctx, req) }()
+			within(t, ex.started, "the program to start")
+			cancel()
+		}},
+		{"task cancelled", func(t *testing.T, c *mcpclient.Client, ex *heldExecutor) {
+			task := callAsTask(t, c, "import time; time.sleep(600)")
+			within(t, ex.started, "the program to start")
+			if _, err := c.CancelTask(context.Background(), mcp.CancelTaskRequest{Params: mcp.CancelTaskParams{TaskId: task.TaskId}}); err != nil {
+				t.Fatalf("tasks/cancel: %v", err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ex := newHeldExecutor()
+			var log syncBuffer
+			w := newWorld(t, func(o *Options, w *world) {
+				o.Executor = ex
+				o.PII = ctxTokenizer{w.pii}
+				o.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: &log})
+			})
+			c := connect(t, w.url+endpoint.MCPPath)
+			tt.cancel(t, c, ex)
+			if err := within(t, ex.ended, "the cancelled program to end"); err == nil {
+				t.Fatal("the program ran to its end after the cancel")
+			}
+			// The handler tokenizes after the program ended: wait for its
+			// log line, either one.
+			deadline := time.Now().Add(10 * time.Second)
+			for !strings.Contains(log.String(), "was not tokenized") && !strings.Contains(log.String(), "tokenizer failed") && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := log.String(); strings.Contains(got, "[ERROR]") || !strings.Contains(got, "[DEBUG] request cancelled; its output was not tokenized") {
+				t.Errorf("log of a cancelled call:\n%s", got)
+			}
+		})
 	}
 }
 
