@@ -197,6 +197,34 @@ func TestMCPFace(t *testing.T) {
 		if tt := mcpText(task); task.IsError || !strings.Contains(tt, "```python") || !strings.HasSuffix(tt, "\n42\n") {
 			t.Errorf("execute_task with show_code:\n%s", tt)
 		}
+		// Errors of the real services read as sentences: no sentinel's
+		// text, no doubled prefix, nothing only the operator can run, and
+		// a name not found quoted short.
+		for _, tc := range []struct {
+			name, tool string
+			args       map[string]any
+			want       string
+		}{
+			{"state name", "state", map[string]any{"name": "contact", "value": 1}, `state "contact": the name must end in .json, .yaml or .yml`},
+			{"skill too large", "skills", map[string]any{"name": "big", "description": "Too big", "code": "x = 1\n" + strings.Repeat("#", 1<<20)},
+				"skill big: the code is "},
+			{"unknown workflow", "workflow", map[string]any{"action": "start", "name": "nope"}, `no workflow named "nope"`},
+			{"long state name", "state", map[string]any{"name": strings.Repeat("z", 100<<10) + ".json"}, `state: invalid state name "zzz`},
+			{"long skill name", "skills", map[string]any{"name": strings.Repeat("z", 100<<10)}, `skills: invalid skill name "zzz`},
+			{"long workflow name", "workflow", map[string]any{"action": "start", "name": strings.Repeat("z", 100<<10)}, `workflow: invalid workflow name "zzz`},
+		} {
+			res := mcpCall(ctx, t, c, tc.tool, tc.args)
+			tt := mcpText(res)
+			if !res.IsError || !strings.HasPrefix(tt, tc.want) || len(tt) > 400 {
+				t.Errorf("%s: isError %v, %d bytes, want it to start %q: %.400s", tc.name, res.IsError, len(tt), tc.want, tt)
+			}
+			for _, bad := range []string{"invalid argument", "not found", "cexecctl", "state: state", "skills: skill"} {
+				if strings.Contains(tt, bad) {
+					t.Errorf("%s: the error says %q: %.400s", tc.name, bad, tt)
+				}
+			}
+		}
+
 		// The MCP session is the cexec session: its log is in the tenant's
 		// sessions folder under the MCP session id.
 		logFile := filepath.Join(s.dir, "data", "tenants", "default", "sessions", c.GetSessionId()+".jsonl")
