@@ -275,7 +275,9 @@ func known(cfg *Config, kind pluginapi.Kind) string {
 }
 
 // onlyOne defaults a plugin reference to the single configured plugin of
-// its kind, and asks the user to choose when there are several.
+// its kind, and asks the user to choose when there are several. The
+// diagnostic points at the block that should choose (rng) or, when the file
+// has none, at the second plugin of the kind: the one that made it ambiguous.
 func (d *decoder) onlyOne(cfg *Config, kind pluginapi.Kind, block, attr string, rng *hcl.Range) string {
 	ps := cfg.PluginsOfKind(kind)
 	switch len(ps) {
@@ -284,7 +286,12 @@ func (d *decoder) onlyOne(cfg *Config, kind pluginapi.Kind, block, attr string, 
 	case 1:
 		return ps[0].Name
 	}
-	d.errorf(rng, "Ambiguous "+string(kind)+" plugin", "Several %s plugins are configured%s; choose one with %s in the %s block.", kind, known(cfg, kind), attr, block)
+	where := "in the " + block + " block"
+	if rng == nil {
+		rng = ps[1].DeclRange.Ptr()
+		where = fmt.Sprintf("in a %s block (plugin %q %q is at %s)", block, kind, ps[0].Name, ps[0].DeclRange)
+	}
+	d.errorf(rng, "Ambiguous "+string(kind)+" plugin", "Several %s plugins are configured%s; choose one with %s %s.", kind, known(cfg, kind), attr, where)
 	return ""
 }
 

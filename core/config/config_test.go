@@ -221,6 +221,8 @@ func TestPipelineDefaults(t *testing.T) {
 		{"single selector chosen", `plugin "selector" "a" {}`, nil},
 		{"two selectors need a choice", "plugin \"selector\" \"a\" {}\nplugin \"selector\" \"b\" {}\npipeline {}\n", []string{"3:Ambiguous selector plugin"}},
 		{"two backends need a choice", "plugin \"sandbox\" \"bwrap\" {}\nplugin \"sandbox\" \"msb\" {}\nsandbox {}\nplugin \"guard\" \"pii\" {}\n", []string{"3:Ambiguous sandbox plugin"}},
+		{"two selectors without a pipeline block", "plugin \"selector\" \"a\" {}\n\nplugin \"selector\" \"b\" {}\n", []string{"3:Ambiguous selector plugin"}},
+		{"two backends without a sandbox block", "plugin \"guard\" \"pii\" {}\nplugin \"sandbox\" \"bwrap\" {}\nplugin \"sandbox\" \"msb\" {}\n", []string{"3:Ambiguous sandbox plugin"}},
 		{"codegen chain defaults to file order", "plugin \"codegen\" \"y\" {}\nplugin \"codegen\" \"x\" {}\n", nil},
 		{"warm above max", "sandbox {\n  pool {\n    warm = 5\n    max_total = 2\n  }\n}\n", []string{"3:Pool warm count above maximum"}},
 		{"python belongs to the sandbox plugin", "sandbox {\n  python = \"/usr/bin/python3\"\n}\n", []string{"2:Unsupported argument"}},
@@ -230,7 +232,11 @@ func TestPipelineDefaults(t *testing.T) {
 			cfg, diags := load([]byte(tt.src), "cexec.hcl", Overrides{PluginDir: dir, LookupEnv: fakeEnv(nil)})
 			var got []string
 			for _, d := range diags {
-				got = append(got, strconv.Itoa(d.Subject.Start.Line)+":"+d.Summary)
+				line := "no file:line"
+				if d.Subject != nil {
+					line = strconv.Itoa(d.Subject.Start.Line)
+				}
+				got = append(got, line+":"+d.Summary)
 			}
 			if !reflect.DeepEqual(got, tt.diags) {
 				t.Fatalf("diags = %q, want %q", got, tt.diags)
