@@ -237,8 +237,17 @@ func (d *decoder) refList(cfg *Config, kind pluginapi.Kind, attr *hcl.Attribute,
 		return nil
 	}
 	var names []string
+	seen := map[string]int{}
 	for i, name := range l {
-		if d.checkRef(cfg, kind, name, elemRange(attr.Expr, i)) {
+		rng := elemRange(attr.Expr, i)
+		// A plugin twice in the chain would run twice, and a second guard
+		// pass or generator attempt is only a mistake.
+		if first, dup := seen[name]; dup {
+			d.errorf(rng.Ptr(), "Duplicate "+string(kind)+" plugin", "%q is already in %s at %s; list each plugin once.", name, attr.Name, elemRange(attr.Expr, first))
+			continue
+		}
+		seen[name] = i
+		if d.checkRef(cfg, kind, name, rng) {
 			names = append(names, name)
 		}
 	}

@@ -115,6 +115,10 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{11, "Unknown guard plugin", false},
 			{16, "Unknown sandbox plugin", false},
 		}},
+		{"pipeline_duplicate.hcl", []wantDiag{
+			{7, "Duplicate codegen plugin", false},
+			{10, "Duplicate guard plugin", false},
+		}},
 		{"env_unset.hcl", []wantDiag{
 			{11, "Error in function call", false},
 			{16, "Not enough function arguments", false},
@@ -198,6 +202,9 @@ func TestFixtureDiagnostics(t *testing.T) {
 			`write disk_quota = "512MiB" for mebibytes or "512B" for bytes`,
 			`"max_files" must be at least 1, not 0`,
 			`"max_file_size": not a size`,
+		},
+		"pipeline_duplicate.hcl": {
+			`"rules" is already in codegen at testdata/pipeline_duplicate.hcl:7,`,
 		},
 		"tenant_caps.hcl": {
 			`write max_session_log = "4096MiB" for mebibytes or "4096B" for bytes`,
