@@ -155,7 +155,7 @@ func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Int
 	switch s.Transport {
 	case config.TransportStdio:
 		env := childenv.Build(u.cat.opts.LookupEnv, s.Env)
-		path, err := lookPath(s.Command, env, s.Cwd)
+		path, err := childenv.LookPath(s.Command, env, s.Cwd)
 		if err != nil {
 			return nil, nil, err
 		}

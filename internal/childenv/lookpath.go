@@ -1,4 +1,4 @@
-package catalog
+package childenv
 
 import (
 	"errors"
@@ -7,14 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/cexec/cexec/internal/childenv"
 )
 
-// lookPath resolves a command the way the child's own PATH would, not the
-// daemon's: a block that sets PATH in env gets its programs found there.
-// Commands with a slash are taken as paths (relative ones against dir).
-func lookPath(command string, env []string, dir string) (string, error) {
+// LookPath resolves a child's command the way the child's own PATH would,
+// not the daemon's: a block that sets PATH in env gets its programs found
+// there. Commands with a slash are taken as paths (relative ones against
+// dir). Both starting a server and validating its block use it, so that
+// what validates is what starts.
+func LookPath(command string, env []string, dir string) (string, error) {
 	if strings.Contains(command, "/") {
 		p := command
 		if !filepath.IsAbs(p) && dir != "" {
@@ -25,7 +25,7 @@ func lookPath(command string, env []string, dir string) (string, error) {
 		}
 		return p, nil
 	}
-	for _, d := range filepath.SplitList(childenv.Value(env, "PATH")) {
+	for _, d := range filepath.SplitList(Value(env, "PATH")) {
 		if d == "" || !filepath.IsAbs(d) {
 			continue // a relative PATH entry would depend on the daemon's cwd
 		}
@@ -34,7 +34,7 @@ func lookPath(command string, env []string, dir string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("command %q not found in the server's PATH (%s)", command, childenv.Value(env, "PATH"))
+	return "", fmt.Errorf("command %q not found in the server's PATH (%s)", command, Value(env, "PATH"))
 }
 
 func executable(p string) error {
