@@ -186,8 +186,11 @@ sandbox {
 # transport is inferred ("stdio" with command; "sse" for a URL ending in
 # /sse; else "http") and can be set explicitly. timeout (default "60s")
 # bounds each call. optional = true lets cexecd start when the server
-# cannot be reached, with a warning. max_argument_size and max_result_size
-# override sandbox.limits' caps of one tool call for this server.
+# cannot be reached, with a warning. A command that is not found (looked up
+# in the PATH the server gets) is an error of the file, shown with its line
+# by cexecd validate; for an optional server, a warning. max_argument_size
+# and max_result_size override sandbox.limits' caps of one tool call for
+# this server.
 #
 # scope (default "shared") says who an instance serves. "shared": one
 # process or session for every tenant, so whatever state the server keeps
@@ -207,7 +210,8 @@ sandbox {
 # server's state (a file path, a database name) at tenant.dir, or every
 # instance reads and writes the same place and the tenants share it again.
 #
-# Both servers below need Node.js (npx); without it they are skipped.
+# Both servers below need Node.js (npx); without it they are skipped, with
+# a warning.
 
 # Files under ./data, next to this file. `make run` creates it as a copy of
 # examples/data; without it, the server is skipped until the folder exists.

@@ -370,6 +370,22 @@ func TestDaemonAndCLI(t *testing.T) {
 				t.Errorf("cexecd validate lacks %q:\n%s", want, verr.String())
 			}
 		}
+		// A required server whose command is missing would stop the start,
+		// so validate says so at the command's line.
+		gone := filepath.Join(s.dir, "gone.hcl")
+		body = fmt.Sprintf("cexec {\n  data_dir   = %q\n  plugin_dir = %q\n}\n\nplugin \"selector\" \"keyword\" {\n  max_hits = 10\n}\n\nmcp_server \"gone\" {\n  command = \"/nonexistent/bin\"\n}\n",
+			filepath.Join(s.dir, "data"), bins.pluginDir)
+		if err := os.WriteFile(gone, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		vout.Reset()
+		verr.Reset()
+		v = exec.Command(filepath.Join(bins.dir, "cexecd"), "validate", "-config", gone)
+		v.Stdout, v.Stderr = &vout, &verr
+		if err := v.Run(); v.ProcessState.ExitCode() != 1 || !strings.Contains(verr.String(), gone+":11:13: error: Cannot run server command") ||
+			!strings.Contains(verr.String(), "1 error") {
+			t.Errorf("cexecd validate of a missing server command: %v, want exit 1 for line 11 only\n%s", err, verr.String())
+		}
 		v = exec.Command(filepath.Join(bins.dir, "cexecd"), "validate", "-config", s.config)
 		v.Env = append(os.Environ(), "CEXEC_E2E_SECRET="+secret)
 		if b, err := v.CombinedOutput(); err != nil || !strings.Contains(string(b), "configuration is valid") {

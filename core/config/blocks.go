@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/cexec/cexec/api/endpoint"
+	"github.com/cexec/cexec/internal/childenv"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
@@ -499,6 +501,40 @@ func (d *decoder) checkMCP(s *MCPServer, r *rawMCP) {
 		}
 	default:
 		d.errorf(tr.Ptr(), "Invalid transport", "mcp_server %q: transport must be \"stdio\", \"http\", \"sse\" or \"builtin\"; got %q.", s.Name, s.Transport)
+	}
+}
+
+// serverCommands reports each stdio server whose command cannot be run, as
+// starting it would find it: in the PATH the server gets (its env's, else
+// cexecd's) and, for a relative path, from its cwd. A tenant-scoped server
+// is checked as the default tenant's instance, the one cexecd starts to
+// list its tools. It runs after the tenant blocks, whose env may set PATH.
+// A required server that cannot start stops cexecd from starting, so it is
+// an error; an optional one is only a warning.
+func (d *decoder) serverCommands(cfg *Config, raws []*rawMCP) {
+	for _, s := range cfg.MCPServers {
+		if s.Transport != TransportStdio || s.Command == "" {
+			continue
+		}
+		srv, err := cfg.ServerForTenant(s.Name, endpoint.DefaultTenant)
+		if err != nil {
+			continue // its expressions already have their diagnostics
+		}
+		_, err = childenv.LookPath(srv.Command, childenv.Build(d.lookup, srv.Env), srv.Cwd)
+		if err == nil {
+			continue
+		}
+		i := slices.IndexFunc(raws, func(r *rawMCP) bool { return r.Name == s.Name })
+		subject := raws[i].Command.Expr.Range().Ptr()
+		fix := "install it, give its full path in command, or set PATH in env"
+		if slices.Contains([]string{"npx", "node", "npm"}, srv.Command) {
+			fix = "install Node.js and npm (apt-get install nodejs npm)"
+		}
+		if s.Optional {
+			d.warnf(subject, "Cannot run server command", "mcp_server %q: %s. cexecd starts without this optional server and keeps trying: %s.", s.Name, err, fix)
+		} else {
+			d.errorf(subject, "Cannot run server command", "mcp_server %q: %s. cexecd does not start without a required server: %s. To start without it, set optional = true.", s.Name, err, fix)
+		}
 	}
 }
 

@@ -115,6 +115,12 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{11, "Unknown guard plugin", false},
 			{16, "Unknown sandbox plugin", false},
 		}},
+		{"server_command.hcl", []wantDiag{
+			{2, "Cannot run server command", false},
+			{6, "Cannot run server command", true},
+			{11, "Cannot run server command", false},
+			{25, "Cannot run server command", false},
+		}},
 		{"pipeline_duplicate.hcl", []wantDiag{
 			{7, "Duplicate codegen plugin", false},
 			{10, "Duplicate guard plugin", false},
@@ -202,6 +208,12 @@ func TestFixtureDiagnostics(t *testing.T) {
 			`write disk_quota = "512MiB" for mebibytes or "512B" for bytes`,
 			`"max_files" must be at least 1, not 0`,
 			`"max_file_size": not a size`,
+		},
+		"server_command.hcl": {
+			`command /nonexistent/bin: stat /nonexistent/bin: no such file or directory`,
+			`command "npx" not found in the server's PATH (/nonexistent)`,
+			`To start without it, set optional = true.`,
+			`install Node.js and npm`,
 		},
 		"pipeline_duplicate.hcl": {
 			`"rules" is already in codegen at testdata/pipeline_duplicate.hcl:7,`,

@@ -1,18 +1,46 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
+// serverBin holds fake stdio servers under the commands the test configs
+// name, so that loading them (which looks each command up) does not depend
+// on what the machine has installed.
+var serverBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "config-test-servers")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for _, name := range []string{"npx", "gh", "srv", "x"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	serverBin = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // fakeEnv is an injected environment, so tests never read or change the
-// process's own. HOME is /home/test unless kv says otherwise.
+// process's own. HOME is /home/test and PATH serverBin unless kv says
+// otherwise.
 func fakeEnv(kv map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) {
 		v, ok := kv[k]
-		if !ok && k == "HOME" {
+		switch {
+		case !ok && k == "HOME":
 			return "/home/test", true
+		case !ok && k == "PATH":
+			return serverBin, true
 		}
 		return v, ok
 	}

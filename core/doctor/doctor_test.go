@@ -44,7 +44,22 @@ mcp_server "forms" {
 	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, diags := config.Load(p, config.Overrides{})
+	// Loading looks the server's command up; a stand-in npx keeps the test
+	// from depending on Node.js being installed.
+	servers := filepath.Join(dir, "servers")
+	if err := os.MkdirAll(servers, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(servers, "npx"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(k string) (string, bool) {
+		if k == "PATH" {
+			return servers, true
+		}
+		return os.LookupEnv(k)
+	}
+	cfg, diags := config.Load(p, config.Overrides{LookupEnv: lookup})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
