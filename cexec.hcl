@@ -62,7 +62,9 @@ cexec {
   # few MiB more are kept for cexecd's own session log lines. Otherwise
   # quotas are measured after executions (one warning at start; `cexecctl
   # tenants ls` shows the mode). Either way a tenant at its quota is
-  # refused new executions until it deletes files.
+  # refused new executions until it deletes files. A new tenant's own
+  # folders already take some of it: disk_quota is at least "1MiB" and
+  # max_files at least 64.
   disk_quota = "1GiB"
   max_files  = 131072 # files and folders
 

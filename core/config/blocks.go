@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -417,6 +418,30 @@ func (d *decoder) callSize(attr *hcl.Attribute, p []string) (int64, bool) {
 	return n, ok
 }
 
+// diskQuota decodes a disk_quota, which must leave a tenant room to run
+// (MinDiskQuota).
+func (d *decoder) diskQuota(attr *hcl.Attribute, p []string) (int64, bool) {
+	n, ok := d.size(attr, p)
+	if ok && n < MinDiskQuota {
+		d.errorf(attr.Expr.Range().Ptr(), "Size too small", "%q must be at least %d MiB, so that a tenant can run: a new tenant's own folders take about 44 KiB, and its disk counts as full with less than 128 KiB free; got %d bytes.",
+			attr.Name, MinDiskQuota>>20, n)
+		return 0, false
+	}
+	return n, ok
+}
+
+// maxFiles decodes a max_files, which must leave a tenant room to run
+// (MinMaxFiles).
+func (d *decoder) maxFiles(attr *hcl.Attribute, p []string) (int, bool) {
+	n, ok := d.integer(attr, p, math.MinInt)
+	if ok && n < MinMaxFiles {
+		d.errorf(attr.Expr.Range().Ptr(), "Number out of range", "%q must be at least %d, not %d, so that a tenant can run: a new tenant already holds 16 files and folders, and every execution adds to them.",
+			attr.Name, MinMaxFiles, n)
+		return 0, false
+	}
+	return n, ok
+}
+
 func (d *decoder) mcpServers(cfg *Config, raws []*rawMCP) {
 	for _, r := range raws {
 		if !validName(r.Name) {
@@ -583,10 +608,10 @@ func (d *decoder) tenants(cfg *Config, raws []*rawTenant) {
 		base := path("tenants", strconv.Itoa(len(cfg.Tenants)))
 		t := &Tenant{ID: r.ID, DeclRange: r.DeclRange}
 		if r.DiskQuota != nil {
-			t.DiskQuota, _ = d.size(r.DiskQuota, append(base, "disk_quota"))
+			t.DiskQuota, _ = d.diskQuota(r.DiskQuota, append(base, "disk_quota"))
 		}
 		t.MaxConcurrent, _ = d.integer(r.MaxConcurrent, append(base, "max_concurrent"), 0)
-		t.MaxFiles, _ = d.integer(r.MaxFiles, append(base, "max_files"), 1)
+		t.MaxFiles, _ = d.maxFiles(r.MaxFiles, append(base, "max_files"))
 		if r.MaxSessionLog != nil {
 			t.MaxSessionLog, _ = d.size(r.MaxSessionLog, append(base, "max_session_log"))
 		}

@@ -101,6 +101,18 @@ const (
 	DefaultMaxFileSize = 256 << 20
 )
 
+// Floors of disk_quota and max_files. A new tenant already holds 44 KiB in
+// 16 files and folders (in its disk image: ext4's root, lost+found and
+// reserved inodes beside the tenant's own folders), the image counts as
+// full with less than 128 KiB free, and every execution adds to the
+// session log: below about 150 KiB or 18 files not one execution starts.
+// The floors leave room for a few dozen; 1 MiB is also the smallest quota
+// the end-to-end tests run tenants with.
+const (
+	MinDiskQuota = 1 << 20
+	MinMaxFiles  = 64
+)
+
 // Overrides are the command-line flags of cexecd, which win over everything
 // else. Empty fields are not set.
 type Overrides struct {
@@ -318,10 +330,10 @@ func (d *decoder) daemon(cfg *Config, raw *rawDaemon, ov Overrides) {
 		if s, _, ok := d.str(raw.TenantUIDs, path("cexec", "tenant_uids")); ok {
 			dd.TenantUIDs = d.idRange(s, raw.TenantUIDs)
 		}
-		if n, ok := d.size(raw.DiskQuota, path("cexec", "disk_quota")); ok {
+		if n, ok := d.diskQuota(raw.DiskQuota, path("cexec", "disk_quota")); ok {
 			dd.DiskQuota = n
 		}
-		if n, ok := d.integer(raw.MaxFiles, path("cexec", "max_files"), 1); ok {
+		if n, ok := d.maxFiles(raw.MaxFiles, path("cexec", "max_files")); ok {
 			dd.MaxFiles = n
 		}
 	}

@@ -87,6 +87,12 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{9, "Invalid size", false},
 			{15, "Invalid number", false},
 		}},
+		{"disk_floors.hcl", []wantDiag{
+			{3, "Size too small", false},
+			{4, "Number out of range", false},
+			{8, "Size too small", false},
+			{9, "Number out of range", false},
+		}},
 		{"bad_sync.hcl", []wantDiag{
 			{4, "Invalid sync", false},
 		}},
@@ -206,7 +212,7 @@ func TestFixtureDiagnostics(t *testing.T) {
 		},
 		"disk_limits.hcl": {
 			`write disk_quota = "512MiB" for mebibytes or "512B" for bytes`,
-			`"max_files" must be at least 1, not 0`,
+			`"max_files" must be at least 64, not 0`,
 			`"max_file_size": not a size`,
 		},
 		"server_command.hcl": {
@@ -217,6 +223,11 @@ func TestFixtureDiagnostics(t *testing.T) {
 		},
 		"pipeline_duplicate.hcl": {
 			`"rules" is already in codegen at testdata/pipeline_duplicate.hcl:7,`,
+		},
+		"disk_floors.hcl": {
+			`"disk_quota" must be at least 1 MiB`,
+			`got 1024 bytes`,
+			`"max_files" must be at least 64, not 63`,
 		},
 		"tenant_caps.hcl": {
 			`write max_session_log = "4096MiB" for mebibytes or "4096B" for bytes`,
