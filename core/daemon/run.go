@@ -269,7 +269,7 @@ func startComponents(ctx context.Context, o *Options, cfg *config.Config, svc *s
 		return true, nil
 	}
 	if err := report(o, cfg, diags); err != nil {
-		return false, fmt.Errorf("start plugins: %w", err)
+		return false, fmt.Errorf("start plugins: %w", startError(err, diags))
 	}
 	// Only required upstream servers hold up serving; optional ones
 	// (optional = true) keep connecting in the background.
@@ -287,6 +287,24 @@ func startComponents(ctx context.Context, o *Options, cfg *config.Config, svc *s
 	svc.scanLocal(ctx)
 	svc.startSearch(host)
 	return false, nil
+}
+
+// startError is why the plugins did not start: report's invalid
+// configuration error when the file is to blame, else which plugins failed
+// to start and why, since a plugin that crashed is no mistake in the file.
+func startError(reported error, diags hcl.Diagnostics) error {
+	var failed []error
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		se, ok := hcl.DiagnosticExtra[*pluginhost.StartError](d)
+		if !ok {
+			return reported
+		}
+		failed = append(failed, se)
+	}
+	return errors.Join(failed...)
 }
 
 // stopPlugins stops every plugin, waiting up to grace.

@@ -307,6 +307,44 @@ func TestInvalidConfig(t *testing.T) {
 	}
 }
 
+// TestPluginStartFailure: a plugin whose process fails is no mistake in the
+// file, so Run says which plugin failed and why, not "invalid
+// configuration", beside the diagnostic at its block.
+func TestPluginStartFailure(t *testing.T) {
+	tests := []struct {
+		name   string
+		script string
+		want   string
+	}{
+		{"exits", "echo 'cannot open the model file' >&2\nexit 1", "its stderr ended with: cannot open the model file"},
+		// It stays up, so the handshake fails on its output, not its exit.
+		{"not a plugin", "echo hello\nexec sleep 10", "Unrecognized remote plugin message: hello"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "bin", "cexec-plugin-selector-broken"), []byte("#!/bin/sh\n"+tt.script+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cfg := writeConfig(t, dir, "cexec {\n  data_dir = \"data\"\n  socket   = \"run/cexecd.sock\"\n}\n\nplugin \"selector\" \"broken\" {}\n")
+			var stderr testutil.Buffer
+			err := Run(context.Background(), Options{ConfigFile: cfg, Stderr: &stderr})
+			if err == nil || errors.Is(err, ErrInvalidConfig) || ExitCode(err) != 1 {
+				t.Fatalf("Run = %v, want a failure that is not ErrInvalidConfig", err)
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, "start plugins: plugin selector.broken failed to start: ") || !strings.Contains(msg, tt.want) {
+				t.Errorf("Run = %q, want which plugin failed to start and %q", msg, tt.want)
+			}
+			if !strings.Contains(stderr.String(), "cexec.hcl:6:1: error: Plugin failed to start") {
+				t.Errorf("stderr lacks the diagnostic at the plugin block:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
 func TestValidateOK(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, "cexec {\n  data_dir = \"d\"\n}\n")

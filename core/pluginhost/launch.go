@@ -218,13 +218,31 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 	}, diags
 }
 
+// StartError is the Extra of a diagnostic about a plugin that could not be
+// started for a reason other than what its block says (its process died,
+// a call to it failed, it is another kind or speaks another API version),
+// so that the daemon can say that rather than "invalid configuration".
+type StartError struct {
+	// Plugin is "kind.name".
+	Plugin string
+	Err    error
+}
+
+func (e *StartError) Error() string {
+	return "plugin " + e.Plugin + " failed to start: " + e.Err.Error()
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
+
 // startFailed is the diagnostic of a plugin that could not be started.
 func startFailed(p *config.Plugin, summary string, err error) hcl.Diagnostics {
+	id := key(p.Kind, p.Name)
 	return hcl.Diagnostics{{
 		Severity: hcl.DiagError,
 		Summary:  summary,
-		Detail:   fmt.Sprintf("start plugin %s: %v", key(p.Kind, p.Name), err),
+		Detail:   fmt.Sprintf("start plugin %s: %v", id, err),
 		Subject:  p.DeclRange.Ptr(),
+		Extra:    &StartError{Plugin: id, Err: err},
 	}}
 }
 

@@ -214,6 +214,47 @@ pipeline {
 	}
 }
 
+// TestStartErrorExtra: a plugin that could not be started carries a
+// StartError naming it, so the daemon can tell that from a mistake in its
+// block, which carries none.
+func TestStartErrorExtra(t *testing.T) {
+	dir := pluginDir(t)
+	if err := os.WriteFile(filepath.Join(dir, "crash"), []byte("#!/bin/sh\necho 'no model file' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		body string
+		want string // the StartError's text, "" for none
+	}{
+		// Whether go-plugin sees the exit or the end of output first
+		// varies; what the plugin said comes last either way.
+		{"process exits", "plugin \"selector\" \"crash\" {\n  command = \"crash\"\n}\n",
+			"plugin selector.crash failed to start: "},
+		{"another kind", "plugin \"selector\" \"env\" {\n  command = \"envplugin\"\n  env = { ENVPLUGIN_KIND = \"guard\" }\n}\n",
+			`plugin selector.env failed to start: `},
+		{"Configure rejects the block", "plugin \"selector\" \"keyword\" {\n  command  = \"plugin-selector-keyword\"\n  max_hits = 0\n}\n", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _ := loadConfig(t, dir, tc.body)
+			_, diags := startHost(t, cfg, hclog.NewNullLogger())
+			if !diags.HasErrors() {
+				t.Fatal("Start succeeded")
+			}
+			se, ok := hcl.DiagnosticExtra[*StartError](diags.Errs()[0].(*hcl.Diagnostic))
+			switch {
+			case tc.want == "" && ok:
+				t.Errorf("a mistake in the block carries %q", se)
+			case tc.want != "" && (!ok || !strings.HasPrefix(se.Error(), tc.want)):
+				t.Errorf("StartError = %v, want %q; diags: %v", se, tc.want, diags)
+			case tc.name == "process exits" && !strings.HasSuffix(se.Error(), "its stderr ended with: no model file"):
+				t.Errorf("StartError = %v, want the plugin's stderr", se)
+			}
+		})
+	}
+}
+
 // TestOptionalPluginFailure: required = false plugins that cannot start
 // leave the daemon running; required ones stop it.
 func TestOptionalPluginFailure(t *testing.T) {
