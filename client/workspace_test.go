@@ -102,7 +102,14 @@ func (f *fakeControl) GCTenants(_ context.Context, r *cexecv1.GCTenantsRequest) 
 }
 
 // fakeClient serves f on a unix socket and returns a client connected to it.
-func fakeClient(t *testing.T, f *fakeControl) *Client {
+func fakeClient(t *testing.T, f cexecv1.ControlServer) *Client {
+	t.Helper()
+	c, _ := fakeServer(t, f)
+	return c
+}
+
+// fakeServer is fakeClient that also returns the server.
+func fakeServer(t *testing.T, f cexecv1.ControlServer) (*Client, *grpc.Server) {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "c.sock")
 	ln, err := net.Listen("unix", sock)
@@ -118,7 +125,7 @@ func fakeClient(t *testing.T, f *fakeControl) *Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return c, g
 }
 
 func TestWorkspaceCalls(t *testing.T) {
