@@ -11,6 +11,9 @@ import (
 	"github.com/cexec/cexec/pluginapi/codegen"
 )
 
+// skillsServer is where the search index keeps skills (search.SkillsServer).
+const skillsServer = "skills"
+
 // search ranks the catalog and resolves the selected tools and skills. A
 // failed search is a warning: model-free generators still get the fallback
 // scope, and arithmetic needs no tools at all.
@@ -27,12 +30,11 @@ func (r *taskRun) search(ctx context.Context) {
 		limit = DefaultSearchLimit
 	}
 	// A tenant limited to some servers searches those only, so that
-	// forbidden tools do not take the selection's places.
+	// forbidden tools do not take the selection's places; shared skills
+	// are every tenant's, whatever its servers.
 	var servers []string
 	if r.tenant.Quota().AllowedServers != nil {
-		if len(all) == 0 {
-			return
-		}
+		servers = []string{skillsServer}
 		for _, t := range all {
 			if !slices.Contains(servers, t.Server) {
 				servers = append(servers, t.Server)
@@ -47,7 +49,7 @@ func (r *taskRun) search(ctx context.Context) {
 		return
 	}
 	for _, id := range ids {
-		if name, ok := strings.CutPrefix(id, "skills/"); ok {
+		if name, ok := strings.CutPrefix(id, skillsServer+"/"); ok {
 			if len(r.skills) == maxSkills {
 				continue
 			}

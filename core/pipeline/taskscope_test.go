@@ -82,8 +82,8 @@ func TestTaskTenantScope(t *testing.T) {
 		return codegen.GenerateResponse{}, nil
 	})
 	res := f.run(t, "what do you know about Alice?")
-	if len(f.search.servers) != 1 || !slices.Equal(f.search.servers[0], []string{"memory"}) {
-		t.Errorf("search restricted to %v, want the allowed servers present in the catalog", f.search.servers)
+	if len(f.search.servers) != 1 || !slices.Equal(f.search.servers[0], []string{"skills", "memory"}) {
+		t.Errorf("search restricted to %v, want the shared skills and the allowed servers present in the catalog", f.search.servers)
 	}
 	for _, req := range g.requests() {
 		for _, tool := range req.Tools {
