@@ -98,7 +98,7 @@ func (f *Face) tokenizedErrors(read server.ResourceTemplateHandlerFunc) server.R
 			return nil, serr
 		}
 		var nf notFound
-		text := err.Error()
+		text := errorText(err)
 		if errors.As(err, &nf) {
 			// The hint alone: the URI is the client's own, which mcp-go
 			// quotes with the hint (steerNotFound).
