@@ -307,9 +307,12 @@ func splitSpans(spans []span, segs []string, offs []int) [][]span {
 	return per
 }
 
-// validUTF8 returns segs with every invalid byte sequence replaced by
-// U+FFFD, copying only when one has any: the detector's request is a
-// protobuf string, which must be UTF-8, and what the model reads is JSON.
+// validUTF8 returns segs with each byte that is not part of a UTF-8
+// character replaced by U+FFFD, one for one as Go's JSON decoder does
+// (strings.ToValidUTF8 would fold a run into one, and a JSON value would
+// no longer read back as it was), copying only when one has any: the
+// detector's request is a protobuf string, which must be UTF-8, and what
+// the model reads is JSON.
 func validUTF8(segs []string) []string {
 	for i, s := range segs {
 		if utf8.ValidString(s) {
@@ -317,7 +320,7 @@ func validUTF8(segs []string) []string {
 		}
 		out := slices.Clone(segs)
 		for j := i; j < len(out); j++ {
-			out[j] = strings.ToValidUTF8(out[j], "\uFFFD")
+			out[j] = string([]rune(out[j]))
 		}
 		return out
 	}
