@@ -162,7 +162,7 @@ sandbox {
   limits {
     memory  = "256MiB"
     pids    = 128
-    timeout = "30s"
+    timeout = "30s"   # wall-clock limit of one execution, at most 24h
     output  = "1MiB"  # stdout+stderr kept per execution; the rest is cut
     tmp     = "64MiB" # size of the sandbox's /tmp
     shm     = "64MiB" # size of its /dev/shm; both count towards memory

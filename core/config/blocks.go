@@ -65,6 +65,11 @@ type Pool struct {
 	QueueTimeout time.Duration
 }
 
+// MaxExecutionTimeout is the longest an execution may run, by the config or
+// a request: the sandbox runtime waits in int milliseconds (under 25
+// days), and a longer run is a typo more often than not.
+const MaxExecutionTimeout = 24 * time.Hour
+
 // Limits bound one execution. Sizes are bytes.
 type Limits struct {
 	Memory  int64
@@ -384,6 +389,10 @@ func (d *decoder) limits(l *Limits, raw *rawLimits) {
 		l.PIDs = n
 	}
 	if t, ok := d.duration(raw.Timeout, append(base, "timeout")); ok {
+		if t > MaxExecutionTimeout {
+			d.errorf(raw.Timeout.Expr.Range().Ptr(), "Timeout too long",
+				"An execution may run at most %s (the sandbox runtime cannot wait much longer); got %s.", MaxExecutionTimeout, t)
+		}
 		l.Timeout = t
 	}
 	if n, ok := d.size(raw.Output, append(base, "output")); ok {

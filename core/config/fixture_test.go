@@ -87,6 +87,9 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{9, "Invalid size", false},
 			{15, "Invalid number", false},
 		}},
+		{"timeout_cap.hcl", []wantDiag{
+			{4, "Timeout too long", false},
+		}},
 		{"disk_floors.hcl", []wantDiag{
 			{3, "Size too small", false},
 			{4, "Number out of range", false},
@@ -223,6 +226,10 @@ func TestFixtureDiagnostics(t *testing.T) {
 		},
 		"pipeline_duplicate.hcl": {
 			`"rules" is already in codegen at testdata/pipeline_duplicate.hcl:7,`,
+		},
+		"timeout_cap.hcl": {
+			`at most 24h0m0s`,
+			`got 25h0m0s`,
 		},
 		"disk_floors.hcl": {
 			`"disk_quota" must be at least 1 MiB`,

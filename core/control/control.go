@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
+	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -235,10 +236,8 @@ func (s *Server) Exec(req *cexecv1.ExecRequest, stream grpc.ServerStreamingServe
 	return nil
 }
 
-// maxTimeout is the longest run a request's timeout_ms may ask for. The
-// sandbox runtime cannot wait much longer (it polls in int milliseconds,
-// under 25 days), and a longer run is a typo more often than not.
-const maxTimeout = 24 * time.Hour
+// maxTimeout is the longest run a request's timeout_ms may ask for.
+const maxTimeout = config.MaxExecutionTimeout
 
 // checkTimeout refuses a timeout_ms the sandbox would fail on or silently
 // take as its default, before a sandbox is taken from the pool.
