@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -13,6 +14,7 @@ import (
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/core/workflow"
 	"github.com/cexec/cexec/core/workflow/dsl"
+	"github.com/cexec/cexec/core/workspace"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -45,6 +47,27 @@ func (s *WorkflowServer) tenant(id string) (string, error) {
 		return "", pluginapi.ToStatus(err)
 	}
 	return id, nil
+}
+
+// existing resolves a read's tenant without creating it: ok is false for a
+// tenant neither declared nor used (a mistyped --tenant), which has no
+// runs and only the shared workflows.
+func (s *WorkflowServer) existing(id string) (tenant string, ok bool, err error) {
+	if id == "" {
+		id = s.d.DefaultTenant
+	}
+	if _, err := s.d.Workspaces.Lookup(id); err != nil {
+		if errors.Is(err, workspace.ErrNoTenant) {
+			return id, false, nil
+		}
+		return "", false, pluginapi.ToStatus(err)
+	}
+	return id, true, nil
+}
+
+// noTenant answers a read of one run of a tenant that does not exist.
+func noTenant(id string) error {
+	return pluginapi.ToStatus(fmt.Errorf("no tenant %s: %w", id, workspace.ErrNoTenant))
 }
 
 func workflowStatus(err error) error {
@@ -103,9 +126,12 @@ func (s *WorkflowServer) StartWorkflow(ctx context.Context, req *cexecv1.StartWo
 }
 
 func (s *WorkflowServer) GetWorkflowRun(ctx context.Context, req *cexecv1.WorkflowRunRequest) (*cexecv1.WorkflowRun, error) {
-	tenant, err := s.tenant(req.GetTenant())
+	tenant, ok, err := s.existing(req.GetTenant())
 	if err != nil {
 		return nil, err
+	}
+	if !ok {
+		return nil, noTenant(tenant)
 	}
 	st, err := s.d.Engine.Status(ctx, tenant, req.GetRun())
 	if err != nil {
@@ -115,9 +141,9 @@ func (s *WorkflowServer) GetWorkflowRun(ctx context.Context, req *cexecv1.Workfl
 }
 
 func (s *WorkflowServer) ListWorkflowRuns(ctx context.Context, req *cexecv1.ListWorkflowRunsRequest) (*cexecv1.ListWorkflowRunsResponse, error) {
-	tenant, err := s.tenant(req.GetTenant())
-	if err != nil {
-		return nil, err
+	tenant, ok, err := s.existing(req.GetTenant())
+	if err != nil || !ok {
+		return &cexecv1.ListWorkflowRunsResponse{}, err
 	}
 	runs, err := s.d.Engine.List(ctx, tenant)
 	if err != nil {
@@ -131,9 +157,12 @@ func (s *WorkflowServer) ListWorkflowRuns(ctx context.Context, req *cexecv1.List
 }
 
 func (s *WorkflowServer) WorkflowLogs(ctx context.Context, req *cexecv1.WorkflowRunRequest) (*cexecv1.WorkflowLogsResponse, error) {
-	tenant, err := s.tenant(req.GetTenant())
+	tenant, ok, err := s.existing(req.GetTenant())
 	if err != nil {
 		return nil, err
+	}
+	if !ok {
+		return nil, noTenant(tenant)
 	}
 	recs, err := s.d.Engine.Logs(ctx, tenant, req.GetRun())
 	if err != nil {
@@ -188,14 +217,16 @@ func (s *WorkflowServer) SignalWorkflowRun(ctx context.Context, req *cexecv1.Sig
 }
 
 func (s *WorkflowServer) ListWorkflows(_ context.Context, req *cexecv1.ListWorkflowsRequest) (*cexecv1.ListWorkflowsResponse, error) {
-	tenant, err := s.tenant(req.GetTenant())
+	tenant, ok, err := s.existing(req.GetTenant())
 	if err != nil {
 		return nil, err
 	}
-	t, _ := s.d.Workspaces.Tenant(tenant)
-	ws, err := t.ListWorkflows()
-	if err != nil {
-		return nil, pluginapi.ToStatus(err)
+	ws := s.d.Workspaces.SharedWorkflows()
+	if ok {
+		t, _ := s.d.Workspaces.Tenant(tenant)
+		if ws, err = t.ListWorkflows(); err != nil {
+			return nil, pluginapi.ToStatus(err)
+		}
 	}
 	out := &cexecv1.ListWorkflowsResponse{}
 	for _, w := range ws {

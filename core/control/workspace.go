@@ -23,9 +23,11 @@ type Workspaces interface {
 	// Lookup returns a tenant's handle when the tenant is declared or was
 	// used, else workspace.ErrNoTenant.
 	Lookup(id string) (*workspace.Tenant, error)
-	// SharedSkills and SharedSkill are the skills of a tenant never used.
+	// SharedSkills, SharedSkill and SharedWorkflows are the skills and
+	// workflows of a tenant never used.
 	SharedSkills() []workspace.Skill
 	SharedSkill(name string) (workspace.Skill, error)
+	SharedWorkflows() []workspace.StoredWorkflow
 	// Tenants lists declared tenants and those with a folder.
 	Tenants(ctx context.Context) ([]workspace.TenantInfo, error)
 	// GC removes undeclared, idle tenants unused for longer than olderThan.

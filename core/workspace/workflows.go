@@ -52,26 +52,37 @@ func (t *Tenant) ListWorkflows() ([]StoredWorkflow, error) {
 		return nil, err
 	}
 	defer t.exit()
-	var out []StoredWorkflow
+	out := t.m.SharedWorkflows()
 	seen := map[string]bool{}
-	add := func(dir string, shared bool) {
-		names, _ := readDirNames(dir)
-		slices.Sort(names)
-		for _, n := range names {
-			ext := filepath.Ext(n)
-			name := strings.TrimSuffix(n, ext)
-			if !slices.Contains(workflowExts, ext) || ValidateWorkflowName(name) != nil || seen[name] {
-				continue
-			}
-			seen[name] = true
-			out = append(out, StoredWorkflow{Name: name, Shared: shared, File: filepath.Join(dir, n)})
+	for _, w := range out {
+		seen[w.Name] = true
+	}
+	return appendWorkflows(out, seen, filepath.Join(t.WorkspaceDir(), workflowsDir), false), nil
+}
+
+// SharedWorkflows lists the shared workflows: those of a tenant that has
+// stored none, without opening it.
+func (m *Manager) SharedWorkflows() []StoredWorkflow {
+	if d := m.opts.SharedWorkflowsDir; d != "" {
+		return appendWorkflows(nil, map[string]bool{}, d, true)
+	}
+	return nil
+}
+
+// appendWorkflows adds the workflows of dir not in seen to out, by name.
+func appendWorkflows(out []StoredWorkflow, seen map[string]bool, dir string, shared bool) []StoredWorkflow {
+	names, _ := readDirNames(dir)
+	slices.Sort(names)
+	for _, n := range names {
+		ext := filepath.Ext(n)
+		name := strings.TrimSuffix(n, ext)
+		if !slices.Contains(workflowExts, ext) || ValidateWorkflowName(name) != nil || seen[name] {
+			continue
 		}
+		seen[name] = true
+		out = append(out, StoredWorkflow{Name: name, Shared: shared, File: filepath.Join(dir, n)})
 	}
-	if d := t.m.opts.SharedWorkflowsDir; d != "" {
-		add(d, true)
-	}
-	add(filepath.Join(t.WorkspaceDir(), workflowsDir), false)
-	return out, nil
+	return out
 }
 
 // GetWorkflow reads a workflow by name: the shared one, else the tenant's.
