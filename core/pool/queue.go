@@ -120,7 +120,8 @@ func (p *Pool) handOffLocked(e *entry, recycle bool) (taken, destroy bool) {
 	return false, true
 }
 
-// regiveLocked passes on what a waiter that gave up was given.
+// regiveLocked passes on what a waiter that gave up was given: a
+// sandbox, a creation slot, or only the news that capacity was freed.
 func (p *Pool) regiveLocked(w *waiter) {
 	switch {
 	case w.entry != nil:
@@ -138,6 +139,8 @@ func (p *Pool) regiveLocked(w *waiter) {
 	case w.reserved:
 		w.reserved = false
 		p.creating--
+		p.wakeLocked()
+	default:
 		p.wakeLocked()
 	}
 }
