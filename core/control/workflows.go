@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -49,25 +48,11 @@ func (s *WorkflowServer) tenant(id string) (string, error) {
 	return id, nil
 }
 
-// existing resolves a read's tenant without creating it: ok is false for a
-// tenant neither declared nor used (a mistyped --tenant), which has no
-// runs and only the shared workflows.
-func (s *WorkflowServer) existing(id string) (tenant string, ok bool, err error) {
-	if id == "" {
-		id = s.d.DefaultTenant
-	}
-	if _, err := s.d.Workspaces.Lookup(id); err != nil {
-		if errors.Is(err, workspace.ErrNoTenant) {
-			return id, false, nil
-		}
-		return "", false, pluginapi.ToStatus(err)
-	}
-	return id, true, nil
-}
-
-// noTenant answers a read of one run of a tenant that does not exist.
-func noTenant(id string) error {
-	return pluginapi.ToStatus(fmt.Errorf("no tenant %s: %w", id, workspace.ErrNoTenant))
+// existing resolves a read's tenant as Server.existing does: a tenant
+// never used (a mistyped --tenant) answers workspace.ErrNoTenant, as it has
+// no runs and only the shared workflows.
+func (s *WorkflowServer) existing(id string) (*workspace.Tenant, error) {
+	return existingTenant(s.d.Workspaces, s.d.DefaultTenant, id)
 }
 
 func workflowStatus(err error) error {
@@ -126,14 +111,11 @@ func (s *WorkflowServer) StartWorkflow(ctx context.Context, req *cexecv1.StartWo
 }
 
 func (s *WorkflowServer) GetWorkflowRun(ctx context.Context, req *cexecv1.WorkflowRunRequest) (*cexecv1.WorkflowRun, error) {
-	tenant, ok, err := s.existing(req.GetTenant())
+	t, err := s.existing(req.GetTenant())
 	if err != nil {
-		return nil, err
+		return nil, pluginapi.ToStatus(err)
 	}
-	if !ok {
-		return nil, noTenant(tenant)
-	}
-	st, err := s.d.Engine.Status(ctx, tenant, req.GetRun())
+	st, err := s.d.Engine.Status(ctx, t.ID(), req.GetRun())
 	if err != nil {
 		return nil, workflowStatus(err)
 	}
@@ -141,11 +123,14 @@ func (s *WorkflowServer) GetWorkflowRun(ctx context.Context, req *cexecv1.Workfl
 }
 
 func (s *WorkflowServer) ListWorkflowRuns(ctx context.Context, req *cexecv1.ListWorkflowRunsRequest) (*cexecv1.ListWorkflowRunsResponse, error) {
-	tenant, ok, err := s.existing(req.GetTenant())
-	if err != nil || !ok {
-		return &cexecv1.ListWorkflowRunsResponse{}, err
+	t, err := s.existing(req.GetTenant())
+	if errors.Is(err, workspace.ErrNoTenant) {
+		return &cexecv1.ListWorkflowRunsResponse{}, nil
 	}
-	runs, err := s.d.Engine.List(ctx, tenant)
+	if err != nil {
+		return nil, pluginapi.ToStatus(err)
+	}
+	runs, err := s.d.Engine.List(ctx, t.ID())
 	if err != nil {
 		return nil, workflowStatus(err)
 	}
@@ -157,13 +142,11 @@ func (s *WorkflowServer) ListWorkflowRuns(ctx context.Context, req *cexecv1.List
 }
 
 func (s *WorkflowServer) WorkflowLogs(ctx context.Context, req *cexecv1.WorkflowRunRequest) (*cexecv1.WorkflowLogsResponse, error) {
-	tenant, ok, err := s.existing(req.GetTenant())
+	t, err := s.existing(req.GetTenant())
 	if err != nil {
-		return nil, err
+		return nil, pluginapi.ToStatus(err)
 	}
-	if !ok {
-		return nil, noTenant(tenant)
-	}
+	tenant := t.ID()
 	recs, err := s.d.Engine.Logs(ctx, tenant, req.GetRun())
 	if err != nil {
 		return nil, workflowStatus(err)
@@ -217,13 +200,13 @@ func (s *WorkflowServer) SignalWorkflowRun(ctx context.Context, req *cexecv1.Sig
 }
 
 func (s *WorkflowServer) ListWorkflows(_ context.Context, req *cexecv1.ListWorkflowsRequest) (*cexecv1.ListWorkflowsResponse, error) {
-	tenant, ok, err := s.existing(req.GetTenant())
-	if err != nil {
-		return nil, err
-	}
+	t, err := s.existing(req.GetTenant())
 	ws := s.d.Workspaces.SharedWorkflows()
-	if ok {
-		t, _ := s.d.Workspaces.Tenant(tenant)
+	switch {
+	case errors.Is(err, workspace.ErrNoTenant):
+	case err != nil:
+		return nil, pluginapi.ToStatus(err)
+	default:
 		if ws, err = t.ListWorkflows(); err != nil {
 			return nil, pluginapi.ToStatus(err)
 		}

@@ -59,11 +59,17 @@ func (s *Server) existing(id string) (*workspace.Tenant, error) {
 	if s.d.Workspaces == nil {
 		return nil, status.Error(codes.Unimplemented, "workspaces are not wired into this cexecd")
 	}
-	if id == "" || id == s.d.DefaultTenant {
+	return existingTenant(s.d.Workspaces, s.d.DefaultTenant, id)
+}
+
+// existingTenant is the tenant id names ("" the default), opened without
+// creating any but the default and declared ones, or workspace.ErrNoTenant.
+func existingTenant(ws Workspaces, defaultTenant, id string) (*workspace.Tenant, error) {
+	if id == "" || id == defaultTenant {
 		// The default tenant exists before its first use, as declared ones do.
-		return s.d.Workspaces.Tenant(s.d.DefaultTenant)
+		return ws.Tenant(defaultTenant)
 	}
-	return s.d.Workspaces.Lookup(id)
+	return ws.Lookup(id)
 }
 
 // GetState returns a state file as stored, or its value as JSON.
