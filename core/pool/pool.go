@@ -366,14 +366,8 @@ func (l *Lease) Release(healthy bool) {
 		l.e.uses++
 		l.e.lastUsed = time.Now()
 		recycle := !healthy || p.closed || l.e.stale || l.e.fresh || (p.cfg.MaxUses > 0 && l.e.uses >= p.cfg.MaxUses)
-		taken, recycle := p.handOffLocked(l.e, recycle)
-		if !recycle && !taken {
-			p.idle[l.e.tenant] = append(p.idle[l.e.tenant], l.e)
-		}
+		p.giveBackLocked(l.e, recycle)
 		p.mu.Unlock()
-		if recycle {
-			p.retire(l.e)
-		}
 		p.poke()
 	})
 }
@@ -523,10 +517,12 @@ func (p *Pool) reserveLocked() error {
 	return nil
 }
 
+// putBack returns a sandbox whose acquirer gave up before using it: to a
+// waiter, as a release does, else to the idle ones.
 func (p *Pool) putBack(e *entry) {
 	p.mu.Lock()
 	delete(p.busy, e.id)
-	p.idle[e.tenant] = append(p.idle[e.tenant], e)
+	p.giveBackLocked(e, false)
 	p.mu.Unlock()
 }
 

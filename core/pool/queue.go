@@ -120,6 +120,19 @@ func (p *Pool) handOffLocked(e *entry, recycle bool) (taken, destroy bool) {
 	return false, true
 }
 
+// giveBackLocked passes a sandbox that is free again to the next waiter,
+// or its place when the waiter needs another (or recycle says it is not to
+// be used again, when it is destroyed), else keeps it idle.
+func (p *Pool) giveBackLocked(e *entry, recycle bool) {
+	taken, destroy := p.handOffLocked(e, recycle)
+	switch {
+	case destroy:
+		p.retire(e)
+	case !taken:
+		p.idle[e.tenant] = append(p.idle[e.tenant], e)
+	}
+}
+
 // regiveLocked passes on what a waiter that gave up was given: a
 // sandbox, a creation slot, or only the news that capacity was freed.
 func (p *Pool) regiveLocked(w *waiter) {
@@ -129,13 +142,7 @@ func (p *Pool) regiveLocked(w *waiter) {
 		w.entry = nil
 		delete(p.busy, e.id)
 		p.leaseLocked(w.tenant, -1)
-		if taken, destroy := p.handOffLocked(e, false); !taken {
-			if destroy {
-				p.retire(e)
-			} else {
-				p.idle[e.tenant] = append(p.idle[e.tenant], e)
-			}
-		}
+		p.giveBackLocked(e, false)
 	case w.reserved:
 		w.reserved = false
 		p.creating--
