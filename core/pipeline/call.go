@@ -155,7 +155,7 @@ func (x *Executor) callOnce(ctx context.Context, t *workspace.Tenant, req CodeRe
 	if err != nil {
 		var ce *sandbox.CallError
 		if !errors.As(err, &ce) {
-			return nil, err
+			return out, err // the call record, for the session log and the audit
 		}
 		out.ExitCode = 1
 		out.Error = &sandbox.ExecError{Type: ce.Type, Message: ce.Message}

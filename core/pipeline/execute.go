@@ -231,6 +231,10 @@ func (x *Executor) account(ctx context.Context, req CodeRequest, out *CodeResult
 	x.audit(ctx, req, out, err, oc, d)
 }
 
+// execute runs req in a sandbox, or makes its one call. When it fails after
+// the program started (cancelled, say), the result it returns with the error
+// holds what the program did until then, for the session log and the audit
+// only: ExecuteCode returns no result with an error.
 func (x *Executor) execute(ctx context.Context, t *workspace.Tenant, req CodeRequest) (*CodeResult, error) {
 	if req.call != nil {
 		return x.callOnce(ctx, t, req)
@@ -292,18 +296,28 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 	telemetry.End(runSpan, err)
 	lease.Release(err == nil && res.SandboxOK)
 	if err != nil {
-		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
 		if errors.Is(err, pluginapi.ErrNotFound) && h.untouched() {
 			return nil, fmt.Errorf("run in sandbox %s: %w: %w", lease.ID, errSandboxGone, err)
 		}
-		return nil, fmt.Errorf("run in sandbox %s: %w", lease.ID, err)
+		// What the program printed and called before it was stopped goes
+		// to the session log and the audit all the same.
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return h.result(sandbox.ExecResult{}, lease, exec), ctx.Err()
+		}
+		return h.result(sandbox.ExecResult{}, lease, exec), fmt.Errorf("run in sandbox %s: %w", lease.ID, err)
 	}
+	return h.result(res, lease, exec), nil
+}
+
+// result is the execution as h saw it, ended with res.
+func (h *host) result(res sandbox.ExecResult, lease *pool.Lease, exec *bridge.Execution) *CodeResult {
+	h.mu.Lock()
+	stdout, stderr := h.stdout.Bytes(), h.stderr.Bytes()
+	h.mu.Unlock()
 	out := &CodeResult{
 		ExecResult:  res,
-		Stdout:      h.stdout.Bytes(),
-		Stderr:      h.stderr.Bytes(),
+		Stdout:      stdout,
+		Stderr:      stderr,
 		SandboxID:   lease.ID,
 		Warm:        lease.Reused,
 		UpstreamLog: h.upstreamLog(),
@@ -313,34 +327,39 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 		out.ToolCalls = exec.Calls()
 		out.Summary = exec.Summary()
 	}
-	return out, nil
+	return out
 }
 
 // TypeCancelled is the session log's error type of an execution whose
 // request was cancelled (notifications/cancelled, a closed session).
 const TypeCancelled = "Cancelled"
 
-// logResult is what the session log keeps of an execution.
+// logResult is what the session log keeps of an execution. One that failed
+// after the program started keeps what the program printed until then.
 func logResult(ctx context.Context, out *CodeResult, err error) *workspace.Result {
+	if err == nil {
+		r := &workspace.Result{
+			OK:       out.Error == nil && out.ExitCode == 0,
+			ExitCode: out.ExitCode,
+			Output:   string(out.Stdout),
+			Value:    out.Result,
+			TimedOut: out.TimedOut,
+		}
+		if out.Error != nil {
+			r.ErrorType, r.Error = out.Error.Type, out.Error.Message
+		}
+		return r
+	}
+	r := &workspace.Result{ErrorType: "HostError", Error: err.Error()}
 	if errors.Is(err, context.Canceled) {
 		why := "the client cancelled its request or ended its session"
 		if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
 			why = c.Error() // cexecd shut down, say
 		}
-		return &workspace.Result{ErrorType: TypeCancelled, Error: "the execution was cancelled (" + why + "); the program was stopped"}
+		r = &workspace.Result{ErrorType: TypeCancelled, Error: "the execution was cancelled (" + why + "); the program was stopped"}
 	}
-	if err != nil {
-		return &workspace.Result{ErrorType: "HostError", Error: err.Error()}
-	}
-	r := &workspace.Result{
-		OK:       out.Error == nil && out.ExitCode == 0,
-		ExitCode: out.ExitCode,
-		Output:   string(out.Stdout),
-		Value:    out.Result,
-		TimedOut: out.TimedOut,
-	}
-	if out.Error != nil {
-		r.ErrorType, r.Error = out.Error.Type, out.Error.Message
+	if out != nil {
+		r.Output = string(out.Stdout)
 	}
 	return r
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/metrics"
@@ -106,14 +107,26 @@ func (x *Executor) guarded(ctx context.Context, t *workspace.Tenant, req CodeReq
 		req.tokenizeProgress = gs.Tokenize
 	}
 	out, err := x.execute(ctx, t, req)
-	if err != nil || !req.ModelFacing {
+	if out == nil || !req.ModelFacing {
 		return out, err
+	}
+	if err != nil {
+		// What a stopped program did goes to the session log, checked as
+		// any output is, though the request that would have waited for
+		// the check has ended.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), partialCheckTimeout)
+		defer cancel()
+		ctx = cctx
 	}
 	ctx, guardSpan := telemetry.Start(ctx, telemetry.SpanGuardAfter)
 	defer guardSpan.End()
 	tokenizeUpstreamLog(ctx, gs, out.UpstreamLog)
-	return tokenizeResult(ctx, gs, gx, out), nil
+	return tokenizeResult(ctx, gs, gx, out), err
 }
+
+// partialCheckTimeout bounds the check of a stopped program's output: a
+// guard that does not answer in time withholds it.
+const partialCheckTimeout = 10 * time.Second
 
 // tokenizeResult replaces out's texts by their model-facing form: PII
 // tokenized, within the policy's max_output. The structured result is
