@@ -3,7 +3,6 @@ package mcpface
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -76,15 +75,44 @@ func (f *Face) evictIdle(tenant string) bool {
 	}
 	// Through mcp-go's own DELETE, which ends the session here (the
 	// session table is its session id manager) and frees its state there.
-	req := httptest.NewRequestWithContext(context.Background(), http.MethodDelete, "/", nil)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, "/", nil)
+	if err != nil {
+		f.log.Error("end an idle session", "tenant", tenant, "session", id, "error", err)
+		return false
+	}
 	req.Header.Set(server.HeaderKeySessionID, id)
 	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20251125) // a revision with sessions
-	rec := httptest.NewRecorder()
-	f.http.ServeHTTP(rec, req)
+	var w statusOnly
+	f.http.ServeHTTP(&w, req)
 	if _, live := f.sessions.owner(id); live {
-		f.log.Warn("idle session not ended to make room", "tenant", tenant, "session", id, "status", rec.Code)
+		f.log.Warn("idle session not ended to make room", "tenant", tenant, "session", id, "status", w.code)
 		return false
 	}
 	f.log.Info("ended the tenant's idlest session to make room under mcp.max_sessions_per_tenant", "tenant", tenant, "session", id)
 	return true
+}
+
+// statusOnly is the response writer of a request cexecd makes to itself:
+// only the status matters.
+type statusOnly struct {
+	header http.Header
+	code   int
+}
+
+func (w *statusOnly) Header() http.Header {
+	if w.header == nil {
+		w.header = http.Header{}
+	}
+	return w.header
+}
+
+func (w *statusOnly) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *statusOnly) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return len(b), nil
 }
