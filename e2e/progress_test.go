@@ -62,15 +62,19 @@ func TestLongRunsTypeScriptClient(t *testing.T) {
 			// its execution ends, which may be just after the script saw
 			// the child gone.
 			want := 2 * (i + 1)
-			var cancelled, logged int
+			var cancelled, printed, logged int
 			for range 300 {
-				if cancelled, logged = sessionNotes(t, sessions); cancelled >= want {
+				if cancelled, printed, logged = sessionNotes(t, sessions); cancelled >= want {
 					break
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
 			if cancelled != want {
 				t.Errorf("session logs record %d cancelled executions, want %d (an aborted call and a cancelled task per run)", cancelled, want)
+			}
+			// The aborted call was cancelled once it had printed.
+			if printed < i+1 {
+				t.Errorf("session logs keep the output of %d cancelled executions, want at least one per run", printed)
 			}
 			if logged < i+1 {
 				t.Errorf("session logs hold %d upstream log messages of server-everything, want one per run", logged)
@@ -88,9 +92,10 @@ func TestLongRunsTypeScriptClient(t *testing.T) {
 	t.Logf("cexecctl sessions show: %d upstream log messages of server-everything", shown)
 }
 
-// sessionNotes counts the cancelled executions and the upstream log
-// messages of server-everything in a tenant's session logs.
-func sessionNotes(t *testing.T, dir string) (cancelled, logged int) {
+// sessionNotes counts the cancelled executions, those of them logged with
+// the "started" they printed, and the upstream log messages of
+// server-everything in a tenant's session logs.
+func sessionNotes(t *testing.T, dir string) (cancelled, printed, logged int) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil {
@@ -107,6 +112,7 @@ func sessionNotes(t *testing.T, dir string) (cancelled, logged int) {
 			var e struct {
 				Result *struct {
 					ErrorType string `json:"error_type"`
+					Output    string `json:"output"`
 				} `json:"result"`
 				UpstreamLog []struct {
 					Server string `json:"server"`
@@ -118,6 +124,9 @@ func sessionNotes(t *testing.T, dir string) (cancelled, logged int) {
 			}
 			if e.Result != nil && e.Result.ErrorType == "Cancelled" {
 				cancelled++
+				if strings.Contains(e.Result.Output, "started") {
+					printed++
+				}
 			}
 			for _, l := range e.UpstreamLog {
 				if l.Server == "everything" && l.Level != "" {
@@ -126,5 +135,5 @@ func sessionNotes(t *testing.T, dir string) (cancelled, logged int) {
 			}
 		}
 	}
-	return cancelled, logged
+	return cancelled, printed, logged
 }
