@@ -105,6 +105,11 @@ type Embedded struct {
 	mu    sync.Mutex
 	runs  map[string]*run // tenant/run → the runs in this process
 	slots map[string]chan struct{}
+	// stopped serializes Resume and the Cancel of a run not in this
+	// process: between reading a stopped run's journal and launching (or
+	// ending) it, another caller must not do the same, or one run would
+	// execute twice at once.
+	stopped sync.Mutex
 }
 
 var _ Engine = (*Embedded)(nil)
@@ -319,7 +324,10 @@ func (e *Embedded) Signal(ctx context.Context, tenant, id, event string, data js
 }
 
 func (e *Embedded) Cancel(ctx context.Context, tenant, id string) error {
-	if r := e.live(tenant, id); r != nil {
+	e.stopped.Lock()
+	r := e.live(tenant, id)
+	if r != nil {
+		e.stopped.Unlock()
 		if _, err := r.j.append(Record{Kind: KindCancel}); err != nil {
 			return err
 		}
@@ -327,6 +335,7 @@ func (e *Embedded) Cancel(ctx context.Context, tenant, id string) error {
 		<-r.done
 		return nil
 	}
+	defer e.stopped.Unlock()
 	j, err := e.load(tenant, id)
 	if err != nil {
 		return err
@@ -340,6 +349,8 @@ func (e *Embedded) Cancel(ctx context.Context, tenant, id string) error {
 }
 
 func (e *Embedded) Resume(ctx context.Context, tenant, id string) (Status, error) {
+	e.stopped.Lock()
+	defer e.stopped.Unlock()
 	if r := e.live(tenant, id); r != nil {
 		select {
 		case <-r.done:

@@ -474,3 +474,48 @@ do:
 		t.Fatalf("a listen without metadata.ask carries %+v", p)
 	}
 }
+
+// TestResumeOnce resumes one failed run from several callers at once (an
+// operator's resume racing another, or cexecd's start): exactly one
+// resumes it, so its failed task runs once more, not once per caller.
+func TestResumeOnce(t *testing.T) {
+	fx := &effects{failFirst: map[string]int{"block": 1}}
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: fx})
+	defer e.Close()
+	ctx := context.Background()
+	st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ = e.Wait(ctx, "acme", st.Run); st.State != StateFailed {
+		t.Fatalf("state %s, want failed", st.State)
+	}
+	fx.block = make(chan struct{})
+	const callers = 8
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = e.Resume(ctx, "acme", st.Run)
+		}()
+	}
+	wg.Wait()
+	resumed := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			resumed++
+		case !errors.Is(err, ErrState):
+			t.Errorf("resume: %v", err)
+		}
+	}
+	close(fx.block)
+	if st, _ = e.Wait(ctx, "acme", st.Run); st.State != StateCompleted {
+		t.Fatalf("state %s %v", st.State, st.Error)
+	}
+	if resumed != 1 || fx.count("s/block") != 2 {
+		t.Errorf("%d of %d callers resumed the run and block ran %d times; want 1 and 2", resumed, callers, fx.count("s/block"))
+	}
+}
