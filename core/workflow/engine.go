@@ -442,10 +442,9 @@ func statusOf(tenant, id string, recs []Record, live string) Status {
 		case KindSignal:
 			delete(waiting, r.Path)
 		case KindResume:
-			st.Ended, st.Error, st.Output = nil, nil, nil
-			if live == "" {
-				st.State = ""
-			}
+			// The end before it no longer holds: the state is the live
+			// one again, or interrupted when no engine runs it.
+			st.Ended, st.Error, st.Output, st.State = nil, nil, nil, live
 		case KindEnd:
 			t := r.Time
 			st.Ended, st.State, st.Error, st.Output = &t, r.Status, r.Error, r.Output

@@ -519,3 +519,34 @@ func TestResumeOnce(t *testing.T) {
 		t.Errorf("%d of %d callers resumed the run and block ran %d times; want 1 and 2", resumed, callers, fx.count("s/block"))
 	}
 }
+
+// TestResumedRunStatus: a failed run that is resumed shows as running (or
+// queued) while it runs again, not as the failure it had before.
+func TestResumedRunStatus(t *testing.T) {
+	fx := &effects{failFirst: map[string]int{"block": 1}}
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: fx})
+	defer e.Close()
+	ctx := context.Background()
+	st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ = e.Wait(ctx, "acme", st.Run); st.State != StateFailed {
+		t.Fatalf("state %s, want failed", st.State)
+	}
+	fx.block = make(chan struct{})
+	defer close(fx.block)
+	rs, err := e.Resume(ctx, "acme", st.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.State != StateQueued && rs.State != StateRunning || rs.Error != nil {
+		t.Errorf("Resume returned state %s error %v, want queued or running", rs.State, rs.Error)
+	}
+	for fx.count("s/block") < 2 {
+		waitAMoment()
+	}
+	if st, _ := e.Status(ctx, "acme", st.Run); st.State != StateRunning || st.Error != nil {
+		t.Errorf("status of the resumed run: %s %v, want running", st.State, st.Error)
+	}
+}
