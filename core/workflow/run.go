@@ -158,17 +158,25 @@ func (r *run) execute(ctx context.Context) (any, error) {
 		}
 		input = in
 	}
+	wctx := ctx
+	var limit time.Duration
 	if wf.Timeout != nil && wf.Timeout.Timeout != nil {
 		d, err := duration(wf.Timeout.Timeout.After)
 		if err != nil {
 			return nil, err
 		}
+		limit = d
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d-time.Since(r.started))
+		wctx, cancel = context.WithTimeout(ctx, d-time.Since(r.started))
 		defer cancel()
 	}
-	out, _, err := r.list(ctx, "", wf.Do, input, v)
+	out, _, err := r.list(wctx, "", wf.Do, input, v)
 	if err != nil {
+		// The DSL's timeout error, not the bare context error of
+		// whichever task the deadline cut.
+		if ctx.Err() == nil && wctx.Err() != nil {
+			return nil, errorf(ErrTimeout, 408, "the workflow timed out after %s", limit)
+		}
 		return nil, err
 	}
 	if wf.Output != nil {

@@ -110,6 +110,11 @@ do:
       wait: {seconds: 30}
       timeout: {after: {milliseconds: 10}}
 `, ``, "", "timed out"},
+		{"workflow timeout", `timeout: {after: {milliseconds: 10}}
+do:
+  - slow:
+      wait: {seconds: 30}
+`, ``, "", "errors/timeout: the workflow timed out after 10ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
