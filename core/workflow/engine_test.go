@@ -550,3 +550,49 @@ func TestResumedRunStatus(t *testing.T) {
 		t.Errorf("status of the resumed run: %s %v, want running", st.State, st.Error)
 	}
 }
+
+// TestSignalOnce signals one waiting listen from several callers at once:
+// one signal is taken and the others are refused, never accepted and then
+// dropped.
+func TestSignalOnce(t *testing.T) {
+	const doc = `
+document: {dsl: 1.0.0, namespace: test, name: one, version: 1.0.0}
+do:
+  - ask:
+      listen:
+        to:
+          one: {with: {type: answer}}
+`
+	waiting := make(chan Pending, 1)
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: &effects{}, OnWaiting: func(_, _ string, p Pending) { waiting <- p }})
+	defer e.Close()
+	ctx := context.Background()
+	st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, doc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-waiting
+	const callers = 8
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = e.Signal(ctx, "acme", st.Run, "answer", json.RawMessage(fmt.Sprintf(`{"from":%d}`, i)))
+		}()
+	}
+	wg.Wait()
+	st, _ = e.Wait(ctx, "acme", st.Run)
+	var taken []string
+	for i, err := range errs {
+		if err == nil {
+			taken = append(taken, fmt.Sprintf(`{"from":%d}`, i))
+		} else if !errors.Is(err, ErrState) {
+			t.Errorf("signal: %v", err)
+		}
+	}
+	if len(taken) != 1 || string(st.Output) != taken[0] {
+		t.Errorf("signals accepted %v, run output %s; want one accepted and its data the output", taken, st.Output)
+	}
+}

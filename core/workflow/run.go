@@ -37,6 +37,9 @@ type run struct {
 	slot   chan struct{}
 	slotMu sync.Mutex
 	active int
+	// sigMu makes a signal's check of what waits and its journaling one
+	// step, so that two signals never both take one listen.
+	sigMu sync.Mutex
 }
 
 // busy changes the count of the run's branches at work, taking a place in
@@ -840,6 +843,8 @@ func listenEvents(t *dsl.ListenTask) []string {
 // signal journals an event for the first listen waiting for it and wakes
 // the run.
 func (r *run) signal(event string, data any) error {
+	r.sigMu.Lock()
+	defer r.sigMu.Unlock()
 	st := r.status()
 	for _, p := range st.Waiting {
 		if slices.Contains(p.Events, event) || slices.Contains(p.Events, "") {
