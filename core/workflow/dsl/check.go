@@ -98,6 +98,12 @@ func (c *checker) document(top *yaml.Node) {
 	}
 	c.schemaHolder(top, "input")
 	c.schemaHolder(top, "output")
+	// The workflow's own input.from and output.as, like a task's.
+	for _, key := range []string{"input", "output"} {
+		if _, h := value(top, key); h != nil {
+			c.exprs(h)
+		}
+	}
 	if k, do := value(top, "do"); do == nil {
 		c.at(top, "do: missing; a workflow needs a list of tasks")
 	} else {

@@ -76,6 +76,8 @@ func TestLoadErrors(t *testing.T) {
 		{"json", "{\"document\": {\"dsl\": \"1.0.0\", \"namespace\": \"a\", \"name\": \"b\", \"version\": \"1.0.0\"},\n \"do\": [{\"a\": {\"wait\": \"PT1S\", \"call\": \"grpc\"}}]}", "x.yaml:2:40: task a: call: grpc is not supported"},
 		{"unknown server", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      call: mcp\n      with:\n        server: n\n        tool: t\n", "x.yaml:10:17: task a: with.server: \"n\" is not an mcp_server of cexec.hcl"},
 		{"bare when", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      switch:\n        - x:\n            when: .a b\n            then: end\n", "x.yaml:10:19: expression \".a b\""},
+		{"workflow input.from", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ninput:\n  from: ${ .x | }\ndo:\n  - a:\n      set: {x: 1}\n", "x.yaml:7:9: expression \"${ .x | }\""},
+		{"workflow output.as", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      set: {x: 1}\noutput:\n  as:\n    y: ${ .x | }\n", "x.yaml:11:8: expression \"${ .x | }\""},
 		{"unknown server method", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      call: mcp\n      with:\n        server: m\n        method: sampling/createMessage\n", "x.yaml:11:17: task a: with.method \"sampling/createMessage\" is not supported"},
 	}
 	for _, tt := range tests {
