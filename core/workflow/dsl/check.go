@@ -16,6 +16,41 @@ type checker struct {
 	errors map[string]bool // use.errors names
 	retry  map[string]bool // use.retries names
 	server func(string) bool
+	// vars are the $names an expression may use: the engine's and the
+	// loop and catch names the document gives anywhere (not per scope:
+	// a typo or an undefined function is what this catches).
+	vars []string
+}
+
+// engineVars are the variables the engine gives every expression, or
+// loops and catches by default.
+var engineVars = []string{"$context", "$input", "$workflow", "$runtime", "$task", "$secrets", "$item", "$index", "$error"}
+
+// docVars adds the names of for.each, for.at and catch.as under n.
+func docVars(n *yaml.Node, out []string) []string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for _, p := range pairs(n) {
+			var names []string
+			switch p[0].Value {
+			case "for":
+				names = []string{"each", "at"}
+			case "catch":
+				names = []string{"as"}
+			}
+			for _, name := range names {
+				if _, v := value(p[1], name); v != nil && v.Kind == yaml.ScalarNode && v.Value != "" {
+					out = append(out, "$"+v.Value)
+				}
+			}
+			out = docVars(p[1], out)
+		}
+	case yaml.SequenceNode:
+		for _, x := range n.Content {
+			out = docVars(x, out)
+		}
+	}
+	return out
 }
 
 func (c *checker) at(n *yaml.Node, format string, args ...any) {
@@ -66,6 +101,7 @@ var (
 )
 
 func (c *checker) document(top *yaml.Node) {
+	c.vars = docVars(top, slices.Clone(engineVars))
 	for _, p := range pairs(top) {
 		if !slices.Contains(topKeys, p[0].Value) {
 			c.at(p[0], "%s: not supported by cexec (supported: %s)", p[0].Value, strings.Join(topKeys, ", "))
@@ -354,7 +390,11 @@ func (c *checker) exprs(t *yaml.Node) {
 		case yaml.ScalarNode:
 			isBare := bare && (key == "if" || key == "when" || key == "in" || key == "while")
 			if n.Tag == "!!str" && n.Value != "" && (IsExpr(n.Value) || isBare) {
-				if _, err := gojq.Parse(Unwrap(n.Value)); err != nil {
+				q, err := gojq.Parse(Unwrap(n.Value))
+				if err == nil {
+					_, err = gojq.Compile(q, gojq.WithVariables(c.vars))
+				}
+				if err != nil {
 					c.at(n, "expression %q: %v", n.Value, err)
 				}
 			}

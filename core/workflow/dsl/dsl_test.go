@@ -65,6 +65,15 @@ func TestPlainValues(t *testing.T) {
 	}
 }
 
+// TestLoopAndErrorVariables: names a document gives its loop items and
+// caught errors are variables its expressions may use.
+func TestLoopAndErrorVariables(t *testing.T) {
+	src := "document: {dsl: 1.0.0, namespace: a, name: b, version: 1.0.0}\ndo:\n  - l:\n      for: {each: note, at: n, in: .notes}\n      do:\n        - s: {set: {x: \"${ [$note, $n, $item, $index] }\"}}\n  - t:\n      try:\n        - r: {raise: {error: {type: x, status: 500}}}\n      catch:\n        as: oops\n        do:\n          - h: {set: {e: \"${ $oops.status + $context.x + ($workflow.input | length) }\"}}\n"
+	if _, err := Load("x.yaml", []byte(src)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLoadErrors(t *testing.T) {
 	tests := []struct {
 		name, src, want string
@@ -78,6 +87,8 @@ func TestLoadErrors(t *testing.T) {
 		{"bare when", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      switch:\n        - x:\n            when: .a b\n            then: end\n", "x.yaml:10:19: expression \".a b\""},
 		{"workflow input.from", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ninput:\n  from: ${ .x | }\ndo:\n  - a:\n      set: {x: 1}\n", "x.yaml:7:9: expression \"${ .x | }\""},
 		{"workflow output.as", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      set: {x: 1}\noutput:\n  as:\n    y: ${ .x | }\n", "x.yaml:11:8: expression \"${ .x | }\""},
+		{"undefined variable", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      set: {x: \"${ $contxt.a }\"}\n", "x.yaml:8:16: expression \"${ $contxt.a }\": variable not defined: $contxt"},
+		{"undefined function", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      if: nosuchfn(1)\n      set: {x: 1}\n", "x.yaml:8:11: expression \"nosuchfn(1)\": function not defined: nosuchfn/1"},
 		{"unknown server method", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      call: mcp\n      with:\n        server: m\n        method: sampling/createMessage\n", "x.yaml:11:17: task a: with.method \"sampling/createMessage\" is not supported"},
 	}
 	for _, tt := range tests {
