@@ -41,7 +41,7 @@ func (m *Manager) AppendRun(tenant, run string, record []byte, sync bool) error 
 }
 
 func (m *Manager) appendRun(tenant, run string, record []byte, create, sync bool) error {
-	if err := ValidateSessionID(run); err != nil {
+	if err := validateRunID(run); err != nil {
 		return err
 	}
 	if bytes.ContainsRune(record, '\n') {
@@ -127,7 +127,7 @@ func cutTornLine(f *os.File) error {
 // ReadRun returns a run's journal records in order, without a torn last
 // line.
 func (m *Manager) ReadRun(tenant, run string) ([][]byte, error) {
-	if err := ValidateSessionID(run); err != nil {
+	if err := validateRunID(run); err != nil {
 		return nil, err
 	}
 	t, err := m.Tenant(tenant)
@@ -175,7 +175,7 @@ func (m *Manager) ListRuns(tenant string) ([]string, error) {
 	}
 	var out []string
 	for _, n := range names {
-		if id, ok := strings.CutSuffix(n, runsSuffix); ok && ValidateSessionID(id) == nil {
+		if id, ok := strings.CutSuffix(n, runsSuffix); ok && validateRunID(id) == nil {
 			out = append(out, id)
 		}
 	}
@@ -212,4 +212,14 @@ func (m *Manager) RunTenants() ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// validateRunID checks a run id by the rule of session ids (a run's calls
+// are logged in session wf-<run>), naming it as what the caller gave.
+func validateRunID(run string) error {
+	if ValidateSessionID(run) != nil {
+		return fmt.Errorf("invalid run id %q: use 1-128 characters of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit: %w",
+			clip(run), pluginapi.ErrInvalidArgument)
+	}
+	return nil
 }

@@ -57,6 +57,9 @@ func TestRunJournal(t *testing.T) {
 	if err := m.CreateRun("acme", "../x", []byte(`{}`)); !errors.Is(err, pluginapi.ErrInvalidArgument) {
 		t.Errorf("a run id with a path: %v", err)
 	}
+	if _, err := m.ReadRun("acme", "../x"); err == nil || !strings.HasPrefix(err.Error(), `invalid run id "../x"`) {
+		t.Errorf("a run id with a path must be refused as a run id: %v", err)
+	}
 	if _, err := m.ReadRun("other", "r1"); !errors.Is(err, pluginapi.ErrNotFound) {
 		t.Errorf("another tenant's run: %v", err)
 	}
