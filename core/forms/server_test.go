@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -187,5 +189,39 @@ func TestNotAForm(t *testing.T) {
 	}
 	if _, msg := call(t, cli, "read_pdf", map[string]any{"path": "missing.pdf"}); !strings.Contains(msg, "no such file") {
 		t.Errorf("error %q", msg)
+	}
+}
+
+// TestConcurrentFillsSameOut fills one out from several calls at once (two
+// workflow runs, or a run and a program): each call succeeds and the file
+// left is one of the filled copies whole, never a mix of two.
+func TestConcurrentFillsSameOut(t *testing.T) {
+	cli, dir := tenantClient(t)
+	names := []string{"ada", "grace lovelace-hopper the first of her name", "b", "charles babbage"}
+	var wg sync.WaitGroup
+	msgs := make([]string, len(names)*4)
+	for i := range msgs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, msgs[i] = call(t, cli, "fill_pdf", map[string]any{"path": "forms/app.pdf", "values": map[string]any{"name": names[i%len(names)]}, "out": "out/filled.pdf"})
+		}()
+	}
+	wg.Wait()
+	for _, m := range msgs {
+		if m != "" {
+			t.Errorf("fill: %s", m)
+		}
+	}
+	out, msg := call(t, cli, "read_pdf", map[string]any{"path": "out/filled.pdf"})
+	if msg != "" {
+		t.Fatalf("read back: %s", msg)
+	}
+	got, _ := out["values"].(map[string]any)["name"].(string)
+	if !slices.Contains(names, got) {
+		t.Errorf("name read back %q, want one of %q", got, names)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "out", ".*")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 }

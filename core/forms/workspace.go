@@ -1,6 +1,7 @@
 package forms
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -72,8 +73,10 @@ func writeFile(root *os.Root, ws Workspace, rel string, data []byte) error {
 			return fmt.Errorf("out: %w", pathErr(err))
 		}
 	}
-	tmp := path.Join(path.Dir(rel), "."+path.Base(rel)+".tmp")
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	// A name of its own per call: fills of one out at once must not write
+	// into one temporary file and rename a mix of them.
+	tmp := path.Join(path.Dir(rel), "."+path.Base(rel)+"."+rand.Text()+".tmp")
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("out: %w", pathErr(err))
 	}
