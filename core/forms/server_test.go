@@ -190,6 +190,13 @@ func TestNotAForm(t *testing.T) {
 	if _, msg := call(t, cli, "read_pdf", map[string]any{"path": "missing.pdf"}); !strings.Contains(msg, "no such file") {
 		t.Errorf("error %q", msg)
 	}
+	// The workspace's place on the host is cexecd's, not the caller's.
+	if err := os.Mkdir(filepath.Join(dir, "folder.pdf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, msg := call(t, cli, "pdf_fields", map[string]any{"path": "folder.pdf"}); msg != "path: folder.pdf is a folder, not a PDF" {
+		t.Errorf("error %q", msg)
+	}
 }
 
 // TestConcurrentFillsSameOut fills one out from several calls at once (two

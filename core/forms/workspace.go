@@ -55,8 +55,20 @@ func readFile(root *os.Root, field, rel string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", field, pathErr(err))
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		if st.IsDir() {
+			return nil, fmt.Errorf("%s: %s is a folder, not a PDF", field, rel)
+		}
+		return nil, fmt.Errorf("%s: %s is not a regular file", field, rel)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, maxPDFSize+1))
 	if err != nil {
+		// Not the *PathError itself: its path is the host's, where
+		// cexecd keeps the workspace.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		return nil, fmt.Errorf("%s: read %s: %w", field, rel, err)
 	}
 	if len(b) > maxPDFSize {
