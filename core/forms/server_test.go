@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -196,6 +198,23 @@ func TestNotAForm(t *testing.T) {
 	}
 	if _, msg := call(t, cli, "pdf_fields", map[string]any{"path": "folder.pdf"}); msg != "path: folder.pdf is a folder, not a PDF" {
 		t.Errorf("error %q", msg)
+	}
+	// A named pipe planted by a program would block the read forever.
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.pdf"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 1)
+	go func() {
+		_, msg := call(t, cli, "pdf_fields", map[string]any{"path": "pipe.pdf"})
+		done <- msg
+	}()
+	select {
+	case msg := <-done:
+		if msg != "path: pipe.pdf is not a regular file" {
+			t.Errorf("error %q", msg)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("pdf_fields on a named pipe hangs")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"syscall"
 )
 
 // Workspace is where one tenant's files are: its host folder and, when
@@ -50,7 +51,9 @@ func relPath(field, p string) (string, error) {
 
 // readFile reads rel from the workspace root.
 func readFile(root *os.Root, field, rel string) ([]byte, error) {
-	f, err := root.Open(rel)
+	// O_NONBLOCK: opening a named pipe a program planted would otherwise
+	// wait for a writer forever; it is refused below as not a file.
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, pathErr(err))
 	}
