@@ -126,12 +126,16 @@ func (c *checker) document(top *yaml.Node) {
 			case "retries":
 				for _, r := range pairs(p[1]) {
 					c.retry[r[0].Value] = true
+					if _, d := value(r[1], "delay"); d != nil {
+						c.duration("use.retries."+r[0].Value+".delay", d)
+					}
 				}
 			default:
 				c.at(p[0], "use.%s: not supported by cexec (supported: %s)", p[0].Value, strings.Join(useKeys, ", "))
 			}
 		}
 	}
+	c.timeout("", top)
 	c.schemaHolder(top, "input")
 	c.schemaHolder(top, "output")
 	// The workflow's own input.from and output.as, like a task's.
@@ -212,6 +216,7 @@ func (c *checker) task(name, t *yaml.Node, names map[string]bool) {
 	if _, then := value(t, "then"); then != nil {
 		c.flow(then, names)
 	}
+	c.timeout("task "+name.Value+": ", t)
 	c.schemaHolder(t, "input")
 	c.schemaHolder(t, "output")
 	c.schemaHolder(t, "export")
@@ -247,6 +252,17 @@ func (c *checker) task(name, t *yaml.Node, names map[string]bool) {
 		}
 	case "listen":
 		c.listen(name, v)
+	case "wait":
+		c.duration("task "+name.Value+": wait", v)
+	}
+}
+
+// timeout checks the duration of the timeout t holds, if any.
+func (c *checker) timeout(prefix string, t *yaml.Node) {
+	if _, to := value(t, "timeout"); to != nil {
+		if _, after := value(to, "after"); after != nil {
+			c.duration(prefix+"timeout.after", after)
+		}
 	}
 }
 
@@ -341,6 +357,8 @@ func (c *checker) catch(name, t *yaml.Node) {
 	}
 	if rk, r := value(catch, "retry"); r != nil && r.Kind == yaml.ScalarNode && !c.retry[r.Value] {
 		c.at(rk, "task %s: catch.retry names %q, which use.retries does not define", name.Value, r.Value)
+	} else if _, d := value(r, "delay"); d != nil {
+		c.duration("task "+name.Value+": catch.retry.delay", d)
 	}
 	if dk, do := value(catch, "do"); do != nil {
 		c.taskList(dk, do)

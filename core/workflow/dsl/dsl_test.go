@@ -89,6 +89,11 @@ func TestLoadErrors(t *testing.T) {
 		{"workflow output.as", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      set: {x: 1}\noutput:\n  as:\n    y: ${ .x | }\n", "x.yaml:11:8: expression \"${ .x | }\""},
 		{"undefined variable", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      set: {x: \"${ $contxt.a }\"}\n", "x.yaml:8:16: expression \"${ $contxt.a }\": variable not defined: $contxt"},
 		{"undefined function", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      if: nosuchfn(1)\n      set: {x: 1}\n", "x.yaml:8:11: expression \"nosuchfn(1)\": function not defined: nosuchfn/1"},
+		{"duration in years", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      wait: P1Y\n", "x.yaml:8:13: task a: wait: duration \"P1Y\""},
+		{"duration overflows", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      wait: P300000D\n", "x.yaml:8:13: task a: wait: duration \"P300000D\" is longer than"},
+		{"inline duration overflows", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      set: {x: 1}\n      timeout:\n        after: {days: 200000}\n", "x.yaml:10:16: task a: timeout.after: duration is longer than"},
+		{"negative duration", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ntimeout:\n  after: {seconds: -5}\ndo:\n  - a:\n      set: {x: 1}\n", "x.yaml:7:20: timeout.after: seconds must be a whole number of at least 0"},
+		{"retry delay", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      try:\n        - b: {set: {x: 1}}\n      catch:\n        retry:\n          delay: P2M\n", "x.yaml:12:18: task a: catch.retry.delay: duration \"P2M\""},
 		{"unknown server method", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      call: mcp\n      with:\n        server: m\n        method: sampling/createMessage\n", "x.yaml:11:17: task a: with.method \"sampling/createMessage\" is not supported"},
 	}
 	for _, tt := range tests {
