@@ -596,3 +596,27 @@ do:
 		t.Errorf("signals accepted %v, run output %s; want one accepted and its data the output", taken, st.Output)
 	}
 }
+
+// TestListenAnyEvent: a listen to.any with no filters takes any event, as
+// the DSL says, and so does a filter without a type.
+func TestListenAnyEvent(t *testing.T) {
+	for _, to := range []string{"any: []", "one: {with: {source: x}}"} {
+		doc := "document: {dsl: 1.0.0, namespace: test, name: any, version: 1.0.0}\ndo:\n  - ask:\n      listen:\n        to:\n          " + to + "\n"
+		waiting := make(chan Pending, 1)
+		e := NewEmbedded(Options{Journals: newStore(t), Effects: &effects{}, OnWaiting: func(_, _ string, p Pending) { waiting <- p }})
+		ctx := context.Background()
+		st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, doc)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := <-waiting; len(p.Events) != 1 || p.Events[0] != "" {
+			t.Errorf("%s: waits for %q, want [\"\"] (any event)", to, p.Events)
+		}
+		if err := e.Signal(ctx, "acme", st.Run, "whatever", json.RawMessage(`{"ok":true}`)); err != nil {
+			t.Errorf("%s: signal: %v", to, err)
+		} else if st, _ = e.Wait(ctx, "acme", st.Run); string(st.Output) != `{"ok":true}` {
+			t.Errorf("%s: state %s output %s", to, st.State, st.Output)
+		}
+		e.Close()
+	}
+}

@@ -823,18 +823,27 @@ func (r *run) listen(ctx context.Context, path, name string, t *dsl.ListenTask, 
 	return data, err
 }
 
+// listenEvents lists the event types a listen takes; "" is any event: a
+// filter without a type, or to.any with no filters (the DSL's "any event").
 func listenEvents(t *dsl.ListenTask) []string {
 	var out []string
 	to := t.Listen.To
 	add := func(f *dsl.EventFilter) {
-		if f != nil && f.With != nil {
-			out = append(out, f.With.Type)
+		if f != nil {
+			typ := ""
+			if f.With != nil {
+				typ = f.With.Type
+			}
+			out = append(out, typ)
 		}
 	}
 	if to != nil {
 		add(to.One)
 		for _, f := range to.Any {
 			add(f)
+		}
+		if to.One == nil && len(to.Any) == 0 {
+			out = append(out, "")
 		}
 	}
 	return out
