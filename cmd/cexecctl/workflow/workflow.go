@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -181,7 +182,14 @@ func printRun(env *cli.Env, r *cexecv1.WorkflowRun) error {
 		fmt.Fprintf(w, "task:     %s\n", r.GetTask())
 	}
 	for _, p := range r.GetWaiting() {
-		fmt.Fprintf(w, "waiting:  %s for %s (cexecctl workflow signal %s %s --data JSON)\n", p.GetTask(), strings.Join(p.GetEvents(), " or "), r.GetRun(), p.GetEvents()[0])
+		events, event := strings.Join(p.GetEvents(), " or "), "EVENT"
+		// "" (or no event listed) is a listen that takes any event.
+		if evs := p.GetEvents(); len(evs) == 0 || slices.Contains(evs, "") {
+			events = "any event"
+		} else {
+			event = evs[0]
+		}
+		fmt.Fprintf(w, "waiting:  %s for %s (cexecctl workflow signal %s %s --data JSON)\n", p.GetTask(), events, r.GetRun(), event)
 	}
 	if r.GetOutputJson() != "" {
 		fmt.Fprintf(w, "output:   %s\n", r.GetOutputJson())
