@@ -99,6 +99,11 @@ func TestWorkflows(t *testing.T) {
 			!strings.Contains(out, bad+":13:13: task b: call: http is not supported") {
 			t.Fatalf("validate: exit %d\n%s\n%s", code, out, errOut)
 		}
+		// save names the problems in the file given, not in NAME.yaml.
+		out, errOut, code = ctl(t, s, "workflow", "save", "mine", bad)
+		if code != 1 || !strings.Contains(errOut, bad+`:10:17: task a: with.server: "nosuch"`) || strings.Contains(errOut, "mine.yaml") {
+			t.Fatalf("save: exit %d\n%s\n%s", code, out, errOut)
+		}
 		out = mustCtl(t, s, "workflow", "validate", filepath.Join("..", "workflows", "notes-to-memory.yaml"))
 		if !strings.Contains(out, "ok (examples/notes-to-memory:1.0.0)") {
 			t.Errorf("validate example: %s", out)

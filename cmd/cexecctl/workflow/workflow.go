@@ -358,6 +358,18 @@ func save(env *cli.Env, tenant *string) *cobra.Command {
 				return err
 			}
 			return env.Do(cmd.Context(), func(c *client.Client) error {
+				// Validated under the file's own name first, so that its
+				// problems point into FILE, not the NAME.yaml it becomes.
+				r, err := c.Workflows().Validate(cmd.Context(), args[1], src)
+				if err != nil {
+					return err
+				}
+				if ds := r.GetDiagnostics(); len(ds) > 0 {
+					for _, d := range ds {
+						fmt.Fprintf(env.Stderr, "%s:%d:%d: %s\n", d.GetFile(), d.GetLine(), d.GetColumn(), d.GetMessage())
+					}
+					return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("save workflow %s: %d problems in %s", args[0], len(ds), args[1])}
+				}
 				w, err := c.Workflows().Save(cmd.Context(), *tenant, args[0], src)
 				if err != nil {
 					return err
