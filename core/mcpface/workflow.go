@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -151,6 +152,11 @@ func workflowText(st WorkflowRun) string {
 	}
 	b.WriteString("\n")
 	for _, w := range st.Waiting {
+		// "" (or no event listed) is a listen that takes any event.
+		if len(w.Events) == 0 || slices.Contains(w.Events, "") {
+			fmt.Fprintf(&b, "waiting in %s for any event: answer with action signal and an event name of your choice\n", w.Task)
+			continue
+		}
 		fmt.Fprintf(&b, "waiting in %s for event %s: answer with action signal\n", w.Task, strings.Join(w.Events, " or "))
 	}
 	if len(st.Output) > 0 {

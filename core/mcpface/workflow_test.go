@@ -102,3 +102,14 @@ func TestWorkflowAskWithoutElicitation(t *testing.T) {
 		t.Errorf("signal: %q", text)
 	}
 }
+
+// TestWorkflowTextAnyEvent: a listen that takes any event ("" among its
+// events) is shown as such, with how to answer it.
+func TestWorkflowTextAnyEvent(t *testing.T) {
+	for _, events := range [][]string{{""}, nil} {
+		text := workflowText(WorkflowRun{Run: "r", State: "waiting", Waiting: []WorkflowWait{{Task: "ask", Events: events}}})
+		if want := "waiting in ask for any event: answer with action signal and an event name of your choice\n"; !strings.Contains(text, want) {
+			t.Errorf("events %q: text\n%s\nwant %q", events, text, want)
+		}
+	}
+}
