@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cexec/cexec/core/workflow/dsl"
 	"github.com/cexec/cexec/core/workspace"
@@ -618,5 +619,41 @@ func TestListenAnyEvent(t *testing.T) {
 			t.Errorf("%s: state %s output %s", to, st.State, st.Output)
 		}
 		e.Close()
+	}
+}
+
+// TestForkFailsFast: when a branch of a fork fails, the fork fails then,
+// its other branches cancelled, not when they end (a listen never might),
+// and with the failing branch's error.
+func TestForkFailsFast(t *testing.T) {
+	const doc = `
+document: {dsl: 1.0.0, namespace: test, name: fork, version: 1.0.0}
+do:
+  - both:
+      fork:
+        branches:
+          - waits:
+              listen:
+                to:
+                  one: {with: {type: never}}
+          - bad:
+              raise:
+                error: {type: https://example.com/e, status: 500, title: Boom}
+`
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: &effects{}})
+	defer e.Close()
+	ctx := context.Background()
+	st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, doc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err = e.Wait(wctx, "acme", st.Run)
+	if err != nil {
+		t.Fatalf("the fork still runs after a branch failed: %s", st.State)
+	}
+	if st.State != StateFailed || st.Error == nil || st.Error.Title != "Boom" {
+		t.Fatalf("state %s error %+v, want failed with Boom", st.State, st.Error)
 	}
 }

@@ -557,8 +557,12 @@ func (r *run) fork(ctx context.Context, path string, t *dsl.ForkTask, in any, v 
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	var once sync.Once
+	var once, failOnce sync.Once
 	winner := -1
+	// failed is the first branch error of a fork that is not a
+	// competition: the fork fails with it and its other branches are
+	// cancelled rather than waited for.
+	var failed error
 	// The branches count as the run's work while the fork itself waits.
 	if err := r.busy(ctx, len(branches)-1); err != nil {
 		return nil, "", err
@@ -570,8 +574,11 @@ func (r *run) fork(ctx context.Context, path string, t *dsl.ForkTask, in any, v 
 			defer func() { _ = r.busy(context.Background(), -1) }()
 			out, _, err := r.task(fctx, path+"/fork/"+b.Key, b, in, v)
 			outs[i], errs[i] = out, err
-			if err == nil && t.Fork.Compete {
+			switch {
+			case err == nil && t.Fork.Compete:
 				once.Do(func() { winner = i; cancel() })
+			case err != nil && !t.Fork.Compete && fctx.Err() == nil:
+				failOnce.Do(func() { failed = err; cancel() })
 			}
 		}()
 	}
@@ -584,6 +591,9 @@ func (r *run) fork(ctx context.Context, path string, t *dsl.ForkTask, in any, v 
 			return outs[winner], "", nil
 		}
 		return nil, "", errors.Join(errs...)
+	}
+	if failed != nil {
+		return nil, "", failed
 	}
 	for _, err := range errs {
 		if err != nil {
