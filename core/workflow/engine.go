@@ -439,7 +439,7 @@ func statusOf(tenant, id string, recs []Record, live string) Status {
 			st.Task = r.Task
 		case KindWaiting:
 			waiting[r.Path] = Pending{Path: r.Path, Task: r.Task, Events: r.Events, Since: r.Time, Ask: r.Ask}
-		case KindSignal:
+		case KindSignal, KindUnwait:
 			delete(waiting, r.Path)
 		case KindResume:
 			// The end before it no longer holds: the state is the live

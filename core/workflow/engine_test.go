@@ -657,3 +657,43 @@ do:
 		t.Fatalf("state %s error %+v, want failed with Boom", st.State, st.Error)
 	}
 }
+
+// TestListenTimedOut: a listen cut by its timeout no longer waits: status
+// does not list it and a signal for it is refused, not taken and dropped.
+func TestListenTimedOut(t *testing.T) {
+	const doc = `
+document: {dsl: 1.0.0, namespace: test, name: lt, version: 1.0.0}
+do:
+  - guarded:
+      try:
+        - ask:
+            timeout: {after: {milliseconds: 10}}
+            listen:
+              to:
+                one: {with: {type: approval}}
+      catch:
+        do:
+          - none: {set: {approved: false}}
+  - later:
+      call: mcp
+      with: {server: s, tool: block}
+`
+	fx := &effects{block: make(chan struct{})}
+	defer close(fx.block)
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: fx})
+	defer e.Close()
+	ctx := context.Background()
+	st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, doc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fx.count("s/block") == 0 {
+		waitAMoment()
+	}
+	if st, _ := e.Status(ctx, "acme", st.Run); st.State != StateRunning || len(st.Waiting) != 0 {
+		t.Errorf("status %s waiting %+v, want running and no wait", st.State, st.Waiting)
+	}
+	if err := e.Signal(ctx, "acme", st.Run, "approval", json.RawMessage(`{"approved":true}`)); !errors.Is(err, ErrState) {
+		t.Errorf("a signal for the timed-out listen: %v, want it refused", err)
+	}
+}

@@ -34,6 +34,7 @@ const (
 	KindCaught  = "caught"  // a try's attempt failed and was caught
 	KindWaiting = "waiting" // a listen waits for events
 	KindSignal  = "signal"  // an event a listen received
+	KindUnwait  = "unwait"  // a listen stopped waiting without a signal (its timeout, its branch cut)
 	KindResume  = "resume"  // the run was resumed
 	KindRerun   = "rerun"   // a task in flight at a crash is run again
 	KindCancel  = "cancel"  // cancellation was asked
@@ -122,6 +123,9 @@ func (j *journal) index(r Record) {
 		j.signals[r.Path] = rp
 	case KindWaiting:
 		j.waiting[r.Path] = rp
+	case KindUnwait:
+		// Run again (a resumed failed run), the listen waits anew.
+		delete(j.waiting, r.Path)
 	}
 }
 

@@ -830,6 +830,18 @@ func (r *run) listen(ctx context.Context, path, name string, t *dsl.ListenTask, 
 			}
 		}
 	})
+	if err != nil && r.e.ctx.Err() == nil {
+		// Its timeout or a cut branch ended the wait: it must no longer
+		// show as waiting nor take a signal. (When cexecd stops, it
+		// still waits and resumes waiting.)
+		r.sigMu.Lock()
+		if r.j.lookup(r.j.signals, path) == nil {
+			if _, jerr := r.j.append(Record{Kind: KindUnwait, Path: path, Task: name}); jerr != nil {
+				r.e.opts.Log.Error("journal that a listen stopped waiting", "tenant", r.tenant, "run", r.id, "task", path, "error", jerr)
+			}
+		}
+		r.sigMu.Unlock()
+	}
 	return data, err
 }
 
