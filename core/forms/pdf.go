@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pdfcpu/pdfcpu/pkg/api"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/form"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 )
@@ -46,9 +47,13 @@ type Field struct {
 	Locked    bool     `json:"locked,omitempty"`
 }
 
-// exportForm reads the PDF's form with pdfcpu.
-func exportForm(pdf []byte) (*form.FormGroup, error) {
+// exportForm reads the form of the PDF at rel with pdfcpu.
+func exportForm(rel string, pdf []byte) (*form.FormGroup, error) {
 	g, err := api.ExportForm(bytes.NewReader(pdf), "form", model.NewDefaultConfiguration())
+	if errors.Is(err, pdfcpu.ErrWrongPassword) {
+		// pdfcpu asks for "the correct password", which no tool takes.
+		return nil, fmt.Errorf("%s is encrypted with a password, which the forms tools cannot open; give an unencrypted copy", rel)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -226,8 +231,8 @@ func editable(f *form.Form, name string) bool {
 }
 
 // fill returns pdf with vals set, and the names set.
-func fill(pdf []byte, vals map[string]json.RawMessage) ([]byte, []string, error) {
-	g, err := exportForm(pdf)
+func fill(rel string, pdf []byte, vals map[string]json.RawMessage) ([]byte, []string, error) {
+	g, err := exportForm(rel, pdf)
 	if err != nil {
 		return nil, nil, fmt.Errorf("path: %w", err)
 	}

@@ -62,22 +62,20 @@ func (h handlers) open() (*os.Root, Workspace, error) {
 	return root, ws, nil
 }
 
-// load reads and parses the form at the path argument.
-func (h handlers) load(req mcp.CallToolRequest) (*os.Root, Workspace, []byte, error) {
-	rel, err := relPath("path", req.GetString("path", ""))
-	if err != nil {
-		return nil, Workspace{}, nil, err
+// load reads the form at the path argument; rel is that path in the
+// workspace.
+func (h handlers) load(req mcp.CallToolRequest) (root *os.Root, ws Workspace, rel string, pdf []byte, err error) {
+	if rel, err = relPath("path", req.GetString("path", "")); err != nil {
+		return nil, Workspace{}, "", nil, err
 	}
-	root, ws, err := h.open()
-	if err != nil {
-		return nil, ws, nil, err
+	if root, ws, err = h.open(); err != nil {
+		return nil, ws, "", nil, err
 	}
-	pdf, err := readFile(root, "path", rel)
-	if err != nil {
+	if pdf, err = readFile(root, "path", rel); err != nil {
 		root.Close()
-		return nil, ws, nil, err
+		return nil, ws, "", nil, err
 	}
-	return root, ws, pdf, nil
+	return root, ws, rel, pdf, nil
 }
 
 func (h handlers) fields(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -90,12 +88,12 @@ func (h handlers) read(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 
 // report reads the request's PDF form and returns what of answers under key.
 func (h handlers) report(req mcp.CallToolRequest, key string, of func(*form.Form) any) (*mcp.CallToolResult, error) {
-	root, _, pdf, err := h.load(req)
+	root, _, rel, pdf, err := h.load(req)
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
 	root.Close()
-	g, err := exportForm(pdf)
+	g, err := exportForm(rel, pdf)
 	if err != nil {
 		return mcp.NewToolResultError("path: " + err.Error()), nil
 	}
@@ -114,12 +112,12 @@ func (h handlers) fill(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
-	root, ws, pdf, err := h.load(req)
+	root, ws, rel, pdf, err := h.load(req)
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
 	defer root.Close()
-	filled, names, err := fill(pdf, args.Values)
+	filled, names, err := fill(rel, pdf, args.Values)
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}

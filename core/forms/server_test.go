@@ -15,6 +15,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/pdfcpu/pdfcpu/pkg/api"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 )
 
 // example is the committed AcroForm made by examples/forms/generate.go.
@@ -249,5 +251,22 @@ func TestConcurrentFillsSameOut(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "out", ".*")); len(left) > 0 {
 		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+// TestEncryptedForm: a form that needs a password to open is refused in
+// words the caller can act on; the tools take no password.
+func TestEncryptedForm(t *testing.T) {
+	cli, dir := tenantClient(t)
+	conf := model.NewAESConfiguration("secret", "owner", 256)
+	if err := api.EncryptFile(filepath.Join(dir, "forms", "app.pdf"), filepath.Join(dir, "locked.pdf"), conf); err != nil {
+		t.Fatal(err)
+	}
+	want := "path: locked.pdf is encrypted with a password, which the forms tools cannot open; give an unencrypted copy"
+	for _, tool := range []string{"pdf_fields", "read_pdf", "fill_pdf"} {
+		_, msg := call(t, cli, tool, map[string]any{"path": "locked.pdf", "values": map[string]any{"name": "x"}, "out": "x.pdf"})
+		if msg != want {
+			t.Errorf("%s: error %q, want %q", tool, msg, want)
+		}
 	}
 }
