@@ -126,9 +126,7 @@ func (c *checker) document(top *yaml.Node) {
 			case "retries":
 				for _, r := range pairs(p[1]) {
 					c.retry[r[0].Value] = true
-					if _, d := value(r[1], "delay"); d != nil {
-						c.duration("use.retries."+r[0].Value+".delay", d)
-					}
+					c.retryPolicy("use.retries."+r[0].Value, r[0], r[1])
 				}
 			default:
 				c.at(p[0], "use.%s: not supported by cexec (supported: %s)", p[0].Value, strings.Join(useKeys, ", "))
@@ -257,6 +255,19 @@ func (c *checker) task(name, t *yaml.Node, names map[string]bool) {
 	}
 }
 
+// retryPolicy checks a retry policy: its delay, and the limit without
+// which the engine never retries.
+func (c *checker) retryPolicy(what string, key, p *yaml.Node) {
+	if _, d := value(p, "delay"); d != nil {
+		c.duration(what+".delay", d)
+	}
+	_, limit := value(p, "limit")
+	_, attempt := value(limit, "attempt")
+	if _, count := value(attempt, "count"); count == nil {
+		c.at(key, "%s: needs limit.attempt.count (the attempts in all, the first included); without it cexec does not retry", what)
+	}
+}
+
 // timeout checks the duration of the timeout t holds, if any.
 func (c *checker) timeout(prefix string, t *yaml.Node) {
 	if _, to := value(t, "timeout"); to != nil {
@@ -357,8 +368,8 @@ func (c *checker) catch(name, t *yaml.Node) {
 	}
 	if rk, r := value(catch, "retry"); r != nil && r.Kind == yaml.ScalarNode && !c.retry[r.Value] {
 		c.at(rk, "task %s: catch.retry names %q, which use.retries does not define", name.Value, r.Value)
-	} else if _, d := value(r, "delay"); d != nil {
-		c.duration("task "+name.Value+": catch.retry.delay", d)
+	} else if r != nil && r.Kind == yaml.MappingNode {
+		c.retryPolicy("task "+name.Value+": catch.retry", rk, r)
 	}
 	if dk, do := value(catch, "do"); do != nil {
 		c.taskList(dk, do)
