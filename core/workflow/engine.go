@@ -367,7 +367,7 @@ func (e *Embedded) Resume(ctx context.Context, tenant, id string) (Status, error
 		return Status{}, fmt.Errorf("run %s %s; only an interrupted or failed run resumes: %w", id, st.State, ErrState)
 	}
 	first := j.records[0]
-	doc, err := dsl.Load(first.File, []byte(first.Document))
+	doc, err := dsl.LoadWith(first.File, []byte(first.Document), dsl.Options{Journaled: true})
 	if err != nil {
 		return Status{}, fmt.Errorf("run %s: its document no longer loads: %w", id, err)
 	}

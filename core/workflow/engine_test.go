@@ -697,3 +697,53 @@ do:
 		t.Errorf("a signal for the timed-out listen: %v, want it refused", err)
 	}
 }
+
+// TestResumeJournaledUnderOlderChecks: a run journaled by a cexec whose load
+// checks were laxer (an undefined jq function, a year-long wait and a retry
+// without a limit, all on a path the run does not take) still resumes;
+// a fresh load refuses the same document.
+func TestResumeJournaledUnderOlderChecks(t *testing.T) {
+	const src = `
+document: {dsl: 1.0.0, namespace: test, name: lax, version: 1.0.0}
+do:
+  - first:
+      call: mcp
+      with: {server: s, tool: one}
+  - second:
+      call: mcp
+      with: {server: s, tool: block}
+  - never:
+      if: ${ false }
+      try:
+        - pause:
+            wait: P1Y
+        - shout:
+            set: {x: "${ nosuchfn(1) }"}
+      catch:
+        retry: {delay: {seconds: 1}}
+`
+	if _, err := dsl.Load("lax.yaml", []byte(src)); err == nil {
+		t.Fatal("a fresh load accepted the document; the test needs one it refuses")
+	}
+	doc, err := dsl.LoadWith("lax.yaml", []byte(src), dsl.Options{Journaled: true})
+	if err != nil {
+		t.Fatalf("journaled load: %v", err)
+	}
+	fx := &effects{failFirst: map[string]int{"block": 1}}
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: fx})
+	defer e.Close()
+	ctx := context.Background()
+	st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: doc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ = e.Wait(ctx, "acme", st.Run); st.State != StateFailed {
+		t.Fatalf("state %s, want failed", st.State)
+	}
+	if _, err := e.Resume(ctx, "acme", st.Run); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if st, _ = e.Wait(ctx, "acme", st.Run); st.State != StateCompleted {
+		t.Fatalf("state %s %v, want completed", st.State, st.Error)
+	}
+}

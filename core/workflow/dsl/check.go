@@ -16,6 +16,8 @@ type checker struct {
 	errors map[string]bool // use.errors names
 	retry  map[string]bool // use.retries names
 	server func(string) bool
+	// journaled skips the early checks (see Options.Journaled).
+	journaled bool
 	// vars are the $names an expression may use: the engine's and the
 	// loop and catch names the document gives anywhere (not per scope:
 	// a typo or an undefined function is what this catches).
@@ -55,6 +57,14 @@ func docVars(n *yaml.Node, out []string) []string {
 
 func (c *checker) at(n *yaml.Node, format string, args ...any) {
 	c.diags = append(c.diags, Diagnostic{File: c.file, Line: n.Line, Column: n.Column, Message: fmt.Sprintf(format, args...)})
+}
+
+// early reports a problem the run would otherwise meet at its task: not
+// for a journaled document.
+func (c *checker) early(n *yaml.Node, format string, args ...any) {
+	if !c.journaled {
+		c.at(n, format, args...)
+	}
 }
 
 // pairs lists a mapping's keys and values.
@@ -264,7 +274,7 @@ func (c *checker) retryPolicy(what string, key, p *yaml.Node) {
 	_, limit := value(p, "limit")
 	_, attempt := value(limit, "attempt")
 	if _, count := value(attempt, "count"); count == nil {
-		c.at(key, "%s: needs limit.attempt.count (the attempts in all, the first included); without it cexec does not retry", what)
+		c.early(key, "%s: needs limit.attempt.count (the attempts in all, the first included); without it cexec does not retry", what)
 	}
 }
 
@@ -424,7 +434,7 @@ func (c *checker) exprs(t *yaml.Node) {
 					_, err = gojq.Compile(q, gojq.WithVariables(c.vars))
 				}
 				if err != nil {
-					c.at(n, "expression %q: %v", n.Value, err)
+					c.early(n, "expression %q: %v", n.Value, err)
 				}
 			}
 		case yaml.MappingNode:

@@ -135,6 +135,11 @@ type Options struct {
 	// Server, when set, says whether a call: mcp task's with.server names
 	// a configured upstream.
 	Server func(name string) bool
+	// Journaled loads the document of a run that started under an
+	// earlier cexec: checks that only catch mistakes earlier (expressions,
+	// durations, retry limits) do not stop it from resuming; the run
+	// meets such a mistake at its task, as it would have then.
+	Journaled bool
 }
 
 // LoadWith is Load with the checks of opts.
@@ -146,7 +151,7 @@ func LoadWith(file string, src []byte, opts Options) (*Document, error) {
 	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
 		return nil, Diagnostics{{File: file, Line: 1, Column: 1, Message: "a workflow document is a mapping with document and do"}}
 	}
-	c := &checker{file: file, server: opts.Server}
+	c := &checker{file: file, server: opts.Server, journaled: opts.Journaled}
 	c.document(root.Content[0])
 	if len(c.diags) > 0 {
 		return nil, c.diags

@@ -63,7 +63,7 @@ func (c *checker) duration(what string, n *yaml.Node) {
 			return
 		}
 		if _, err := ParseDuration(n.Value); err != nil {
-			c.at(n, "%s: %v", what, err)
+			c.early(n, "%s: %v", what, err)
 		}
 	case yaml.MappingNode:
 		var f [5]int
@@ -74,13 +74,13 @@ func (c *checker) duration(what string, n *yaml.Node) {
 			}
 			v, err := strconv.Atoi(p[1].Value)
 			if p[1].Kind != yaml.ScalarNode || err != nil || v < 0 {
-				c.at(p[1], "%s: %s must be a whole number of at least 0", what, p[0].Value)
+				c.early(p[1], "%s: %s must be a whole number of at least 0", what, p[0].Value)
 				return
 			}
 			f[i] = v
 		}
 		if _, err := InlineDuration(f[0], f[1], f[2], f[3], f[4]); err != nil {
-			c.at(n, "%s: %v", what, err)
+			c.early(n, "%s: %v", what, err)
 		}
 	}
 }
