@@ -6,6 +6,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
+	"github.com/cexec/cexec/internal/plural"
 )
 
 // pollEvery is how often run follows a run's progress.
@@ -78,7 +80,7 @@ func validate(env *cli.Env) *cobra.Command {
 					}
 				}
 				if bad > 0 {
-					return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d problems", bad)}
+					return &cli.ExitError{Code: cli.ExitFailure, Err: errors.New(plural.Count(bad, "problem"))}
 				}
 				return nil
 			})
@@ -368,7 +370,7 @@ func save(env *cli.Env, tenant *string) *cobra.Command {
 					for _, d := range ds {
 						fmt.Fprintf(env.Stderr, "%s:%d:%d: %s\n", d.GetFile(), d.GetLine(), d.GetColumn(), d.GetMessage())
 					}
-					return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("save workflow %s: %d problems in %s", args[0], len(ds), args[1])}
+					return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("save workflow %s: %s in %s", args[0], plural.Count(len(ds), "problem"), args[1])}
 				}
 				w, err := c.Workflows().Save(cmd.Context(), *tenant, args[0], src)
 				if err != nil {
