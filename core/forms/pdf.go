@@ -54,11 +54,14 @@ func exportForm(rel string, pdf []byte) (*form.FormGroup, error) {
 		// pdfcpu asks for "the correct password", which no tool takes.
 		return nil, fmt.Errorf("%s is encrypted with a password, which the forms tools cannot open; give an unencrypted copy", rel)
 	}
-	if err != nil {
+	switch {
+	case err != nil && (errors.Is(err, pdfcpu.ErrCorruptHeader) || !bytes.Contains(pdf[:min(len(pdf), 1024)], []byte("%PDF-"))):
+		return nil, fmt.Errorf("%s is not a PDF (a PDF starts with %%PDF-)", rel)
+	// pdfcpu has no sentinel for a document without a form.
+	case err != nil && strings.HasSuffix(err.Error(), "no form available"), err == nil && len(g.Forms) != 1:
+		return nil, fmt.Errorf("%s has no form fields (the forms tools fill AcroForm fields)", rel)
+	case err != nil:
 		return nil, err
-	}
-	if len(g.Forms) != 1 {
-		return nil, fmt.Errorf("the PDF has no AcroForm")
 	}
 	return g, nil
 }

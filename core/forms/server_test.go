@@ -1,8 +1,10 @@
 package forms
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -188,8 +190,19 @@ func TestNotAForm(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "note.pdf"), []byte("not a pdf"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, msg := call(t, cli, "pdf_fields", map[string]any{"path": "note.pdf"}); !strings.HasPrefix(msg, "path: ") {
+	if _, msg := call(t, cli, "pdf_fields", map[string]any{"path": "note.pdf"}); msg != "path: note.pdf is not a PDF (a PDF starts with %PDF-)" {
 		t.Errorf("error %q", msg)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plain.pdf"), formless(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"pdf_fields", "read_pdf"} {
+		if _, msg := call(t, cli, tool, map[string]any{"path": "plain.pdf"}); msg != "path: plain.pdf has no form fields (the forms tools fill AcroForm fields)" {
+			t.Errorf("%s of a PDF without a form: error %q", tool, msg)
+		}
+	}
+	if _, msg := call(t, cli, "fill_pdf", map[string]any{"path": "plain.pdf", "values": map[string]any{"name": "Ada"}, "out": "x.pdf"}); msg != "path: plain.pdf has no form fields (the forms tools fill AcroForm fields)" {
+		t.Errorf("fill_pdf of a PDF without a form: error %q", msg)
 	}
 	if _, msg := call(t, cli, "read_pdf", map[string]any{"path": "missing.pdf"}); !strings.Contains(msg, "no such file") {
 		t.Errorf("error %q", msg)
@@ -269,4 +282,27 @@ func TestEncryptedForm(t *testing.T) {
 			t.Errorf("%s: error %q, want %q", tool, msg, want)
 		}
 	}
+}
+
+// formless is a valid one-page PDF without a form.
+func formless() []byte {
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>",
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	var offsets []int
+	for i, o := range objs {
+		offsets = append(offsets, b.Len())
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, o := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", o)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
 }
