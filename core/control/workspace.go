@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -233,6 +235,12 @@ func (s *Server) ListSkills(_ context.Context, req *cexecv1.ListSkillsRequest) (
 		if skills, err = t.ListSkills(); err != nil {
 			return nil, pluginapi.ToStatus(err)
 		}
+		broken, err := t.BrokenSkills()
+		if err != nil {
+			return nil, pluginapi.ToStatus(err)
+		}
+		skills = append(skills, broken...)
+		slices.SortStableFunc(skills, func(a, b workspace.Skill) int { return strings.Compare(a.Name, b.Name) })
 	}
 	out := &cexecv1.ListSkillsResponse{Skills: make([]*cexecv1.Skill, 0, len(skills))}
 	for _, sk := range skills {
@@ -281,6 +289,7 @@ func skillProto(sk workspace.Skill) *cexecv1.Skill {
 		Import:       sk.Import,
 		Instructions: sk.Instructions,
 		Code:         sk.Code,
+		Problem:      sk.Problem,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -260,7 +261,8 @@ func TestSessions(t *testing.T) {
 }
 
 func TestSkills(t *testing.T) {
-	c, _ := serveWorkspaces(t)
+	m, _ := newWorkspaces(t)
+	c := serve(t, Deps{Plugins: fakePlugins{}, Config: fakeConfig{}, Workspaces: m, DefaultTenant: endpoint.DefaultTenant})
 	ctx := context.Background()
 	code := "def shout(text: str) -> str:\n    \"\"\"Upper-case text.\"\"\"\n    return text.upper()\n"
 	r, err := c.SaveSkill(ctx, &cexecv1.SaveSkillRequest{Tenant: "a", Name: "shouter", Description: "Shout text", Code: code})
@@ -308,6 +310,34 @@ func TestSkills(t *testing.T) {
 	}
 	if _, ok := b["shouter"]; ok {
 		t.Errorf("tenant b sees a's skill: %v", b)
+	}
+
+	// A folder whose SKILL.md sandboxed code broke is listed with why.
+	ta, err := m.Tenant("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(ta.WorkspaceDir(), "skills", "handmade")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("# Handmade\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := c.ListSkills(ctx, &cexecv1.ListSkillsRequest{Tenant: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var problem string
+	for _, s := range ls.GetSkills() {
+		if s.GetName() == "handmade" {
+			problem = s.GetProblem()
+		} else if s.GetProblem() != "" {
+			t.Errorf("skill %s has a problem: %s", s.GetName(), s.GetProblem())
+		}
+	}
+	if problem != "SKILL.md: no YAML front matter: the file must start with a --- line" {
+		t.Errorf("handmade's problem %q", problem)
 	}
 
 	g, err := c.GetSkill(ctx, &cexecv1.GetSkillRequest{Tenant: "a", Name: "shouter"})

@@ -117,6 +117,23 @@ func (v skillView) ListSkills(_ context.Context, sc mcpface.Scope) ([]mcpface.Sk
 	return out, nil
 }
 
+// BrokenSkills lists the tenant's skill folders that do not make a skill.
+func (v skillView) BrokenSkills(_ context.Context, sc mcpface.Scope) ([]mcpface.Skill, error) {
+	t, err := v.ws.Tenant(sc.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	broken, err := t.BrokenSkills()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mcpface.Skill, len(broken))
+	for i, s := range broken {
+		out[i] = mcpface.Skill{Name: s.Name, Problem: s.Problem}
+	}
+	return out, nil
+}
+
 // GetSkill returns one skill with its instructions and code.
 func (v skillView) GetSkill(_ context.Context, sc mcpface.Scope, name string) (mcpface.Skill, error) {
 	t, err := v.ws.Tenant(sc.Tenant)

@@ -452,6 +452,12 @@ func TestResources(t *testing.T) {
 			t.Errorf("read %s: %+v", tt.uri, res.Contents)
 		}
 	}
+	// The skills list says which folder is not a usable skill, and why,
+	// tokenized like any reply.
+	if text, _ := call(t, c, ToolSkills, nil); !strings.Contains(text, `broken (not usable: SKILL.md line 2: cannot parse "owner: [EMAIL_`) ||
+		!strings.Contains(text, "/workspace/skills/broken/SKILL.md") || strings.Contains(text, "bob@") {
+		t.Errorf("skills list:\n%s", text)
+	}
 	// An error that cannot be checked does not reach the model.
 	w.pii.mu.Lock()
 	w.pii.fail = true

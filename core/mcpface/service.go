@@ -243,6 +243,9 @@ type Skill struct {
 	// Instructions (the SKILL.md body) and Code are filled in by GetSkill.
 	Instructions string
 	Code         string
+	// Problem says why a folder of the tenant's skills/ is not a usable
+	// skill (BrokenSkills only).
+	Problem string
 }
 
 // SkillStore holds a tenant's skills and the shared ones.
@@ -255,6 +258,9 @@ type SkillStore interface {
 	// does not compile is an error wrapping pluginapi.ErrInvalidArgument
 	// whose message names the line.
 	SaveSkill(ctx context.Context, sc Scope, name, description, code string) (Skill, error)
+	// BrokenSkills lists the tenant's skill folders that do not make a
+	// skill, each with its Problem.
+	BrokenSkills(ctx context.Context, sc Scope) ([]Skill, error)
 }
 
 // Tokenizer replaces PII with tokens such as [EMAIL_1] before anything

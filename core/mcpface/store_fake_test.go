@@ -89,6 +89,17 @@ func (s *memSkills) ListSkills(_ context.Context, sc Scope) ([]Skill, error) {
 	return out, nil
 }
 
+func (s *memSkills) BrokenSkills(context.Context, Scope) ([]Skill, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Skill
+	for name, err := range s.broken {
+		out = append(out, Skill{Name: name, Problem: err.Error()})
+	}
+	slices.SortFunc(out, func(a, b Skill) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
 func (s *memSkills) GetSkill(_ context.Context, sc Scope, name string) (Skill, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

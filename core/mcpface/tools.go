@@ -917,7 +917,11 @@ func (f *Face) listSkills(ctx context.Context, sc *Scope) reply {
 	if err != nil {
 		return failure("skills", err)
 	}
-	if len(skills) == 0 {
+	broken, err := f.o.Skills.BrokenSkills(ctx, *sc)
+	if err != nil {
+		return failure("skills", err)
+	}
+	if len(skills) == 0 && len(broken) == 0 {
 		return textReply("No skills yet; skills(name, description, code) stores code for reuse.")
 	}
 	var b strings.Builder
@@ -930,6 +934,10 @@ func (f *Face) listSkills(ctx context.Context, sc *Scope) reply {
 			b.WriteString(": " + cutRunes(s.Description, 200))
 		}
 		b.WriteByte('\n')
+	}
+	for _, s := range broken {
+		fmt.Fprintf(&b, "%s (not usable: %s; fix /workspace/skills/%s/SKILL.md, or save it again with skills(name, description, code))\n",
+			s.Name, cutRunes(s.Problem, 300), s.Name)
 	}
 	return reply{text: b.String()}
 }

@@ -11,7 +11,9 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -60,6 +62,9 @@ type Skill struct {
 	Code string
 	// Files are the folder's other files, relative to it.
 	Files []string
+	// Problem says why a folder with a SKILL.md is not a usable skill
+	// (BrokenSkills only).
+	Problem string
 }
 
 // CodeError is skill code that does not compile. It wraps
@@ -88,7 +93,7 @@ func (e *CodeError) Unwrap() error { return pluginapi.ErrInvalidArgument }
 
 // ListSkills lists the tenant's skills and the shared ones, sorted by name;
 // a tenant's skill hides a shared one of the same name. Folders without a
-// valid SKILL.md are left out.
+// valid SKILL.md are left out (BrokenSkills lists them).
 func (t *Tenant) ListSkills() ([]Skill, error) {
 	if err := t.enter(); err != nil {
 		return nil, err
@@ -106,6 +111,36 @@ func (t *Tenant) ListSkills() ([]Skill, error) {
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b Skill) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// BrokenSkills lists the tenant's skill folders whose SKILL.md does not
+// make a skill (no front matter, a name that is not the folder's …), sorted
+// by name, each with its Problem: ListSkills leaves them out, and whoever
+// wrote one by hand needs to hear why.
+func (t *Tenant) BrokenSkills() ([]Skill, error) {
+	if err := t.enter(); err != nil {
+		return nil, err
+	}
+	defer t.exit()
+	d, err := t.ws.Open(skillsDir)
+	if err != nil {
+		return nil, nil
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	slices.Sort(names)
+	var out []Skill
+	for _, n := range names {
+		if ValidateSkillName(n) != nil {
+			continue
+		}
+		_, err := readSkill(t.ws, skillsDir, n, false, "", false)
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			continue // a skill, or a folder that does not claim to be one
+		}
+		out = append(out, Skill{Name: n, SandboxPath: SandboxWorkspace + "/" + skillsDir + "/" + n, Problem: err.Error()})
+	}
 	return out, nil
 }
 
@@ -422,16 +457,28 @@ func parseSkillMD(data []byte) (frontMatter, string, error) {
 	// The bounded reader first: the file may come from sandboxed code, and
 	// yaml.Unmarshal alone limits neither aliases nor nesting.
 	if _, err := yamlToJSON([]byte(head), maxSkillMD); err != nil {
-		return fm, "", fmt.Errorf("front matter: %w", err)
+		return fm, "", fmt.Errorf("front matter: %s", inFile(err))
 	}
 	if err := yaml.Unmarshal([]byte(head), &fm); err != nil {
-		return fm, "", fmt.Errorf("front matter: %w", err)
+		return fm, "", fmt.Errorf("front matter: %s", inFile(err))
 	}
 	fm.Description = strings.TrimSpace(fm.Description)
 	if fm.Name == "" || fm.Description == "" {
 		return fm, "", errors.New("the front matter needs a name and a description")
 	}
 	return fm, strings.TrimLeft(body, "\n"), nil
+}
+
+// yamlLine is how YAML errors give a line.
+var yamlLine = regexp.MustCompile(`\bline (\d+)\b`)
+
+// inFile is a front matter error with its lines counted in SKILL.md, where
+// the front matter starts on the second line.
+func inFile(err error) string {
+	return yamlLine.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		n, _ := strconv.Atoi(m[len("line "):])
+		return "line " + strconv.Itoa(n+1)
+	})
 }
 
 // pyInfo is what the syntax check learns about skill code.

@@ -218,6 +218,20 @@ func TestSkillClashAndDamage(t *testing.T) {
 	if _, err := tn.GetSkill("wrongname"); err == nil || !strings.Contains(err.Error(), "folder") {
 		t.Errorf("GetSkill(wrongname) = %v", err)
 	}
+	// … and listed with their problems, for whoever wrote them by hand.
+	broken, err := tn.BrokenSkills()
+	var problems []string
+	for _, b := range broken {
+		problems = append(problems, b.Name+": "+b.Problem)
+	}
+	want := []string{
+		"nodesc: SKILL.md: the front matter needs a name and a description",
+		"nofm: SKILL.md: no YAML front matter: the file must start with a --- line",
+		`wrongname: SKILL.md names the skill "other", but its folder is "wrongname"`,
+	}
+	if err != nil || !slices.Equal(problems, want) {
+		t.Errorf("BrokenSkills = %q, %v; want %q", problems, err, want)
+	}
 	// A skill folder replaced by a symlink to another place is replaced, not followed.
 	outside := t.TempDir()
 	if err := os.Symlink(outside, filepath.Join(skills, "linked")); err != nil {
@@ -241,6 +255,8 @@ func TestParseSkillMD(t *testing.T) {
 		{in: "# no front matter", errHas: "no YAML front matter"},
 		{in: "---\nname: a\n", errHas: "no closing"},
 		{in: "---\nname: [a\n---\n", errHas: "front matter"},
+		// Lines are SKILL.md's, where the front matter starts on line 2.
+		{in: "---\nname: a\ndescription: b\nx: y: z\n---\n", errHas: "line 4: mapping values are not allowed"},
 		{in: "---\nname: a\n---\n", errHas: "needs a name and a description"},
 		{in: "---\nname: a\ndescription: b\n" + aliasBomb() + "---\n", errHas: "aliases and merge keys expand to more than"},
 		{in: "---\nname: a\ndescription: b\nx: " + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + "\n---\n", errHas: "nested deeper than 1000 levels"},

@@ -3830,13 +3830,16 @@ func (x *CheckpointResponse) GetSeq() int64 {
 }
 
 type Skill struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Description   string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
-	Shared        bool                   `protobuf:"varint,3,opt,name=shared,proto3" json:"shared,omitempty"`
-	Import        string                 `protobuf:"bytes,4,opt,name=import,proto3" json:"import,omitempty"`
-	Instructions  string                 `protobuf:"bytes,5,opt,name=instructions,proto3" json:"instructions,omitempty"`
-	Code          string                 `protobuf:"bytes,6,opt,name=code,proto3" json:"code,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Name         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description  string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	Shared       bool                   `protobuf:"varint,3,opt,name=shared,proto3" json:"shared,omitempty"`
+	Import       string                 `protobuf:"bytes,4,opt,name=import,proto3" json:"import,omitempty"`
+	Instructions string                 `protobuf:"bytes,5,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	Code         string                 `protobuf:"bytes,6,opt,name=code,proto3" json:"code,omitempty"`
+	// Set for a folder of the tenant's skills/ whose SKILL.md does not make a
+	// skill: why (ListSkills only; such a folder cannot be imported).
+	Problem       string `protobuf:"bytes,7,opt,name=problem,proto3" json:"problem,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3909,6 +3912,13 @@ func (x *Skill) GetInstructions() string {
 func (x *Skill) GetCode() string {
 	if x != nil {
 		return x.Code
+	}
+	return ""
+}
+
+func (x *Skill) GetProblem() string {
+	if x != nil {
+		return x.Problem
 	}
 	return ""
 }
@@ -5503,14 +5513,15 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\fcontext_json\x18\x04 \x01(\fR\vcontextJson\"@\n" +
 	"\x12CheckpointResponse\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x10\n" +
-	"\x03seq\x18\x02 \x01(\x03R\x03seq\"\xa5\x01\n" +
+	"\x03seq\x18\x02 \x01(\x03R\x03seq\"\xbf\x01\n" +
 	"\x05Skill\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x16\n" +
 	"\x06shared\x18\x03 \x01(\bR\x06shared\x12\x16\n" +
 	"\x06import\x18\x04 \x01(\tR\x06import\x12\"\n" +
 	"\finstructions\x18\x05 \x01(\tR\finstructions\x12\x12\n" +
-	"\x04code\x18\x06 \x01(\tR\x04code\"+\n" +
+	"\x04code\x18\x06 \x01(\tR\x04code\x12\x18\n" +
+	"\aproblem\x18\a \x01(\tR\aproblem\"+\n" +
 	"\x11ListSkillsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"=\n" +
 	"\x12ListSkillsResponse\x12'\n" +

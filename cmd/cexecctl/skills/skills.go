@@ -33,7 +33,7 @@ cexec.save_skill. A tenant's skill wins over a shared one of the same name.`,
 }
 
 func ls(env *cli.Env, tenant *string) *cobra.Command {
-	return cli.List(env, "List the tenant's and the shared skills: NAME SCOPE IMPORT DESCRIPTION", func(ctx context.Context, c *client.Client) error {
+	return cli.List(env, "List the tenant's and the shared skills: NAME SCOPE IMPORT DESCRIPTION (BROKEN: why, for a folder whose SKILL.md makes no skill)", func(ctx context.Context, c *client.Client) error {
 		skills, err := c.ListSkills(ctx, *tenant)
 		if err != nil {
 			return err
@@ -43,6 +43,10 @@ func ls(env *cli.Env, tenant *string) *cobra.Command {
 		}
 		t := cli.NewTable(env.Stdout, "NAME", "SCOPE", "IMPORT", "DESCRIPTION")
 		for _, s := range skills {
+			if p := s.GetProblem(); p != "" {
+				t.Row(s.GetName(), scope(s), "-", cli.FirstLine("BROKEN: "+p, 81))
+				continue
+			}
 			t.Row(s.GetName(), scope(s), s.GetImport(), cli.FirstLine(s.GetDescription(), 81))
 		}
 		return t.Flush()
