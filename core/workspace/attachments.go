@@ -15,25 +15,28 @@ import (
 
 // AttachmentsDir is the folder of the workspace where content a program
 // showed (cexec.show) is saved when it is too large to travel inline:
-// attachments/<session>/<name>, also visible to programs as
+// attachments/<session>/<id><ext>, also visible to programs as
 // /workspace/attachments.
 const AttachmentsDir = "attachments"
 
-// maxAttachmentName bounds the file name kept from what the program named.
-const maxAttachmentName = 80
+// maxAttachmentExt bounds the extension kept from what the program named.
+const maxAttachmentExt = 8
 
 // SaveAttachment stores data as one of session's attachments and returns its
-// path relative to the workspace (attachments/<session>/<id>-<name>). name
-// is what the program called it; it is reduced to a safe file name, and a
-// random prefix keeps every attachment apart. The write is atomic and held
-// to the tenant's disk quota (an error wrapping ErrQuotaExceeded).
+// path relative to the workspace (attachments/<session>/<id><ext>). name is
+// what the program called it; only its extension is kept, because the path
+// reaches the agent in the attachment's URI, which no guard tokenizes (it
+// must resolve): a name such as "jane@example.com.csv" would carry the
+// value the attachment's tokenized name hides. A random id keeps every
+// attachment apart. The write is atomic and held to the tenant's disk quota
+// (an error wrapping ErrQuotaExceeded).
 func (t *Tenant) SaveAttachment(session, name string, data []byte) (string, error) {
 	if err := ValidateSessionID(session); err != nil {
 		return "", err
 	}
 	var id [6]byte
 	_, _ = rand.Read(id[:])
-	file := hex.EncodeToString(id[:]) + "-" + attachmentName(name)
+	file := hex.EncodeToString(id[:]) + attachmentExt(name)
 	if err := t.enter(); err != nil {
 		return "", err
 	}
@@ -84,26 +87,18 @@ func (t *Tenant) ReadAttachment(rel string) ([]byte, error) {
 	return t.ws.ReadFile(clean)
 }
 
-// attachmentName reduces name to letters, digits, '.', '_' and '-', not
-// starting with a dot, at most maxAttachmentName bytes; "attachment" when
-// nothing is left.
-func attachmentName(name string) string {
-	name = path.Base(strings.ReplaceAll(name, "\\", "/"))
-	var b strings.Builder
-	for _, r := range name {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
+// attachmentExt is name's extension with its dot, lowercased, when it is 1
+// to maxAttachmentExt letters and digits (too short to hold an e-mail, a
+// card or an SSN); "" otherwise.
+func attachmentExt(name string) string {
+	ext := strings.ToLower(path.Ext(strings.ReplaceAll(name, "\\", "/")))
+	if len(ext) < 2 || len(ext) > 1+maxAttachmentExt {
+		return ""
+	}
+	for _, r := range ext[1:] {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') {
+			return ""
 		}
 	}
-	s := strings.TrimLeft(b.String(), ".")
-	if len(s) > maxAttachmentName {
-		s = strings.TrimLeft(s[len(s)-maxAttachmentName:], ".") // the end keeps the extension
-	}
-	if s == "" {
-		return "attachment"
-	}
-	return s
+	return ext
 }

@@ -3,6 +3,7 @@ package workspace
 import (
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ func TestAttachments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(rel, "attachments/s1/") || !strings.HasSuffix(rel, "-chart_final.png") {
+	if !strings.HasPrefix(rel, "attachments/s1/") || !strings.HasSuffix(rel, ".png") || strings.Contains(rel, "chart") {
 		t.Errorf("path %q", rel)
 	}
 	if data, err := os.ReadFile(filepath.Join(ten.WorkspaceDir(), rel)); err != nil || string(data) != "PNG" {
@@ -62,10 +63,45 @@ func TestAttachments(t *testing.T) {
 	if _, err := ten.SaveAttachment("../x", "a", nil); err == nil {
 		t.Error("a bad session id was accepted")
 	}
-	for name, want := range map[string]string{"": "attachment", "...": "attachment", ".hidden": "hidden",
-		strings.Repeat("a", 200) + ".png": strings.Repeat("a", 76) + ".png"} {
-		if got := attachmentName(name); got != want {
-			t.Errorf("attachmentName(%q) = %q, want %q", name, got, want)
+}
+
+// TestAttachmentPathHidesName checks that a saved attachment's path, which
+// the agent gets untokenized in its URI, keeps nothing of the name the
+// program gave but a short extension: names carry PII as easily as texts.
+func TestAttachmentPathHidesName(t *testing.T) {
+	m := newManager(t, Options{})
+	ten, err := m.Tenant("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, ext string
+		secret    []string
+	}{
+		{"jane.doe@example.com.csv", ".csv", []string{"jane", "example"}},
+		{"ssn 123-45-6789.txt", ".txt", []string{"123", "6789"}},
+		{"AKIAIOSFODNN7EXAMPLE.txt", ".txt", []string{"AKIA"}},
+		{"card.4111111111111111", "", []string{"4111"}},
+		{"report.JSON", ".json", nil},
+		{"...", "", nil},
+		{"", "", nil},
+		{"..\\..\\x.png", ".png", nil},
+		{"a.b/c", "", nil},
+		{"x.p-g", "", nil},
+	}
+	for _, tc := range tests {
+		rel, err := ten.SaveAttachment("s1", tc.name, []byte("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := path.Base(rel)
+		if path.Ext(file) != tc.ext || len(file) != 12+len(tc.ext) {
+			t.Errorf("SaveAttachment(%q) = %q, want 12 hex digits and %q", tc.name, rel, tc.ext)
+		}
+		for _, s := range tc.secret {
+			if strings.Contains(rel, s) {
+				t.Errorf("SaveAttachment(%q) = %q, which keeps %q", tc.name, rel, s)
+			}
 		}
 	}
 }
