@@ -130,23 +130,51 @@ type guardHandle struct{ baseHandle }
 
 // CheckCode forwards to the running guard.
 func (h guardHandle) CheckCode(ctx context.Context, req guard.CheckCodeRequest) (guard.Decision, error) {
-	return callHook(ctx, h.s, hookCheckCode, func(b pluginapi.Base) (guard.Decision, error) {
-		return b.(guard.Guard).CheckCode(ctx, req)
+	return bounded(ctx, h.s, "CheckCode", func(ctx context.Context) (guard.Decision, error) {
+		return callHook(ctx, h.s, hookCheckCode, func(b pluginapi.Base) (guard.Decision, error) {
+			return b.(guard.Guard).CheckCode(ctx, req)
+		})
 	})
 }
 
 // CheckToolCall forwards to the running guard.
 func (h guardHandle) CheckToolCall(ctx context.Context, req guard.CheckToolCallRequest) (guard.Decision, error) {
-	return callHook(ctx, h.s, hookCheckToolCall, func(b pluginapi.Base) (guard.Decision, error) {
-		return b.(guard.Guard).CheckToolCall(ctx, req)
+	return bounded(ctx, h.s, "CheckToolCall", func(ctx context.Context) (guard.Decision, error) {
+		return callHook(ctx, h.s, hookCheckToolCall, func(b pluginapi.Base) (guard.Decision, error) {
+			return b.(guard.Guard).CheckToolCall(ctx, req)
+		})
 	})
 }
 
 // Detect forwards to the running guard.
 func (h guardHandle) Detect(ctx context.Context, req guard.DetectRequest) ([]guard.Span, error) {
-	return call(ctx, h.s, func(b pluginapi.Base) ([]guard.Span, error) {
-		return b.(guard.Guard).Detect(ctx, req)
+	return bounded(ctx, h.s, "Detect", func(ctx context.Context) ([]guard.Span, error) {
+		return call(ctx, h.s, func(b pluginapi.Base) ([]guard.Span, error) {
+			return b.(guard.Guard).Detect(ctx, req)
+		})
 	})
+}
+
+// bounded runs fn under the plugin's timeout when ctx has no deadline of
+// its own, as cexec.hcl documents for calls: a guard that hangs would
+// otherwise hold its caller, and the output waiting to be checked, for
+// ever. A call cut by that timeout says so and wraps
+// context.DeadlineExceeded; the caller's own deadline stays its error.
+func bounded[T any](ctx context.Context, s *supervised, method string, fn func(context.Context) (T, error)) (T, error) {
+	if _, ok := ctx.Deadline(); ok {
+		return fn(ctx)
+	}
+	timeout := s.cfg.Timeout
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := fn(cctx)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("plugin %s did not answer %s within its timeout of %s: %w", s.id, method, timeout, context.DeadlineExceeded)
+	}
+	return res, err
 }
 
 // Sandbox returns a supervised handle to the sandbox plugin name.

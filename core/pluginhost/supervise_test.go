@@ -194,3 +194,62 @@ func TestCallWaitsForRestart(t *testing.T) {
 		t.Fatalf("call during restart: %v", err)
 	}
 }
+
+// TestGuardCallsBoundedByTimeout: a guard that hangs (here stopped with
+// SIGSTOP) fails a call that carries no deadline after the plugin's
+// timeout, as cexec.hcl documents, instead of holding the caller (an MCP
+// request, with the program's output waiting to be tokenized) forever.
+func TestGuardCallsBoundedByTimeout(t *testing.T) {
+	dir := pluginDir(t)
+	cfg, _ := loadConfig(t, dir, `
+plugin "guard" "env" {
+  command = "envplugin"
+  timeout = "1s"
+  env     = { ENVPLUGIN_SERVE = "guard", ENVPLUGIN_KIND = "guard" }
+}
+`)
+	log, _ := testLogger(t)
+	h, diags := startHost(t, cfg, log)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	g, err := h.Guard("env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := statusOf(t, h, pluginapi.KindGuard, "env").PID
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	calls := map[string]func(ctx context.Context) error{
+		"Detect": func(ctx context.Context) error {
+			_, err := g.Detect(ctx, guard.DetectRequest{Text: "x"})
+			return err
+		},
+		"CheckCode": func(ctx context.Context) error {
+			_, err := g.CheckCode(ctx, guard.CheckCodeRequest{Code: "1"})
+			return err
+		},
+		"CheckToolCall": func(ctx context.Context) error {
+			_, err := g.CheckToolCall(ctx, guard.CheckToolCallRequest{Server: "s", Tool: "t"})
+			return err
+		},
+	}
+	for name, call := range calls {
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- call(context.Background()) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s of a hung guard = %v, want a deadline error", name, err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("%s took %s with a 1s timeout", name, d)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s of a hung guard still waits after 10s; its timeout is 1s", name)
+		}
+	}
+}
