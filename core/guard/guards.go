@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -221,7 +222,8 @@ func denial(name, hook, what string, d guardapi.Decision) *Denial {
 
 // Detect returns the spans every guard finds in req.Text, in no
 // particular order and possibly overlapping (the vault merges them). Text
-// longer than the chunk size is sent in pieces cut at line ends. A guard
+// longer than the chunk size is sent in pieces cut at line ends; a piece
+// that must start inside a line repeats the end of the one before. A guard
 // that fails fails the call, so nothing goes out unchecked; only with
 // detection allowed to fail open (and not strict) are its spans missing,
 // with a warning. It implements vault.Detector.
@@ -267,18 +269,36 @@ func countDetections(spans []guardapi.Span) {
 	}
 }
 
+// chunkOverlap is how much of the previous chunk a chunk starting inside a
+// line repeats, so that a value the cut fell in is seen whole: longer than
+// any e-mail, card, IBAN or key a guard looks for.
+const chunkOverlap = 4 << 10
+
 func (g *Guards) detect(ctx context.Context, p Named, req guardapi.DetectRequest) ([]guardapi.Span, error) {
 	var spans []guardapi.Span
 	text := req.Text
 	for off := 0; off < len(text); {
 		end := cut(text, off, g.chunk)
-		part, err := p.Plugin.Detect(ctx, guardapi.DetectRequest{Text: text[off:end], Types: req.Types})
+		// A chunk that starts inside a line (cut at a space or anywhere)
+		// starts earlier, at a character boundary: the cut may have
+		// fallen inside a value, and neither half need look like one.
+		from := off
+		if off > 0 && text[off-1] != '\n' {
+			from = max(off-chunkOverlap, 0)
+			for from > 0 && !utf8.RuneStart(text[from]) {
+				from--
+			}
+		}
+		part, err := p.Plugin.Detect(ctx, guardapi.DetectRequest{Text: text[from:end], Types: req.Types})
 		if err != nil {
 			return nil, err
 		}
 		for _, s := range part {
-			s.Start += off
-			s.End += off
+			s.Start += from
+			s.End += from
+			if s.End <= off && from < off {
+				continue // inside the previous chunk, which found it
+			}
 			spans = append(spans, s)
 		}
 		off = end

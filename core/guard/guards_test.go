@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -264,5 +265,43 @@ func TestDetectFailureIsNotRestart(t *testing.T) {
 	}
 	if msg := err.Error(); !strings.Contains(msg, "guard pii: failed (") || strings.Contains(msg, "try again") {
 		t.Errorf("message %q: want it to say the guard failed, without try again", msg)
+	}
+}
+
+// TestDetectValuesAcrossChunks: a text over the chunk size that has no
+// line end to cut at (a CSV on one line, JSON, a phone number's spaces)
+// is cut inside a value; the value must still be found whole, or part of
+// it (or all of it, when neither half looks like an e-mail) reaches the
+// model raw.
+func TestDetectValuesAcrossChunks(t *testing.T) {
+	p, _ := serve(t, piiGuard(t))
+	g := guard.NewGuards([]guard.Named{{Name: "pii", Plugin: p}}, nil)
+	tests := []struct {
+		name, value, sep string
+	}{
+		{"an e-mail after a comma", "jane.doe@example.com", ","},
+		{"a phone number with spaces", "+1 415 555 0132", ","},
+		{"a card with spaces", "4111 1111 1111 1111", "|"},
+	}
+	for _, tc := range tests {
+		// The value starts just before the chunk's end, so that the cut
+		// falls at its start, middle and end.
+		for _, before := range []int{2, len(tc.value) / 2, len(tc.value) - 2} {
+			start := guard.DefaultChunk - before
+			text := strings.Repeat("x", start-len(tc.sep)) + tc.sep + tc.value + tc.sep + "tail"
+			spans, err := g.Detect(t.Context(), guardapi.DetectRequest{Text: text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			covered := make([]bool, len(text))
+			for _, s := range spans {
+				for i := s.Start; i < s.End; i++ {
+					covered[i] = true
+				}
+			}
+			if slices.Contains(covered[start:start+len(tc.value)], false) {
+				t.Errorf("%s, %d bytes of it in the first chunk: not covered whole by %+v", tc.name, before, spans)
+			}
+		}
 	}
 }
