@@ -1,11 +1,14 @@
 package workflow
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/itchyny/gojq"
 
@@ -57,8 +60,15 @@ func (x *exprs) compile(src string, names []string) (*gojq.Code, error) {
 	return c, nil
 }
 
-// eval runs one jq program over data; its first result is the value.
-func (x *exprs) eval(src string, data any, v vars) (any, error) {
+// maxExprTime bounds one expression's evaluation. Expressions run in
+// cexecd itself, written by tenants: one that never ends, or builds a huge
+// value (`[range(1e9)]`), must not outlive its run or hold cexecd's memory
+// and CPU for ever. Reshaping JSON takes milliseconds.
+const maxExprTime = 2 * time.Second
+
+// eval runs one jq program over data; its first result is the value. It
+// stops when ctx ends or after maxExprTime.
+func (x *exprs) eval(ctx context.Context, src string, data any, v vars) (any, error) {
 	names := make([]string, 0, len(v))
 	for k := range v {
 		names = append(names, k)
@@ -72,12 +82,20 @@ func (x *exprs) eval(src string, data any, v vars) (any, error) {
 	for i, n := range names {
 		vals[i] = v[n]
 	}
-	it := code.Run(data, vals...)
+	ectx, cancel := context.WithTimeout(ctx, maxExprTime)
+	defer cancel()
+	it := code.RunWithContext(ectx, data, vals...)
 	out, ok := it.Next()
 	if !ok {
 		return nil, nil
 	}
 	if err, ok := out.(error); ok {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("still running after %s, the limit of one expression", maxExprTime)
+		}
 		return nil, exprError(src, err)
 	}
 	return out, nil
@@ -86,21 +104,21 @@ func (x *exprs) eval(src string, data any, v vars) (any, error) {
 // value evaluates every runtime expression inside a value from the
 // document (a string ${ … }, or strings within maps and lists); other
 // values are copied as they are.
-func (x *exprs) value(val any, data any, v vars) (any, error) {
+func (x *exprs) value(ctx context.Context, val any, data any, v vars) (any, error) {
 	switch t := val.(type) {
 	case string:
 		if dsl.IsExpr(t) {
-			return x.eval(t, data, v)
+			return x.eval(ctx, t, data, v)
 		}
 		return t, nil
 	case dsl.RuntimeExpression:
-		return x.eval(t.Value, data, v)
+		return x.eval(ctx, t.Value, data, v)
 	case *dsl.RuntimeExpression:
-		return x.eval(t.Value, data, v)
+		return x.eval(ctx, t.Value, data, v)
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, e := range t {
-			r, err := x.value(e, data, v)
+			r, err := x.value(ctx, e, data, v)
 			if err != nil {
 				return nil, err
 			}
@@ -110,7 +128,7 @@ func (x *exprs) value(val any, data any, v vars) (any, error) {
 	case []any:
 		out := make([]any, len(t))
 		for i, e := range t {
-			r, err := x.value(e, data, v)
+			r, err := x.value(ctx, e, data, v)
 			if err != nil {
 				return nil, err
 			}
@@ -123,8 +141,8 @@ func (x *exprs) value(val any, data any, v vars) (any, error) {
 
 // truthy evaluates a condition (if, when, while): a bare jq program or
 // ${ … }; only true passes.
-func (x *exprs) truthy(src string, data any, v vars) (bool, error) {
-	out, err := x.eval(src, data, v)
+func (x *exprs) truthy(ctx context.Context, src string, data any, v vars) (bool, error) {
+	out, err := x.eval(ctx, src, data, v)
 	if err != nil {
 		return false, err
 	}

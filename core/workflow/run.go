@@ -155,7 +155,7 @@ func (r *run) execute(ctx context.Context) (any, error) {
 	v := r.baseVars()
 	input := r.input
 	if wf.Input != nil && wf.Input.From != nil {
-		in, err := r.x.value(wf.Input.From.Value, input, r.withContext(v))
+		in, err := r.x.value(ctx, wf.Input.From.Value, input, r.withContext(v))
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +184,7 @@ func (r *run) execute(ctx context.Context) (any, error) {
 	}
 	if wf.Output != nil {
 		if wf.Output.As != nil {
-			if out, err = r.x.value(wf.Output.As.Value, out, r.withContext(v)); err != nil {
+			if out, err = r.x.value(ctx, wf.Output.As.Value, out, r.withContext(v)); err != nil {
 				return nil, err
 			}
 		}
@@ -274,7 +274,7 @@ func (r *run) task(ctx context.Context, path string, item *dsl.TaskItem, input a
 	base := item.GetBase()
 	v = v.with("task", map[string]any{"name": item.Key, "reference": path})
 	if base.If != nil {
-		ok, err := r.x.truthy(base.If.Value, input, r.withContext(v.with("input", input)))
+		ok, err := r.x.truthy(ctx, base.If.Value, input, r.withContext(v.with("input", input)))
 		if err != nil {
 			return nil, "", asError(err, path)
 		}
@@ -289,7 +289,7 @@ func (r *run) task(ctx context.Context, path string, item *dsl.TaskItem, input a
 		}
 		if base.Input.From != nil {
 			var err error
-			if in, err = r.x.value(base.Input.From.Value, input, r.withContext(v)); err != nil {
+			if in, err = r.x.value(ctx, base.Input.From.Value, input, r.withContext(v)); err != nil {
 				return nil, "", asError(err, path)
 			}
 		}
@@ -317,7 +317,7 @@ func (r *run) task(ctx context.Context, path string, item *dsl.TaskItem, input a
 	}
 	if base.Output != nil {
 		if base.Output.As != nil {
-			if out, err = r.x.value(base.Output.As.Value, out, r.withContext(v)); err != nil {
+			if out, err = r.x.value(ctx, base.Output.As.Value, out, r.withContext(v)); err != nil {
 				return nil, "", asError(err, path)
 			}
 		}
@@ -328,7 +328,7 @@ func (r *run) task(ctx context.Context, path string, item *dsl.TaskItem, input a
 	var exported any
 	if base.Export != nil {
 		if base.Export.As != nil {
-			if exported, err = r.x.value(base.Export.As.Value, out, r.withContext(v)); err != nil {
+			if exported, err = r.x.value(ctx, base.Export.As.Value, out, r.withContext(v)); err != nil {
 				return nil, "", asError(err, path)
 			}
 		} else {
@@ -391,10 +391,10 @@ func (r *run) do(ctx context.Context, path string, item *dsl.TaskItem, in any, v
 	case *dsl.RunTask:
 		return r.script(ctx, path, item.Key, t, in, cv)
 	case *dsl.SetTask:
-		out, err := r.x.value(map[string]any(t.Set), in, cv)
+		out, err := r.x.value(ctx, map[string]any(t.Set), in, cv)
 		return out, "", err
 	case *dsl.SwitchTask:
-		return r.switchTask(t, in, cv)
+		return r.switchTask(ctx, t, in, cv)
 	case *dsl.ForTask:
 		return r.forTask(ctx, path, t, in, v)
 	case *dsl.ForkTask:
@@ -402,7 +402,7 @@ func (r *run) do(ctx context.Context, path string, item *dsl.TaskItem, in any, v
 	case *dsl.TryTask:
 		return r.try(ctx, path, t, in, v)
 	case *dsl.RaiseTask:
-		return nil, "", r.raise(t, in, cv)
+		return nil, "", r.raise(ctx, t, in, cv)
 	case *dsl.WaitTask:
 		return in, "", r.wait(ctx, path, item.Key, t)
 	case *dsl.ListenTask:
@@ -429,7 +429,7 @@ func (r *run) effect(path, name string) error {
 }
 
 func (r *run) call(ctx context.Context, path, name string, t *dsl.CallFunction, in any, v vars) (any, string, error) {
-	with, err := r.x.value(map[string]any(t.With), in, v)
+	with, err := r.x.value(ctx, map[string]any(t.With), in, v)
 	if err != nil {
 		return nil, "", err
 	}
@@ -464,7 +464,7 @@ func (r *run) script(ctx context.Context, path, name string, t *dsl.RunTask, in 
 	}
 	args := map[string]any{}
 	if s.Arguments != nil {
-		a, err := r.x.value(s.Arguments.AsMap(), in, v)
+		a, err := r.x.value(ctx, s.Arguments.AsMap(), in, v)
 		if err != nil {
 			return nil, "", err
 		}
@@ -481,7 +481,7 @@ func (r *run) script(ctx context.Context, path, name string, t *dsl.RunTask, in 
 	return out, "", err
 }
 
-func (r *run) switchTask(t *dsl.SwitchTask, in any, v vars) (any, string, error) {
+func (r *run) switchTask(ctx context.Context, t *dsl.SwitchTask, in any, v vars) (any, string, error) {
 	var def *dsl.FlowDirective
 	for _, item := range t.Switch {
 		for _, c := range item {
@@ -491,7 +491,7 @@ func (r *run) switchTask(t *dsl.SwitchTask, in any, v vars) (any, string, error)
 				}
 				continue
 			}
-			ok, err := r.x.truthy(c.When.Value, in, v)
+			ok, err := r.x.truthy(ctx, c.When.Value, in, v)
 			if err != nil {
 				return nil, "", err
 			}
@@ -507,7 +507,7 @@ func (r *run) switchTask(t *dsl.SwitchTask, in any, v vars) (any, string, error)
 }
 
 func (r *run) forTask(ctx context.Context, path string, t *dsl.ForTask, in any, v vars) (any, string, error) {
-	coll, err := r.x.eval(t.For.In, in, r.withContext(v))
+	coll, err := r.x.eval(ctx, t.For.In, in, r.withContext(v))
 	if err != nil {
 		return nil, "", err
 	}
@@ -530,7 +530,7 @@ func (r *run) forTask(ctx context.Context, path string, t *dsl.ForTask, in any, 
 	for i, it := range items {
 		iv := v.with(each, it).with(at, float64(i))
 		if t.While != "" {
-			ok, err := r.x.truthy(t.While, data, r.withContext(iv))
+			ok, err := r.x.truthy(ctx, t.While, data, r.withContext(iv))
 			if err != nil {
 				return nil, "", err
 			}
@@ -626,7 +626,7 @@ func (r *run) try(ctx context.Context, path string, t *dsl.TryTask, in any, v va
 				return nil, "", err
 			}
 			we = asError(err, apath)
-			ok, err := r.catches(catch, we, in, v)
+			ok, err := r.catches(ctx, catch, we, in, v)
 			if err != nil {
 				return nil, "", err
 			}
@@ -635,7 +635,7 @@ func (r *run) try(ctx context.Context, path string, t *dsl.TryTask, in any, v va
 			}
 		}
 		ev := v.with(errVar(catch.As), we.asMap())
-		again := retry != nil && r.retries(retry, attempt, in, ev)
+		again := retry != nil && r.retries(ctx, retry, attempt, in, ev)
 		if retry != nil && !again && catch.Do == nil {
 			// Retries exhausted: the error stands. It is not journaled
 			// as caught, so a resumed run tries once more.
@@ -671,7 +671,7 @@ func errVar(as string) string {
 
 // catches says whether a try's catch takes the error: its errors.with
 // filter, when and exceptWhen.
-func (r *run) catches(c *dsl.TryTaskCatch, we *Error, in any, v vars) (bool, error) {
+func (r *run) catches(ctx context.Context, c *dsl.TryTaskCatch, we *Error, in any, v vars) (bool, error) {
 	if f := c.Errors.With; f != nil {
 		if f.Type != "" && f.Type != we.Type || f.Status != 0 && f.Status != we.Status ||
 			f.Title != "" && f.Title != we.Title || f.Details != "" && f.Details != we.Detail {
@@ -680,12 +680,12 @@ func (r *run) catches(c *dsl.TryTaskCatch, we *Error, in any, v vars) (bool, err
 	}
 	ev := r.withContext(v.with(errVar(c.As), we.asMap()))
 	if c.When != nil {
-		if ok, err := r.x.truthy(c.When.Value, in, ev); err != nil || !ok {
+		if ok, err := r.x.truthy(ctx, c.When.Value, in, ev); err != nil || !ok {
 			return false, err
 		}
 	}
 	if c.ExceptWhen != nil {
-		if ok, err := r.x.truthy(c.ExceptWhen.Value, in, ev); err != nil || ok {
+		if ok, err := r.x.truthy(ctx, c.ExceptWhen.Value, in, ev); err != nil || ok {
 			return false, err
 		}
 	}
@@ -693,7 +693,7 @@ func (r *run) catches(c *dsl.TryTaskCatch, we *Error, in any, v vars) (bool, err
 }
 
 // retries says whether attempt (0 the first) is followed by another.
-func (r *run) retries(p *dsl.RetryPolicy, attempt int, in any, v vars) bool {
+func (r *run) retries(ctx context.Context, p *dsl.RetryPolicy, attempt int, in any, v vars) bool {
 	limit := 0
 	if p.Limit.Attempt != nil {
 		limit = p.Limit.Attempt.Count
@@ -706,12 +706,12 @@ func (r *run) retries(p *dsl.RetryPolicy, attempt int, in any, v vars) bool {
 	}
 	cv := r.withContext(v)
 	if p.When != nil {
-		if ok, err := r.x.truthy(p.When.Value, in, cv); err != nil || !ok {
+		if ok, err := r.x.truthy(ctx, p.When.Value, in, cv); err != nil || !ok {
 			return false
 		}
 	}
 	if p.ExceptWhen != nil {
-		if ok, err := r.x.truthy(p.ExceptWhen.Value, in, cv); err != nil || ok {
+		if ok, err := r.x.truthy(ctx, p.ExceptWhen.Value, in, cv); err != nil || ok {
 			return false
 		}
 	}
@@ -734,7 +734,7 @@ func retryDelay(p *dsl.RetryPolicy, attempt int) time.Duration {
 	return d
 }
 
-func (r *run) raise(t *dsl.RaiseTask, in any, v vars) error {
+func (r *run) raise(ctx context.Context, t *dsl.RaiseTask, in any, v vars) error {
 	def := t.Raise.Error.Definition
 	if def == nil && t.Raise.Error.Ref != nil {
 		if use := r.doc.Workflow.Use; use != nil {
@@ -746,7 +746,7 @@ func (r *run) raise(t *dsl.RaiseTask, in any, v vars) error {
 	}
 	we := &Error{Status: def.Status}
 	str := func(x any) (string, error) {
-		out, err := r.x.value(x, in, v)
+		out, err := r.x.value(ctx, x, in, v)
 		if err != nil {
 			return "", err
 		}
@@ -795,7 +795,7 @@ func (r *run) listen(ctx context.Context, path, name string, t *dsl.ListenTask, 
 	if r.j.lookup(r.j.waiting, path) == nil {
 		var ask json.RawMessage
 		if q, ok := t.Metadata["ask"]; ok {
-			val, err := r.x.value(q, in, v)
+			val, err := r.x.value(ctx, q, in, v)
 			if err != nil {
 				return nil, fmt.Errorf("task %s: metadata.ask: %w", name, err)
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTasks runs small documents of the control-flow tasks and checks the
@@ -134,6 +135,42 @@ do:
 			}
 			if st.State != StateCompleted || string(st.Output) != tt.want {
 				t.Fatalf("state %s output %s error %v, want %s", st.State, st.Output, st.Error, tt.want)
+			}
+		})
+	}
+}
+
+// TestExpressionsBounded: jq expressions run inside cexecd, written by
+// tenants; one that never ends fails its run after the limit of one
+// expression, and one cut by the run's own timeout stops with it, instead
+// of spinning on (and holding whatever it builds) for ever.
+func TestExpressionsBounded(t *testing.T) {
+	head := "document: {dsl: 1.0.0, namespace: test, name: t, version: 1.0.0}\n"
+	const spin = `"${ reduce range(0; infinite) as $i (0; .) }"`
+	tests := []struct {
+		name, doc, wantErr string
+		within             time.Duration
+	}{
+		{"no timeout", "do:\n  - a: {set: {x: " + spin + "}}\n", "the limit of one expression", maxExprTime + 5*time.Second},
+		{"the run's timeout", "timeout: {after: {milliseconds: 200}}\ndo:\n  - a: {set: {x: " + spin + "}}\n", "deadline exceeded", maxExprTime / 2},
+		{"a condition", "do:\n  - a: {if: " + spin + ", set: {x: 1}}\n", "the limit of one expression", maxExprTime + 5*time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := NewEmbedded(Options{Journals: newStore(t), Effects: &effects{}})
+			defer e.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), tt.within)
+			defer cancel()
+			st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, head+tt.doc)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err = e.Wait(ctx, "acme", st.Run)
+			if err != nil {
+				t.Fatalf("the run still goes after %s: %v", tt.within, err)
+			}
+			if st.State != StateFailed || st.Error == nil || !strings.Contains(st.Error.Error(), tt.wantErr) {
+				t.Fatalf("state %s error %v, want failed with %q", st.State, st.Error, tt.wantErr)
 			}
 		})
 	}
