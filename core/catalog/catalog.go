@@ -128,6 +128,8 @@ type Catalog struct {
 	log  hclog.Logger
 	// ups is the upstream servers, replaced whole by Reconfigure.
 	ups atomic.Pointer[upstreamSet]
+	// mask hides the config's secrets in what servers return and log.
+	mask atomic.Pointer[secretMask]
 	// reconf serialises Reconfigure.
 	reconf sync.Mutex
 
@@ -195,6 +197,7 @@ func New(cfg *config.Config, opts Options) (*Catalog, error) {
 		index:   map[string]*Tool{},
 		stubSrc: map[string][]byte{},
 	}
+	c.mask.Store(newSecretMask(cfg.Secrets()))
 	set := &upstreamSet{byName: map[string]*upstream{}}
 	for _, s := range cfg.MCPServers {
 		set.add(c.newUpstream(s))
@@ -455,6 +458,7 @@ func (c *Catalog) call(ctx context.Context, tenant, server, tool string, args js
 		return nil, fmt.Errorf("call %s/%s: %w", server, tool, ferr)
 	}
 	if err == nil {
+		c.mask.Load().result(res)
 		return res, nil
 	}
 	var signIn signInRequired

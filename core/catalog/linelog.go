@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -15,7 +16,9 @@ const maxLogLine = 4096
 // exec.Cmd copies the child's stderr into it from its own goroutine, so
 // Write never blocks on anything but the logger.
 type lineLogger struct {
-	log  hclog.Logger
+	log hclog.Logger
+	// mask, when set, hides the config's secrets in the lines.
+	mask *atomic.Pointer[secretMask]
 	mu   sync.Mutex
 	buf  []byte
 	last string
@@ -60,6 +63,9 @@ func (w *lineLogger) emit(line []byte) {
 		line = append(line[:maxLogLine:maxLogLine], "…"...)
 	}
 	w.last = string(line)
+	if w.mask != nil {
+		w.last = w.mask.Load().string(w.last)
+	}
 	w.log.Info(w.last, "stream", "stderr")
 }
 

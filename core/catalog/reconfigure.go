@@ -107,6 +107,7 @@ func (c *Catalog) Reconfigure(cfg *config.Config) Reconfiguration {
 			r.Removed = append(r.Removed, u.cfg.Name)
 		}
 	}
+	c.mask.Store(newSecretMask(cfg.Secrets()))
 	c.ups.Store(next)
 	for _, u := range stop {
 		if u.stop != nil {

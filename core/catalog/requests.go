@@ -28,6 +28,7 @@ func (c *Catalog) readResource(ctx context.Context, tenant, server, uri string) 
 		out, err = cn.client.ReadResource(cctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri, Meta: telemetry.InjectMeta(ctx, nil)}})
 		return err
 	})
+	c.mask.Load().resource(out)
 	return out, err
 }
 

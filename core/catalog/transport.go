@@ -159,7 +159,7 @@ func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Int
 		if err != nil {
 			return nil, nil, err
 		}
-		proc := &stdioProcess{stderr: &lineLogger{log: u.log}}
+		proc := &stdioProcess{stderr: &lineLogger{log: u.log, mask: &u.cat.mask}}
 		build := func(ctx context.Context, _ string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, path, args...)
 			cmd.Env = env // never os.Environ(): mcp-go's default would hand the daemon's secrets to the child

@@ -49,6 +49,8 @@ type Config struct {
 	// sensitive holds paths into the MaskedJSON view whose values came from
 	// env() and must never be shown.
 	sensitive [][]string
+	// secrets holds the values env() returned (Secrets).
+	secrets *secretSet
 }
 
 // Daemon is the `cexec { ... }` block.
@@ -238,12 +240,13 @@ func load(src []byte, filename string, ov Overrides) (*Config, hcl.Diagnostics) 
 	var raw rawFile
 	diags = append(diags, gohcl.DecodeBody(file.Body, nil, &raw)...)
 
+	secrets := &secretSet{}
 	d := &decoder{
-		ctx:    evalContext(lookup),
+		ctx:    evalContext(lookup, secrets),
 		dir:    filepath.Dir(abs),
 		lookup: lookup,
 	}
-	cfg := &Config{Path: abs, files: parser.Files()}
+	cfg := &Config{Path: abs, files: parser.Files(), secrets: secrets}
 	d.daemon(cfg, raw.Daemon, ov)
 	d.plugins(cfg, raw.Plugins)
 	d.pipeline(cfg, raw.Pipeline)

@@ -1,13 +1,16 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/big"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -29,13 +32,57 @@ const sensitiveMark mark = "sensitive"
 const maskedValue = "(sensitive)"
 
 // evalContext is the context every expression in cexec.hcl is evaluated in:
-// no variables, one function.
-func evalContext(lookup func(string) (string, bool)) *hcl.EvalContext {
-	return &hcl.EvalContext{Functions: map[string]function.Function{"env": envFunc(lookup)}}
+// no variables, one function. Every value env() returns is added to seen
+// when it is not nil.
+func evalContext(lookup func(string) (string, bool), seen *secretSet) *hcl.EvalContext {
+	return &hcl.EvalContext{Functions: map[string]function.Function{"env": envFunc(lookup, seen)}}
+}
+
+// secretSet collects the values env() returned, for Config.Secrets. Plugin
+// bodies are decoded after Load, so it is safe for concurrent use.
+type secretSet struct {
+	mu     sync.Mutex
+	values map[string]bool
+}
+
+func (s *secretSet) add(v string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.values == nil {
+		s.values = map[string]bool{}
+	}
+	s.values[v] = true
+}
+
+// MinSecretLen is the length from which Config.Secrets lists a value:
+// shorter ones (a port, "true", a default such as "info") are too common
+// to be masked wherever they occur.
+const MinSecretLen = 8
+
+// Secrets returns the values env() gave the config, at least MinSecretLen
+// bytes long, longest first: what must never leave cexecd, whatever a
+// server or plugin that was given one does with it.
+func (c *Config) Secrets() []string {
+	if c.secrets == nil {
+		return nil
+	}
+	c.secrets.mu.Lock()
+	defer c.secrets.mu.Unlock()
+	var out []string
+	for v := range c.secrets.values {
+		if len(v) >= MinSecretLen {
+			out = append(out, v)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	return out
 }
 
 // envFunc implements env("NAME") and env("NAME", "default").
-func envFunc(lookup func(string) (string, bool)) function.Function {
+func envFunc(lookup func(string) (string, bool), seen *secretSet) function.Function {
 	return function.New(&function.Spec{
 		Description: "Returns the value of one of cexecd's environment variables, marked sensitive.",
 		Params:      []function.Parameter{{Name: "name", Type: cty.String}},
@@ -50,9 +97,13 @@ func envFunc(lookup func(string) (string, bool)) function.Function {
 				return cty.NilVal, function.NewArgErrorf(0, "the variable name must not be empty")
 			}
 			if v, ok := lookup(name); ok {
+				seen.add(v)
 				return cty.StringVal(v).Mark(sensitiveMark), nil
 			}
 			if len(args) == 2 {
+				if args[1].IsKnown() && !args[1].IsNull() {
+					seen.add(args[1].AsString())
+				}
 				return args[1].Mark(sensitiveMark), nil
 			}
 			return cty.NilVal, fmt.Errorf("environment variable %s is not set; export it before starting cexecd, or give a default: env(%q, \"...\")", name, name)

@@ -41,7 +41,7 @@ func decodePluginBody(p *Plugin, s pluginapi.ConfigSchema) (json.RawMessage, [][
 	}
 	ctx := p.ctx
 	if ctx == nil {
-		ctx = evalContext(os.LookupEnv)
+		ctx = evalContext(os.LookupEnv, nil)
 	}
 	body := p.Body
 	if body == nil {

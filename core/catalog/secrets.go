@@ -1,0 +1,110 @@
+package catalog
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// maskedSecret replaces a config secret in what a server returns or logs,
+// as `cexecctl config show` shows it.
+const maskedSecret = "(sensitive)"
+
+// secretMask replaces the config's secrets (config.Config.Secrets) in what
+// upstream servers return and print: a server given a token may echo it
+// (server-everything's get-env lists its environment), and from there it
+// would reach sandboxes, session logs, the model and cexecd's log.
+type secretMask struct {
+	text *strings.Replacer // in plain text
+	json *strings.Replacer // inside JSON strings, escaped as JSON escapes them
+}
+
+// newSecretMask is the mask of secrets (longest first); nil when none.
+func newSecretMask(secrets []string) *secretMask {
+	if len(secrets) == 0 {
+		return nil
+	}
+	var text, js []string
+	for _, s := range secrets {
+		text = append(text, s, maskedSecret)
+		b, _ := json.Marshal(s)
+		js = append(js, string(b[1:len(b)-1]), maskedSecret)
+	}
+	return &secretMask{text: strings.NewReplacer(text...), json: strings.NewReplacer(js...)}
+}
+
+// string masks s, and the secrets' JSON-escaped forms in it too: a text
+// is often JSON (get-env's is).
+func (m *secretMask) string(s string) string {
+	if m == nil {
+		return s
+	}
+	return m.json.Replace(m.text.Replace(s))
+}
+
+func (m *secretMask) raw(b json.RawMessage) json.RawMessage {
+	if m == nil || len(b) == 0 {
+		return b
+	}
+	return json.RawMessage(m.json.Replace(string(b)))
+}
+
+// result masks res in place: its texts, text resources and structured
+// content. Binary content is left as it is.
+func (m *secretMask) result(res *mcp.CallToolResult) {
+	if m == nil || res == nil {
+		return
+	}
+	for i, c := range res.Content {
+		res.Content[i] = m.content(c)
+	}
+	res.RawStructuredContent = m.raw(res.RawStructuredContent)
+	if res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			if masked := m.raw(b); string(masked) != string(b) {
+				var v any
+				if json.Unmarshal(masked, &v) == nil {
+					res.StructuredContent = v
+				}
+			}
+		}
+	}
+}
+
+// resource masks a resources/read result in place.
+func (m *secretMask) resource(res *mcp.ReadResourceResult) {
+	if m == nil || res == nil {
+		return
+	}
+	for i, c := range res.Contents {
+		res.Contents[i] = m.resourceContents(c)
+	}
+}
+
+func (m *secretMask) content(c mcp.Content) mcp.Content {
+	switch t := c.(type) {
+	case mcp.TextContent:
+		t.Text = m.string(t.Text)
+		return t
+	case *mcp.TextContent:
+		t.Text = m.string(t.Text)
+	case mcp.EmbeddedResource:
+		t.Resource = m.resourceContents(t.Resource)
+		return t
+	case *mcp.EmbeddedResource:
+		t.Resource = m.resourceContents(t.Resource)
+	}
+	return c
+}
+
+func (m *secretMask) resourceContents(c mcp.ResourceContents) mcp.ResourceContents {
+	switch t := c.(type) {
+	case mcp.TextResourceContents:
+		t.Text = m.string(t.Text)
+		return t
+	case *mcp.TextResourceContents:
+		t.Text = m.string(t.Text)
+	}
+	return c
+}
