@@ -87,6 +87,9 @@ func TestDetectors(t *testing.T) {
 		{"ssn spaces with keyword", "SSN 123 45 6789", []string{"US_SSN:123 45 6789"}},
 		{"ssn bare with keyword", "social security: 123456789", []string{"US_SSN:123456789"}},
 		{"ssn inside longer dashed number", "1-123-45-6789", []string{}},
+		{"ssn in a file name", "ssn 123-45-6789.pdf", []string{"US_SSN:123-45-6789"}},
+		{"ssn before a word", "123-45-6789.pdfx", []string{}},
+		{"ssn before a host name", "123-45-6789.pdf.example.com", []string{}},
 
 		// CREDIT_CARD
 		{"card visa", "4111111111111111", []string{"CREDIT_CARD:4111111111111111"}},
@@ -98,6 +101,9 @@ func TestDetectors(t *testing.T) {
 		{"card amex wrong length", "37144963539843", []string{}},
 		{"card with expiry after", "5555 5555 5555 4444 12/26", []string{"CREDIT_CARD:5555 5555 5555 4444"}},
 		{"card mastercard 2-series", "2223003122003222", []string{"CREDIT_CARD:2223003122003222"}},
+		{"card in a file name", "'4111111111111111.CSV', 'x'", []string{"CREDIT_CARD:4111111111111111"}},
+		{"phone in a file name", "call 212-555-0187.txt", []string{"PHONE:212-555-0187"}},
+		{"phone before a domain", "212-555-0187.example", []string{}},
 
 		// IBAN
 		{"iban electronic", "GB29NWBK60161331926819", []string{"IBAN:GB29NWBK60161331926819"}},

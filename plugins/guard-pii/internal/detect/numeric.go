@@ -148,13 +148,37 @@ func scanNumeric(text string, fn func(r *numRun)) {
 			}
 			i = j
 		}
-		r.glued = wordAt(text, i) || (i+1 < n && (text[i] == '-' || text[i] == '.' || text[i] == '/') && is(text[i+1], cUpper|cLower))
+		r.glued = wordAt(text, i) || (i+1 < n && (text[i] == '-' || text[i] == '.' || text[i] == '/') && is(text[i+1], cUpper|cLower) && !fileExtAt(text, i))
 		r.colon = i+1 < n && text[i] == ':' && isDigit(text[i+1])
 		fn(&r)
 		for i < n && is(text[i], cWord) {
 			i++
 		}
 	}
+}
+
+// fileExts are extensions after which a number ends a file name
+// ("ssn 123-45-6789.pdf", a statement "4111111111111111.csv") instead of
+// running into a word: listing a folder must not show them raw.
+var fileExts = map[string]bool{"txt": true, "pdf": true, "csv": true, "tsv": true, "json": true, "xml": true, "html": true,
+	"htm": true, "md": true, "log": true, "doc": true, "docx": true, "xls": true, "xlsx": true, "odt": true, "ods": true,
+	"png": true, "jpg": true, "jpeg": true, "gif": true, "tif": true, "tiff": true, "zip": true, "eml": true, "msg": true,
+	"yaml": true, "yml": true, "vcf": true}
+
+// fileExtAt reports whether text[i] is the dot of a file extension that
+// ends the word: ".pdf" followed by a non-word byte or the end.
+func fileExtAt(text string, i int) bool {
+	if i >= len(text) || text[i] != '.' {
+		return false
+	}
+	j := i + 1
+	for j < len(text) && j-i <= 5 && is(text[j], cUpper|cLower) {
+		j++
+	}
+	if wordAt(text, j) || j < len(text) && text[j] == '.' && wordAt(text, j+1) {
+		return false
+	}
+	return fileExts[strings.ToLower(text[i+1:j])]
 }
 
 // gluedBefore reports whether the digit or lead at i follows "-", "." or
