@@ -33,7 +33,9 @@ var (
 // NewServer returns the forms MCP server of the tenant whose workspace ws
 // resolves.
 func NewServer(ws Resolver) *server.MCPServer {
-	s := server.NewMCPServer("cexec-forms", version.Version, server.WithToolCapabilities(false))
+	// It runs in cexecd on files tenants write: a handler's panic (a PDF
+	// parser bug) must fail its call, not cexecd.
+	s := server.NewMCPServer("cexec-forms", version.Version, server.WithToolCapabilities(false), server.WithRecovery())
 	h := handlers{ws: ws}
 	s.AddTool(mcp.NewToolWithRawSchema("pdf_fields",
 		"List the fields of a PDF form (AcroForm) in the workspace: name, type (text, date, checkbox, radio, combobox, listbox), label, current value, default and options.",

@@ -306,3 +306,26 @@ func formless() []byte {
 	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
 	return b.Bytes()
 }
+
+// TestPanicIsAnError: the forms server runs in cexecd's own process, on
+// PDFs tenants write; a panic in a handler (a parser bug on a crafted
+// file; here the workspace lookup) fails that call and leaves cexecd
+// running for every other tenant.
+func TestPanicIsAnError(t *testing.T) {
+	cli, err := client.NewInProcessClient(NewServer(func() (Workspace, error) { panic("crafted input") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	ctx := context.Background()
+	if err := cli.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cli.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "pdf_fields", Arguments: map[string]any{"path": "x.pdf"}}})
+	if err == nil && !res.IsError {
+		t.Fatalf("a panicking call succeeded: %+v", res)
+	}
+}
