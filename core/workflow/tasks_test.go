@@ -152,7 +152,7 @@ func TestExpressionsBounded(t *testing.T) {
 		within             time.Duration
 	}{
 		{"no timeout", "do:\n  - a: {set: {x: " + spin + "}}\n", "the limit of one expression", maxExprTime + 5*time.Second},
-		{"the run's timeout", "timeout: {after: {milliseconds: 200}}\ndo:\n  - a: {set: {x: " + spin + "}}\n", "deadline exceeded", maxExprTime / 2},
+		{"the run's timeout", "timeout: {after: {milliseconds: 200}}\ndo:\n  - a: {set: {x: " + spin + "}}\n", "the workflow timed out after 200ms", maxExprTime / 2},
 		{"a condition", "do:\n  - a: {if: " + spin + ", set: {x: 1}}\n", "the limit of one expression", maxExprTime + 5*time.Second},
 	}
 	for _, tt := range tests {

@@ -389,8 +389,13 @@ func (c *checker) catch(name, t *yaml.Node) {
 
 func (c *checker) listen(name, v *yaml.Node) {
 	tk, to := value(v, "to")
-	if to == nil {
-		c.at(v, "task %s: listen needs to (one or any)", name.Value)
+	if to == nil || len(pairs(to)) == 0 {
+		// A listen that waits for nothing could never be signalled.
+		at := v
+		if to != nil {
+			at = to
+		}
+		c.at(at, "task %s: listen needs to (one or any)", name.Value)
 		return
 	}
 	for _, p := range pairs(to) {

@@ -96,6 +96,7 @@ func TestLoadErrors(t *testing.T) {
 		{"retry delay", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      try:\n        - b: {set: {x: 1}}\n      catch:\n        retry:\n          delay: P2M\n", "x.yaml:12:18: task a: catch.retry.delay: duration \"P2M\""},
 		{"retry without limit", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      try:\n        - b: {set: {x: 1}}\n      catch:\n        retry:\n          delay: PT1S\n", "x.yaml:11:9: task a: catch.retry: needs limit.attempt.count"},
 		{"use.retries without limit", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\nuse:\n  retries:\n    again: {delay: PT1S}\ndo:\n  - a:\n      try:\n        - b: {set: {x: 1}}\n      catch:\n        retry: again\n", "x.yaml:8:5: use.retries.again: needs limit.attempt.count"},
+		{"listen to nothing", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      listen:\n        to: {}\n", "x.yaml:9:13: task a: listen needs to (one or any)"},
 		{"unknown server method", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      call: mcp\n      with:\n        server: m\n        method: sampling/createMessage\n", "x.yaml:11:17: task a: with.method \"sampling/createMessage\" is not supported"},
 	}
 	for _, tt := range tests {
