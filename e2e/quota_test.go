@@ -106,7 +106,7 @@ except OSError as e:
 				t.Errorf("another tenant: %q", out)
 			}
 			if tc.cornered {
-				fails(t, s, 1, `no execution can start to delete them`, "exec", "--tenant", "acme", "-c", "print(1)")
+				fails(t, s, 1, `no execution can start to delete files`, "exec", "--tenant", "acme", "-c", "print(1)")
 				// The operator deletes the files.
 				ws := filepath.Join(s.dir, "data", "tenants", "acme", "workspace")
 				if err := exec.Command("find", ws, "-maxdepth", "1", "-type", "f", "-delete").Run(); err != nil {

@@ -105,6 +105,10 @@ except OSError as e:
 			if !errors.Is(err, ErrQuotaExceeded) || !strings.Contains(e.Quota, tc.wantQuot) {
 				t.Fatalf("Finish = %v, entry quota %q; want ErrQuotaExceeded naming the quota", err, e.Quota)
 			}
+			// What to do: cornered, no program can delete the files.
+			if want := map[bool]string{true: "an operator must delete files", false: "to run again"}[tc.cornered]; !strings.Contains(e.Quota, want) {
+				t.Errorf("entry quota %q, want it to say %q", e.Quota, want)
+			}
 			used, _ := acme.DiskUsage()
 			lim := acme.Quota().limits()
 			t.Logf("%s: program says %q; used %d bytes of %d (+%d reserve)", tc.name, strings.TrimSpace(out), used, lim.Bytes, lim.Reserve)

@@ -125,9 +125,5 @@ func (t *Tenant) startable() error {
 	if !u.cornered {
 		return nil
 	}
-	if qerr := t.quotaError(u); qerr != nil {
-		// Not the host path: the error reaches the agent.
-		return fmt.Errorf("%w (no execution can start to delete them, as too little is left for cexecd's own records: an operator must delete files in the tenant's workspace folder)", qerr)
-	}
-	return nil
+	return t.quotaError(u)
 }

@@ -307,6 +307,12 @@ func (t *Tenant) quotaError(u diskUse) error {
 	if u.files >= 0 && q.MaxFiles > 0 {
 		files = fmt.Sprintf(", %d of %d files", u.files, q.MaxFiles)
 	}
+	if u.cornered {
+		// Not the host path: the error reaches the agent.
+		return fmt.Errorf("tenant %q is over its disk quota: %s of %s used%s; no execution can start to delete files, as too little is left for cexecd's own records: "+
+			"an operator must delete files in the tenant's workspace folder (or raise its disk_quota or max_files): %w",
+			t.id, humanBytes(u.bytes), humanBytes(q.DiskBytes), files, ErrQuotaExceeded)
+	}
 	return fmt.Errorf("tenant %q is over its disk quota: %s of %s used%s; delete files under /workspace, state (cexecctl state rm) or skills to run again: %w",
 		t.id, humanBytes(u.bytes), humanBytes(q.DiskBytes), files, ErrQuotaExceeded)
 }
