@@ -96,19 +96,19 @@ func (w *watches) begin(server, tool string, n *CallNotices, req *mcp.CallToolRe
 
 // handle routes a progress or logging notification of server; it reports
 // whether n was one.
-func (w *watches) handle(server string, log hclog.Logger, n mcp.JSONRPCNotification) bool {
+func (w *watches) handle(server string, log hclog.Logger, mask *secretMask, n mcp.JSONRPCNotification) bool {
 	switch n.Method {
 	case string(mcp.MethodNotificationProgress):
-		w.progress(n)
+		w.progress(mask, n)
 	case string(mcp.MethodNotificationMessage):
-		w.logMessage(server, log, n)
+		w.logMessage(server, log, mask, n)
 	default:
 		return false
 	}
 	return true
 }
 
-func (w *watches) progress(n mcp.JSONRPCNotification) {
+func (w *watches) progress(mask *secretMask, n mcp.JSONRPCNotification) {
 	f := n.Params.AdditionalFields
 	token := fmt.Sprint(f["progressToken"])
 	w.mu.Lock()
@@ -120,17 +120,18 @@ func (w *watches) progress(n mcp.JSONRPCNotification) {
 	progress, _ := f["progress"].(float64)
 	total, _ := f["total"].(float64)
 	msg, _ := f["message"].(string)
-	cw.n.Progress(cw.server, cw.tool, progress, total, msg)
+	cw.n.Progress(cw.server, cw.tool, progress, total, mask.string(msg))
 }
 
 // logMessage writes an upstream's log message to the daemon log, at the
 // nearest level, and gives it to the one call in flight, if there is one.
-func (w *watches) logMessage(server string, log hclog.Logger, n mcp.JSONRPCNotification) {
+func (w *watches) logMessage(server string, log hclog.Logger, mask *secretMask, n mcp.JSONRPCNotification) {
 	f := n.Params.AdditionalFields
 	m := LogMessage{Server: server}
 	m.Level, _ = f["level"].(string)
 	m.Logger, _ = f["logger"].(string)
 	m.Data, _ = json.Marshal(f["data"])
+	m.Logger, m.Data = mask.string(m.Logger), mask.raw(m.Data)
 	log.Log(hclogLevel(m.Level), "upstream log message", "server", server, "level", m.Level, "logger", m.Logger, "data", string(m.Data))
 	w.mu.Lock()
 	var only *callWatch

@@ -78,13 +78,13 @@ func TestWatchesLogAttribution(t *testing.T) {
 	log := hclog.NewNullLogger()
 
 	endA := w.begin("s", "t", na, &mcp.CallToolRequest{})
-	w.handle("s", log, note)
+	w.handle("s", log, nil, note)
 	endB := w.begin("s", "t", nb, &mcp.CallToolRequest{})
-	w.handle("s", log, note)
+	w.handle("s", log, nil, note)
 	endA()
-	w.handle("s", log, note)
+	w.handle("s", log, nil, note)
 	endB()
-	w.handle("s", log, note)
+	w.handle("s", log, nil, note)
 	if a != 1 || b != 1 {
 		t.Errorf("deliveries a=%d b=%d, want 1 each (alone in flight)", a, b)
 	}
@@ -109,10 +109,10 @@ func TestWatchesProgressToken(t *testing.T) {
 		return mcp.JSONRPCNotification{Notification: mcp.Notification{Method: string(mcp.MethodNotificationProgress),
 			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"progressToken": token, "progress": 1.0, "message": msg}}}}
 	}
-	w.handle("s", hclog.NewNullLogger(), progress(wants.Params.Meta.ProgressToken, "mine"))
-	w.handle("s", hclog.NewNullLogger(), progress("cexec-0", "another's"))
+	w.handle("s", hclog.NewNullLogger(), nil, progress(wants.Params.Meta.ProgressToken, "mine"))
+	w.handle("s", hclog.NewNullLogger(), nil, progress("cexec-0", "another's"))
 	end()
-	w.handle("s", hclog.NewNullLogger(), progress(wants.Params.Meta.ProgressToken, "late"))
+	w.handle("s", hclog.NewNullLogger(), nil, progress(wants.Params.Meta.ProgressToken, "late"))
 	if strings.Join(got, ",") != "wants:mine" {
 		t.Errorf("progress delivered %v, want [wants:mine]", got)
 	}

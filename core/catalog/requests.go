@@ -18,7 +18,8 @@ func (c *Catalog) GetPrompt(ctx context.Context, tenant, server, name string, ar
 		out, err = cn.client.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: name, Arguments: args}})
 		return err
 	})
-	return out, err
+	c.mask.Load().prompt(out)
+	return out, c.mask.Load().err(err)
 }
 
 // readResource reads uri from the upstream server for tenant (resources/read).

@@ -108,3 +108,36 @@ func (m *secretMask) resourceContents(c mcp.ResourceContents) mcp.ResourceConten
 	}
 	return c
 }
+
+// err masks err's message; errors.Is and errors.As still see err. A
+// server's JSON-RPC error, or a connection error quoting its reply, may
+// echo a secret as a result may.
+func (m *secretMask) err(err error) error {
+	if m == nil || err == nil {
+		return err
+	}
+	if msg := m.string(err.Error()); msg != err.Error() {
+		return &maskedError{msg: msg, err: err}
+	}
+	return err
+}
+
+// maskedError is an error whose message had a config secret in it.
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }
+
+// prompt masks a prompts/get result in place.
+func (m *secretMask) prompt(res *mcp.GetPromptResult) {
+	if m == nil || res == nil {
+		return
+	}
+	res.Description = m.string(res.Description)
+	for i := range res.Messages {
+		res.Messages[i].Content = m.content(res.Messages[i].Content)
+	}
+}

@@ -15,6 +15,7 @@ import (
 func (c *Catalog) Call(ctx context.Context, tenant, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	ctx, span := telemetry.StartMCPClient(ctx, server, c.transportOf(server), telemetry.MethodToolsCall, tool)
 	res, err := c.call(ctx, tenant, server, tool, args)
+	err = c.mask.Load().err(err)
 	telemetry.EndMCP(span, res != nil && res.IsError, err)
 	return res, err
 }
@@ -24,6 +25,7 @@ func (c *Catalog) Call(ctx context.Context, tenant, server, tool string, args js
 func (c *Catalog) ReadResource(ctx context.Context, tenant, server, uri string) (*mcp.ReadResourceResult, error) {
 	ctx, span := telemetry.StartMCPClient(ctx, server, c.transportOf(server), telemetry.MethodResourcesRead, "")
 	res, err := c.readResource(ctx, tenant, server, uri)
+	err = c.mask.Load().err(err)
 	telemetry.EndMCP(span, false, err)
 	return res, err
 }

@@ -349,7 +349,7 @@ func (u *upstream) dial(ctx context.Context, listen bool) (_ *conn, relisten boo
 	life, cancel := context.WithCancel(context.Background())
 	c := newConn(cli, proc, cancel, calls)
 	cli.OnNotification(func(n mcp.JSONRPCNotification) {
-		if c.watches.handle(u.cfg.Name, u.log, n) {
+		if c.watches.handle(u.cfg.Name, u.log, u.cat.mask.Load(), n) {
 			return
 		}
 		if n.Method == mcp.MethodNotificationToolsListChanged {
@@ -460,6 +460,11 @@ func (u *upstream) list(ctx context.Context, c *conn) error {
 	sink.mu.Lock()
 	pages := sink.pages
 	sink.mu.Unlock()
+	// Descriptions and schemas become the stubs programs read.
+	mask := u.cat.mask.Load()
+	for i := range pages {
+		pages[i] = mask.raw(pages[i])
+	}
 	tools, err := parseTools(u.cfg.Name, pages, accept)
 	if err != nil {
 		return err
