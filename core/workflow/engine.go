@@ -326,13 +326,17 @@ func (e *Embedded) Signal(ctx context.Context, tenant, id, event string, data js
 func (e *Embedded) Cancel(ctx context.Context, tenant, id string) error {
 	e.stopped.Lock()
 	r := e.live(tenant, id)
-	if r != nil {
+	if r != nil && !r.ended() {
 		e.stopped.Unlock()
 		if _, err := r.j.append(Record{Kind: KindCancel}); err != nil {
 			return err
 		}
 		r.cancel()
 		<-r.done
+		// It may have ended on its own just before the cancellation.
+		if st := r.status(); st.State != StateCancelled {
+			return fmt.Errorf("run %s already ended (%s): %w", id, st.State, ErrState)
+		}
 		return nil
 	}
 	defer e.stopped.Unlock()

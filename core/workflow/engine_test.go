@@ -747,3 +747,43 @@ do:
 		t.Fatalf("state %s %v, want completed", st.State, st.Error)
 	}
 }
+
+// TestCancelJustEnded: a cancel that finds a run which has just ended, in
+// the moment before the engine forgets it, is refused as for any ended run
+// rather than reported done with a cancel record after the end.
+func TestCancelJustEnded(t *testing.T) {
+	fx := &effects{block: make(chan struct{})}
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: fx})
+	defer e.Close()
+	ctx := context.Background()
+	st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.live("acme", st.Run)
+	if r == nil {
+		t.Fatal("the run is not live after Start")
+	}
+	close(fx.block)
+	if st, _ = e.Wait(ctx, "acme", st.Run); st.State != StateCompleted {
+		t.Fatalf("state %s, want completed", st.State)
+	}
+	e.mu.Lock()
+	e.runs[key("acme", st.Run)] = r
+	e.mu.Unlock()
+	if err := e.Cancel(ctx, "acme", st.Run); !errors.Is(err, ErrState) {
+		t.Errorf("Cancel of a run that just ended = %v, want ErrState", err)
+	}
+	if st, _ = e.Status(ctx, "acme", st.Run); st.State != StateCompleted {
+		t.Errorf("state %s after the refused cancel, want completed", st.State)
+	}
+	j, err := e.load("acme", st.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range j.records {
+		if rec.Kind == KindCancel {
+			t.Error("the journal has a cancel record after the run's end")
+		}
+	}
+}

@@ -114,6 +114,16 @@ func (r *run) status() Status {
 	return st
 }
 
+// ended reports whether the run's goroutine is over, its end journaled.
+func (r *run) ended() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // session is the session a run's calls and scripts are logged in.
 func (r *run) session() string { return "wf-" + r.id }
 
