@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -31,7 +32,9 @@ const LoginTimeout = 10 * time.Minute
 
 // Manager signs servers' requests and runs sign-ins. Safe for concurrent use.
 type Manager struct {
-	cfg   *config.Config
+	// cfg is the config in effect: a reload replaces it (SetConfig), so
+	// servers it adds or changes are the ones signed in to.
+	cfg   atomic.Pointer[config.Config]
 	store *Store
 	hc    *http.Client
 	log   hclog.Logger
@@ -57,8 +60,13 @@ func NewManager(cfg *config.Config, store *Store, hc *http.Client, log hclog.Log
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Manager{cfg: cfg, store: store, hc: hc, log: log, keys: map[Key]*keyState{}}
+	m := &Manager{store: store, hc: hc, log: log, keys: map[Key]*keyState{}}
+	m.cfg.Store(cfg)
+	return m
 }
+
+// SetConfig makes cfg, a reloaded config, the one sign-ins resolve servers in.
+func (m *Manager) SetConfig(cfg *config.Config) { m.cfg.Store(cfg) }
 
 // OnSignIn registers fn, called after a tenant signed in to a server (so
 // its connection can be retried at once).
@@ -83,7 +91,8 @@ func (m *Manager) state(k Key) *keyState {
 // under: a shared server's is the default tenant's, since one session
 // serves every tenant.
 func (m *Manager) Resolve(server, tenant string) (*config.MCPServer, Key, error) {
-	s := m.cfg.MCPServer(server)
+	cfg := m.cfg.Load()
+	s := cfg.MCPServer(server)
 	if s == nil {
 		return nil, Key{}, fmt.Errorf("no mcp_server %q in the config", server)
 	}
@@ -99,7 +108,7 @@ func (m *Manager) Resolve(server, tenant string) (*config.MCPServer, Key, error)
 		}
 		return s, Key{Tenant: tenant, Server: server}, nil
 	}
-	ts, err := m.cfg.ServerForTenant(server, tenant)
+	ts, err := cfg.ServerForTenant(server, tenant)
 	if err != nil {
 		return nil, Key{}, err
 	}

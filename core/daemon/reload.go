@@ -95,6 +95,7 @@ func (r *reloader) reload(ctx context.Context) {
 	}
 	var applied, restart []string
 	cr := r.svc.catalog.Reconfigure(next)
+	r.svc.auth.SetConfig(next)
 	for _, n := range cr.Added {
 		applied = append(applied, "mcp_server "+n+" added")
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,6 +103,53 @@ tenant "acme" {
 			}
 			if e.Type != audit.TypeConfigReload || e.Outcome != reloadApplied || e.Reason != strings.Join(tt.want, "; ") {
 				t.Errorf("audit event %s, want reason %q", b, strings.Join(tt.want, "; "))
+			}
+		})
+	}
+}
+
+// TestReloadSignIn: an oauth server added by a reload is one `cexecctl auth
+// login` can sign in to.
+func TestReloadSignIn(t *testing.T) {
+	const remote = "mcp_server \"remote\" {\n  url      = \"http://127.0.0.1:1/mcp\"\n  optional = true\n  oauth {%s}\n}\n"
+	tests := []struct {
+		name       string
+		first      string
+		next       string
+		want       string
+		wantScopes []string
+	}{
+		{name: "added", next: fmt.Sprintf(remote, ""), want: "mcp_server remote added"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			head := fmt.Sprintf("cexec {\n  data_dir = %q\n}\npipeline {\n  guards = []\n}\n", filepath.Join(dir, "data"))
+			path := writeConfig(t, dir, head+tt.first)
+			o := &Options{ConfigFile: path, Overrides: config.Overrides{LookupEnv: func(string) (string, bool) { return "", false }}}
+			cfg, diags := config.Load(path, o.Overrides)
+			if diags.HasErrors() {
+				t.Fatal(diags.Error())
+			}
+			var logs bytes.Buffer
+			log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
+			s, err := newServices(cfg, nil, log)
+			defer s.close(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := newReloader(o, cfg, s, log)
+			writeConfig(t, dir, head+tt.next)
+			r.reload(context.Background())
+			if !strings.Contains(logs.String(), `change="`+tt.want+`"`) {
+				t.Errorf("reload did not log %q:\n%s", tt.want, logs.String())
+			}
+			srv, _, err := s.auth.Resolve("remote", "")
+			if err != nil {
+				t.Fatalf("sign-in after the reload: %v", err)
+			}
+			if got := srv.OAuth.Scopes; !slices.Equal(got, tt.wantScopes) {
+				t.Errorf("sign-in uses scopes %q, want the reloaded %q", got, tt.wantScopes)
 			}
 		})
 	}
