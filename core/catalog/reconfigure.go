@@ -3,7 +3,10 @@ package catalog
 import (
 	"context"
 	"maps"
+	"reflect"
 	"slices"
+
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/cexec/cexec/core/config"
 )
@@ -132,5 +135,17 @@ func sameServer(a, b *config.MCPServer) bool {
 	return a.Command == b.Command && slices.Equal(a.Args, b.Args) && maps.Equal(a.Env, b.Env) && a.Cwd == b.Cwd &&
 		a.URL == b.URL && a.Transport == b.Transport && maps.Equal(a.Headers, b.Headers) && a.Optional == b.Optional &&
 		a.Timeout == b.Timeout && a.MaxArgumentSize == b.MaxArgumentSize && a.MaxResultSize == b.MaxResultSize &&
-		a.Scope == b.Scope && a.IdleTimeout == b.IdleTimeout && a.MaxInstances == b.MaxInstances
+		a.Scope == b.Scope && a.IdleTimeout == b.IdleTimeout && a.MaxInstances == b.MaxInstances &&
+		sameOAuth(a.OAuth, b.OAuth)
+}
+
+// sameOAuth reports whether two oauth blocks sign in alike; where a block
+// stands in the file does not matter.
+func sameOAuth(a, b *config.OAuth) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	x, y := *a, *b
+	x.DeclRange, y.DeclRange = hcl.Range{}, hcl.Range{}
+	return reflect.DeepEqual(x, y)
 }

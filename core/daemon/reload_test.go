@@ -108,8 +108,9 @@ tenant "acme" {
 	}
 }
 
-// TestReloadSignIn: an oauth server added by a reload is one `cexecctl auth
-// login` can sign in to.
+// TestReloadSignIn: an oauth server added or changed by a reload is the one
+// `cexecctl auth login` signs in to, and a changed oauth block restarts the
+// server rather than going unnoticed.
 func TestReloadSignIn(t *testing.T) {
 	const remote = "mcp_server \"remote\" {\n  url      = \"http://127.0.0.1:1/mcp\"\n  optional = true\n  oauth {%s}\n}\n"
 	tests := []struct {
@@ -119,7 +120,10 @@ func TestReloadSignIn(t *testing.T) {
 		want       string
 		wantScopes []string
 	}{
-		{name: "added", next: fmt.Sprintf(remote, ""), want: "mcp_server remote added"},
+		{name: "added", next: fmt.Sprintf(remote, ""), want: `change="mcp_server remote added"`},
+		{name: "moved down", first: fmt.Sprintf(remote, ""), next: "\n# remote\n" + fmt.Sprintf(remote, ""), want: "config reload: nothing changed"},
+		{name: "scopes changed", first: fmt.Sprintf(remote, ""), next: fmt.Sprintf(remote, "\n    scopes = [\"read\"]\n  "),
+			want: `change="mcp_server remote changed"`, wantScopes: []string{"read"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,7 +145,7 @@ func TestReloadSignIn(t *testing.T) {
 			r := newReloader(o, cfg, s, log)
 			writeConfig(t, dir, head+tt.next)
 			r.reload(context.Background())
-			if !strings.Contains(logs.String(), `change="`+tt.want+`"`) {
+			if !strings.Contains(logs.String(), tt.want) {
 				t.Errorf("reload did not log %q:\n%s", tt.want, logs.String())
 			}
 			srv, _, err := s.auth.Resolve("remote", "")
