@@ -445,14 +445,19 @@ func (c *Catalog) call(ctx context.Context, tenant, server, tool string, args js
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}}
-	end := cn.watches.begin(server, tool, CallNoticesFrom(ctx), &req)
-	cctx, slot, done := cn.calls.track(cctx)
-	defer done()
-	req.Params.Meta = telemetry.InjectMeta(ctx, req.Params.Meta)
-	res, err := cn.client.CallTool(cctx, req)
-	end()
-	if ferr := slot.err(server); ferr != nil && ctx.Err() == nil {
+	res, ferr, err := callOn(ctx, cctx, cn, server, tool, args)
+	if errors.Is(err, transport.ErrSessionTerminated) && cctx.Err() == nil {
+		// The server no longer knows the session (it restarted): the call
+		// did not run, so it goes again on a new session.
+		cn.markDead(err)
+		next, rerr := u.ready(cctx)
+		if rerr != nil {
+			return nil, fmt.Errorf("call %s/%s: %w", server, tool, rerr)
+		}
+		cn = next
+		res, ferr, err = callOn(ctx, cctx, cn, server, tool, args)
+	}
+	if ferr != nil && ctx.Err() == nil {
 		// The server's own reading of the refusal may look like success;
 		// the program must see that the user did not answer.
 		return nil, fmt.Errorf("call %s/%s: %w", server, tool, ferr)
@@ -482,6 +487,19 @@ func (c *Catalog) call(ctx context.Context, tenant, server, tool string, args js
 		return nil, fmt.Errorf("call %s/%s: %w (reconnecting to %s): %v", server, tool, ErrConnectionLost, server, err)
 	}
 	return nil, fmt.Errorf("call %s/%s: %w", server, tool, err)
+}
+
+// callOn sends one tools/call over cn; ferr is the refusal of an
+// elicitation the call made, which the server's answer may not show.
+func callOn(ctx, cctx context.Context, cn *conn, server, tool string, args json.RawMessage) (_ *mcp.CallToolResult, ferr, _ error) {
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}}
+	end := cn.watches.begin(server, tool, CallNoticesFrom(ctx), &req)
+	cctx, slot, done := cn.calls.track(cctx)
+	defer done()
+	req.Params.Meta = telemetry.InjectMeta(ctx, req.Params.Meta)
+	res, err := cn.client.CallTool(cctx, req)
+	end()
+	return res, slot.err(server), err
 }
 
 // signInRequired is an upstream's refusal for want of a (better) OAuth

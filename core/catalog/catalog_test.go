@@ -398,3 +398,36 @@ func TestNewDirectories(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPRestartedWhileIdle: a streamable HTTP server restarted between
+// two calls knows no old session. The reference server answers the stale
+// session id with 400 (not the spec's 404); the catalog must start a new
+// session rather than fail every call from then on, and the call that
+// found the session gone, which the server did not run, goes through.
+func TestHTTPRestartedWhileIdle(t *testing.T) {
+	bin := testpeers.Bin(t, "mcp-server-everything")
+	port := freePort(t)
+	kill := runPeer(t, bin, port, "streamableHttp")
+	c := start(t, Options{}, &config.MCPServer{Name: "everything", Transport: config.TransportHTTP,
+		URL: "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp", Timeout: 20 * time.Second})
+	sum := func() error {
+		_, err := c.Call(context.Background(), "default", "everything", "get-sum", json.RawMessage(`{"a": 1, "b": 1}`))
+		return err
+	}
+	if err := sum(); err != nil {
+		t.Fatal(err)
+	}
+	kill()
+	runPeer(t, bin, port, "streamableHttp")
+	// The session's end shows only when a call meets it; that call did not
+	// run, so it goes again on a new session rather than fail.
+	if err := sum(); err != nil {
+		t.Fatalf("first call after the server restarted: %v", err)
+	}
+	if err := sum(); err != nil {
+		t.Fatalf("second call after the server restarted: %v", err)
+	}
+	if st, _ := c.Server("everything"); st.Restarts != 1 {
+		t.Errorf("status after the restart: %+v", st)
+	}
+}

@@ -1,9 +1,11 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"sync"
@@ -177,15 +179,13 @@ func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Int
 			transport.WithCommandFunc(build), transport.WithCommandLogger(log))
 		return tappedStdio{t}, proc, nil
 	case config.TransportHTTP:
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPLogger(log)}
-		if hc := telemetry.HTTPClient(); hc != nil {
-			opts = append(opts, transport.WithHTTPBasicClient(hc))
+		hc := telemetry.HTTPClient()
+		if ac := u.authClient(s); ac != nil {
+			hc = ac
 		}
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPLogger(log), transport.WithHTTPBasicClient(staleSessionAs404(hc))}
 		if len(s.Headers) > 0 {
 			opts = append(opts, transport.WithHTTPHeaders(s.Headers))
-		}
-		if hc := u.authClient(s); hc != nil {
-			opts = append(opts, transport.WithHTTPBasicClient(hc))
 		}
 		if listen {
 			// Deprecated for 2026-07-28, which has subscriptions/listen
@@ -246,3 +246,46 @@ func callTimeout(s *config.MCPServer) time.Duration {
 	}
 	return DefaultCallTimeout
 }
+
+// staleSessionAs404 returns a copy of hc (nil: a default client) that turns
+// a 400 answer to a request in a session, when the answer speaks of the
+// session, into the 404 the specification asks for. The TypeScript and
+// Python SDKs' servers answer a session id they do not know (after a
+// restart) with 400 "No valid session ID provided"; mcp-go starts over
+// only on 404, so without this every call would fail until cexecd restarts.
+func staleSessionAs404(hc *http.Client) *http.Client {
+	c := &http.Client{}
+	if hc != nil {
+		*c = *hc
+	}
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.Transport = staleSession{base: base}
+	return c
+}
+
+type staleSession struct{ base http.RoundTripper }
+
+func (t staleSession) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusBadRequest || req.Header.Get(mcpSessionHeader) == "" {
+		return resp, err
+	}
+	head, rerr := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	if rerr == nil && bytes.Contains(bytes.ToLower(head), []byte("session")) {
+		resp.Body.Close()
+		resp.StatusCode, resp.Status = http.StatusNotFound, "404 Not Found"
+		resp.Body = io.NopCloser(bytes.NewReader(head))
+		return resp, nil
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	return resp, nil
+}
+
+// mcpSessionHeader carries the streamable HTTP session id.
+const mcpSessionHeader = "Mcp-Session-Id"
