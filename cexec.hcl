@@ -188,8 +188,10 @@ sandbox {
 #   url, headers (e.g. { Authorization = "Bearer ${env("TOKEN")}" })
 # transport is inferred ("stdio" with command; "sse" for a URL ending in
 # /sse; else "http") and can be set explicitly. timeout (default "60s")
-# bounds each call. optional = true lets cexecd start when the server
-# cannot be reached, with a warning. A command that is not found (looked up
+# bounds each call, and each start of the server up to its first
+# tools/list (at least 30s): raise it for a server slow to start.
+# optional = true lets cexecd start when the server cannot be reached, with
+# a warning. A command that is not found (looked up
 # in the PATH the server gets) is an error of the file, shown with its line
 # by cexecd validate; for an optional server, a warning. max_argument_size
 # and max_result_size override sandbox.limits' caps of one tool call for

@@ -96,8 +96,8 @@ type Options struct {
 	// LookupEnv reads the daemon environment variables stdio servers
 	// inherit (PATH, HOME, TMPDIR, LANG); default os.LookupEnv.
 	LookupEnv func(string) (string, bool)
-	// ConnectTimeout bounds one connection attempt (start, initialize,
-	// first tools/list).
+	// ConnectTimeout is the least time one connection attempt (start,
+	// initialize, first tools/list) gets; a server's longer timeout wins.
 	ConnectTimeout time.Duration
 	// Builtins build the servers of transport "builtin" by name: each
 	// tenant's instance is its own in-process MCP server (mcp-go's

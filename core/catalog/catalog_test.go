@@ -431,3 +431,27 @@ func TestHTTPRestartedWhileIdle(t *testing.T) {
 		t.Errorf("status after the restart: %+v", st)
 	}
 }
+
+// TestSlowStart: a server that takes longer to start than the connect
+// timeout connects when its own timeout allows it the time, and one that
+// is not given the time fails saying it did not answer, and within what.
+func TestSlowStart(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := func(timeout time.Duration) *config.MCPServer {
+		return &config.MCPServer{Name: "slow", Transport: config.TransportStdio, Command: "/bin/sh",
+			Args: []string{"-c", `sleep 1; exec "$0" -test.run='^$'`, exe}, Env: map[string]string{serveEnv: "1"},
+			Timeout: timeout, Optional: true}
+	}
+	c := start(t, Options{ConnectTimeout: 300 * time.Millisecond}, slow(10*time.Second))
+	if st, _ := c.Server("slow"); st.State != StateReady {
+		t.Errorf("a server given 10s to start, ready after 1s: %+v", st)
+	}
+	c = start(t, Options{ConnectTimeout: 300 * time.Millisecond}, slow(0))
+	st, _ := c.Server("slow")
+	if st.State == StateReady || !strings.Contains(st.LastError, "did not answer within 300ms") {
+		t.Errorf("a server given 300ms to start, ready after 1s: %+v", st)
+	}
+}

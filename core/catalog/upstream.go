@@ -315,19 +315,26 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// connect makes one connection attempt, bounded by the connect timeout.
+// connect makes one connection attempt, bounded by the server's timeout or
+// the connect timeout, whichever is longer: a server slow to start (a JVM,
+// npx fetching its package) is given the time its block allows.
 func (u *upstream) connect(ctx context.Context) (*conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, u.cat.opts.ConnectTimeout)
+	d := max(u.cat.opts.ConnectTimeout, u.cfg.Timeout)
+	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	u.mu.Lock()
 	listen := u.listen
 	u.mu.Unlock()
-	c, relisten, err := u.dial(ctx, listen)
+	c, relisten, err := u.dial(actx, listen)
 	if relisten {
 		u.mu.Lock()
 		u.listen = true
 		u.mu.Unlock()
-		c, _, err = u.dial(ctx, true)
+		c, _, err = u.dial(actx, true)
+	}
+	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("server %s did not answer within %s (its timeout, at least %s; raise it if the server starts slowly): %w",
+			u.cfg.Name, d, u.cat.opts.ConnectTimeout, err)
 	}
 	return c, err
 }
