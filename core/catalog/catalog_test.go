@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -453,5 +455,34 @@ func TestSlowStart(t *testing.T) {
 	st, _ := c.Server("slow")
 	if st.State == StateReady || !strings.Contains(st.LastError, "did not answer within 300ms") {
 		t.Errorf("a server given 300ms to start, ready after 1s: %+v", st)
+	}
+}
+
+// TestUnauthorizedSaysWhatToDo: a server without an oauth block that
+// answers 401 fails with an error that says so and what to configure.
+func TestUnauthorizedSaysWhatToDo(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
+		http.Error(w, "no token", http.StatusUnauthorized)
+	}))
+	t.Cleanup(ts.Close)
+	for _, tt := range []struct {
+		name      string
+		transport string
+		headers   map[string]string
+		want      string
+	}{
+		{"http", config.TransportHTTP, nil, "answered 401 Unauthorized: it needs credentials"},
+		{"sse", config.TransportSSE, nil, "answered 401 Unauthorized: it needs credentials"},
+		{"http with a token", config.TransportHTTP, map[string]string{"authorization": "Bearer old"}, "refused the Authorization header"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := start(t, Options{}, &config.MCPServer{Name: "locked", Transport: tt.transport, URL: ts.URL + "/mcp",
+				Headers: tt.headers, Optional: true, Timeout: 5 * time.Second})
+			st, _ := c.Server("locked")
+			if st.State == StateReady || !strings.Contains(st.LastError, tt.want) {
+				t.Errorf("status %+v, want an error saying %q", st, tt.want)
+			}
+		})
 	}
 }

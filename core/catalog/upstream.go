@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -369,6 +370,9 @@ func (u *upstream) dial(ctx context.Context, listen bool) (_ *conn, relisten boo
 	cli.OnConnectionLost(func(err error) { c.markDead(fmt.Errorf("stream lost: %w", err)) })
 	fail := func(what string, err error) (*conn, bool, error) {
 		c.close()
+		if errors.Is(err, transport.ErrAuthorizationRequired) {
+			return nil, false, fmt.Errorf("%s: %w (%s)", what, err, unauthorizedHint(u.cfg))
+		}
 		if proc != nil {
 			if line := proc.stderr.lastLine(); line != "" {
 				return nil, false, fmt.Errorf("%s: %w (server's last stderr line: %q)", what, err, line)
@@ -565,4 +569,16 @@ func (u *upstream) scopedStatus() ServerStatus {
 func isConnError(err error) bool {
 	var te *transport.Error
 	return errors.As(err, &te) || errors.Is(err, transport.ErrTransportClosed)
+}
+
+// unauthorizedHint says what to configure for a server that answered 401.
+// With an oauth block cexec's own client answers a 401 (a sign-in), so
+// this is a server whose block gives no or the wrong credentials.
+func unauthorizedHint(s *config.MCPServer) string {
+	for k := range s.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			return fmt.Sprintf("server %s answered 401 Unauthorized: it refused the Authorization header of its mcp_server block; check the token", s.Name)
+		}
+	}
+	return fmt.Sprintf(`server %s answered 401 Unauthorized: it needs credentials: headers = { Authorization = "Bearer ${env("TOKEN")}" } in its mcp_server block, or an oauth {} block to sign in`, s.Name)
 }
