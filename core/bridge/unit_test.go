@@ -43,7 +43,7 @@ func TestDescribe(t *testing.T) {
 		{`{}`, `missing required argument "path"`},
 		{`{"path": "x", "colour": 1, "size": 2}`, `unexpected arguments "colour", "size"`},
 		{`{"path": "x", "mode": "a"}`, `argument "mode": value must be one of 'r', 'w'`},
-		{`{"path": "x", "count": 0}`, `argument "count": minimum: got 0, want 1`},
+		{`{"path": "x", "count": 0}`, `argument "count": must be at least 1, got 0`},
 		{`{"path": "x", "count": 1.5}`, `argument "count": expected integer, got number`},
 		{`{"path": "x", "tags": ["ok", "tmpdir"]}`, `argument "tags" at /tags/1: `},
 		{`{"path": "x", "opts": {"deep": 1}}`, `argument "opts": missing required property "depth"; argument "opts": unexpected property "deep"`},

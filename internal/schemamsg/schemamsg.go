@@ -1,12 +1,14 @@
 // Package schemamsg words JSON Schema validation errors
 // (santhosh-tekuri/jsonschema) as sentences that name the argument at
 // fault, for messages a model reads: `missing required argument "code"`,
-// `argument "limit": must be >= 1 but found 0`.
+// `argument "limit": must be at least 1, got 0`.
 package schemamsg
 
 import (
 	"fmt"
+	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -27,6 +29,12 @@ func Describe(err *jsonschema.ValidationError) string {
 	var msgs []string
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
+		if m, ok := typeAlternatives(e); ok {
+			if !slices.Contains(msgs, m) {
+				msgs = append(msgs, m)
+			}
+			return
+		}
 		if len(e.Causes) == 0 {
 			if m := problem(e); !slices.Contains(msgs, m) {
 				msgs = append(msgs, m)
@@ -66,11 +74,84 @@ func problem(e *jsonschema.ValidationError) string {
 		}
 		return fmt.Sprintf("%s: expected %s, got %s", where(loc), strings.Join(k.Want, " or "), k.Got)
 	}
-	msg := e.ErrorKind.LocalizedString(printer)
+	msg := sentence(e.ErrorKind)
 	if len(loc) == 0 {
 		return "arguments: " + msg
 	}
 	return where(loc) + ": " + msg
+}
+
+// sentence words the bounds keywords, which the library words as
+// "minimum: got 0, want 1"; other keywords keep the library's words.
+func sentence(k jsonschema.ErrorKind) string {
+	switch k := k.(type) {
+	case *kind.Minimum:
+		return fmt.Sprintf("must be at least %s, got %s", num(k.Want), num(k.Got))
+	case *kind.Maximum:
+		return fmt.Sprintf("must be at most %s, got %s", num(k.Want), num(k.Got))
+	case *kind.ExclusiveMinimum:
+		return fmt.Sprintf("must be greater than %s, got %s", num(k.Want), num(k.Got))
+	case *kind.ExclusiveMaximum:
+		return fmt.Sprintf("must be less than %s, got %s", num(k.Want), num(k.Got))
+	case *kind.MultipleOf:
+		return fmt.Sprintf("must be a multiple of %s, got %s", num(k.Want), num(k.Got))
+	case *kind.MinLength:
+		return fmt.Sprintf("must be at least %d characters long, got %d", k.Want, k.Got)
+	case *kind.MaxLength:
+		return fmt.Sprintf("must be at most %d characters long, got %d", k.Want, k.Got)
+	case *kind.MinItems:
+		return fmt.Sprintf("must have at least %s, got %d", count(k.Want, "item"), k.Got)
+	case *kind.MaxItems:
+		return fmt.Sprintf("must have at most %s, got %d", count(k.Want, "item"), k.Got)
+	case *kind.MinProperties:
+		return fmt.Sprintf("must have at least %s, got %d", count(k.Want, "property"), k.Got)
+	case *kind.MaxProperties:
+		return fmt.Sprintf("must have at most %s, got %d", count(k.Want, "property"), k.Got)
+	case *kind.UniqueItems:
+		return fmt.Sprintf("items must be unique, but items %d and %d are equal", k.Duplicates[0], k.Duplicates[1])
+	}
+	return k.LocalizedString(printer)
+}
+
+// typeAlternatives words a oneOf or anyOf none of whose alternatives
+// matched, where each failed only on its type, as one problem: `argument
+// "v": expected string or integer, got array`.
+func typeAlternatives(e *jsonschema.ValidationError) (string, bool) {
+	switch k := e.ErrorKind.(type) {
+	case *kind.AnyOf:
+	case *kind.OneOf:
+		if len(k.Subschemas) > 0 {
+			return "", false
+		}
+	default:
+		return "", false
+	}
+	if len(e.InstanceLocation) == 0 || len(e.Causes) == 0 {
+		return "", false
+	}
+	var want []string
+	var got string
+	for _, c := range e.Causes {
+		t, ok := c.ErrorKind.(*kind.Type)
+		if !ok || len(c.Causes) > 0 || !slices.Equal(c.InstanceLocation, e.InstanceLocation) {
+			return "", false
+		}
+		want, got = append(want, t.Want...), t.Got
+	}
+	return fmt.Sprintf("%s: expected %s, got %s", where(e.InstanceLocation), strings.Join(slices.Compact(want), " or "), got), true
+}
+
+// num prints a schema bound as a plain number.
+func num(r *big.Rat) string {
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %s", n, plural(noun, []string{noun, noun}))
 }
 
 func where(loc []string) string {
