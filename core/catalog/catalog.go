@@ -424,6 +424,7 @@ func (c *Catalog) call(ctx context.Context, tenant, server, tool string, args js
 	if u == nil {
 		return nil, fmt.Errorf("call %s/%s: %w", server, tool, ErrUnknownServer)
 	}
+	top := u
 	if u.tenants != nil {
 		in, release, err := u.tenants.acquire(tenant)
 		if err != nil {
@@ -478,8 +479,11 @@ func (c *Catalog) call(ctx context.Context, tenant, server, tool string, args js
 		return nil, fmt.Errorf("call %s/%s: %w after %s", server, tool, ErrTimeout, timeout)
 	case cn.isDead() || errors.Is(err, transport.ErrTransportClosed):
 		cn.markDead(err)
-		if c.set().byName[server] == nil {
+		switch now := c.set().byName[server]; {
+		case now == nil:
 			return nil, fmt.Errorf("call %s/%s: %w (server %s was removed by a config reload during the call)", server, tool, ErrConnectionLost, server)
+		case now != top:
+			return nil, fmt.Errorf("call %s/%s: %w (server %s was changed by a config reload during the call and restarts with its new settings)", server, tool, ErrConnectionLost, server)
 		}
 		return nil, fmt.Errorf("call %s/%s: %w (server %s went away during the call and is being restarted): %v", server, tool, ErrConnectionLost, server, deathCause(cn, err))
 	case isConnError(err):

@@ -91,3 +91,23 @@ func TestRemovedMidCall(t *testing.T) {
 		t.Fatalf("call in flight: %v, want one saying the server was removed", err)
 	}
 }
+
+// TestChangedMidCall: a call in flight when a reload changes its server
+// fails saying so, not that the server went away.
+func TestChangedMidCall(t *testing.T) {
+	ev := everythingServer(t, nil)
+	c := start(t, Options{}, ev)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), "default", "everything", "trigger-long-running-operation", json.RawMessage(`{"duration": 3600, "steps": 2}`))
+		errc <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	changed := *ev
+	changed.Timeout = 45 * time.Second
+	c.Reconfigure(&config.Config{MCPServers: []*config.MCPServer{&changed}})
+	err := <-errc
+	if !errors.Is(err, ErrConnectionLost) || !strings.Contains(err.Error(), "was changed by a config reload during the call") || strings.Contains(err.Error(), "went away") {
+		t.Fatalf("call in flight: %v, want one saying the server was changed", err)
+	}
+}

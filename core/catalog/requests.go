@@ -44,6 +44,7 @@ func (c *Catalog) request(ctx context.Context, tenant, server, what string, do f
 	if u == nil {
 		return fmt.Errorf("%s: %w", what, ErrUnknownServer)
 	}
+	top := u
 	if u.tenants != nil {
 		in, release, err := u.tenants.acquire(tenant)
 		if err != nil {
@@ -72,6 +73,12 @@ func (c *Catalog) request(ctx context.Context, tenant, server, what string, do f
 		return fmt.Errorf("%s: %w after %s", what, ErrTimeout, timeout)
 	case cn.isDead() || errors.Is(err, transport.ErrTransportClosed):
 		cn.markDead(err)
+		switch now := c.set().byName[server]; {
+		case now == nil:
+			return fmt.Errorf("%s: %w (server %s was removed by a config reload during the request)", what, ErrConnectionLost, server)
+		case now != top:
+			return fmt.Errorf("%s: %w (server %s was changed by a config reload during the request and restarts with its new settings)", what, ErrConnectionLost, server)
+		}
 		return fmt.Errorf("%s: %w (server %s went away during the request and is being restarted): %v", what, ErrConnectionLost, server, deathCause(cn, err))
 	case isConnError(err):
 		cn.markDead(err)
