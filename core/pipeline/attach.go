@@ -201,8 +201,9 @@ func (c *attachments) show(_ context.Context, params json.RawMessage) (json.RawM
 // contentAttachment is one MCP content item as an attachment; ok is false
 // for text and for items that are not content to show (a resource link
 // names an upstream's resource, which the agent cannot read through cexec:
-// it is described as text).
-func contentAttachment(c mcp.Content) (a Attachment, text string, ok bool) {
+// it is described as text, with the read_resource call that reads it from
+// server).
+func contentAttachment(server string, c mcp.Content) (a Attachment, text string, ok bool) {
 	switch c := c.(type) {
 	case mcp.TextContent:
 		return a, c.Text, false
@@ -230,7 +231,14 @@ func contentAttachment(c mcp.Content) (a Attachment, text string, ok bool) {
 			return Attachment{Kind: AttachResource, MIMEType: r.MIMEType, URI: r.URI, Data: data}, "", true
 		}
 	case mcp.ResourceLink:
-		return a, fmt.Sprintf("[resource link %s (%s); read it from a program with cexec.read_resource]", c.URI, c.MIMEType), false
+		desc := c.URI
+		if c.Name != "" {
+			desc = fmt.Sprintf("%q %s", c.Name, c.URI)
+		}
+		if c.MIMEType != "" {
+			desc += " (" + c.MIMEType + ")"
+		}
+		return a, fmt.Sprintf("[resource link %s; read it from a program with cexec.read_resource(%q, %q)]", desc, server, c.URI), false
 	}
 	raw, _ := json.Marshal(c)
 	return a, string(raw), false

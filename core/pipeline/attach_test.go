@@ -115,21 +115,27 @@ func TestShowAttachments(t *testing.T) {
 // attachments.
 func TestCallResultSplitsContent(t *testing.T) {
 	raw := json.RawMessage(`{"$cexec.content":[{"type":"text","text":"here"},{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"},` +
-		`{"type":"resource","resource":{"uri":"demo://t","mimeType":"text/plain","text":"T"}},{"type":"resource_link","uri":"demo://l","name":"l","mimeType":"application/gzip"}]}`)
+		`{"type":"resource","resource":{"uri":"demo://t","mimeType":"text/plain","text":"T"}},{"type":"resource_link","uri":"demo://l","name":"l","mimeType":"application/gzip"},` +
+		`{"type":"resource_link","uri":"file:///y.txt","name":"y"}]}`)
 	out := &CodeResult{}
-	if err := callResult(out, newAttachments(nil, "s", 0), raw); err != nil {
+	if err := callResult(out, "demo", newAttachments(nil, "s", 0), raw); err != nil {
 		t.Fatal(err)
 	}
 	var text string
 	_ = json.Unmarshal(out.Result, &text)
-	if text != "here\n[resource link demo://l (application/gzip); read it from a program with cexec.read_resource]" {
-		t.Errorf("result %q", text)
+	// A link says what it is and how to read it: the server it came from
+	// is part of that.
+	want := "here\n" +
+		`[resource link "l" demo://l (application/gzip); read it from a program with cexec.read_resource("demo", "demo://l")]` + "\n" +
+		`[resource link "y" file:///y.txt; read it from a program with cexec.read_resource("demo", "file:///y.txt")]`
+	if text != want {
+		t.Errorf("result %q\nwant   %q", text, want)
 	}
 	if len(out.Attachments) != 2 || out.Attachments[0].Kind != AttachImage || out.Attachments[1].Text != "T" {
 		t.Errorf("attachments %+v", out.Attachments)
 	}
 	plain := &CodeResult{}
-	if err := callResult(plain, nil, json.RawMessage(`{"$cexec.value":{"$cexec.content":1}}`)); err != nil || string(plain.Result) != `{"$cexec.content":1}` {
+	if err := callResult(plain, "demo", nil, json.RawMessage(`{"$cexec.value":{"$cexec.content":1}}`)); err != nil || string(plain.Result) != `{"$cexec.content":1}` {
 		t.Errorf("escaped value: %s, %v", plain.Result, err)
 	}
 }

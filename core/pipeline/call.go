@@ -165,13 +165,13 @@ func (x *Executor) callOnce(ctx context.Context, t *workspace.Tenant, req CodeRe
 		out.Result = res
 		return out, nil
 	}
-	return out, callResult(out, newAttachments(t, req.Session, x.MaxInlineAttachment), res)
+	return out, callResult(out, c.server, newAttachments(t, req.Session, x.MaxInlineAttachment), res)
 }
 
 // callResult sets out's result from a call's value as the agent reads it:
 // a rich result's texts (and descriptions of resource links) joined as the
 // result, its images, audio and resources as attachments.
-func callResult(out *CodeResult, att *attachments, res json.RawMessage) error {
+func callResult(out *CodeResult, server string, att *attachments, res json.RawMessage) error {
 	value, content, err := bridge.Unwrap(res)
 	if err != nil {
 		return err
@@ -182,7 +182,7 @@ func callResult(out *CodeResult, att *attachments, res json.RawMessage) error {
 	}
 	var texts []string
 	for _, c := range content {
-		a, text, ok := contentAttachment(c)
+		a, text, ok := contentAttachment(server, c)
 		if !ok {
 			texts = append(texts, text)
 			continue
