@@ -111,7 +111,7 @@ func TestCallToolReferenceServers(t *testing.T) {
 		{"missing", "filesystem", "read_text_file", `{}`, TypeInvalidArguments, `missing required argument "path"`},
 		{"nested", "memory", "create_entities", `{"entities":[{"name":"x","entityType":"t","observations":[1]}]}`, TypeInvalidArguments,
 			`argument "entities" at /entities/0/observations/0: expected string, got number`},
-		{"enum", "everything", "get-structured-content", `{"location":"Paris"}`, TypeInvalidArguments, `argument "location": value must be one of`},
+		{"enum", "everything", "get-structured-content", `{"location":"Paris"}`, TypeInvalidArguments, `argument "location": must be one of`},
 		{"not an object", "everything", "echo", `["hi"]`, TypeInvalidArguments, "arguments must be an object"},
 		{"typo in tool", "filesystem", "read_txt_file", `{}`, TypeToolNotFound, `did you mean "read_text_file"?`},
 		{"python name", "everything", "get_tiny_image", `{}`, TypeToolNotFound, `did you mean "get-tiny-image"?`},

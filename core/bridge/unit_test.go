@@ -42,7 +42,7 @@ func TestDescribe(t *testing.T) {
 		{`{"path": 5}`, `argument "path": expected string, got number`},
 		{`{}`, `missing required argument "path"`},
 		{`{"path": "x", "colour": 1, "size": 2}`, `unexpected arguments "colour", "size"`},
-		{`{"path": "x", "mode": "a"}`, `argument "mode": value must be one of 'r', 'w'`},
+		{`{"path": "x", "mode": "a"}`, `argument "mode": must be one of "r", "w"; got "a"`},
 		{`{"path": "x", "count": 0}`, `argument "count": must be at least 1, got 0`},
 		{`{"path": "x", "count": 1.5}`, `argument "count": expected integer, got number`},
 		{`{"path": "x", "tags": ["ok", "tmpdir"]}`, `argument "tags" at /tags/1: `},

@@ -5,6 +5,7 @@
 package schemamsg
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/big"
 	"slices"
@@ -82,7 +83,8 @@ func problem(e *jsonschema.ValidationError) string {
 }
 
 // sentence words the bounds keywords, which the library words as
-// "minimum: got 0, want 1"; other keywords keep the library's words.
+// "minimum: got 0, want 1", and enum and const with their values as JSON;
+// other keywords keep the library's words.
 func sentence(k jsonschema.ErrorKind) string {
 	switch k := k.(type) {
 	case *kind.Minimum:
@@ -107,6 +109,14 @@ func sentence(k jsonschema.ErrorKind) string {
 		return fmt.Sprintf("must have at least %s, got %d", count(k.Want, "property"), k.Got)
 	case *kind.MaxProperties:
 		return fmt.Sprintf("must have at most %s, got %d", count(k.Want, "property"), k.Got)
+	case *kind.Enum:
+		vals := make([]string, len(k.Want))
+		for i, v := range k.Want {
+			vals[i] = jsonText(v)
+		}
+		return fmt.Sprintf("must be one of %s; got %s", strings.Join(vals, ", "), jsonText(k.Got))
+	case *kind.Const:
+		return fmt.Sprintf("must be %s, got %s", jsonText(k.Want), jsonText(k.Got))
 	case *kind.UniqueItems:
 		return fmt.Sprintf("items must be unique, but items %d and %d are equal", k.Duplicates[0], k.Duplicates[1])
 	}
@@ -139,6 +149,18 @@ func typeAlternatives(e *jsonschema.ValidationError) (string, bool) {
 		want, got = append(want, t.Want...), t.Got
 	}
 	return fmt.Sprintf("%s: expected %s, got %s", where(e.InstanceLocation), strings.Join(slices.Compact(want), " or "), got), true
+}
+
+// jsonText shows a value as JSON, as the schema and the model write it
+// (null, not Go's <nil>).
+func jsonText(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // num prints a schema bound as a plain number.

@@ -18,7 +18,9 @@ func TestDescribe(t *testing.T) {
 		"tags":  {"type": "array", "minItems": 1, "maxItems": 2, "uniqueItems": true},
 		"opts":  {"type": "object", "minProperties": 1, "maxProperties": 1},
 		"v":     {"oneOf": [{"type": "string"}, {"type": "integer"}]},
-		"w":     {"anyOf": [{"type": "string"}, {"type": "boolean"}]}
+		"w":     {"anyOf": [{"type": "string"}, {"type": "boolean"}]},
+		"e":     {"enum": ["a b", "it's", 1, null, {"k": 1}]},
+		"c":     {"const": null}
 	}, "required": ["count"]}`
 	tests := []struct{ args, want string }{
 		{`{}`, `missing required argument "count"`},
@@ -37,6 +39,8 @@ func TestDescribe(t *testing.T) {
 		{`{"count": 1, "v": [1]}`, `argument "v": expected string or integer, got array`},
 		{`{"count": 1, "w": 1}`, `argument "w": expected string or boolean, got number`},
 		{`{"count": "x"}`, `argument "count": expected integer, got string`},
+		{`{"count": 1, "e": "z"}`, `argument "e": must be one of "a b", "it's", 1, null, {"k":1}; got "z"`},
+		{`{"count": 1, "c": 1}`, `argument "c": must be null, got 1`},
 	}
 	c := jsonschema.NewCompiler()
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
