@@ -189,7 +189,9 @@ sandbox {
 # transport is inferred ("stdio" with command; "sse" for a URL ending in
 # /sse; else "http") and can be set explicitly. timeout (default "60s")
 # bounds each call, and each start of the server up to its first
-# tools/list (at least 30s): raise it for a server slow to start.
+# tools/list (at least 30s): raise it for a server slow to start. After a
+# call times out the server is pinged; one that answers nothing within the
+# timeout (at most 10s) is wedged and is restarted.
 # optional = true lets cexecd start when the server cannot be reached, with
 # a warning. A command that is not found (looked up
 # in the PATH the server gets) is an error of the file, shown with its line

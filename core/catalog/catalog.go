@@ -476,6 +476,7 @@ func (c *Catalog) call(ctx context.Context, tenant, server, tool string, args js
 		// sign-in rather than reconnect in a loop.
 		return nil, fmt.Errorf("call %s/%s: %w", server, tool, signIn)
 	case cctx.Err() != nil:
+		u.probe(cn)
 		return nil, fmt.Errorf("call %s/%s: %w after %s", server, tool, ErrTimeout, timeout)
 	case cn.isDead() || errors.Is(err, transport.ErrTransportClosed):
 		cn.markDead(err)

@@ -486,3 +486,28 @@ func TestUnauthorizedSaysWhatToDo(t *testing.T) {
 		})
 	}
 }
+
+// TestWedgedServerRestarts: a server that answers nothing any more (here
+// stopped with SIGSTOP) is restarted after a call to it timed out and a
+// ping found it unresponsive, rather than left to time out every call.
+func TestWedgedServerRestarts(t *testing.T) {
+	s := memoryServer(t, t.TempDir())
+	s.Timeout = 500 * time.Millisecond
+	c := start(t, Options{}, s)
+	before, _ := c.Server("memory")
+	if err := syscall.Kill(before.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(before.PID, syscall.SIGKILL) })
+	_, err := c.Call(context.Background(), "default", "memory", "read_graph", nil)
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("call to the stopped server: %v, want ErrTimeout", err)
+	}
+	eventually(t, "the wedged server's restart", 20*time.Second, func() bool {
+		st, _ := c.Server("memory")
+		return st.State == StateReady && st.PID != 0 && st.PID != before.PID
+	})
+	if _, err := c.Call(context.Background(), "default", "memory", "read_graph", nil); err != nil {
+		t.Fatalf("call after the restart: %v", err)
+	}
+}

@@ -70,6 +70,7 @@ func (c *Catalog) request(ctx context.Context, tenant, server, what string, do f
 	case ctx.Err() != nil:
 		return fmt.Errorf("%s: %w", what, ctx.Err())
 	case cctx.Err() != nil:
+		u.probe(cn)
 		return fmt.Errorf("%s: %w after %s", what, ErrTimeout, timeout)
 	case cn.isDead() || errors.Is(err, transport.ErrTransportClosed):
 		cn.markDead(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -90,6 +91,8 @@ type conn struct {
 	closeOnce sync.Once
 	// calls are the calls in progress, to attribute elicitations to.
 	calls *inflight
+	// probing: a ping after a timed-out call is under way (probe).
+	probing atomic.Bool
 }
 
 func newConn(cli *client.Client, proc *stdioProcess, cancel context.CancelFunc, calls *inflight) *conn {
@@ -562,6 +565,34 @@ func (u *upstream) scopedStatus() ServerStatus {
 		}
 	}
 	return s
+}
+
+// maxProbe bounds the ping that tells a slow tool from a wedged server.
+const maxProbe = 10 * time.Second
+
+// probe pings the server after a call to it timed out, in the background:
+// a server that answers nothing within its timeout (at most maxProbe) is
+// wedged, not slow, and is restarted rather than left to time out every
+// call. One probe runs per connection at a time.
+func (u *upstream) probe(c *conn) {
+	if c.isDead() || !c.probing.CompareAndSwap(false, true) {
+		return
+	}
+	u.cat.wg.Add(1)
+	go func() {
+		defer u.cat.wg.Done()
+		defer c.probing.Store(false)
+		d := min(callTimeout(u.cfg), maxProbe)
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		stop := context.AfterFunc(u.cat.life, cancel)
+		defer stop()
+		err := c.client.Ping(ctx)
+		if err != nil && !c.isDead() && u.cat.life.Err() == nil {
+			u.log.Warn("server answers nothing after a call timed out; restarting it", "error", err)
+			c.markDead(fmt.Errorf("server did not answer a ping within %s after a call timed out: %w", d, err))
+		}
+	}()
 }
 
 // isConnError reports whether err is a failure of the connection itself
