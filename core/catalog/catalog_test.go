@@ -511,3 +511,18 @@ func TestWedgedServerRestarts(t *testing.T) {
 		t.Fatalf("call after the restart: %v", err)
 	}
 }
+
+// TestWrongURLSaysWhatToCheck: a streamable HTTP url that answers the
+// initialize POST with 404 (a wrong path) fails naming the url to check,
+// not only the guess that it is an old SSE server.
+func TestWrongURLSaysWhatToCheck(t *testing.T) {
+	ts := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(ts.Close)
+	c := start(t, Options{}, &config.MCPServer{Name: "lost", Transport: config.TransportHTTP, URL: ts.URL + "/nope",
+		Optional: true, Timeout: 5 * time.Second})
+	st, _ := c.Server("lost")
+	want := `check the path of its url; a server of the older HTTP+SSE transport needs transport = "sse"`
+	if st.State == StateReady || !strings.Contains(st.LastError, want) {
+		t.Errorf("status %+v, want an error saying %q", st, want)
+	}
+}

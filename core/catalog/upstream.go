@@ -376,6 +376,10 @@ func (u *upstream) dial(ctx context.Context, listen bool) (_ *conn, relisten boo
 		if errors.Is(err, transport.ErrAuthorizationRequired) {
 			return nil, false, fmt.Errorf("%s: %w (%s)", what, err, unauthorizedHint(u.cfg))
 		}
+		if errors.Is(err, transport.ErrLegacySSEServer) {
+			// mcp-go's guess covers any 4xx, a wrong path's 404 too.
+			return nil, false, fmt.Errorf(`%s: %w (check the path of its url; a server of the older HTTP+SSE transport needs transport = "sse")`, what, err)
+		}
 		if proc != nil {
 			if line := proc.stderr.lastLine(); line != "" {
 				return nil, false, fmt.Errorf("%s: %w (server's last stderr line: %q)", what, err, line)
