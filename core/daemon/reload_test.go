@@ -158,3 +158,33 @@ func TestReloadSignIn(t *testing.T) {
 		})
 	}
 }
+
+// TestReloadedConfigShown: `cexecctl config show` shows the config a
+// reload applied, not the one cexecd started with.
+func TestReloadedConfigShown(t *testing.T) {
+	dir := t.TempDir()
+	head := fmt.Sprintf("cexec {\n  data_dir = %q\n}\npipeline {\n  guards = []\n}\n", filepath.Join(dir, "data"))
+	path := writeConfig(t, dir, head)
+	o := &Options{ConfigFile: path, Overrides: config.Overrides{LookupEnv: func(string) (string, bool) { return "", false }}}
+	cfg, diags := config.Load(path, o.Overrides)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	log := hclog.NewNullLogger()
+	s, err := newServices(cfg, nil, log)
+	defer s.close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newReloader(o, cfg, s, log)
+	v := &configView{current: r.config, ov: o.Overrides, schemas: &schemaCache{}, log: log}
+	writeConfig(t, dir, head+"mcp_server \"added\" {\n  url      = \"http://127.0.0.1:1/mcp\"\n  optional = true\n}\n")
+	r.reload(context.Background())
+	b, err := v.MaskedJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"added"`)) {
+		t.Errorf("config show after the reload lacks the added server:\n%s", b)
+	}
+}

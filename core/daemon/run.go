@@ -329,7 +329,7 @@ func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *
 		PID:     os.Getpid(),
 		MCP:     mcp,
 		Plugins: pluginsView{host},
-		Config:  &configView{cfg: cfg, ov: o.Overrides, schemas: schemas, log: log},
+		Config:  &configView{current: current, ov: o.Overrides, schemas: schemas, log: log},
 		Exec:    execService{svc.exec},
 		Tasks:   taskService{svc.newTasks(host)},
 		Log:     log.Named("control"),

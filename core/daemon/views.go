@@ -112,19 +112,20 @@ func (c *schemaCache) all() map[string]pluginapi.ConfigSchema {
 
 // configView adapts the daemon's config to control.Config.
 type configView struct {
-	cfg     *config.Config
+	// current is the config in effect: the reloaded one after a SIGHUP.
+	current func() *config.Config
 	ov      config.Overrides
 	schemas *schemaCache
 	log     hclog.Logger
 }
 
 // Path is the config file the daemon runs on.
-func (v *configView) Path() string { return v.cfg.Path }
+func (v *configView) Path() string { return v.current().Path }
 
 // MaskedJSON shows the config with env() values, plugin env and the
 // plugins' own sensitive attributes masked.
 func (v *configView) MaskedJSON() ([]byte, error) {
-	return v.cfg.MaskedJSONWithSchemas(v.schemas.all())
+	return v.current().MaskedJSONWithSchemas(v.schemas.all())
 }
 
 // Check loads the file at path (the daemon's own when "") with the daemon's
@@ -134,7 +135,7 @@ func (v *configView) MaskedJSON() ([]byte, error) {
 // the daemon's own running plugins are never relaunched or reconfigured.
 func (v *configView) Check(ctx context.Context, path string) (string, hcl.Diagnostics) {
 	if path == "" {
-		path = v.cfg.Path
+		path = v.current().Path
 	}
 	if path == "" {
 		return "", hcl.Diagnostics{{Severity: hcl.DiagWarning, Summary: "No config file",
