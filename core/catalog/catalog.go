@@ -419,12 +419,13 @@ func (c *Catalog) isLocalServer(name string) bool {
 // the bridge's job. Errors wrap ErrUnknownServer, ErrUnavailable,
 // ErrConnectionLost or ErrTimeout, or carry the server's JSON-RPC error;
 // a tool that reports a failure is a result with IsError, not an error.
-func (c *Catalog) call(ctx context.Context, tenant, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+func (c *Catalog) call(ctx context.Context, tenant, server, tool string, args json.RawMessage) (_ *mcp.CallToolResult, err error) {
 	u := c.set().byName[server]
 	if u == nil {
 		return nil, fmt.Errorf("call %s/%s: %w", server, tool, ErrUnknownServer)
 	}
 	top := u
+	defer func() { err = u.redact(err) }() // u: the tenant's instance, once acquired
 	if u.tenants != nil {
 		in, release, err := u.tenants.acquire(tenant)
 		if err != nil {

@@ -12,10 +12,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/core/catalog/stubgen"
@@ -526,3 +528,41 @@ func TestWrongURLSaysWhatToCheck(t *testing.T) {
 		t.Errorf("status %+v, want an error saying %q", st, want)
 	}
 }
+
+// TestSensitiveURLStaysOut: a url with a secret in it (from env()) appears
+// in no error a program or operator reads, and in no log line, when the
+// server cannot be reached.
+func TestSensitiveURLStaysOut(t *testing.T) {
+	const secret = "s3cr3t-in-the-url"
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	log := hclog.New(&hclog.LoggerOptions{Output: writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), Level: hclog.Trace})
+	for _, tr := range []string{config.TransportHTTP, config.TransportSSE} {
+		c := start(t, Options{Logger: log}, &config.MCPServer{Name: "keyed", Transport: tr,
+			URL: "http://127.0.0.1:1/mcp?api_key=" + secret, URLSensitive: true, Optional: true, Timeout: 2 * time.Second})
+		st, _ := c.Server("keyed")
+		_, err := c.Call(context.Background(), "default", "keyed", "x", nil)
+		if err == nil {
+			t.Fatalf("%s: call to an unreachable server succeeded", tr)
+		}
+		for what, s := range map[string]string{"status": st.LastError, "call error": err.Error()} {
+			if strings.Contains(s, secret) || !strings.Contains(s, "(sensitive)") {
+				t.Errorf("%s: %s %q: want the url masked", tr, what, s)
+			}
+		}
+		_ = c.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(logs.String(), secret) {
+		t.Errorf("the log shows the url's secret:\n%s", logs.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -39,12 +39,13 @@ func (c *Catalog) readResource(ctx context.Context, tenant, server, uri string) 
 // marked for reconnection, and errors wrap ErrUnknownServer,
 // ErrUnavailable, ErrConnectionLost or ErrTimeout, or carry the server's
 // JSON-RPC error.
-func (c *Catalog) request(ctx context.Context, tenant, server, what string, do func(context.Context, *conn) error) error {
+func (c *Catalog) request(ctx context.Context, tenant, server, what string, do func(context.Context, *conn) error) (err error) {
 	u := c.set().byName[server]
 	if u == nil {
 		return fmt.Errorf("%s: %w", what, ErrUnknownServer)
 	}
 	top := u
+	defer func() { err = u.redact(err) }() // u: the tenant's instance, once acquired
 	if u.tenants != nil {
 		in, release, err := u.tenants.acquire(tenant)
 		if err != nil {

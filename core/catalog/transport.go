@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -154,6 +156,9 @@ func (p *stdioProcess) pid() int {
 // some their elicitation requests) on.
 func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Interface, *stdioProcess, error) {
 	log := hclogslog.New(u.log)
+	if r := urlRedactor(s); r != nil {
+		log = hclogslog.NewRedacting(u.log, r)
+	}
 	switch s.Transport {
 	case config.TransportStdio:
 		env := childenv.Build(u.cat.opts.LookupEnv, s.Env)
@@ -289,3 +294,47 @@ func (t staleSession) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // mcpSessionHeader carries the streamable HTTP session id.
 const mcpSessionHeader = "Mcp-Session-Id"
+
+// urlRedactor masks s's url where it has a secret in it (an env() value),
+// or is nil. Go's HTTP errors quote the url of the request that failed.
+func urlRedactor(s *config.MCPServer) *strings.Replacer {
+	if !s.URLSensitive || s.URL == "" {
+		return nil
+	}
+	pairs := []string{s.URL, maskedURL}
+	if parsed, err := neturl.Parse(s.URL); err == nil {
+		if r := parsed.Redacted(); r != s.URL {
+			pairs = append(pairs, r, maskedURL)
+		}
+		if parsed.RawQuery != "" {
+			// The SSE transport posts to an endpoint the server names,
+			// which may repeat the query.
+			pairs = append(pairs, parsed.RawQuery, "(sensitive)")
+		}
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// maskedURL stands for a url that has a secret in it.
+const maskedURL = "(sensitive)"
+
+// redacted is an error whose text has a secret masked; it still wraps the
+// original, for errors.Is and errors.As.
+type redacted struct {
+	err error
+	r   *strings.Replacer
+}
+
+func (e *redacted) Error() string { return e.r.Replace(e.err.Error()) }
+func (e *redacted) Unwrap() error { return e.err }
+
+// redact masks the server's sensitive url in err's text.
+func (u *upstream) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	if r := urlRedactor(u.cfg); r != nil {
+		return &redacted{err: err, r: r}
+	}
+	return err
+}

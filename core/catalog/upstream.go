@@ -254,8 +254,9 @@ func (u *upstream) run(ctx context.Context) {
 		lived := time.Since(u.connectedAt)
 		u.restarts++
 		u.mu.Unlock()
-		u.setState(StateReconnecting, nil, fmt.Errorf("connection lost: %w", c.cause))
-		u.log.Warn("connection lost; reconnecting", "error", c.cause)
+		cause := u.redact(c.cause)
+		u.setState(StateReconnecting, nil, fmt.Errorf("connection lost: %w", cause))
+		u.log.Warn("connection lost; reconnecting", "error", cause)
 		c.close()
 		if lived >= stableAfter {
 			backoff = opts.MinBackoff
@@ -340,7 +341,7 @@ func (u *upstream) connect(ctx context.Context) (*conn, error) {
 		err = fmt.Errorf("server %s did not answer within %s (its timeout, at least %s; raise it if the server starts slowly): %w",
 			u.cfg.Name, d, u.cat.opts.ConnectTimeout, err)
 	}
-	return c, err
+	return c, u.redact(err)
 }
 
 // dial connects, negotiates the protocol version and lists the tools. It
@@ -454,7 +455,7 @@ func (u *upstream) follow(life context.Context, c *conn) {
 		err := u.list(ctx, c)
 		cancel()
 		if err != nil && !c.isDead() {
-			u.log.Warn("refresh after tools/list_changed failed", "error", err)
+			u.log.Warn("refresh after tools/list_changed failed", "error", u.redact(err))
 			if isConnError(err) {
 				c.markDead(err)
 			}
@@ -593,7 +594,7 @@ func (u *upstream) probe(c *conn) {
 		defer stop()
 		err := c.client.Ping(ctx)
 		if err != nil && !c.isDead() && u.cat.life.Err() == nil {
-			u.log.Warn("server answers nothing after a call timed out; restarting it", "error", err)
+			u.log.Warn("server answers nothing after a call timed out; restarting it", "error", u.redact(err))
 			c.markDead(fmt.Errorf("server did not answer a ping within %s after a call timed out: %w", d, err))
 		}
 	}()

@@ -112,10 +112,13 @@ type MCPServer struct {
 	// Env is the child's whole environment; it does not inherit cexecd's.
 	Env map[string]string
 	// Cwd is the child's working directory (absolute), or "".
-	Cwd       string
-	URL       string
-	Transport string
-	Headers   map[string]string
+	Cwd string
+	URL string
+	// URLSensitive: the url has an env() value in it, so errors and logs
+	// show it masked.
+	URLSensitive bool
+	Transport    string
+	Headers      map[string]string
 	// Optional servers may fail to connect with only a warning.
 	Optional bool
 	// Timeout bounds each call to the server.
@@ -467,7 +470,7 @@ func (d *decoder) mcpServers(cfg *Config, raws []*rawMCP) {
 		d.scope(cfg, s, r, base)
 		d.perTenantAttrs(cfg, s, r, base)
 		s.Command, _, _ = d.str(r.Command, append(base, "command"))
-		s.URL, _, _ = d.str(r.URL, append(base, "url"))
+		s.URL, s.URLSensitive, _ = d.str(r.URL, append(base, "url"))
 		s.Optional, _ = d.boolean(r.Optional, append(base, "optional"))
 		if t, ok := d.duration(r.Timeout, append(base, "timeout")); ok {
 			s.Timeout = t

@@ -724,3 +724,24 @@ func TestStore(t *testing.T) {
 		t.Fatalf("default store %+v replica %q %v", cfg.Store, cfg.Daemon.Replica, diags)
 	}
 }
+
+// TestURLSensitive: a url with an env() value in it is marked, so the
+// catalog masks it in errors and logs as config show does.
+func TestURLSensitive(t *testing.T) {
+	for _, tt := range []struct {
+		url  string
+		want bool
+	}{
+		{`"https://mcp.example.com/mcp"`, false},
+		{`"https://mcp.example.com/mcp?key=${env("K")}"`, true},
+	} {
+		src := "mcp_server \"r\" {\n  url = " + tt.url + "\n}\n"
+		cfg, diags := load([]byte(src), filepath.Join(t.TempDir(), "cexec.hcl"), Overrides{LookupEnv: fakeEnv(map[string]string{"K": "v"})})
+		if diags.HasErrors() {
+			t.Fatal(diags.Error())
+		}
+		if got := cfg.MCPServer("r").URLSensitive; got != tt.want {
+			t.Errorf("url %s: URLSensitive = %t, want %t", tt.url, got, tt.want)
+		}
+	}
+}

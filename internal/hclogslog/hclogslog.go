@@ -6,7 +6,9 @@ package hclogslog
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -14,6 +16,13 @@ import (
 // New returns a slog.Logger that writes to log.
 func New(log hclog.Logger) *slog.Logger {
 	return slog.New(&handler{log: log})
+}
+
+// NewRedacting is New with r applied to the message and to every string
+// and error value, so that a secret the library prints (a url with a key
+// in it) is masked.
+func NewRedacting(log hclog.Logger, r *strings.Replacer) *slog.Logger {
+	return slog.New(&handler{log: log, redact: r})
 }
 
 // Level maps a library's slog level to the daemon's, one step quieter below
@@ -34,9 +43,10 @@ func Level(l slog.Level) hclog.Level {
 }
 
 type handler struct {
-	log   hclog.Logger
-	attrs []any
-	group string
+	log    hclog.Logger
+	attrs  []any
+	group  string
+	redact *strings.Replacer
 }
 
 func (h *handler) Enabled(_ context.Context, l slog.Level) bool {
@@ -46,18 +56,38 @@ func (h *handler) Enabled(_ context.Context, l slog.Level) bool {
 func (h *handler) Handle(_ context.Context, r slog.Record) error {
 	args := append([]any(nil), h.attrs...)
 	r.Attrs(func(a slog.Attr) bool {
-		args = append(args, h.key(a.Key), a.Value.Resolve().Any())
+		args = append(args, h.key(a.Key), h.value(a.Value))
 		return true
 	})
-	h.log.Log(Level(r.Level), r.Message, args...)
+	msg := r.Message
+	if h.redact != nil {
+		msg = h.redact.Replace(msg)
+	}
+	h.log.Log(Level(r.Level), msg, args...)
 	return nil
+}
+
+func (h *handler) value(v slog.Value) any {
+	a := v.Resolve().Any()
+	if h.redact == nil {
+		return a
+	}
+	switch x := a.(type) {
+	case string:
+		return h.redact.Replace(x)
+	case error:
+		return h.redact.Replace(x.Error())
+	case fmt.Stringer:
+		return h.redact.Replace(x.String())
+	}
+	return a
 }
 
 func (h *handler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	n := *h
 	n.attrs = append([]any(nil), h.attrs...)
 	for _, a := range attrs {
-		n.attrs = append(n.attrs, h.key(a.Key), a.Value.Resolve().Any())
+		n.attrs = append(n.attrs, h.key(a.Key), h.value(a.Value))
 	}
 	return &n
 }
