@@ -190,7 +190,7 @@ sandbox {
 # /sse; else "http") and can be set explicitly. timeout (default "60s")
 # bounds each call, and each start of the server up to its first
 # tools/list (at least 30s): raise it for a server slow to start. After a
-# call times out the server is pinged; one that answers nothing within the
+# call times out the server is asked for its tools; one that answers nothing within the
 # timeout (at most 10s) is wedged and is restarted.
 # optional = true lets cexecd start when the server cannot be reached, with
 # a warning. A command that is not found (looked up

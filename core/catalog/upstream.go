@@ -572,13 +572,15 @@ func (u *upstream) scopedStatus() ServerStatus {
 	return s
 }
 
-// maxProbe bounds the ping that tells a slow tool from a wedged server.
+// maxProbe bounds the request that tells a slow tool from a wedged server.
 const maxProbe = 10 * time.Second
 
-// probe pings the server after a call to it timed out, in the background:
-// a server that answers nothing within its timeout (at most maxProbe) is
-// wedged, not slow, and is restarted rather than left to time out every
-// call. One probe runs per connection at a time.
+// probe asks the server for its tools after a call to it timed out, in the
+// background: a server that answers nothing within its timeout (at most
+// maxProbe) is wedged, not slow, and is restarted rather than left to time
+// out every call. Not a ping: protocol 2026-07-28 removed it, and mcp-go's
+// Ping then succeeds without asking. One probe runs per connection at a
+// time.
 func (u *upstream) probe(c *conn) {
 	if c.isDead() || !c.probing.CompareAndSwap(false, true) {
 		return
@@ -592,10 +594,10 @@ func (u *upstream) probe(c *conn) {
 		defer cancel()
 		stop := context.AfterFunc(u.cat.life, cancel)
 		defer stop()
-		err := c.client.Ping(ctx)
+		_, err := c.client.ListTools(ctx, mcp.ListToolsRequest{})
 		if err != nil && !c.isDead() && u.cat.life.Err() == nil {
 			u.log.Warn("server answers nothing after a call timed out; restarting it", "error", u.redact(err))
-			c.markDead(fmt.Errorf("server did not answer a ping within %s after a call timed out: %w", d, err))
+			c.markDead(fmt.Errorf("server did not answer tools/list within %s after a call timed out: %w", d, err))
 		}
 	}()
 }
