@@ -133,7 +133,7 @@ func (x *Executor) callOnce(ctx context.Context, t *workspace.Tenant, req CodeRe
 	// session log as a program's calls' do.
 	h := &host{req: &req}
 	if req.Progress != nil {
-		h.progress = newProgressReporter(req.Progress, req.tokenizeProgress, x.Log)
+		h.progress = newProgressReporter(req.Progress, req.tokenizeProgress, x.Log, true)
 	}
 	start := time.Now()
 	nctx := catalog.WithCallNotices(ctx, h.notices())

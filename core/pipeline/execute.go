@@ -279,7 +279,7 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 	}
 	h := &host{req: &req, exec: exec, ws: x.Workspaces, att: newAttachments(t, req.Session, x.MaxInlineAttachment)}
 	if req.Progress != nil {
-		h.progress = newProgressReporter(req.Progress, req.tokenizeProgress, x.Log)
+		h.progress = newProgressReporter(req.Progress, req.tokenizeProgress, x.Log, false)
 	}
 	ctx, runSpan := telemetry.Start(ctx, telemetry.SpanSandbox)
 	telemetry.SetWarm(runSpan, lease.Reused)

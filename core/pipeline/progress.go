@@ -57,6 +57,9 @@ type progressReporter struct {
 	// message it fails on is dropped (the report keeps its numbers).
 	tokenize func(context.Context, string) (string, error)
 	log      hclog.Logger
+	// oneCall: the reports are of a single tool call (the face's
+	// call_tool), whose upstream's numbers are the request's own.
+	oneCall bool
 
 	wake chan struct{}
 	quit chan struct{}
@@ -71,8 +74,8 @@ type progressReporter struct {
 	sent float64
 }
 
-func newProgressReporter(send func(Progress), tokenize func(context.Context, string) (string, error), log hclog.Logger) *progressReporter {
-	p := &progressReporter{send: send, tokenize: tokenize, log: log, sent: -1,
+func newProgressReporter(send func(Progress), tokenize func(context.Context, string) (string, error), log hclog.Logger, oneCall bool) *progressReporter {
+	p := &progressReporter{send: send, tokenize: tokenize, log: log, oneCall: oneCall, sent: -1,
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go p.run()
 	return p
@@ -116,7 +119,8 @@ func (p *progressReporter) run() {
 
 // report words ev and sends it. Printed lines count as they are; an
 // upstream's numbers are on its own scale, so its report advances by one
-// and the message has them; the program's cexec.progress values are sent
+// and the message has them (but for a single call, whose numbers they
+// are, while they increase); the program's cexec.progress values are sent
 // as they are unless they do not exceed the last report's (lines reported
 // before, a value going back): then they too advance by one and go into
 // the message. So every report increases, as MCP requires.
@@ -138,7 +142,7 @@ func (p *progressReporter) report(ctx context.Context, ev progressEvent) {
 	}
 	r := Progress{Progress: ev.done, Total: ev.total, Message: msg}
 	switch {
-	case ev.upstream:
+	case ev.upstream && (!p.oneCall || ev.done <= p.sent):
 		r = Progress{Progress: p.sent + 1, Message: msg}
 	case ev.done <= p.sent:
 		r = Progress{Progress: p.sent + 1, Message: msg}

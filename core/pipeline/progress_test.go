@@ -24,30 +24,34 @@ func TestProgressWording(t *testing.T) {
 	}
 	up := func(msg string) progressEvent { return progressEvent{upstream: true, done: 3, total: 4, message: msg} }
 	tests := []struct {
-		name   string
-		events []progressEvent
-		want   []Progress
+		name    string
+		oneCall bool
+		events  []progressEvent
+		want    []Progress
 	}{
-		{"lines count as they are",
+		{"lines count as they are", false,
 			[]progressEvent{lines(1, "a"), lines(5, "b")},
 			[]Progress{{Progress: 1, Message: "a"}, {Progress: 5, Message: "b"}}},
-		{"the program's numbers go as they are",
+		{"the program's numbers go as they are", false,
 			[]progressEvent{own(0, 10, "start"), own(4, 10, "")},
 			[]Progress{{Progress: 0, Total: 10, Message: "start"}, {Progress: 4, Total: 10}}},
-		{"the program's numbers after more lines advance by one",
+		{"the program's numbers after more lines advance by one", false,
 			[]progressEvent{lines(3, "x"), own(1, 3, "chunk"), own(2, 3, ""), own(7, 3, "past")},
 			[]Progress{{Progress: 3, Message: "x"}, {Progress: 4, Message: "1/3: chunk"}, {Progress: 5, Message: "2/3"}, {Progress: 7, Total: 3, Message: "past"}}},
-		{"a value going back advances by one",
+		{"a value going back advances by one", false,
 			[]progressEvent{own(5, 0, "a"), own(2, 0, "b")},
 			[]Progress{{Progress: 5, Message: "a"}, {Progress: 6, Message: "2: b"}}},
-		{"an upstream's numbers stay in the message",
+		{"an upstream's numbers stay in the message", false,
 			[]progressEvent{up("s/t 3/4"), up("s/t 3/4")},
 			[]Progress{{Progress: 0, Message: "s/t 3/4"}, {Progress: 1, Message: "s/t 3/4"}}},
+		{"a single call's upstream numbers go as they are while they increase", true,
+			[]progressEvent{{upstream: true, done: 1, total: 5, message: "s/t 1/5"}, {upstream: true, done: 5, total: 5, message: "s/t 5/5"}, up("s/t 3/4")},
+			[]Progress{{Progress: 1, Total: 5, Message: "s/t 1/5"}, {Progress: 5, Total: 5, Message: "s/t 5/5"}, {Progress: 6, Message: "s/t 3/4"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []Progress
-			p := &progressReporter{sent: -1, send: func(r Progress) { got = append(got, r) }}
+			p := &progressReporter{sent: -1, oneCall: tc.oneCall, send: func(r Progress) { got = append(got, r) }}
 			for _, ev := range tc.events {
 				p.report(context.Background(), ev)
 			}
@@ -163,7 +167,7 @@ func TestProgressThrottle(t *testing.T) {
 			close(first)
 		}
 		got = append(got, r)
-	}, nil, hclog.NewNullLogger())
+	}, nil, hclog.NewNullLogger(), false)
 	const events = 1000
 	for i := 1; i <= events; i++ {
 		p.output(sandbox.Stdout, []byte("line\n"))
@@ -282,7 +286,7 @@ func TestExecuteCodeCancelled(t *testing.T) {
 // BenchmarkProgressOutput is what progress adds to each chunk a program
 // prints when the agent asked for progress.
 func BenchmarkProgressOutput(b *testing.B) {
-	p := newProgressReporter(func(Progress) {}, nil, hclog.NewNullLogger())
+	p := newProgressReporter(func(Progress) {}, nil, hclog.NewNullLogger(), false)
 	defer p.stop()
 	chunk := []byte("a line a long-running program prints, sixty-four bytes or so..\n")
 	b.SetBytes(int64(len(chunk)))
