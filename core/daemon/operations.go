@@ -89,15 +89,7 @@ func (s *operations) Doctor(ctx context.Context, _ *cexecv1.DoctorRequest) (*cex
 func (s *operations) liveChecks() []doctor.Check {
 	var out []doctor.Check
 	for _, u := range s.cat.Servers() {
-		c := doctor.Check{Name: "upstream " + u.Name, Status: doctor.OK, Detail: string(u.State)}
-		if u.State != catalog.StateReady {
-			c.Status, c.Detail = doctor.Warn, string(u.State)+": "+u.LastError
-			c.Fix = "cexecctl servers ls shows its error; check the command or url, and the server's own log lines in cexecd's log"
-			if !u.Optional {
-				c.Status = doctor.Fail
-			}
-		}
-		out = append(out, c)
+		out = append(out, serverCheck(u))
 	}
 	for _, p := range s.host.Status() {
 		c := doctor.Check{Name: "running plugin " + string(p.Kind) + "/" + p.Name, Status: doctor.OK, Detail: string(p.State)}
@@ -111,4 +103,30 @@ func (s *operations) liveChecks() []doctor.Check {
 		out = append(out, c)
 	}
 	return out
+}
+
+// serverCheck is doctor's word on one upstream: a connection under way
+// warns (calls wait for it), one that failed fails unless the server is
+// optional.
+func serverCheck(u catalog.ServerStatus) doctor.Check {
+	c := doctor.Check{Name: "upstream " + u.Name, Status: doctor.OK, Detail: string(u.State)}
+	if u.State == catalog.StateReady {
+		return c
+	}
+	c.Status = doctor.Warn
+	if u.LastError != "" {
+		c.Detail += ": " + u.LastError
+	}
+	switch {
+	case u.State == catalog.StateConnecting || u.State == catalog.StateReconnecting:
+		c.Fix = "calls wait while it connects; run doctor again in a moment, and if it does not connect check the command or url"
+	case u.LastError != "":
+		c.Fix = "check the command or url, and the server's own log lines in cexecd's log"
+	default:
+		c.Fix = "cexecctl servers ls shows its error; check the command or url, and the server's own log lines in cexecd's log"
+	}
+	if !u.Optional && u.State != catalog.StateConnecting && u.State != catalog.StateReconnecting {
+		c.Status = doctor.Fail
+	}
+	return c
 }
