@@ -168,7 +168,13 @@ func (c *checker) taskList(key, list *yaml.Node) {
 	names := map[string]bool{}
 	for _, item := range list.Content {
 		if item.Kind == yaml.MappingNode && len(item.Content) == 2 {
-			names[item.Content[0].Value] = true
+			n := item.Content[0]
+			if names[n.Value] {
+				// then: would go to the first of them, and the journal
+				// could not tell them apart.
+				c.early(n, "task %s: another task of this list has that name; names must differ within a list", n.Value)
+			}
+			names[n.Value] = true
 		}
 	}
 	for _, item := range list.Content {

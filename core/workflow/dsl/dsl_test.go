@@ -97,6 +97,7 @@ func TestLoadErrors(t *testing.T) {
 		{"retry without limit", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      try:\n        - b: {set: {x: 1}}\n      catch:\n        retry:\n          delay: PT1S\n", "x.yaml:11:9: task a: catch.retry: needs limit.attempt.count"},
 		{"use.retries without limit", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\nuse:\n  retries:\n    again: {delay: PT1S}\ndo:\n  - a:\n      try:\n        - b: {set: {x: 1}}\n      catch:\n        retry: again\n", "x.yaml:8:5: use.retries.again: needs limit.attempt.count"},
 		{"listen to nothing", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      listen:\n        to: {}\n", "x.yaml:9:13: task a: listen needs to (one or any)"},
+		{"duplicate task name", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      set: {x: 1}\n  - a:\n      set: {x: 2}\n", "x.yaml:9:5: task a: another task of this list has that name"},
 		{"unknown server method", "document:\n  dsl: 1.0.0\n  namespace: a\n  name: b\n  version: 1.0.0\ndo:\n  - a:\n      call: mcp\n      with:\n        server: m\n        method: sampling/createMessage\n", "x.yaml:11:17: task a: with.method \"sampling/createMessage\" is not supported"},
 	}
 	for _, tt := range tests {
