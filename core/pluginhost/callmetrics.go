@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/cexec/cexec/core/metrics"
 	"github.com/cexec/cexec/internal/localgrpc"
@@ -18,17 +20,11 @@ import (
 // window sizes, and interceptors that time every call (a stream until it
 // ends) into cexec_plugin_call_duration_seconds.
 func dialOptions(kind, name string) []grpc.DialOption {
-	unary := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		start := time.Now()
-		err := invoker(ctx, method, req, reply, cc, opts...)
-		metrics.PluginCall(kind, name, path.Base(method), time.Since(start), err != nil)
-		return err
-	}
 	stream := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		start := time.Now()
 		s, err := streamer(ctx, desc, cc, method, opts...)
 		if err != nil {
-			metrics.PluginCall(kind, name, path.Base(method), time.Since(start), true)
+			metrics.PluginCall(kind, name, path.Base(method), time.Since(start), callFailed(err))
 			return nil, err
 		}
 		ts := &timedStream{ClientStream: s, kind: kind, name: name, method: path.Base(method), start: start}
@@ -38,7 +34,25 @@ func dialOptions(kind, name string) []grpc.DialOption {
 		context.AfterFunc(ctx, func() { ts.finish(false) })
 		return ts, nil
 	}
-	return append(localgrpc.DialOptions(), grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream))
+	return append(localgrpc.DialOptions(), grpc.WithChainUnaryInterceptor(unaryCallMetrics(kind, name)), grpc.WithChainStreamInterceptor(stream))
+}
+
+// unaryCallMetrics times each unary call into
+// cexec_plugin_call_duration_seconds and counts the failed ones.
+func unaryCallMetrics(kind, name string) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		start := time.Now()
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		metrics.PluginCall(kind, name, path.Base(method), time.Since(start), callFailed(err))
+		return err
+	}
+}
+
+// callFailed says whether a plugin call's error counts as a failure. An
+// optional hook the plugin does not implement (pluginapi.ErrUnimplemented)
+// is an answer: the host stops asking it, and the call worked as designed.
+func callFailed(err error) bool {
+	return err != nil && status.Code(err) != codes.Unimplemented
 }
 
 // timedStream records its call once, when the stream ends: RecvMsg returns
@@ -53,7 +67,7 @@ type timedStream struct {
 func (s *timedStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
 	if err != nil {
-		s.finish(!errors.Is(err, io.EOF))
+		s.finish(!errors.Is(err, io.EOF) && callFailed(err))
 	}
 	return err
 }
