@@ -111,6 +111,28 @@ func TestRemovedTailDetectedByWriter(t *testing.T) {
 	}
 }
 
+// TestRemovedTailAfterRotation: the break names the line of the current
+// file where the removed lines were, not a count over every file.
+func TestRemovedTailAfterRotation(t *testing.T) {
+	l, dir := daemonLog(t, 4096, 2)
+	recordN(t, l, 40)
+	kept := 0
+	rewrite(t, dir, func(l [][]byte) [][]byte {
+		kept = len(l) - 1
+		return l[:kept]
+	})
+	if rep := verify(t, dir); len(rep.Files) < 2 {
+		t.Fatalf("want rotated files before the current one, got %v", rep.Files)
+	}
+	rep, err := l.Verify(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Broken == nil || rep.Broken.File != current || rep.Broken.Line != kept+1 {
+		t.Fatalf("broken at %v; want %s line %d", rep.Broken, current, kept+1)
+	}
+}
+
 // TestRotationKeepsChain: rotated files link to each other; a new Log on
 // the same folder (a restarted daemon) continues the chain; old files
 // beyond keep go, and verify starts at the oldest kept.

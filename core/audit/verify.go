@@ -19,6 +19,9 @@ type Report struct {
 	FirstSeq, LastSeq uint64
 	// Broken is the first line that does not hold, or nil.
 	Broken *Break
+	// lastFileLines counts the verified lines of the last file read, so a
+	// removed tail is named by its line in that file.
+	lastFileLines int
 }
 
 // Break names a line that breaks the chain.
@@ -51,7 +54,7 @@ func (l *Log) Verify(ctx context.Context, tenant string) (Report, error) {
 		if n := len(rep.Files); n > 0 {
 			last = rep.Files[n-1]
 		}
-		rep.Broken = &Break{File: last, Line: rep.Lines + 1, Reason: fmt.Sprintf("the log ends at seq %d, but seq %d was written: its last lines were removed", rep.LastSeq, c.seq)}
+		rep.Broken = &Break{File: last, Line: rep.lastFileLines + 1, Reason: fmt.Sprintf("the log ends at seq %d, but seq %d was written: its last lines were removed", rep.LastSeq, c.seq)}
 	}
 	return rep, err
 }
@@ -88,6 +91,7 @@ func verifyFile(dir *os.Root, name string, rep *Report, prevSeq *uint64, prevHas
 		return nil, err
 	}
 	defer f.Close()
+	rep.lastFileLines = 0
 	r := bufio.NewReaderSize(f, 64<<10)
 	for n := 1; ; n++ {
 		line, err := r.ReadBytes('\n')
@@ -114,6 +118,7 @@ func verifyFile(dir *os.Root, name string, rep *Report, prevSeq *uint64, prevHas
 		}
 		*prevSeq, *prevHash = d.seq, d.hash
 		rep.Lines++
+		rep.lastFileLines++
 		rep.LastSeq = d.seq
 	}
 }
