@@ -38,6 +38,9 @@ const (
 	// OutcomeFailed: it could not be run for another reason (backend
 	// down, the sandbox lost).
 	OutcomeFailed = "failed"
+	// OutcomeCancelled: its request ended before it did (the client
+	// cancelled or closed its session, or cexecd shut down).
+	OutcomeCancelled = "cancelled"
 )
 
 // Unknown stands for a label value that is not one of a bounded set (a

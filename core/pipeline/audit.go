@@ -6,6 +6,7 @@ import (
 
 	"github.com/cexec/cexec/core/audit"
 	"github.com/cexec/cexec/core/bridge"
+	"github.com/cexec/cexec/core/metrics"
 )
 
 // Auditor appends to a tenant's audit log (*audit.Log).
@@ -30,6 +31,9 @@ func (x *Executor) audit(ctx context.Context, req CodeRequest, out *CodeResult, 
 		ev.Server, ev.Tool = req.call.server, req.call.tool
 	}
 	switch {
+	case outcome == metrics.OutcomeCancelled:
+		// As the session log says it, not the sandbox's "context canceled".
+		ev.Reason = TypeCancelled + ": " + cancelCause(ctx)
 	case err != nil:
 		ev.Reason = err.Error()
 	case out.Error != nil:

@@ -109,7 +109,7 @@ func TestCancelledExecutionKeepsWhatItDid(t *testing.T) {
 		}
 		events = append(events, ev.Type+":"+ev.Outcome)
 	}
-	if got, want := strings.Join(events, " "), "execution:failed tool_call:ok"; got != want {
+	if got, want := strings.Join(events, " "), "execution:cancelled tool_call:ok"; got != want {
 		t.Errorf("audit events %q, want %q", got, want)
 	}
 }

@@ -352,16 +352,20 @@ func logResult(ctx context.Context, out *CodeResult, err error) *workspace.Resul
 	}
 	r := &workspace.Result{ErrorType: "HostError", Error: err.Error()}
 	if errors.Is(err, context.Canceled) {
-		why := "the client cancelled its request or ended its session"
-		if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
-			why = c.Error() // cexecd shut down, say
-		}
-		r = &workspace.Result{ErrorType: TypeCancelled, Error: "the execution was cancelled (" + why + "); the program was stopped"}
+		r = &workspace.Result{ErrorType: TypeCancelled, Error: "the execution was cancelled (" + cancelCause(ctx) + "); the program was stopped"}
 	}
 	if out != nil {
 		r.Output = string(out.Stdout)
 	}
 	return r
+}
+
+// cancelCause says why a cancelled execution's request ended.
+func cancelCause(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+		return c.Error() // cexecd shut down, say
+	}
+	return "the client cancelled its request or ended its session"
 }
 
 // host is the daemon's side of one execution.

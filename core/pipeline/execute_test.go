@@ -107,8 +107,8 @@ func TestExecuteCodeSandboxGoneWithBackend(t *testing.T) {
 }
 
 // TestRefusedExecutionsCounted: an execution that never starts, refused by
-// the tenant's limits, the pool or its own session id, or failed by the
-// backend, is counted in cexec_executions_total and audited with what
+// the tenant's limits, the pool or its own session id, failed by the
+// backend, or one that was cancelled, is counted in cexec_executions_total and audited with what
 // happened.
 func TestRefusedExecutionsCounted(t *testing.T) {
 	tests := []struct {
@@ -154,6 +154,10 @@ func TestRefusedExecutionsCounted(t *testing.T) {
 			wantOutcome: metrics.OutcomeRefused, wantReason: "sandbox pool is full", wantSession: "s1"},
 		{name: "backend down", tenant: "down", session: "s1", runErr: fmt.Errorf("bwrap: %w", pluginapi.ErrUnavailable),
 			wantOutcome: metrics.OutcomeFailed, wantReason: "bwrap", wantSession: "s1"},
+		// The backend's Exec ends with the caller's context: a client's
+		// abort or cexecd shutting down, not a backend failure.
+		{name: "cancelled", tenant: "cancelled", session: "s1", runErr: context.Canceled,
+			wantOutcome: metrics.OutcomeCancelled, wantReason: "Cancelled", wantSession: "s1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
