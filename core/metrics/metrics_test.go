@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 )
 
 func scrape(t *testing.T, extra prometheus.Gatherer) string {
@@ -80,5 +81,27 @@ func BenchmarkHotPath(b *testing.B) {
 	for b.Loop() {
 		Execution("bench", OutcomeOK, time.Millisecond)
 		ToolCall("memory", "read_graph", OutcomeOK, time.Millisecond)
+	}
+}
+
+// TestLint: every series passes Prometheus' own naming rules (promtool
+// check metrics), so dashboards and rate() suggestions treat them right.
+func TestLint(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewStateCollector(Sources{
+		Pool: func() PoolState { return PoolState{Idle: map[string]int{"lint": 1}, MaxTotal: 16} },
+	}))
+	mfs, err := prometheus.Gatherers{registry, reg}.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if strings.HasPrefix(p.Metric, "cexec_") {
+			t.Errorf("%s: %s", p.Metric, p.Text)
+		}
 	}
 }

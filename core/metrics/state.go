@@ -43,7 +43,7 @@ type TenantUsage struct {
 var (
 	poolDesc          = prometheus.NewDesc("cexec_pool_sandboxes", "Sandboxes the pool holds, by tenant and state (idle, busy).", []string{"tenant", "state"}, nil)
 	poolCreatingDesc  = prometheus.NewDesc("cexec_pool_creating", "Sandboxes being created.", nil, nil)
-	poolMaxDesc       = prometheus.NewDesc("cexec_pool_max_total", "The pool's max_total.", nil, nil)
+	poolMaxDesc       = prometheus.NewDesc("cexec_pool_max_sandboxes", "The pool's cap on sandboxes (sandbox.pool max_total).", nil, nil)
 	upstreamDesc      = prometheus.NewDesc("cexec_upstream_state", "1 for each upstream MCP server's current state (connecting, ready, failed, ...).", []string{"server", "state"}, nil)
 	upstreamUpDesc    = prometheus.NewDesc("cexec_upstream_up", "1 when the upstream MCP server is ready.", []string{"server"}, nil)
 	upstreamRestDesc  = prometheus.NewDesc("cexec_upstream_restarts_total", "Upstream connections lost and re-established.", []string{"server"}, nil)
