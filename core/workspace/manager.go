@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/workspace/diskimage"
 	"github.com/cexec/cexec/pluginapi"
@@ -643,7 +644,9 @@ type GCEntry struct {
 
 // GC removes tenants unused for longer than olderThan: their workspace,
 // state, skills and sessions. It never removes a tenant declared in
-// cexec.hcl or one with an execution running. With dryRun it only reports.
+// cexec.hcl, the default tenant (every command and MCP client without a
+// tenant is it: its data is a user's, not a leftover) or one with an
+// execution running. With dryRun it only reports.
 func (m *Manager) GC(ctx context.Context, olderThan time.Duration, dryRun bool) ([]GCEntry, error) {
 	if olderThan <= 0 {
 		return nil, fmt.Errorf("tenant gc: the age must be positive, got %s: %w", olderThan, pluginapi.ErrInvalidArgument)
@@ -658,7 +661,7 @@ func (m *Manager) GC(ctx context.Context, olderThan time.Duration, dryRun bool) 
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		if ValidateTenantID(id) != nil || m.decl(id) != nil {
+		if ValidateTenantID(id) != nil || m.decl(id) != nil || id == endpoint.DefaultTenant {
 			continue
 		}
 		if m.images {

@@ -165,9 +165,10 @@ func TestGC(t *testing.T) {
 	dataDir := t.TempDir()
 	day := 24 * time.Hour
 
-	// A previous daemon used "ancient" and "declared" long ago.
+	// A previous daemon used "ancient", "declared" and the default tenant
+	// (what every command and MCP client uses without --tenant) long ago.
 	prev := newManager(t, Options{DataDir: dataDir, Now: clk.Now})
-	for _, id := range []string{"ancient", "declared"} {
+	for _, id := range []string{"ancient", "declared", "default"} {
 		mustTenant(t, prev, id).SaveState("x.json", json.RawMessage(`1`))
 	}
 	prev.Close()
@@ -222,7 +223,7 @@ func TestGC(t *testing.T) {
 	for _, e := range entries {
 		left = append(left, e.Name())
 	}
-	if !slices.Equal(left, []string{"declared", "recent", "running"}) {
+	if !slices.Equal(left, []string{"declared", "default", "recent", "running"}) {
 		t.Errorf("left after GC: %v", left)
 	}
 	if _, err := old.ListSessions(); !errors.Is(err, ErrTenantRemoved) {

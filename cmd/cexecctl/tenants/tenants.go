@@ -42,7 +42,7 @@ func ls(env *cli.Env) *cobra.Command {
 		return writeTable(env.Stdout, ts)
 	})
 	cmd.Long = `List the tenants declared in cexec.hcl and those with a workspace. Declared
-tenants are never removed by gc; a declared tenant that never ran shows "-"
+tenants and the default tenant are never removed by gc; a declared tenant that never ran shows "-"
 as its last use. DISK counts everything a tenant stores (workspace, state,
 skills, session logs, PII vaults) in image mode, the workspace when
 measured; QUOTA and MAX-FILES are the tenant's limits ("-": none). MODE
@@ -80,8 +80,8 @@ func gc(env *cli.Env) *cobra.Command {
 		Short: "Remove tenants unused for longer than --older-than: workspace, state, skills and sessions",
 		Long: `Remove every tenant that has been unused (no execution, no state, skill or
 session write) for longer than --older-than, with its workspace, state,
-skills and session logs. Tenants declared in cexec.hcl and tenants with an
-execution running are kept. --dry-run only lists what would go.`,
+skills and session logs. Tenants declared in cexec.hcl, the default tenant
+and tenants with an execution running are kept. --dry-run only lists what would go.`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if olderThan <= 0 {
