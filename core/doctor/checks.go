@@ -342,7 +342,13 @@ func checkSocketDir(sock string) Check {
 	if st != nil && int(st.Uid) != os.Geteuid() && st.Uid != 0 {
 		return warn(name, fmt.Sprintf("%s is owned by uid %d, not cexecd's user (%d)", dir, st.Uid, os.Geteuid()), "chown the folder to the user cexecd runs as")
 	}
-	return ok(name, fmt.Sprintf("%s (%v)", dir, fi.Mode().Perm()))
+	if fi.Mode().Perm()&0o077 != 0 {
+		// cexecd's own rule for the MCP socket beside the control socket
+		// (core/daemon ownerOnly): agents reach it without a token.
+		return warn(name, fmt.Sprintf("%s has mode %04o: cexecd does not serve MCP on its unix socket (cexecctl mcp) unless the folder is 0700", dir, fi.Mode().Perm()),
+			"chmod 700 "+dir+" and restart cexecd (under systemd: RuntimeDirectoryMode=0700)")
+	}
+	return ok(name, fmt.Sprintf("%s (%04o)", dir, fi.Mode().Perm()))
 }
 
 // checkDataDir reports data_dir's free space and inodes (of the nearest

@@ -160,3 +160,35 @@ func TestCgroups(t *testing.T) {
 		})
 	}
 }
+
+// TestSocketDir: the control socket's folder must not be writable by
+// others, and cexecd serves MCP on the unix socket beside it only when the
+// folder is 0700, so doctor says so rather than OK while the face is off.
+func TestSocketDir(t *testing.T) {
+	tests := []struct {
+		mode   os.FileMode
+		status string
+		detail string
+	}{
+		{0o700, OK, "0700"},
+		{0o755, Warn, "MCP"},
+		{0o750, Warn, "MCP"},
+		{0o777, Fail, "writable by others"},
+		{os.ModeSticky | 0o777, Warn, "MCP"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode.String(), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, tt.mode); err != nil {
+				t.Fatal(err)
+			}
+			c := checkSocketDir(filepath.Join(dir, "cexecd.sock"))
+			if c.Status != tt.status || !strings.Contains(c.Detail, tt.detail) {
+				t.Errorf("mode %v: %+v, want %s saying %q", tt.mode, c, tt.status, tt.detail)
+			}
+		})
+	}
+}
