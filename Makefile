@@ -149,7 +149,7 @@ install: build
 	install -m 0755 $(BIN)/cexecd $(BIN)/cexecctl $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(PLUGIN_BIN)/cexec-plugin-* $(DESTDIR)$(PLUGINDIR)/
 	cp -R skills workflows $(DESTDIR)$(DATADIR)/
-	install -m 0644 README.md docs/OPERATIONS.md docs/ARCHITECTURE.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
 	$(SUBST) packaging/cexecd.service.in > $(DESTDIR)$(UNITDIR)/cexecd.service
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/cexec/cexec.hcl ]; then \
 		echo "kept $(DESTDIR)$(SYSCONFDIR)/cexec/cexec.hcl; the new example is cexec.hcl.dist"; \

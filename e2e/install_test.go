@@ -43,6 +43,7 @@ func TestMakeInstall(t *testing.T) {
 		"usr/local/lib/cexec/plugins/cexec-plugin-sandbox-bwrap",
 		"usr/local/lib/cexec/plugins/cexec-plugin-guard-pii",
 		"usr/local/share/cexec/skills", "usr/local/share/cexec/workflows/fill-pdf-form.yaml", "usr/local/share/doc/cexec/OPERATIONS.md",
+		"usr/local/share/doc/cexec/TRACING.md", "usr/local/share/doc/cexec/WORKFLOWS.md",
 		"etc/cexec/cexec.hcl", "lib/systemd/system/cexecd.service",
 	} {
 		if _, err := os.Stat(filepath.Join(dest, p)); err != nil {
