@@ -164,6 +164,11 @@ func (e *Embedded) Start(ctx context.Context, req StartRequest) (Status, error) 
 		Document: string(req.Document.Source), Input: raw}); err != nil {
 		return Status{}, err
 	}
+	release, err := e.hold(req.Tenant, id)
+	if err != nil {
+		return Status{}, err
+	}
+	r.release = release
 	e.launch(r)
 	return r.status(), nil
 }
@@ -209,6 +214,9 @@ func (e *Embedded) launch(r *run) {
 		defer e.wg.Done()
 		// An ended run is read from its journal from now on.
 		defer e.forget(r)
+		if r.release != nil {
+			defer r.release()
+		}
 		defer cancel()
 		defer close(r.done)
 		r.slot = slot
@@ -221,6 +229,33 @@ func (e *Embedded) launch(r *run) {
 		out, err := r.execute(ctx)
 		r.finish(ctx, out, err)
 	}()
+}
+
+// hold takes the run for this engine when the journals are shared
+// (RunHolder); it fails wrapping ErrState and errElsewhere when another
+// replica runs it. release is nil without a RunHolder.
+func (e *Embedded) hold(tenant, id string) (release func(), err error) {
+	h, ok := e.opts.Journals.(RunHolder)
+	if !ok {
+		return nil, nil
+	}
+	release, elsewhere, err := h.HoldRun(tenant, id)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", id, err)
+	}
+	if elsewhere {
+		return nil, fmt.Errorf("run %s: %w: %w", id, errElsewhere, ErrState)
+	}
+	return release, nil
+}
+
+// heldElsewhere reports whether another replica runs the run.
+func (e *Embedded) heldElsewhere(tenant, id string) bool {
+	release, err := e.hold(tenant, id)
+	if release != nil {
+		release()
+	}
+	return errors.Is(err, errElsewhere)
 }
 
 func (e *Embedded) forget(r *run) {
@@ -261,7 +296,14 @@ func (e *Embedded) Status(ctx context.Context, tenant, id string) (Status, error
 	if err != nil {
 		return Status{}, err
 	}
-	return statusOf(tenant, id, j.snapshot(), ""), nil
+	st := statusOf(tenant, id, j.snapshot(), "")
+	if st.State == StateInterrupted && e.heldElsewhere(tenant, id) {
+		st.State = StateRunning
+		if len(st.Waiting) > 0 {
+			st.State = StateWaiting
+		}
+	}
+	return st, nil
 }
 
 func (e *Embedded) List(ctx context.Context, tenant string) ([]Status, error) {
@@ -312,6 +354,9 @@ func (e *Embedded) Signal(ctx context.Context, tenant, id, event string, data js
 		if _, err := e.load(tenant, id); err != nil {
 			return err
 		}
+		if e.heldElsewhere(tenant, id) {
+			return fmt.Errorf("run %s: %w: signal it on that replica: %w", id, errElsewhere, ErrState)
+		}
 		return fmt.Errorf("run %s is not running; resume it first: %w", id, ErrState)
 	}
 	var payload any
@@ -340,6 +385,16 @@ func (e *Embedded) Cancel(ctx context.Context, tenant, id string) error {
 		return nil
 	}
 	defer e.stopped.Unlock()
+	release, err := e.hold(tenant, id)
+	if err != nil {
+		if errors.Is(err, errElsewhere) {
+			return fmt.Errorf("%w; cancel it on that replica", err)
+		}
+		return err
+	}
+	if release != nil {
+		defer release()
+	}
 	j, err := e.load(tenant, id)
 	if err != nil {
 		return err
@@ -362,6 +417,16 @@ func (e *Embedded) Resume(ctx context.Context, tenant, id string) (Status, error
 			return Status{}, fmt.Errorf("run %s is %s, not stopped: %w", id, r.status().State, ErrState)
 		}
 	}
+	release, err := e.hold(tenant, id)
+	if err != nil {
+		return Status{}, err
+	}
+	launched := false
+	defer func() {
+		if !launched && release != nil {
+			release()
+		}
+	}()
 	j, err := e.load(tenant, id)
 	if err != nil {
 		return Status{}, err
@@ -385,6 +450,7 @@ func (e *Embedded) Resume(ctx context.Context, tenant, id string) (Status, error
 	if _, err := j.append(Record{Kind: KindResume}); err != nil {
 		return Status{}, err
 	}
+	r.release, launched = release, true
 	e.launch(r)
 	return r.status(), nil
 }
@@ -417,7 +483,9 @@ func (e *Embedded) ResumeAll(ctx context.Context) (int, error) {
 				continue
 			}
 			if _, err := e.Resume(ctx, t, id); err != nil {
-				errs = append(errs, err)
+				if !errors.Is(err, errElsewhere) {
+					errs = append(errs, err)
+				}
 				continue
 			}
 			e.opts.Log.Info("resumed workflow run", "tenant", t, "run", id)

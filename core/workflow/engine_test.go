@@ -787,3 +787,58 @@ func TestCancelJustEnded(t *testing.T) {
 		}
 	}
 }
+
+// TestRunHeldByAnotherReplica: replicas share the journals (one data_dir);
+// a run one of them executes is not resumed by another, neither at its
+// start (ResumeAll) nor by an operator's resume there, and shows there as
+// running, not interrupted. Once the first engine stops, the run is free
+// to resume anywhere.
+func TestRunHeldByAnotherReplica(t *testing.T) {
+	dir := t.TempDir()
+	shared := func() *workspace.Manager {
+		m, err := workspace.New(workspace.Options{DataDir: dir, SharedDataDir: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	fx1 := &effects{block: make(chan struct{})}
+	e1 := NewEmbedded(Options{Journals: shared(), Effects: fx1})
+	ctx := context.Background()
+	st, err := e1.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fx1.count("s/block") == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	fx2 := &effects{}
+	e2 := NewEmbedded(Options{Journals: shared(), Effects: fx2})
+	defer e2.Close()
+	if n, err := e2.ResumeAll(ctx); n != 0 || err != nil {
+		t.Errorf("the other replica's ResumeAll resumed %d runs (%v); want 0: the run is running", n, err)
+	}
+	if _, err := e2.Resume(ctx, "acme", st.Run); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "another replica") {
+		t.Errorf("resume on the other replica: %v; want ErrState naming another replica", err)
+	}
+	if s, _ := e2.Status(ctx, "acme", st.Run); s.State != StateRunning {
+		t.Errorf("status on the other replica %s, want %s", s.State, StateRunning)
+	}
+	if err := e2.Signal(ctx, "acme", st.Run, "go", nil); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "another replica") {
+		t.Errorf("signal on the other replica: %v; want ErrState naming another replica", err)
+	}
+	if err := e2.Cancel(ctx, "acme", st.Run); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "another replica") {
+		t.Errorf("cancel on the other replica: %v; want ErrState naming another replica", err)
+	}
+	e1.Close() // the replica stops mid-run: its runs are free
+	if _, err := e2.Resume(ctx, "acme", st.Run); err != nil {
+		t.Fatalf("resume after the first replica stopped: %v", err)
+	}
+	if s, _ := e2.Wait(ctx, "acme", st.Run); s.State != StateCompleted {
+		t.Fatalf("state %s %v", s.State, s.Error)
+	}
+	if n := fx2.count("s/three"); n != 1 {
+		t.Errorf("third ran %d times on the second replica, want 1", n)
+	}
+}

@@ -72,3 +72,6 @@ func errorf(typ string, status int, format string, args ...any) *Error {
 // ErrState: the run is not in a state that allows the request (resume a
 // running run, signal an ended one).
 var ErrState = errors.New("not allowed in the run's state")
+
+// errElsewhere: another replica holds (executes) the run.
+var errElsewhere = errors.New("it is running on another replica")

@@ -26,6 +26,16 @@ type Journals interface {
 	RunTenants() ([]string, error)
 }
 
+// RunHolder, when Journals implements it, holds a run for the one engine
+// that executes it among processes sharing the journals (cexecd replicas
+// on one data_dir): a run another process holds is running there, so it
+// is neither resumed nor cancelled here. A process's holds end with it.
+type RunHolder interface {
+	// HoldRun takes run for this process until release; elsewhere is true
+	// (and release nil) when another process holds it.
+	HoldRun(tenant, run string) (release func(), elsewhere bool, err error)
+}
+
 // Record kinds.
 const (
 	KindRun     = "run"     // the run's first record: document, input

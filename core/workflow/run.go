@@ -14,15 +14,17 @@ import (
 
 // run is one run in this process.
 type run struct {
-	e              *Embedded
-	tenant, id     string
-	doc            *dsl.Document
-	input          any
-	j              *journal
-	x              exprs
-	sch            schemas
-	cancel         context.CancelFunc
-	done           chan struct{}
+	e          *Embedded
+	tenant, id string
+	doc        *dsl.Document
+	input      any
+	j          *journal
+	x          exprs
+	sch        schemas
+	cancel     context.CancelFunc
+	done       chan struct{}
+	// release ends the run's hold (RunHolder); nil without one.
+	release        func()
 	started        time.Time
 	mu             sync.Mutex
 	state, current string

@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/cexec/cexec/pluginapi"
 )
@@ -122,6 +124,44 @@ func cutTornLine(f *os.File) error {
 		return err
 	}
 	return f.Truncate(int64(bytes.LastIndexByte(data, '\n') + 1))
+}
+
+// HoldRun takes a run for this process, for the workflow engine that
+// executes it (workflow.RunHolder): with a data_dir shared by replicas it
+// is a flock(2) on the run's journal, which another replica's HoldRun
+// finds taken (elsewhere) and a killed process drops at once. Without
+// sharing, one process has the journals and holds nothing.
+func (m *Manager) HoldRun(tenant, run string) (release func(), elsewhere bool, err error) {
+	if !m.opts.SharedDataDir {
+		return func() {}, false, nil
+	}
+	if err := validateRunID(run); err != nil {
+		return nil, false, err
+	}
+	t, err := m.Tenant(tenant)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := t.enter(); err != nil {
+		return nil, false, err
+	}
+	defer t.exit()
+	f, err := t.root.OpenFile(runsDir+"/"+run+runsSuffix, os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, fmt.Errorf("tenant %s has no workflow run %s: %w", t.id, run, pluginapi.ErrNotFound)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("tenant %s: hold run %s: %w", t.id, run, err)
+	}
+	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("tenant %s: hold run %s: %w", t.id, run, err)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { f.Close() }) }, false, nil
 }
 
 // ReadRun returns a run's journal records in order, without a torn last
