@@ -46,6 +46,10 @@ type Postgres struct {
 
 	mu   sync.Mutex
 	subs map[string][]func(payload string)
+	// unreleased are slots whose release failed (the database was
+	// unreachable): the heartbeat deletes them once it can, or they would
+	// count against their tenant for as long as this replica lives.
+	unreleased []int64
 }
 
 // Open connects, creates the schema and starts the heartbeat and the
@@ -175,6 +179,8 @@ func (p *Postgres) heartbeat() {
 		ctx, cancel := context.WithTimeout(context.Background(), p.beat)
 		if err := p.beatOnce(ctx); err != nil {
 			p.log.Warn("store heartbeat failed", "error", err)
+		} else {
+			p.releaseLeftSlots(ctx)
 		}
 		cancel()
 	}

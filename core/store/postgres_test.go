@@ -407,3 +407,34 @@ func TestParseApprovalVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestSlotReleaseOutlivesOutage: an execution that ends while PostgreSQL
+// is down (restarted) cannot delete its slot then; the slot must still be
+// given back once the database is reachable again, or the tenant's
+// max_concurrent stays taken on every replica for as long as this one
+// lives.
+func TestSlotReleaseOutlivesOutage(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	a := open(t, pg.DSN, "a", 200*time.Millisecond)
+	defer a.Close()
+	release, full, err := a.AcquireSlot(ctx, "acme", 1)
+	if err != nil || full {
+		t.Fatalf("acquire: full %v, %v", full, err)
+	}
+	pg.Stop(t)
+	release() // fails: the database is down
+	pg.Restart(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, full, err := a.AcquireSlot(ctx, "acme", 1)
+		if err == nil && !full {
+			r()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after PostgreSQL came back the slot released during the outage is still taken (full %v, %v)", full, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -46,7 +46,13 @@ func BinDir() string {
 type Server struct {
 	// DSN reaches the server's postgres database as its superuser.
 	DSN string
-	cmd *exec.Cmd
+
+	port       int
+	data, sock string
+	logs       *testutil.Buffer
+	command    func(name string, args ...string) *exec.Cmd
+	cmd        *exec.Cmd
+	exited     chan struct{}
 }
 
 // Start runs a fresh PostgreSQL for t, stopped when t ends.
@@ -86,43 +92,66 @@ func Start(t testing.TB) *Server {
 	if out, err := command("initdb", "-D", data, "-U", "cexec", "--auth=trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
-	port := freePort(t)
-	logs := &testutil.Buffer{}
-	cmd := command("postgres", "-D", data, "-p", strconv.Itoa(port), "-k", sock,
+	s := &Server{port: freePort(t), logs: &testutil.Buffer{}, command: command, data: data, sock: sock}
+	s.DSN = fmt.Sprintf("postgres://cexec@127.0.0.1:%d/postgres?sslmode=disable", s.port)
+	t.Cleanup(func() {
+		s.Stop(t)
+		if t.Failed() {
+			t.Logf("postgres log:\n%s", s.logs)
+		}
+	})
+	s.Restart(t)
+	return s
+}
+
+// Stop shuts the server down (fast shutdown: clients are disconnected);
+// Restart starts it again on the same port and data. Stopping a stopped
+// server does nothing.
+func (s *Server) Stop(t testing.TB) {
+	t.Helper()
+	if s.cmd == nil {
+		return
+	}
+	// SIGINT is PostgreSQL's fast shutdown.
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.cmd = nil
+}
+
+// Restart starts a stopped server (Start starts it the first time) and
+// waits until it takes connections.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	if s.cmd != nil {
+		t.Fatal("pgtest: Restart of a running server")
+	}
+	cmd := s.command("postgres", "-D", s.data, "-p", strconv.Itoa(s.port), "-k", s.sock,
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200")
-	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.Stdout, cmd.Stderr = s.logs, s.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start postgres: %v", err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		// SIGINT is PostgreSQL's fast shutdown.
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("postgres log:\n%s", logs)
-		}
-	})
-	s := &Server{DSN: fmt.Sprintf("postgres://cexec@127.0.0.1:%d/postgres?sslmode=disable", port), cmd: cmd}
+	s.cmd, s.exited = cmd, exited
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
 		conn, err := pgx.Connect(ctx, s.DSN)
 		if err == nil {
 			_ = conn.Close(ctx)
-			return s
+			return
 		}
 		select {
 		case <-exited:
-			t.Fatalf("postgres exited: %v\n%s", cmd.ProcessState, logs)
+			t.Fatalf("postgres exited: %v\n%s", cmd.ProcessState, s.logs)
 		case <-ctx.Done():
-			t.Fatalf("postgres not ready after 60s: %v\n%s", err, logs)
+			t.Fatalf("postgres not ready after 60s: %v\n%s", err, s.logs)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
