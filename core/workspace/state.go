@@ -172,6 +172,14 @@ func (t *Tenant) DeleteState(name string) error {
 	defer t.exit()
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
+	if t.m.opts.SharedDataDir {
+		// As writeState: not between another replica's compare and rename.
+		unlock, err := t.lockState()
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	p := path.Join(stateDir, name)
 	st, err := t.ws.Lstat(p)
 	if err == nil {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cexec/cexec/pluginapi"
 )
@@ -88,5 +89,34 @@ func TestSharedDataDirRefusesImages(t *testing.T) {
 	_, err := New(Options{DataDir: t.TempDir(), SharedDataDir: true, DiskImages: true})
 	if !errors.Is(err, pluginapi.ErrInvalidArgument) {
 		t.Fatalf("New with shared data_dir and images: %v, want a refusal", err)
+	}
+}
+
+// TestDeleteStateTakesSharedLock: with replicas sharing the data_dir, a
+// delete waits for the state lock like a save, so it cannot land between
+// another replica's version check and its rename (that save would then
+// succeed over a state deleted after it was checked, losing the delete).
+func TestDeleteStateTakesSharedLock(t *testing.T) {
+	dir := t.TempDir()
+	a := mustTenant(t, newManager(t, Options{DataDir: dir, SharedDataDir: true}), "acme")
+	b := mustTenant(t, newManager(t, Options{DataDir: dir, SharedDataDir: true}), "acme")
+	if _, err := a.SaveState("x.json", []byte(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := b.lockState() // replica b is between compare and rename
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := make(chan error, 1)
+	go func() { deleted <- a.DeleteState("x.json") }()
+	select {
+	case err := <-deleted:
+		unlock()
+		t.Fatalf("DeleteState returned (%v) while another replica held the state lock", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	unlock()
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
 	}
 }
