@@ -50,6 +50,9 @@ type Postgres struct {
 	// unreachable): the heartbeat deletes them once it can, or they would
 	// count against their tenant for as long as this replica lives.
 	unreleased []int64
+	// unreleasedLeases are sessions whose lease release failed likewise:
+	// they would count against mcp.max_sessions_per_tenant.
+	unreleasedLeases []string
 }
 
 // Open connects, creates the schema and starts the heartbeat and the
@@ -181,6 +184,7 @@ func (p *Postgres) heartbeat() {
 			p.log.Warn("store heartbeat failed", "error", err)
 		} else {
 			p.releaseLeftSlots(ctx)
+			p.releaseLeftLeases(ctx)
 		}
 		cancel()
 	}

@@ -438,3 +438,33 @@ func TestSlotReleaseOutlivesOutage(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestLeaseReleaseOutlivesOutage: a session that ends while PostgreSQL is
+// down cannot drop its lease then; the lease must still go once the
+// database is back, or it counts against mcp.max_sessions_per_tenant for
+// as long as this replica lives.
+func TestLeaseReleaseOutlivesOutage(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	a := open(t, pg.DSN, "a", 200*time.Millisecond)
+	defer a.Close()
+	if err := a.ClaimSession(ctx, "acme", "a.s1"); err != nil {
+		t.Fatal(err)
+	}
+	pg.Stop(t)
+	if err := a.ReleaseSession(ctx, "a.s1"); err == nil {
+		t.Fatal("ReleaseSession succeeded with the database down")
+	}
+	pg.Restart(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := a.TenantSessions(ctx, "acme")
+		if err == nil && n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after PostgreSQL came back the tenant still has %d sessions (%v), want 0", n, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
