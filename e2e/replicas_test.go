@@ -315,3 +315,32 @@ func TestReplicasBench(t *testing.T) {
 	t.Logf("execute_code print(1+1), 4 clients x 50 calls: one replica %.1f executions/s (p50 %.1f ms); two replicas behind HAProxy %.1f executions/s (p50 %.1f ms); %d CPUs",
 		one.PerSecond, one.P50Ms, two.PerSecond, two.P50Ms, runtime.NumCPU())
 }
+
+// TestReplicasRestartAfterKill: a replica killed with SIGKILL and started
+// again at once with its id starts (its connections are going; a running
+// replica with that id would be refused), three times over.
+func TestReplicasRestartAfterKill(t *testing.T) {
+	pg := pgtest.Start(t)
+	rs := startReplicas(t, pg, 2, "")
+	a := rs[0]
+	for i := range 3 {
+		if err := a.d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-a.d.exited
+		a.d = startDaemon(t, a.s)
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			if _, _, code := ctl(t, a.s, "status"); code == 0 {
+				break
+			}
+			select {
+			case <-a.d.exited:
+				t.Fatalf("restart %d after SIGKILL: cexecd exited\n%s", i+1, a.d.stderr)
+			case <-time.After(50 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("restart %d after SIGKILL: not up after 30 s\n%s", i+1, a.d.stderr)
+			}
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -84,6 +85,9 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 		// pgx's parse errors can quote the DSN, password included.
 		return nil, errors.New("store: the PostgreSQL DSN does not parse (it is not shown: it may hold a password)")
 	}
+	if err := checkReplicaFree(ctx, cfg.ConnConfig, o.Replica, 3*o.Heartbeat); err != nil {
+		return nil, err
+	}
 	// Other replicas see this one alive while it holds a connection (see
 	// liveSQL): a killed process's connections close at once.
 	cfg.ConnConfig.RuntimeParams["application_name"] = appPrefix + o.Replica
@@ -128,6 +132,67 @@ func (p *Postgres) Close() error {
 		return fmt.Errorf("store: close: %w", err)
 	}
 	return nil
+}
+
+// replicaFreeWait is how long Open waits for a replica id's connections
+// to go before it calls the id in use: a killed process's close at once,
+// but PostgreSQL takes a moment to end their backends, and a replica
+// restarted at once after a kill must start.
+const replicaFreeWait = 3 * time.Second
+
+// checkReplicaFree refuses a replica id that a running cexecd uses: it
+// holds connections named after it and beat within window (connections of
+// a lost node linger until PostgreSQL notices; its beats stop). The new one
+// would take the running one's slots, approvals and reservations for its
+// own previous run's and delete them, and its session ids would route to
+// the other. Two cexecd on one host without cexec { replica } both derive
+// it from the host name.
+func checkReplicaFree(ctx context.Context, cc *pgx.ConnConfig, replica string, window time.Duration) error {
+	cc = cc.Copy()
+	cc.RuntimeParams["application_name"] = "cexec-start/" + replica
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return fmt.Errorf("store: connect to PostgreSQL: %w", err)
+	}
+	defer conn.Close(context.Background()) //nolint:errcheck // a one-off connection
+	deadline := time.Now().Add(replicaFreeWait)
+	for {
+		n, err := replicaInUse(ctx, conn, replica, window)
+		if err != nil {
+			return fmt.Errorf("store: look for replica %q: %w", replica, err)
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("store: replica id %q is in use by a running cexecd (it holds %d connections named %s%s and heartbeats); give each replica its own id with cexec { replica = \"...\" }",
+				replica, n, appPrefix, replica)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("store: look for replica %q: %w", replica, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// replicaInUse returns how many connections a running replica of that id
+// holds (0: none runs).
+func replicaInUse(ctx context.Context, conn *pgx.Conn, replica string, window time.Duration) (int, error) {
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`,
+		appPrefix+replica).Scan(&n); err != nil || n == 0 {
+		return 0, err
+	}
+	var beating bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('cexec_replicas') IS NOT NULL`).Scan(&beating); err != nil || !beating {
+		return 0, err
+	}
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM cexec_replicas WHERE id = $1 AND seen > now() - make_interval(secs => $2))`,
+		replica, window.Seconds()).Scan(&beating); err != nil || !beating {
+		return 0, err
+	}
+	return n, nil
 }
 
 // appPrefix + the replica id is the application_name of its connections.

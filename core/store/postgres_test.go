@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -467,4 +468,31 @@ func TestLeaseReleaseOutlivesOutage(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestReplicaIDInUse: a second cexecd with the id of a running replica
+// (two on one host, both deriving it from the host name) is refused,
+// instead of starting and deleting the running one's slots, approvals
+// and reservations as "left by a previous run of it". Once the first
+// stops, the id is free again.
+func TestReplicaIDInUse(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	a := open(t, pg.DSN, "a", time.Second)
+	if _, full, err := a.AcquireSlot(ctx, "acme", 1); err != nil || full {
+		t.Fatalf("acquire: full %v, %v", full, err)
+	}
+	dup, err := store.Open(ctx, store.Options{DSN: pg.DSN, Replica: "a", VaultKey: []byte("test key")})
+	if err == nil {
+		dup.Close()
+		t.Fatal("a second store opened with the id of a running replica")
+	}
+	if !strings.Contains(err.Error(), `"a"`) || !strings.Contains(err.Error(), "replica") {
+		t.Errorf("error %q does not name the replica id in use", err)
+	}
+	if _, full, _ := a.AcquireSlot(ctx, "acme", 1); !full {
+		t.Error("the running replica's slot was dropped by the refused one")
+	}
+	a.Close()
+	open(t, pg.DSN, "a", time.Second).Close()
 }
