@@ -201,9 +201,13 @@ const appPrefix = "cexec/"
 // liveSQL is true for the replica row r when that replica is alive: it beat
 // within the window (the parameter secs, in seconds) and holds a
 // connection now. The second half notices a killed replica at once; the
-// first a hung or partitioned one within three heartbeats.
+// first a hung or partitioned one within three heartbeats. A replica whose
+// last beat is older than PostgreSQL's start is judged by the first half
+// alone: the restart closed its connections, and it opens its next at its
+// next beat.
 func liveSQL(secs string) string {
-	return `(r.seen > now() - make_interval(secs => ` + secs + `) AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = '` + appPrefix + `' || r.id))`
+	return `(r.seen > now() - make_interval(secs => ` + secs + `) AND (r.seen < pg_postmaster_start_time()
+		OR EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = '` + appPrefix + `' || r.id)))`
 }
 
 // liveWindow is how long a replica counts as alive after its last beat.

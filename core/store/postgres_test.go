@@ -496,3 +496,34 @@ func TestReplicaIDInUse(t *testing.T) {
 	a.Close()
 	open(t, pg.DSN, "a", time.Second).Close()
 }
+
+// TestRestartKeepsReplicasAlive: right after PostgreSQL restarts, a
+// running replica holds no connection until it reconnects (its next
+// heartbeat); it must not count as dead meanwhile, or another replica
+// takes slots past max_concurrent beside its running executions.
+func TestRestartKeepsReplicasAlive(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	const beat = 5 * time.Second
+	a := open(t, pg.DSN, "a", beat)
+	defer a.Close()
+	b := open(t, pg.DSN, "b", beat)
+	defer b.Close()
+	if _, full, err := a.AcquireSlot(ctx, "acme", 1); err != nil || full {
+		t.Fatalf("acquire on a: full %v, %v", full, err)
+	}
+	pg.Stop(t)
+	pg.Restart(t)
+	for range 5 { // b's pooled connections died with the server
+		release, full, err := b.AcquireSlot(ctx, "acme", 1)
+		if err != nil {
+			continue
+		}
+		if !full {
+			release()
+			t.Fatal("after a restart of PostgreSQL, b took a second slot of max_concurrent 1 beside a's running execution")
+		}
+		return
+	}
+	t.Fatal("b could not count slots after the restart")
+}
