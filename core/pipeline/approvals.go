@@ -205,7 +205,7 @@ func (a *Approvals) removeShared(ctx context.Context, id string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := a.shared.RemoveApproval(rctx, id); err != nil {
-		// Listed until this replica restarts; deciding it then changes nothing.
+		// Listed until the store's heartbeat reaches the database.
 		a.log.Warn("a call that waits no more is still in the shared approval queue", "id", id, "error", err)
 	}
 }

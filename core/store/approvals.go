@@ -47,10 +47,13 @@ func (p *Postgres) AddApproval(ctx context.Context, a Approval) error {
 }
 
 // RemoveApproval drops a call of this replica's that no longer waits
-// (decided, timed out, or its execution ended).
+// (decided, timed out, or its execution ended). When the database cannot
+// be reached the error says so and the heartbeat drops it once it can.
 func (p *Postgres) RemoveApproval(ctx context.Context, id string) error {
-	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_approvals WHERE id = $1 AND replica = $2`, id, p.replica); err != nil {
-		return fmt.Errorf("store: remove approval %s: %w", id, err)
+	const del = `DELETE FROM cexec_approvals WHERE id = $1 AND replica = $2`
+	if _, err := p.pool.Exec(ctx, del, id, p.replica); err != nil {
+		p.deleteLater("waiting call "+id, del, id, p.replica)
+		return fmt.Errorf("store: remove approval %s (retried with the heartbeat): %w", id, err)
 	}
 	return nil
 }

@@ -25,33 +25,12 @@ func (p *Postgres) ClaimSession(ctx context.Context, tenant, session string) err
 // or a reservation was not used). When the database cannot be reached the
 // error says so and the heartbeat drops the lease once it can.
 func (p *Postgres) ReleaseSession(ctx context.Context, session string) error {
-	_, err := p.pool.Exec(ctx, `DELETE FROM cexec_leases WHERE session = $1 AND replica = $2`, session, p.replica)
-	if err != nil {
-		p.mu.Lock()
-		p.unreleasedLeases = append(p.unreleasedLeases, session)
-		p.mu.Unlock()
+	const del = `DELETE FROM cexec_leases WHERE session = $1 AND replica = $2`
+	if _, err := p.pool.Exec(ctx, del, session, p.replica); err != nil {
+		p.deleteLater("session lease", del, session, p.replica)
 		return fmt.Errorf("store: release session (retried with the heartbeat): %w", err)
 	}
 	return nil
-}
-
-// releaseLeftLeases drops the leases whose release failed.
-func (p *Postgres) releaseLeftLeases(ctx context.Context) {
-	p.mu.Lock()
-	sessions := p.unreleasedLeases
-	p.unreleasedLeases = nil
-	p.mu.Unlock()
-	if len(sessions) == 0 {
-		return
-	}
-	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_leases WHERE session = ANY($1) AND replica = $2`, sessions, p.replica); err != nil {
-		p.log.Warn("release session leases", "error", err)
-		p.mu.Lock()
-		p.unreleasedLeases = append(p.unreleasedLeases, sessions...)
-		p.mu.Unlock()
-		return
-	}
-	p.log.Info("released session leases left by an outage of the database", "sessions", len(sessions))
 }
 
 // SessionOwner returns the replica that holds session's lease and whether

@@ -47,13 +47,42 @@ type Postgres struct {
 
 	mu   sync.Mutex
 	subs map[string][]func(payload string)
-	// unreleased are slots whose release failed (the database was
-	// unreachable): the heartbeat deletes them once it can, or they would
-	// count against their tenant for as long as this replica lives.
-	unreleased []int64
-	// unreleasedLeases are sessions whose lease release failed likewise:
-	// they would count against mcp.max_sessions_per_tenant.
-	unreleasedLeases []string
+	// leftovers are deletes of this replica's rows that failed (the
+	// database was unreachable): the heartbeat runs them once it can, or
+	// a slot, a lease or a waiting call would count or be listed for as
+	// long as this replica lives.
+	leftovers []leftover
+}
+
+// leftover is a delete to run again.
+type leftover struct {
+	what, sql string
+	args      []any
+}
+
+// deleteLater queues a delete that failed for the heartbeat.
+func (p *Postgres) deleteLater(what, sql string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.leftovers = append(p.leftovers, leftover{what: what, sql: sql, args: args})
+}
+
+// deleteLeftovers runs the queued deletes, keeping those that fail again.
+func (p *Postgres) deleteLeftovers(ctx context.Context) {
+	p.mu.Lock()
+	todo := p.leftovers
+	p.leftovers = nil
+	p.mu.Unlock()
+	for i, l := range todo {
+		if _, err := p.pool.Exec(ctx, l.sql, l.args...); err != nil {
+			p.log.Warn("delete left by an outage of the database failed again", "what", l.what, "error", err)
+			p.mu.Lock()
+			p.leftovers = append(p.leftovers, todo[i:]...)
+			p.mu.Unlock()
+			return
+		}
+		p.log.Info("deleted what an outage of the database had left", "what", l.what)
+	}
 }
 
 // Open connects, creates the schema and starts the heartbeat and the
@@ -252,8 +281,7 @@ func (p *Postgres) heartbeat() {
 		if err := p.beatOnce(ctx); err != nil {
 			p.log.Warn("store heartbeat failed", "error", err)
 		} else {
-			p.releaseLeftSlots(ctx)
-			p.releaseLeftLeases(ctx)
+			p.deleteLeftovers(ctx)
 		}
 		cancel()
 	}

@@ -527,3 +527,34 @@ func TestRestartKeepsReplicasAlive(t *testing.T) {
 	}
 	t.Fatal("b could not count slots after the restart")
 }
+
+// TestApprovalRemovalOutlivesOutage: a call that stops waiting while
+// PostgreSQL is down cannot leave the shared queue then; it must still
+// leave once the database is back, or every replica lists it as waiting
+// (and "approves" it to no effect) until this replica restarts.
+func TestApprovalRemovalOutlivesOutage(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	a := open(t, pg.DSN, "a", 200*time.Millisecond)
+	defer a.Close()
+	if err := a.AddApproval(ctx, store.Approval{ID: "ap1", Tenant: "acme", Session: "s1", Server: "m", Tool: "t",
+		Arguments: json.RawMessage(`{}`), Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	pg.Stop(t)
+	if err := a.RemoveApproval(ctx, "ap1"); err == nil {
+		t.Fatal("RemoveApproval succeeded with the database down")
+	}
+	pg.Restart(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		list, err := a.PendingApprovals(ctx)
+		if err == nil && len(list) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after PostgreSQL came back the shared queue still lists %+v (%v)", list, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

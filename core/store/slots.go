@@ -41,30 +41,10 @@ func (p *Postgres) AcquireSlot(ctx context.Context, tenant string, max int) (rel
 		// context of its own.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_slots WHERE id = $1`, id); err != nil {
+		const del = `DELETE FROM cexec_slots WHERE id = $1`
+		if _, err := p.pool.Exec(ctx, del, id); err != nil {
 			p.log.Warn("release execution slot; retrying with the heartbeat", "tenant", tenant, "error", err)
-			p.mu.Lock()
-			p.unreleased = append(p.unreleased, id)
-			p.mu.Unlock()
+			p.deleteLater("execution slot of "+tenant, del, id)
 		}
 	}, false, nil
-}
-
-// releaseLeftSlots deletes the slots whose release failed.
-func (p *Postgres) releaseLeftSlots(ctx context.Context) {
-	p.mu.Lock()
-	ids := p.unreleased
-	p.unreleased = nil
-	p.mu.Unlock()
-	if len(ids) == 0 {
-		return
-	}
-	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_slots WHERE id = ANY($1)`, ids); err != nil {
-		p.log.Warn("release execution slots", "error", err)
-		p.mu.Lock()
-		p.unreleased = append(p.unreleased, ids...)
-		p.mu.Unlock()
-		return
-	}
-	p.log.Info("released execution slots left by an outage of the database", "slots", len(ids))
 }
