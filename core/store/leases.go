@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -33,6 +34,10 @@ func (p *Postgres) ReleaseSession(ctx context.Context, session string) error {
 	return nil
 }
 
+// previousRun suffixes the replica of a lease that a previous run of the
+// replica held (replica ids have no '.'): no replica of that id is alive.
+const previousRun = ".previous"
+
 // SessionOwner returns the replica that holds session's lease and whether
 // that replica is alive (connected, and heard from within three
 // heartbeats). found is
@@ -47,7 +52,7 @@ func (p *Postgres) SessionOwner(ctx context.Context, session string) (replica st
 	if err != nil {
 		return "", false, false, fmt.Errorf("store: session owner: %w", err)
 	}
-	return replica, live, true, nil
+	return strings.TrimSuffix(replica, previousRun), live, true, nil
 }
 
 // AdoptSession moves a session's lease of tenant to this replica when the

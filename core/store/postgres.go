@@ -244,7 +244,7 @@ func (p *Postgres) liveWindow() time.Duration { return 3 * p.beat }
 
 // register records the replica as alive and drops the slots, session
 // reservations and approvals a previous run of it left (it runs nothing
-// yet).
+// yet), and marks that run's leases dead.
 func (p *Postgres) register(ctx context.Context) error {
 	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_slots WHERE replica = $1`, p.replica); err != nil {
 		return fmt.Errorf("store: register replica: %w", err)
@@ -253,6 +253,12 @@ func (p *Postgres) register(ctx context.Context) error {
 		return fmt.Errorf("store: register replica: %w", err)
 	}
 	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_leases WHERE replica = $1 AND starts_with(session, $2)`, p.replica, pendingPrefix); err != nil {
+		return fmt.Errorf("store: register replica: %w", err)
+	}
+	// The previous run's sessions ended with it: their leases pass to a
+	// replica id that is never alive, so they count no more and can be
+	// adopted (here too) like a dead replica's.
+	if _, err := p.pool.Exec(ctx, `UPDATE cexec_leases SET replica = $1 || $2 WHERE replica = $1`, p.replica, previousRun); err != nil {
 		return fmt.Errorf("store: register replica: %w", err)
 	}
 	return p.beatOnce(ctx)

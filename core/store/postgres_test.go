@@ -558,3 +558,29 @@ func TestApprovalRemovalOutlivesOutage(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestRestartedReplicaLeases: a replica started again with its id (a
+// fixed cexec { replica }, a StatefulSet) finds its previous run's leases:
+// those sessions ended with that run, so they no longer count against
+// mcp.max_sessions_per_tenant, and a client continuing one (execute_code
+// with its session) has it adopted here, as on any other replica.
+func TestRestartedReplicaLeases(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	a := open(t, pg.DSN, "a", time.Second)
+	if err := a.ClaimSession(ctx, "acme", "a.old"); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	a = open(t, pg.DSN, "a", time.Second)
+	defer a.Close()
+	if n, err := a.TenantSessions(ctx, "acme"); err != nil || n != 0 {
+		t.Errorf("after the replica's restart acme has %d live sessions (%v), want 0: the old one died with the previous run", n, err)
+	}
+	if ok, err := a.AdoptSession(ctx, "acme", "a.old"); err != nil || !ok {
+		t.Errorf("the restarted replica adopting its previous run's session: %v %v, want adopted", ok, err)
+	}
+	if n, err := a.TenantSessions(ctx, "acme"); err != nil || n != 1 {
+		t.Errorf("after adopting it acme has %d live sessions (%v), want 1", n, err)
+	}
+}
