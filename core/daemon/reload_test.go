@@ -15,6 +15,7 @@ import (
 
 	"github.com/cexec/cexec/core/audit"
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/testutil"
 )
 
 // TestReloadReportsChanges: a SIGHUP reload reports, in the log and the
@@ -135,7 +136,7 @@ func TestReloadSignIn(t *testing.T) {
 			if diags.HasErrors() {
 				t.Fatal(diags.Error())
 			}
-			var logs bytes.Buffer
+			var logs testutil.Buffer
 			log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
 			s, err := newServices(cfg, nil, log)
 			defer s.close(context.Background())
