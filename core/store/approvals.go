@@ -41,7 +41,7 @@ func (p *Postgres) AddApproval(ctx context.Context, a Approval) error {
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		a.ID, p.replica, a.Tenant, a.Session, a.Server, a.Tool, string(a.Arguments), a.Reason, a.Created, deadline)
 	if err != nil {
-		return fmt.Errorf("store: add approval %s: %w", a.ID, err)
+		return fmt.Errorf("store: add approval %s: %w", a.ID, unreachable(err))
 	}
 	return nil
 }
@@ -53,7 +53,7 @@ func (p *Postgres) RemoveApproval(ctx context.Context, id string) error {
 	const del = `DELETE FROM cexec_approvals WHERE id = $1 AND replica = $2`
 	if _, err := p.pool.Exec(ctx, del, id, p.replica); err != nil {
 		p.deleteLater("waiting call "+id, del, id, p.replica)
-		return fmt.Errorf("store: remove approval %s (retried with the heartbeat): %w", id, err)
+		return fmt.Errorf("store: remove approval %s (retried with the heartbeat): %w", id, unreachable(err))
 	}
 	return nil
 }
@@ -66,7 +66,7 @@ func (p *Postgres) PendingApprovals(ctx context.Context) ([]Approval, error) {
 		FROM cexec_approvals a JOIN cexec_replicas r ON r.id = a.replica
 		WHERE a.decision IS NULL AND `+liveSQL("$1")+` ORDER BY a.created, a.id`, p.liveWindow().Seconds())
 	if err != nil {
-		return nil, fmt.Errorf("store: list approvals: %w", err)
+		return nil, fmt.Errorf("store: list approvals: %w", unreachable(err))
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Approval, error) {
 		var a Approval
@@ -80,7 +80,7 @@ func (p *Postgres) PendingApprovals(ctx context.Context) ([]Approval, error) {
 		return a, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: list approvals: %w", err)
+		return nil, fmt.Errorf("store: list approvals: %w", unreachable(err))
 	}
 	return out, nil
 }
@@ -98,7 +98,7 @@ func (p *Postgres) DecideApproval(ctx context.Context, id string, approve bool) 
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("store: decide approval %s: %w", id, err)
+		return false, fmt.Errorf("store: decide approval %s: %w", id, unreachable(err))
 	}
 	verdict := "0:"
 	if approve {
@@ -119,7 +119,7 @@ func (p *Postgres) ApprovalDecision(ctx context.Context, id string) (decided, ap
 		return false, false, nil
 	}
 	if err != nil {
-		return false, false, fmt.Errorf("store: read approval %s: %w", id, err)
+		return false, false, fmt.Errorf("store: read approval %s: %w", id, unreachable(err))
 	}
 	if d == nil {
 		return false, false, nil

@@ -17,7 +17,7 @@ func (p *Postgres) ClaimSession(ctx context.Context, tenant, session string) err
 	_, err := p.pool.Exec(ctx, `INSERT INTO cexec_leases (session, tenant, replica, updated) VALUES ($1, $2, $3, now())
 		ON CONFLICT (session) DO UPDATE SET tenant = $2, replica = $3, updated = now()`, session, tenant, p.replica)
 	if err != nil {
-		return fmt.Errorf("store: claim session: %w", err)
+		return fmt.Errorf("store: claim session: %w", unreachable(err))
 	}
 	return nil
 }
@@ -29,7 +29,7 @@ func (p *Postgres) ReleaseSession(ctx context.Context, session string) error {
 	const del = `DELETE FROM cexec_leases WHERE session = $1 AND replica = $2`
 	if _, err := p.pool.Exec(ctx, del, session, p.replica); err != nil {
 		p.deleteLater("session lease", del, session, p.replica)
-		return fmt.Errorf("store: release session (retried with the heartbeat): %w", err)
+		return fmt.Errorf("store: release session (retried with the heartbeat): %w", unreachable(err))
 	}
 	return nil
 }
@@ -50,7 +50,7 @@ func (p *Postgres) SessionOwner(ctx context.Context, session string) (replica st
 		return "", false, false, nil
 	}
 	if err != nil {
-		return "", false, false, fmt.Errorf("store: session owner: %w", err)
+		return "", false, false, fmt.Errorf("store: session owner: %w", unreachable(err))
 	}
 	return strings.TrimSuffix(replica, previousRun), live, true, nil
 }
@@ -65,7 +65,7 @@ func (p *Postgres) AdoptSession(ctx context.Context, tenant, session string) (bo
 		AND NOT EXISTS (SELECT 1 FROM cexec_replicas r WHERE r.id = l.replica AND `+liveSQL("$2")+`)`,
 		session, p.liveWindow().Seconds(), p.replica, tenant)
 	if err != nil {
-		return false, fmt.Errorf("store: adopt session: %w", err)
+		return false, fmt.Errorf("store: adopt session: %w", unreachable(err))
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -76,7 +76,7 @@ func (p *Postgres) TenantSessions(ctx context.Context, tenant string) (int, erro
 	err := p.pool.QueryRow(ctx, `SELECT count(*) FROM cexec_leases l JOIN cexec_replicas r ON r.id = l.replica
 		WHERE l.tenant = $1 AND `+liveSQL("$2"), tenant, p.liveWindow().Seconds()).Scan(&n)
 	if err != nil {
-		return 0, fmt.Errorf("store: count sessions of %s: %w", tenant, err)
+		return 0, fmt.Errorf("store: count sessions of %s: %w", tenant, unreachable(err))
 	}
 	return n, nil
 }
@@ -95,16 +95,16 @@ const pendingPrefix = "_pending."
 func (p *Postgres) ReserveSession(ctx context.Context, tenant string, max int) (reservation string, n int, err error) {
 	tx, err := p.pool.Begin(ctx)
 	if err != nil {
-		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, err)
+		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, unreachable(err))
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('cexec-sessions/' || $1))`, tenant); err != nil {
-		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, err)
+		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, unreachable(err))
 	}
 	err = tx.QueryRow(ctx, `SELECT count(*) FROM cexec_leases l JOIN cexec_replicas r ON r.id = l.replica
 		WHERE l.tenant = $1 AND `+liveSQL("$2"), tenant, p.liveWindow().Seconds()).Scan(&n)
 	if err != nil {
-		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, err)
+		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, unreachable(err))
 	}
 	if n >= max {
 		return "", n, nil
@@ -114,10 +114,10 @@ func (p *Postgres) ReserveSession(ctx context.Context, tenant string, max int) (
 	reservation = pendingPrefix + hex.EncodeToString(b[:])
 	if _, err := tx.Exec(ctx, `INSERT INTO cexec_leases (session, tenant, replica, updated) VALUES ($1, $2, $3, now())`,
 		reservation, tenant, p.replica); err != nil {
-		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, err)
+		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, unreachable(err))
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, err)
+		return "", 0, fmt.Errorf("store: reserve a session of %s: %w", tenant, unreachable(err))
 	}
 	return reservation, n, nil
 }
@@ -130,7 +130,7 @@ func (p *Postgres) ConfirmSession(ctx context.Context, tenant, reservation, sess
 		ON CONFLICT (session) DO UPDATE SET tenant = $4, replica = $3, updated = now()`,
 		reservation, session, p.replica, tenant)
 	if err != nil {
-		return fmt.Errorf("store: confirm session: %w", err)
+		return fmt.Errorf("store: confirm session: %w", unreachable(err))
 	}
 	return nil
 }

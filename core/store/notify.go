@@ -35,7 +35,7 @@ func (p *Postgres) Subscribe(topic string, fn func(payload string)) {
 func (p *Postgres) Notify(ctx context.Context, topic, payload string) error {
 	b, _ := json.Marshal(message{Topic: topic, Payload: payload, Replica: p.replica})
 	if _, err := p.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, string(b)); err != nil {
-		return fmt.Errorf("store: notify %s: %w", topic, err)
+		return fmt.Errorf("store: notify %s: %w", topic, unreachable(err))
 	}
 	return nil
 }

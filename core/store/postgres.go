@@ -103,11 +103,11 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 	key := sha256.Sum256(o.VaultKey)
 	block, err := aes.NewCipher(key[:])
 	if err != nil {
-		return nil, fmt.Errorf("store: vault key: %w", err)
+		return nil, fmt.Errorf("store: vault key: %w", unreachable(err))
 	}
 	aead, err := cipher.NewGCM(block)
 	if err != nil {
-		return nil, fmt.Errorf("store: vault key: %w", err)
+		return nil, fmt.Errorf("store: vault key: %w", unreachable(err))
 	}
 	cfg, err := pgxpool.ParseConfig(o.DSN)
 	if err != nil {
@@ -122,7 +122,7 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 	cfg.ConnConfig.RuntimeParams["application_name"] = appPrefix + o.Replica
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("store: connect to PostgreSQL: %w", err)
+		return nil, fmt.Errorf("store: connect to PostgreSQL: %w", unreachable(err))
 	}
 	p := &Postgres{pool: pool, replica: o.Replica, aead: aead, beat: o.Heartbeat, log: o.Logger,
 		stop: make(chan struct{}), subs: map[string][]func(string){}}
@@ -158,7 +158,7 @@ func (p *Postgres) Close() error {
 	}
 	p.pool.Close()
 	if err != nil {
-		return fmt.Errorf("store: close: %w", err)
+		return fmt.Errorf("store: close: %w", unreachable(err))
 	}
 	return nil
 }
@@ -181,14 +181,14 @@ func checkReplicaFree(ctx context.Context, cc *pgx.ConnConfig, replica string, w
 	cc.RuntimeParams["application_name"] = "cexec-start/" + replica
 	conn, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
-		return fmt.Errorf("store: connect to PostgreSQL: %w", err)
+		return fmt.Errorf("store: connect to PostgreSQL: %w", unreachable(err))
 	}
 	defer conn.Close(context.Background()) //nolint:errcheck // a one-off connection
 	deadline := time.Now().Add(replicaFreeWait)
 	for {
 		n, err := replicaInUse(ctx, conn, replica, window)
 		if err != nil {
-			return fmt.Errorf("store: look for replica %q: %w", replica, err)
+			return fmt.Errorf("store: look for replica %q: %w", replica, unreachable(err))
 		}
 		if n == 0 {
 			return nil
@@ -247,19 +247,19 @@ func (p *Postgres) liveWindow() time.Duration { return 3 * p.beat }
 // yet), and marks that run's leases dead.
 func (p *Postgres) register(ctx context.Context) error {
 	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_slots WHERE replica = $1`, p.replica); err != nil {
-		return fmt.Errorf("store: register replica: %w", err)
+		return fmt.Errorf("store: register replica: %w", unreachable(err))
 	}
 	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_approvals WHERE replica = $1`, p.replica); err != nil {
-		return fmt.Errorf("store: register replica: %w", err)
+		return fmt.Errorf("store: register replica: %w", unreachable(err))
 	}
 	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_leases WHERE replica = $1 AND starts_with(session, $2)`, p.replica, pendingPrefix); err != nil {
-		return fmt.Errorf("store: register replica: %w", err)
+		return fmt.Errorf("store: register replica: %w", unreachable(err))
 	}
 	// The previous run's sessions ended with it: their leases pass to a
 	// replica id that is never alive, so they count no more and can be
 	// adopted (here too) like a dead replica's.
 	if _, err := p.pool.Exec(ctx, `UPDATE cexec_leases SET replica = $1 || $2 WHERE replica = $1`, p.replica, previousRun); err != nil {
-		return fmt.Errorf("store: register replica: %w", err)
+		return fmt.Errorf("store: register replica: %w", unreachable(err))
 	}
 	return p.beatOnce(ctx)
 }
@@ -268,7 +268,7 @@ func (p *Postgres) beatOnce(ctx context.Context) error {
 	_, err := p.pool.Exec(ctx, `INSERT INTO cexec_replicas (id, seen) VALUES ($1, now())
 		ON CONFLICT (id) DO UPDATE SET seen = now()`, p.replica)
 	if err != nil {
-		return fmt.Errorf("store: heartbeat: %w", err)
+		return fmt.Errorf("store: heartbeat: %w", unreachable(err))
 	}
 	return nil
 }

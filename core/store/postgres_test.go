@@ -584,3 +584,31 @@ func TestRestartedReplicaLeases(t *testing.T) {
 		t.Errorf("after adopting it acme has %d live sessions (%v), want 1", n, err)
 	}
 }
+
+// TestUnreachableSaysSo: with PostgreSQL stopped, and on the pooled
+// connections its restart ended, a store error says the database cannot be
+// reached rather than quoting pgx alone ("terminating connection due to
+// administrator command").
+func TestUnreachableSaysSo(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	a := open(t, pg.DSN, "a", time.Hour) // no heartbeat to take the dead connections first
+	defer a.Close()
+	if _, err := a.TenantSessions(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	pg.Stop(t)
+	_, err := a.TenantSessions(ctx, "acme")
+	if err == nil || !strings.Contains(err.Error(), "PostgreSQL cannot be reached") {
+		t.Errorf("with PostgreSQL stopped: %v", err)
+	}
+	pg.Restart(t)
+	for range 3 {
+		if _, err := a.TenantSessions(ctx, "acme"); err != nil && !strings.Contains(err.Error(), "PostgreSQL cannot be reached") {
+			t.Errorf("after the restart: %v", err)
+		}
+	}
+	if _, err := a.TenantSessions(ctx, "acme"); err != nil {
+		t.Errorf("the store did not recover: %v", err)
+	}
+}

@@ -66,17 +66,17 @@ CREATE TABLE IF NOT EXISTS cexec_usage (
 func (p *Postgres) migrate(ctx context.Context) error {
 	tx, err := p.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("store: create schema: %w", err)
+		return fmt.Errorf("store: create schema: %w", unreachable(err))
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLock)); err != nil {
-		return fmt.Errorf("store: create schema: %w", err)
+		return fmt.Errorf("store: create schema: %w", unreachable(err))
 	}
 	if _, err := tx.Exec(ctx, schema); err != nil {
-		return fmt.Errorf("store: create schema: %w", err)
+		return fmt.Errorf("store: create schema: %w", unreachable(err))
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("store: create schema: %w", err)
+		return fmt.Errorf("store: create schema: %w", unreachable(err))
 	}
 	return nil
 }

@@ -13,17 +13,17 @@ import (
 func (p *Postgres) AcquireSlot(ctx context.Context, tenant string, max int) (release func(), full bool, err error) {
 	tx, err := p.pool.Begin(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("store: acquire slot: %w", err)
+		return nil, false, fmt.Errorf("store: acquire slot: %w", unreachable(err))
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('cexec-slots/' || $1))`, tenant); err != nil {
-		return nil, false, fmt.Errorf("store: acquire slot: %w", err)
+		return nil, false, fmt.Errorf("store: acquire slot: %w", unreachable(err))
 	}
 	var n int
 	err = tx.QueryRow(ctx, `SELECT count(*) FROM cexec_slots s JOIN cexec_replicas r ON r.id = s.replica
 		WHERE s.tenant = $1 AND `+liveSQL("$2"), tenant, p.liveWindow().Seconds()).Scan(&n)
 	if err != nil {
-		return nil, false, fmt.Errorf("store: acquire slot: %w", err)
+		return nil, false, fmt.Errorf("store: acquire slot: %w", unreachable(err))
 	}
 	if n >= max {
 		return nil, true, nil
@@ -31,10 +31,10 @@ func (p *Postgres) AcquireSlot(ctx context.Context, tenant string, max int) (rel
 	var id int64
 	if err := tx.QueryRow(ctx, `INSERT INTO cexec_slots (tenant, replica, started) VALUES ($1, $2, now()) RETURNING id`,
 		tenant, p.replica).Scan(&id); err != nil {
-		return nil, false, fmt.Errorf("store: acquire slot: %w", err)
+		return nil, false, fmt.Errorf("store: acquire slot: %w", unreachable(err))
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return nil, false, fmt.Errorf("store: acquire slot: %w", err)
+		return nil, false, fmt.Errorf("store: acquire slot: %w", unreachable(err))
 	}
 	return func() {
 		// The execution is over whatever its context says: release on a

@@ -24,7 +24,7 @@ func (p *Postgres) TenantUsage(ctx context.Context, tenant string) (bytes, gen i
 		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, 0, fmt.Errorf("store: disk usage of %s: %w", tenant, err)
+		return 0, 0, fmt.Errorf("store: disk usage of %s: %w", tenant, unreachable(err))
 	}
 	return bytes, gen, nil
 }
@@ -42,7 +42,7 @@ func (p *Postgres) AddUsage(ctx context.Context, tenant string, delta, limit int
 		return bytes, true, true, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, false, fmt.Errorf("store: reserve disk for %s: %w", tenant, err)
+		return 0, false, false, fmt.Errorf("store: reserve disk for %s: %w", tenant, unreachable(err))
 	}
 	bytes, gen, err := p.TenantUsage(ctx, tenant)
 	if err != nil {
@@ -66,7 +66,7 @@ func (p *Postgres) RecordUsage(ctx context.Context, tenant string, walked, base,
 		bytes, _, err = p.TenantUsage(ctx, tenant)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("store: record disk usage of %s: %w", tenant, err)
+		return 0, fmt.Errorf("store: record disk usage of %s: %w", tenant, unreachable(err))
 	}
 	return bytes, nil
 }
@@ -75,7 +75,7 @@ func (p *Postgres) RecordUsage(ctx context.Context, tenant string, walked, base,
 // that name created later starts unmeasured, not with the old one's bytes.
 func (p *Postgres) ForgetUsage(ctx context.Context, tenant string) error {
 	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_usage WHERE tenant = $1`, tenant); err != nil {
-		return fmt.Errorf("store: forget disk usage of %s: %w", tenant, err)
+		return fmt.Errorf("store: forget disk usage of %s: %w", tenant, unreachable(err))
 	}
 	return nil
 }

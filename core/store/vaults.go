@@ -23,7 +23,7 @@ func (p *Postgres) LoadVault(ctx context.Context, tenant, session string) ([]byt
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("store: load vault %s/%s: %w", tenant, session, err)
+		return nil, fmt.Errorf("store: load vault %s/%s: %w", tenant, session, unreachable(err))
 	}
 	ns := p.aead.NonceSize()
 	if len(sealed) < ns {
@@ -41,13 +41,13 @@ func (p *Postgres) LoadVault(ctx context.Context, tenant, session string) ([]byt
 func (p *Postgres) SaveVault(ctx context.Context, tenant, session string, data []byte) error {
 	nonce := make([]byte, p.aead.NonceSize(), p.aead.NonceSize()+len(data)+p.aead.Overhead())
 	if _, err := rand.Read(nonce); err != nil {
-		return fmt.Errorf("store: save vault: %w", err)
+		return fmt.Errorf("store: save vault: %w", unreachable(err))
 	}
 	sealed := p.aead.Seal(nonce, nonce, data, vaultAAD(tenant, session))
 	_, err := p.pool.Exec(ctx, `INSERT INTO cexec_vaults (tenant, session, sealed, updated) VALUES ($1, $2, $3, now())
 		ON CONFLICT (tenant, session) DO UPDATE SET sealed = $3, updated = now()`, tenant, session, sealed)
 	if err != nil {
-		return fmt.Errorf("store: save vault %s/%s: %w", tenant, session, err)
+		return fmt.Errorf("store: save vault %s/%s: %w", tenant, session, unreachable(err))
 	}
 	p.notifyQuiet(ctx, TopicVault, tenant+"/"+session)
 	return nil
@@ -56,7 +56,7 @@ func (p *Postgres) SaveVault(ctx context.Context, tenant, session string, data [
 // DeleteVault removes a session's vault; a missing one is not an error.
 func (p *Postgres) DeleteVault(ctx context.Context, tenant, session string) error {
 	if _, err := p.pool.Exec(ctx, `DELETE FROM cexec_vaults WHERE tenant = $1 AND session = $2`, tenant, session); err != nil {
-		return fmt.Errorf("store: delete vault %s/%s: %w", tenant, session, err)
+		return fmt.Errorf("store: delete vault %s/%s: %w", tenant, session, unreachable(err))
 	}
 	p.notifyQuiet(ctx, TopicVault, tenant+"/"+session)
 	return nil
