@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -11,6 +12,7 @@ import (
 // replica's session here.
 type sessionLeases interface {
 	AdoptSession(ctx context.Context, tenant, session string) (bool, error)
+	ReleaseSession(ctx context.Context, session string) error
 }
 
 // sessionAdopter lets a client whose replica died continue its old MCP
@@ -53,4 +55,25 @@ func (a *sessionAdopter) adopt(ctx context.Context, tenant, session string) bool
 		a.adopted[key] = true
 	}
 	return ok
+}
+
+// release gives up an adopted session once no MCP session here continues
+// it: its lease would count against mcp.max_sessions_per_tenant for as
+// long as this replica lives.
+func (a *sessionAdopter) release(key vaultOwner) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	adopted := a.adopted[key]
+	delete(a.adopted, key)
+	a.mu.Unlock()
+	if !adopted {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.leases.ReleaseSession(ctx, key.session); err != nil {
+		a.log.Warn("release an adopted session", "tenant", key.tenant, "error", err)
+	}
 }

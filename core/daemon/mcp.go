@@ -13,7 +13,6 @@ import (
 	"github.com/cexec/cexec/core/audit"
 	"github.com/cexec/cexec/core/catalog"
 	"github.com/cexec/cexec/core/config"
-	"github.com/cexec/cexec/core/guard"
 	"github.com/cexec/cexec/core/mcpface"
 	"github.com/cexec/cexec/core/pluginhost"
 	"github.com/cexec/cexec/core/store"
@@ -84,7 +83,7 @@ func (m *mcpServer) faceOptions(cfg *config.Config, svc *services, host *pluginh
 	var pii mcpface.Tokenizer = mcpface.Untokenized{}
 	if svc.guards != nil {
 		cv.policy = svc.guards.Policy
-		m.pii = &sessionVaults{gr: svc.guards, adopter: m.adopter, open: map[vaultOwner]*guard.Session{}}
+		m.pii = &sessionVaults{gr: svc.guards, adopter: m.adopter, open: map[vaultOwner]*openVault{}}
 		if len(cfg.Pipeline.Guards) > 0 {
 			pii = m.pii
 		}

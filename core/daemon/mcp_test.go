@@ -302,7 +302,7 @@ func TestSessionVaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &sessionVaults{gr: gr, open: map[vaultOwner]*guard.Session{}}
+	v := &sessionVaults{gr: gr, open: map[vaultOwner]*openVault{}}
 	ctx := context.Background()
 	sc := mcpface.Scope{Tenant: "default", Session: "s1"}
 

@@ -25,7 +25,14 @@ type sessionVaults struct {
 	adopter *sessionAdopter
 
 	mu   sync.Mutex
-	open map[vaultOwner]*guard.Session
+	open map[vaultOwner]*openVault
+}
+
+// openVault is an open vault and the MCP sessions using it: its own, and
+// those that continue it after its replica died (see sessionAdopter).
+type openVault struct {
+	s     *guard.Session
+	users map[string]bool
 }
 
 // vaultSession is the session whose vault serves a request: the MCP
@@ -47,38 +54,58 @@ func vaultSession(ctx context.Context, sc mcpface.Scope, adopter *sessionAdopter
 // to, opening it on first use.
 func (v *sessionVaults) session(ctx context.Context, sc mcpface.Scope) (*guard.Session, error) {
 	id := vaultSession(ctx, sc, v.adopter)
+	user := sc.Session
+	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
+		user = cs.SessionID()
+	}
 	owner := vaultOwner{tenant: sc.Tenant, session: id}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if s := v.open[owner]; s != nil {
-		return s, nil
+	if ov := v.open[owner]; ov != nil {
+		ov.users[user] = true
+		return ov.s, nil
 	}
 	s, err := v.gr.Open(sc.Tenant, id)
 	if err != nil {
 		return nil, fmt.Errorf("open pii vault: %w", err)
 	}
-	v.open[owner] = s
+	v.open[owner] = &openVault{s: s, users: map[string]bool{user: true}}
 	return s, nil
 }
 
-// end closes the vaults an MCP session opened.
+// end closes the vaults only the ending MCP session used: its own, and an
+// adopted one no other session continues, whose lease goes too.
 func (v *sessionVaults) end(sc mcpface.Scope) {
+	var closing []vaultOwner
+	var sessions []*guard.Session
 	v.mu.Lock()
-	s := v.open[vaultOwner{tenant: sc.Tenant, session: sc.Session}]
-	delete(v.open, vaultOwner{tenant: sc.Tenant, session: sc.Session})
+	for owner, ov := range v.open {
+		if owner.tenant != sc.Tenant || !ov.users[sc.Session] {
+			continue
+		}
+		delete(ov.users, sc.Session)
+		if len(ov.users) == 0 {
+			delete(v.open, owner)
+			closing = append(closing, owner)
+			sessions = append(sessions, ov.s)
+		}
+	}
 	v.mu.Unlock()
-	if s != nil {
-		_ = s.Close()
+	for i, owner := range closing {
+		_ = sessions[i].Close()
+		if owner.session != sc.Session {
+			v.adopter.release(owner)
+		}
 	}
 }
 
 func (v *sessionVaults) closeAll() {
 	v.mu.Lock()
 	open := v.open
-	v.open = map[vaultOwner]*guard.Session{}
+	v.open = map[vaultOwner]*openVault{}
 	v.mu.Unlock()
-	for _, s := range open {
-		_ = s.Close()
+	for _, ov := range open {
+		_ = ov.s.Close()
 	}
 }
 
