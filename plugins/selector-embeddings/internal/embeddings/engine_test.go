@@ -372,3 +372,28 @@ func TestIndexSkipsDocumentsWithoutID(t *testing.T) {
 		t.Fatalf("blank query returned %v", got)
 	}
 }
+
+// TestAPIKeyEchoedByServerIsMasked checks, against a protocol-level
+// OpenAI-compatible server that quotes the Authorization header in its 401
+// error (as OpenAI and several gateways do), that the key reaches neither
+// the plugin's log nor the search diagnostics, which go back to cexecd.
+func TestAPIKeyEchoedByServerIsMasked(t *testing.T) {
+	srv := newFakeOpenAIServer(t)
+	srv.set(func(f *fakeOpenAIServer) { f.echo401 = true })
+	log, logs := testLogger()
+	e := New(log)
+	e.retryBase = time.Millisecond
+	configure(t, e, embeddingsConfig(srv.URL, "", `,"max_retries":0`))
+	index(t, e, selector.IndexRequest{Upserts: catalogue})
+	resp := search(t, e, selector.SearchRequest{Query: "weather forecast", Limit: 5})
+	eventually(t, func() bool { return strings.Contains(logs.String(), "401") })
+	const key = "sk-test-secret"
+	if l := logs.String(); strings.Contains(l, key) {
+		t.Errorf("api_key in the plugin's log:\n%s", l)
+	}
+	for _, d := range resp.Diagnostics {
+		if strings.Contains(d.Summary+d.Detail, key) {
+			t.Errorf("api_key in a search diagnostic: %+v", d)
+		}
+	}
+}

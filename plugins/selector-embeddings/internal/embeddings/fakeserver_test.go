@@ -26,6 +26,7 @@ type fakeOpenAIServer struct {
 	auth     []string   // Authorization headers seen
 	fail429  int        // answer this many next requests with 429
 	fail500  bool       // answer every request with 500
+	echo401  bool       // answer every request with 401 quoting the Authorization header, as some gateways do
 	delay    time.Duration
 }
 
@@ -82,7 +83,7 @@ func (f *fakeOpenAIServer) embeddings(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.requests++
 	f.auth = append(f.auth, r.Header.Get("Authorization"))
-	delay, fail500 := f.delay, f.fail500
+	delay, fail500, echo401 := f.delay, f.fail500, f.echo401
 	fail429 := f.fail429 > 0
 	if fail429 {
 		f.fail429--
@@ -98,6 +99,11 @@ func (f *fakeOpenAIServer) embeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	switch {
+	case echo401:
+		w.WriteHeader(http.StatusUnauthorized)
+		msg, _ := json.Marshal("Incorrect API key provided: " + r.Header.Get("Authorization"))
+		w.Write([]byte(`{"error":{"message":` + string(msg) + `,"type":"invalid_request_error","code":"invalid_api_key"}}`))
+		return
 	case fail500:
 		w.WriteHeader(http.StatusInternalServerError)
 		w.Write([]byte(`{"error":{"message":"upstream exploded","type":"server_error"}}`))

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,13 +25,17 @@ type openaiEmbedder struct {
 	client *openai.Client
 	model  string
 	dims   int
+	// apiKey is masked in errors: servers and gateways quote the
+	// Authorization header in 401 messages, and errors reach the log and
+	// the search diagnostics that cexecd receives.
+	apiKey string
 }
 
 func newOpenAIEmbedder(s *embSettings) *openaiEmbedder {
 	cfg := openai.DefaultConfig(s.apiKey)
 	cfg.BaseURL = s.baseURL
 	cfg.HTTPClient = &http.Client{Transport: retryAfterTransport{base: http.DefaultTransport}}
-	return &openaiEmbedder{client: openai.NewClientWithConfig(cfg), model: s.model, dims: s.dimensions}
+	return &openaiEmbedder{client: openai.NewClientWithConfig(cfg), model: s.model, dims: s.dimensions, apiKey: s.apiKey}
 }
 
 func (e *openaiEmbedder) embed(ctx context.Context, texts []string) ([][]float32, error) {
@@ -40,7 +45,7 @@ func (e *openaiEmbedder) embed(ctx context.Context, texts []string) ([][]float32
 		Dimensions: e.dims,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("embeddings request: %w", err)
+		return nil, maskKey(fmt.Errorf("embeddings request: %w", err), e.apiKey)
 	}
 	if len(resp.Data) != len(texts) {
 		return nil, fmt.Errorf("embeddings request: %d vectors for %d inputs", len(resp.Data), len(texts))
@@ -53,6 +58,25 @@ func (e *openaiEmbedder) embed(ctx context.Context, texts []string) ([][]float32
 		out[d.Index] = d.Embedding
 	}
 	return out, nil
+}
+
+// maskedError is err with a secret replaced in its text; Unwrap keeps the
+// chain, so statusCode and retryable still see the API error.
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }
+
+// maskKey replaces key in err's text with "(sensitive)". Keys shorter than
+// four bytes are not real keys and masking them would garble the message.
+func maskKey(err error, key string) error {
+	if len(key) < 4 || !strings.Contains(err.Error(), key) {
+		return err
+	}
+	return &maskedError{msg: strings.ReplaceAll(err.Error(), key, "(sensitive)"), err: err}
 }
 
 // statusCode returns the HTTP status of a failed embeddings request, or 0.
