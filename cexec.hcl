@@ -115,7 +115,8 @@ pipeline {
   selector = "embeddings"
 
   # Generators, tried in order until one succeeds (default: all codegen
-  # plugins in file order).
+  # plugins in file order). A plugin a list here leaves out is started but
+  # never called; a warning says so (likewise for guards).
   codegen = ["rules"]
 
   # Guards checking code, tool calls and output (default: all guard plugins).

@@ -205,7 +205,27 @@ func (d *decoder) pipeline(cfg *Config, raw *rawPipeline) {
 
 	pl.Codegen = d.refList(cfg, pluginapi.KindCodegen, codegen, path("pipeline", "codegen"))
 	pl.Guards = d.refList(cfg, pluginapi.KindGuard, guards, path("pipeline", "guards"))
+	d.unlisted(cfg, pluginapi.KindGuard, guards, pl.Guards, "Guard plugin never called",
+		"it never checks code or tool calls, and detects no PII")
+	d.unlisted(cfg, pluginapi.KindCodegen, codegen, pl.Codegen, "Codegen plugin never called",
+		"execute_task never asks it for a program")
 	d.guardOptIn(cfg, guards, block)
+}
+
+// unlisted warns about each plugin of kind that an explicit pipeline list
+// (attr) leaves out: cexecd starts it but never calls it, and a guard added
+// to a file whose guards list names only "pii" would otherwise look active.
+func (d *decoder) unlisted(cfg *Config, kind pluginapi.Kind, attr *hcl.Attribute, listed []string, summary, effect string) {
+	if attr == nil {
+		return
+	}
+	for _, p := range cfg.PluginsOfKind(kind) {
+		if slices.Contains(listed, p.Name) {
+			continue
+		}
+		d.warnf(p.DeclRange.Ptr(), summary, "plugin %q %q is started, but pipeline.%s (line %d) does not list it, so %s. Add %q to pipeline.%s, or remove this block.",
+			kind, p.Name, attr.Name, attr.Range.Start.Line, effect, p.Name, attr.Name)
+	}
 }
 
 // guardOptIn makes running code without a PII guard a choice written in the

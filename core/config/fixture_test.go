@@ -147,6 +147,10 @@ func TestFixtureDiagnostics(t *testing.T) {
 		{"no_guard.hcl", []wantDiag{
 			{1, "No PII guard", false},
 		}},
+		{"unlisted_plugins.hcl", []wantDiag{
+			{3, "Guard plugin never called", true},
+			{7, "Codegen plugin never called", true},
+		}},
 		{"guards_off.hcl", []wantDiag{
 			{5, "PII guard off", true},
 		}},
