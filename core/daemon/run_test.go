@@ -318,7 +318,7 @@ func TestPluginStartFailure(t *testing.T) {
 	}{
 		{"exits", "echo 'cannot open the model file' >&2\nexit 1", "its stderr ended with: cannot open the model file"},
 		// It stays up, so the handshake fails on its output, not its exit.
-		{"not a plugin", "echo hello\nexec sleep 10", "Unrecognized remote plugin message: hello"},
+		{"not a plugin", "echo hello\nexec sleep 10", `the plugin wrote "hello" on stdout`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

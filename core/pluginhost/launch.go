@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,6 +17,8 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/hcl/v2"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/telemetry"
@@ -183,7 +186,7 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 		}
 		// Kill waits until go-plugin has read all of stderr.
 		client.Kill()
-		return fail("Plugin failed to start", startError(err, stderr.String()))
+		return fail("Plugin failed to start", startError(err, stderr.String(), timeout))
 	}
 	gc, isGRPC := rpc.(*goplugin.GRPCClient)
 	if !isGRPC {
@@ -199,7 +202,9 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 	}
 	pid, _ := strconv.Atoi(client.ID())
 
-	info, apiVersion, diags := configure(ctx, p, base, path, timeout, diags)
+	info, apiVersion, diags := configure(ctx, p, base, path, timeout, diags, func(ctx context.Context) pluginapi.Kind {
+		return servedKind(ctx, gc.Conn)
+	})
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -250,12 +255,19 @@ func startFailed(p *config.Plugin, summary string, err error) hcl.Diagnostics {
 // API version checked, its block decoded against the schema it declares,
 // Configure called. diags are the launch's so far and come back with what
 // configuring adds; a failed call returns its error alone.
-func configure(ctx context.Context, p *config.Plugin, base pluginapi.Base, path string, timeout time.Duration, diags hcl.Diagnostics) (pluginapi.Info, string, hcl.Diagnostics) {
+func configure(ctx context.Context, p *config.Plugin, base pluginapi.Base, path string, timeout time.Duration, diags hcl.Diagnostics, served func(context.Context) pluginapi.Kind) (pluginapi.Info, string, hcl.Diagnostics) {
 	kind := p.Kind
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	info, err := base.Info(ctx)
 	if err != nil {
+		// A plugin of another kind serves another gRPC service; say which,
+		// rather than gRPC's "unknown service".
+		if status.Code(err) == codes.Unimplemented && served != nil {
+			if other := served(ctx); other != "" {
+				return info, "", startFailed(p, "Plugin kind mismatch", fmt.Errorf("%s is a %s plugin, but cexec.hcl configures it as plugin %q %q; fix the block's kind or its command", path, other, kind, p.Name))
+			}
+		}
 		return info, "", startFailed(p, "Plugin Info failed", err)
 	}
 	if info.Kind != kind {
@@ -278,13 +290,51 @@ func configure(ctx context.Context, p *config.Plugin, base pluginapi.Base, path 
 	return info, apiVersion, append(diags, configureDiags(p, key(kind, p.Name), pdiags)...)
 }
 
-// startError shortens go-plugin's multi-line handshake errors to their first
-// line and adds the end of what the plugin wrote to stderr, which usually
-// says why it died (go-plugin logs unstructured stderr only at debug level).
-func startError(err error, stderr string) error {
+// servedKind returns the kind whose Info answers on conn, or "" when none
+// does: what a binary configured as another kind really is.
+func servedKind(ctx context.Context, conn *grpc.ClientConn) pluginapi.Kind {
+	for _, k := range pluginapi.Kinds {
+		set, err := pluginSet(k)
+		if err != nil {
+			continue
+		}
+		raw, err := set[string(k)].(goplugin.GRPCPlugin).GRPCClient(ctx, nil, conn)
+		if err != nil {
+			continue
+		}
+		if b, ok := raw.(pluginapi.Base); ok {
+			if info, err := b.Info(ctx); err == nil && info.Kind == k {
+				return k
+			}
+		}
+	}
+	return ""
+}
+
+// Handshake failures as go-plugin words them; startError explains them.
+var (
+	reGoPluginProtocol = regexp.MustCompile(`^incompatible API version with plugin\. Plugin version: (\d+)`)
+	reGoPluginCore     = regexp.MustCompile(`^incompatible core API version with plugin\. Plugin version: (\S+), Core version: (\d+)`)
+)
+
+// startError turns go-plugin's multi-line handshake errors into one line
+// that says what to do, and adds the end of what the plugin wrote to
+// stderr, which usually says why it died (go-plugin logs unstructured
+// stderr only at debug level).
+func startError(err error, stderr string, timeout time.Duration) error {
 	msg, _, _ := strings.Cut(err.Error(), "\n")
-	if strings.TrimSpace(msg) == "Unrecognized remote plugin message:" {
-		msg = "the plugin ended its output before the go-plugin handshake (is it a cexec plugin?)"
+	if rest, ok := strings.CutPrefix(strings.TrimSpace(msg), "Unrecognized remote plugin message:"); ok {
+		if rest = strings.TrimSpace(rest); rest == "" {
+			msg = "the plugin ended its output before the go-plugin handshake (is it a cexec plugin?)"
+		} else {
+			msg = fmt.Sprintf("the plugin wrote %q on stdout, where the go-plugin handshake belongs (is it a cexec plugin? a plugin logs only to stderr, with pluginapi.Logger)", rest)
+		}
+	} else if m := reGoPluginProtocol.FindStringSubmatch(msg); m != nil {
+		msg = fmt.Sprintf("the plugin speaks cexec plugin protocol version %s and this cexecd speaks %d (pluginapi.ProtocolVersion); rebuild the plugin against this cexecd's pluginapi, or run the cexecd it was built for", m[1], pluginapi.ProtocolVersion)
+	} else if m := reGoPluginCore.FindStringSubmatch(msg); m != nil {
+		msg = fmt.Sprintf("the plugin speaks go-plugin core protocol %s and this cexecd speaks %s; the plugin usually only needs to be recompiled with a current hashicorp/go-plugin", m[1], m[2])
+	} else if msg == "timeout while waiting for plugin to start" {
+		msg = fmt.Sprintf("no go-plugin handshake within the plugin's timeout of %s; raise timeout in its block if it starts slowly, or check that command is a cexec plugin", timeout)
 	}
 	if stderr = strings.TrimSpace(stderr); stderr != "" {
 		return fmt.Errorf("%s; its stderr ended with: %s", msg, stderr)

@@ -342,3 +342,57 @@ func TestInfoChecks(t *testing.T) {
 		})
 	}
 }
+
+// TestStartErrorsSayWhatToDo: a binary that is not a cexec plugin of the
+// configured kind fails with an error that names the cause and the fix,
+// not go-plugin's or gRPC's wording alone.
+func TestStartErrorsSayWhatToDo(t *testing.T) {
+	dir := pluginDir(t)
+	scripts := map[string]string{
+		"garbage": "echo 'hello, I am not a plugin'\nexec sleep 20",
+		"proto":   "echo '1|7|unix|/nonexistent.sock|grpc|'\nexec sleep 20",
+		"core":    "echo '9|1|unix|/nonexistent.sock|grpc|'\nexec sleep 20",
+		"silent":  "exec sleep 20",
+	}
+	for name, body := range scripts {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, block string
+		want        []string
+	}{
+		{"stdout garbage", `plugin "guard" "x" {
+  command = "garbage"
+}`, []string{`"hello, I am not a plugin"`, "stdout", "stderr"}},
+		{"other plugin protocol", `plugin "guard" "x" {
+  command = "proto"
+}`, []string{"protocol version 7", "speaks 1", "rebuild"}},
+		{"other go-plugin core protocol", `plugin "guard" "x" {
+  command = "core"
+}`, []string{"core protocol", "recompiled"}},
+		{"no handshake", `plugin "guard" "x" {
+  command = "silent"
+  timeout = "500ms"
+}`, []string{"500ms", "timeout"}},
+		{"plugin of another kind", `plugin "guard" "x" {
+  command = "` + keywordBin + `"
+}`, []string{"is a selector plugin", `plugin "guard" "x"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _ := loadConfig(t, dir, tc.block+"\n")
+			diags := Validate(context.Background(), cfg, hclog.NewNullLogger())
+			if !diags.HasErrors() {
+				t.Fatal("no error")
+			}
+			msg := diags.Error()
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q lacks %q", msg, w)
+				}
+			}
+		})
+	}
+}
