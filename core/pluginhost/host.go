@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -206,9 +205,7 @@ func (h *Host) killAll(ctx context.Context) {
 		// go-plugin waits up to 2 s for a graceful exit; the caller has
 		// no more time, so end the processes now.
 		for _, inst := range insts {
-			if inst.pid > 0 {
-				_ = syscall.Kill(inst.pid, syscall.SIGKILL)
-			}
+			killGroup(inst.pid)
 		}
 		<-done
 	}

@@ -105,10 +105,12 @@ func (l pluginLogger) Named(string) hclog.Logger { return l }
 
 // newClient prepares the go-plugin client for the binary at path.
 // stderr, when not nil, also receives the plugin's raw stderr.
-func newClient(p *config.Plugin, path string, timeout time.Duration, log hclog.Logger, stderr io.Writer) (*goplugin.Client, error) {
+// The command is returned too: once started, its pid leads the plugin's
+// process group (killGroup).
+func newClient(p *config.Plugin, path string, timeout time.Duration, log hclog.Logger, stderr io.Writer) (*goplugin.Client, *exec.Cmd, error) {
 	set, err := pluginSet(p.Kind)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cmd := exec.Command(path, p.Args...)
 	cmd.Env = pluginEnv(p.Env, log.GetLevel())
@@ -135,7 +137,7 @@ func newClient(p *config.Plugin, path string, timeout time.Duration, log hclog.L
 		// window in which the file could be swapped after CheckBinary.
 		cc.SecureConfig = &goplugin.SecureConfig{Checksum: p.SHA256Bytes, Hash: sha256.New()}
 	}
-	return goplugin.NewClient(cc), nil
+	return goplugin.NewClient(cc), cmd, nil
 }
 
 // launch starts one plugin process and brings it to the configured state:
@@ -163,14 +165,22 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 		timeout = defaultTimeout
 	}
 	stderr := tailbuf.New(1024)
-	client, err := newClient(p, path, timeout, log, stderr)
+	client, cmd, err := newClient(p, path, timeout, log, stderr)
 	if err != nil {
 		return fail("Unknown plugin kind", err)
+	}
+	// Kill waits for the plugin's pipes to close, so whatever the plugin
+	// started goes first.
+	kill := func() {
+		if cmd.Process != nil {
+			killGroup(cmd.Process.Pid)
+		}
+		client.Kill()
 	}
 	launched := false
 	defer func() {
 		if !launched {
-			client.Kill()
+			kill()
 		}
 	}()
 
@@ -185,7 +195,7 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 			}}
 		}
 		// Kill waits until go-plugin has read all of stderr.
-		client.Kill()
+		kill()
 		return fail("Plugin failed to start", startError(err, stderr.String(), timeout))
 	}
 	gc, isGRPC := rpc.(*goplugin.GRPCClient)
@@ -211,6 +221,7 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 
 	log.Debug("plugin configured", "path", path, "pid", pid, "plugin_name", info.Name, "version", info.Version, "api", apiVersion)
 	launched = true
+	go reapGroup(client, pid)
 	return &instance{
 		client:     client,
 		conn:       gc.Conn,
@@ -221,6 +232,21 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 		started:    time.Now(),
 		exited:     make(chan struct{}),
 	}, diags
+}
+
+// reapGroup ends the rest of a plugin's process group once the plugin
+// itself has exited: go-plugin reaps the plugin, and so reports it gone
+// (Exited), only after its stdout and stderr close, which a child of the
+// plugin holding them would otherwise put off for as long as it lives. It
+// returns once the plugin is reaped.
+func reapGroup(client *goplugin.Client, pid int) {
+	const tick = 50 * time.Millisecond
+	for !client.Exited() {
+		if exitedUnreaped(pid) {
+			killGroup(pid)
+		}
+		time.Sleep(tick)
+	}
 }
 
 // StartError is the Extra of a diagnostic about a plugin that could not be

@@ -66,7 +66,7 @@ func TestSHA256(t *testing.T) {
 		dir := pluginDir(t)
 		cfg, _ := loadConfig(t, dir, fmt.Sprintf(block, sumOf(t, filepath.Join(dir, envBin))))
 		p := cfg.Plugins[0]
-		client, err := newClient(p, filepath.Join(dir, keywordBin), 10*time.Second, hclog.NewNullLogger(), nil)
+		client, _, err := newClient(p, filepath.Join(dir, keywordBin), 10*time.Second, hclog.NewNullLogger(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

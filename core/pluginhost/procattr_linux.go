@@ -1,7 +1,10 @@
 package pluginhost
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 )
 
@@ -10,6 +13,31 @@ import (
 // the signal to the forking thread, which the Go runtime keeps alive unless a
 // goroutine exits while locked to it; should that ever happen, the plugin is
 // killed and the supervisor restarts it.
+//
+// The plugin also leads a process group of its own, so that killGroup can
+// end what it spawned: go-plugin sees a plugin exit only once its stdout
+// and stderr close, which a child holding them (a wrapper script's, a
+// helper server's) would put off for as long as it lives.
 func setProcAttr(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+}
+
+// killGroup SIGKILLs the process group that the plugin with this pid leads.
+func killGroup(pid int) {
+	if pid > 0 {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}
+
+// exitedUnreaped reports whether pid has exited but was not reaped yet: a
+// zombie, which go-plugin reaps only after the plugin's pipes close.
+func exitedUnreaped(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name, which may itself
+	// hold spaces and parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }

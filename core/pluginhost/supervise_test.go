@@ -253,3 +253,57 @@ plugin "guard" "env" {
 		}
 	}
 }
+
+// TestChildHoldingOutputDoesNotStallThePlugin: a plugin whose process
+// leaves a child holding its stdout and stderr (a wrapper script, a helper
+// server it spawned) is still restarted when it dies, and a start that
+// times out still returns at its timeout. go-plugin notices an exit only
+// once both pipes close.
+func TestChildHoldingOutputDoesNotStallThePlugin(t *testing.T) {
+	dir := pluginDir(t)
+	// The helper sleeps in the background with the plugin's pipes; the
+	// plugin itself then replaces the shell.
+	wrapper := "#!/bin/sh\nsleep 300 &\nexec \"$(dirname \"$0\")/" + envBin + "\"\n"
+	silent := "#!/bin/sh\nsleep 300\n"
+	for name, body := range map[string]string{"wrapped": wrapper, "silent": silent} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("start timeout", func(t *testing.T) {
+		cfg, _ := loadConfig(t, dir, "plugin \"selector\" \"silent\" {\n  command = \"silent\"\n  timeout = \"500ms\"\n}\n")
+		start := time.Now()
+		diags := Validate(context.Background(), cfg, hclog.NewNullLogger())
+		if !diags.HasErrors() {
+			t.Fatal("no error")
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("start with a 500ms timeout returned after %s", d)
+		}
+	})
+
+	t.Run("restart", func(t *testing.T) {
+		cfg, _ := loadConfig(t, dir, "plugin \"selector\" \"env\" {\n  command = \"wrapped\"\n}\n")
+		log, _ := testLogger(t)
+		h, diags := startHost(t, cfg, log)
+		if diags.HasErrors() {
+			t.Fatal(diags.Error())
+		}
+		before := statusOf(t, h, pluginapi.KindSelector, "env")
+		if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			s := statusOf(t, h, pluginapi.KindSelector, "env")
+			if s.State == StateOK && s.Restarts == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("plugin not restarted within 10s: %+v", s)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
