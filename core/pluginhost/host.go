@@ -64,7 +64,9 @@ type Status struct {
 	// Restarts counts successful relaunches after the process exited.
 	Restarts int
 	// PID of the running process; 0 when none runs.
-	PID       int
+	PID int
+	// LastError says why the plugin is not ok; once it runs again after a
+	// restart, how the process before ended ("...; restarted").
 	LastError string
 	Required  bool
 }

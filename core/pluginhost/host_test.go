@@ -94,8 +94,9 @@ func TestRestartRetriesFailedLaunches(t *testing.T) {
 	}
 	copyFile(t, filepath.Join(builtDir, envBin), env)
 	s = waitState(t, h, pluginapi.KindSelector, "env", "ok again", func(s Status) bool { return s.State == StateOK })
-	if s.Restarts != 1 || s.LastError != "" {
-		t.Errorf("after recovery: %+v, want 1 restart and no error", s)
+	// The failed relaunches are over; what stays is how the process ended.
+	if s.Restarts != 1 || !strings.HasSuffix(s.LastError, "; restarted") || strings.Contains(s.LastError, "cannot start today") {
+		t.Errorf("after recovery: %+v, want 1 restart and the exit that caused it", s)
 	}
 }
 

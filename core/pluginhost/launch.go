@@ -40,7 +40,10 @@ type instance struct {
 	info       pluginapi.Info
 	apiVersion string
 	pid        int
-	started    time.Time
+	// cmd is the plugin's command; its ProcessState says how the process
+	// ended once client.Exited is true.
+	cmd     *exec.Cmd
+	started time.Time
 	// exited is closed by the supervisor once the process is gone.
 	exited chan struct{}
 	// unimplemented holds the optional hooks (hook* bits) this process
@@ -229,6 +232,7 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 		info:       info,
 		apiVersion: apiVersion,
 		pid:        pid,
+		cmd:        cmd,
 		started:    time.Now(),
 		exited:     make(chan struct{}),
 	}, diags

@@ -34,6 +34,9 @@ type supervised struct {
 	apiVer   string
 	restarts int
 	lastErr  string
+	// lastExit describes how the last process ended, for LastError
+	// once the plugin runs again.
+	lastExit string
 	backoff  time.Duration
 }
 
@@ -137,6 +140,8 @@ func (s *supervised) adopt(inst *instance, restarted bool) bool {
 	s.lastErr = ""
 	if restarted {
 		s.restarts++
+		// The cause of the last restart stays visible in plugins ls.
+		s.lastErr = s.lastExit + "; restarted"
 	}
 	s.setLocked(StateOK)
 	s.mu.Unlock()
@@ -180,7 +185,8 @@ func (s *supervised) supervise(inst *instance) {
 		return
 	}
 	s.inst = nil
-	s.lastErr = fmt.Sprintf("process %d exited after %s", inst.pid, ran.Round(time.Millisecond))
+	s.lastErr = fmt.Sprintf("process %d exited after %s%s at %s", inst.pid, ran.Round(time.Millisecond), exitHow(inst), exitAt.Format(time.DateTime))
+	s.lastExit = s.lastErr
 	s.setLocked(StateRestarting)
 	if ran >= stablePeriod {
 		s.backoff = backoffMin
@@ -221,6 +227,16 @@ func (s *supervised) supervise(inst *instance) {
 		}
 		return
 	}
+}
+
+// exitHow is " (signal: killed)", " (exit status 2)" and the like for an
+// exited instance, or "" when that is unknown. go-plugin sets Exited only
+// after reaping the process, so ProcessState is final by then.
+func exitHow(inst *instance) string {
+	if inst.cmd == nil || !inst.client.Exited() || inst.cmd.ProcessState == nil {
+		return ""
+	}
+	return " (" + inst.cmd.ProcessState.String() + ")"
 }
 
 // waitExit returns once inst's process has exited or ctx ends. go-plugin only

@@ -92,6 +92,12 @@ plugin "selector" "env" {
 			if s.PID == before.PID || s.PID <= 0 {
 				t.Errorf("restarted plugin has pid %d (before %d)", s.PID, before.PID)
 			}
+			// plugins ls must still say what happened.
+			for _, want := range []string{fmt.Sprintf("process %d exited", before.PID), "signal: killed"} {
+				if !strings.Contains(s.LastError, want) {
+					t.Errorf("last error after the restart %q, want it to say %q", s.LastError, want)
+				}
+			}
 			break
 		}
 		if time.Since(killed) > 10*time.Second {

@@ -46,9 +46,9 @@ func table(env *cli.Env, ps []*cexecv1.PluginStatus) error {
 		return err
 	}
 	// Errors are too long for a column; show them under the table for the
-	// plugins they explain.
+	// plugins they explain, and for restarted ones how they last ended.
 	for _, p := range ps {
-		if p.GetLastError() != "" && p.GetStatus() != "ok" {
+		if p.GetLastError() != "" && (p.GetStatus() != "ok" || p.GetRestarts() > 0) {
 			fmt.Fprintf(env.Stdout, "%s %s: %s\n", p.GetKind(), p.GetName(), p.GetLastError())
 		}
 	}
