@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -128,7 +129,7 @@ func (g *Generator) Generate(ctx context.Context, req codegen.GenerateRequest) (
 			if ctx.Err() != nil {
 				return codegen.GenerateResponse{}, fmt.Errorf("generate: %w", ctx.Err())
 			}
-			detail := st.redact.Replace(err.Error())
+			detail := st.redact.Replace(decodeHint(err))
 			g.log.Warn("model request failed", "provider", cfg.Provider, "model", cfg.Model, "status", errStatus(err), "error", detail)
 			resp.Diagnostics = append(resp.Diagnostics, pluginapi.Errorf("", cfg.Provider+" request failed", detail+statusHint(errStatus(err))))
 			return resp, nil
@@ -223,6 +224,19 @@ func (g *Generator) complete(ctx context.Context, st *state, msgs []message) (re
 		}
 		return reply{}, err
 	}
+}
+
+// decodeHint words an error decoding the server's reply: go-openai and
+// langchaingo return encoding/json's bare "unexpected EOF" or "invalid
+// character '<' looking for beginning of value", which do not say that the
+// server answered something other than the API's JSON.
+func decodeHint(err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &syntax) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "the reply is not valid JSON (" + err.Error() + "); check that base_url is the provider's API (a proxy's or login page, or a server cut off mid-reply, are the usual causes)"
+	}
+	return err.Error()
 }
 
 // statusHint adds advice to a failed request's diagnostic.

@@ -296,7 +296,11 @@ func TestOpenAIProtocolServer_MalformedReply(t *testing.T) {
 		{"not JSON", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"id": "x", "choices": [ {"message": `)
-		}, "openai request failed"},
+		}, "openai request failed: the reply is not valid JSON"},
+		{"HTML page", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<html><body>Welcome to the proxy</body></html>`)
+		}, "the reply is not valid JSON"},
 		{"no choices", func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]any{"id": "x", "model": "m", "choices": []any{}})
 		}, "no choices"},
