@@ -6,6 +6,11 @@
 // Plugins are separate processes that cexecd launches with hashicorp/go-plugin
 // and talks to over gRPC. Every kind answers Info and Configure; the
 // kind-specific calls live in the kind's package.
+//
+// examples/plugin-selector-keyword in cexec's repository is a complete
+// plugin, and its README.md the steps from an empty module to a plugin
+// cexecd runs: module setup, Info and its ConfigSchema, Configure, errors,
+// logging, installing into plugin_dir and the pipeline, testing.
 package pluginapi
 
 import (

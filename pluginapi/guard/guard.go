@@ -18,7 +18,12 @@ import (
 // APIVersion is the guard API version this package implements.
 const APIVersion = "v1"
 
-// CheckCodeRequest asks whether code may run.
+// CheckCodeRequest asks whether code may run. Code is the real program:
+// PII tokens the model wrote ([EMAIL_1]) are already replaced by their values.
+//
+// A guard that fails (an error other than pluginapi.ErrUnimplemented or
+// pluginapi.ErrDenied, a crash, a timeout) does not stop the code unless the
+// tenant's policy is strict; a guard meant to enforce should deny, not fail.
 type CheckCodeRequest struct {
 	Tenant  string
 	Session string
@@ -34,7 +39,9 @@ type CheckToolCallRequest struct {
 	Arguments json.RawMessage
 }
 
-// Decision allows or denies; a denial carries diagnostics that say why.
+// Decision allows or denies; a denial carries diagnostics that say why (their
+// error summaries and details reach the agent). The zero Decision denies: set
+// Allow to let the code or call go ahead.
 type Decision struct {
 	Allow       bool
 	Diagnostics pluginapi.Diagnostics
@@ -48,6 +55,9 @@ type DetectRequest struct {
 }
 
 // Span is a detected value: byte offsets into the UTF-8 text, End exclusive.
+// Type names the token the host puts in its place: "ACME_ID" gives
+// [ACME_ID_1] (upper-cased, other characters turned into '_'); guards that
+// use one name share a numbering.
 type Span struct {
 	Start int
 	End   int
