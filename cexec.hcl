@@ -18,7 +18,8 @@
 # env("NAME", "fallback") gives a default when the variable is unset. Values
 # from env() are never logged and show as "(sensitive)" in
 # `cexecctl config show`; an upstream server that returns or prints one (of
-# 8 characters or more) has it replaced by "(sensitive)" too.
+# 8 characters or more), or a plugin that logs one, has it replaced by
+# "(sensitive)" too.
 
 # ---------------------------------------------------------------------------
 # The daemon itself. Every attribute is optional.

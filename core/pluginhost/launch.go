@@ -100,17 +100,96 @@ func implementsKind(kind pluginapi.Kind, raw any) bool {
 }
 
 // pluginLogger keeps a plugin's re-logged stderr under "kind.name"; go-plugin
-// would otherwise add the executable's file name to the logger's name.
-type pluginLogger struct{ hclog.Logger }
+// would otherwise add the executable's file name to the logger's name. It
+// also masks the config's secrets (config.Config.Secrets): a plugin given a
+// key may log it, or an error that quotes it, and env() values must never
+// reach cexecd's log.
+type pluginLogger struct {
+	hclog.Logger
+	mask *secretMask
+}
+
+// secretMask is the current replacer of the config's secrets. It changes
+// once the plugin's block is decoded: env() values inside a plugin block
+// are only evaluated then, against the schema the plugin declares.
+type secretMask struct {
+	r atomic.Pointer[strings.Replacer] // nil when there is nothing to mask
+}
+
+// set replaces each of secrets with maskedSecret from now on.
+func (m *secretMask) set(secrets []string) {
+	if len(secrets) == 0 {
+		m.r.Store(nil)
+		return
+	}
+	pairs := make([]string, 0, 2*len(secrets))
+	for _, s := range secrets {
+		pairs = append(pairs, s, maskedSecret)
+	}
+	m.r.Store(strings.NewReplacer(pairs...))
+}
+
+// replace masks s.
+func (m *secretMask) replace(s string) string {
+	if m == nil {
+		return s
+	}
+	if r := m.r.Load(); r != nil {
+		return r.Replace(s)
+	}
+	return s
+}
+
+// maskedSecret replaces a secret, as `cexecctl config show` shows it.
+const maskedSecret = "(sensitive)"
 
 // Named returns the logger unchanged.
 func (l pluginLogger) Named(string) hclog.Logger { return l }
+
+// Log and the level methods are what go-plugin re-logs the plugin's lines
+// with.
+func (l pluginLogger) Log(level hclog.Level, msg string, args ...any) {
+	l.Logger.Log(level, l.str(msg), l.args(args)...)
+}
+func (l pluginLogger) Trace(msg string, args ...any) { l.Logger.Trace(l.str(msg), l.args(args)...) }
+func (l pluginLogger) Debug(msg string, args ...any) { l.Logger.Debug(l.str(msg), l.args(args)...) }
+func (l pluginLogger) Info(msg string, args ...any)  { l.Logger.Info(l.str(msg), l.args(args)...) }
+func (l pluginLogger) Warn(msg string, args ...any)  { l.Logger.Warn(l.str(msg), l.args(args)...) }
+func (l pluginLogger) Error(msg string, args ...any) { l.Logger.Error(l.str(msg), l.args(args)...) }
+
+func (l pluginLogger) str(s string) string { return l.mask.replace(s) }
+
+// args masks the values of key-value pairs; one that is not a string (a
+// JSON object or list from the plugin's line) is replaced by its masked
+// text only when it held a secret.
+func (l pluginLogger) args(args []any) []any {
+	if l.mask == nil || l.mask.r.Load() == nil {
+		return args
+	}
+	out := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			out[i] = l.mask.replace(v)
+		case nil, bool, int, int64, float64:
+			out[i] = v
+		default:
+			text := fmt.Sprint(v)
+			if masked := l.mask.replace(text); masked != text {
+				out[i] = masked
+			} else {
+				out[i] = v
+			}
+		}
+	}
+	return out
+}
 
 // newClient prepares the go-plugin client for the binary at path.
 // stderr, when not nil, also receives the plugin's raw stderr.
 // The command is returned too: once started, its pid leads the plugin's
 // process group (killGroup).
-func newClient(p *config.Plugin, path string, timeout time.Duration, log hclog.Logger, stderr io.Writer) (*goplugin.Client, *exec.Cmd, error) {
+func newClient(p *config.Plugin, path string, timeout time.Duration, log hclog.Logger, mask *secretMask, stderr io.Writer) (*goplugin.Client, *exec.Cmd, error) {
 	set, err := pluginSet(p.Kind)
 	if err != nil {
 		return nil, nil, err
@@ -128,7 +207,7 @@ func newClient(p *config.Plugin, path string, timeout time.Duration, log hclog.L
 		// the plugin must see only what pluginEnv chose.
 		SkipHostEnv:     true,
 		StartTimeout:    timeout,
-		Logger:          pluginLogger{log},
+		Logger:          pluginLogger{Logger: log, mask: mask},
 		Stderr:          stderr,
 		GRPCDialOptions: dialOptions(string(p.Kind), p.Name),
 	}
@@ -168,7 +247,9 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 		timeout = defaultTimeout
 	}
 	stderr := tailbuf.New(1024)
-	client, cmd, err := newClient(p, path, timeout, log, stderr)
+	mask := &secretMask{}
+	mask.set(hostCfg.Secrets())
+	client, cmd, err := newClient(p, path, timeout, log, mask, stderr)
 	if err != nil {
 		return fail("Unknown plugin kind", err)
 	}
@@ -199,7 +280,7 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 		}
 		// Kill waits until go-plugin has read all of stderr.
 		kill()
-		return fail("Plugin failed to start", startError(err, stderr.String(), timeout))
+		return fail("Plugin failed to start", startError(err, mask.replace(stderr.String()), timeout))
 	}
 	gc, isGRPC := rpc.(*goplugin.GRPCClient)
 	if !isGRPC {
@@ -215,8 +296,9 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 	}
 	pid, _ := strconv.Atoi(client.ID())
 
-	info, apiVersion, diags := configure(ctx, p, base, path, timeout, diags, func(ctx context.Context) pluginapi.Kind {
-		return servedKind(ctx, gc.Conn)
+	info, apiVersion, diags := configure(ctx, p, base, path, timeout, diags, configureHooks{
+		served:  func(ctx context.Context) pluginapi.Kind { return servedKind(ctx, gc.Conn) },
+		decoded: func() { mask.set(hostCfg.Secrets()) },
 	})
 	if diags.HasErrors() {
 		return nil, diags
@@ -285,7 +367,16 @@ func startFailed(p *config.Plugin, summary string, err error) hcl.Diagnostics {
 // API version checked, its block decoded against the schema it declares,
 // Configure called. diags are the launch's so far and come back with what
 // configuring adds; a failed call returns its error alone.
-func configure(ctx context.Context, p *config.Plugin, base pluginapi.Base, path string, timeout time.Duration, diags hcl.Diagnostics, served func(context.Context) pluginapi.Kind) (pluginapi.Info, string, hcl.Diagnostics) {
+// configureHooks are launch's parts of configure; either may be nil.
+type configureHooks struct {
+	// served tells the kind a plugin that answers Info for none really is.
+	served func(context.Context) pluginapi.Kind
+	// decoded runs once the block is decoded, before Configure: its env()
+	// values are known from then on.
+	decoded func()
+}
+
+func configure(ctx context.Context, p *config.Plugin, base pluginapi.Base, path string, timeout time.Duration, diags hcl.Diagnostics, hooks configureHooks) (pluginapi.Info, string, hcl.Diagnostics) {
 	kind := p.Kind
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -293,8 +384,8 @@ func configure(ctx context.Context, p *config.Plugin, base pluginapi.Base, path 
 	if err != nil {
 		// A plugin of another kind serves another gRPC service; say which,
 		// rather than gRPC's "unknown service".
-		if status.Code(err) == codes.Unimplemented && served != nil {
-			if other := served(ctx); other != "" {
+		if status.Code(err) == codes.Unimplemented && hooks.served != nil {
+			if other := hooks.served(ctx); other != "" {
 				return info, "", startFailed(p, "Plugin kind mismatch", fmt.Errorf("%s is a %s plugin, but cexec.hcl configures it as plugin %q %q; fix the block's kind or its command", path, other, kind, p.Name))
 			}
 		}
@@ -312,6 +403,9 @@ func configure(ctx context.Context, p *config.Plugin, base pluginapi.Base, path 
 	diags = append(diags, bdiags...)
 	if diags.HasErrors() {
 		return info, apiVersion, diags
+	}
+	if hooks.decoded != nil {
+		hooks.decoded()
 	}
 	pdiags, err := base.Configure(ctx, body, apiVersion)
 	if err != nil {

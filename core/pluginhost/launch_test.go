@@ -66,7 +66,7 @@ func TestSHA256(t *testing.T) {
 		dir := pluginDir(t)
 		cfg, _ := loadConfig(t, dir, fmt.Sprintf(block, sumOf(t, filepath.Join(dir, envBin))))
 		p := cfg.Plugins[0]
-		client, _, err := newClient(p, filepath.Join(dir, keywordBin), 10*time.Second, hclog.NewNullLogger(), nil)
+		client, _, err := newClient(p, filepath.Join(dir, keywordBin), 10*time.Second, hclog.NewNullLogger(), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,5 +170,39 @@ func TestPluginEnv(t *testing.T) {
 				t.Errorf("pluginEnv = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSecretsMaskedInPluginLogs: a value from env() that a plugin logs (its
+// own config, a server's error quoting a key) is masked in cexecd's log, as
+// cexec.hcl promises for every env() value.
+func TestSecretsMaskedInPluginLogs(t *testing.T) {
+	dir := pluginDir(t)
+	const secret = "sk-greeting-0123456789"
+	cfg, _ := loadConfig(t, dir, `
+plugin "selector" "env" {
+  command  = "envplugin"
+  greeting = env("CEXEC_TEST_NOT_SET", "`+secret+`")
+}
+`)
+	log, buf := testLogger(t)
+	h, diags := startHost(t, cfg, log)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	sel, err := h.Selector("env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The plugin logs each query too.
+	if _, err := sel.Search(context.Background(), selector.SearchRequest{Query: "x " + secret}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(buf.String(), "search") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if l := buf.String(); strings.Contains(l, secret) || !strings.Contains(l, "(sensitive)") {
+		t.Errorf("plugin log lines not masked:\n%s", l)
 	}
 }
