@@ -96,7 +96,7 @@ func (e *Engine) Configure(_ context.Context, raw json.RawMessage, apiVersion st
 	if s.emb != nil {
 		// Never log the API key.
 		e.log.Info("embeddings enabled", "base_url", s.emb.baseURL, "model", s.emb.model,
-			"cache_dir", s.emb.cacheDir, "fusion_weight", s.emb.fusionWeight, "latency_budget", s.emb.budget)
+			"cache_dir", s.emb.cacheDir, "fusion_weight", s.emb.fusionWeight, "latency_budget", s.emb.budget.String())
 	}
 	return diags, nil
 }
@@ -197,7 +197,7 @@ func (e *Engine) Search(ctx context.Context, req selector.SearchRequest) (select
 			return selector.SearchResponse{}, ctx.Err()
 		}
 		d.warn("query", "query embedding failed or exceeded the latency budget; searching with BM25 only",
-			"error", err, "latency_budget", d.s.budget)
+			"error", err, "latency_budget", d.s.budget.String())
 		return selector.SearchResponse{
 			Hits: toHits(lexHits[:min(req.Limit, len(lexHits))]),
 			Diagnostics: pluginapi.Diagnostics{{Severity: pluginapi.SeverityWarning,

@@ -236,6 +236,10 @@ func TestProtocolLevelOpenAIServerFallbackWhenSlow(t *testing.T) {
 	if !strings.Contains(logs.String(), "exceeded the latency budget") {
 		t.Fatalf("no warning logged:\n%s", logs)
 	}
+	// A duration crosses go-plugin's JSON as a number; cexecd showed 5e+07.
+	if !strings.Contains(logs.String(), `"latency_budget":"50ms"`) {
+		t.Errorf("latency budget not logged as a duration:\n%s", logs)
+	}
 }
 
 func TestFuse(t *testing.T) {
