@@ -89,6 +89,8 @@ cexec {
 #                                            from cexecd; nothing else is inherited
 # Anything else in the block is the plugin's own configuration, checked
 # against the schema the plugin declares, so mistakes point at a line here.
+# Plugins run in this file's directory: relative paths in their blocks
+# (rules_dir, cache_dir, ...) are relative to this file too.
 
 # Runs Python in bubblewrap: every namespace unshared, no network, a
 # read-only system, seccomp, memory/pids/time/output limits.

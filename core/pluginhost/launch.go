@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -195,6 +196,11 @@ func newClient(p *config.Plugin, path string, timeout time.Duration, log hclog.L
 		return nil, nil, err
 	}
 	cmd := exec.Command(path, p.Args...)
+	// cexec.hcl's relative paths are relative to its directory; a plugin
+	// resolves the ones in its block (rules_dir, cache_dir, python) itself.
+	if f := p.DeclRange.Filename; filepath.IsAbs(f) {
+		cmd.Dir = filepath.Dir(f)
+	}
 	cmd.Env = pluginEnv(p.Env, log.GetLevel())
 	setProcAttr(cmd)
 	cc := &goplugin.ClientConfig{

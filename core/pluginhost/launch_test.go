@@ -206,3 +206,30 @@ plugin "selector" "env" {
 		t.Errorf("plugin log lines not masked:\n%s", l)
 	}
 }
+
+// TestPluginRunsInConfigDir: a plugin starts in the directory of cexec.hcl,
+// so a relative path in its block (rules_dir, cache_dir, python) means what
+// cexec.hcl says of every relative path: relative to the file.
+func TestPluginRunsInConfigDir(t *testing.T) {
+	dir := pluginDir(t)
+	cfg, _ := loadConfig(t, dir, "plugin \"selector\" \"env\" {\n  command = \"envplugin\"\n}\n")
+	h, diags := startHost(t, cfg, hclog.NewNullLogger())
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	sel, err := h.Selector("env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := sel.Search(context.Background(), selector.SearchRequest{Query: "cwd"})
+	if err != nil || len(resp.Hits) != 1 {
+		t.Fatalf("cwd: %v %v", resp.Hits, err)
+	}
+	want, err := filepath.EvalSymlinks(filepath.Dir(cfg.Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Hits[0].ID; got != want {
+		t.Errorf("plugin runs in %s, want the config's directory %s", got, want)
+	}
+}

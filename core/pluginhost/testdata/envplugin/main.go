@@ -71,6 +71,10 @@ func (*envSelector) Search(ctx context.Context, req selector.SearchRequest) (sel
 		<-ctx.Done()
 		return selector.SearchResponse{}, ctx.Err()
 	}
+	if req.Query == "cwd" {
+		wd, err := os.Getwd()
+		return selector.SearchResponse{Hits: []selector.Hit{{ID: wd, Score: 1}}}, err
+	}
 	pluginapi.Logger().Info("search", "query", req.Query)
 	var resp selector.SearchResponse
 	for _, kv := range os.Environ() {
