@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 
@@ -63,6 +64,13 @@ func (g *Generator) Configure(_ context.Context, raw json.RawMessage, apiVersion
 	set := &Set{}
 	var diags pluginapi.Diagnostics
 	if c.RulesDir != nil && *c.RulesDir != "" {
+		// A misspelt or missing directory would otherwise load no rule
+		// without a word: fs.Glob finds nothing there.
+		if fi, err := os.Stat(*c.RulesDir); err != nil {
+			return pluginapi.Diagnostics{pluginapi.Errorf("rules_dir", "Rules directory not found", fmt.Sprintf("%v; create it, or correct rules_dir (relative paths are relative to cexec.hcl's directory).", err))}, nil
+		} else if !fi.IsDir() {
+			return pluginapi.Diagnostics{pluginapi.Errorf("rules_dir", "Rules directory not found", fmt.Sprintf("%s is not a directory; rules_dir names the directory that holds the *.hcl rule files.", *c.RulesDir))}, nil
+		}
 		user, d := LoadDir(*c.RulesDir)
 		diags = append(diags, fromHCL("rules_dir", d)...)
 		if user != nil {

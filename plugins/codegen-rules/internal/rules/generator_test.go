@@ -114,6 +114,8 @@ func TestConfigureRejects(t *testing.T) {
 		{"misspelt attribute", `{"rule_dir": "/tmp"}`, codegen.APIVersion, "rule_dir", "no attribute"},
 		{"wrong type", `{"builtin": "yes"}`, codegen.APIVersion, "builtin", "Invalid type"},
 		{"no API version", `{}`, "", "", "API version"},
+		{"missing rules_dir", `{"rules_dir": "/nonexistent-cexec-rules/rules"}`, codegen.APIVersion, "rules_dir", "/nonexistent-cexec-rules/rules"},
+		{"rules_dir a file", `{"rules_dir": "/etc/hostname"}`, codegen.APIVersion, "rules_dir", "not a directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			diags, err := New(hclog.NewNullLogger()).Configure(context.Background(), json.RawMessage(tc.cfg), tc.version)
