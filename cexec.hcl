@@ -84,7 +84,9 @@ cexec {
 #   args     = []                            extra arguments
 #   sha256   = "<64 hex digits>"             refuse to run a binary with another digest
 #   required = true                          false: cexecd starts even if it fails to load
-#   timeout  = "30s"                         start-up and per-call deadline
+#   timeout  = "30s"                         start-up and per-call deadline (a
+#                                            sandbox's Create, Destroy and Exec
+#                                            have the backend's own limits)
 #   env      = { NAME = "value" }            added to PATH, HOME, TMPDIR and LANG
 #                                            from cexecd; nothing else is inherited
 # Anything else in the block is the plugin's own configuration, checked

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
@@ -61,7 +62,9 @@ type baseHandle struct{ s *supervised }
 
 // Info asks the running plugin to describe itself.
 func (h baseHandle) Info(ctx context.Context) (pluginapi.Info, error) {
-	return call(ctx, h.s, func(b pluginapi.Base) (pluginapi.Info, error) { return b.Info(ctx) })
+	return bounded(ctx, h.s, "Info", func(ctx context.Context) (pluginapi.Info, error) {
+		return call(ctx, h.s, func(b pluginapi.Base) (pluginapi.Info, error) { return b.Info(ctx) })
+	})
 }
 
 // Configure is refused: the host configures plugins from cexec.hcl, and
@@ -85,15 +88,19 @@ type selectorHandle struct{ baseHandle }
 
 // Index forwards to the running selector.
 func (h selectorHandle) Index(ctx context.Context, req selector.IndexRequest) (selector.IndexResponse, error) {
-	return call(ctx, h.s, func(b pluginapi.Base) (selector.IndexResponse, error) {
-		return b.(selector.Selector).Index(ctx, req)
+	return bounded(ctx, h.s, "Index", func(ctx context.Context) (selector.IndexResponse, error) {
+		return call(ctx, h.s, func(b pluginapi.Base) (selector.IndexResponse, error) {
+			return b.(selector.Selector).Index(ctx, req)
+		})
 	})
 }
 
 // Search forwards to the running selector.
 func (h selectorHandle) Search(ctx context.Context, req selector.SearchRequest) (selector.SearchResponse, error) {
-	return call(ctx, h.s, func(b pluginapi.Base) (selector.SearchResponse, error) {
-		return b.(selector.Selector).Search(ctx, req)
+	return bounded(ctx, h.s, "Search", func(ctx context.Context) (selector.SearchResponse, error) {
+		return call(ctx, h.s, func(b pluginapi.Base) (selector.SearchResponse, error) {
+			return b.(selector.Selector).Search(ctx, req)
+		})
 	})
 }
 
@@ -111,8 +118,10 @@ type codegenHandle struct{ baseHandle }
 
 // Generate forwards to the running generator.
 func (h codegenHandle) Generate(ctx context.Context, req codegen.GenerateRequest) (codegen.GenerateResponse, error) {
-	return call(ctx, h.s, func(b pluginapi.Base) (codegen.GenerateResponse, error) {
-		return b.(codegen.Codegen).Generate(ctx, req)
+	return bounded(ctx, h.s, "Generate", func(ctx context.Context) (codegen.GenerateResponse, error) {
+		return call(ctx, h.s, func(b pluginapi.Base) (codegen.GenerateResponse, error) {
+			return b.(codegen.Codegen).Generate(ctx, req)
+		})
 	})
 }
 
@@ -156,9 +165,9 @@ func (h guardHandle) Detect(ctx context.Context, req guard.DetectRequest) ([]gua
 }
 
 // bounded runs fn under the plugin's timeout when ctx has no deadline of
-// its own, as cexec.hcl documents for calls: a guard that hangs would
-// otherwise hold its caller, and the output waiting to be checked, for
-// ever. A call cut by that timeout says so and wraps
+// its own, as cexec.hcl documents for calls: a plugin that hangs would
+// otherwise hold its caller (a guard, the output waiting to be checked; a
+// selector, search_tools) for ever. A call cut by that timeout says so and wraps
 // context.DeadlineExceeded; the caller's own deadline stays its error.
 func bounded[T any](ctx context.Context, s *supervised, method string, fn func(context.Context) (T, error)) (T, error) {
 	if _, ok := ctx.Deadline(); ok {
@@ -170,12 +179,19 @@ func bounded[T any](ctx context.Context, s *supervised, method string, fn func(c
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	deadline, _ := cctx.Deadline()
 	res, err := fn(cctx)
-	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+	// gRPC hands the deadline to the plugin, which may give up and answer
+	// (with a cancellation) a moment before the deadline passes here.
+	if err != nil && ctx.Err() == nil && (errors.Is(cctx.Err(), context.DeadlineExceeded) || time.Until(deadline) < deadlineSlack) {
 		err = fmt.Errorf("plugin %s did not answer %s within its timeout of %s: %w", s.id, method, timeout, context.DeadlineExceeded)
 	}
 	return res, err
 }
+
+// deadlineSlack is how close to the plugin's timeout a failed call counts
+// as having run into it.
+const deadlineSlack = 100 * time.Millisecond
 
 // Sandbox returns a supervised handle to the sandbox plugin name.
 func (h *Host) Sandbox(name string) (sandbox.Sandbox, error) {
@@ -191,12 +207,16 @@ type sandboxHandle struct{ baseHandle }
 
 // Capabilities forwards to the running backend.
 func (h sandboxHandle) Capabilities(ctx context.Context) (sandbox.Capabilities, error) {
-	return call(ctx, h.s, func(b pluginapi.Base) (sandbox.Capabilities, error) {
-		return b.(sandbox.Sandbox).Capabilities(ctx)
+	return bounded(ctx, h.s, "Capabilities", func(ctx context.Context) (sandbox.Capabilities, error) {
+		return call(ctx, h.s, func(b pluginapi.Base) (sandbox.Capabilities, error) {
+			return b.(sandbox.Sandbox).Capabilities(ctx)
+		})
 	})
 }
 
-// Create forwards to the running backend.
+// Create forwards to the running backend. It is not bounded by the plugin's
+// timeout: a backend's start can take longer (a pod's ready_timeout, an
+// image pull) and has its own limit.
 func (h sandboxHandle) Create(ctx context.Context, req sandbox.CreateRequest) (pluginapi.Diagnostics, error) {
 	return call(ctx, h.s, func(b pluginapi.Base) (pluginapi.Diagnostics, error) {
 		return b.(sandbox.Sandbox).Create(ctx, req)
@@ -205,7 +225,8 @@ func (h sandboxHandle) Create(ctx context.Context, req sandbox.CreateRequest) (p
 
 // Exec forwards to the running backend. A backend that dies mid-run
 // fails the execution with ErrPluginShutdown; it is not retried, since the
-// program may have had effects.
+// program may have had effects. Unlike the other calls it is not bounded by
+// the plugin's timeout: the execution's own limits bound it.
 func (h sandboxHandle) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbox.Host) (sandbox.ExecResult, error) {
 	return call(ctx, h.s, func(b pluginapi.Base) (sandbox.ExecResult, error) {
 		return b.(sandbox.Sandbox).Exec(ctx, req, host)
@@ -222,15 +243,19 @@ func (h sandboxHandle) Destroy(ctx context.Context, id string) error {
 
 // List forwards to the running backend.
 func (h sandboxHandle) List(ctx context.Context) ([]sandbox.Status, error) {
-	return call(ctx, h.s, func(b pluginapi.Base) ([]sandbox.Status, error) {
-		return b.(sandbox.Sandbox).List(ctx)
+	return bounded(ctx, h.s, "List", func(ctx context.Context) ([]sandbox.Status, error) {
+		return call(ctx, h.s, func(b pluginapi.Base) ([]sandbox.Status, error) {
+			return b.(sandbox.Sandbox).List(ctx)
+		})
 	})
 }
 
 // Health forwards to the running backend.
 func (h sandboxHandle) Health(ctx context.Context, id string) error {
-	_, err := call(ctx, h.s, func(b pluginapi.Base) (struct{}, error) {
-		return struct{}{}, b.(sandbox.Sandbox).Health(ctx, id)
+	_, err := bounded(ctx, h.s, "Health", func(ctx context.Context) (struct{}, error) {
+		return call(ctx, h.s, func(b pluginapi.Base) (struct{}, error) {
+			return struct{}{}, b.(sandbox.Sandbox).Health(ctx, id)
+		})
 	})
 	return err
 }

@@ -313,3 +313,43 @@ func TestChildHoldingOutputDoesNotStallThePlugin(t *testing.T) {
 		}
 	})
 }
+
+// TestSelectorCallsBoundedByTimeout: a selector that hangs fails a call
+// that carries no deadline after the plugin's timeout, as cexec.hcl
+// documents for every call, instead of holding search_tools forever.
+func TestSelectorCallsBoundedByTimeout(t *testing.T) {
+	dir := pluginDir(t)
+	cfg, _ := loadConfig(t, dir, `
+plugin "selector" "env" {
+  command = "envplugin"
+  timeout = "1s"
+}
+`)
+	log, _ := testLogger(t)
+	h, diags := startHost(t, cfg, log)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	sel, err := h.Selector("env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	start := time.Now()
+	// The test plugin answers the query "sleep" only when cancelled.
+	go func() {
+		_, err := sel.Search(context.Background(), selector.SearchRequest{Query: "sleep"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "within its timeout of 1s") {
+			t.Errorf("Search of a hung selector = %v, want a deadline error naming the timeout", err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("Search took %s with a 1s timeout", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Search of a hung selector still waits after 10s; its timeout is 1s")
+	}
+}
