@@ -163,7 +163,7 @@ func TestOperations(t *testing.T) {
 		}
 		// With the daemon up, it runs the checks and adds its live state.
 		out2 := mustCtl(t, s, "doctor", "--json")
-		if !strings.Contains(out2, `"name": "upstream memory"`) || !strings.Contains(out2, `"daemon": true`) {
+		if !strings.Contains(out2, `"name": "upstream memory"`) || !strings.Contains(out2, `"daemon": true`) || !strings.Contains(out2, `"name": "config"`) {
 			t.Errorf("daemon doctor lacks its live checks:\n%s", out2)
 		}
 	})

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 
+	"github.com/hashicorp/hcl/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -19,7 +20,9 @@ import (
 // operations serves the control API's Operations service.
 type operations struct {
 	cexecv1.UnimplementedOperationsServer
-	cfg   func() *config.Config
+	cfg func() *config.Config
+	// load reads the config file as it is now, as a reload would.
+	load  func() (*config.Config, hcl.Diagnostics, error)
 	audit *audit.Log
 	ws    *workspace.Manager
 	cat   *catalog.Catalog
@@ -75,13 +78,32 @@ func (s *operations) VerifyAudit(ctx context.Context, req *cexecv1.VerifyAuditRe
 
 func (s *operations) Doctor(ctx context.Context, _ *cexecv1.DoctorRequest) (*cexecv1.DoctorResponse, error) {
 	cfg := s.cfg()
-	checks := doctor.Run(ctx, cfg, doctor.Options{})
+	var checks []doctor.Check
+	if s.load != nil {
+		checks = append(checks, s.fileCheck())
+	}
+	checks = append(checks, doctor.Run(ctx, cfg, doctor.Options{})...)
 	checks = append(checks, s.liveChecks()...)
 	resp := &cexecv1.DoctorResponse{Config: cfg.Path}
 	for _, c := range checks {
 		resp.Checks = append(resp.Checks, &cexecv1.DoctorCheck{Name: c.Name, Status: c.Status, Detail: c.Detail, Fix: c.Fix})
 	}
 	return resp, nil
+}
+
+// fileCheck is the config file's own diagnostics as the file is now: the
+// daemon runs on a config that loaded, but the file may have changed
+// since, and a reload would refuse it.
+func (s *operations) fileCheck() doctor.Check {
+	next, diags, err := s.load()
+	if err != nil {
+		return doctor.Check{Name: "config", Status: doctor.Fail, Detail: err.Error(), Fix: "cexecd validate shows what is wrong with the file"}
+	}
+	c := configCheck(next, diags)
+	if c.Status == doctor.Fail {
+		c.Detail = "a reload would refuse the file as it is now:\n" + c.Detail
+	}
+	return c
 }
 
 // liveChecks are what only the running daemon knows: whether each

@@ -348,7 +348,8 @@ func newControlServer(ctx context.Context, o *Options, cfg *config.Config, svc *
 	control.RegisterWorkflows(srv, control.WorkflowDeps{
 		Engine: svc.workflows, Workspaces: svc.workspace, Load: svc.loadWorkflow, DefaultTenant: endpoint.DefaultTenant,
 	})
-	cexecv1.RegisterOperationsServer(srv, &operations{cfg: current, audit: svc.audit,
+	load := func() (*config.Config, hcl.Diagnostics, error) { return loadConfig(o, log) }
+	cexecv1.RegisterOperationsServer(srv, &operations{cfg: current, load: load, audit: svc.audit,
 		ws: svc.workspace, cat: svc.catalog, host: host})
 	return &controlServer{Server: srv, cut: cut}
 }

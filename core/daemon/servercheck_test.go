@@ -1,9 +1,14 @@
 package daemon
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
+
 	"github.com/cexec/cexec/core/catalog"
+	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/doctor"
 )
 
@@ -26,6 +31,31 @@ func TestServerCheck(t *testing.T) {
 		c := serverCheck(tt.u)
 		if c.Status != tt.status || c.Detail != tt.detail || c.Fix != tt.fix {
 			t.Errorf("%s: %+v, want %s %q %q", tt.name, c, tt.status, tt.detail, tt.fix)
+		}
+	}
+}
+
+// TestFileCheck: the running daemon's doctor checks the config file as it
+// is now, and says a reload would refuse a broken one.
+func TestFileCheck(t *testing.T) {
+	broken := hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unsupported argument", Detail: "An argument named \"bogus\" is not expected here.",
+		Subject: &hcl.Range{Filename: "cexec.hcl", Start: hcl.Pos{Line: 3, Column: 3}, End: hcl.Pos{Line: 3, Column: 8}}}}
+	tests := []struct {
+		name   string
+		diags  hcl.Diagnostics
+		err    error
+		status string
+		detail string
+	}{
+		{"clean", nil, nil, doctor.OK, "no problems"},
+		{"broken since start", broken, nil, doctor.Fail, "a reload would refuse the file as it is now:\ncexec.hcl:3"},
+		{"unreadable", nil, errors.New("check for ./cexec.hcl: permission denied"), doctor.Fail, "check for ./cexec.hcl: permission denied"},
+	}
+	for _, tt := range tests {
+		s := &operations{load: func() (*config.Config, hcl.Diagnostics, error) { return nil, tt.diags, tt.err }}
+		c := s.fileCheck()
+		if c.Name != "config" || c.Status != tt.status || !strings.HasPrefix(c.Detail, tt.detail) {
+			t.Errorf("%s: %+v, want %s starting %q", tt.name, c, tt.status, tt.detail)
 		}
 	}
 }
