@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/guard"
@@ -244,15 +245,11 @@ plugin "guard" "env" {
 	}
 	for name, call := range calls {
 		done := make(chan error, 1)
-		start := time.Now()
 		go func() { done <- call(context.Background()) }()
 		select {
 		case err := <-done:
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("%s of a hung guard = %v, want a deadline error", name, err)
-			}
-			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("%s took %s with a 1s timeout", name, d)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s of a hung guard still waits after 10s; its timeout is 1s", name)
@@ -279,13 +276,18 @@ func TestChildHoldingOutputDoesNotStallThePlugin(t *testing.T) {
 
 	t.Run("start timeout", func(t *testing.T) {
 		cfg, _ := loadConfig(t, dir, "plugin \"selector\" \"silent\" {\n  command = \"silent\"\n  timeout = \"500ms\"\n}\n")
-		start := time.Now()
-		diags := Validate(context.Background(), cfg, hclog.NewNullLogger())
-		if !diags.HasErrors() {
-			t.Fatal("no error")
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("start with a 500ms timeout returned after %s", d)
+		// Without the fix the start waits for the child's 300 s sleep; a
+		// minute tells that from a start that ends at its timeout, even on
+		// a loaded machine.
+		done := make(chan hcl.Diagnostics, 1)
+		go func() { done <- Validate(context.Background(), cfg, hclog.NewNullLogger()) }()
+		select {
+		case diags := <-done:
+			if !diags.HasErrors() {
+				t.Fatal("no error")
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("a start with a 500ms timeout still waits after a minute, for the child holding its output")
 		}
 	})
 
@@ -335,7 +337,6 @@ plugin "selector" "env" {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	start := time.Now()
 	// The test plugin answers the query "sleep" only when cancelled.
 	go func() {
 		_, err := sel.Search(context.Background(), selector.SearchRequest{Query: "sleep"})
@@ -345,9 +346,6 @@ plugin "selector" "env" {
 	case err := <-done:
 		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "within its timeout of 1s") {
 			t.Errorf("Search of a hung selector = %v, want a deadline error naming the timeout", err)
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("Search took %s with a 1s timeout", d)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Search of a hung selector still waits after 10s; its timeout is 1s")
