@@ -2,52 +2,40 @@ package catalog
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
-)
 
-// maskedSecret replaces a config secret in what a server returns or logs,
-// as `cexecctl config show` shows it.
-const maskedSecret = "(sensitive)"
+	"github.com/cexec/cexec/core/config"
+)
 
 // secretMask replaces the config's secrets (config.Config.Secrets) in what
 // upstream servers return and print: a server given a token may echo it
 // (server-everything's get-env lists its environment), and from there it
-// would reach sandboxes, session logs, the model and cexecd's log.
-type secretMask struct {
-	text *strings.Replacer // in plain text
-	json *strings.Replacer // inside JSON strings, escaped as JSON escapes them
-}
+// would reach sandboxes, session logs, the model and cexecd's log. A nil
+// mask masks nothing.
+type secretMask struct{ *config.SecretMask }
 
-// newSecretMask is the mask of secrets (longest first); nil when none.
+// newSecretMask is the mask of secrets; nil when none.
 func newSecretMask(secrets []string) *secretMask {
-	if len(secrets) == 0 {
+	m := config.NewSecretMask(secrets)
+	if m == nil {
 		return nil
 	}
-	var text, js []string
-	for _, s := range secrets {
-		text = append(text, s, maskedSecret)
-		b, _ := json.Marshal(s)
-		js = append(js, string(b[1:len(b)-1]), maskedSecret)
-	}
-	return &secretMask{text: strings.NewReplacer(text...), json: strings.NewReplacer(js...)}
+	return &secretMask{m}
 }
 
-// string masks s, and the secrets' JSON-escaped forms in it too: a text
-// is often JSON (get-env's is).
 func (m *secretMask) string(s string) string {
 	if m == nil {
 		return s
 	}
-	return m.json.Replace(m.text.Replace(s))
+	return m.Replace(s)
 }
 
 func (m *secretMask) raw(b json.RawMessage) json.RawMessage {
-	if m == nil || len(b) == 0 {
+	if m == nil {
 		return b
 	}
-	return json.RawMessage(m.json.Replace(string(b)))
+	return m.ReplaceJSON(b)
 }
 
 // result masks res in place: its texts, text resources and structured

@@ -110,39 +110,23 @@ type pluginLogger struct {
 	mask *secretMask
 }
 
-// secretMask is the current replacer of the config's secrets. It changes
+// secretMask is the current mask of the config's secrets. It changes
 // once the plugin's block is decoded: env() values inside a plugin block
 // are only evaluated then, against the schema the plugin declares.
 type secretMask struct {
-	r atomic.Pointer[strings.Replacer] // nil when there is nothing to mask
+	m atomic.Pointer[config.SecretMask] // nil when there is nothing to mask
 }
 
-// set replaces each of secrets with maskedSecret from now on.
-func (m *secretMask) set(secrets []string) {
-	if len(secrets) == 0 {
-		m.r.Store(nil)
-		return
-	}
-	pairs := make([]string, 0, 2*len(secrets))
-	for _, s := range secrets {
-		pairs = append(pairs, s, maskedSecret)
-	}
-	m.r.Store(strings.NewReplacer(pairs...))
-}
+// set masks secrets from now on.
+func (m *secretMask) set(secrets []string) { m.m.Store(config.NewSecretMask(secrets)) }
 
 // replace masks s.
 func (m *secretMask) replace(s string) string {
 	if m == nil {
 		return s
 	}
-	if r := m.r.Load(); r != nil {
-		return r.Replace(s)
-	}
-	return s
+	return m.m.Load().Replace(s)
 }
-
-// maskedSecret replaces a secret, as `cexecctl config show` shows it.
-const maskedSecret = "(sensitive)"
 
 // Named returns the logger unchanged.
 func (l pluginLogger) Named(string) hclog.Logger { return l }
@@ -164,7 +148,7 @@ func (l pluginLogger) str(s string) string { return l.mask.replace(s) }
 // JSON object or list from the plugin's line) is replaced by its masked
 // text only when it held a secret.
 func (l pluginLogger) args(args []any) []any {
-	if l.mask == nil || l.mask.r.Load() == nil {
+	if l.mask == nil || l.mask.m.Load() == nil {
 		return args
 	}
 	out := make([]any, len(args))
