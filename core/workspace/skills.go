@@ -103,7 +103,8 @@ func (t *Tenant) ListSkills() ([]Skill, error) {
 	for _, s := range t.m.SharedSkills() {
 		byName[s.Name] = s
 	}
-	for _, s := range listSkillDir(t.ws, skillsDir, false, filepath.Join(t.WorkspaceDir(), skillsDir)) {
+	own, _ := listSkillDir(t.ws, skillsDir, false, filepath.Join(t.WorkspaceDir(), skillsDir))
+	for _, s := range own {
 		byName[s.Name] = s
 	}
 	out := make([]Skill, 0, len(byName))
@@ -123,25 +124,8 @@ func (t *Tenant) BrokenSkills() ([]Skill, error) {
 		return nil, err
 	}
 	defer t.exit()
-	d, err := t.ws.Open(skillsDir)
-	if err != nil {
-		return nil, nil
-	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	slices.Sort(names)
-	var out []Skill
-	for _, n := range names {
-		if ValidateSkillName(n) != nil {
-			continue
-		}
-		_, err := readSkill(t.ws, skillsDir, n, false, "", false)
-		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			continue // a skill, or a folder that does not claim to be one
-		}
-		out = append(out, Skill{Name: n, SandboxPath: SandboxWorkspace + "/" + skillsDir + "/" + n, Problem: err.Error()})
-	}
-	return out, nil
+	_, broken := listSkillDir(t.ws, skillsDir, false, filepath.Join(t.WorkspaceDir(), skillsDir))
+	return broken, nil
 }
 
 // GetSkill returns a skill with its instructions, code and file list: the
@@ -172,8 +156,7 @@ func (m *Manager) SharedSkills() []Skill {
 		return nil
 	}
 	defer shared.Close()
-	out := listSkillDir(shared, ".", true, m.opts.SharedSkillsDir)
-	slices.SortFunc(out, func(a, b Skill) int { return strings.Compare(a.Name, b.Name) })
+	out, _ := listSkillDir(shared, ".", true, m.opts.SharedSkillsDir)
 	return out
 }
 
@@ -360,23 +343,29 @@ func (m *Manager) sharedRoot() *os.Root {
 	return r
 }
 
-func listSkillDir(root *os.Root, dir string, shared bool, hostDir string) []Skill {
+// listSkillDir reads the skill folders of dir inside root, sorted by name:
+// the skills, and the folders whose SKILL.md makes none, with the problem.
+func listSkillDir(root *os.Root, dir string, shared bool, hostDir string) (skills, broken []Skill) {
 	d, err := root.Open(dir)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
-	var out []Skill
+	slices.Sort(names)
 	for _, n := range names {
 		if ValidateSkillName(n) != nil {
 			continue
 		}
-		if s, err := readSkill(root, dir, n, shared, hostDir, false); err == nil {
-			out = append(out, s)
+		s, err := readSkill(root, dir, n, shared, hostDir, false)
+		switch {
+		case err == nil:
+			skills = append(skills, s)
+		case !errors.Is(err, fs.ErrNotExist): // a folder without SKILL.md claims nothing
+			broken = append(broken, Skill{Name: n, Shared: shared, Problem: err.Error()})
 		}
 	}
-	return out
+	return skills, broken
 }
 
 // readSkill reads dir/name inside root; full also reads the code and lists
