@@ -62,6 +62,8 @@ func startMCP(ctx context.Context, cfg *config.Config, svc *services, host *plug
 	if svc.store != nil {
 		// Skills are resources too: another replica saved one.
 		svc.store.Subscribe(store.TopicSkills, func(string) { m.face.NotifyResourcesChanged() })
+		// Or may have, while the listener was reconnecting.
+		svc.store.OnResync(m.face.NotifyResourcesChanged)
 	}
 	args := []any{"pii_tokens", o.PII != mcpface.Tokenizer(mcpface.Untokenized{})}
 	if unix != nil {

@@ -43,13 +43,16 @@ func openStore(cfg *config.Config, vo *vault.Options, wo *workspace.Options, log
 }
 
 // subscribeStore drops a vault another replica changed from this one's
-// cache.
+// cache, and every cached vault when such news may have been missed: a
+// stale vault would issue a token another replica already gave another
+// value.
 func subscribeStore(p *store.Postgres, vaults *vault.Store) {
 	p.Subscribe(store.TopicVault, func(payload string) {
 		if tenant, session, ok := strings.Cut(payload, "/"); ok {
 			vaults.Forget(tenant, session)
 		}
 	})
+	p.OnResync(vaults.ForgetIdle)
 }
 
 // shareSignIns tells the other replicas of every sign-in made on this one,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -29,6 +30,17 @@ func (p *Postgres) Subscribe(topic string, fn func(payload string)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.subs[topic] = append(p.subs[topic], fn)
+}
+
+// OnResync calls fn each time the change listener starts listening, the
+// first time and after every reconnect. Notifications sent while it was
+// not listening (PostgreSQL restarted, the connection was cut) are lost,
+// so a cache kept fresh by Subscribe must be dropped whole in fn. fn runs
+// on the listener goroutine and must not block.
+func (p *Postgres) OnResync(fn func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.resyncs = append(p.resyncs, fn)
 }
 
 // Notify tells the other replicas about a change of topic.
@@ -83,6 +95,14 @@ func (p *Postgres) listenOnce(ctx context.Context) error {
 	defer conn.Close(context.Background()) //nolint:errcheck // closing a connection we drop
 	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
 		return err
+	}
+	// After LISTEN: a change made before it is covered by the resync, one
+	// made after by its notification.
+	p.mu.Lock()
+	resyncs := slices.Clone(p.resyncs)
+	p.mu.Unlock()
+	for _, fn := range resyncs {
+		fn()
 	}
 	for {
 		n, err := conn.WaitForNotification(ctx)

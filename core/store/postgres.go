@@ -47,6 +47,8 @@ type Postgres struct {
 
 	mu   sync.Mutex
 	subs map[string][]func(payload string)
+	// resyncs run each time the listener is in LISTEN again (see OnResync).
+	resyncs []func()
 	// leftovers are deletes of this replica's rows that failed (the
 	// database was unreachable): the heartbeat runs them once it can, or
 	// a slot, a lease or a waiting call would count or be listed for as

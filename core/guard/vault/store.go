@@ -184,6 +184,18 @@ func (s *Store) Forget(tenant, session string) {
 	}
 }
 
+// ForgetIdle drops every vault no request holds from memory: news of
+// other replicas' changes may have been missed.
+func (s *Store) ForgetIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.open {
+		if st.refs == 0 {
+			s.forget(st)
+		}
+	}
+}
+
 func (s *Store) release(st *state) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
