@@ -65,6 +65,10 @@ type services struct {
 	// store is the postgres store replicas share, nil with the files
 	// store.
 	store *store.Postgres
+	// stopResumes ends the passes that resume interrupted workflow runs;
+	// resumesDone is closed when they have.
+	stopResumes context.CancelFunc
+	resumesDone chan struct{}
 	// search is search_tools and the selector's index; set by startSearch.
 	search *search.Service
 	// stopScan cancels the background read of local tools and waits for it;
@@ -217,6 +221,10 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 // closeWorkflows stops the runs where they are; they resume at the next
 // start.
 func (s *services) closeWorkflows() {
+	if s.stopResumes != nil {
+		s.stopResumes()
+		<-s.resumesDone
+	}
 	if s.workflows != nil {
 		s.workflows.Close()
 	}

@@ -45,13 +45,38 @@ func (s *services) startWorkflows(ctx context.Context) {
 		},
 		Log: s.log.Named("workflow"),
 	})
+	// Replicas resume here, too, the runs of a replica that went: its hold
+	// on them ended with it, and they would wait for `workflow resume` or
+	// the next start of a replica.
+	gone := make(chan string, 1)
+	if s.store != nil {
+		s.store.OnReplicaGone(func(id string) {
+			select {
+			case gone <- id:
+			default: // a pass is due anyway and takes every free run
+			}
+		})
+	}
+	// The passes end before the engine closes (closeWorkflows): a run
+	// launched on a closed engine would be ended as cancelled.
+	ctx, s.stopResumes = context.WithCancel(ctx)
+	s.resumesDone = make(chan struct{})
 	go func() {
-		n, err := s.workflows.ResumeAll(ctx)
-		if err != nil {
-			s.log.Warn("resume workflow runs", "error", err)
-		}
-		if n > 0 {
-			s.log.Info("resumed workflow runs", "runs", n)
+		defer close(s.resumesDone)
+		for {
+			n, err := s.workflows.ResumeAll(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("resume workflow runs", "error", err)
+			}
+			if n > 0 {
+				s.log.Info("resumed workflow runs", "runs", n)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case id := <-gone:
+				s.log.Info("a replica went; resuming the workflow runs it held", "replica", id)
+			}
 		}
 	}()
 }

@@ -49,6 +49,10 @@ type Postgres struct {
 	subs map[string][]func(payload string)
 	// resyncs run each time the listener is in LISTEN again (see OnResync).
 	resyncs []func()
+	// goneHooks are told of replicas that went (see OnReplicaGone); alive
+	// are the replicas alive at the last check.
+	goneHooks []func(replica string)
+	alive     map[string]bool
 	// leftovers are deletes of this replica's rows that failed (the
 	// database was unreachable): the heartbeat runs them once it can, or
 	// a slot, a lease or a waiting call would count or be listed for as
@@ -133,6 +137,12 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 		return nil, err
 	}
 	if err := p.register(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	// The first view of who is alive: a replica that goes from now on is
+	// one whose runs are taken over (OnReplicaGone).
+	if err := p.checkGone(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -290,6 +300,9 @@ func (p *Postgres) heartbeat() {
 			p.log.Warn("store heartbeat failed", "error", err)
 		} else {
 			p.deleteLeftovers(ctx)
+			if err := p.checkGone(ctx); err != nil {
+				p.log.Warn("store heartbeat: cannot tell which replicas went", "error", err)
+			}
 		}
 		cancel()
 	}

@@ -612,3 +612,56 @@ func TestUnreachableSaysSo(t *testing.T) {
 		t.Errorf("the store did not recover: %v", err)
 	}
 }
+
+// TestReplicaGone: a replica is told of another that stops or loses its
+// connections (killed), so that it can take over the workflow runs that
+// one held, and of nothing else.
+func TestReplicaGone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(t *testing.T, pg *pgtest.Server, b *store.Postgres)
+	}{
+		{"stopped", func(t *testing.T, _ *pgtest.Server, b *store.Postgres) {
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"killed", func(t *testing.T, pg *pgtest.Server, _ *store.Postgres) {
+			conn, err := pgx.Connect(context.Background(), pg.DSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(context.Background())
+			if _, err := conn.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cexec/b'`); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pg := pgtest.Start(t)
+			// b beats rarely: killed, it does not come back during the test.
+			b := open(t, pg.DSN, "b", time.Minute)
+			a := open(t, pg.DSN, "a", 200*time.Millisecond)
+			defer a.Close()
+			gone := make(chan string, 4)
+			a.OnReplicaGone(func(id string) { gone <- id })
+			tc.end(t, pg, b)
+			select {
+			case id := <-gone:
+				if id != "b" {
+					t.Fatalf("gone: %q, want b", id)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("a was not told that b went within 15 s")
+			}
+			select {
+			case id := <-gone:
+				t.Fatalf("told again: %q", id)
+			case <-time.After(time.Second):
+			}
+			if tc.name == "killed" {
+				_ = b.Close()
+			}
+		})
+	}
+}

@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cexec/cexec/internal/testutil/pgtest"
+)
+
+// TestReplicasResumeKilledReplicasRuns: a workflow run whose replica is
+// killed mid-run is resumed by a surviving replica on its own, without
+// `workflow resume` and without waiting for a replica to start: the
+// killed replica's hold on the run ends with it, and the survivor learns
+// from the store's heartbeats that it went.
+func TestReplicasResumeKilledReplicasRuns(t *testing.T) {
+	pg := pgtest.Start(t)
+	rs := startReplicas(t, pg, 2, "")
+	a, b := rs[0], rs[1]
+	doc := filepath.Join(t.TempDir(), "pause.yaml")
+	if err := os.WriteFile(doc, []byte(`document:
+  dsl: '1.0.0'
+  namespace: e2e
+  name: pause
+  version: '1.0.0'
+do:
+  - pause:
+      wait: {seconds: 3}
+  - finish:
+      set:
+        done: true
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var st workflowRunJSON
+	if err := json.Unmarshal([]byte(mustCtl(t, a.s, "workflow", "run", "--detach", "--json", doc)), &st); err != nil {
+		t.Fatal(err)
+	}
+	run := st.Run
+	// Killed inside the wait: the journal holds the wait's start.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		started := false
+		for _, r := range workflowJournal(t, a.s, run) {
+			started = started || (r.Kind == "start" && r.Path == "/pause")
+		}
+		if started {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s never started its wait on a:\n%s", run, mustCtl(t, a.s, "workflow", "logs", run))
+		}
+	}
+	if err := a.d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-a.d.exited
+	st = waitState(t, b.s, run, "completed")
+	if st.State != "completed" {
+		t.Fatalf("run %s on b: %s", run, st.State)
+	}
+	resumed := false
+	for _, r := range workflowJournal(t, b.s, run) {
+		resumed = resumed || r.Kind == "resume"
+	}
+	if !resumed {
+		t.Errorf("run %s completed without a resume record:\n%s", run, mustCtl(t, b.s, "workflow", "logs", run))
+	}
+}
