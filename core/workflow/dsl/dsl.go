@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -191,11 +192,17 @@ func syntaxDiag(file string, err error) Diagnostic {
 func sdkDiags(file string, top *yaml.Node, err error) Diagnostics {
 	var ves validator.ValidationErrors
 	if errors.As(err, &ves) {
+		// The validator reaches a task's fields twice, through the Task
+		// interface and through the task's embedded struct (do[0].set and
+		// do[0].setTask.set): both name one place of the document.
 		var out Diagnostics
 		for _, fe := range ves {
 			n := nodeAtNamespace(top, fe.Namespace())
-			out = append(out, Diagnostic{File: file, Line: n.Line, Column: n.Column,
-				Message: fmt.Sprintf("%s: fails the %q rule%s", yamlPath(fe.Namespace()), fe.Tag(), param(fe.Param()))})
+			d := Diagnostic{File: file, Line: n.Line, Column: n.Column,
+				Message: fmt.Sprintf("%s: fails the %q rule%s", yamlPath(fe.Namespace()), fe.Tag(), param(fe.Param()))}
+			if !slices.Contains(out, d) {
+				out = append(out, d)
+			}
 		}
 		return out
 	}
@@ -282,11 +289,15 @@ func mapValueFold(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
+// embeddedTaskRE matches the SDK's embedded task structs (SetTask,
+// WaitTask …) in a validator namespace: Go names with no key of their own.
+var embeddedTaskRE = regexp.MustCompile(`^[A-Z][A-Za-z]*Task$`)
+
 func yamlPath(ns string) string {
 	segs := strings.Split(ns, ".")[1:]
 	var b bytes.Buffer
 	for _, s := range segs {
-		if s == "Task" || s == "TaskBase" {
+		if s == "Task" || s == "TaskBase" || embeddedTaskRE.MatchString(s) {
 			continue
 		}
 		if b.Len() > 0 {

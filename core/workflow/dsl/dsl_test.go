@@ -109,3 +109,44 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestDurationDiagnostics: each bad duration, and each rule of the SDK's
+// validator a task breaks, is one line naming file:line:column, never the
+// same complaint twice.
+func TestDurationDiagnostics(t *testing.T) {
+	head := "document: {dsl: 1.0.0, namespace: test, name: t, version: 1.0.0}\n"
+	const expr = `duration "${ .d }" is an expression; cexec takes a duration as written: ISO 8601 (PT1M30S) or inline (seconds: 90)`
+	tests := []struct {
+		name, doc string
+		want      []string
+	}{
+		{"bad ISO wait", "do:\n  - a: {wait: PT1X}\n",
+			[]string{`w.yaml:3:15: task a: wait: duration "PT1X" is not ISO 8601 days to seconds (PT1M30S, P2D; no years, months or weeks) nor inline (seconds: 90)`}},
+		{"negative inline timeout", "timeout: {after: {seconds: -3}}\ndo:\n  - a: {set: {x: 1}}\n",
+			[]string{"w.yaml:2:28: timeout.after: seconds must be a whole number of at least 0"}},
+		{"expression wait", "do:\n  - a: {wait: \"${ .d }\"}\n",
+			[]string{"w.yaml:3:15: task a: wait: " + expr}},
+		{"expression task timeout", "do:\n  - a: {set: {x: 1}, timeout: {after: \"${ .d }\"}}\n",
+			[]string{"w.yaml:3:39: task a: timeout.after: " + expr}},
+		{"expression retry delay", "do:\n  - a:\n      try:\n        - b: {set: {x: 1}}\n      catch:\n        retry: {delay: \"${ .d }\", limit: {attempt: {count: 2}}}\n",
+			[]string{"w.yaml:7:24: task a: catch.retry.delay: " + expr}},
+		{"an SDK rule of a task", "do:\n  - a: {set: {}}\n",
+			[]string{`w.yaml:3:14: do[0].set: fails the "min" rule (1)`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load("w.yaml", []byte(head+tt.doc))
+			var ds Diagnostics
+			if !errors.As(err, &ds) {
+				t.Fatalf("want Diagnostics, got %v", err)
+			}
+			var got []string
+			for _, d := range ds {
+				got = append(got, d.String())
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}

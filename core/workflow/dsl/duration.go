@@ -59,7 +59,11 @@ var inlineUnits = []string{"days", "hours", "minutes", "seconds", "milliseconds"
 func (c *checker) duration(what string, n *yaml.Node) {
 	switch n.Kind {
 	case yaml.ScalarNode:
+		// The SDK takes a duration's string for ISO 8601 and refuses an
+		// expression there (once per path it validates the task by), and
+		// the engine has nothing to evaluate one with: one clear line.
 		if IsExpr(n.Value) {
+			c.at(n, "%s: duration %q is an expression; cexec takes a duration as written: ISO 8601 (PT1M30S) or inline (seconds: 90)", what, n.Value)
 			return
 		}
 		if _, err := ParseDuration(n.Value); err != nil {
