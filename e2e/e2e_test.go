@@ -280,6 +280,19 @@ func TestDaemonAndCLI(t *testing.T) {
 		if !ok || kw.Status != "ok" || kw.PID <= 0 || kw.Version == "" {
 			t.Errorf("plugins ls --json: keyword = %+v", kw)
 		}
+		// The repository's plugins are built with the daemon and report
+		// its version; the example stands for a third party's plugin.
+		var st struct {
+			Version string `json:"version"`
+		}
+		if err := json.Unmarshal([]byte(mustCtl(t, s, "status", "--json")), &st); err != nil {
+			t.Fatal(err)
+		}
+		for id, p := range ps {
+			if id != "selector/keyword" && p.Version != st.Version {
+				t.Errorf("plugin %s reports version %q, cexecd %q", id, p.Version, st.Version)
+			}
+		}
 	})
 
 	t.Run("plugins ping", func(t *testing.T) {

@@ -18,12 +18,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cexec/cexec/internal/version"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
 )
-
-// version is the plugin's own version, reported in Info.
-var version = "dev"
 
 // Generator writes programs with a language model. Everything it holds
 // comes from the last successful Configure.
@@ -55,7 +53,7 @@ func (g *Generator) Info(context.Context) (pluginapi.Info, error) {
 	return pluginapi.Info{
 		Name:         "llm",
 		Kind:         pluginapi.KindCodegen,
-		Version:      version,
+		Version:      version.Version,
 		APIVersions:  []string{codegen.APIVersion},
 		ConfigSchema: schema,
 	}, nil

@@ -12,12 +12,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/cexec/cexec/internal/version"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
 )
-
-// version is the plugin's own version, reported in Info.
-var version = "dev"
 
 type config struct {
 	RulesDir *string `json:"rules_dir"`
@@ -42,7 +40,7 @@ func (g *Generator) Info(context.Context) (pluginapi.Info, error) {
 	return pluginapi.Info{
 		Name:        "rules",
 		Kind:        pluginapi.KindCodegen,
-		Version:     version,
+		Version:     version.Version,
 		APIVersions: []string{codegen.APIVersion},
 		ConfigSchema: pluginapi.ConfigSchema{Attributes: []pluginapi.Attribute{
 			{Name: "rules_dir", Type: "string", Description: "Directory of *.hcl rule files, tried before the built-in rules."},

@@ -16,14 +16,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cexec/cexec/internal/version"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/guard"
 	"github.com/cexec/cexec/plugins/guard-pii/internal/codecheck"
 	"github.com/cexec/cexec/plugins/guard-pii/internal/detect"
 )
-
-// version is the plugin's own version, reported in Info.
-var version = "dev"
 
 // config is the plugin block of cexec.hcl as the host decodes it. Pointers
 // tell "not set" from zero values.
@@ -99,7 +97,7 @@ func (g *Guard) Info(context.Context) (pluginapi.Info, error) {
 	return pluginapi.Info{
 		Name:         "pii",
 		Kind:         pluginapi.KindGuard,
-		Version:      version,
+		Version:      version.Version,
 		APIVersions:  []string{guard.APIVersion},
 		ConfigSchema: schema,
 	}, nil

@@ -22,13 +22,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 
+	"github.com/cexec/cexec/internal/version"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
-
-// Version of the plugin.
-const Version = "0.1.0"
 
 // cgroupPrefix names the plugin's parent cgroup, followed by its pid.
 const cgroupPrefix = "cexec-bwrap-"
@@ -79,7 +77,7 @@ func (p *Plugin) Info(context.Context) (pluginapi.Info, error) {
 	return pluginapi.Info{
 		Name:         "bwrap",
 		Kind:         pluginapi.KindSandbox,
-		Version:      Version,
+		Version:      version.Version,
 		APIVersions:  apiVersions,
 		ConfigSchema: configSchema,
 	}, nil

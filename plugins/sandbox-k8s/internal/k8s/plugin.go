@@ -24,12 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/cexec/cexec/internal/version"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
-
-// Version of the plugin.
-const Version = "0.1.0"
 
 var apiVersions = []string{sandbox.APIVersion}
 
@@ -64,7 +62,7 @@ func (p *Plugin) Info(context.Context) (pluginapi.Info, error) {
 	return pluginapi.Info{
 		Name:         "k8s",
 		Kind:         pluginapi.KindSandbox,
-		Version:      Version,
+		Version:      version.Version,
 		APIVersions:  apiVersions,
 		ConfigSchema: configSchema,
 	}, nil

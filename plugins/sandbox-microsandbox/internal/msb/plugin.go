@@ -24,13 +24,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cexec/cexec/internal/version"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
 )
-
-// Version of the plugin.
-const Version = "0.1.0"
 
 // unavailablePrefix starts every reason Capabilities gives for not
 // running here.
@@ -110,7 +108,7 @@ func (p *Plugin) Info(context.Context) (pluginapi.Info, error) {
 	return pluginapi.Info{
 		Name:         "microsandbox",
 		Kind:         pluginapi.KindSandbox,
-		Version:      Version,
+		Version:      version.Version,
 		APIVersions:  apiVersions,
 		ConfigSchema: configSchema,
 	}, nil

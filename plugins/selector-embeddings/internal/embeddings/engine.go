@@ -14,16 +14,14 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cexec/cexec/internal/version"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/selector"
 	"github.com/cexec/cexec/plugins/selector-embeddings/internal/ranker"
 )
 
-// Name and Version identify the plugin in Info.
-const (
-	Name    = "embeddings"
-	Version = "0.1.0"
-)
+// Name identifies the plugin in Info.
+const Name = "embeddings"
 
 // fusionDepth is how many hits of each ranking take part in fusion, at
 // least: deep enough that a document ranked well by one signal only is
@@ -64,7 +62,7 @@ func (e *Engine) Info(context.Context) (pluginapi.Info, error) {
 	return pluginapi.Info{
 		Name:         Name,
 		Kind:         pluginapi.KindSelector,
-		Version:      Version,
+		Version:      version.Version,
 		APIVersions:  []string{selector.APIVersion},
 		ConfigSchema: Schema(),
 	}, nil
