@@ -8,6 +8,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -230,10 +231,20 @@ func (s *Server) Exec(req *cexecv1.ExecRequest, stream grpc.ServerStreamingServe
 		return err
 	}
 	if err := s.d.Exec.Exec(stream.Context(), req, stream.Send); err != nil {
-		s.d.Log.Warn("exec failed", "tenant", req.GetTenant(), "session", req.GetSession(), "error", err)
+		s.d.Log.Warn("exec failed", "tenant", req.GetTenant(), "session", execSession(req.GetSession(), err), "error", err)
 		return pluginapi.ToStatus(err)
 	}
 	return nil
+}
+
+// execSession is the session a failed execution ran in: the executor's
+// error names it, made anew when the request named none.
+func execSession(asked string, err error) string {
+	var s interface{ ExecSession() string }
+	if errors.As(err, &s) {
+		return s.ExecSession()
+	}
+	return asked
 }
 
 // maxTimeout is the longest run a request's timeout_ms may ask for.

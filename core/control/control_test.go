@@ -8,9 +8,11 @@ import (
 	"math"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -18,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -272,5 +275,32 @@ func TestExec(t *testing.T) {
 				t.Errorf("got %d events, want %d", n, tt.events)
 			}
 		})
+	}
+}
+
+// sessionErr is an executor's error that names the session it ran in, as
+// the pipeline's does.
+type sessionErr struct{ error }
+
+func (sessionErr) ExecSession() string { return "s-made-by-the-executor" }
+func (e sessionErr) Unwrap() error     { return e.error }
+
+// TestExecFailedLogNamesSession: a request that named no session fails in
+// the one the executor made, and the log line of the failure names that
+// one, not an empty session.
+func TestExecFailedLogNamesSession(t *testing.T) {
+	var buf testutil.Buffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &buf})
+	c := serve(t, Deps{Plugins: fakePlugins{}, Config: fakeConfig{}, Log: log,
+		Exec: fakeExec{err: fmt.Errorf("run in sandbox sb-1: %w", sessionErr{pluginapi.ErrUnavailable})}})
+	s, err := c.Exec(context.Background(), &cexecv1.ExecRequest{Code: "print(1)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); !strings.Contains(err.Error(), "run in sandbox sb-1") {
+		t.Fatalf("stream ended with %v, want the executor's error", err)
+	}
+	if got := buf.String(); !strings.Contains(got, "exec failed: tenant=\"\" session=s-made-by-the-executor") {
+		t.Errorf("log %q does not name the executor's session", got)
 	}
 }

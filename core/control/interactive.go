@@ -72,7 +72,7 @@ func (i *InteractiveServer) ExecInteractive(stream grpc.BidiStreamingServer[cexe
 		return op.send(&cexecv1.InteractiveEvent{Event: &cexecv1.InteractiveEvent_Exec{Exec: ev}})
 	}
 	if err := d.Exec.Exec(ctx, req, send); err != nil {
-		d.Log.Warn("exec failed", "tenant", req.GetTenant(), "session", req.GetSession(), "error", err)
+		d.Log.Warn("exec failed", "tenant", req.GetTenant(), "session", execSession(req.GetSession(), err), "error", err)
 		return pluginapi.ToStatus(err)
 	}
 	return nil

@@ -209,7 +209,7 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 	x.account(ctx, req, out, err, start)
 	telemetry.End(logSpan, ferr)
 	if err != nil {
-		return nil, err
+		return nil, &sessionError{session: req.Session, err: err}
 	}
 	out.Session = req.Session
 	out.Elapsed = time.Since(start)
@@ -222,6 +222,20 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 	}
 	return out, nil
 }
+
+// sessionError is an ExecuteCode error once the session was begun: the
+// caller cannot learn the session otherwise when its request named none,
+// and its log line of the failure names it. The text is the cause's.
+type sessionError struct {
+	session string
+	err     error
+}
+
+func (e *sessionError) Error() string { return e.err.Error() }
+func (e *sessionError) Unwrap() error { return e.err }
+
+// ExecSession is the session the failed execution was logged in.
+func (e *sessionError) ExecSession() string { return e.session }
 
 // account counts an execution in the metrics and records it in the audit
 // log.

@@ -222,3 +222,46 @@ func executions(t *testing.T, tenant string) map[string]string {
 	}
 	return out
 }
+
+// TestFailedExecutionNamesItsSession: an execution that named no session
+// and failed after its session was made returns an error that names that
+// session (ExecSession), the one its log entry and audit event are in, so
+// the caller's log line of the failure can name it too.
+func TestFailedExecutionNamesItsSession(t *testing.T) {
+	data := t.TempDir()
+	ws, err := workspace.New(workspace.Options{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	p, err := pool.New(nullBackend{}, pool.Config{MaxTotal: 1, Template: func(string) (sandbox.CreateRequest, error) { return sandbox.CreateRequest{}, nil }}, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	x := &Executor{Pool: p, Sandbox: failRunner{fmt.Errorf("bwrap: %w", pluginapi.ErrUnavailable)}, Workspaces: ws,
+		Log: hclog.NewNullLogger(), Audit: audit.New(audit.Options{Tenants: ws, RotateSize: 1 << 20, Keep: 2})}
+	_, err = x.ExecuteCode(context.Background(), CodeRequest{Tenant: "nosession", Code: "print(1)"})
+	var named interface{ ExecSession() string }
+	if !errors.As(err, &named) || named.ExecSession() == "" {
+		t.Fatalf("ExecuteCode error %v names no session", err)
+	}
+	if !errors.Is(err, pluginapi.ErrUnavailable) || !strings.Contains(err.Error(), "bwrap") {
+		t.Errorf("error %v lost its cause", err)
+	}
+	tn, err := ws.Tenant("nosession")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tn.ReadSession(named.ExecSession()); err != nil {
+		t.Errorf("the error's session %q has no log: %v", named.ExecSession(), err)
+	}
+	b, err := os.ReadFile(filepath.Join(data, "tenants", "nosession", "audit", "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e audit.Event
+	if err := json.Unmarshal(bytes.TrimSpace(b), &e); err != nil || e.Session != named.ExecSession() {
+		t.Errorf("audit event %s (%v), want it in session %q", b, err, named.ExecSession())
+	}
+}
