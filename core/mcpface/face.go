@@ -321,6 +321,12 @@ func (f *Face) newMCPServer() *server.MCPServer {
 	taskHooks := &server.TaskHooks{}
 	f.tasks.hook(hooks, taskHooks)
 	hooks.AddOnRequestInitialization(f.admitTask)
+	hooks.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
+		if s := server.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
+			tenant, _ := tenantFrom(ctx)
+			res.Instructions += sessionInstructions(tenant, s.SessionID())
+		}
+	})
 	return server.NewMCPServer("cexec", f.o.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, true),
@@ -373,6 +379,19 @@ func (f *Face) routes() *http.ServeMux {
 // workflow; this says only what they do not.
 const instructions = "cexec: upstream MCP tools as Python functions in a sandbox without network access. " +
 	"One program does the work of many tool calls; only what it prints reaches you."
+
+// sessionInstructions names the connection's session once, where the
+// model reads it before any call: it cannot learn it otherwise (results
+// name a session only when the session argument changed it), and needs it
+// to continue the session from another connection or point a person to
+// its log.
+func sessionInstructions(tenant, id string) string {
+	show := "cexecctl sessions show " + id
+	if tenant != "" && tenant != endpoint.DefaultTenant {
+		show = "cexecctl --tenant " + tenant + " sessions show " + id
+	}
+	return " This connection's session (execute_code's default) is " + id + "; `" + show + "` shows its log."
+}
 
 // NotifyResourcesChanged tells connected clients that the stub tree or the
 // skills changed (resources/list_changed); call it when the catalog

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/pluginapi"
@@ -754,6 +756,64 @@ func TestLongArgumentsCut(t *testing.T) {
 			}
 			if !strings.Contains(text, "z…\"") || len(text) > 300 {
 				t.Errorf("the argument is not cut: %d bytes: %.200s", len(text), text)
+			}
+		})
+	}
+}
+
+// TestInstructionsNameTheSession: initialize's instructions name the
+// connection's session, the one execute_code runs in by default, on both
+// transports, and how an operator reads its log (with the tenant when it is
+// not the default): results name a session only when the session argument
+// changed it, so this is where the agent learns its own.
+func TestInstructionsNameTheSession(t *testing.T) {
+	w := newWorld(t)
+	acme := newWorld(t, func(o *Options, _ *world) { o.Tokens = []Token{{Token: "tok-acme", Tenant: "acme"}} })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tests := []struct {
+		name, show string
+		client     func() (*mcpclient.Client, error)
+	}{
+		{"streamable", "cexecctl sessions show ", func() (*mcpclient.Client, error) {
+			return mcpclient.NewStreamableHttpClient(w.url + "/mcp")
+		}},
+		{"sse", "cexecctl sessions show ", func() (*mcpclient.Client, error) { return mcpclient.NewSSEMCPClient(w.url + "/sse") }},
+		{"a tenant's token", "cexecctl --tenant acme sessions show ", func() (*mcpclient.Client, error) {
+			return mcpclient.NewStreamableHttpClient(acme.url+"/mcp", bearerOpt("tok-acme"))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := tt.client()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// A revision with initialize: 2026-07-28 has no sessions (see
+			// protocolVersions).
+			req := initRequest()
+			req.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+			res, err := c.Initialize(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var id string
+			switch tp := c.GetTransport().(type) {
+			case *transport.StreamableHTTP:
+				id = tp.GetSessionId()
+			case *transport.SSE:
+				id = tp.GetEndpoint().Query().Get("sessionId")
+			}
+			if id == "" {
+				t.Fatal("the transport has no session id")
+			}
+			want := instructions + " This connection's session (execute_code's default) is " + id + "; `" + tt.show + id + "` shows its log."
+			if res.Instructions != want {
+				t.Errorf("instructions %q, want %q", res.Instructions, want)
 			}
 		})
 	}
