@@ -198,6 +198,12 @@ sandbox {
 # tools/list (at least 30s): raise it for a server slow to start. After a
 # call times out the server is asked for its tools; one that answers nothing within the
 # timeout (at most 10s) is wedged and is restarted.
+# A stdio server must write only JSON-RPC messages on stdout; a line that
+# is not one (a banner, a print, a broken answer) is skipped by the client,
+# so an answer written that way is lost and its call times out. cexecd logs
+# a warning quoting such lines (at most 10 at once, then one per 6s), counts
+# them in servers ls and doctor, and names the last in the error of a call
+# that timed out meanwhile.
 # optional = true lets cexecd start when the server cannot be reached, with
 # a warning. A command that is not found (looked up
 # in the PATH the server gets) is an error of the file, shown with its line

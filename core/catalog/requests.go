@@ -64,6 +64,7 @@ func (c *Catalog) request(ctx context.Context, tenant, server, what string, do f
 		}
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	strays := u.strays.count()
 	err = do(cctx, cn)
 	switch {
 	case err == nil:
@@ -72,7 +73,7 @@ func (c *Catalog) request(ctx context.Context, tenant, server, what string, do f
 		return fmt.Errorf("%s: %w", what, ctx.Err())
 	case cctx.Err() != nil:
 		u.probe(cn)
-		return fmt.Errorf("%s: %w after %s", what, ErrTimeout, timeout)
+		return fmt.Errorf("%s: %w after %s%s", what, ErrTimeout, timeout, u.strays.since(strays))
 	case cn.isDead() || errors.Is(err, transport.ErrTransportClosed):
 		cn.markDead(err)
 		switch now := c.set().byName[server]; {

@@ -31,6 +31,10 @@ type InstanceStatus struct {
 	InFlight  int
 	Restarts  int
 	LastError string
+	// StrayLines and LastStrayLine: as in ServerStatus, for this instance.
+	StrayLines    int
+	LastStrayLine string
+	lastStrayAt   time.Time
 	// What the instance's server reported on its current (or last)
 	// connection.
 	ProtocolVersion, ServerName, ServerVersion string
@@ -240,6 +244,7 @@ func (p *tenants) status() []InstanceStatus {
 		st := up.status()
 		out[i].State, out[i].PID, out[i].ConnectedAt, out[i].Restarts, out[i].LastError = st.State, st.PID, st.ConnectedAt, st.Restarts, st.LastError
 		out[i].ProtocolVersion, out[i].ServerName, out[i].ServerVersion = st.ProtocolVersion, st.ServerName, st.ServerVersion
+		out[i].StrayLines, out[i].LastStrayLine, out[i].lastStrayAt = st.StrayLines, st.LastStrayLine, st.lastStrayAt
 	}
 	slices.SortFunc(out, func(a, b InstanceStatus) int { return strings.Compare(a.Tenant, b.Tenant) })
 	return out

@@ -79,18 +79,8 @@ func checkDiscover(req transport.JSONRPCRequest, resp *transport.JSONRPCResponse
 // The tapped transports embed the concrete mcp-go transports, so the client
 // sees exactly the optional interfaces each one implements (bidirectional
 // requests, HTTP protocol headers, legacy-only listening, connection-lost
-// callbacks) and only SendRequest is intercepted.
-
-type tappedStdio struct{ *transport.Stdio }
-
-func (t tappedStdio) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	resp, err := t.Stdio.SendRequest(ctx, req)
-	if err == nil {
-		checkDiscover(req, resp)
-		tap(ctx, req, resp)
-	}
-	return resp, err
-}
+// callbacks) and only SendRequest is intercepted (and, for stdio, Start and
+// Close, which run the process: see tappedStdio).
 
 type tappedHTTP struct{ *transport.StreamableHTTP }
 
@@ -134,22 +124,6 @@ type valueless struct{ context.Context }
 
 func (valueless) Value(any) any { return nil }
 
-// stdioProcess is what a stdio connection knows about its child.
-type stdioProcess struct {
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	stderr *lineLogger
-}
-
-func (p *stdioProcess) pid() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil || p.cmd.Process == nil {
-		return 0
-	}
-	return p.cmd.Process.Pid
-}
-
 // newTransport builds the mcp-go transport for one connection attempt to s.
 // listen asks a streamable HTTP transport for the standalone GET stream that
 // servers on protocol versions before 2026-07-28 send notifications (and
@@ -167,22 +141,20 @@ func (u *upstream) newTransport(s *config.MCPServer, listen bool) (transport.Int
 			return nil, nil, err
 		}
 		proc := &stdioProcess{stderr: &lineLogger{log: u.log, mask: &u.cat.mask}}
-		build := func(ctx context.Context, _ string, _ []string, args []string) (*exec.Cmd, error) {
-			cmd := exec.CommandContext(ctx, path, args...)
+		proc.build = func(ctx context.Context) *exec.Cmd {
+			cmd := exec.CommandContext(ctx, path, s.Args...)
 			cmd.Env = env // never os.Environ(): mcp-go's default would hand the daemon's secrets to the child
 			cmd.Dir = s.Cwd
-			cmd.Stderr = proc.stderr
 			// A grandchild holding stderr open must not stall Wait forever.
 			cmd.WaitDelay = 2 * time.Second
 			setProcAttrs(cmd)
-			proc.mu.Lock()
-			proc.cmd = cmd
-			proc.mu.Unlock()
-			return cmd, nil
+			return cmd
 		}
-		t := transport.NewStdioWithOptions(path, env, s.Args,
-			transport.WithCommandFunc(build), transport.WithCommandLogger(log))
-		return tappedStdio{t}, proc, nil
+		t, err := newTappedStdio(proc, log, u.stray)
+		if err != nil {
+			return nil, nil, err
+		}
+		return t, proc, nil
 	case config.TransportHTTP:
 		hc := telemetry.HTTPClient()
 		if ac := u.authClient(s); ac != nil {

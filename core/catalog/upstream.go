@@ -71,6 +71,15 @@ type ServerStatus struct {
 	// connection was lost.
 	LastError   string
 	ConnectedAt time.Time
+	// StrayLines counts the lines a stdio server wrote on stdout that are
+	// not JSON-RPC messages (banners, debug prints, broken answers), which
+	// the client skips; LastStrayLine is the last of them, secrets masked,
+	// cut to 200 bytes.
+	// For a tenant-scoped server, the sum over its running instances and
+	// the latest line of any.
+	StrayLines    int
+	LastStrayLine string
+	lastStrayAt   time.Time
 }
 
 // conn is one live connection to an upstream server.
@@ -157,6 +166,8 @@ type upstream struct {
 	restarts    int
 	listChanged int
 	connectedAt time.Time
+	// strays counts what a stdio server wrote on stdout that the client skips.
+	strays strays
 	// listen: this streamable HTTP server speaks a protocol version before
 	// 2026-07-28, so it needs the GET stream (dial).
 	listen bool
@@ -330,6 +341,7 @@ func (u *upstream) connect(ctx context.Context) (*conn, error) {
 	u.mu.Lock()
 	listen := u.listen
 	u.mu.Unlock()
+	strays := u.strays.count()
 	c, relisten, err := u.dial(actx, listen)
 	if relisten {
 		u.mu.Lock()
@@ -338,8 +350,8 @@ func (u *upstream) connect(ctx context.Context) (*conn, error) {
 		c, _, err = u.dial(actx, true)
 	}
 	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
-		err = fmt.Errorf("server %s did not answer within %s (its timeout, at least %s; raise it if the server starts slowly): %w",
-			u.cfg.Name, d, u.cat.opts.ConnectTimeout, err)
+		err = fmt.Errorf("server %s did not answer within %s (its timeout, at least %s; raise it if the server starts slowly)%s: %w",
+			u.cfg.Name, d, u.cat.opts.ConnectTimeout, u.strays.since(strays), err)
 	}
 	return c, u.redact(err)
 }
@@ -546,6 +558,7 @@ func (u *upstream) status() ServerStatus {
 	if u.lastErr != nil {
 		s.LastError = u.lastErr.Error()
 	}
+	s.StrayLines, s.LastStrayLine, s.lastStrayAt = u.strays.status()
 	if u.conn != nil && !u.conn.isDead() {
 		s.PID = pidOf(u.conn)
 	}
@@ -563,6 +576,10 @@ func (u *upstream) scopedStatus() ServerStatus {
 		s.Restarts += in.Restarts
 		if in.Tenant == endpoint.DefaultTenant {
 			s.State, s.LastError = in.State, in.LastError
+		}
+		s.StrayLines += in.StrayLines
+		if in.lastStrayAt.After(s.lastStrayAt) {
+			s.LastStrayLine, s.lastStrayAt = in.LastStrayLine, in.lastStrayAt
 		}
 		if in.ConnectedAt.After(latest) {
 			latest = in.ConnectedAt

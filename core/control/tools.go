@@ -69,12 +69,14 @@ func (s *Server) ListServers(context.Context, *cexecv1.ListServersRequest) (*cex
 			Name: st.Name, Transport: st.Transport, State: serverState(st.State), ProtocolVersion: st.ProtocolVersion,
 			ServerName: st.ServerName, ServerVersion: st.ServerVersion, Tools: int32(st.Tools), Pid: int32(st.PID),
 			Restarts: int32(st.Restarts), LastError: st.LastError, Optional: st.Optional, Scope: st.Scope,
+			StrayStdoutLines: int32(st.StrayLines), LastStrayStdoutLine: st.LastStrayLine,
 		}
 		for _, in := range st.Instances {
 			info.Instances = append(info.Instances, &cexecv1.ServerInstance{
 				Tenant: in.Tenant, State: serverState(in.State), Pid: int32(in.PID),
 				StartedUnixMs: in.StartedAt.UnixMilli(), LastUsedUnixMs: in.LastUsed.UnixMilli(),
 				InFlight: int32(in.InFlight), Restarts: int32(in.Restarts), LastError: in.LastError,
+				StrayStdoutLines: int32(in.StrayLines), LastStrayStdoutLine: in.LastStrayLine,
 			})
 		}
 		out = append(out, info)

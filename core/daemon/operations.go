@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hashicorp/hcl/v2"
 	"google.golang.org/grpc/codes"
@@ -133,6 +134,13 @@ func (s *operations) liveChecks() []doctor.Check {
 func serverCheck(u catalog.ServerStatus) doctor.Check {
 	c := doctor.Check{Name: "upstream " + u.Name, Status: doctor.OK, Detail: string(u.State)}
 	if u.State == catalog.StateReady {
+		if u.StrayLines > 0 {
+			// The client skips such lines: an answer written that way is
+			// lost and its call times out.
+			c.Status = doctor.Warn
+			c.Detail += "; " + strayDetail(u)
+			c.Fix = strayFix
+		}
 		return c
 	}
 	c.Status = doctor.Warn
@@ -147,8 +155,23 @@ func serverCheck(u catalog.ServerStatus) doctor.Check {
 	default:
 		c.Fix = "cexecctl servers ls shows its error; check the command or url, and the server's own log lines in cexecd's log"
 	}
+	if u.StrayLines > 0 {
+		c.Detail += "; " + strayDetail(u)
+		c.Fix += "; " + strayFix
+	}
 	if !u.Optional && u.State != catalog.StateConnecting && u.State != catalog.StateReconnecting {
 		c.Status = doctor.Fail
 	}
 	return c
 }
+
+// strayDetail says that u wrote lines on stdout that are not JSON-RPC.
+func strayDetail(u catalog.ServerStatus) string {
+	if u.StrayLines == 1 {
+		return "it wrote 1 line on stdout that is not JSON-RPC, which cexecd skips: " + u.LastStrayLine
+	}
+	return fmt.Sprintf("it wrote %d lines on stdout that are not JSON-RPC, which cexecd skips; the last: %s", u.StrayLines, u.LastStrayLine)
+}
+
+// strayFix is what to do about a server writing on stdout what is not JSON-RPC.
+const strayFix = "a stdio server must write only JSON-RPC messages on stdout (an answer written otherwise is lost and its call times out): make it log to stderr (Python: print(..., file=sys.stderr); Node: console.error)"

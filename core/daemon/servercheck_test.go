@@ -14,7 +14,8 @@ import (
 
 // TestServerCheck: doctor fails a required server only once its connection
 // failed, never names an empty reason, and does not send the operator to
-// servers ls for the error it already shows.
+// servers ls for the error it already shows; a server writing on stdout
+// what is not JSON-RPC is warned of with the line.
 func TestServerCheck(t *testing.T) {
 	tests := []struct {
 		name                string
@@ -26,6 +27,10 @@ func TestServerCheck(t *testing.T) {
 		{"reconnecting after a loss", catalog.ServerStatus{Name: "m", State: catalog.StateReconnecting, LastError: "process exited"}, doctor.Warn, "reconnecting: process exited", "calls wait while it connects; run doctor again in a moment, and if it does not connect check the command or url"},
 		{"failed", catalog.ServerStatus{Name: "m", State: catalog.StateBackoff, LastError: "exec: not found"}, doctor.Fail, "backoff: exec: not found", "check the command or url, and the server's own log lines in cexecd's log"},
 		{"failed, optional", catalog.ServerStatus{Name: "m", State: catalog.StateBackoff, LastError: "refused", Optional: true}, doctor.Warn, "backoff: refused", "check the command or url, and the server's own log lines in cexecd's log"},
+		{"ready, printing on stdout", catalog.ServerStatus{Name: "m", State: catalog.StateReady, StrayLines: 2, LastStrayLine: "DEBUG x"}, doctor.Warn,
+			"ready; it wrote 2 lines on stdout that are not JSON-RPC, which cexecd skips; the last: DEBUG x", strayFix},
+		{"failed after a banner", catalog.ServerStatus{Name: "m", State: catalog.StateBackoff, LastError: "initialize: timed out", StrayLines: 1, LastStrayLine: "hello"}, doctor.Fail,
+			"backoff: initialize: timed out; it wrote 1 line on stdout that is not JSON-RPC, which cexecd skips: hello", "check the command or url, and the server's own log lines in cexecd's log; " + strayFix},
 	}
 	for _, tt := range tests {
 		c := serverCheck(tt.u)

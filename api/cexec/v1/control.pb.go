@@ -1421,9 +1421,15 @@ type ServerInfo struct {
 	// started on demand); empty for local tools.
 	Scope string `protobuf:"bytes,12,opt,name=scope,proto3" json:"scope,omitempty"`
 	// The running per-tenant instances of a tenant-scoped server.
-	Instances     []*ServerInstance `protobuf:"bytes,13,rep,name=instances,proto3" json:"instances,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Instances []*ServerInstance `protobuf:"bytes,13,rep,name=instances,proto3" json:"instances,omitempty"`
+	// Lines a stdio server wrote on stdout that are not JSON-RPC messages
+	// (banners, debug prints, broken answers), which the client skips; for a
+	// tenant-scoped server, the sum over its running instances.
+	StrayStdoutLines int32 `protobuf:"varint,14,opt,name=stray_stdout_lines,json=strayStdoutLines,proto3" json:"stray_stdout_lines,omitempty"`
+	// The last such line, secrets masked, cut to 200 bytes.
+	LastStrayStdoutLine string `protobuf:"bytes,15,opt,name=last_stray_stdout_line,json=lastStrayStdoutLine,proto3" json:"last_stray_stdout_line,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ServerInfo) Reset() {
@@ -1547,19 +1553,35 @@ func (x *ServerInfo) GetInstances() []*ServerInstance {
 	return nil
 }
 
+func (x *ServerInfo) GetStrayStdoutLines() int32 {
+	if x != nil {
+		return x.StrayStdoutLines
+	}
+	return 0
+}
+
+func (x *ServerInfo) GetLastStrayStdoutLine() string {
+	if x != nil {
+		return x.LastStrayStdoutLine
+	}
+	return ""
+}
+
 // ServerInstance is one tenant's instance of a tenant-scoped server.
 type ServerInstance struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	Tenant         string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	State          string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"` // as ServerInfo.state
-	Pid            int32                  `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`    // stdio servers only
-	StartedUnixMs  int64                  `protobuf:"varint,4,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
-	LastUsedUnixMs int64                  `protobuf:"varint,5,opt,name=last_used_unix_ms,json=lastUsedUnixMs,proto3" json:"last_used_unix_ms,omitempty"`
-	InFlight       int32                  `protobuf:"varint,6,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"` // calls under way; 0 means idle
-	Restarts       int32                  `protobuf:"varint,7,opt,name=restarts,proto3" json:"restarts,omitempty"`
-	LastError      string                 `protobuf:"bytes,8,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Tenant              string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	State               string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"` // as ServerInfo.state
+	Pid                 int32                  `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`    // stdio servers only
+	StartedUnixMs       int64                  `protobuf:"varint,4,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
+	LastUsedUnixMs      int64                  `protobuf:"varint,5,opt,name=last_used_unix_ms,json=lastUsedUnixMs,proto3" json:"last_used_unix_ms,omitempty"`
+	InFlight            int32                  `protobuf:"varint,6,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"` // calls under way; 0 means idle
+	Restarts            int32                  `protobuf:"varint,7,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	LastError           string                 `protobuf:"bytes,8,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	StrayStdoutLines    int32                  `protobuf:"varint,9,opt,name=stray_stdout_lines,json=strayStdoutLines,proto3" json:"stray_stdout_lines,omitempty"` // as ServerInfo.stray_stdout_lines
+	LastStrayStdoutLine string                 `protobuf:"bytes,10,opt,name=last_stray_stdout_line,json=lastStrayStdoutLine,proto3" json:"last_stray_stdout_line,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ServerInstance) Reset() {
@@ -1644,6 +1666,20 @@ func (x *ServerInstance) GetRestarts() int32 {
 func (x *ServerInstance) GetLastError() string {
 	if x != nil {
 		return x.LastError
+	}
+	return ""
+}
+
+func (x *ServerInstance) GetStrayStdoutLines() int32 {
+	if x != nil {
+		return x.StrayStdoutLines
+	}
+	return 0
+}
+
+func (x *ServerInstance) GetLastStrayStdoutLine() string {
+	if x != nil {
+		return x.LastStrayStdoutLine
 	}
 	return ""
 }
@@ -5320,7 +5356,7 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\tExecEvent\x12*\n" +
 	"\x06output\x18\x01 \x01(\v2\x10.cexec.v1.OutputH\x00R\x06output\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x14.cexec.v1.ExecResultH\x00R\x06resultB\a\n" +
-	"\x05event\"\x94\x03\n" +
+	"\x05event\"\xf7\x03\n" +
 	"\n" +
 	"ServerInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
@@ -5338,7 +5374,9 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	" \x01(\tR\tlastError\x12\x1a\n" +
 	"\boptional\x18\v \x01(\bR\boptional\x12\x14\n" +
 	"\x05scope\x18\f \x01(\tR\x05scope\x126\n" +
-	"\tinstances\x18\r \x03(\v2\x18.cexec.v1.ServerInstanceR\tinstances\"\xfb\x01\n" +
+	"\tinstances\x18\r \x03(\v2\x18.cexec.v1.ServerInstanceR\tinstances\x12,\n" +
+	"\x12stray_stdout_lines\x18\x0e \x01(\x05R\x10strayStdoutLines\x123\n" +
+	"\x16last_stray_stdout_line\x18\x0f \x01(\tR\x13lastStrayStdoutLine\"\xde\x02\n" +
 	"\x0eServerInstance\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x10\n" +
@@ -5348,7 +5386,10 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\tin_flight\x18\x06 \x01(\x05R\binFlight\x12\x1a\n" +
 	"\brestarts\x18\a \x01(\x05R\brestarts\x12\x1d\n" +
 	"\n" +
-	"last_error\x18\b \x01(\tR\tlastError\"\x14\n" +
+	"last_error\x18\b \x01(\tR\tlastError\x12,\n" +
+	"\x12stray_stdout_lines\x18\t \x01(\x05R\x10strayStdoutLines\x123\n" +
+	"\x16last_stray_stdout_line\x18\n" +
+	" \x01(\tR\x13lastStrayStdoutLine\"\x14\n" +
 	"\x12ListServersRequest\"E\n" +
 	"\x13ListServersResponse\x12.\n" +
 	"\aservers\x18\x01 \x03(\v2\x14.cexec.v1.ServerInfoR\aservers\"\xca\x01\n" +

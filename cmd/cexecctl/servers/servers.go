@@ -67,6 +67,9 @@ func table(env *cli.Env, ss []*cexecv1.ServerInfo) error {
 		if s.GetLastError() != "" && s.GetState() != "ok" {
 			fmt.Fprintf(env.Stdout, "%s: %s\n", s.GetName(), s.GetLastError())
 		}
+		if s.GetStrayStdoutLines() > 0 {
+			fmt.Fprintf(env.Stdout, "%s: %s\n", s.GetName(), strays(s.GetStrayStdoutLines(), s.GetLastStrayStdoutLine()))
+		}
 	}
 	return instances(env, ss, time.Now())
 }
@@ -103,9 +106,22 @@ func instances(env *cli.Env, ss []*cexecv1.ServerInfo, now time.Time) error {
 			if in.GetLastError() != "" && in.GetState() != "ok" {
 				fmt.Fprintf(env.Stdout, "%s (tenant %s): %s\n", s.GetName(), in.GetTenant(), in.GetLastError())
 			}
+			if in.GetStrayStdoutLines() > 0 {
+				fmt.Fprintf(env.Stdout, "%s (tenant %s): %s\n", s.GetName(), in.GetTenant(), strays(in.GetStrayStdoutLines(), in.GetLastStrayStdoutLine()))
+			}
 		}
 	}
 	return nil
+}
+
+// strays says that a server wrote lines on stdout that the client skips:
+// an answer written that way is lost and its call times out.
+func strays(n int32, last string) string {
+	lines := "1 line that is"
+	if n > 1 {
+		lines = fmt.Sprintf("%d lines that are", n)
+	}
+	return fmt.Sprintf("wrote %s not JSON-RPC on stdout, which cexecd skips (a stdio server must log to stderr); the last: %s", lines, last)
 }
 
 func since(now time.Time, unixMs int64) string {
