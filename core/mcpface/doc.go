@@ -64,8 +64,8 @@
 // when that replica is gone (replica.go). Options.OnSessionStart hears of
 // a session's opening and how it authenticated (the audit log's sign-in).
 // Protocol revisions
-// 2024-11-05 to 2025-11-25 are served; 2026-07-28 removed sessions, so its
-// clients negotiate down.
+// 2024-11-05 to 2025-11-25 are served, over SSE too (revisions.go);
+// 2026-07-28 removed sessions, so its clients negotiate down.
 //
 // No client can starve the face: every listener has header, read and idle
 // timeouts (no write timeout, which would cut streams); a TCP listener

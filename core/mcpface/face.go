@@ -353,13 +353,19 @@ func (f *Face) routes() *http.ServeMux {
 		server.WithStreamableHTTPLogger(hclogslog.New(f.log.Named("transport"))),
 	)
 	mux := http.NewServeMux()
-	mux.Handle(endpoint.MCPPath, f.refuseTaskCalls(f.http, replyJSON))
+	mux.Handle(endpoint.MCPPath, f.answerFirst(f.http, replyJSON, f.forbiddenTaskCall))
 	if f.o.SSE {
 		f.sse = server.NewSSEServer(f.srv,
 			server.WithSSEEndpoint(endpoint.SSEPath),
 			server.WithMessageEndpoint(endpoint.MessagePath),
 			server.WithSSEDisableLocalhostProtection(true),
 			server.WithKeepAlive(true),
+			// mcp-go restricts revisions per transport for streamable HTTP
+			// only; without this, server/discover over SSE offers 2026-07-28
+			// and a client takes it instead of initialize.
+			server.WithSSEContextFunc(func(ctx context.Context, _ *http.Request) context.Context {
+				return server.WithSupportedProtocolVersions(ctx, protocolVersions)
+			}),
 			server.WithSessionIDGenerator(func(ctx context.Context, _ *http.Request) (string, error) {
 				tenant, _ := tenantFrom(ctx)
 				id := f.sessions.newSessionID()
@@ -369,7 +375,7 @@ func (f *Face) routes() *http.ServeMux {
 			}),
 		)
 		mux.Handle(endpoint.SSEPath, f.sse)
-		mux.Handle(endpoint.MessagePath, f.refuseTaskCalls(f.sse, f.replySSE))
+		mux.Handle(endpoint.MessagePath, f.answerFirst(f.sse, f.replySSE, f.forbiddenTaskCall, unservedRevision))
 	}
 	return mux
 }

@@ -254,13 +254,14 @@ func (f *Face) forbiddenTaskCall(body []byte) *mcp.JSONRPCError {
 	return &err
 }
 
-// refuseTaskCalls answers a task-augmented tools/call of a tool that does
-// not run as a task with -32601 (method not found), as MCP 2025-11-25 says
-// a server should. mcp-go runs such a call as a plain one, whose
-// CallToolResult a client waiting for a CreateTaskResult cannot take, and
-// its hooks can only refuse with -32600; so the answer is given here,
-// before mcp-go, through send (the transport's way to reply).
-func (f *Face) refuseTaskCalls(next http.Handler, send func(w http.ResponseWriter, r *http.Request, reply *mcp.JSONRPCError)) http.Handler {
+// answerFirst gives the answers mcp-go would not give: each check may
+// answer a message of a session itself, through send (the transport's way
+// to reply), before mcp-go sees it. forbiddenTaskCall is one: a
+// task-augmented tools/call of a tool that does not run as a task gets
+// -32601 (method not found), as MCP 2025-11-25 says a server should, where
+// mcp-go runs it as a plain call, whose CallToolResult a client waiting for
+// a CreateTaskResult cannot take, and its hooks can only refuse with -32600.
+func (f *Face) answerFirst(next http.Handler, send func(w http.ResponseWriter, r *http.Request, reply *mcp.JSONRPCError), checks ...func(body []byte) *mcp.JSONRPCError) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || sessionIDOf(r) == "" {
 			next.ServeHTTP(w, r)
@@ -272,9 +273,11 @@ func (f *Face) refuseTaskCalls(next http.Handler, send func(w http.ResponseWrite
 			f.deny(w, r, http.StatusBadRequest, fmt.Sprintf("read request body: %v", err))
 			return
 		}
-		if reply := f.forbiddenTaskCall(body); reply != nil {
-			send(w, r, reply)
-			return
+		for _, check := range checks {
+			if reply := check(body); reply != nil {
+				send(w, r, reply)
+				return
+			}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)

@@ -818,3 +818,42 @@ func TestInstructionsNameTheSession(t *testing.T) {
 		})
 	}
 }
+
+// TestSSEServesSessionRevisionsOnly: a client that does not pin a revision
+// ends up on one the face serves over SSE too, as over streamable HTTP:
+// 2026-07-28 has no sessions, and a cexec session (its log, its PII tokens,
+// the instructions naming it) is the MCP session.
+func TestSSEServesSessionRevisionsOnly(t *testing.T) {
+	w := newWorld(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, tt := range []struct {
+		name string
+		url  string
+		new  func(string) (*mcpclient.Client, error)
+	}{
+		{"streamable", w.url + "/mcp", func(u string) (*mcpclient.Client, error) { return mcpclient.NewStreamableHttpClient(u) }},
+		{"sse", w.url + "/sse", func(u string) (*mcpclient.Client, error) { return mcpclient.NewSSEMCPClient(u) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := tt.new(tt.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.Initialize(ctx, initRequest())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(protocolVersions, res.ProtocolVersion) {
+				t.Errorf("negotiated %q, which the face does not serve (%v)", res.ProtocolVersion, protocolVersions)
+			}
+			if !strings.Contains(res.Instructions, "This connection's session") {
+				t.Errorf("instructions name no session: %q", res.Instructions)
+			}
+		})
+	}
+}
