@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/cexec/cexec/core/daemon"
+	"github.com/cexec/cexec/core/workflow/jqworker"
 	"github.com/cexec/cexec/internal/maxprocs"
 	"github.com/cexec/cexec/internal/version"
 )
@@ -29,6 +30,9 @@ import (
 var started = time.Now()
 
 func main() {
+	if jqworker.Requested() {
+		os.Exit(jqworker.Main())
+	}
 	maxprocs.Set()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cexec/cexec/core/workflow/jqworker"
 )
 
 // nopEffects answers at once, so a run's time is the engine's own:
@@ -63,4 +65,23 @@ func benchEngine(b *testing.B, store Journals) {
 	p50 := perTask[len(perTask)/2]
 	b.ReportMetric(float64(p50.Nanoseconds()), "p50-ns/task")
 	b.Logf("engine overhead per task, p50 over %d runs of 100 tasks: %s (max %s)", len(perTask), p50, perTask[len(perTask)-1])
+}
+
+// BenchmarkExpr evaluates a typical small expression over a small input
+// with the variables a task sees: the cost of one evaluation.
+func BenchmarkExpr(b *testing.B) {
+	x := exprs{jq: jqworker.NewPool()}
+	defer x.jq.Close()
+	data := map[string]any{"items": []any{
+		map[string]any{"name": "a", "n": 1.0}, map[string]any{"name": "b", "n": 2.0}, map[string]any{"name": "c", "n": 3.0},
+	}}
+	v := vars{"context": map[string]any{"user": "u"}, "input": data, "workflow": map[string]any{"id": "r1"}}
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		out, err := x.eval(ctx, "${ .items | map(.name) }", data, v)
+		if err != nil || len(out.([]any)) != 3 {
+			b.Fatal(out, err)
+		}
+	}
 }

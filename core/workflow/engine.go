@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cexec/cexec/core/workflow/dsl"
+	"github.com/cexec/cexec/core/workflow/jqworker"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -99,6 +100,7 @@ type Options struct {
 // Embedded is the engine inside cexecd. It is safe for concurrent use.
 type Embedded struct {
 	opts  Options
+	jq    *jqworker.Pool
 	ctx   context.Context
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
@@ -124,14 +126,15 @@ func NewEmbedded(opts Options) *Embedded {
 		opts.Log = hclog.NewNullLogger()
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Embedded{opts: opts, ctx: ctx, stop: stop, runs: map[string]*run{}, slots: map[string]chan struct{}{}}
+	return &Embedded{opts: opts, jq: jqworker.NewPool(), ctx: ctx, stop: stop, runs: map[string]*run{}, slots: map[string]chan struct{}{}}
 }
 
-// Close stops every run where it is and waits for them; their journals
-// keep what finished.
+// Close stops every run where it is and waits for them, then the
+// expression workers; the runs' journals keep what finished.
 func (e *Embedded) Close() {
 	e.stop()
 	e.wg.Wait()
+	e.jq.Close()
 }
 
 // NewRunID returns a new run id: sortable by time, unique.
@@ -185,7 +188,7 @@ func decodeInput(raw json.RawMessage) (any, error) {
 }
 
 func (e *Embedded) newRun(tenant, id string, doc *dsl.Document, input any) *run {
-	r := &run{e: e, tenant: tenant, id: id, doc: doc, input: input, j: newJournal(e.opts.Journals, tenant, id),
+	r := &run{e: e, tenant: tenant, id: id, doc: doc, input: input, j: newJournal(e.opts.Journals, tenant, id), x: exprs{jq: e.jq},
 		state: StateQueued, done: make(chan struct{}), wake: make(chan struct{}), started: time.Now().UTC()}
 	r.ctxVal = map[string]any{}
 	return r

@@ -6,13 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/itchyny/gojq"
-
 	"github.com/cexec/cexec/core/workflow/dsl"
+	"github.com/cexec/cexec/core/workflow/jqworker"
 )
 
 // vars are the $names an expression sees ($context, $input, $workflow, loop
@@ -28,68 +25,35 @@ func (v vars) with(name string, val any) vars {
 	return out
 }
 
-// exprs compiles jq programs once per program and variable set.
+// exprs evaluates a run's expressions in the engine's jq workers.
 type exprs struct {
-	mu    sync.Mutex
-	cache map[string]*gojq.Code
+	jq *jqworker.Pool
 }
 
-func (x *exprs) compile(src string, names []string) (*gojq.Code, error) {
-	key := strings.Join(names, ",") + "\x00" + src
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if c, ok := x.cache[key]; ok {
-		return c, nil
-	}
-	q, err := gojq.Parse(src)
-	if err != nil {
-		return nil, err
-	}
-	dollar := make([]string, len(names))
-	for i, n := range names {
-		dollar[i] = "$" + n
-	}
-	c, err := gojq.Compile(q, gojq.WithVariables(dollar))
-	if err != nil {
-		return nil, err
-	}
-	if x.cache == nil {
-		x.cache = map[string]*gojq.Code{}
-	}
-	x.cache[key] = c
-	return c, nil
-}
-
-// maxExprTime bounds one expression's evaluation. Expressions run in
-// cexecd itself, written by tenants: one that never ends, or builds a huge
-// value (`[range(1e9)]`), must not outlive its run or hold cexecd's memory
-// and CPU for ever. Reshaping JSON takes milliseconds.
+// maxExprTime bounds one expression's evaluation. Expressions are written
+// by tenants: one that never ends must not outlive its run or hold a
+// worker for ever, and at the limit its worker is killed, even in the
+// middle of one long jq step. Reshaping JSON takes milliseconds.
 const maxExprTime = 2 * time.Second
 
-// eval runs one jq program over data; its first result is the value. It
-// stops when ctx ends or after maxExprTime.
+// eval runs one jq program over data in a worker; its first result is the
+// value. It stops when ctx ends or after maxExprTime; a program that needs
+// more than jqworker.MemoryLimit, or gives a result larger than
+// jqworker.MaxResult, fails.
 func (x *exprs) eval(ctx context.Context, src string, data any, v vars) (any, error) {
 	names := make([]string, 0, len(v))
 	for k := range v {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	code, err := x.compile(dsl.Unwrap(src), names)
-	if err != nil {
-		return nil, exprError(src, err)
-	}
 	vals := make([]any, len(names))
 	for i, n := range names {
 		vals[i] = v[n]
 	}
 	ectx, cancel := context.WithTimeout(ctx, maxExprTime)
 	defer cancel()
-	it := code.RunWithContext(ectx, data, vals...)
-	out, ok := it.Next()
-	if !ok {
-		return nil, nil
-	}
-	if err, ok := out.(error); ok {
+	out, err := x.jq.Eval(ectx, dsl.Unwrap(src), data, names, vals)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -140,10 +141,12 @@ do:
 	}
 }
 
-// TestExpressionsBounded: jq expressions run inside cexecd, written by
-// tenants; one that never ends fails its run after the limit of one
-// expression, and one cut by the run's own timeout stops with it, instead
-// of spinning on (and holding whatever it builds) for ever.
+// TestExpressionsBounded: jq expressions are written by tenants; one that
+// never ends fails its run after the limit of one expression, one cut by
+// the run's own timeout stops with it, instead of spinning on (and holding
+// whatever it builds) for ever; one that takes more memory than one
+// expression may, or gives a larger result, fails its run, and cexecd's
+// own heap does not hold what it built.
 func TestExpressionsBounded(t *testing.T) {
 	head := "document: {dsl: 1.0.0, namespace: test, name: t, version: 1.0.0}\n"
 	const spin = `"${ reduce range(0; infinite) as $i (0; .) }"`
@@ -154,7 +157,28 @@ func TestExpressionsBounded(t *testing.T) {
 		{"no timeout", "do:\n  - a: {set: {x: " + spin + "}}\n", "the limit of one expression", maxExprTime + 5*time.Second},
 		{"the run's timeout", "timeout: {after: {milliseconds: 200}}\ndo:\n  - a: {set: {x: " + spin + "}}\n", "the workflow timed out after 200ms", maxExprTime / 2},
 		{"a condition", "do:\n  - a: {if: " + spin + ", set: {x: 1}}\n", "the limit of one expression", maxExprTime + 5*time.Second},
+		{"one large step", `do:
+  - a: {set: {x: "${ \"x\" * 3e8 | length }"}}
+`, "used more than 256 MiB of memory, the limit of one expression", time.Minute},
+		{"a large array", `do:
+  - a: {set: {x: "${ null | .[5e8] = 1 | length }"}}
+`, "used more than 256 MiB of memory, the limit of one expression", time.Minute},
+		{"growing step by step", `do:
+  - a: {set: {x: "${ reduce range(40) as $i (\"x\"; . + .) | length }"}}
+`, "used more than 256 MiB of memory, the limit of one expression", time.Minute},
+		{"a large result", `do:
+  - a: {set: {x: "${ \"x\" * 17e6 }"}}
+`, "more than 16 MiB, the limit of one expression's result", time.Minute},
 	}
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	t.Cleanup(func() {
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		if grew := int64(after.Sys) - int64(before.Sys); grew > 64<<20 {
+			t.Errorf("the test process grew by %d MiB", grew>>20)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := NewEmbedded(Options{Journals: newStore(t), Effects: &effects{}})
