@@ -188,7 +188,7 @@ func decodeInput(raw json.RawMessage) (any, error) {
 }
 
 func (e *Embedded) newRun(tenant, id string, doc *dsl.Document, input any) *run {
-	r := &run{e: e, tenant: tenant, id: id, doc: doc, input: input, j: newJournal(e.opts.Journals, tenant, id), x: exprs{jq: e.jq},
+	r := &run{e: e, tenant: tenant, id: id, doc: doc, input: input, j: newJournal(e.opts.Journals, tenant, id), x: exprs{jq: e.jq, tenant: tenant},
 		state: StateQueued, done: make(chan struct{}), wake: make(chan struct{}), started: time.Now().UTC()}
 	r.ctxVal = map[string]any{}
 	return r

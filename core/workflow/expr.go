@@ -25,9 +25,11 @@ func (v vars) with(name string, val any) vars {
 	return out
 }
 
-// exprs evaluates a run's expressions in the engine's jq workers.
+// exprs evaluates a run's expressions in the engine's jq workers, shared
+// fairly among tenants.
 type exprs struct {
-	jq *jqworker.Pool
+	jq     *jqworker.Pool
+	tenant string
 }
 
 // maxExprTime bounds one expression's evaluation. Expressions are written
@@ -50,9 +52,7 @@ func (x *exprs) eval(ctx context.Context, src string, data any, v vars) (any, er
 	for i, n := range names {
 		vals[i] = v[n]
 	}
-	ectx, cancel := context.WithTimeout(ctx, maxExprTime)
-	defer cancel()
-	out, err := x.jq.Eval(ectx, dsl.Unwrap(src), data, names, vals)
+	out, err := x.jq.Eval(ctx, x.tenant, maxExprTime, dsl.Unwrap(src), data, names, vals)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

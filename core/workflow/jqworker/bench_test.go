@@ -12,7 +12,7 @@ func BenchmarkEvalNull(b *testing.B) {
 	defer p.Close()
 	ctx := context.Background()
 	for range b.N {
-		if _, err := p.Eval(ctx, "null", nil, nil, nil); err != nil {
+		if _, err := p.Eval(ctx, "t", 0, "null", nil, nil, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -34,7 +34,7 @@ func BenchmarkEvalMap(b *testing.B) {
 	}{{"novars", nil, nil}, {"vars", []string{"context", "input", "workflow"}, []any{map[string]any{"user": "u"}, data, map[string]any{"id": "r1"}}}} {
 		b.Run(tc.name, func(b *testing.B) {
 			for range b.N {
-				if _, err := p.Eval(ctx, ".items | map(.name)", data, tc.names, tc.vals); err != nil {
+				if _, err := p.Eval(ctx, "t", 0, ".items | map(.name)", data, tc.names, tc.vals); err != nil {
 					b.Fatal(err)
 				}
 			}

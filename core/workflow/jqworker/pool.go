@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/cexec/cexec/internal/tailbuf"
 )
@@ -34,33 +36,55 @@ var ErrClosed = errors.New("expression workers are stopped")
 // replaced by the next evaluation that needs one. It is safe for
 // concurrent use.
 type Pool struct {
-	slots  chan struct{}
 	mu     sync.Mutex
 	idle   []*worker
 	live   map[*worker]struct{}
 	closed bool
+	// busy counts the evaluations that have a place (at most Size), held
+	// them by tenant; waiting are the evaluations waiting for one, oldest
+	// first.
+	busy    int
+	held    map[string]int
+	waiting []*waiter
+}
+
+// waiter is an evaluation waiting for a place; ready is closed when it has
+// one.
+type waiter struct {
+	tenant string
+	ready  chan struct{}
 }
 
 // NewPool returns a pool; it starts no process until an evaluation needs one.
 func NewPool() *Pool {
-	return &Pool{slots: make(chan struct{}, Size), live: map[*worker]struct{}{}}
+	return &Pool{live: map[*worker]struct{}{}, held: map[string]int{}}
 }
 
 // Eval runs the jq program src over data, with the variables names (without
 // the $, sorted) set to vals, and returns its first result, or nil when it
-// gives none. An error from jq has jq's text. When ctx ends first, the
-// worker is killed and Eval returns ctx.Err().
-func (p *Pool) Eval(ctx context.Context, src string, data any, names []string, vals []any) (any, error) {
+// gives none. An error from jq has jq's text.
+//
+// It waits for a place among the Size while ctx lasts. A place freed while
+// evaluations wait goes to the waiting tenant that holds the fewest, so
+// that one tenant's slow expressions delay another's by at most one
+// evaluation and never use up its time: limit (none when 0) bounds the
+// evaluation from when it has its place. When ctx ends or limit passes
+// first, the worker is killed and Eval returns the context's error
+// (context.DeadlineExceeded for limit).
+func (p *Pool) Eval(ctx context.Context, tenant string, limit time.Duration, src string, data any, names []string, vals []any) (any, error) {
 	req, err := encodeRequest(src, names, data, vals)
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := p.acquire(ctx, tenant); err != nil {
+		return nil, err
 	}
-	defer func() { <-p.slots }()
+	defer p.release(tenant)
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -71,6 +95,61 @@ func (p *Pool) Eval(ctx context.Context, src string, data any, names []string, v
 	v, err := w.eval(ctx, req)
 	p.put(w)
 	return v, err
+}
+
+// acquire takes a place for an evaluation of tenant, waiting while ctx
+// lasts when all are taken.
+func (p *Pool) acquire(ctx context.Context, tenant string) error {
+	p.mu.Lock()
+	if p.busy < Size && len(p.waiting) == 0 {
+		p.busy++
+		p.held[tenant]++
+		p.mu.Unlock()
+		return nil
+	}
+	w := &waiter{tenant: tenant, ready: make(chan struct{})}
+	p.waiting = append(p.waiting, w)
+	p.mu.Unlock()
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	select {
+	case <-w.ready:
+		// Given a place as ctx ended: hand it on.
+		p.mu.Unlock()
+		p.release(tenant)
+	default:
+		p.waiting = slices.DeleteFunc(p.waiting, func(x *waiter) bool { return x == w })
+		p.mu.Unlock()
+	}
+	return ctx.Err()
+}
+
+// release gives back tenant's place: to the waiting tenant that holds the
+// fewest (the oldest waiter among equals), else to the pool.
+func (p *Pool) release(tenant string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held[tenant]--; p.held[tenant] == 0 {
+		delete(p.held, tenant)
+	}
+	p.busy--
+	for p.busy < Size && len(p.waiting) > 0 {
+		next := 0
+		for i, w := range p.waiting {
+			if p.held[w.tenant] < p.held[p.waiting[next].tenant] {
+				next = i
+			}
+		}
+		w := p.waiting[next]
+		p.waiting = slices.Delete(p.waiting, next, next+1)
+		p.busy++
+		p.held[w.tenant]++
+		close(w.ready)
+	}
 }
 
 // Close kills the workers; evaluations after it fail with ErrClosed.

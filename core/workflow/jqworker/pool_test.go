@@ -77,7 +77,7 @@ func TestEvalSameAsInProcess(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			want, wantErr := inProcess(t, tt.src, data, names, vals)
-			got, err := p.Eval(t.Context(), tt.src, data, names, vals)
+			got, err := p.Eval(t.Context(), "t", 0, tt.src, data, names, vals)
 			if wantErr != "" {
 				if err == nil || err.Error() != wantErr {
 					t.Fatalf("error %v, want %q", err, wantErr)
@@ -141,7 +141,7 @@ func TestEvalMemoryBound(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := p.Eval(t.Context(), "1", nil, nil, nil); err != nil {
+			if _, err := p.Eval(t.Context(), "t", 0, "1", nil, nil, nil); err != nil {
 				t.Fatal(err)
 			}
 			ws := workers(p)
@@ -149,7 +149,7 @@ func TestEvalMemoryBound(t *testing.T) {
 				t.Fatalf("workers %v, want one", ws)
 			}
 			old := []int{ws[0].cmd.Process.Pid}
-			_, err := p.Eval(t.Context(), tt.src, nil, nil, nil)
+			_, err := p.Eval(t.Context(), "t", 0, tt.src, nil, nil, nil)
 			if !errors.Is(err, ErrMemory) {
 				t.Fatalf("error %v, want %v", err, ErrMemory)
 			}
@@ -163,7 +163,7 @@ func TestEvalMemoryBound(t *testing.T) {
 			if ru := ws[0].cmd.ProcessState.SysUsage().(*syscall.Rusage); ru.Maxrss*1024 > MemoryLimit+128<<20 {
 				t.Fatalf("the worker grew to %d MiB", ru.Maxrss>>10)
 			}
-			if v, err := p.Eval(t.Context(), "1 + 1", nil, nil, nil); err != nil || v != 2 {
+			if v, err := p.Eval(t.Context(), "t", 0, "1 + 1", nil, nil, nil); err != nil || v != 2 {
 				t.Fatalf("after: %v, %v", v, err)
 			}
 			if now := pids(p); len(now) != 1 || now[0] == old[0] {
@@ -183,11 +183,11 @@ func TestEvalMemoryBound(t *testing.T) {
 func TestEvalResultBound(t *testing.T) {
 	p := NewPool()
 	defer p.Close()
-	_, err := p.Eval(t.Context(), `"x" * 17e6`, nil, nil, nil)
+	_, err := p.Eval(t.Context(), "t", 0, `"x" * 17e6`, nil, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "more than 16 MiB, the limit of one expression's result") {
 		t.Fatalf("error %v", err)
 	}
-	if v, err := p.Eval(t.Context(), `"x" * 1e6 | length`, nil, nil, nil); err != nil || v != 1000000 {
+	if v, err := p.Eval(t.Context(), "t", 0, `"x" * 1e6 | length`, nil, nil, nil); err != nil || v != 1000000 {
 		t.Fatalf("after: %v, %v", v, err)
 	}
 }
@@ -210,7 +210,7 @@ func TestEvalKilledWhenCtxEnds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewPool()
 			defer p.Close()
-			if _, err := p.Eval(t.Context(), "1", nil, nil, nil); err != nil {
+			if _, err := p.Eval(t.Context(), "t", 0, "1", nil, nil, nil); err != nil {
 				t.Fatal(err)
 			}
 			old := pids(p)
@@ -218,13 +218,13 @@ func TestEvalKilledWhenCtxEnds(t *testing.T) {
 			defer cancel()
 			done := make(chan error, 1)
 			go func() {
-				_, err := p.Eval(ctx, spin, nil, nil, nil)
+				_, err := p.Eval(ctx, "t", 0, spin, nil, nil, nil)
 				done <- err
 			}()
 			if tt.want == context.Canceled {
 				// Cancel once the worker has the program: the pool's slot
 				// is taken and the worker is no longer idle.
-				for len(p.slots) == 0 || idle(p) != 0 {
+				for busy(p) == 0 || idle(p) != 0 {
 					runtime.Gosched()
 				}
 				time.Sleep(50 * time.Millisecond)
@@ -241,11 +241,17 @@ func TestEvalKilledWhenCtxEnds(t *testing.T) {
 			if !gone(old[0]) {
 				t.Fatalf("worker %d still runs", old[0])
 			}
-			if v, err := p.Eval(t.Context(), "2", nil, nil, nil); err != nil || v != 2 {
+			if v, err := p.Eval(t.Context(), "t", 0, "2", nil, nil, nil); err != nil || v != 2 {
 				t.Fatalf("after: %v, %v", v, err)
 			}
 		})
 	}
+}
+
+func busy(p *Pool) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.busy
 }
 
 func idle(p *Pool) int {
@@ -262,14 +268,14 @@ func TestPoolBoundAndClose(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for range Size {
-		go func() { _, _ = p.Eval(ctx, spin, nil, nil, nil) }()
+		go func() { _, _ = p.Eval(ctx, "t", 0, spin, nil, nil, nil) }()
 	}
-	for len(p.slots) < Size || len(pids(p)) < Size {
+	for busy(p) < Size || len(pids(p)) < Size {
 		runtime.Gosched()
 	}
 	wctx, wcancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer wcancel()
-	if _, err := p.Eval(wctx, "1", nil, nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := p.Eval(wctx, "t", 0, "1", nil, nil, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a fifth evaluation: %v, want it to wait until its ctx ends", err)
 	}
 	if n := len(pids(p)); n != Size {
@@ -277,10 +283,10 @@ func TestPoolBoundAndClose(t *testing.T) {
 	}
 	running := pids(p)
 	cancel()
-	for len(p.slots) > 0 {
+	for busy(p) > 0 {
 		runtime.Gosched()
 	}
-	if _, err := p.Eval(t.Context(), "1", nil, nil, nil); err != nil {
+	if _, err := p.Eval(t.Context(), "t", 0, "1", nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	running = append(running, pids(p)...)
@@ -293,7 +299,64 @@ func TestPoolBoundAndClose(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	if _, err := p.Eval(t.Context(), "1", nil, nil, nil); !errors.Is(err, ErrClosed) {
+	if _, err := p.Eval(t.Context(), "t", 0, "1", nil, nil, nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("after Close: %v, want %v", err, ErrClosed)
+	}
+}
+
+func waiting(p *Pool) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.waiting)
+}
+
+// TestFairShare: with every worker busy with one tenant's endless
+// expressions, another tenant's evaluation gets the next place freed,
+// ahead of the busy tenant's own evaluation that waited longer, and the
+// time it waited does not count against its limit. Without that, a tenant
+// holding every worker would make every other tenant's expressions fail.
+func TestFairShare(t *testing.T) {
+	p := NewPool()
+	defer p.Close()
+	const spin = `reduce range(0; infinite) as $i (0; .)`
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first, cancelFirst := context.WithCancel(ctx)
+	for i := range Size {
+		c := ctx
+		if i == 0 {
+			c = first
+		}
+		go func() { _, _ = p.Eval(c, "hog", 0, spin, nil, nil, nil) }()
+	}
+	for busy(p) < Size {
+		runtime.Gosched()
+	}
+	go func() { _, _ = p.Eval(ctx, "hog", 0, spin, nil, nil, nil) }()
+	for waiting(p) < 1 {
+		runtime.Gosched()
+	}
+	type result struct {
+		v   any
+		err error
+	}
+	other := make(chan result, 1)
+	go func() {
+		v, err := p.Eval(t.Context(), "other", 100*time.Millisecond, "1 + 1", nil, nil, nil)
+		other <- result{v, err}
+	}()
+	for waiting(p) < 2 {
+		runtime.Gosched()
+	}
+	// Longer than the other tenant's limit, all of it spent waiting.
+	time.Sleep(300 * time.Millisecond)
+	cancelFirst()
+	select {
+	case r := <-other:
+		if r.err != nil || r.v != 2 {
+			t.Fatalf("the other tenant's evaluation: %v, %v", r.v, r.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the other tenant got no place: the freed one went to the tenant holding every worker")
 	}
 }
