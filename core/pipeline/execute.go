@@ -208,17 +208,17 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 	_, ferr := run.Finish(entry)
 	x.account(ctx, req, out, err, start)
 	telemetry.End(logSpan, ferr)
+	quota := errors.Is(ferr, workspace.ErrQuotaExceeded)
+	if ferr != nil && !quota {
+		x.Log.Warn("log execution", "tenant", req.Tenant, "session", req.Session, "error", ferr)
+	}
 	if err != nil {
 		return nil, &sessionError{session: req.Session, err: err}
 	}
 	out.Session = req.Session
 	out.Elapsed = time.Since(start)
-	if ferr != nil {
-		if errors.Is(ferr, workspace.ErrQuotaExceeded) {
-			out.QuotaError = ferr
-		} else {
-			x.Log.Warn("log execution", "tenant", req.Tenant, "session", req.Session, "error", ferr)
-		}
+	if quota {
+		out.QuotaError = ferr
 	}
 	return out, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/cexec/cexec/core/metrics"
 	"github.com/cexec/cexec/core/pool"
 	"github.com/cexec/cexec/core/workspace"
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
@@ -263,5 +264,44 @@ func TestFailedExecutionNamesItsSession(t *testing.T) {
 	var e audit.Event
 	if err := json.Unmarshal(bytes.TrimSpace(b), &e); err != nil || e.Session != named.ExecSession() {
 		t.Errorf("audit event %s (%v), want it in session %q", b, err, named.ExecSession())
+	}
+}
+
+// sabotageRunner fails its execution after making the session's log
+// unwritable (a folder where the file goes).
+type sabotageRunner struct{ sessions string }
+
+func (r sabotageRunner) Exec(_ context.Context, req sandbox.ExecRequest, _ sandbox.Host) (sandbox.ExecResult, error) {
+	if err := os.MkdirAll(filepath.Join(r.sessions, req.Session+".jsonl"), 0o700); err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	return sandbox.ExecResult{}, fmt.Errorf("bwrap: %w", pluginapi.ErrUnavailable)
+}
+
+// TestFailedExecutionUnloggedIsSaid: an execution that failed and whose
+// session log entry could not be written either leaves a warning in
+// cexecd's log, as one that ran does: the entry is lost, and nothing else
+// says so.
+func TestFailedExecutionUnloggedIsSaid(t *testing.T) {
+	data := t.TempDir()
+	ws, err := workspace.New(workspace.Options{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	p, err := pool.New(nullBackend{}, pool.Config{MaxTotal: 1, Template: func(string) (sandbox.CreateRequest, error) { return sandbox.CreateRequest{}, nil }}, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	var logs testutil.Buffer
+	x := &Executor{Pool: p, Sandbox: sabotageRunner{filepath.Join(data, "tenants", "acme", "sessions")}, Workspaces: ws,
+		Log: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})}
+	_, err = x.ExecuteCode(context.Background(), CodeRequest{Tenant: "acme", Session: "s1", Code: "print(1)"})
+	if !errors.Is(err, pluginapi.ErrUnavailable) {
+		t.Fatalf("ExecuteCode: %v, want the runner's error", err)
+	}
+	if out := logs.String(); !strings.Contains(out, "log execution") || !strings.Contains(out, "session=s1") {
+		t.Errorf("no warning that the entry was lost; log:\n%s", out)
 	}
 }
