@@ -203,7 +203,8 @@ sandbox {
 # so an answer written that way is lost and its call times out. cexecd logs
 # a warning quoting such lines (at most 10 at once, then one per 6s), counts
 # them in servers ls and doctor, and names the last in the error of a call
-# that timed out meanwhile.
+# that timed out meanwhile (unless another tenant's calls were on the
+# server then: their lines are not shown to this one).
 # optional = true lets cexecd start when the server cannot be reached, with
 # a warning. A command that is not found (looked up
 # in the PATH the server gets) is an error of the file, shown with its line

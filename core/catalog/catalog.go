@@ -447,7 +447,8 @@ func (c *Catalog) call(ctx context.Context, tenant, server, tool string, args js
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	strays := u.strays.count()
+	strays := u.strays.begin(tenant, timeout)
+	defer strays.end()
 	res, ferr, err := callOn(ctx, cctx, cn, server, tool, args)
 	if errors.Is(err, transport.ErrSessionTerminated) && cctx.Err() == nil {
 		// The server no longer knows the session (it restarted): the call
@@ -479,7 +480,7 @@ func (c *Catalog) call(ctx context.Context, tenant, server, tool string, args js
 		return nil, fmt.Errorf("call %s/%s: %w", server, tool, signIn)
 	case cctx.Err() != nil:
 		u.probe(cn)
-		return nil, fmt.Errorf("call %s/%s: %w after %s%s", server, tool, ErrTimeout, timeout, u.strays.since(strays))
+		return nil, fmt.Errorf("call %s/%s: %w after %s%s", server, tool, ErrTimeout, timeout, strays.since())
 	case cn.isDead() || errors.Is(err, transport.ErrTransportClosed):
 		cn.markDead(err)
 		switch now := c.set().byName[server]; {

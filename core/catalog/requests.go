@@ -64,7 +64,8 @@ func (c *Catalog) request(ctx context.Context, tenant, server, what string, do f
 		}
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	strays := u.strays.count()
+	strays := u.strays.begin(tenant, timeout)
+	defer strays.end()
 	err = do(cctx, cn)
 	switch {
 	case err == nil:
@@ -73,7 +74,7 @@ func (c *Catalog) request(ctx context.Context, tenant, server, what string, do f
 		return fmt.Errorf("%s: %w", what, ctx.Err())
 	case cctx.Err() != nil:
 		u.probe(cn)
-		return fmt.Errorf("%s: %w after %s%s", what, ErrTimeout, timeout, u.strays.since(strays))
+		return fmt.Errorf("%s: %w after %s%s", what, ErrTimeout, timeout, strays.since())
 	case cn.isDead() || errors.Is(err, transport.ErrTransportClosed):
 		cn.markDead(err)
 		switch now := c.set().byName[server]; {

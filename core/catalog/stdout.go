@@ -303,6 +303,13 @@ type strays struct {
 	n      int
 	last   string
 	lastAt time.Time
+	// lastBy is the one tenant that had requests on the server, then or
+	// lately, when last was written; "" when none did, and shared when
+	// several did.
+	lastBy string
+	// calls is, per tenant, its requests in progress and until when its
+	// last one counts as lately ended.
+	calls map[string]*tenantCalls
 	// tokens is how many lines may be logged now, as of filled.
 	tokens   float64
 	filled   time.Time
@@ -312,14 +319,10 @@ type strays struct {
 // add records line (masked and cut already) and warns of it in log unless
 // that would exceed the rate limit.
 func (s *strays) add(log hclog.Logger, line string) {
-	now := time.Now
-	if s.now != nil {
-		now = s.now
-	}
 	s.mu.Lock()
-	t := now()
+	t := s.clock()()
 	s.n++
-	s.last, s.lastAt = line, t
+	s.last, s.lastAt, s.lastBy = line, t, s.callers(t)
 	if s.filled.IsZero() {
 		s.tokens = strayLogBurst
 	} else {
@@ -343,6 +346,94 @@ func (s *strays) add(log hclog.Logger, line string) {
 		args = append(args, "unlogged", unlogged)
 	}
 	log.Warn("server wrote a line on stdout that is not JSON-RPC; the client skips it, so if it was an answer the request waits until its timeout (a stdio server must write only JSON-RPC messages on stdout and log to stderr)", args...)
+}
+
+// shared is strays.lastBy for a line several tenants may have caused.
+const shared = "\x00shared"
+
+type tenantCalls struct {
+	n     int
+	until time.Time
+}
+
+// strayMark is one request's view of a server's stray lines.
+type strayMark struct {
+	s      *strays
+	tenant string
+	before int
+	grace  time.Duration
+}
+
+// begin marks the start of a request of tenant's, bounded by timeout,
+// which is also how long after it ends a line may still be its own (a
+// server printing in a call that timed out). Call end when it is over.
+func (s *strays) begin(tenant string, timeout time.Duration) strayMark {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.calls == nil {
+		s.calls = map[string]*tenantCalls{}
+	}
+	c := s.calls[tenant]
+	if c == nil {
+		c = &tenantCalls{}
+		s.calls[tenant] = c
+	}
+	c.n++
+	return strayMark{s: s, tenant: tenant, before: s.n, grace: timeout}
+}
+
+func (m strayMark) end() {
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
+	c := m.s.calls[m.tenant]
+	c.n--
+	c.until = m.s.clock()().Add(m.grace)
+}
+
+// since says, for the error of the request that timed out, what stray
+// lines the server wrote since it began. A shared server serves every
+// tenant and its lines cannot be told apart by request, so the last is
+// quoted only if the request's tenant alone (or no tenant) had requests
+// on the server when it was written: else one tenant's error could show
+// what another's call made the server print.
+func (m strayMark) since() string {
+	m.s.mu.Lock()
+	by := m.s.lastBy
+	m.s.mu.Unlock()
+	if by == "" || by == m.tenant {
+		return m.s.since(m.before)
+	}
+	n := m.s.count() - m.before
+	if n <= 0 {
+		return ""
+	}
+	if n == 1 {
+		return "; meanwhile the server wrote 1 line on stdout that is not JSON-RPC, which the client skips; not quoted here, as another tenant's call on this server may have caused it (the daemon's log has it)"
+	}
+	return fmt.Sprintf("; meanwhile the server wrote %d lines on stdout that are not JSON-RPC, which the client skips; not quoted here, as other tenants' calls on this server may have caused them (the daemon's log has them)", n)
+}
+
+// callers is lastBy for a line written at t; s.mu is held.
+func (s *strays) callers(t time.Time) string {
+	by := ""
+	for tenant, c := range s.calls {
+		if c.n == 0 && !t.Before(c.until) {
+			delete(s.calls, tenant)
+			continue
+		}
+		if by != "" {
+			return shared
+		}
+		by = tenant
+	}
+	return by
+}
+
+func (s *strays) clock() func() time.Time {
+	if s.now != nil {
+		return s.now
+	}
+	return time.Now
 }
 
 // count is how many stray lines were written so far.

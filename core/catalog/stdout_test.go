@@ -294,3 +294,46 @@ func TestStdoutWatchKeyOnSeam(t *testing.T) {
 		}
 	}
 }
+
+// TestStrayQuotedOnlyToItsTenant: a shared server serves every tenant, and
+// a stray line cannot be told apart by request, so a timeout quotes it only
+// to a tenant that alone had calls on the server when it was written (or
+// lately: a call that timed out may print after): else one tenant's error
+// would show what another's call made the server print (its arguments, its
+// data). The count is still given.
+func TestStrayQuotedOnlyToItsTenant(t *testing.T) {
+	const grace = 4 * time.Second
+	log := hclog.NewNullLogger()
+	for _, tc := range []struct {
+		name  string
+		other func(s *strays, now *time.Time) // what tenant b does around a's call
+		quote bool
+	}{
+		{"alone", func(*strays, *time.Time) {}, true},
+		{"b in flight", func(s *strays, _ *time.Time) { s.begin("b", grace) }, false},
+		{"b ended just before", func(s *strays, now *time.Time) {
+			s.begin("b", grace).end()
+			*now = now.Add(grace / 2)
+		}, false},
+		{"b ended long before", func(s *strays, now *time.Time) {
+			s.begin("b", grace).end()
+			*now = now.Add(2 * grace)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			s := &strays{now: func() time.Time { return now }}
+			tc.other(s, &now)
+			a := s.begin("a", grace)
+			s.add(log, "DEBUG: a line only some tenant may read")
+			got := a.since()
+			a.end()
+			if !strings.Contains(got, "1 line on stdout that is not JSON-RPC") {
+				t.Errorf("since %q does not count the line", got)
+			}
+			if quoted := strings.Contains(got, "a line only some tenant may read"); quoted != tc.quote {
+				t.Errorf("since %q: quoted %v, want %v", got, quoted, tc.quote)
+			}
+		})
+	}
+}
