@@ -155,6 +155,7 @@ type Face struct {
 	http     *server.StreamableHTTPServer
 	sse      *server.SSEServer
 	sessions *sessionTable
+	streams  *sseStreams
 	tasks    *taskRuns
 	readers  []resourceReader
 	tokens   []tokenEntry
@@ -190,6 +191,7 @@ func New(o Options) (*Face, error) {
 		}
 	}
 	f.sessions = newSessionTable(o)
+	f.streams = newSSEStreams(o.SessionIdleTTL)
 	f.srv = f.newMCPServer()
 	if err := f.addTools(); err != nil {
 		return nil, err
@@ -315,8 +317,9 @@ func (f *Face) newMCPServer() *server.MCPServer {
 	hooks.AddBeforeReadResource(f.steerNotFound)
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
 		// Streamable sessions outlive their GET streams; only an SSE
-		// session ends with its stream.
+		// session ends with its stream (and may be resumed: sseresume.go).
 		f.sessions.end(s.SessionID(), kindSSE)
+		f.streams.closed(s.SessionID())
 	})
 	taskHooks := &server.TaskHooks{}
 	f.tasks.hook(hooks, taskHooks)
@@ -366,15 +369,16 @@ func (f *Face) routes() *http.ServeMux {
 			server.WithSSEContextFunc(func(ctx context.Context, _ *http.Request) context.Context {
 				return server.WithSupportedProtocolVersions(ctx, protocolVersions)
 			}),
-			server.WithSessionIDGenerator(func(ctx context.Context, _ *http.Request) (string, error) {
+			server.WithSessionIDGenerator(func(ctx context.Context, r *http.Request) (string, error) {
 				tenant, _ := tenantFrom(ctx)
-				id := f.sessions.newSessionID()
+				id, _ := f.streams.open(tenant, authFrom(ctx), r.Header.Get("Last-Event-ID"), f.sessions.newSessionID)
 				f.sessions.add(id, tenant, kindSSE, "")
 				f.sessions.started(id, tenant, authFrom(ctx))
+				setSSEID(ctx, id)
 				return id, nil
 			}),
 		)
-		mux.Handle(endpoint.SSEPath, f.sse)
+		mux.Handle(endpoint.SSEPath, withEventID(f.sse))
 		mux.Handle(endpoint.MessagePath, f.answerFirst(f.sse, f.replySSE, f.forbiddenTaskCall, unservedRevision))
 	}
 	return mux

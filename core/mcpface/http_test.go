@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -544,4 +545,91 @@ func TestCORS(t *testing.T) {
 		!strings.Contains(res.Header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") {
 		t.Errorf("request from the allowed origin: %s %v", res.Status, res.Header)
 	}
+}
+
+// TestSSEReconnectKeepsTheSession: an SSE client whose stream drops
+// reconnects on its own (EventSource sends the last event id back, as the
+// TypeScript SDK's does) and goes on posting without initialize. It must
+// stay in the session initialize's instructions named, whose log and PII
+// tokens it has, not land in a new one: the endpoint event carries the
+// session id as its event id, and a reconnect naming a session of the same
+// tenant that ended with its stream resumes it. Another tenant, or a
+// session still live, gets a new one.
+func TestSSEReconnectKeepsTheSession(t *testing.T) {
+	w := newWorld(t, func(o *Options, _ *world) {
+		o.Tokens = []Token{{Token: "tok-acme", Tenant: "acme"}, {Token: "tok-beta", Tenant: "beta"}}
+	})
+	// open starts an SSE stream and returns its session id, the event id
+	// of its endpoint event, and what ends the stream.
+	open := func(token, lastID string) (sid, eventID string, stop func()) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.url+endpoint.SSEPath, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(res.Body)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				cancel()
+				t.Fatalf("reading the endpoint event: %v", err)
+			}
+			line = strings.TrimRight(line, "\r\n")
+			if v, ok := strings.CutPrefix(line, "id: "); ok {
+				eventID = v
+			}
+			if v, ok := strings.CutPrefix(line, "data: "); ok {
+				u, _ := url.Parse(v)
+				return u.Query().Get("sessionId"), eventID, func() { cancel(); res.Body.Close() }
+			}
+		}
+	}
+	waitEnded := func(id string) {
+		t.Helper()
+		select {
+		case sc := <-w.ended:
+			if sc.Session != id {
+				t.Fatalf("ended %+v, want %s", sc, id)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the end of %s was not reported", id)
+		}
+	}
+
+	first, eventID, stop := open("tok-acme", "")
+	if eventID != first {
+		t.Fatalf("endpoint event id %q, want the session id %q", eventID, first)
+	}
+	stop()
+	waitEnded(first)
+	again, _, stop := open("tok-acme", first)
+	if again != first {
+		t.Fatalf("reconnecting with Last-Event-ID %s got session %s, want the same", first, again)
+	}
+	if owner, ok := w.face.sessions.owner(again); !ok || owner != "acme" {
+		t.Errorf("resumed session: owner %q, live %v", owner, ok)
+	}
+	// While it is live, a second stream naming it gets a session of its own.
+	other, _, stopOther := open("tok-acme", first)
+	if other == first {
+		t.Error("a second stream took over a live session")
+	}
+	stopOther()
+	waitEnded(other)
+	stop()
+	waitEnded(first)
+	// Another tenant cannot resume acme's session.
+	beta, _, stopBeta := open("tok-beta", first)
+	if beta == first {
+		t.Error("beta resumed acme's session")
+	}
+	stopBeta()
+	waitEnded(beta)
 }
