@@ -321,6 +321,12 @@ func (f *Face) newMCPServer() *server.MCPServer {
 		f.sessions.end(s.SessionID(), kindSSE)
 		f.streams.closed(s.SessionID())
 	})
+	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) {
+		// A resumed SSE session was initialized on its earlier stream.
+		if f.streams.wasResumed(s.SessionID()) {
+			s.Initialize()
+		}
+	})
 	taskHooks := &server.TaskHooks{}
 	f.tasks.hook(hooks, taskHooks)
 	hooks.AddOnRequestInitialization(f.admitTask)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -632,4 +633,56 @@ func TestSSEReconnectKeepsTheSession(t *testing.T) {
 	}
 	stopBeta()
 	waitEnded(beta)
+}
+
+// TestSSEUninitializedSessionSaysSo: a client whose SSE stream reconnected
+// without sending the last event id (the TypeScript SDK's SSE transport
+// drops it) posts into a new session it never initialized; its results
+// then say which session they ran in and that tokens shown before are not
+// restored there, instead of silently writing them back as they are.
+func TestSSEUninitializedSessionSaysSo(t *testing.T) {
+	w := newWorld(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.url+endpoint.SSEPath, nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	stream := bufio.NewReader(res.Body)
+	next := func() string { // the next data line
+		t.Helper()
+		for {
+			line, err := stream.ReadString('\n')
+			if err != nil {
+				t.Fatalf("reading the stream: %v", err)
+			}
+			if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data: "); ok {
+				return v
+			}
+		}
+	}
+	u, _ := url.Parse(next())
+	sid := u.Query().Get("sessionId")
+	post := func(body string) {
+		t.Helper()
+		res, err := http.Post(w.url+endpoint.MessagePath+"?sessionId="+sid, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	const run = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"print(6*7)"}}}`
+	note := "This connection's session is " + sid + ", which it never initialized"
+	post(fmt.Sprintf(run, 1))
+	if got := next(); !strings.Contains(got, note) || !strings.Contains(got, "42") {
+		t.Errorf("execute_code on an uninitialized SSE session: %s\nwant it to say %q", got, note)
+	}
+	post(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	next()
+	post(fmt.Sprintf(run, 3))
+	if got := next(); strings.Contains(got, "never initialized") || !strings.Contains(got, "42") {
+		t.Errorf("execute_code once initialized: %s", got)
+	}
 }

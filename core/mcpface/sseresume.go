@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // An SSE client whose stream drops reconnects on its own (EventSource)
@@ -30,6 +32,7 @@ type sseStreams struct {
 type sseOwner struct {
 	tenant, auth string
 	until        time.Time // for an ended one, when it can no longer be resumed
+	resumed      bool      // a live one that was initialized on an earlier stream
 }
 
 func newSSEStreams(ttl time.Duration) *sseStreams {
@@ -54,8 +57,30 @@ func (s *sseStreams) open(tenant, auth, lastID string, newID func() string) (id 
 	} else {
 		id = newID()
 	}
-	s.live[id] = sseOwner{tenant: tenant, auth: auth}
+	s.live[id] = sseOwner{tenant: tenant, auth: auth, resumed: resumed}
 	return id, resumed
+}
+
+// wasResumed reports whether the live session id was resumed.
+func (s *sseStreams) wasResumed(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live[id].resumed
+}
+
+// uninitializedNote heads r with a note when the request's session never
+// initialized: an SSE client that reconnects without the last event id
+// (the TypeScript SDK's SSE transport drops it) posts on into a new
+// session, so its results would otherwise land in a session the agent was
+// never told of, where the PII tokens it was shown are not restored.
+func uninitializedNote(ctx context.Context, r reply) reply {
+	cs := server.ClientSessionFromContext(ctx)
+	if cs == nil || cs.SessionID() == "" || cs.Initialized() {
+		return r
+	}
+	r.text = "[This connection's session is " + cs.SessionID() + ", which it never initialized: an SSE stream that reconnected starts a new session, " +
+		"so PII tokens shown before are not restored here. Reconnect and initialize, or pass the earlier session as session to continue its log.]\n" + r.text
+	return r
 }
 
 // closed records that the stream of an SSE session ended.

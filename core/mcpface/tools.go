@@ -729,7 +729,7 @@ func (f *Face) executeCode(ctx context.Context, sc *Scope, req mcp.CallToolReque
 	if err != nil {
 		return failure("execute_code", err)
 	}
-	return f.executionReply(ex, changed, nil, false)
+	return uninitializedNote(ctx, f.executionReply(ex, changed, nil, false))
 }
 
 func (f *Face) callTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
@@ -769,9 +769,9 @@ func (f *Face) callTool(ctx context.Context, sc *Scope, req mcp.CallToolRequest)
 		return failure("call_tool", err)
 	}
 	if e := ex.Error; e != nil {
-		return reply{text: e.Type + ": " + e.Message, isError: true, tokenized: ex.Tokenized}
+		return uninitializedNote(ctx, reply{text: e.Type + ": " + e.Message, isError: true, tokenized: ex.Tokenized})
 	}
-	return reply{text: resultText(ex.Result), tokenized: ex.Tokenized, attachments: ex.Attachments}
+	return uninitializedNote(ctx, reply{text: resultText(ex.Result), tokenized: ex.Tokenized, attachments: ex.Attachments})
 }
 
 // resultText is a call's value as the agent reads it: a string as it is,
