@@ -136,6 +136,10 @@ func (s *WorkflowServer) ListWorkflowRuns(ctx context.Context, req *cexecv1.List
 	}
 	out := &cexecv1.ListWorkflowRunsResponse{}
 	for _, st := range runs {
+		// Outputs stay out: one may be many MiB (16 per expression), and
+		// all of a tenant's together outgrew a client's message limit, so
+		// the list failed. GetWorkflowRun has a run's output.
+		st.Output = nil
 		out.Runs = append(out.Runs, runProto(st))
 	}
 	return out, nil

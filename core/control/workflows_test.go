@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/core/workflow"
 	"github.com/cexec/cexec/core/workspace"
 )
 
@@ -54,5 +56,48 @@ func TestWorkflowReadsCreateNoTenant(t *testing.T) {
 	}
 	if m.Exists("ghost") {
 		t.Fatal("a workflow read created tenant ghost")
+	}
+}
+
+// listEngine answers List with runs; the other methods are not called.
+type listEngine struct {
+	workflow.Engine
+	runs []workflow.Status
+}
+
+func (e listEngine) List(context.Context, string) ([]workflow.Status, error) { return e.runs, nil }
+
+// TestListWorkflowRunsLeavesOutOutputs: the list of a tenant's runs does
+// not carry their outputs. A run's output may be 16 MiB per expression, so
+// with them a tenant's list outgrew cexecctl's 4 MiB message limit after
+// one large run, and `workflow ls` failed for that tenant from then on.
+func TestListWorkflowRunsLeavesOutOutputs(t *testing.T) {
+	m, err := workspace.New(workspace.Options{DataDir: t.TempDir(), Tenants: []*config.Tenant{{ID: "acme"}},
+		Logger: hclog.NewNullLogger(), Now: func() time.Time { return time.Unix(0, 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	if _, err := m.Tenant("acme"); err != nil {
+		t.Fatal(err)
+	}
+	big := json.RawMessage(`{"v":"` + strings.Repeat("x", 5<<20) + `"}`)
+	eng := listEngine{runs: []workflow.Status{
+		{Run: "r1", Tenant: "acme", Workflow: "qa/big:1", State: "completed", TasksDone: 1, Output: big},
+		{Run: "r2", Tenant: "acme", Workflow: "qa/bad:1", State: "failed", Error: &workflow.Error{Type: workflow.ErrRuntime, Status: 500, Title: "boom"}},
+	}}
+	s := &WorkflowServer{d: WorkflowDeps{Engine: eng, Workspaces: m, DefaultTenant: endpoint.DefaultTenant}}
+	out, err := s.ListWorkflowRuns(context.Background(), &cexecv1.ListWorkflowRunsRequest{Tenant: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.GetRuns()) != 2 {
+		t.Fatalf("runs: %v", out.GetRuns())
+	}
+	if r := out.GetRuns()[0]; r.GetOutputJson() != "" || r.GetRun() != "r1" || r.GetState() != "completed" || r.GetTasksDone() != 1 {
+		t.Errorf("listed run r1: state %q, tasks %d, output of %d bytes; want its state and no output", r.GetState(), r.GetTasksDone(), len(r.GetOutputJson()))
+	}
+	if r := out.GetRuns()[1]; !strings.Contains(r.GetErrorJson(), "boom") {
+		t.Errorf("listed run r2: error %q; want the error kept", r.GetErrorJson())
 	}
 }

@@ -566,8 +566,10 @@ func (x *ListWorkflowRunsRequest) GetTenant() string {
 }
 
 type ListWorkflowRunsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Runs          []*WorkflowRun         `protobuf:"bytes,1,rep,name=runs,proto3" json:"runs,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// runs have no output_json (GetWorkflowRun has it): a tenant's outputs
+	// together can be far larger than a message.
+	Runs          []*WorkflowRun `protobuf:"bytes,1,rep,name=runs,proto3" json:"runs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
