@@ -15,6 +15,7 @@ import (
 	"io"
 	"io/fs"
 	"iter"
+	"math"
 	"net"
 	"os"
 	"strings"
@@ -108,6 +109,9 @@ func New(ctx context.Context, address string) (*Client, error) {
 	}
 	opts := append(localgrpc.DialOptions(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// The daemon's answers are as large as what they show: a workflow
+		// run's output alone may be 16 MiB, past gRPC's default 4 MiB.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", socket)
