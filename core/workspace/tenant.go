@@ -284,11 +284,25 @@ func (t *Tenant) overQuota() error {
 			return nil
 		}
 		usage, known, err := t.sharedFigure(u)
-		if err != nil || !known {
-			return err
+		if err != nil {
+			// The database is out of reach (restarting, cut off): judge by
+			// the figure last read, as a single cexecd does, so that a
+			// brief outage does not stop cexecd's own records, workflow
+			// journals among them (a run that cannot journal stops).
+			t.m.log.Debug("disk quota checked against the last known usage", "tenant", t.id, "error", err)
+			return t.lastQuotaError()
+		}
+		if !known {
+			return nil
 		}
 		return t.quotaError(diskUse{bytes: usage, files: -1})
 	}
+	return t.lastQuotaError()
+}
+
+// lastQuotaError is the quota check against the last known usage; none
+// known passes.
+func (t *Tenant) lastQuotaError() error {
 	t.mu.Lock()
 	usage, known := t.usage, t.usageKnown
 	t.mu.Unlock()
