@@ -50,9 +50,11 @@ type Postgres struct {
 	// resyncs run each time the listener is in LISTEN again (see OnResync).
 	resyncs []func()
 	// goneHooks are told of replicas that went (see OnReplicaGone); alive
-	// are the replicas alive at the last check.
+	// are the replicas alive at the last check, connected those that held
+	// connections then.
 	goneHooks []func(replica string)
 	alive     map[string]bool
+	connected map[string]bool
 	// leftovers are deletes of this replica's rows that failed (the
 	// database was unreachable): the heartbeat runs them once it can, or
 	// a slot, a lease or a waiting call would count or be listed for as

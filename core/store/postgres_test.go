@@ -665,3 +665,44 @@ func TestReplicaGone(t *testing.T) {
 		})
 	}
 }
+
+// TestReplicaGoneHungThenKilled: a replica that hangs (its heartbeats stop,
+// its connections stay: SIGSTOP, a long pause) is reported gone, and again
+// when it is then killed and its connections close. At the first report
+// it still held its workflow runs (flocks), so the pass it started resumed
+// none; without the second, nothing resumed them while the others lived.
+func TestReplicaGoneHungThenKilled(t *testing.T) {
+	pg := pgtest.Start(t)
+	// b beats once, at open: from then on it looks hung.
+	b := open(t, pg.DSN, "b", time.Hour)
+	a := open(t, pg.DSN, "a", 200*time.Millisecond)
+	defer a.Close()
+	gone := make(chan string, 4)
+	a.OnReplicaGone(func(id string) { gone <- id })
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case id := <-gone:
+			if id != "b" {
+				t.Fatalf("gone: %q, want b", id)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("a was not told that b went (%s) within 15 s", what)
+		}
+	}
+	wait("hung")
+	select {
+	case id := <-gone:
+		t.Fatalf("told again while b hangs: %q", id)
+	case <-time.After(time.Second):
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wait("killed after it hung")
+	select {
+	case id := <-gone:
+		t.Fatalf("told again: %q", id)
+	case <-time.After(time.Second):
+	}
+}
