@@ -3,6 +3,7 @@ package jqworker
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -312,6 +313,12 @@ func (w *worker) eval(ctx context.Context, req []byte) (any, error) {
 		return nil, tooLarge(n)
 	case answerValue:
 		v, err := decodeValue(body)
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) && strings.Contains(syn.Error(), "exceeded max depth") {
+			// encoding/json's bound, which every JSON value cexecd reads
+			// (tool results, inputs, journals) meets too.
+			return nil, errors.New("gave a result nested more than 10000 levels deep, the most cexecd reads")
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read the result: %w", err)
 		}

@@ -360,3 +360,26 @@ func TestFairShare(t *testing.T) {
 		t.Fatal("the other tenant got no place: the freed one went to the tenant holding every worker")
 	}
 }
+
+// TestEvalResultDepth: a result nested deeper than JSON values may be read
+// (encoding/json's 10000 levels) fails with a sentence saying so, not with
+// the decoder's "read the result: invalid character '[' exceeded max depth".
+func TestEvalResultDepth(t *testing.T) {
+	p := NewPool()
+	defer p.Close()
+	for _, tt := range []struct {
+		depth int
+		want  string
+	}{
+		{9999, ""},
+		{10001, "gave a result nested more than 10000 levels deep, the most cexecd reads"},
+	} {
+		v, err := p.Eval(t.Context(), "t", 0, `reduce range($n) as $i (0; [.]) | [.] | .[0]`, nil, []string{"n"}, []any{tt.depth})
+		switch {
+		case tt.want == "" && (err != nil || v == nil):
+			t.Errorf("depth %d: %v, %v", tt.depth, v, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("depth %d: error %v, want %q", tt.depth, err, tt.want)
+		}
+	}
+}
