@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/cexec/cexec/core/mcpface"
 	"github.com/cexec/cexec/core/workflow"
@@ -74,13 +75,35 @@ func (v workflowView) StartWorkflow(ctx context.Context, sc mcpface.Scope, name 
 	return faceRun(st), err
 }
 
+// runID is the run the agent named: the face tokenizes what it returns,
+// and the pii guard takes most run ids for secrets, so the agent may give
+// back the token it was shown.
+func (v workflowView) runID(ctx context.Context, sc mcpface.Scope, run string) (string, error) {
+	if v.pii == nil || !strings.Contains(run, "[") {
+		return run, nil
+	}
+	s, err := v.pii.session(ctx, sc)
+	if err != nil {
+		return "", err
+	}
+	return s.Untokenize(run)
+}
+
 func (v workflowView) WorkflowStatus(ctx context.Context, sc mcpface.Scope, run string) (mcpface.WorkflowRun, error) {
+	run, err := v.runID(ctx, sc, run)
+	if err != nil {
+		return mcpface.WorkflowRun{}, err
+	}
 	st, err := v.svc.workflows.Status(ctx, sc.Tenant, run)
 	return faceRun(st), err
 }
 
 func (v workflowView) SignalWorkflow(ctx context.Context, sc mcpface.Scope, run, event string, data json.RawMessage) (mcpface.WorkflowRun, error) {
-	data, err := v.untokenize(ctx, sc, data)
+	run, err := v.runID(ctx, sc, run)
+	if err != nil {
+		return mcpface.WorkflowRun{}, err
+	}
+	data, err = v.untokenize(ctx, sc, data)
 	if err != nil {
 		return mcpface.WorkflowRun{}, err
 	}
