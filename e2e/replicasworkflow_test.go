@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -67,5 +68,65 @@ do:
 	}
 	if !resumed {
 		t.Errorf("run %s completed without a resume record:\n%s", run, mustCtl(t, b.s, "workflow", "logs", run))
+	}
+}
+
+// TestReplicasSignalForwarded: a signal or cancel sent on replica b for a
+// run that replica a runs reaches a through the store's notifications, and
+// b answers with a's result: the run completes with the signal's data, a
+// wrong event gets a's error, and a cancel through b cancels the run.
+func TestReplicasSignalForwarded(t *testing.T) {
+	pg := pgtest.Start(t)
+	rs := startReplicas(t, pg, 2, "")
+	a, b := rs[0], rs[1]
+	doc := filepath.Join(t.TempDir(), "ask.yaml")
+	if err := os.WriteFile(doc, []byte(`document:
+  dsl: '1.0.0'
+  namespace: e2e
+  name: ask
+  version: '1.0.0'
+do:
+  - ask:
+      listen:
+        to:
+          one:
+            with:
+              type: approval
+  - finish:
+      set:
+        approved: ${ .approved }
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := func() string {
+		var st workflowRunJSON
+		if err := json.Unmarshal([]byte(mustCtl(t, a.s, "workflow", "run", "--detach", "--json", doc)), &st); err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, a.s, st.Run, "waiting")
+		return st.Run
+	}
+
+	run := start()
+	if _, errOut, code := ctl(t, b.s, "workflow", "signal", run, "other"); code != 1 || !strings.Contains(errOut, `does not wait for event "other"`) {
+		t.Errorf("wrong event through b: exit %d %s", code, errOut)
+	}
+	mustCtl(t, b.s, "workflow", "signal", run, "approval", "--data", `{"approved": true}`)
+	st := waitState(t, a.s, run, "completed")
+	if !strings.Contains(st.OutputJSON, `"approved":true`) {
+		t.Errorf("run %s output %s, want approved true", run, st.OutputJSON)
+	}
+	if _, errOut, code := ctl(t, b.s, "workflow", "signal", run, "approval"); code != 1 || !strings.Contains(errOut, "resume it first") {
+		t.Errorf("signal of an ended run through b: exit %d %s", code, errOut)
+	}
+
+	big := `"` + strings.Repeat("x", 5000) + `"`
+	run = start()
+	if _, errOut, code := ctl(t, b.s, "workflow", "signal", run, "approval", "--data", big); code != 1 || !strings.Contains(errOut, "may be at most 3000 bytes") {
+		t.Errorf("5000 bytes of data through b: exit %d %s", code, errOut)
+	}
+	mustCtl(t, b.s, "workflow", "cancel", run)
+	if st := waitState(t, a.s, run, "cancelled"); st.State != "cancelled" {
+		t.Fatalf("run %s after a cancel through b: %s", run, st.State)
 	}
 }

@@ -31,6 +31,13 @@ func sharedWorkflowsDir(skillsDir string) string {
 // startWorkflows builds the embedded workflow engine over the executor and
 // resumes the runs cexecd was running when it stopped.
 func (s *services) startWorkflows(ctx context.Context) {
+	// Replicas forward a signal or cancel to the replica that runs the run.
+	var fwd *runForwarder
+	var forward func(context.Context, workflow.Forwarded) error
+	if s.store != nil {
+		fwd = newRunForwarder(s.store, s.log.Named("workflow"))
+		forward = fwd.forward
+	}
 	s.workflows = workflow.NewEmbedded(workflow.Options{
 		Journals: s.workspace,
 		Effects:  workflowEffects{svc: s},
@@ -43,8 +50,12 @@ func (s *services) startWorkflows(ctx context.Context) {
 		OnWaiting: func(tenant, run string, p workflow.Pending) {
 			s.log.Named("workflow").Info("workflow run waits for a signal", "tenant", tenant, "run", run, "task", p.Task, "events", p.Events)
 		},
-		Log: s.log.Named("workflow"),
+		Forward: forward,
+		Log:     s.log.Named("workflow"),
 	})
+	if fwd != nil {
+		fwd.serve(s.workflows)
+	}
 	// Replicas resume here, too, the runs of a replica that went: its hold
 	// on them ended with it, and they would wait for `workflow resume` or
 	// the next start of a replica.

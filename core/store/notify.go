@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -43,13 +45,40 @@ func (p *Postgres) OnResync(fn func()) {
 	p.resyncs = append(p.resyncs, fn)
 }
 
+// MaxNotify is the most bytes a notification may take: PostgreSQL refuses
+// a NOTIFY payload of 8000 bytes or more.
+const MaxNotify = 7999
+
+// ErrTooLarge is a notification longer than MaxNotify.
+var ErrTooLarge = errors.New("notification too large")
+
 // Notify tells the other replicas about a change of topic.
 func (p *Postgres) Notify(ctx context.Context, topic, payload string) error {
-	b, _ := json.Marshal(message{Topic: topic, Payload: payload, Replica: p.replica})
+	b, err := encodeMessage(message{Topic: topic, Payload: payload, Replica: p.replica})
+	if err != nil {
+		return fmt.Errorf("store: notify %s: %w", topic, err)
+	}
 	if _, err := p.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, string(b)); err != nil {
 		return fmt.Errorf("store: notify %s: %w", topic, unreachable(err))
 	}
 	return nil
+}
+
+// encodeMessage is a notification as sent: without HTML escapes, which
+// would take six bytes for each <, > and & of a payload, and refused when
+// PostgreSQL would refuse it.
+func encodeMessage(m message) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if len(b) > MaxNotify {
+		return nil, fmt.Errorf("%d bytes, PostgreSQL takes at most %d: %w", len(b), MaxNotify, ErrTooLarge)
+	}
+	return b, nil
 }
 
 // notifyQuiet is Notify for a change already stored: a lost notification

@@ -94,7 +94,27 @@ type Options struct {
 	// that something (MCP elicitation) can ask for the answer and Signal
 	// it. It must not block.
 	OnWaiting func(tenant, run string, p Pending)
-	Log       hclog.Logger
+	// Forward, when set, hands a Signal or Cancel of a run that another
+	// replica runs (RunHolder) to that replica, and returns its answer;
+	// that replica applies it with Apply. Without it such a request fails.
+	Forward func(ctx context.Context, f Forwarded) error
+	Log     hclog.Logger
+}
+
+// Forwarded ops.
+const (
+	OpSignal = "signal"
+	OpCancel = "cancel"
+)
+
+// Forwarded is a Signal (Op OpSignal, with Event and Data) or Cancel of a
+// run that another replica runs.
+type Forwarded struct {
+	Tenant string
+	Run    string
+	Op     string
+	Event  string
+	Data   json.RawMessage
 }
 
 // Embedded is the engine inside cexecd. It is safe for concurrent use.
@@ -358,34 +378,53 @@ func (e *Embedded) Signal(ctx context.Context, tenant, id, event string, data js
 			return err
 		}
 		if e.heldElsewhere(tenant, id) {
+			if e.opts.Forward != nil {
+				if _, err := decodeData(data); err != nil {
+					return err
+				}
+				return e.opts.Forward(ctx, Forwarded{Tenant: tenant, Run: id, Op: OpSignal, Event: event, Data: data})
+			}
 			return fmt.Errorf("run %s: %w: signal it on that replica: %w", id, errElsewhere, ErrState)
 		}
 		return fmt.Errorf("run %s is not running; resume it first: %w", id, ErrState)
 	}
+	return r.signalData(event, data)
+}
+
+// decodeData is a signal's data as its listen sees it.
+func decodeData(data json.RawMessage) (any, error) {
 	var payload any
 	if len(data) > 0 {
 		if err := json.Unmarshal(data, &payload); err != nil {
-			return fmt.Errorf("signal data is not JSON: %v: %w", err, pluginapi.ErrInvalidArgument)
+			return nil, fmt.Errorf("signal data is not JSON: %v: %w", err, pluginapi.ErrInvalidArgument)
 		}
+	}
+	return payload, nil
+}
+
+func (r *run) signalData(event string, data json.RawMessage) error {
+	payload, err := decodeData(data)
+	if err != nil {
+		return err
 	}
 	return r.signal(event, payload)
 }
 
 func (e *Embedded) Cancel(ctx context.Context, tenant, id string) error {
+	err := e.cancel(tenant, id)
+	if errors.Is(err, errElsewhere) && e.opts.Forward != nil {
+		// Not under e.stopped: the other replica's answer takes a while.
+		return e.opts.Forward(ctx, Forwarded{Tenant: tenant, Run: id, Op: OpCancel})
+	}
+	return err
+}
+
+func (e *Embedded) cancel(tenant, id string) error {
 	e.stopped.Lock()
 	r := e.live(tenant, id)
 	if r != nil && !r.ended() {
 		e.stopped.Unlock()
-		if _, err := r.j.append(Record{Kind: KindCancel}); err != nil {
-			return err
-		}
-		r.cancel()
-		<-r.done
-		// It may have ended on its own just before the cancellation.
-		if st := r.status(); st.State != StateCancelled {
-			return fmt.Errorf("run %s already ended (%s): %w", id, st.State, ErrState)
-		}
-		return nil
+		return r.cancelLive()
 	}
 	defer e.stopped.Unlock()
 	release, err := e.hold(tenant, id)
@@ -408,6 +447,40 @@ func (e *Embedded) Cancel(ctx context.Context, tenant, id string) error {
 	}
 	_, err = j.append(Record{Kind: KindEnd, Status: StateCancelled})
 	return err
+}
+
+// cancelLive cancels a run of this engine and waits for it to end.
+func (r *run) cancelLive() error {
+	if _, err := r.j.append(Record{Kind: KindCancel}); err != nil {
+		return err
+	}
+	r.cancel()
+	<-r.done
+	// It may have ended on its own just before the cancellation.
+	if st := r.status(); st.State != StateCancelled {
+		return fmt.Errorf("run %s already ended (%s): %w", r.id, st.State, ErrState)
+	}
+	return nil
+}
+
+// Apply applies a request another replica forwarded (Options.Forward) to a
+// run of this engine; here is false, and nothing done, when the run is not
+// in this engine (another replica answers it, or none).
+func (e *Embedded) Apply(ctx context.Context, f Forwarded) (here bool, err error) {
+	r := e.live(f.Tenant, f.Run)
+	if r == nil {
+		return false, nil
+	}
+	switch f.Op {
+	case OpSignal:
+		return true, r.signalData(f.Event, f.Data)
+	case OpCancel:
+		if r.ended() {
+			return true, fmt.Errorf("run %s already ended (%s): %w", f.Run, r.status().State, ErrState)
+		}
+		return true, r.cancelLive()
+	}
+	return true, fmt.Errorf("forwarded request %q: not signal or cancel: %w", f.Op, pluginapi.ErrInvalidArgument)
 }
 
 func (e *Embedded) Resume(ctx context.Context, tenant, id string) (Status, error) {
