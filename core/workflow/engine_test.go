@@ -842,3 +842,71 @@ func TestRunHeldByAnotherReplica(t *testing.T) {
 		t.Errorf("third ran %d times on the second replica, want 1", n)
 	}
 }
+
+// TestForwardToHolder: two engines over one data_dir, as two replicas; a
+// Signal or Cancel on the one that does not run the run goes through
+// Options.Forward to the other's Apply, and comes back with its answer.
+func TestForwardToHolder(t *testing.T) {
+	dir := t.TempDir()
+	shared := func() *workspace.Manager {
+		m, err := workspace.New(workspace.Options{DataDir: dir, SharedDataDir: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	fx := &effects{}
+	a := NewEmbedded(Options{Journals: shared(), Effects: fx})
+	defer a.Close()
+	var forwarded []Forwarded
+	b := NewEmbedded(Options{Journals: shared(), Effects: fx, Forward: func(ctx context.Context, f Forwarded) error {
+		forwarded = append(forwarded, f)
+		here, err := a.Apply(ctx, f)
+		if !here {
+			return errors.New("not here")
+		}
+		return err
+	}})
+	defer b.Close()
+	ctx := context.Background()
+	start := func() string {
+		st, err := a.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, listenDoc)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for st.State != StateWaiting {
+			time.Sleep(10 * time.Millisecond)
+			st, _ = a.Status(ctx, "acme", st.Run)
+		}
+		return st.Run
+	}
+
+	run := start()
+	if err := b.Signal(ctx, "acme", run, "approval", json.RawMessage(`{"approved":`)); !errors.Is(err, pluginapi.ErrInvalidArgument) || len(forwarded) != 0 {
+		t.Errorf("bad data through b: %v, %d forwarded", err, len(forwarded))
+	}
+	if err := b.Signal(ctx, "acme", run, "other", nil); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), `does not wait for event "other"`) {
+		t.Errorf("wrong event through b: %v", err)
+	}
+	if err := b.Signal(ctx, "acme", run, "approval", json.RawMessage(`{"approved":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := a.Wait(ctx, "acme", run); st.State != StateCompleted {
+		t.Fatalf("run after the signal through b: %s", st.State)
+	}
+	if here, _ := b.Apply(ctx, Forwarded{Tenant: "acme", Run: run, Op: OpSignal, Event: "approval"}); here {
+		t.Error("b applies a request for a run it does not run")
+	}
+
+	run = start()
+	if err := b.Cancel(ctx, "acme", run); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := a.Status(ctx, "acme", run); st.State != StateCancelled {
+		t.Fatalf("run after the cancel through b: %s", st.State)
+	}
+	if len(forwarded) != 3 || forwarded[2].Op != OpCancel {
+		t.Errorf("forwarded %+v", forwarded)
+	}
+}
