@@ -224,25 +224,33 @@ func executions(t *testing.T, tenant string) map[string]string {
 	return out
 }
 
-// TestFailedExecutionNamesItsSession: an execution that named no session
-// and failed after its session was made returns an error that names that
-// session (ExecSession), the one its log entry and audit event are in, so
-// the caller's log line of the failure can name it too.
-func TestFailedExecutionNamesItsSession(t *testing.T) {
-	data := t.TempDir()
+// failingSetup is a data_dir with its workspaces and a one-sandbox pool,
+// for an Executor whose runner fails.
+func failingSetup(t *testing.T) (data string, ws *workspace.Manager, p *pool.Pool) {
+	t.Helper()
+	data = t.TempDir()
 	ws, err := workspace.New(workspace.Options{DataDir: data})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ws.Close() })
-	p, err := pool.New(nullBackend{}, pool.Config{MaxTotal: 1, Template: func(string) (sandbox.CreateRequest, error) { return sandbox.CreateRequest{}, nil }}, hclog.NewNullLogger())
+	p, err = pool.New(nullBackend{}, pool.Config{MaxTotal: 1, Template: func(string) (sandbox.CreateRequest, error) { return sandbox.CreateRequest{}, nil }}, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	return data, ws, p
+}
+
+// TestFailedExecutionNamesItsSession: an execution that named no session
+// and failed after its session was made returns an error that names that
+// session (ExecSession), the one its log entry and audit event are in, so
+// the caller's log line of the failure can name it too.
+func TestFailedExecutionNamesItsSession(t *testing.T) {
+	data, ws, p := failingSetup(t)
 	x := &Executor{Pool: p, Sandbox: failRunner{fmt.Errorf("bwrap: %w", pluginapi.ErrUnavailable)}, Workspaces: ws,
 		Log: hclog.NewNullLogger(), Audit: audit.New(audit.Options{Tenants: ws, RotateSize: 1 << 20, Keep: 2})}
-	_, err = x.ExecuteCode(context.Background(), CodeRequest{Tenant: "nosession", Code: "print(1)"})
+	_, err := x.ExecuteCode(context.Background(), CodeRequest{Tenant: "nosession", Code: "print(1)"})
 	var named interface{ ExecSession() string }
 	if !errors.As(err, &named) || named.ExecSession() == "" {
 		t.Fatalf("ExecuteCode error %v names no session", err)
@@ -283,21 +291,11 @@ func (r sabotageRunner) Exec(_ context.Context, req sandbox.ExecRequest, _ sandb
 // cexecd's log, as one that ran does: the entry is lost, and nothing else
 // says so.
 func TestFailedExecutionUnloggedIsSaid(t *testing.T) {
-	data := t.TempDir()
-	ws, err := workspace.New(workspace.Options{DataDir: data})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ws.Close() })
-	p, err := pool.New(nullBackend{}, pool.Config{MaxTotal: 1, Template: func(string) (sandbox.CreateRequest, error) { return sandbox.CreateRequest{}, nil }}, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	data, ws, p := failingSetup(t)
 	var logs testutil.Buffer
 	x := &Executor{Pool: p, Sandbox: sabotageRunner{filepath.Join(data, "tenants", "acme", "sessions")}, Workspaces: ws,
 		Log: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})}
-	_, err = x.ExecuteCode(context.Background(), CodeRequest{Tenant: "acme", Session: "s1", Code: "print(1)"})
+	_, err := x.ExecuteCode(context.Background(), CodeRequest{Tenant: "acme", Session: "s1", Code: "print(1)"})
 	if !errors.Is(err, pluginapi.ErrUnavailable) {
 		t.Fatalf("ExecuteCode: %v, want the runner's error", err)
 	}
