@@ -167,6 +167,12 @@ func number(n json.Number) any {
 	s := n.String()
 	if strings.ContainsAny(s, ".eE") {
 		if f, err := n.Float64(); err == nil {
+			if f == 0 {
+				// -0 would come back from the next evaluation as 0 (an
+				// integer): zero has one sign here, so values read the
+				// same however often they pass through a worker.
+				return 0.0
+			}
 			return f
 		}
 	}
