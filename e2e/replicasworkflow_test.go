@@ -21,8 +21,7 @@ func TestReplicasResumeKilledReplicasRuns(t *testing.T) {
 	pg := pgtest.Start(t)
 	rs := startReplicas(t, pg, 2, "")
 	a, b := rs[0], rs[1]
-	doc := filepath.Join(t.TempDir(), "pause.yaml")
-	if err := os.WriteFile(doc, []byte(`document:
+	doc := writeDoc(t, "pause.yaml", `document:
   dsl: '1.0.0'
   namespace: e2e
   name: pause
@@ -33,14 +32,8 @@ do:
   - finish:
       set:
         done: true
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var st workflowRunJSON
-	if err := json.Unmarshal([]byte(mustCtl(t, a.s, "workflow", "run", "--detach", "--json", doc)), &st); err != nil {
-		t.Fatal(err)
-	}
-	run := st.Run
+`)
+	run := runDetached(t, a.s, doc)
 	// Killed inside the wait: the journal holds the wait's start.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		started := false
@@ -58,7 +51,7 @@ do:
 		t.Fatal(err)
 	}
 	<-a.d.exited
-	st = waitState(t, b.s, run, "completed")
+	st := waitState(t, b.s, run, "completed")
 	if st.State != "completed" {
 		t.Fatalf("run %s on b: %s", run, st.State)
 	}
@@ -79,8 +72,7 @@ func TestReplicasSignalForwarded(t *testing.T) {
 	pg := pgtest.Start(t)
 	rs := startReplicas(t, pg, 2, "")
 	a, b := rs[0], rs[1]
-	doc := filepath.Join(t.TempDir(), "ask.yaml")
-	if err := os.WriteFile(doc, []byte(`document:
+	doc := writeDoc(t, "ask.yaml", `document:
   dsl: '1.0.0'
   namespace: e2e
   name: ask
@@ -95,16 +87,11 @@ do:
   - finish:
       set:
         approved: ${ .approved }
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`)
 	start := func() string {
-		var st workflowRunJSON
-		if err := json.Unmarshal([]byte(mustCtl(t, a.s, "workflow", "run", "--detach", "--json", doc)), &st); err != nil {
-			t.Fatal(err)
-		}
-		waitState(t, a.s, st.Run, "waiting")
-		return st.Run
+		run := runDetached(t, a.s, doc)
+		waitState(t, a.s, run, "waiting")
+		return run
 	}
 
 	run := start()
@@ -129,4 +116,24 @@ do:
 	if st := waitState(t, a.s, run, "cancelled"); st.State != "cancelled" {
 		t.Fatalf("run %s after a cancel through b: %s", run, st.State)
 	}
+}
+
+// writeDoc writes a workflow document into a temporary folder.
+func writeDoc(t *testing.T, name, src string) string {
+	t.Helper()
+	doc := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(doc, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// runDetached starts a run of doc on s and returns its id.
+func runDetached(t *testing.T, s setup, doc string) string {
+	t.Helper()
+	var st workflowRunJSON
+	if err := json.Unmarshal([]byte(mustCtl(t, s, "workflow", "run", "--detach", "--json", doc)), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Run
 }

@@ -31,12 +31,22 @@ func sharedWorkflowsDir(skillsDir string) string {
 // startWorkflows builds the embedded workflow engine over the executor and
 // resumes the runs cexecd was running when it stopped.
 func (s *services) startWorkflows(ctx context.Context) {
-	// Replicas forward a signal or cancel to the replica that runs the run.
+	// Replicas forward a signal or cancel to the replica that runs the run,
+	// and resume here, too, the runs of a replica that went: its hold on
+	// them ended with it, and they would wait for `workflow resume` or the
+	// next start of a replica.
 	var fwd *runForwarder
 	var forward func(context.Context, workflow.Forwarded) error
+	gone := make(chan string, 1)
 	if s.store != nil {
 		fwd = newRunForwarder(s.store, s.log.Named("workflow"))
 		forward = fwd.forward
+		s.store.OnReplicaGone(func(id string) {
+			select {
+			case gone <- id:
+			default: // a pass is due anyway and takes every free run
+			}
+		})
 	}
 	s.workflows = workflow.NewEmbedded(workflow.Options{
 		Journals: s.workspace,
@@ -55,18 +65,6 @@ func (s *services) startWorkflows(ctx context.Context) {
 	})
 	if fwd != nil {
 		fwd.serve(s.workflows)
-	}
-	// Replicas resume here, too, the runs of a replica that went: its hold
-	// on them ended with it, and they would wait for `workflow resume` or
-	// the next start of a replica.
-	gone := make(chan string, 1)
-	if s.store != nil {
-		s.store.OnReplicaGone(func(id string) {
-			select {
-			case gone <- id:
-			default: // a pass is due anyway and takes every free run
-			}
-		})
 	}
 	// The passes end before the engine closes (closeWorkflows): a run
 	// launched on a closed engine would be ended as cancelled.

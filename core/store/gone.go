@@ -8,9 +8,9 @@ import (
 // OnReplicaGone calls fn with the id of every other replica that was alive
 // at one heartbeat of this one and is not at a later one: it stopped, was
 // killed, or lost the database; and again for one that was no longer alive
-// but held connections, when they close (it hung, then was killed). What it ran and no longer holds (workflow
-// runs) can be taken over here. fn runs on the heartbeat goroutine and must
-// not block.
+// but held connections, when they close (it hung, then was killed). What
+// it ran and no longer holds (workflow runs) can be taken over here. fn
+// runs on the heartbeat goroutine and must not block.
 func (p *Postgres) OnReplicaGone(fn func(replica string)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -39,7 +39,12 @@ func (p *Postgres) checkGone(ctx context.Context) error {
 			rows.Close()
 			return fmt.Errorf("store: list live replicas: %w", err)
 		}
-		live[id], connected[id] = isLive, isConnected
+		if isLive {
+			live[id] = true
+		}
+		if isConnected {
+			connected[id] = true
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("store: list live replicas: %w", unreachable(err))
@@ -54,16 +59,6 @@ func (p *Postgres) checkGone(ctx context.Context) error {
 	for id := range p.connected {
 		if !p.alive[id] && !live[id] && !connected[id] && id != p.replica {
 			gone = append(gone, id)
-		}
-	}
-	for id, ok := range live {
-		if !ok {
-			delete(live, id)
-		}
-	}
-	for id, ok := range connected {
-		if !ok {
-			delete(connected, id)
 		}
 	}
 	p.alive, p.connected = live, connected

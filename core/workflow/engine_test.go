@@ -788,14 +788,11 @@ func TestCancelJustEnded(t *testing.T) {
 	}
 }
 
-// TestRunHeldByAnotherReplica: replicas share the journals (one data_dir);
-// a run one of them executes is not resumed by another, neither at its
-// start (ResumeAll) nor by an operator's resume there, and shows there as
-// running, not interrupted. Once the first engine stops, the run is free
-// to resume anywhere.
-func TestRunHeldByAnotherReplica(t *testing.T) {
+// sharedJournals returns a maker of workspace managers over one data_dir
+// shared as replicas share it: each is one replica's journals.
+func sharedJournals(t *testing.T) func() *workspace.Manager {
 	dir := t.TempDir()
-	shared := func() *workspace.Manager {
+	return func() *workspace.Manager {
 		m, err := workspace.New(workspace.Options{DataDir: dir, SharedDataDir: true})
 		if err != nil {
 			t.Fatal(err)
@@ -803,6 +800,15 @@ func TestRunHeldByAnotherReplica(t *testing.T) {
 		t.Cleanup(func() { m.Close() })
 		return m
 	}
+}
+
+// TestRunHeldByAnotherReplica: replicas share the journals (one data_dir);
+// a run one of them executes is not resumed by another, neither at its
+// start (ResumeAll) nor by an operator's resume there, and shows there as
+// running, not interrupted. Once the first engine stops, the run is free
+// to resume anywhere.
+func TestRunHeldByAnotherReplica(t *testing.T) {
+	shared := sharedJournals(t)
 	fx1 := &effects{block: make(chan struct{})}
 	e1 := NewEmbedded(Options{Journals: shared(), Effects: fx1})
 	ctx := context.Background()
@@ -847,15 +853,7 @@ func TestRunHeldByAnotherReplica(t *testing.T) {
 // Signal or Cancel on the one that does not run the run goes through
 // Options.Forward to the other's Apply, and comes back with its answer.
 func TestForwardToHolder(t *testing.T) {
-	dir := t.TempDir()
-	shared := func() *workspace.Manager {
-		m, err := workspace.New(workspace.Options{DataDir: dir, SharedDataDir: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		return m
-	}
+	shared := sharedJournals(t)
 	fx := &effects{}
 	a := NewEmbedded(Options{Journals: shared(), Effects: fx})
 	defer a.Close()
