@@ -31,8 +31,8 @@ import (
 // without the TestMain hook) refuses it at once instead of running.
 const Flag = "-cexec-jq-worker"
 
-// MemoryLimit is how much a worker may grow by (its data segment, Go's
-// heap included, past what it maps at start). Reshaping JSON documents of
+// MemoryLimit is how much a worker may grow by: address space past what it
+// maps at start (RLIMIT_AS, see limitMemory), Go's heap included. Reshaping JSON documents of
 // the size tool calls return (16 MiB at most by default, see MaxResult)
 // takes a few times their size; 256 MiB leaves room for that while a pool
 // of Size workers stays within 1 GiB.
