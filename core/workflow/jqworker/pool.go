@@ -81,16 +81,19 @@ func (p *Pool) Eval(ctx context.Context, tenant string, limit time.Duration, src
 		return nil, err
 	}
 	defer p.release(tenant)
+	// The limit counts from when the expression has its worker: neither
+	// the wait for a place nor a new worker's start is the expression's.
+	w, err := p.get(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if limit > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	w, err := p.get()
-	if err != nil {
+		p.put(w)
 		return nil, err
 	}
 	v, err := w.eval(ctx, req)
@@ -168,7 +171,9 @@ func (p *Pool) Close() {
 	}
 }
 
-func (p *Pool) get() (*worker, error) {
+// get takes an idle worker or starts one, waiting for its start while ctx
+// lasts.
+func (p *Pool) get(ctx context.Context) (*worker, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -181,9 +186,9 @@ func (p *Pool) get() (*worker, error) {
 		return w, nil
 	}
 	p.mu.Unlock()
-	w, err := startWorker()
+	w, err := startWorker(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("start an expression worker: %w", err)
+		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -229,7 +234,28 @@ type worker struct {
 	waited error
 }
 
-func startWorker() (*worker, error) {
+// startWorker starts a worker and waits, while ctx lasts, for its ready
+// frame.
+func startWorker(ctx context.Context) (*worker, error) {
+	w, err := spawnWorker()
+	if err != nil {
+		return nil, fmt.Errorf("start an expression worker: %w", err)
+	}
+	stop := context.AfterFunc(ctx, w.kill)
+	ready, err := readFrame(w.r, 1, nil)
+	if !stop() {
+		w.kill()
+		w.reap()
+		return nil, ctx.Err()
+	}
+	if err != nil || len(ready) != 1 || ready[0] != answerReady {
+		w.kill()
+		return nil, fmt.Errorf("start an expression worker: %w", w.died())
+	}
+	return w, nil
+}
+
+func spawnWorker() (*worker, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err

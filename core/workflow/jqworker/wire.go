@@ -17,8 +17,10 @@ import (
 // The wire between cexecd and a worker is one frame each way per
 // evaluation, over the worker's stdin and stdout: a 4-byte big-endian
 // length, then that many bytes. A request is JSON values (encodeRequest); an
-// answer is one kind byte and its body.
+// answer is one kind byte and its body. A worker opens with a ready frame
+// once its memory is limited, before it reads any request.
 const (
+	answerReady    = 'r' // the worker is up; no body
 	answerValue    = 'v' // body: the first result, as JSON
 	answerNone     = 'n' // no result; no body
 	answerError    = 'e' // body: jq's error text

@@ -64,6 +64,10 @@ func Main() int {
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
 	out := bufio.NewWriterSize(os.Stdout, 64<<10)
 	os.Stdout = os.Stderr
+	if err := writeFrame(out, []byte{answerReady}); err != nil {
+		fmt.Fprintf(os.Stderr, "jq worker: say ready: %v\n", err)
+		return 1
+	}
 	c := &compiled{code: map[string]*gojq.Code{}}
 	for {
 		req, err := readFrame(in, math.MaxInt32, nil)
