@@ -34,7 +34,13 @@ data:
 
 # Everything CI runs (.ci/run calls exactly this). Tests need the binaries:
 # end-to-end tests start cexecd and its plugins.
-test: deps build proto-check check k8s-binaries unit e2e fuzz
+test: space deps build proto-check check k8s-binaries unit e2e fuzz
+
+# Room on the disk for a test run; empties the Go build cache when there is
+# too little (scripts/space.sh).
+.PHONY: space
+space:
+	@GO=$(GO) scripts/space.sh
 
 # Static checks: formatting, go.mod tidiness, vet, staticcheck, import rules.
 check: fmt-check tidy-check lint
