@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -101,8 +103,15 @@ func (f *Face) addTools() error {
 		if err != nil {
 			return err
 		}
+		takes, err := argumentNames(d.schema)
+		if err != nil {
+			return fmt.Errorf("input schema of %s: %w", d.name, err)
+		}
 		fn, name := d.fn, d.name
 		f.srv.AddTool(t, traced(d.name, f.wrap(d.name, func(ctx context.Context, sc *Scope, req mcp.CallToolRequest) reply {
+			if msg := unknownArguments(name, takes, req.GetArguments()); msg != "" {
+				return errorReply("%s: %s", name, msg)
+			}
 			if msg := checkArguments(schema, req.GetArguments()); msg != "" {
 				return errorReply("%s: %s", name, msg)
 			}
@@ -130,6 +139,45 @@ func compileInputSchema(name, schema string) (*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("input schema of %s: %w", name, err)
 	}
 	return sch, nil
+}
+
+// argumentNames lists the arguments a tool's input schema declares, in
+// order.
+func argumentNames(schema string) ([]string, error) {
+	var doc struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal([]byte(schema), &doc); err != nil {
+		return nil, err
+	}
+	names := slices.Collect(maps.Keys(doc.Properties))
+	slices.Sort(names)
+	return names, nil
+}
+
+// unknownArguments refuses arguments tool does not take, naming them and
+// the ones it does: ignored, a misspelt one ("sesion") would go unnoticed
+// and the call would run otherwise than the agent meant. The advertised
+// schemas leave additionalProperties out to keep tools/list short.
+func unknownArguments(tool string, takes []string, args map[string]any) string {
+	var unknown []string
+	for k := range args {
+		if !slices.Contains(takes, k) {
+			unknown = append(unknown, strconv.Quote(k))
+		}
+	}
+	if len(unknown) == 0 {
+		return ""
+	}
+	slices.Sort(unknown)
+	what := "unexpected argument " + unknown[0]
+	if len(unknown) > 1 {
+		what = "unexpected arguments " + strings.Join(unknown, ", ")
+	}
+	if len(takes) == 0 {
+		return what + "; " + tool + " takes none"
+	}
+	return what + "; " + tool + " takes " + strings.Join(takes, ", ")
 }
 
 // checkArguments validates a call's arguments and says in sentences what
