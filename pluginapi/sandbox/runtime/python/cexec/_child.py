@@ -53,6 +53,12 @@ class Children(Part):
     """The zygote's side of a forked execution."""
 
     def start_child(self, run: Run, job: dict[str, Any]) -> None:
+        if self.forker is not None:
+            # A program that came before its spare was ready: the fork
+            # server forks one now, so that the zygote does not fork.
+            self.prefork()
+            if self.take_spare(run, job):
+                return
         code = str(job["code"])
         # Compiling here, where the compiler's memory is warm, rather than in
         # the child (whose first compile copies hundreds of pages) halves the

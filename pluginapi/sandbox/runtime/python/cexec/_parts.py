@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from cexec import _proto
     from cexec._relay import Run
+    from cexec._forker import ForkServer, Usage
     from cexec._warmup import Spare
     from cexec._workers import Worker
     from cexec._zygote import Options
@@ -34,6 +35,9 @@ class Part:
         frozen: bool
         spare: Spare | None
         rehearsed: bool
+        forker: ForkServer | None
+        forker_failed: bool
+        exits: dict[int, tuple[int, Usage]]
         last_end: float
         ready_at: float
         preload: list[str]
@@ -147,4 +151,19 @@ class Part:
             raise NotImplementedError
 
         def kill_worker(self, worker: Worker) -> None:
+            raise NotImplementedError
+
+        def start_forker(self) -> None:
+            raise NotImplementedError
+
+        def drop_forker(self) -> None:
+            raise NotImplementedError
+
+        def fork_spare_via_server(self, out_w: int, err_w: int, child_chan: int) -> int:
+            raise NotImplementedError
+
+        def read_forker(self) -> None:
+            raise NotImplementedError
+
+        def forked_exit(self, run: Run, wait: float = 0) -> bool:
             raise NotImplementedError

@@ -59,6 +59,8 @@ class Run:
         self.note = ""
         # A rehearsal (Zygote.rehearse) has no processes of its own.
         self.rehearsal = False
+        # The program's process is the fork server's child (see _forker).
+        self.by_server = False
 
 
 class Relay(Part):
@@ -71,6 +73,9 @@ class Relay(Part):
         fds = {run.out_r, run.err_r, run.chan, self.ctl_in, self.wake_r}
         for fd in fds:
             poller.register(fd, _POLLIN)
+        server = self.forker.sock if run.by_server and self.forker is not None else -1
+        if server >= 0:
+            poller.register(server, _POLLIN)
         self.check_exit(run)
         while not self.finished(run) or self.unread(run, fds):
             now = time.monotonic()
@@ -109,6 +114,11 @@ class Relay(Part):
                     except BlockingIOError:
                         pass
                     self.check_exit(run)
+                elif fd == server:
+                    self.check_exit(run)
+                    if self.forker is None or self.forker.sock != server:
+                        poller.unregister(server)
+                        server = -1
             if run.outq and time.monotonic() - run.outq_since >= _OUTPUT_DELAY:
                 self.flush_output(run)
 
@@ -148,7 +158,7 @@ class Relay(Part):
         run.out_r = run.err_r = run.chan = -1
 
     def check_exit(self, run: Run) -> None:
-        if run.status is not None:
+        if run.status is not None or self.forked_exit(run):
             return
         try:
             pid, status, rusage = os.wait4(run.pid, os.WNOHANG)

@@ -34,6 +34,8 @@ class Sweeper(Part):
         keep = {w.pid for w in self.workers.values() if w.alive}
         if self.spare is not None:
             keep.add(self.spare.pid)
+        if self.forker is not None:
+            keep.add(self.forker.pid)
         return keep
 
     def kill(self, run: Run) -> None:
@@ -64,6 +66,8 @@ class Sweeper(Part):
             except OSError:
                 pass
             _wait_exit(run.pid, _KILL_GRACE)
+            # A fork server's child: its report follows the exit.
+            self.forked_exit(run, _KILL_GRACE)
             self.check_exit(run)
         if run.worker is None and run.status is None or not (self.none_started(run) or self.sweep(self.keep())):
             self.send({"op": "unclean", "id": run.id, "message": "some of the program's processes could not be killed"})
@@ -133,6 +137,8 @@ class Sweeper(Part):
                 return
             if pid == 0:
                 return
+            if self.forker is not None and self.forker.pid == pid:
+                self.drop_forker()
             for worker in list(self.workers.values()):
                 if worker.pid == pid:
                     worker.alive = False

@@ -41,12 +41,14 @@ class Spare:
     its channel for the program, so that neither the fork nor the
     copy-on-write faults of its first steps delay the execution."""
 
-    def __init__(self, pid: int, out_r: int, err_r: int, chan: int) -> None:
+    def __init__(self, pid: int, out_r: int, err_r: int, chan: int, by_server: bool = False) -> None:
         self.pid = pid
         self.out_r = out_r
         self.err_r = err_r
         self.chan = chan
         self.forked = time.monotonic()
+        # Forked by the fork server (see _forker), not the zygote.
+        self.by_server = by_server
 
 
 class Warmup(Part):
@@ -114,9 +116,20 @@ class Warmup(Part):
         Import caches are not invalidated here: path finders notice new
         modules in /workspace by the directory's modification time, and
         invalidating them on every execution costs dozens of page copies."""
+        if self.forker is None and not self.forker_failed and self.frozen:
+            self.start_forker()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         chan, child_chan = _socketpair()
+        pid = self.fork_spare_via_server(out_w, err_w, child_chan)
+        if pid:
+            for fd in (out_w, err_w, child_chan):
+                os.close(fd)
+            self.spare = Spare(pid, out_r, err_r, chan, by_server=True)
+            # The zygote did not fork: its pages stay its own, and there
+            # is nothing to rehearse.
+            self.rehearsed = True
+            return
         try:
             pid = os.fork()
         except OSError:
@@ -208,6 +221,7 @@ class Warmup(Part):
             self.drop_spare()
             return False
         run.pid, run.out_r, run.err_r, run.chan = spare.pid, spare.out_r, spare.err_r, spare.chan
+        run.by_server = spare.by_server
         return True
 
 

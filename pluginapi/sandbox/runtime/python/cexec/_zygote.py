@@ -2,9 +2,10 @@
 
 It starts once per sandbox with the runtime imported, then serves the host
 over two file descriptors (host -> zygote, zygote -> host). For every
-execution it forks a child with fresh stdout/stderr pipes and a private
-channel socket, relays the child's output and host calls to the host, enforces
-the time and output limits, and reports one result frame. A session may
+execution it has a child forked with fresh stdout/stderr pipes and a private
+channel socket (once warm, by its fork server, see _forker), relays the
+child's output and host calls to the host, enforces the time and output
+limits, and reports one result frame. A session may
 instead use a persistent interpreter: a forked worker that keeps its globals
 between executions. The protocol is documented in the Go package
 pluginapi/sandbox/runtime.
@@ -27,6 +28,7 @@ from _cexec_paths import extend_path, fix_package
 from cexec import _proto
 from cexec._child import _RLIMITS, Children
 from cexec._control import Channel, connect_control
+from cexec._forker import Forker
 from cexec._osutil import _POLLIN, _READ_SIZE, _rss_bytes
 from cexec._relay import Relay, Run
 from cexec._sweep import Sweeper
@@ -42,6 +44,7 @@ else:
     # enums that cost an idle sandbox about a megabyte.
     import _signal as signal
 if TYPE_CHECKING:
+    from cexec._forker import ForkServer, Usage
     from cexec._warmup import Spare
     from cexec._workers import Worker
 
@@ -222,7 +225,7 @@ def _reply(payload: bytes) -> dict[str, Any] | None:
     return {"op": "reply", "exec": payload[len(_REPLY_PREFIX):end].decode("ascii", "replace"), "frame": payload}
 
 
-class Zygote(Warmup, Relay, Sweeper, Children, Workers):
+class Zygote(Warmup, Relay, Sweeper, Children, Workers, Forker):
     """Serves the host: one execution at a time, warm-up work while idle.
     Its parts live in the modules of their concerns (see _parts)."""
 
@@ -241,6 +244,9 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers):
         self.frozen = False
         self.spare: Spare | None = None
         self.rehearsed = False
+        self.forker: ForkServer | None = None
+        self.forker_failed = False
+        self.exits: dict[int, tuple[int, Usage]] = {}
         self.last_end = 0.0
         self.ready_at = 0.0
         self.preload = list(opts.preload)

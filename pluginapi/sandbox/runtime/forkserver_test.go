@@ -1,0 +1,79 @@
+package runtime
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestForkServer: once warm, the zygote's programs are forked by its fork
+// server, which reports how they ended (exit status, the signal that
+// killed one); a program that kills the fork server costs nothing but the
+// fork server: later programs are forked by the zygote itself, as before
+// the warm-up, and end as they should.
+func TestForkServer(t *testing.T) {
+	r, _ := startZygote(t, Options{})
+	hello, err := r.Ready(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := func() int {
+		t.Helper()
+		h := &recHost{}
+		if res := exec1(t, r, "import os\nprint(os.getppid())", h); res.ExitCode != 0 {
+			t.Fatalf("getppid: %+v", res)
+		}
+		out, _ := h.out()
+		ppid, err := strconv.Atoi(strings.TrimSpace(out))
+		if err != nil {
+			t.Fatalf("getppid printed %q", out)
+		}
+		return ppid
+	}
+	// The fork server starts with the first spare after the warm-up, in
+	// the zygote's idle time.
+	for deadline := time.Now().Add(20 * time.Second); parent() == hello.PID; {
+		if time.Now().After(deadline) {
+			t.Fatal("every program is still the zygote's child after 20 s: no fork server")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ends := func(who string) {
+		t.Helper()
+		for _, tc := range []struct {
+			code      string
+			exit      int
+			errorType string
+			message   string
+		}{
+			{"import os\nos._exit(3)", 3, "", ""},
+			{"import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)", 128 + 11, "Killed", "killed by SIGSEGV"},
+			{"print(2)", 0, "", ""},
+		} {
+			res := exec1(t, r, tc.code, nil)
+			if res.ExitCode != tc.exit {
+				t.Errorf("%s: %q exited %d, want %d (%+v)", who, tc.code, res.ExitCode, tc.exit, res)
+			}
+			if tc.errorType != "" && (res.Error == nil || res.Error.Type != tc.errorType || !strings.Contains(res.Error.Message, tc.message)) {
+				t.Errorf("%s: %q error %+v, want %s %q", who, tc.code, res.Error, tc.errorType, tc.message)
+			}
+		}
+	}
+	ends("forked by the fork server")
+
+	res := exec1(t, r, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint('done')", nil)
+	if res.ExitCode != 0 {
+		t.Fatalf("the program that killed the fork server: %+v", res)
+	}
+	for i := range 3 {
+		if p := parent(); p != hello.PID {
+			t.Fatalf("program %d after the fork server died has parent %d, want the zygote %d", i, p, hello.PID)
+		}
+	}
+	ends("forked by the zygote")
+	if !r.Healthy() {
+		t.Error("the runner is not healthy")
+	}
+}
