@@ -22,7 +22,7 @@ import struct
 import time
 
 from cexec._child import _spare_main
-from cexec._osutil import _POLLIN, _READ_SIZE, _close, _send_with_fds, _socketpair
+from cexec._osutil import _POLLIN, _READ_SIZE, _close, _fork_connected, _send_with_fds
 from cexec._parts import Part
 
 TYPE_CHECKING = False
@@ -68,21 +68,17 @@ class Forker(Part):
     """The zygote's side of the fork server."""
 
     def start_forker(self) -> None:
-        ours, theirs = _socketpair()
         try:
-            pid = os.fork()
+            pid, sock = _fork_connected()
         except OSError:
-            _close(ours)
-            _close(theirs)
             self.forker_failed = True
             return
         if pid == 0:
             try:
-                _forker_main(self, theirs)
+                _forker_main(self, sock)
             finally:
                 os._exit(70)
-        os.close(theirs)
-        self.forker = ForkServer(pid, ours)
+        self.forker = ForkServer(pid, sock)
 
     def drop_forker(self) -> None:
         """Stop using the fork server (it died or broke its protocol)."""

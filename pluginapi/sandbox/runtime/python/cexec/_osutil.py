@@ -45,6 +45,24 @@ def _socketpair() -> tuple[int, int]:
     return a.detach(), b.detach()
 
 
+def _fork_connected() -> tuple[int, int]:
+    """Fork with a socket pair between the two processes: (the child's
+    pid, the parent's end) in the parent, (0, the child's end) in the
+    child."""
+    ours, theirs = _socketpair()
+    try:
+        pid = os.fork()
+    except OSError:
+        _close(ours)
+        _close(theirs)
+        raise
+    if pid == 0:
+        os.close(ours)
+        return 0, theirs
+    os.close(theirs)
+    return pid, ours
+
+
 def _send_with_fds(sock: int, data: bytes, fds: list[int]) -> None:
     s = socket.socket(fileno=sock)
     try:

@@ -12,7 +12,7 @@ import time
 import cexec
 from cexec import _proto
 from cexec._child import _flush_std, _new_main, _run_program
-from cexec._osutil import _close, _send_with_fds, _socketpair
+from cexec._osutil import _close, _fork_connected, _send_with_fds, _socketpair
 from cexec._parts import Part
 
 TYPE_CHECKING = False
@@ -83,19 +83,12 @@ class Workers(Part):
             oldest = min(self.workers.values(), key=lambda w: w.used)
             self.workers.pop(oldest.session, None)
             self.kill_worker(oldest)
-        ours, theirs = _socketpair()
-        try:
-            pid = os.fork()
-        except OSError:
-            _close(ours)
-            _close(theirs)
-            raise
+        pid, sock = _fork_connected()
         if pid == 0:
             devnull = os.open(os.devnull, os.O_RDWR)
-            self.enter_child(devnull, devnull, theirs)
+            self.enter_child(devnull, devnull, sock)
             _worker_main(3)
-        os.close(theirs)
-        worker = Worker(session, pid, ours)
+        worker = Worker(session, pid, sock)
         self.workers[session] = worker
         return worker
 
