@@ -117,6 +117,9 @@ class Forker(Part):
                 kind, pid, status, utime, stime, maxrss = _RECORD.unpack_from(fs.buf)
                 fs.buf = fs.buf[_RECORD.size:]
                 if kind == b"F":
+                    # A record of an earlier process with this pid (a
+                    # dropped spare's, never asked for) is not this one's.
+                    self.exits.pop(pid, None)
                     return int(pid)
                 if len(self.exits) >= _MAX_EXITS:
                     self.exits.pop(next(iter(self.exits)))
