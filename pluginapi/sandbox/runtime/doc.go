@@ -38,12 +38,19 @@
 // a new __main__ module. As soon as an execution is over the zygote forks
 // the next one's child in advance (the spare), which waits for the program
 // on descriptor 3, so that neither the fork nor its first copy-on-write
-// faults delay the execution. Without a spare (a program sent while the
-// zygote was still busy) the zygote forks on demand, compiling programs up
-// to 256 KiB before the fork. A zygote whose spare has waited 20 ms
-// rehearses an execution's path through pipes standing in for the host and
-// the child, so that the pages the fork made shared again are copied then,
-// not on the next execution's path. Frames never travel on the program's
+// faults delay the execution. Once its heap is frozen the zygote forks a
+// fork server, a copy of itself that forks every later child (spares, and
+// a program sent before its spare was ready) on descriptors the zygote
+// passes it by SCM_RIGHTS, and reports each child's pid and end (wait
+// status, CPU time, peak RSS) in fixed-size records. The zygote then never
+// forks again, so the relay's writes no longer copy its pages after every
+// fork (about 180 per execution); the fork server touches few objects and
+// copies about 60 per fork. When the fork server is gone (a program may
+// kill it) the zygote forks on demand itself, compiling programs up to 256
+// KiB before the fork, and a zygote whose spare it forked itself and has
+// waited 20 ms rehearses an execution's path through pipes standing in for
+// the host and the child, so that the pages the fork made shared again are
+// copied then, not on the next execution's path. Frames never travel on the program's
 // stdout. The program's `from cexec import call_tool, result` talks over
 // descriptor 3; the zygote relays host calls to the host and replies back.
 // When the exec frame carries a host_token and the sandbox has the host's
@@ -54,7 +61,8 @@
 // read_resource are host calls like it.
 // When the child exits, the zygote drains its output, kills its process
 // group and, when it is the pid namespace's init, every other process but
-// itself and the persistent interpreters, then reports one result frame.
+// itself, the fork server and the persistent interpreters, then reports
+// one result frame.
 // After a result reported early (the program said how it ended and closed
 // its output), the zygote skips that sweep when /proc/loadavg's newest pid
 // is still the program's: nothing was started since.
