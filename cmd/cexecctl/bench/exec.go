@@ -47,7 +47,7 @@ type Concurrent struct {
 }
 
 // RSS summarises the resident memory of idle warm sandboxes as the sandbox
-// backend reports it.
+// backend reports it (bwrap: the PSS of all of a sandbox's processes).
 type RSS struct {
 	N   int     `json:"n"`
 	P50 float64 `json:"p50_mib"`
@@ -545,6 +545,6 @@ func printExec(env *cli.Env, r *ExecResult) {
 	fmt.Fprintf(w, "throughput  %.0f executions/s at concurrency %d\n", r.ThroughputPerS, r.Concurrent.Concurrency)
 	fmt.Fprintf(w, "CPU per warm execution: %.2f ms on the whole machine (target <= 2.5 ms); cexecd %.2f ms, sandbox plugin %.2f ms, program %.2f ms, client %.2f ms\n",
 		r.CPUPerExecMs.All, r.CPUPerExecMs.Cexecd, r.CPUPerExecMs.Plugin, r.CPUPerExecMs.Program, r.CPUPerExecMs.Client)
-	fmt.Fprintf(w, "idle warm sandbox RSS: p50 %.1f MiB, max %.1f MiB over %d sandboxes (pool: %d idle, target %d, warm %d, max_total %d)\n",
+	fmt.Fprintf(w, "idle warm sandbox memory: p50 %.1f MiB, max %.1f MiB over %d sandboxes (pool: %d idle, target %d, warm %d, max_total %d)\n",
 		r.IdleRSS.P50, r.IdleRSS.Max, r.IdleRSS.N, r.Pool.Idle, r.Pool.Target, r.Pool.Warm, r.Pool.MaxTotal)
 }

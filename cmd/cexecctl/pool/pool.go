@@ -26,7 +26,8 @@ The pool keeps warm sandboxes per tenant, never shared between tenants:
 "warm" idle ones beyond the tenant's busy ones, or as many as the tenant's
 peak of concurrent executions in the last idle_timeout when that is more
 (TARGET). All tenants together have at most max_total sandboxes. RSS is the
-resident memory the sandbox backend reports for each sandbox.`,
+resident memory the sandbox backend reports for each sandbox (bwrap: the
+proportional set size of all its processes).`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return env.Do(cmd.Context(), func(c *client.Client) error {

@@ -136,9 +136,9 @@ func BenchmarkColdExec(b *testing.B) {
 }
 
 // BenchmarkIdleRSS reports the resident memory of an idle warm sandbox: the
-// zygote (what List reports), bwrap's monitor process, the zygote's
-// proportional share (PSS, its pages being shared with its spare child) and
-// the PSS of the whole sandbox.
+// zygote's RSS, bwrap's monitor process, the zygote's proportional share
+// (PSS, its pages being shared with its fork server and spare child) and
+// the PSS of the whole sandbox (what List reports).
 func BenchmarkIdleRSS(b *testing.B) {
 	p := benchBackend(b)
 	for i := 0; i < b.N; i++ {
@@ -154,13 +154,11 @@ func BenchmarkIdleRSS(b *testing.B) {
 		mon := float64(procRSS(bx.cmd.Process.Pid)) / (1 << 20)
 		b.ReportMetric(zyg, "zygote-RSS-MiB")
 		b.ReportMetric(mon, "bwrap-RSS-MiB")
-		b.ReportMetric(pss(bx.zygotePID), "zygote-PSS-MiB")
+		zpss, _ := procPSS(bx.zygotePID)
+		b.ReportMetric(float64(zpss)/(1<<20), "zygote-PSS-MiB")
 		// Everything the sandbox holds, each shared page counted once
-		// across its processes: bwrap, the zygote and its spare child.
-		total := pss(bx.cmd.Process.Pid) + pss(bx.zygotePID)
-		for _, c := range children(bx.zygotePID) {
-			total += pss(c)
-		}
+		// across its processes (what List reports).
+		total := float64(treeMemory(bx.cmd.Process.Pid, bx.zygotePID)) / (1 << 20)
 		b.ReportMetric(total, "sandbox-PSS-MiB")
 		if err := p.Destroy(context.Background(), id); err != nil {
 			b.Fatal(err)
@@ -187,31 +185,6 @@ func selfCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func children(pid int) []int {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	var out []int
-	for _, f := range strings.Fields(string(data)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-func pss(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "Pss:"); ok {
-			kb, _ := strconv.ParseFloat(strings.Fields(v)[0], 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }
 
 // BenchmarkWarmThroughput runs print(1+1) in 8 warm sandboxes at once, one

@@ -492,25 +492,8 @@ func (b *box) state() string {
 	return "ready"
 }
 
-// rss is the zygote's resident set size in bytes, or 0.
-func (b *box) rss() int64 {
-	return procRSS(b.zygotePID)
-}
-
-// procRSS reads VmRSS of a process from /proc.
-func procRSS(pid int) int64 {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb << 10
-			}
-		}
-	}
-	return 0
+// memory is the sandbox's memory: the PSS of its processes (see
+// treeMemory), or the zygote's VmRSS where that cannot be read.
+func (b *box) memory() int64 {
+	return treeMemory(b.cmd.Process.Pid, b.zygotePID)
 }

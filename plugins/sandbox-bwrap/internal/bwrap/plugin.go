@@ -491,7 +491,8 @@ func (p *Plugin) Destroy(ctx context.Context, id string) error {
 	return b.destroy(ctx)
 }
 
-// List describes the live sandboxes; RSSBytes is the zygote's.
+// List describes the live sandboxes; RSSBytes is each one's memory, the
+// PSS of its processes.
 func (p *Plugin) List(context.Context) ([]sandbox.Status, error) {
 	boxes := p.boxes.All()
 	out := make([]sandbox.Status, 0, len(boxes))
@@ -499,7 +500,7 @@ func (p *Plugin) List(context.Context) ([]sandbox.Status, error) {
 		b := e.Box
 		out = append(out, sandbox.Status{
 			ID: b.id, Tenant: b.tenant, State: b.state(), Created: b.created,
-			Executions: b.executions.Load(), RSSBytes: b.rss(),
+			Executions: b.executions.Load(), RSSBytes: b.memory(),
 		})
 	}
 	return out, nil
