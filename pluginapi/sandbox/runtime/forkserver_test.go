@@ -2,6 +2,9 @@ package runtime
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,7 +37,8 @@ func TestForkServer(t *testing.T) {
 	}
 	// The fork server starts with the first spare after the warm-up, in
 	// the zygote's idle time.
-	for deadline := time.Now().Add(20 * time.Second); parent() == hello.PID; {
+	server := parent()
+	for deadline := time.Now().Add(20 * time.Second); server == hello.PID; server = parent() {
 		if time.Now().After(deadline) {
 			t.Fatal("every program is still the zygote's child after 20 s: no fork server")
 		}
@@ -73,7 +77,34 @@ func TestForkServer(t *testing.T) {
 		}
 	}
 	ends("forked by the zygote")
+	// The zygote reaped the fork server it dropped: a zygote run as a
+	// plain process, as here, has no sweep that would.
+	if slices.Contains(zombies(t, hello.PID), server) {
+		t.Errorf("the fork server %d is still the zygote's zombie child", server)
+	}
 	if !r.Healthy() {
 		t.Error("the runner is not healthy")
 	}
+}
+
+// zombies lists pid's children that have exited but were not reaped.
+func zombies(t *testing.T, pid int) []int {
+	t.Helper()
+	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, k := range strings.Fields(string(kids)) {
+		stat, err := os.ReadFile("/proc/" + k + "/stat")
+		if err != nil {
+			continue
+		}
+		// The state follows the command name in parentheses.
+		if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 0 && f[0] == "Z" {
+			n, _ := strconv.Atoi(k)
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -22,7 +22,7 @@ import struct
 import time
 
 from cexec._child import _spare_main
-from cexec._osutil import _POLLIN, _READ_SIZE, _close, _fork_connected, _send_with_fds
+from cexec._osutil import _POLLIN, _READ_SIZE, _close, _fork_connected, _kill_reap, _send_with_fds
 from cexec._parts import Part
 
 TYPE_CHECKING = False
@@ -80,17 +80,17 @@ class Forker(Part):
                 os._exit(70)
         self.forker = ForkServer(pid, sock)
 
-    def drop_forker(self) -> None:
-        """Stop using the fork server (it died or broke its protocol)."""
+    def drop_forker(self, reaped: bool = False) -> None:
+        """Stop using the fork server (it died or broke its protocol): kill
+        and reap it, unless reaped already (its pid may be another
+        process's by now)."""
         fs, self.forker = self.forker, None
         if fs is None:
             return
         self.forker_failed = True
         _close(fs.sock)
-        try:
-            os.kill(fs.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        if not reaped:
+            _kill_reap(fs.pid)
 
     def fork_spare_via_server(self, out_w: int, err_w: int, child_chan: int) -> int:
         """Have the fork server fork a spare on these descriptors; its pid,

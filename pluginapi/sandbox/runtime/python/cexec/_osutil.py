@@ -13,10 +13,12 @@ from cexec import _proto
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import signal
     import socket
 else:
-    # The C module behind socket: the Python wrapper builds enums that
-    # cost an idle sandbox memory.
+    # The C modules behind signal and socket: the Python wrappers build
+    # enums that cost an idle sandbox memory.
+    import _signal as signal
     import _socket as socket
 
 # What one read asks for. Python allocates the whole size for each read:
@@ -61,6 +63,23 @@ def _fork_connected() -> tuple[int, int]:
         return 0, theirs
     os.close(theirs)
     return pid, ours
+
+
+def _kill_reap(pid: int, group: bool = False) -> None:
+    """Kill a child of ours (its process group when group) and reap it, so
+    that it leaves no zombie; a child already gone is no error. SIGKILL
+    ends even a stopped process, so the wait is short."""
+    try:
+        if group:
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
 
 
 def _send_with_fds(sock: int, data: bytes, fds: list[int]) -> None:

@@ -156,7 +156,7 @@ class Part:
         def start_forker(self) -> None:
             raise NotImplementedError
 
-        def drop_forker(self) -> None:
+        def drop_forker(self, reaped: bool = False) -> None:
             raise NotImplementedError
 
         def fork_spare_via_server(self, out_w: int, err_w: int, child_chan: int) -> int:

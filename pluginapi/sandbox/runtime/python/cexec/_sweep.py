@@ -138,7 +138,7 @@ class Sweeper(Part):
             if pid == 0:
                 return
             if self.forker is not None and self.forker.pid == pid:
-                self.drop_forker()
+                self.drop_forker(reaped=True)
             for worker in list(self.workers.values()):
                 if worker.pid == pid:
                     worker.alive = False

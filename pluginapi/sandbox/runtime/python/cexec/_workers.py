@@ -12,18 +12,16 @@ import time
 import cexec
 from cexec import _proto
 from cexec._child import _flush_std, _new_main, _run_program
-from cexec._osutil import _close, _fork_connected, _send_with_fds, _socketpair
+from cexec._osutil import _close, _fork_connected, _kill_reap, _send_with_fds, _socketpair
 from cexec._parts import Part
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time, to keep sandbox start fast
-    import signal
     import socket
     from typing import Any
 else:
-    # The C modules behind signal and socket: the Python wrappers build
-    # enums that cost an idle sandbox about a megabyte.
-    import _signal as signal
+    # The C module behind socket: the Python wrapper builds enums that
+    # cost an idle sandbox about a megabyte.
     import _socket as socket
 if TYPE_CHECKING:
     from cexec._relay import Run
@@ -95,14 +93,7 @@ class Workers(Part):
     def kill_worker(self, worker: Worker) -> None:
         worker.alive = False
         _close(worker.sock)
-        try:
-            os.killpg(worker.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            os.waitpid(worker.pid, 0)
-        except OSError:
-            pass
+        _kill_reap(worker.pid, group=True)
 
 
 def _recv_job(sock: int, reader: _proto.Reader, fds: list[int]) -> dict[str, Any] | None:
