@@ -44,6 +44,7 @@ type sbxResult struct {
 		Tool   string `json:"tool"`
 		OK     bool   `json:"ok"`
 	} `json:"tool_calls"`
+	Warnings []string `json:"warnings"`
 }
 
 // sbxJSON runs `cexecctl exec --json` and decodes its output.

@@ -82,6 +82,9 @@ func resultProto(r *pipeline.CodeResult) *cexecv1.ExecResult {
 	if r.QuotaError != nil {
 		out.Warnings = append(out.Warnings, r.QuotaError.Error())
 	}
+	if r.InterpreterLost != "" {
+		out.Warnings = append(out.Warnings, r.InterpreterLost)
+	}
 	for _, a := range r.Attachments {
 		out.Attachments = append(out.Attachments, &cexecv1.Attachment{Kind: a.Kind, MimeType: a.MIMEType, Name: a.Name,
 			Uri: a.URI, Text: a.Text, Data: a.Data, Path: a.Path, Size: a.Size})

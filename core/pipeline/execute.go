@@ -29,12 +29,12 @@ import (
 
 // Leaser hands out pooled sandboxes (core/pool).
 type Leaser interface {
-	Acquire(ctx context.Context, tenant string) (*pool.Lease, error)
+	// AcquireFor takes the idle sandbox that suits an execution of
+	// want.Session: for a persistent one, the sandbox that holds the
+	// session's interpreter.
+	AcquireFor(ctx context.Context, tenant string, want pool.Want) (*pool.Lease, error)
 	// AcquireFresh creates a sandbox used once and destroyed on release.
 	AcquireFresh(ctx context.Context, tenant string) (*pool.Lease, error)
-	// AcquireRecent takes the most recently used idle sandbox, where a
-	// persistent interpreter most likely holds the session's globals.
-	AcquireRecent(ctx context.Context, tenant string) (*pool.Lease, error)
 }
 
 // Runner runs a program in a sandbox (the sandbox backend plugin).
@@ -118,6 +118,10 @@ type CodeResult struct {
 	// QuotaError is set when the tenant's workspace is over its disk quota
 	// after the execution; the execution itself completed.
 	QuotaError error
+	// InterpreterLost, for a persistent execution, says that the session's
+	// persistent interpreter had been ended, and why: the program ran
+	// without the globals of the session's earlier executions.
+	InterpreterLost string
 	// Warm is true when the sandbox came warm from the pool.
 	Warm      bool
 	ToolCalls []bridge.CallRecord
@@ -253,11 +257,11 @@ func (x *Executor) execute(ctx context.Context, t *workspace.Tenant, req CodeReq
 	if req.call != nil {
 		return x.callOnce(ctx, t, req)
 	}
-	acquire := x.Pool.Acquire
+	acquire := func(ctx context.Context, tenant string) (*pool.Lease, error) {
+		return x.Pool.AcquireFor(ctx, tenant, pool.Want{Session: req.Session, Persistent: req.Persistent})
+	}
 	if req.FreshSandbox {
 		acquire = x.Pool.AcquireFresh
-	} else if req.Persistent {
-		acquire = x.Pool.AcquireRecent
 	}
 	out, err := x.executeIn(ctx, t, req, acquire)
 	if errors.Is(err, errSandboxGone) {
@@ -336,6 +340,10 @@ func (h *host) result(res sandbox.ExecResult, lease *pool.Lease, exec *bridge.Ex
 		Warm:        lease.Reused,
 		UpstreamLog: h.upstreamLog(),
 		Attachments: h.att.list(),
+	}
+	if lease.Lost != "" {
+		out.InterpreterLost = "this session's persistent interpreter had ended (" + lease.Lost +
+			"), so the program ran in a new one, without the globals of the session's earlier executions"
 	}
 	if exec != nil {
 		out.ToolCalls = exec.Calls()

@@ -48,6 +48,7 @@ func (p *Pool) reap() {
 		kept := es[:0]
 		for _, e := range es {
 			if now.Sub(e.lastUsed) > p.cfg.IdleTimeout {
+				p.lostLocked(e, lostIdle)
 				drop = append(drop, e)
 			} else {
 				kept = append(kept, e)

@@ -86,6 +86,9 @@ type entry struct {
 	stale bool
 	// fresh sandboxes serve one execution and are destroyed on release.
 	fresh bool
+	// holder is the session whose persistent interpreter the sandbox may
+	// hold ("" none; see sessions.go).
+	holder string
 }
 
 // demand is one tenant's recent concurrency, which sizes its warm set.
@@ -120,6 +123,9 @@ type Pool struct {
 	// waiters wait for a busy pool (queue.go); seq orders them.
 	waiters []*waiter
 	seq     uint64
+	// lost holds, by tenant and session, why the pool ended a session's
+	// persistent interpreter (sessions.go).
+	lost map[string]lostSession
 
 	kick chan struct{}
 	stop chan struct{}
@@ -134,6 +140,11 @@ type Lease struct {
 	// Reused is true when the sandbox was warm, false when it was created
 	// for this lease.
 	Reused bool
+	// Lost says, for a persistent execution, why its session's persistent
+	// interpreter is gone (its sandbox was stopped, or another session's
+	// execution ran there): the program starts without the globals of the
+	// session's earlier executions. "" when the pool knows of no loss.
+	Lost string
 
 	p    *Pool
 	e    *entry
@@ -172,6 +183,7 @@ func New(backend Backend, cfg Config, log hclog.Logger) (*Pool, error) {
 		busy:    map[string]*entry{},
 		active:  map[string]time.Time{},
 		demand:  map[string]*demand{},
+		lost:    map[string]lostSession{},
 		warmed:  make(chan struct{}),
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
@@ -190,22 +202,18 @@ func (p *Pool) Prewarm(tenant string) {
 	p.poke()
 }
 
-// Acquire returns a healthy sandbox for tenant, warm when one is idle. An
-// idle sandbox is health-checked first unless it proved itself within
-// HealthCheckAfter.
+// Acquire returns a healthy sandbox for tenant, warm when one is idle, for
+// an execution of no particular session.
 func (p *Pool) Acquire(ctx context.Context, tenant string) (*Lease, error) {
-	return p.acquire(ctx, tenant, true)
+	return p.AcquireFor(ctx, tenant, Want{})
 }
 
-// AcquireRecent is Acquire that always takes the most recently used idle
-// sandbox, rested or not: the one whose persistent interpreter most likely
-// holds the session's globals.
-func (p *Pool) AcquireRecent(ctx context.Context, tenant string) (*Lease, error) {
-	return p.acquire(ctx, tenant, false)
-}
-
-func (p *Pool) acquire(ctx context.Context, tenant string, rested bool) (*Lease, error) {
-	w := &waiter{tenant: tenant}
+// AcquireFor returns a healthy sandbox for tenant, warm when one suits
+// want (see pickIdleLocked): a persistent session's executions go back to
+// the sandbox that holds its interpreter. An idle sandbox is
+// health-checked first unless it proved itself within HealthCheckAfter.
+func (p *Pool) AcquireFor(ctx context.Context, tenant string, want Want) (*Lease, error) {
+	w := &waiter{tenant: tenant, want: want}
 	deadline := time.Now().Add(p.cfg.QueueTimeout)
 	for {
 		p.mu.Lock()
@@ -214,9 +222,10 @@ func (p *Pool) acquire(ctx context.Context, tenant string, rested bool) (*Lease,
 			return nil, errShutdown()
 		}
 		p.active[tenant] = time.Now()
-		if e := p.popIdleLocked(tenant, rested); e != nil {
+		if e := p.popIdleLocked(tenant, want); e != nil {
 			p.busy[e.id] = e
 			p.leaseLocked(tenant, 1)
+			lost := p.claimLocked(e, want)
 			check := p.cfg.HealthCheckAfter < 0 || time.Since(e.lastUsed) >= p.cfg.HealthCheckAfter
 			p.mu.Unlock()
 			if err := p.health(ctx, e, check); err != nil {
@@ -232,7 +241,7 @@ func (p *Pool) acquire(ctx context.Context, tenant string, rested bool) (*Lease,
 				continue
 			}
 			p.poke()
-			return &Lease{ID: e.id, Tenant: tenant, Reused: true, p: p, e: e}, nil
+			return &Lease{ID: e.id, Tenant: tenant, Reused: true, Lost: lost, p: p, e: e}, nil
 		}
 		if err := p.reserveLocked(); err != nil {
 			// A sandbox being warmed will be idle in a moment: this
@@ -253,10 +262,10 @@ func (p *Pool) acquire(ctx context.Context, tenant string, rested bool) (*Lease,
 			}
 			switch {
 			case w.entry != nil:
-				e := w.entry
+				e, lost := w.entry, w.lost
 				p.mu.Unlock()
 				p.poke()
-				return &Lease{ID: e.id, Tenant: tenant, Reused: true, p: p, e: e}, nil
+				return &Lease{ID: e.id, Tenant: tenant, Reused: true, Lost: lost, p: p, e: e}, nil
 			case !w.reserved:
 				p.mu.Unlock()
 				continue
@@ -268,7 +277,7 @@ func (p *Pool) acquire(ctx context.Context, tenant string, rested bool) (*Lease,
 		p.leaseLocked(tenant, 1)
 		p.mu.Unlock()
 		p.poke()
-		l, err := p.createLease(ctx, tenant, false)
+		l, err := p.createLease(ctx, tenant, false, want)
 		if err != nil {
 			p.mu.Lock()
 			p.leaseLocked(tenant, -1)
@@ -316,11 +325,11 @@ func (p *Pool) AcquireFresh(ctx context.Context, tenant string) (*Lease, error) 
 		}
 	}
 	p.mu.Unlock()
-	return p.createLease(ctx, tenant, true)
+	return p.createLease(ctx, tenant, true, Want{})
 }
 
 // createLease creates a sandbox in a slot reserved by reserveLocked.
-func (p *Pool) createLease(ctx context.Context, tenant string, fresh bool) (*Lease, error) {
+func (p *Pool) createLease(ctx context.Context, tenant string, fresh bool, want Want) (*Lease, error) {
 	e, err := p.create(ctx, tenant)
 	p.mu.Lock()
 	p.creating--
@@ -331,8 +340,9 @@ func (p *Pool) createLease(ctx context.Context, tenant string, fresh bool) (*Lea
 	}
 	e.fresh = fresh
 	p.busy[e.id] = e
+	lost := p.claimLocked(e, want)
 	p.mu.Unlock()
-	return &Lease{ID: e.id, Tenant: tenant, p: p, e: e}, nil
+	return &Lease{ID: e.id, Tenant: tenant, Lost: lost, p: p, e: e}, nil
 }
 
 func errShutdown() error {
@@ -365,6 +375,16 @@ func (l *Lease) Release(healthy bool) {
 		}
 		l.e.uses++
 		l.e.lastUsed = time.Now()
+		switch {
+		case l.e.stale:
+			p.lostLocked(l.e, lostFlushed)
+		case p.closed:
+			p.lostLocked(l.e, lostStopping)
+		case !healthy:
+			p.lostLocked(l.e, lostUnfit)
+		case p.cfg.MaxUses > 0 && l.e.uses >= p.cfg.MaxUses:
+			p.lostLocked(l.e, lostMaxUses)
+		}
 		recycle := !healthy || p.closed || l.e.stale || l.e.fresh || (p.cfg.MaxUses > 0 && l.e.uses >= p.cfg.MaxUses)
 		p.giveBackLocked(l.e, recycle)
 		p.mu.Unlock()
@@ -379,6 +399,9 @@ func (p *Pool) Flush() {
 	p.mu.Lock()
 	var drop []*entry
 	for t, es := range p.idle {
+		for _, e := range es {
+			p.lostLocked(e, lostFlushed)
+		}
 		drop = append(drop, es...)
 		delete(p.idle, t)
 	}
@@ -400,6 +423,9 @@ func (p *Pool) RemoveTenant(tenant string) {
 	p.mu.Lock()
 	drop := p.idle[tenant]
 	delete(p.idle, tenant)
+	for _, e := range drop {
+		p.lostLocked(e, lostStopping)
+	}
 	for _, e := range p.busy {
 		if e.tenant == tenant {
 			e.stale = true
@@ -456,17 +482,13 @@ func (p *Pool) Close(ctx context.Context) error {
 // executions alternate between the two most recently used sandboxes.
 const settle = 10 * time.Millisecond
 
-// popIdleLocked takes the most recently used idle sandbox of tenant (so
-// that the others idle out), or with rested the one before it when that
-// one ended an execution within settle.
-func (p *Pool) popIdleLocked(tenant string, rested bool) *entry {
+// popIdleLocked takes the idle sandbox of tenant that suits want best
+// (pickIdleLocked), or nil when a new one should be created.
+func (p *Pool) popIdleLocked(tenant string, want Want) *entry {
 	es := p.idle[tenant]
-	if len(es) == 0 {
+	i := p.pickIdleLocked(es, want)
+	if i < 0 {
 		return nil
-	}
-	i := len(es) - 1
-	if rested && i > 0 && es[i].uses > 0 && time.Since(es[i].lastUsed) < settle {
-		i--
 	}
 	e := es[i]
 	p.idle[tenant] = append(es[:i], es[i+1:]...)
@@ -501,6 +523,7 @@ func (p *Pool) reserveLocked() error {
 	if victim == nil {
 		return p.fullError(total)
 	}
+	p.lostLocked(victim, lostEvicted)
 	es := p.idle[victim.tenant]
 	for i, e := range es {
 		if e == victim {

@@ -548,32 +548,28 @@ func TestAcquireWaitsForWarming(t *testing.T) {
 
 // TestRestedSandboxPreferred: an execution right after another goes to the
 // sandbox before the most recently used one, which has had time to ready
-// its next execution; AcquireRecent (persistent interpreters) and an
-// execution after settle take the most recently used one.
+// its next execution; an execution after settle takes the most recently
+// used one, and so does a persistent session's, whose interpreter is there.
 func TestRestedSandboxPreferred(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		wait    time.Duration
-		recent  bool
+		want    Want
 		wantMRU bool
 	}{
 		{name: "back to back", wantMRU: false},
-		{name: "back to back, persistent", recent: true, wantMRU: true},
+		{name: "back to back, persistent", want: Want{Session: "s", Persistent: true}, wantMRU: true},
 		{name: "after settle", wait: 2 * settle, wantMRU: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPool(t, newMem(), Config{MaxTotal: 4})
 			ctx := context.Background()
 			first := leased(t)(p.Acquire(ctx, "alice"))
-			second := leased(t)(p.Acquire(ctx, "alice"))
+			second := leased(t)(p.AcquireFor(ctx, "alice", tc.want))
 			first.Release(true)
 			second.Release(true) // the most recently used
 			time.Sleep(tc.wait)
-			acquire := p.Acquire
-			if tc.recent {
-				acquire = p.AcquireRecent
-			}
-			l, err := acquire(ctx, "alice")
+			l, err := p.AcquireFor(ctx, "alice", tc.want)
 			if err != nil {
 				t.Fatal(err)
 			}

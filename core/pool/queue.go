@@ -17,6 +17,7 @@ const DefaultQueueTimeout = 30 * time.Second
 // while nobody else wants it, and gives it back one execution at a time.
 type waiter struct {
 	tenant string
+	want   Want
 	fresh  bool // AcquireFresh: needs a creation slot, not a warm sandbox
 	seq    uint64
 	ready  chan struct{}
@@ -25,6 +26,8 @@ type waiter struct {
 	// Pool.creating, or neither (capacity freed elsewhere: try again).
 	entry    *entry
 	reserved bool
+	// lost is claimLocked's answer for entry.
+	lost string
 }
 
 // wait queues w (new, or woken with nothing) and waits, with p.mu released,
@@ -112,9 +115,10 @@ func (p *Pool) handOffLocked(e *entry, recycle bool) (taken, destroy bool) {
 	if !recycle && !w.fresh && w.tenant == e.tenant {
 		p.busy[e.id] = e
 		p.leaseLocked(w.tenant, 1)
-		w.entry = e
+		w.entry, w.lost = e, p.claimLocked(e, w.want)
 		return true, false
 	}
+	p.lostLocked(e, lostEvicted)
 	p.creating++
 	w.reserved = true
 	return false, true

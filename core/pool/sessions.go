@@ -1,0 +1,123 @@
+package pool
+
+import (
+	"time"
+)
+
+// Want describes the execution a sandbox is acquired for, so that the pool
+// can hand it the idle sandbox that suits it: a persistent session's
+// interpreter lives in one sandbox, and the backend's runtime ends it
+// (and empties the sandbox's scratch directories) when an execution of
+// another session runs there.
+type Want struct {
+	Session    string
+	Persistent bool
+}
+
+// maxLost bounds the sessions remembered as having lost their persistent
+// interpreter, for sessions that never come back.
+const maxLost = 4096
+
+// Why a session's persistent interpreter is gone, as its next persistent
+// execution is told.
+const (
+	lostTaken    = "another session's execution needed its sandbox: the pool had no other one free, nor room for one"
+	lostIdle     = "its sandbox was idle longer than the pool's idle_timeout and was stopped"
+	lostUnfit    = "its sandbox was replaced after an execution left it unfit (a crash, a timeout, a cancellation)"
+	lostMaxUses  = "its sandbox reached the pool's max_uses and was replaced"
+	lostEvicted  = "its sandbox was stopped to make room for another tenant"
+	lostFlushed  = "the sandbox backend restarted"
+	lostStopping = "the tenant's sandboxes were stopped"
+)
+
+type lostSession struct {
+	reason string
+	at     time.Time
+}
+
+func sessionKey(tenant, session string) string { return tenant + "\x00" + session }
+
+// claimLocked records that e now runs an execution of want: a session
+// other than the one whose interpreter e holds ends that interpreter. For
+// a persistent execution it returns why the session's interpreter is gone
+// when the pool ended it earlier ("" when it knows of no loss).
+func (p *Pool) claimLocked(e *entry, want Want) string {
+	if e.holder != "" && e.holder != want.Session {
+		p.lostLocked(e, lostTaken)
+	}
+	switch {
+	case want.Persistent:
+		e.holder = want.Session
+	case e.holder != want.Session:
+		e.holder = ""
+	}
+	if !want.Persistent {
+		return ""
+	}
+	k := sessionKey(e.tenant, want.Session)
+	l, ok := p.lost[k]
+	if !ok {
+		return ""
+	}
+	delete(p.lost, k)
+	return l.reason
+}
+
+// lostLocked remembers that the persistent interpreter e holds is gone,
+// and why.
+func (p *Pool) lostLocked(e *entry, reason string) {
+	if e.holder == "" {
+		return
+	}
+	if len(p.lost) >= maxLost {
+		var oldest string
+		var at time.Time
+		for k, l := range p.lost {
+			if oldest == "" || l.at.Before(at) {
+				oldest, at = k, l.at
+			}
+		}
+		delete(p.lost, oldest)
+	}
+	p.lost[sessionKey(e.tenant, e.holder)] = lostSession{reason: reason, at: time.Now()}
+	e.holder = ""
+}
+
+// pickIdleLocked chooses among tenant's idle sandboxes (most recently used
+// last) the one for want, or -1 when a new sandbox should be created:
+//   - the sandbox holding the session's persistent interpreter;
+//   - else one holding no interpreter, the most recently used (so that the
+//     others idle out), or the one before it when that one ended an
+//     execution within settle;
+//   - else, while the pool has room, none: a new sandbox costs a start,
+//     ending another session's interpreter costs its state;
+//   - else the least recently used.
+func (p *Pool) pickIdleLocked(es []*entry, want Want) int {
+	if want.Session != "" {
+		for i := len(es) - 1; i >= 0; i-- {
+			if es[i].holder == want.Session {
+				return i
+			}
+		}
+	}
+	last, prev := -1, -1
+	for i := len(es) - 1; i >= 0 && prev < 0; i-- {
+		if es[i].holder != "" {
+			continue
+		}
+		if last < 0 {
+			last = i
+		} else {
+			prev = i
+		}
+	}
+	switch {
+	case last >= 0 && prev >= 0 && es[last].uses > 0 && time.Since(es[last].lastUsed) < settle:
+		return prev
+	case last >= 0:
+		return last
+	case len(es) == 0 || len(p.busy)+p.idleCountLocked()+p.creating < p.cfg.MaxTotal:
+		return -1
+	}
+	return 0
+}

@@ -1,0 +1,145 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// sessionStep is one execution of a TestSessionAffinity case: acquired for
+// its session, checked, released.
+type sessionStep struct {
+	session    string
+	persistent bool
+	// sandbox labels the sandbox the step must get: a label seen before
+	// means that sandbox again, a new one a sandbox no step had.
+	sandbox string
+	lost    string // the lease's Lost
+	unfit   bool   // release it unhealthy
+	// before runs first (waits for an idle timeout, flushes the pool).
+	before func(t *testing.T, p *Pool, b *memBackend, ids map[string]string)
+}
+
+// TestSessionAffinity: a persistent session's executions go back to the
+// sandbox that holds its interpreter; other sessions' executions leave that
+// sandbox alone while the pool has another or room for one; and when the
+// pool did end a session's interpreter, the session's next persistent
+// execution is told why, once.
+func TestSessionAffinity(t *testing.T) {
+	p := func(session, sandbox string) sessionStep {
+		return sessionStep{session: session, persistent: true, sandbox: sandbox}
+	}
+	np := func(session, sandbox string) sessionStep {
+		return sessionStep{session: session, sandbox: sandbox}
+	}
+	lost := func(s sessionStep, why string) sessionStep { s.lost = why; return s }
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		steps []sessionStep
+	}{
+		{"sessions alternate, each in its own sandbox", Config{MaxTotal: 4},
+			[]sessionStep{p("a", "X"), p("b", "Y"), p("a", "X"), p("b", "Y"), p("a", "X")}},
+		{"another session's one-off execution goes elsewhere", Config{MaxTotal: 4},
+			[]sessionStep{p("a", "X"), np("c", "Y"), np("c", "Y"), p("a", "X")}},
+		{"the session's own one-off execution keeps its interpreter", Config{MaxTotal: 4},
+			[]sessionStep{p("a", "X"), np("a", "X"), p("a", "X")}},
+		{"full pool: another session ends the interpreter", Config{MaxTotal: 1},
+			[]sessionStep{p("a", "X"), np("b", "X"), lost(p("a", "X"), lostTaken), p("a", "X")}},
+		{"full pool: sessions take turns", Config{MaxTotal: 1},
+			[]sessionStep{p("a", "X"), p("b", "X"), lost(p("a", "X"), lostTaken), lost(p("b", "X"), lostTaken)}},
+		{"an unfit sandbox is replaced", Config{MaxTotal: 4},
+			[]sessionStep{p("a", "X"), {session: "a", persistent: true, sandbox: "X", unfit: true}, lost(p("a", "Y"), lostUnfit)}},
+		{"max_uses", Config{MaxTotal: 4, MaxUses: 2},
+			[]sessionStep{p("a", "X"), p("a", "X"), lost(p("a", "Y"), lostMaxUses)}},
+		{"idle timeout", Config{MaxTotal: 4, IdleTimeout: 100 * time.Millisecond},
+			[]sessionStep{p("a", "X"), {session: "a", persistent: true, sandbox: "Y", lost: lostIdle,
+				before: func(t *testing.T, _ *Pool, b *memBackend, ids map[string]string) {
+					waitFor(t, "the idle sandbox stopped", func() bool { return !b.isLive(ids["X"]) })
+				}}}},
+		{"backend restart", Config{MaxTotal: 4},
+			[]sessionStep{p("a", "X"), {session: "a", persistent: true, sandbox: "Y", lost: lostFlushed,
+				before: func(_ *testing.T, p *Pool, _ *memBackend, _ map[string]string) { p.Flush() }}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newMem()
+			pl := newPool(t, b, tc.cfg)
+			ids := map[string]string{}
+			for i, s := range tc.steps {
+				if s.before != nil {
+					s.before(t, pl, b, ids)
+				}
+				l, err := pl.AcquireFor(context.Background(), "t", Want{Session: s.session, Persistent: s.persistent})
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				if id, seen := ids[s.sandbox]; seen && l.ID != id {
+					t.Errorf("step %d (%s): got sandbox %s, want %s's %s", i, s.session, l.ID, s.sandbox, id)
+				}
+				if _, seen := ids[s.sandbox]; !seen {
+					for label, id := range ids {
+						if id == l.ID {
+							t.Errorf("step %d (%s): got %s's sandbox, want a new one", i, s.session, label)
+						}
+					}
+					ids[s.sandbox] = l.ID
+				}
+				if l.Lost != s.lost {
+					t.Errorf("step %d (%s): Lost %q, want %q", i, s.session, l.Lost, s.lost)
+				}
+				l.Release(!s.unfit)
+			}
+		})
+	}
+}
+
+// TestSessionHandOff: a sandbox released to a waiting execution of another
+// session (the pool full) ends the interpreter it held, which the session
+// is told.
+func TestSessionHandOff(t *testing.T) {
+	pl := newPool(t, newMem(), Config{MaxTotal: 1})
+	ctx := context.Background()
+	a := leased(t)(pl.AcquireFor(ctx, "t", Want{Session: "a", Persistent: true}))
+	got := make(chan *Lease)
+	go func() {
+		l, err := pl.AcquireFor(ctx, "t", Want{Session: "b"})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	waitFor(t, "b waiting", func() bool {
+		pl.mu.Lock()
+		defer pl.mu.Unlock()
+		return len(pl.waiters) == 1
+	})
+	a.Release(true)
+	b := <-got
+	if b == nil || b.ID != a.ID {
+		t.Fatalf("b got %v, want a's sandbox %s", b, a.ID)
+	}
+	b.Release(true)
+	again := leased(t)(pl.AcquireFor(ctx, "t", Want{Session: "a", Persistent: true}))
+	defer again.Release(true)
+	if again.Lost != lostTaken {
+		t.Errorf("Lost %q, want %q", again.Lost, lostTaken)
+	}
+}
+
+// TestLostBounded: the pool remembers at most maxLost lost sessions, the
+// latest.
+func TestLostBounded(t *testing.T) {
+	pl := newPool(t, newMem(), Config{MaxTotal: 1})
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	for i := range maxLost + 10 {
+		pl.lostLocked(&entry{tenant: "t", holder: fmt.Sprint("s", i)}, lostIdle)
+	}
+	if len(pl.lost) != maxLost {
+		t.Errorf("%d lost sessions remembered, want %d", len(pl.lost), maxLost)
+	}
+	if _, ok := pl.lost[sessionKey("t", fmt.Sprint("s", maxLost+9))]; !ok {
+		t.Error("the latest lost session was forgotten")
+	}
+}
