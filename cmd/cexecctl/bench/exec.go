@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
 
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/client"
@@ -60,7 +61,10 @@ type ExecResult struct {
 	// Session is the session every execution was logged in; "" means a
 	// new one each time (--new-sessions).
 	Session string `json:"session,omitempty"`
-	Code    string `json:"code"`
+	// Persistent: warm and concurrent executions ran in their session's
+	// persistent interpreter (--persistent), one session per client.
+	Persistent bool   `json:"persistent,omitempty"`
+	Code       string `json:"code"`
 	// StartWaitMs is how long the benchmark waited for upstream servers
 	// that were still connecting (a daemon just started launches them in
 	// the background, which would weigh on every figure).
@@ -124,7 +128,7 @@ type PoolFacts struct {
 type execBenchFlags struct {
 	n, cold, concurrency, warmup  int
 	tenant, session, code, expect string
-	newSessions                   bool
+	newSessions, persistent       bool
 	settle                        time.Duration
 }
 
@@ -144,6 +148,13 @@ timing each execution in this process:
            --n executions from --concurrency clients at once
   cold     --cold executions one at a time, each in a fresh sandbox created
            for it and destroyed after (ExecRequest.fresh_sandbox)
+
+With --persistent the warm-up, warm and throughput executions run in their
+session's persistent interpreter (ExecRequest.persistent), as an agent's
+executions do when it keeps state between them: no fork per execution.
+Each concurrent client has a session of its own (--session-<n>), since a
+session's interpreter runs one program at a time. Cold executions start a
+sandbox and are not persistent.
 
 Before the phases it waits (at most --settle) for upstream servers that
 are still connecting, which a daemon just started does in the background,
@@ -167,6 +178,8 @@ the command fail after printing the figures.`,
 			switch {
 			case f.newSessions && f.session != "":
 				return cli.UsageErrorf("--session and --new-sessions exclude each other")
+			case f.newSessions && f.persistent:
+				return cli.UsageErrorf("--persistent and --new-sessions exclude each other: a persistent interpreter serves one session")
 			case !f.newSessions && f.session == "":
 				f.session = "bench-" + time.Now().UTC().Format("20060102T150405Z")
 			}
@@ -195,6 +208,7 @@ the command fail after printing the figures.`,
 	cli.TenantFlag(fl, &f.tenant)
 	fl.StringVar(&f.session, "session", "", "session to log every execution in, as an agent's executions share its MCP session (default bench-<UTC time>)")
 	fl.BoolVar(&f.newSessions, "new-sessions", false, "log each execution in a new session of its own, as one-off \"cexecctl exec\" runs are")
+	fl.BoolVar(&f.persistent, "persistent", false, "run warm and concurrent executions in their session's persistent interpreter (no fork per execution)")
 	fl.StringVar(&f.code, "code", defaultBenchCode, "program to run")
 	fl.StringVar(&f.expect, "expect", "2\n", "stdout every execution must print (default for the default program only)")
 	fl.DurationVar(&f.settle, "settle", 30*time.Second, "longest wait for upstream servers to connect, and for the pool to finish warming, before measuring")
@@ -224,8 +238,8 @@ type execRun struct {
 
 func benchExec(ctx context.Context, env *cli.Env, c *client.Client, f execBenchFlags) (*ExecResult, error) {
 	r := &execRun{env: env, c: c, f: f,
-		req: &cexecv1.ExecRequest{Tenant: f.tenant, Code: f.code, Session: f.session},
-		res: &ExecResult{Code: f.code, Session: f.session, CPUs: runtime.NumCPU()}}
+		req: &cexecv1.ExecRequest{Tenant: f.tenant, Code: f.code, Session: f.session, Persistent: f.persistent},
+		res: &ExecResult{Code: f.code, Session: f.session, Persistent: f.persistent, CPUs: runtime.NumCPU()}}
 	r.res.LoadAvg[0] = loadAvg()
 	pids, err := r.warmUp(ctx)
 	if err != nil {
@@ -369,6 +383,11 @@ func (r *execRun) cold(ctx context.Context) {
 	p := r.phase(r.f.cold, "cold: %d executions, each in a fresh sandbox", r.f.cold)
 	defer func() { p.Done(ctx.Err()) }()
 	fresh := &cexecv1.ExecRequest{Tenant: r.f.tenant, Code: r.f.code, Session: r.f.session, FreshSandbox: true}
+	if r.f.persistent {
+		// Not the warm phases' session: its interpreter lives in a pooled
+		// sandbox.
+		fresh.Session += "-cold"
+	}
 	ss := make([]sample, 0, r.f.cold)
 	for range r.f.cold {
 		s := runOne(ctx, r.c, fresh, r.f.expect)
@@ -428,10 +447,17 @@ func runConcurrent(ctx context.Context, c *client.Client, req *cexecv1.ExecReque
 	next := make(chan int)
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range min(f.concurrency, n) {
+	for w := range min(f.concurrency, n) {
+		r := req
+		if f.persistent {
+			// A session's interpreter runs one program at a time: each
+			// client has its own, as concurrent agents do.
+			r = proto.CloneOf(req)
+			r.Session = fmt.Sprintf("%s-%d", req.GetSession(), w)
+		}
 		wg.Go(func() {
 			for i := range next {
-				ss[i] = runOne(ctx, c, req, f.expect)
+				ss[i] = runOne(ctx, c, r, f.expect)
 				step()
 			}
 		})
@@ -539,8 +565,13 @@ func printExec(env *cli.Env, r *ExecResult) {
 	}
 	fmt.Fprintf(w, "%s as tenant %s on %s (%d CPUs, load %.1f -> %.1f; waited %.0f ms for upstream servers, %.0f ms for quiet)\n",
 		r.Code, r.Tenant, r.Pool.Backend, r.CPUs, r.LoadAvg[0], r.LoadAvg[1], r.StartWaitMs, r.QuietWaitMs)
-	line("warm", r.Warm)
-	line(fmt.Sprintf("conc. %d", r.Concurrent.Concurrency), r.Concurrent.Latency)
+	warm, conc := "warm", fmt.Sprintf("conc. %d", r.Concurrent.Concurrency)
+	if r.Persistent {
+		fmt.Fprintln(w, "warm and concurrent executions in persistent interpreters (--persistent)")
+		warm, conc = "warm pers.", "conc. pers."
+	}
+	line(warm, r.Warm)
+	line(conc, r.Concurrent.Latency)
 	line("cold", r.Cold)
 	fmt.Fprintf(w, "throughput  %.0f executions/s at concurrency %d\n", r.ThroughputPerS, r.Concurrent.Concurrency)
 	fmt.Fprintf(w, "CPU per warm execution: %.2f ms on the whole machine (target <= 2.5 ms); cexecd %.2f ms, sandbox plugin %.2f ms, program %.2f ms, client %.2f ms\n",
