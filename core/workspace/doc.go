@@ -83,8 +83,12 @@
 //     (4-64 MiB) more, so an execution's log line still lands when the
 //     program filled the rest. Everything the tenant stores counts, usage is
 //     one statfs, and nothing is measured per execution; the image is
-//     mounted when the tenant is first opened and unmounted by Close. A
-//     mount a crashed daemon left is reused; a changed quota resizes the
+//     mounted when the tenant is first opened and unmounted (synced first)
+//     by Close. A mount a crashed daemon left is reused; an image still
+//     attached elsewhere (a sandbox of the last daemon that has not ended
+//     yet keeps its file system) is waited for, up to 10 s, and then
+//     refused, since a second file system on it would corrupt it. A
+//     changed quota resizes the
 //     image at the next open (offline: growing online needs
 //     CAP_SYS_RESOURCE, and quotas only change with a restart), except below
 //     what it stores. A folder from before images is copied into one (cp -a)

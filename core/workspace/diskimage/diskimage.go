@@ -243,12 +243,18 @@ func resize(ctx context.Context, path string, size int64) error {
 // Mount attaches the image at path to a free loop device and mounts it on
 // dir (nosuid, nodev; discard, so that deleted files give space back to the
 // host). When dir already is a mount of that image (a daemon that crashed
-// left it), Mount keeps it.
+// left it), Mount keeps it. When the image is still attached elsewhere (its
+// file system held by a process of an earlier daemon, a sandbox not yet
+// ended, after its mount on dir went), Mount waits for that to end, at most
+// DetachWait: two file systems on one image would corrupt it.
 func Mount(ctx context.Context, path, dir string) error {
 	if dev, err := mountedDevice(path, dir); err != nil {
 		return err
 	} else if dev != "" {
 		return nil
+	}
+	if err := awaitDetached(ctx, path); err != nil {
+		return err
 	}
 	img, err := os.OpenFile(path, os.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -306,6 +312,44 @@ func attach(ctx context.Context, img *os.File) (*os.File, string, error) {
 	return nil, "", errors.New("no free loop device after 32 tries")
 }
 
+// DetachWait bounds Mount's wait for an earlier attachment of its image.
+var DetachWait = 10 * time.Second
+
+// awaitDetached waits until no loop device has the image at path for its
+// backing file.
+func awaitDetached(ctx context.Context, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, DetachWait)
+	defer cancel()
+	for {
+		devs := attachedDevices(path)
+		if len(devs) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("mount image %s: it is still attached to %s, whose file system a process of an earlier cexecd (a sandbox not yet ended) holds; mounting it again would corrupt it, so end that process: %w",
+				path, strings.Join(devs, ", "), ErrBusy)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// ErrBusy marks an image that is still in use elsewhere.
+var ErrBusy = errors.New("image in use")
+
+// attachedDevices lists the loop devices whose backing file is path.
+func attachedDevices(path string) []string {
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	var devs []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && strings.TrimSpace(string(b)) == path {
+			devs = append(devs, "/dev/"+filepath.Base(filepath.Dir(filepath.Dir(f))))
+		}
+	}
+	return devs
+}
+
 // Mounted reports whether dir is a mount of the image at path.
 func Mounted(path, dir string) (bool, error) {
 	dev, err := mountedDevice(path, dir)
@@ -361,8 +405,15 @@ func unescape(s string) string {
 
 // Unmount unmounts dir; the loop device frees itself (autoclear). A mount
 // still in use (a sandbox that outlived its daemon) is detached lazily. A
-// dir that is not mounted is no error.
+// dir that is not mounted is no error. The file system is synced first: a
+// sandbox's own mount of it (its namespace) may outlive this one for a
+// moment, and until the last goes, its dirty pages would not reach the
+// image.
 func Unmount(dir string) error {
+	if f, err := os.Open(dir); err == nil {
+		_ = unix.Syncfs(int(f.Fd()))
+		f.Close()
+	}
 	err := unix.Unmount(dir, 0)
 	if errors.Is(err, unix.EBUSY) {
 		err = unix.Unmount(dir, unix.MNT_DETACH)

@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cexec/cexec/internal/testutil"
 )
@@ -165,5 +167,60 @@ func TestMountRefusesAForeignMount(t *testing.T) {
 	}
 	if err := Mount(context.Background(), other, dir); err == nil || errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("mount over another image's mount: %v", err)
+	}
+}
+
+// TestMountWaitsForAnEarlierAttachment: a process in a mount namespace of
+// its own keeps the image's file system alive after its mount on dir is
+// gone (a sandbox outliving its daemon for a moment). Unmount syncs first,
+// so what was written is on the image; Mount refuses to put a second file
+// system on the image while the first lives, and mounts it once the
+// process ended, with the data.
+func TestMountWaitsForAnEarlierAttachment(t *testing.T) {
+	img, dir := mounted(t, Limits{Bytes: 2 << 20, Files: 100, Reserve: 1 << 20})
+	holder := exec.Command("unshare", "--mount", "--propagation", "private", "sleep", "60")
+	if err := holder.Start(); err != nil {
+		t.Skipf("unshare: %v", err)
+	}
+	defer func() { _ = holder.Process.Kill(); _, _ = holder.Process.Wait() }()
+	// The holder has its copy of the mount once it is in a namespace of
+	// its own.
+	ours, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(holder.Process.Pid)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		ns, _ := os.Readlink("/proc/" + pid + "/ns/mnt")
+		if b, err := os.ReadFile("/proc/" + pid + "/mounts"); err == nil && ns != "" && ns != ours && strings.Contains(string(b), dir) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the holder's namespace has no copy of the mount")
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "keep"), []byte("kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Unmount(dir); err != nil {
+		t.Fatal(err)
+	}
+	if len(attachedDevices(img)) == 0 {
+		t.Fatal("the image was detached although the holder's namespace still mounts it")
+	}
+	saved := DetachWait
+	DetachWait = 300 * time.Millisecond
+	defer func() { DetachWait = saved }()
+	if err := Mount(context.Background(), img, dir); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "still attached") {
+		t.Fatalf("mount while the earlier file system lives: %v", err)
+	}
+	_ = holder.Process.Kill()
+	_, _ = holder.Process.Wait()
+	DetachWait = 10 * time.Second
+	if err := Mount(context.Background(), img, dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "keep")); err != nil || string(b) != "kept" {
+		t.Errorf("after the remount: %q, %v", b, err)
 	}
 }
