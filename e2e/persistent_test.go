@@ -53,3 +53,59 @@ func TestPersistentSessions(t *testing.T) {
 	count("b", "3\n", false)
 	count("a", "2\n", false)
 }
+
+// TestSessionInterpreter: with sandbox.session_interpreter, a session's
+// executions run in one interpreter of its own (the same process), each in
+// new globals; another session gets another interpreter; and asking for a
+// persistent interpreter still keeps globals.
+func TestSessionInterpreter(t *testing.T) {
+	s := newSetup(t)
+	f, err := os.OpenFile(s.config, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString("\nsandbox {\n  session_interpreter = true\n}\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	startDaemon(t, s)
+	sandboxOrSkip(t, s)
+
+	run := func(session string, args ...string) string {
+		t.Helper()
+		r, _ := sbxJSON(t, s, append([]string{"--session", session}, args...)...)
+		if r.ExitCode != 0 {
+			t.Fatalf("session %s %v: %+v", session, args, r)
+		}
+		return r.Stdout
+	}
+	// A module's state stays in the interpreter (standard library modules
+	// stay loaded); globals do not.
+	probe := func(session string) []string {
+		t.Helper()
+		out := strings.Fields(run(session, "-c", "import json, os\nprint('x' in globals(), getattr(json, 'mark', '-'), os.getpid())\njson.mark = "+pyQuote(session)+"\nx = 1"))
+		if len(out) != 3 {
+			t.Fatalf("session %s printed %q", session, out)
+		}
+		return out
+	}
+	first, second := probe("a"), probe("a")
+	if first[0] != "False" || first[1] != "-" || second[0] != "False" {
+		t.Fatalf("globals or module state carried over: %v then %v", first, second)
+	}
+	if second[1] != "a" || first[2] != second[2] {
+		t.Errorf("session a ran in %v then %v, want its one interpreter (the same process, json still marked)", first, second)
+	}
+	if other := probe("b"); other[1] != "-" {
+		t.Errorf("session b sees json marked %q: it shares session a's interpreter", other[1])
+	}
+	run("c", "--persistent", "-c", "y = 41")
+	if out := run("c", "--persistent", "-c", "print(y + 1)"); out != "42\n" {
+		t.Errorf("persistent session printed %q, want 42", out)
+	}
+}
+
+func pyQuote(s string) string { return "'" + s + "'" }

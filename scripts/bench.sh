@@ -6,6 +6,7 @@
 #
 #   scripts/bench.sh                 # --n 500 --concurrency 8 --json
 #   scripts/bench.sh --n 100 --cold 10   # arguments go to bench exec
+#   CEXEC_BENCH_DAEMON_CONFIG=my.hcl scripts/bench.sh   # another config than cexec.hcl
 #
 # Needs `make build` first (make bench does it), and ./data (make data): without
 # it cexec.hcl's filesystem server fails and is restarted through npx again
@@ -15,7 +16,7 @@ cd "$(dirname "$0")/.."
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cexec-bench-XXXXXX")
 sock="$tmp/cexecd.sock"
-bin/cexecd -config cexec.hcl -socket "$sock" -data-dir "$tmp/data" -log-level warn 2>"$tmp/cexecd.log" &
+bin/cexecd -config "${CEXEC_BENCH_DAEMON_CONFIG:-cexec.hcl}" -socket "$sock" -data-dir "$tmp/data" -log-level warn 2>"$tmp/cexecd.log" &
 pid=$!
 stop() {
 	kill -TERM "$pid" 2>/dev/null || true

@@ -50,8 +50,12 @@ type Sandbox struct {
 	Backend string
 	// Network allows sandboxed code to reach the network.
 	Network bool
-	Pool    Pool
-	Limits  Limits
+	// SessionInterpreter runs a session's executions in one warm
+	// interpreter of its own, each in new globals, instead of a forked
+	// process each (sandbox.ExecRequest.FreshGlobals).
+	SessionInterpreter bool
+	Pool               Pool
+	Limits             Limits
 }
 
 // Pool sizes the warm sandbox pool (per tenant).
@@ -351,6 +355,9 @@ func (d *decoder) sandbox(cfg *Config, raw *rawSandbox, ov Overrides) {
 		backend, block = raw.Backend, raw.DeclRange.Ptr()
 		if b, ok := d.boolean(raw.Network, path("sandbox", "network")); ok {
 			sb.Network = b
+		}
+		if b, ok := d.boolean(raw.SessionInterpreter, path("sandbox", "session_interpreter")); ok {
+			sb.SessionInterpreter = b
 		}
 		if raw.Pool != nil {
 			d.pool(&sb.Pool, raw.Pool)

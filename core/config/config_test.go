@@ -55,7 +55,7 @@ func TestLoadValid(t *testing.T) {
 		t.Errorf("pipeline = %+v, want %+v", cfg.Pipeline, want)
 	}
 	if want := (Sandbox{
-		Backend: "bwrap", Network: true,
+		Backend: "bwrap", Network: true, SessionInterpreter: true,
 		Pool: Pool{Warm: 1, MaxTotal: 4, IdleTimeout: 90 * time.Second, MaxUses: 10, QueueTimeout: 5 * time.Second},
 		Limits: Limits{Memory: 512 << 20, PIDs: 64, Timeout: time.Minute, Output: 65536, Tmp: 1_000_000_000, Shm: 64 << 20,
 			MaxFileSize: DefaultMaxFileSize, MaxArgumentSize: 1 << 20, MaxResultSize: 8 << 20},
@@ -76,7 +76,7 @@ func TestLoadValid(t *testing.T) {
 		t.Errorf("streamable transport = %q", s.Transport)
 	}
 	acme := cfg.Tenant("acme")
-	if acme.DiskQuota != 1<<30 || acme.MaxSessionLog != 16<<20 || acme.MaxConcurrent != 2 || !reflect.DeepEqual(acme.AllowedServers, []string{"filesystem"}) || acme.Policy == nil || acme.PolicyRange.Start.Line != 80 {
+	if acme.DiskQuota != 1<<30 || acme.MaxSessionLog != 16<<20 || acme.MaxConcurrent != 2 || !reflect.DeepEqual(acme.AllowedServers, []string{"filesystem"}) || acme.Policy == nil || acme.PolicyRange.Start.Line != 81 {
 		t.Errorf("tenant acme = %+v", acme)
 	}
 	if def := cfg.Tenant("default"); def.AllowedServers != nil || def.Policy != nil || def.DiskQuota != 0 {

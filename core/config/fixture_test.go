@@ -35,7 +35,8 @@ func TestFixtureDiagnostics(t *testing.T) {
 			{3, "Incorrect attribute value type", false},
 			{7, "Incorrect attribute value type", false},
 			{11, "Incorrect attribute value type", false},
-			{13, "Invalid number", false},
+			{12, "Incorrect attribute value type", false},
+			{14, "Invalid number", false},
 		}},
 		{"missing_required.hcl", []wantDiag{
 			{2, "Missing required argument", false},

@@ -75,11 +75,13 @@ type rawPipeline struct {
 }
 
 type rawSandbox struct {
-	Backend   *hcl.Attribute `hcl:"backend,optional"`
-	Network   *hcl.Attribute `hcl:"network,optional"`
-	Pool      *rawPool       `hcl:"pool,block"`
-	Limits    *rawLimits     `hcl:"limits,block"`
-	DeclRange hcl.Range      `hcl:",def_range"`
+	Backend *hcl.Attribute `hcl:"backend,optional"`
+	Network *hcl.Attribute `hcl:"network,optional"`
+	// SessionInterpreter: see Sandbox.SessionInterpreter.
+	SessionInterpreter *hcl.Attribute `hcl:"session_interpreter,optional"`
+	Pool               *rawPool       `hcl:"pool,block"`
+	Limits             *rawLimits     `hcl:"limits,block"`
+	DeclRange          hcl.Range      `hcl:",def_range"`
 }
 
 type rawPool struct {

@@ -17,18 +17,21 @@ func TestBackendFits(t *testing.T) {
 		tenantUIDs bool
 		caps       sandbox.Capabilities
 		wantErr    string
+		session    bool // sandbox.session_interpreter
 	}{
-		{"nothing asked", false, false, sandbox.Capabilities{}, ""},
-		{"network allowed", true, false, sandbox.Capabilities{Network: true}, ""},
-		{"network refused", true, false, sandbox.Capabilities{RunAs: true}, "sandbox.network = true"},
-		{"run as allowed", false, true, sandbox.Capabilities{RunAs: true}, ""},
-		{"run as missing", false, true, sandbox.Capabilities{Network: true}, "tenant_uids"},
-		{"both", true, true, sandbox.Capabilities{Network: true, RunAs: true}, ""},
-		{"unavailable for now", true, false, sandbox.Capabilities{UnavailableReason: "the cluster is out of reach"}, ""},
+		{"nothing asked", false, false, sandbox.Capabilities{}, "", false},
+		{"network allowed", true, false, sandbox.Capabilities{Network: true}, "", false},
+		{"network refused", true, false, sandbox.Capabilities{RunAs: true}, "sandbox.network = true", false},
+		{"run as allowed", false, true, sandbox.Capabilities{RunAs: true}, "", false},
+		{"run as missing", false, true, sandbox.Capabilities{Network: true}, "tenant_uids", false},
+		{"both", true, true, sandbox.Capabilities{Network: true, RunAs: true}, "", false},
+		{"unavailable for now", true, false, sandbox.Capabilities{UnavailableReason: "the cluster is out of reach"}, "", false},
+		{"session interpreter", false, false, sandbox.Capabilities{SessionInterpreter: true}, "", true},
+		{"session interpreter missing", false, false, sandbox.Capabilities{PersistentInterpreter: true}, "sandbox.session_interpreter = true", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := backendFits(config.Sandbox{Backend: "bwrap", Network: tt.network}, tt.caps, tt.tenantUIDs)
+			err := backendFits(config.Sandbox{Backend: "bwrap", Network: tt.network, SessionInterpreter: tt.session}, tt.caps, tt.tenantUIDs)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("refused: %v", err)

@@ -211,7 +211,8 @@ func (s *services) startExec(host *pluginhost.Host) (err error) {
 	s.sandbox = sb
 	s.pool.Prewarm(endpoint.DefaultTenant)
 	s.exec = &pipeline.Executor{Pool: s.pool, Sandbox: sb, Workspaces: s.workspace, Tools: s.bridge, Log: log.Named("exec"),
-		Approvals: s.approvals, MaxInlineAttachment: cfg.Pipeline.MaxInlineAttachment, Audit: s.audit, SignIn: signIn{s.auth}}
+		Approvals: s.approvals, MaxInlineAttachment: cfg.Pipeline.MaxInlineAttachment, Audit: s.audit, SignIn: signIn{s.auth},
+		SessionInterpreter: cfg.Sandbox.SessionInterpreter}
 	if s.guards != nil {
 		s.exec.Guard = s.guards
 	}
@@ -295,6 +296,8 @@ func backendFits(cfg config.Sandbox, caps sandbox.Capabilities, tenantUIDs bool)
 		return fmt.Errorf("sandbox backend %s cannot run sandboxes as their tenant's host user (cexec.tenant_uids is set); update the plugin or remove tenant_uids", cfg.Backend)
 	case cfg.Network && !caps.Network && caps.UnavailableReason == "":
 		return fmt.Errorf("sandbox backend %s does not give sandboxes network access, which sandbox.network = true asks for; allow it in the plugin's block (bwrap, k8s, microsandbox: allow_network = true) or remove network", cfg.Backend)
+	case cfg.SessionInterpreter && !caps.SessionInterpreter && caps.UnavailableReason == "":
+		return fmt.Errorf("sandbox backend %s cannot run a session's executions in one interpreter with fresh globals, which sandbox.session_interpreter = true asks for; use bwrap or k8s, or remove session_interpreter", cfg.Backend)
 	}
 	return nil
 }

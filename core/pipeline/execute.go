@@ -172,6 +172,10 @@ type Executor struct {
 	// offer the request's user a sign-in link (signin.go); nil: the program
 	// gets the SignInRequired error.
 	SignIn SignIn
+	// SessionInterpreter runs each session's executions in one warm
+	// interpreter of its own, each in new globals, rather than a forked
+	// process each (config sandbox.session_interpreter).
+	SessionInterpreter bool
 
 	signIns signIns
 }
@@ -257,19 +261,20 @@ func (x *Executor) execute(ctx context.Context, t *workspace.Tenant, req CodeReq
 	if req.call != nil {
 		return x.callOnce(ctx, t, req)
 	}
+	fresh := x.SessionInterpreter && !req.Persistent && !req.FreshSandbox
 	acquire := func(ctx context.Context, tenant string) (*pool.Lease, error) {
-		return x.Pool.AcquireFor(ctx, tenant, pool.Want{Session: req.Session, Persistent: req.Persistent})
+		return x.Pool.AcquireFor(ctx, tenant, pool.Want{Session: req.Session, Persistent: req.Persistent || fresh, FreshGlobals: fresh})
 	}
 	if req.FreshSandbox {
 		acquire = x.Pool.AcquireFresh
 	}
-	out, err := x.executeIn(ctx, t, req, acquire)
+	out, err := x.executeIn(ctx, t, req, acquire, fresh)
 	if errors.Is(err, errSandboxGone) {
 		// The sandbox died with a restarted backend before the pool heard
 		// of the restart; the program never started, so it gets one more
 		// sandbox.
 		x.Log.Warn("the sandbox backend no longer knows a pooled sandbox; running in another", "tenant", req.Tenant, "error", err)
-		out, err = x.executeIn(ctx, t, req, acquire)
+		out, err = x.executeIn(ctx, t, req, acquire, fresh)
 	}
 	return out, err
 }
@@ -278,7 +283,7 @@ func (x *Executor) execute(ctx context.Context, t *workspace.Tenant, req CodeReq
 // no longer had its sandbox.
 var errSandboxGone = errors.New("the sandbox backend no longer has this sandbox (it was restarted); run the program again")
 
-func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeRequest, acquire func(context.Context, string) (*pool.Lease, error)) (*CodeResult, error) {
+func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeRequest, acquire func(context.Context, string) (*pool.Lease, error), fresh bool) (*CodeResult, error) {
 	lctx, leaseSpan := telemetry.Start(ctx, telemetry.SpanLease)
 	lease, err := acquire(lctx, req.Tenant)
 	telemetry.End(leaseSpan, err)
@@ -302,11 +307,12 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 	ctx, runSpan := telemetry.Start(ctx, telemetry.SpanSandbox)
 	telemetry.SetWarm(runSpan, lease.Reused)
 	res, err := x.Sandbox.Exec(ctx, sandbox.ExecRequest{
-		SandboxID:  lease.ID,
-		Code:       req.Code,
-		Timeout:    req.Timeout,
-		Persistent: req.Persistent,
-		Session:    req.Session,
+		SandboxID:    lease.ID,
+		Code:         req.Code,
+		Timeout:      req.Timeout,
+		Persistent:   req.Persistent || fresh,
+		FreshGlobals: fresh,
+		Session:      req.Session,
 	}, h)
 	if h.progress != nil {
 		h.progress.stop()

@@ -87,8 +87,10 @@ type entry struct {
 	// fresh sandboxes serve one execution and are destroyed on release.
 	fresh bool
 	// holder is the session whose persistent interpreter the sandbox may
-	// hold ("" none; see sessions.go).
+	// hold ("" none; see sessions.go); keeps is set when that interpreter
+	// keeps the session's globals (not only FreshGlobals executions ran).
 	holder string
+	keeps  bool
 }
 
 // demand is one tenant's recent concurrency, which sizes its warm set.

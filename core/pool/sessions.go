@@ -12,6 +12,9 @@ import (
 type Want struct {
 	Session    string
 	Persistent bool
+	// FreshGlobals: the persistent interpreter runs each execution in new
+	// globals, so losing it loses nothing to warn about.
+	FreshGlobals bool
 }
 
 // maxLost bounds the sessions remembered as having lost their persistent
@@ -39,19 +42,22 @@ func sessionKey(tenant, session string) string { return tenant + "\x00" + sessio
 
 // claimLocked records that e now runs an execution of want: a session
 // other than the one whose interpreter e holds ends that interpreter. For
-// a persistent execution it returns why the session's interpreter is gone
-// when the pool ended it earlier ("" when it knows of no loss).
+// a persistent execution that keeps globals it returns why the session's
+// interpreter is gone when the pool ended it earlier ("" when it knows of
+// no loss).
 func (p *Pool) claimLocked(e *entry, want Want) string {
 	if e.holder != "" && e.holder != want.Session {
 		p.lostLocked(e, lostTaken)
+		e.holder, e.keeps = "", false
 	}
 	switch {
 	case want.Persistent:
 		e.holder = want.Session
+		e.keeps = e.keeps || !want.FreshGlobals
 	case e.holder != want.Session:
-		e.holder = ""
+		e.holder, e.keeps = "", false
 	}
-	if !want.Persistent {
+	if !want.Persistent || want.FreshGlobals {
 		return ""
 	}
 	k := sessionKey(e.tenant, want.Session)
@@ -63,10 +69,10 @@ func (p *Pool) claimLocked(e *entry, want Want) string {
 	return l.reason
 }
 
-// lostLocked remembers that the persistent interpreter e holds is gone,
-// and why.
+// lostLocked remembers that the interpreter e holds is gone, and why, when
+// it kept a session's globals.
 func (p *Pool) lostLocked(e *entry, reason string) {
-	if e.holder == "" {
+	if e.holder == "" || !e.keeps {
 		return
 	}
 	if len(p.lost) >= maxLost {
@@ -80,17 +86,20 @@ func (p *Pool) lostLocked(e *entry, reason string) {
 		delete(p.lost, oldest)
 	}
 	p.lost[sessionKey(e.tenant, e.holder)] = lostSession{reason: reason, at: time.Now()}
-	e.holder = ""
+	e.holder, e.keeps = "", false
 }
 
 // pickIdleLocked chooses among tenant's idle sandboxes (most recently used
 // last) the one for want, or -1 when a new sandbox should be created:
-//   - the sandbox holding the session's persistent interpreter;
+//   - the sandbox holding the session's interpreter;
 //   - else one holding no interpreter, the most recently used (so that the
 //     others idle out), or the one before it when that one ended an
 //     execution within settle;
+//   - else the least recently used holding an interpreter with fresh
+//     globals (ending it costs its session a new interpreter, less than a
+//     new sandbox costs);
 //   - else, while the pool has room, none: a new sandbox costs a start,
-//     ending another session's interpreter costs its state;
+//     ending an interpreter that keeps globals costs a session its state;
 //   - else the least recently used.
 func (p *Pool) pickIdleLocked(es []*entry, want Want) int {
 	if want.Session != "" {
@@ -100,15 +109,15 @@ func (p *Pool) pickIdleLocked(es []*entry, want Want) int {
 			}
 		}
 	}
-	last, prev := -1, -1
-	for i := len(es) - 1; i >= 0 && prev < 0; i-- {
-		if es[i].holder != "" {
-			continue
-		}
-		if last < 0 {
+	last, prev, stateless := -1, -1, -1
+	for i := len(es) - 1; i >= 0; i-- {
+		switch {
+		case es[i].holder == "" && last < 0:
 			last = i
-		} else {
+		case es[i].holder == "" && prev < 0:
 			prev = i
+		case es[i].holder != "" && !es[i].keeps:
+			stateless = i
 		}
 	}
 	switch {
@@ -116,6 +125,8 @@ func (p *Pool) pickIdleLocked(es []*entry, want Want) int {
 		return prev
 	case last >= 0:
 		return last
+	case stateless >= 0:
+		return stateless
 	case len(es) == 0 || len(p.busy)+p.idleCountLocked()+p.creating < p.cfg.MaxTotal:
 		return -1
 	}

@@ -12,6 +12,7 @@ import (
 type sessionStep struct {
 	session    string
 	persistent bool
+	fresh      bool // FreshGlobals (with persistent)
 	// sandbox labels the sandbox the step must get: a label seen before
 	// means that sandbox again, a new one a sandbox no step had.
 	sandbox string
@@ -32,6 +33,9 @@ func TestSessionAffinity(t *testing.T) {
 	}
 	np := func(session, sandbox string) sessionStep {
 		return sessionStep{session: session, sandbox: sandbox}
+	}
+	f := func(session, sandbox string) sessionStep {
+		return sessionStep{session: session, persistent: true, fresh: true, sandbox: sandbox}
 	}
 	lost := func(s sessionStep, why string) sessionStep { s.lost = why; return s }
 	for _, tc := range []struct {
@@ -58,6 +62,14 @@ func TestSessionAffinity(t *testing.T) {
 				before: func(t *testing.T, _ *Pool, b *memBackend, ids map[string]string) {
 					waitFor(t, "the idle sandbox stopped", func() bool { return !b.isLive(ids["X"]) })
 				}}}},
+		{"fresh globals: another session takes the sandbox rather than a new one", Config{MaxTotal: 4},
+			[]sessionStep{f("a", "X"), f("b", "X"), f("a", "X"), np("c", "X")}},
+		{"fresh globals: never told of a loss", Config{MaxTotal: 1},
+			[]sessionStep{f("a", "X"), f("b", "X"), f("a", "X")}},
+		{"fresh globals leave an interpreter that keeps globals alone", Config{MaxTotal: 4},
+			[]sessionStep{p("a", "X"), f("b", "Y"), f("c", "Y"), p("a", "X")}},
+		{"globals kept once a persistent execution ran", Config{MaxTotal: 1},
+			[]sessionStep{f("a", "X"), p("a", "X"), f("a", "X"), np("b", "X"), lost(p("a", "X"), lostTaken)}},
 		{"backend restart", Config{MaxTotal: 4},
 			[]sessionStep{p("a", "X"), {session: "a", persistent: true, sandbox: "Y", lost: lostFlushed,
 				before: func(_ *testing.T, p *Pool, _ *memBackend, _ map[string]string) { p.Flush() }}}},
@@ -70,7 +82,7 @@ func TestSessionAffinity(t *testing.T) {
 				if s.before != nil {
 					s.before(t, pl, b, ids)
 				}
-				l, err := pl.AcquireFor(context.Background(), "t", Want{Session: s.session, Persistent: s.persistent})
+				l, err := pl.AcquireFor(context.Background(), "t", Want{Session: s.session, Persistent: s.persistent, FreshGlobals: s.fresh})
 				if err != nil {
 					t.Fatalf("step %d: %v", i, err)
 				}
@@ -134,7 +146,7 @@ func TestLostBounded(t *testing.T) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	for i := range maxLost + 10 {
-		pl.lostLocked(&entry{tenant: "t", holder: fmt.Sprint("s", i)}, lostIdle)
+		pl.lostLocked(&entry{tenant: "t", holder: fmt.Sprint("s", i), keeps: true}, lostIdle)
 	}
 	if len(pl.lost) != maxLost {
 		t.Errorf("%d lost sessions remembered, want %d", len(pl.lost), maxLost)

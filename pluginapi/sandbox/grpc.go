@@ -88,6 +88,7 @@ func (c *client) Capabilities(ctx context.Context) (Capabilities, error) {
 		UnavailableReason:     resp.GetUnavailableReason(),
 		RunAs:                 resp.GetRunAs(),
 		HostMounts:            resp.GetHostMounts(),
+		SessionInterpreter:    resp.GetSessionInterpreter(),
 	}, nil
 }
 
@@ -187,12 +188,13 @@ func (c *client) Exec(ctx context.Context, req ExecRequest, host Host) (ExecResu
 	}
 
 	start := &sandboxv1.ExecStart{
-		SandboxId:  req.SandboxID,
-		Code:       req.Code,
-		TimeoutMs:  timeoutMS(req.Timeout),
-		Persistent: req.Persistent,
-		Session:    req.Session,
-		HostToken:  req.HostToken,
+		SandboxId:    req.SandboxID,
+		Code:         req.Code,
+		TimeoutMs:    timeoutMS(req.Timeout),
+		Persistent:   req.Persistent,
+		Session:      req.Session,
+		HostToken:    req.HostToken,
+		FreshGlobals: req.FreshGlobals,
 	}
 	// A failed Send means the stream is broken; Recv below reports why.
 	_ = send(&sandboxv1.ExecInput{Msg: &sandboxv1.ExecInput_Start{Start: start}})
@@ -278,6 +280,7 @@ func (s *server) Capabilities(ctx context.Context, _ *sandboxv1.CapabilitiesRequ
 		UnavailableReason:     c.UnavailableReason,
 		RunAs:                 c.RunAs,
 		HostMounts:            c.HostMounts,
+		SessionInterpreter:    c.SessionInterpreter,
 	}, nil
 }
 
@@ -374,12 +377,13 @@ func (s *server) Exec(stream grpc.BidiStreamingServer[sandboxv1.ExecInput, sandb
 	go h.receive(cancel)
 
 	res, err := s.impl.Exec(ctx, ExecRequest{
-		SandboxID:  start.GetSandboxId(),
-		Code:       start.GetCode(),
-		Timeout:    time.Duration(start.GetTimeoutMs()) * time.Millisecond,
-		Persistent: start.GetPersistent(),
-		Session:    start.GetSession(),
-		HostToken:  start.GetHostToken(),
+		SandboxID:    start.GetSandboxId(),
+		Code:         start.GetCode(),
+		Timeout:      time.Duration(start.GetTimeoutMs()) * time.Millisecond,
+		Persistent:   start.GetPersistent(),
+		Session:      start.GetSession(),
+		HostToken:    start.GetHostToken(),
+		FreshGlobals: start.GetFreshGlobals(),
 	}, h)
 	if err != nil {
 		return pluginapi.ToStatus(err)

@@ -102,7 +102,7 @@ func TestExecOutputAndResult(t *testing.T) {
 	}}
 	sb := plugintest.Sandbox(t, b)
 	host := &plugintest.Host{}
-	req := sandbox.ExecRequest{SandboxID: "sb1", Code: "print('hello world')", Timeout: 2500 * time.Microsecond, Persistent: true, Session: "s1", HostToken: "tok"}
+	req := sandbox.ExecRequest{SandboxID: "sb1", Code: "print('hello world')", Timeout: 2500 * time.Microsecond, Persistent: true, Session: "s1", HostToken: "tok", FreshGlobals: true}
 	got, err := sb.Exec(t.Context(), req, host)
 	if err != nil {
 		t.Fatal(err)
@@ -448,7 +448,7 @@ func TestExecRawStream(t *testing.T) {
 func TestUnaryCalls(t *testing.T) {
 	created := time.UnixMilli(1_700_000_000_123)
 	b := &backend{
-		caps: sandbox.Capabilities{Isolation: "namespaces", Network: true, PersistentInterpreter: true, UnavailableReason: "no userns", RunAs: true, HostMounts: true},
+		caps: sandbox.Capabilities{Isolation: "namespaces", Network: true, PersistentInterpreter: true, UnavailableReason: "no userns", RunAs: true, HostMounts: true, SessionInterpreter: true},
 		list: []sandbox.Status{
 			{ID: "sb1", Tenant: "t1", State: "idle", Created: created, Executions: 3, RSSBytes: 1 << 20},
 			{ID: "sb2", State: "creating"},

@@ -38,6 +38,9 @@ type Capabilities struct {
 	// a direct channel for host calls (ExecRequest.HostToken). Backends
 	// without it relay host calls through Exec's Host.
 	HostMounts bool
+	// SessionInterpreter is true when the backend honours
+	// ExecRequest.FreshGlobals.
+	SessionInterpreter bool
 }
 
 // HostUser is a user and group on the host.
@@ -100,6 +103,12 @@ type ExecRequest struct {
 	// execution's process only, which then makes its host calls there. The
 	// host answers them with the same Host it passes to Exec.
 	HostToken string
+	// FreshGlobals, with Persistent, runs the program in the session's
+	// long-lived interpreter but in new globals, as a forked child would:
+	// only the modules earlier executions imported remain. Only for
+	// backends whose Capabilities.SessionInterpreter is set; an older one
+	// would keep the globals.
+	FreshGlobals bool
 }
 
 // Stream names an output stream.

@@ -35,6 +35,7 @@ pipeline {
 sandbox {
   backend = "bwrap"
   network = true
+  session_interpreter = true
   pool {
     warm         = 1
     max_total    = 4

@@ -9,6 +9,7 @@ pipeline {
 
 sandbox {
   network = ["no"]
+  session_interpreter = "sometimes"
   pool {
     warm = 2.5
   }

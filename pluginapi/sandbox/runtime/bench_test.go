@@ -23,7 +23,9 @@ import (
 // children, which unlike latency do not depend on how busy the machine is
 // (copy-on-write faults after each fork are most of an execution's cost).
 // The persistent case runs in a session's long-lived interpreter, with no
-// fork, for the contrast: what fork per execution costs on this machine.
+// fork, for the contrast: what fork per execution costs on this machine;
+// fresh-globals too, each execution in new globals and the interpreter put
+// back after it (runtime/python/cexec/_fresh.py).
 func BenchmarkExecPrint(b *testing.B) {
 	for _, tc := range []struct {
 		name string
@@ -31,6 +33,7 @@ func BenchmarkExecPrint(b *testing.B) {
 	}{
 		{"fork", sandbox.ExecRequest{Code: "print(1+1)"}},
 		{"persistent", sandbox.ExecRequest{Code: "print(1+1)", Persistent: true, Session: "bench"}},
+		{"fresh-globals", sandbox.ExecRequest{Code: "print(1+1)", Persistent: true, FreshGlobals: true, Session: "bench"}},
 	} {
 		b.Run(tc.name, func(b *testing.B) { benchExec(b, tc.req) })
 	}

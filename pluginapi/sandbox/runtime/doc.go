@@ -69,7 +69,14 @@
 //
 // A session may ask for a persistent interpreter instead: a worker forked
 // once, whose __main__ globals survive between executions of that session.
-// Each execution hands it fresh pipes and a channel by SCM_RIGHTS.
+// Each execution hands it fresh pipes and a channel by SCM_RIGHTS. With
+// fresh_globals the worker runs each program in new globals instead and,
+// after it, puts back what the program changed (cexec/_fresh.py: working
+// directory, environment, builtins, signal handlers, rlimits, sys.path and
+// argv, modules not from the standard library or site-packages); a program
+// that leaves threads or open files, or grows the worker by more than 64
+// MiB, makes it retire: its result says so ("retire" in its done message)
+// and the zygote ends it after reporting.
 //
 // # Frames
 //
@@ -92,7 +99,7 @@
 // Host to zygote:
 //
 //	{"op":"exec","id":"x1","code":"...","timeout_ms":30000,"output_limit":1048576,
-//	 "persistent":false,"session":"","host_token":"..."}
+//	 "persistent":false,"session":"","host_token":"...","fresh_globals":false}
 //	    Run a program. One execution at a time; the host waits for its result.
 //	    host_token (optional) goes to the program's process alone (HostSocket).
 //	{"op":"reply","exec":"x1","id":7,"result":<json>}

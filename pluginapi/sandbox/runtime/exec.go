@@ -23,6 +23,8 @@ type execMsg struct {
 	Session     string `json:"session"`
 	// HostToken goes to the execution's process alone (HostSocket).
 	HostToken string `json:"host_token,omitempty"`
+	// FreshGlobals: see sandbox.ExecRequest.FreshGlobals.
+	FreshGlobals bool `json:"fresh_globals,omitempty"`
 }
 
 type replyMsg struct {
@@ -87,7 +89,8 @@ func (r *Runner) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbox
 	}
 	id := "x" + strconv.FormatUint(r.seq.Add(1), 10)
 	start, err := encode(execMsg{Op: "exec", ID: id, Code: req.Code, TimeoutMS: timeout.Milliseconds(),
-		OutputLimit: r.opts.OutputLimit, Persistent: req.Persistent, Session: req.Session, HostToken: req.HostToken})
+		OutputLimit: r.opts.OutputLimit, Persistent: req.Persistent, Session: req.Session, HostToken: req.HostToken,
+		FreshGlobals: req.FreshGlobals})
 	if err != nil {
 		return sandbox.ExecResult{}, fmt.Errorf("encode program: %w: %v", pluginapi.ErrInvalidArgument, err)
 	}

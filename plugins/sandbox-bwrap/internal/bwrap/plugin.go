@@ -128,6 +128,7 @@ func (p *Plugin) Capabilities(ctx context.Context) (sandbox.Capabilities, error)
 		PersistentInterpreter: true,
 		RunAs:                 true,
 		HostMounts:            true,
+		SessionInterpreter:    true,
 		Available:             a.ok,
 		UnavailableReason:     a.reason,
 	}, nil

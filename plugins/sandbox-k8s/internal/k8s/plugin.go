@@ -117,7 +117,7 @@ func (p *Plugin) connect(ctx context.Context) (*settings, *cluster, error) {
 // Capabilities reports whether the cluster is reachable and serves the
 // agent-sandbox resources.
 func (p *Plugin) Capabilities(ctx context.Context) (sandbox.Capabilities, error) {
-	caps := sandbox.Capabilities{Isolation: "kubernetes", PersistentInterpreter: true, RunAs: true}
+	caps := sandbox.Capabilities{Isolation: "kubernetes", PersistentInterpreter: true, RunAs: true, SessionInterpreter: true}
 	s, cl, err := p.connect(ctx)
 	if err != nil {
 		caps.UnavailableReason = err.Error()

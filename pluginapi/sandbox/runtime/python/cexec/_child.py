@@ -361,20 +361,7 @@ def _run_child(code: str, compiled: types.CodeType | None, chan: cexec._Channel 
             # The program forked and this copy fell off the end.
             _flush_std()
             os._exit(int(done["exit_code"]))
-        threading = sys.modules.get("threading")
-        if threading is not None:
-            # As at interpreter exit, wait for the program's threads.
-            for t in threading.enumerate():
-                if t is not threading.main_thread() and not t.daemon:
-                    t.join()
-        try:
-            import atexit
-
-            if atexit._ncallbacks():
-                atexit._run_exitfuncs()
-        except BaseException:
-            pass
-        _flush_std()
+        _wind_up()
         # Closing the output before saying done lets the zygote report as
         # soon as it has relayed everything, without waiting for this
         # process to be torn down.
@@ -388,6 +375,26 @@ def _run_child(code: str, compiled: types.CodeType | None, chan: cexec._Channel 
         os._exit(int(done["exit_code"]))
     except BaseException:
         os._exit(70)
+
+
+def _wind_up() -> None:
+    """What the interpreter does at exit, once a program has ended: wait
+    for its threads (daemon threads aside), run its atexit callbacks,
+    flush its output."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        for t in threading.enumerate():
+            if t is not threading.main_thread() and not t.daemon:
+                t.join()
+    try:
+        import atexit
+
+        if atexit._ncallbacks():
+            atexit._run_exitfuncs()
+            atexit._clear()
+    except BaseException:
+        pass
+    _flush_std()
 
 
 def _add_usage(done: dict[str, Any]) -> None:

@@ -153,6 +153,9 @@ class Part:
         def kill_worker(self, worker: Worker) -> None:
             raise NotImplementedError
 
+        def retire_worker(self, run: Run) -> None:
+            raise NotImplementedError
+
         def start_forker(self) -> None:
             raise NotImplementedError
 

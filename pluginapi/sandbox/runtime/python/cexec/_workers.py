@@ -11,7 +11,8 @@ import time
 
 import cexec
 from cexec import _proto
-from cexec._child import _flush_std, _new_main, _run_program
+from cexec._child import _flush_std, _new_main, _run_program, _wind_up
+from cexec._fresh import Baseline
 from cexec._osutil import _close, _fork_connected, _kill_reap, _send_with_fds, _socketpair
 from cexec._parts import Part
 
@@ -58,7 +59,8 @@ class Workers(Part):
                 worker.used = time.monotonic()
                 worker.executions += 1
                 frame = _proto.encode_json({"op": "exec", "code": job["code"], "n": worker.executions,
-                                            "host_token": job.get("host_token")})
+                                            "host_token": job.get("host_token"),
+                                            "fresh": bool(job.get("fresh_globals"))})
                 try:
                     _send_with_fds(worker.sock, frame, [out_w, err_w, child_chan])
                     break
@@ -85,10 +87,27 @@ class Workers(Part):
         if pid == 0:
             devnull = os.open(os.devnull, os.O_RDWR)
             self.enter_child(devnull, devnull, sock)
-            _worker_main(3)
+            _worker_main(3, self.stable_roots())
         worker = Worker(session, pid, sock)
         self.workers[session] = worker
         return worker
+
+    def stable_roots(self) -> list[str]:
+        """Where the modules that may stay loaded in a reused interpreter
+        come from: the standard library, site-packages and this runtime,
+        none of which change while the sandbox lives."""
+        return [os.path.dirname(os.__file__), os.path.dirname(os.path.dirname(cexec.__file__)), *self.opts.site_path]
+
+    def retire_worker(self, run: Run) -> None:
+        """End the interpreter of a fresh-globals execution that could not
+        be put back (its done message says why): the session's next
+        execution gets a new one."""
+        worker = run.worker
+        if worker is None or run.done is None or not run.done.get("retire"):
+            return
+        if self.workers.get(worker.session) is worker:
+            self.workers.pop(worker.session, None)
+        self.kill_worker(worker)
 
     def kill_worker(self, worker: Worker) -> None:
         worker.alive = False
@@ -116,13 +135,16 @@ def _recv_job(sock: int, reader: _proto.Reader, fds: list[int]) -> dict[str, Any
         s.detach()
 
 
-def _worker_main(sock: int) -> None:
-    """Body of a persistent interpreter: run jobs with shared globals."""
+def _worker_main(sock: int, stable_roots: list[str]) -> None:
+    """Body of a persistent interpreter: run jobs with shared globals, or
+    each in new globals (a job's "fresh"), put back afterwards as
+    _fresh.Baseline says."""
     try:
         module = _new_main()
         reader = _proto.Reader()
         devnull = os.open(os.devnull, os.O_RDWR)
         sys.argv = ["-c"]
+        baseline: Baseline | None = None
         while True:
             fds: list[int] = []
             job = _recv_job(sock, reader, fds)
@@ -135,25 +157,44 @@ def _worker_main(sock: int) -> None:
             os.dup2(err_w, 2)
             os.close(out_w)
             os.close(err_w)
+            fresh = bool(job.get("fresh"))
+            if fresh and baseline is None:
+                baseline = Baseline(stable_roots, ignore={chan_fd})
             chan = cexec._Channel(chan_fd)
             cexec._begin(chan, job.get("host_token"))
             import importlib  # not at start: a new sandbox need not import it
 
             importlib.invalidate_caches()
-            code, filename = str(job.get("code")), f"<cexec:{job.get('n')}>"
-            # Functions from earlier executions may fail later: keep every
-            # execution's source for their tracebacks.
-            import linecache
-
-            linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+            code = str(job.get("code"))
             before = resource.getrusage(resource.RUSAGE_SELF)
-            done = _run_program(code, module, filename)
-            _flush_std()
+            if fresh:
+                main = _new_main()
+                done = _run_program(code, main, "<cexec>")
+                _wind_up()
+                # Functions hold their globals, which hold them: clearing
+                # the globals frees what the program kept there (closing its
+                # files) without waiting for the garbage collector.
+                main.__dict__.clear()
+                del main
+            else:
+                # Functions from earlier executions may fail later: keep
+                # every execution's source for their tracebacks.
+                import linecache
+
+                filename = f"<cexec:{job.get('n')}>"
+                linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+                done = _run_program(code, module, filename)
+                _flush_std()
             after = resource.getrusage(resource.RUSAGE_SELF)
             done["cpu_ms"] = int((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
             done["max_rss"] = int(after.ru_maxrss) * 1024
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
+            if baseline is not None:
+                sys.modules["__main__"] = module
+                why = baseline.reset(ignore={chan_fd})
+                if why:
+                    done["retire"] = why
             try:
                 chan.send(done, chan.result_json)
             except OSError:

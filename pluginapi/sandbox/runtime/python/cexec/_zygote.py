@@ -364,6 +364,7 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers, Forker):
                 # now, and clean up while the host handles the result.
                 self.close_fds(run)
                 self.report(run)
+                self.retire_worker(run)
                 self.clean_up(run)
                 return
             self.collect(run)
@@ -378,6 +379,7 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers, Forker):
         finally:
             self.close_fds(run)
         self.report(run)
+        self.retire_worker(run)
 
     def enter_session(self, session: str) -> None:
         """Start an execution of session: when it is not the previous

@@ -128,9 +128,12 @@ type CapabilitiesResponse struct {
 	// host_mounts is true when the backend binds CreateRequest mounts whose
 	// source is a host unix socket into the sandbox, so that the host can
 	// hand it a direct channel for host calls (ExecStart.host_token).
-	HostMounts    bool `protobuf:"varint,7,opt,name=host_mounts,json=hostMounts,proto3" json:"host_mounts,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HostMounts bool `protobuf:"varint,7,opt,name=host_mounts,json=hostMounts,proto3" json:"host_mounts,omitempty"`
+	// session_interpreter is true when the backend honours
+	// ExecStart.fresh_globals.
+	SessionInterpreter bool `protobuf:"varint,8,opt,name=session_interpreter,json=sessionInterpreter,proto3" json:"session_interpreter,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *CapabilitiesResponse) Reset() {
@@ -208,6 +211,13 @@ func (x *CapabilitiesResponse) GetRunAs() bool {
 func (x *CapabilitiesResponse) GetHostMounts() bool {
 	if x != nil {
 		return x.HostMounts
+	}
+	return false
+}
+
+func (x *CapabilitiesResponse) GetSessionInterpreter() bool {
+	if x != nil {
+		return x.SessionInterpreter
 	}
 	return false
 }
@@ -628,7 +638,12 @@ type ExecStart struct {
 	// host's channel socket in the sandbox (runtime.HostSocket) instead of
 	// relaying them through the backend: the runtime passes it to the
 	// execution's process only.
-	HostToken     string `protobuf:"bytes,6,opt,name=host_token,json=hostToken,proto3" json:"host_token,omitempty"`
+	HostToken string `protobuf:"bytes,6,opt,name=host_token,json=hostToken,proto3" json:"host_token,omitempty"`
+	// fresh_globals, with persistent, runs the program in the session's
+	// long-lived interpreter but in new globals, as a forked child would:
+	// nothing of earlier executions but the modules they imported. Only for
+	// backends that report session_interpreter; others would keep globals.
+	FreshGlobals  bool `protobuf:"varint,7,opt,name=fresh_globals,json=freshGlobals,proto3" json:"fresh_globals,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -703,6 +718,13 @@ func (x *ExecStart) GetHostToken() string {
 		return x.HostToken
 	}
 	return ""
+}
+
+func (x *ExecStart) GetFreshGlobals() bool {
+	if x != nil {
+		return x.FreshGlobals
+	}
+	return false
 }
 
 // HostReply answers a HostCall with the same call_id.
@@ -1682,7 +1704,7 @@ var File_cexec_plugin_sandbox_v1_sandbox_proto protoreflect.FileDescriptor
 const file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
 	"%cexec/plugin/sandbox/v1/sandbox.proto\x12\x17cexec.plugin.sandbox.v1\x1a#cexec/plugin/common/v1/common.proto\"\x15\n" +
-	"\x13CapabilitiesRequest\"\x8a\x02\n" +
+	"\x13CapabilitiesRequest\"\xbb\x02\n" +
 	"\x14CapabilitiesResponse\x12\x1c\n" +
 	"\tisolation\x18\x01 \x01(\tR\tisolation\x12\x18\n" +
 	"\anetwork\x18\x02 \x01(\bR\anetwork\x125\n" +
@@ -1691,7 +1713,8 @@ const file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x12unavailable_reason\x18\x05 \x01(\tR\x11unavailableReason\x12\x15\n" +
 	"\x06run_as\x18\x06 \x01(\bR\x05runAs\x12\x1f\n" +
 	"\vhost_mounts\x18\a \x01(\bR\n" +
-	"hostMounts\".\n" +
+	"hostMounts\x12/\n" +
+	"\x13session_interpreter\x18\b \x01(\bR\x12sessionInterpreter\".\n" +
 	"\bHostUser\x12\x10\n" +
 	"\x03uid\x18\x01 \x01(\rR\x03uid\x12\x10\n" +
 	"\x03gid\x18\x02 \x01(\rR\x03gid\"T\n" +
@@ -1726,7 +1749,7 @@ const file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +
 	"\x0eCreateResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12D\n" +
-	"\vdiagnostics\x18\x02 \x03(\v2\".cexec.plugin.common.v1.DiagnosticR\vdiagnostics\"\xb6\x01\n" +
+	"\vdiagnostics\x18\x02 \x03(\v2\".cexec.plugin.common.v1.DiagnosticR\vdiagnostics\"\xdb\x01\n" +
 	"\tExecStart\x12\x1d\n" +
 	"\n" +
 	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\x12\x12\n" +
@@ -1738,7 +1761,8 @@ const file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"persistent\x12\x18\n" +
 	"\asession\x18\x05 \x01(\tR\asession\x12\x1d\n" +
 	"\n" +
-	"host_token\x18\x06 \x01(\tR\thostToken\"z\n" +
+	"host_token\x18\x06 \x01(\tR\thostToken\x12#\n" +
+	"\rfresh_globals\x18\a \x01(\bR\ffreshGlobals\"z\n" +
 	"\tHostReply\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x1f\n" +
 	"\vresult_json\x18\x02 \x01(\fR\n" +

@@ -1,0 +1,111 @@
+package pipeline
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cexec/cexec/core/pool"
+	"github.com/cexec/cexec/core/workspace"
+	"github.com/cexec/cexec/pluginapi/sandbox"
+)
+
+// recordRunner runs every program successfully and keeps the requests.
+type recordRunner struct {
+	mu   sync.Mutex
+	reqs []sandbox.ExecRequest
+}
+
+func (r *recordRunner) Exec(_ context.Context, req sandbox.ExecRequest, _ sandbox.Host) (sandbox.ExecResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reqs = append(r.reqs, req)
+	return sandbox.ExecResult{SandboxOK: true}, nil
+}
+
+func newInterpExecutor(t *testing.T, maxTotal int) (*Executor, *recordRunner) {
+	t.Helper()
+	ws, err := workspace.New(workspace.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	p, err := pool.New(nullBackend{}, pool.Config{MaxTotal: maxTotal, Template: func(string) (sandbox.CreateRequest, error) { return sandbox.CreateRequest{}, nil }}, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	r := &recordRunner{}
+	return &Executor{Pool: p, Sandbox: r, Workspaces: ws, Log: hclog.NewNullLogger()}, r
+}
+
+// TestSessionInterpreterRequests: with SessionInterpreter, an execution runs
+// in its session's interpreter with fresh globals; one that asks for a
+// persistent interpreter keeps its globals, and one in a fresh sandbox
+// forks as ever.
+func TestSessionInterpreterRequests(t *testing.T) {
+	for _, tc := range []struct {
+		name                     string
+		on, persistent, fresh    bool
+		wantPersistent, wantGlob bool
+	}{
+		{name: "off", on: false},
+		{name: "off, persistent", persistent: true, wantPersistent: true},
+		{name: "on", on: true, wantPersistent: true, wantGlob: true},
+		{name: "on, persistent", on: true, persistent: true, wantPersistent: true},
+		{name: "on, fresh sandbox", on: true, fresh: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x, r := newInterpExecutor(t, 4)
+			x.SessionInterpreter = tc.on
+			if _, err := x.ExecuteCode(context.Background(), CodeRequest{Tenant: "acme", Session: "s1", Code: "print(1)", Persistent: tc.persistent, FreshSandbox: tc.fresh}); err != nil {
+				t.Fatal(err)
+			}
+			got := r.reqs[0]
+			if got.Persistent != tc.wantPersistent || got.FreshGlobals != tc.wantGlob || got.Session != "s1" {
+				t.Errorf("request persistent %v fresh globals %v session %q, want %v %v s1", got.Persistent, got.FreshGlobals, got.Session, tc.wantPersistent, tc.wantGlob)
+			}
+		})
+	}
+}
+
+// TestInterpreterLostWarning: a persistent session whose interpreter the
+// pool ended for another session's execution learns it from its next
+// result, once; a session interpreter with fresh globals has nothing to
+// lose and no warning.
+func TestInterpreterLostWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		on         bool
+		persistent bool
+		want       string
+	}{
+		{name: "persistent", persistent: true, want: "another session's execution needed its sandbox"},
+		{name: "fresh globals", on: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x, _ := newInterpExecutor(t, 1)
+			x.SessionInterpreter = tc.on
+			run := func(session string) *CodeResult {
+				t.Helper()
+				res, err := x.ExecuteCode(context.Background(), CodeRequest{Tenant: "acme", Session: session, Code: "x = 1", Persistent: tc.persistent})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res
+			}
+			run("a")
+			run("b")
+			got := run("a").InterpreterLost
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("InterpreterLost %q, want %q", got, tc.want)
+			}
+			if again := run("a").InterpreterLost; again != "" {
+				t.Errorf("told again: %q", again)
+			}
+		})
+	}
+}
