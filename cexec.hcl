@@ -158,9 +158,10 @@ sandbox {
   # the executions of one session run in that session's own warm
   # interpreter instead, each in new globals, and the interpreter puts
   # back after each what the program changed (working directory,
-  # environment, builtins, signal handlers, sys.path, modules imported
-  # from the workspace or tool stubs); a program that leaves threads or
-  # open files ends it. What stays is the standard library and
+  # environment, builtins, signal handlers and timers, standard streams,
+  # sys hooks and settings, sys.path, modules imported from the workspace
+  # or tool stubs); a program that leaves threads or open files, or adds
+  # an audit hook, ends it. What stays is the standard library and
   # site-packages modules imported meanwhile, changes to them included.
   # No fork per execution: much less CPU, most of all on machines where
   # page faults are dear. Sessions never share an interpreter.

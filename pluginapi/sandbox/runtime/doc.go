@@ -72,10 +72,11 @@
 // Each execution hands it fresh pipes and a channel by SCM_RIGHTS. With
 // fresh_globals the worker runs each program in new globals instead and,
 // after it, puts back what the program changed (cexec/_fresh.py: working
-// directory, environment, builtins, signal handlers, rlimits, sys.path and
-// argv, modules not from the standard library or site-packages); a program
-// that leaves threads or open files, or grows the worker by more than 64
-// MiB, makes it retire: its result says so ("retire" in its done message)
+// directory, environment, builtins, signal handlers, timers and mask,
+// rlimits, standard streams, sys hooks, recursion limit, tracing, gc
+// settings, sys.path and argv, modules not from the standard library or
+// site-packages); a program that leaves threads or open files, adds an
+// audit hook or grows the worker by more than 64 MiB makes it retire: its result says so ("retire" in its done message)
 // and the zygote ends it after reporting.
 //
 // # Frames

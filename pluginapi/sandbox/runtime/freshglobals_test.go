@@ -60,6 +60,10 @@ func TestFreshGlobals(t *testing.T) {
 		{name: "file in a global is closed", setup: "f = open('/dev/null')\ndef use(): return f", check: "print(1)", want: "1\n"},
 		{name: "file held by a class is collected", setup: "class Holder:\n    pass\nHolder.f = open('/dev/null')", check: "print(1)", want: "1\n"},
 		{name: "memory kept past 64 MiB", setup: "import sys\nsys.modules['blob'] = bytearray(80 << 20)", check: "print(1)", want: "1\n", retire: true},
+		{name: "stdout replaced", setup: "import io, sys\nsys.stdout = io.StringIO()", check: "print('seen')", want: "seen\n"},
+		{name: "an alarm set", setup: "import signal\nsignal.alarm(1)", check: "import time\ntime.sleep(1.5)\nprint('alive')", want: "alive\n"},
+		{name: "interpreter settings", setup: "import gc, sys\ngc.disable()\nsys.setrecursionlimit(50)\nsys.settrace(lambda *a: None)", check: "import gc, sys\nprint(gc.isenabled(), sys.getrecursionlimit() > 50, sys.gettrace())", want: "True True None\n"},
+		{name: "audit hook added", setup: "import sys\nsys.addaudithook(lambda *a: None)", check: "print(1)", want: "1\n", retire: true},
 		{name: "thread left running", setup: "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()", check: "print(1)", want: "1\n", retire: true},
 		{name: "file left open", setup: "import builtins\nbuiltins.__dict__.setdefault('_keep', []).append(open('/dev/null'))\nimport sys\nsys.modules['keep'] = builtins._keep", check: "print(1)", want: "1\n", retire: true},
 	} {

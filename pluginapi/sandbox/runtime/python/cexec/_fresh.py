@@ -63,8 +63,21 @@ class Baseline:
         self.modules = set(sys.modules)
         self.builtins = dict(builtins.__dict__)
         self.rss = _rss()
+        self.std = (sys.stdin, sys.stdout, sys.stderr)
+        self.hooks = (sys.displayhook, sys.excepthook, sys.breakpointhook, sys.unraisablehook)
+        self.recursion = sys.getrecursionlimit()
+        self.gc = (gc.isenabled(), gc.get_threshold())
+        self.sigmask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        # An audit hook cannot be removed: one a program adds makes the
+        # interpreter retire, and this one sees it added.
+        self.audit_hooked = False
+        sys.addaudithook(self._audit)
         # Modules loaded from here do not change while the sandbox lives.
         self.roots = tuple(os.path.join(os.path.realpath(r), "") for r in stable_roots if r)
+
+    def _audit(self, event: str, _args: tuple[Any, ...]) -> None:
+        if event == "sys.addaudithook":
+            self.audit_hooked = True
 
     def stable(self, module: object) -> bool:
         """Whether a module may stay loaded for later executions: built in,
@@ -103,6 +116,20 @@ class Baseline:
         if b != self.builtins:
             b.clear()
             b.update(self.builtins)
+        sys.stdin, sys.stdout, sys.stderr = self.std
+        sys.displayhook, sys.excepthook, sys.breakpointhook, sys.unraisablehook = self.hooks
+        sys.setrecursionlimit(self.recursion)
+        sys.settrace(None)
+        sys.setprofile(None)
+        if self.gc[0]:
+            gc.enable()
+        gc.set_threshold(*self.gc[1])
+        # A timer a program set would fire in a later one, killing it.
+        for timer in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
+            signal.setitimer(timer, 0)
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.sigmask)
+        if self.audit_hooked:
+            why = why or "the program added an audit hook"
         sys.path[:] = self.path
         sys.argv[:] = self.argv
         if dict(os.environ) != self.environ:
