@@ -377,17 +377,7 @@ print("listed" if any(%q in fs for _, _, fs in os.walk("/workspace")) else "abse
 // error; once the first ends (its client gone), executions run again.
 func TestExecPoolFull(t *testing.T) {
 	s := newSetup(t)
-	f, err := os.OpenFile(s.config, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.WriteString("\nsandbox {\n  pool {\n    warm          = 1\n    max_total     = 1\n    queue_timeout = \"1s\"\n  }\n}\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	appendConfig(t, s, "\nsandbox {\n  pool {\n    warm          = 1\n    max_total     = 1\n    queue_timeout = \"1s\"\n  }\n}\n")
 	d := startDaemon(t, s)
 	sandboxOrSkip(t, s)
 

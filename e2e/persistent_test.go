@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"strings"
 	"testing"
 )
@@ -15,17 +14,7 @@ import (
 // without explanation.
 func TestPersistentSessions(t *testing.T) {
 	s := newSetup(t)
-	f, err := os.OpenFile(s.config, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.WriteString("\nsandbox {\n  pool {\n    warm      = 0\n    max_total = 2\n  }\n}\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	appendConfig(t, s, "\nsandbox {\n  pool {\n    warm      = 0\n    max_total = 2\n  }\n}\n")
 	startDaemon(t, s)
 	sandboxOrSkip(t, s)
 
@@ -60,17 +49,7 @@ func TestPersistentSessions(t *testing.T) {
 // persistent interpreter still keeps globals.
 func TestSessionInterpreter(t *testing.T) {
 	s := newSetup(t)
-	f, err := os.OpenFile(s.config, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.WriteString("\nsandbox {\n  session_interpreter = true\n}\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	appendConfig(t, s, "\nsandbox {\n  session_interpreter = true\n}\n")
 	startDaemon(t, s)
 	sandboxOrSkip(t, s)
 
