@@ -297,7 +297,7 @@ func backendFits(cfg config.Sandbox, caps sandbox.Capabilities, tenantUIDs bool)
 	case cfg.Network && !caps.Network && caps.UnavailableReason == "":
 		return fmt.Errorf("sandbox backend %s does not give sandboxes network access, which sandbox.network = true asks for; allow it in the plugin's block (bwrap, k8s, microsandbox: allow_network = true) or remove network", cfg.Backend)
 	case cfg.SessionInterpreter && !caps.SessionInterpreter && caps.UnavailableReason == "":
-		return fmt.Errorf("sandbox backend %s cannot run a session's executions in one interpreter with fresh globals, which sandbox.session_interpreter = true asks for; use bwrap or k8s, or remove session_interpreter", cfg.Backend)
+		return fmt.Errorf("sandbox backend %s cannot run a session's executions in one interpreter with fresh globals, which sandbox.session_interpreter = true asks for; update the plugin (bwrap, k8s and microsandbox have it) or remove session_interpreter", cfg.Backend)
 	}
 	return nil
 }

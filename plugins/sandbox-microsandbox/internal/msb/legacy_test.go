@@ -161,6 +161,15 @@ func TestLegacyServer_Relay(t *testing.T) {
 			t.Errorf("the host's stub tree was changed")
 		}
 	})
+	t.Run("fresh globals", func(t *testing.T) {
+		for i := range 2 {
+			h := &plugintest.Host{}
+			run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "print('m' in globals())\nm = 1", Persistent: true, FreshGlobals: true, Session: "f"}, h)
+			if h.Stdout() != "False\n" {
+				t.Fatalf("run %d with fresh globals: %q", i, h.Stdout())
+			}
+		}
+	})
 	t.Run("persistent", func(t *testing.T) {
 		for i, want := range []string{"1\n", "2\n"} {
 			h := &plugintest.Host{}
@@ -267,6 +276,15 @@ func TestLegacyServer_REPL(t *testing.T) {
 			run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "n = globals().get('n', 0) + 1\nprint(n)", Persistent: true, Session: session}, h)
 			if h.Stdout() != want {
 				t.Fatalf("run %d: %q, want %q", i, h.Stdout(), want)
+			}
+		}
+	})
+	t.Run("fresh globals", func(t *testing.T) {
+		for i := range 2 {
+			h := &plugintest.Host{}
+			run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "print('m' in globals())\nm = 1", Persistent: true, FreshGlobals: true, Session: "f"}, h)
+			if h.Stdout() != "False\n" {
+				t.Fatalf("run %d with fresh globals: %q", i, h.Stdout())
 			}
 		}
 	})

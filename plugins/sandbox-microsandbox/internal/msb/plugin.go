@@ -174,6 +174,9 @@ func (p *Plugin) Capabilities(ctx context.Context) (sandbox.Capabilities, error)
 		Isolation:             "microvm",
 		Network:               s.allowNetwork || s.api == apiServer,
 		PersistentInterpreter: true,
+		// The runtime honours ExecRequest.FreshGlobals; a 0.2 server's
+		// REPL runs every program in its one interpreter anyway.
+		SessionInterpreter: true,
 		// CreateRequest.RunAs is accepted and ignored: programs run in a
 		// guest kernel, never as a host user, and tenants are apart by
 		// their VMs; the VM's host process is the plugin's.

@@ -120,7 +120,10 @@ func (rb *replBox) exec(ctx context.Context, req sandbox.ExecRequest, host sandb
 	var mb [12]byte
 	_, _ = rand.Read(mb[:])
 	marker := "cexec-end-" + hex.EncodeToString(mb[:]) + " "
-	args, _ := json.Marshal([]any{req.Code, marker, rb.guestDir, req.Persistent, req.Session})
+	// Every program of this server runs in its one interpreter: with fresh
+	// globals a persistent request is an ordinary one.
+	persistent := req.Persistent && !req.FreshGlobals
+	args, _ := json.Marshal([]any{req.Code, marker, rb.guestDir, persistent, req.Session})
 	code := fmt.Sprintf("exec(__import__('base64').b64decode('%s').decode()); _cexec_run(*__import__('json').loads(__import__('base64').b64decode('%s').decode()))",
 		base64.StdEncoding.EncodeToString([]byte(replWrapper)), base64.StdEncoding.EncodeToString(args))
 	secs := int64((timeout + time.Second - 1) / time.Second)
