@@ -227,12 +227,14 @@ func (p *Pool) AcquireFor(ctx context.Context, tenant string, want Want) (*Lease
 		if e := p.popIdleLocked(tenant, want); e != nil {
 			p.busy[e.id] = e
 			p.leaseLocked(tenant, 1)
-			lost := p.claimLocked(e, want)
 			check := p.cfg.HealthCheckAfter < 0 || time.Since(e.lastUsed) >= p.cfg.HealthCheckAfter
 			p.mu.Unlock()
 			if err := p.health(ctx, e, check); err != nil {
 				p.mu.Lock()
 				p.leaseLocked(tenant, -1)
+				if ctx.Err() == nil {
+					p.lostLocked(e, lostSick)
+				}
 				p.mu.Unlock()
 				if ctx.Err() != nil {
 					p.putBack(e)
@@ -242,6 +244,11 @@ func (p *Pool) AcquireFor(ctx context.Context, tenant string, want Want) (*Lease
 				p.retire(e)
 				continue
 			}
+			// Claimed once it proved healthy: an execution that never ran
+			// there ended no interpreter.
+			p.mu.Lock()
+			lost := p.claimLocked(e, want)
+			p.mu.Unlock()
 			p.poke()
 			return &Lease{ID: e.id, Tenant: tenant, Reused: true, Lost: lost, p: p, e: e}, nil
 		}

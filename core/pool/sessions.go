@@ -28,6 +28,7 @@ const (
 	lostIdle     = "its sandbox was idle longer than the pool's idle_timeout and was stopped"
 	lostUnfit    = "its sandbox was replaced after an execution left it unfit (a crash, a timeout, a cancellation)"
 	lostMaxUses  = "its sandbox reached the pool's max_uses and was replaced"
+	lostSick     = "its sandbox failed a health check and was replaced"
 	lostEvicted  = "its sandbox was stopped to make room for another tenant"
 	lostFlushed  = "the sandbox backend restarted"
 	lostStopping = "the tenant's sandboxes were stopped"

@@ -70,6 +70,13 @@ func TestSessionAffinity(t *testing.T) {
 			[]sessionStep{p("a", "X"), f("b", "Y"), f("c", "Y"), p("a", "X")}},
 		{"globals kept once a persistent execution ran", Config{MaxTotal: 1},
 			[]sessionStep{f("a", "X"), p("a", "X"), f("a", "X"), np("b", "X"), lost(p("a", "X"), lostTaken)}},
+		{"an idle sandbox fails its health check", Config{MaxTotal: 4, HealthCheckAfter: -1},
+			[]sessionStep{p("a", "X"), {session: "a", persistent: true, sandbox: "Y", lost: lostSick,
+				before: func(_ *testing.T, _ *Pool, b *memBackend, ids map[string]string) {
+					b.mu.Lock()
+					b.unhealthy[ids["X"]] = true
+					b.mu.Unlock()
+				}}}},
 		{"backend restart", Config{MaxTotal: 4},
 			[]sessionStep{p("a", "X"), {session: "a", persistent: true, sandbox: "Y", lost: lostFlushed,
 				before: func(_ *testing.T, p *Pool, _ *memBackend, _ map[string]string) { p.Flush() }}}},
