@@ -475,6 +475,23 @@ func TestBenchExec(t *testing.T) {
 		t.Errorf("pool target after concurrency 4: %d", r.Pool.Target)
 	}
 	t.Logf("warm p50 %.1f ms (%d/%d warm), cold p50 %.1f ms, %.0f/s, idle rss %.1f MiB", r.Warm.P50, r.Warm.Warm, r.Warm.N, r.Cold.P50, r.Throughput, r.IdleRSS.P50)
+
+
+	// In persistent interpreters, one session per client.
+	out, errOut, code = ctl(t, s, "bench", "exec", "--persistent", "--n", "20", "--cold", "0", "--concurrency", "4", "--json")
+	var p struct {
+		Persistent bool `json:"persistent"`
+		Warm       struct {
+			N int `json:"n"`
+		}
+		Failures int `json:"failures"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil || !p.Persistent || p.Failures != 0 || p.Warm.N != 20 {
+		t.Fatalf("bench exec --persistent: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	if _, errOut, code := ctl(t, s, "bench", "exec", "--persistent", "--new-sessions"); code == 0 || !strings.Contains(errOut, "--persistent and --new-sessions exclude each other") {
+		t.Errorf("--persistent --new-sessions: exit %d, %s", code, errOut)
+	}
 }
 
 func lastLine(s string) string {
