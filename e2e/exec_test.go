@@ -476,7 +476,6 @@ func TestBenchExec(t *testing.T) {
 	}
 	t.Logf("warm p50 %.1f ms (%d/%d warm), cold p50 %.1f ms, %.0f/s, idle rss %.1f MiB", r.Warm.P50, r.Warm.Warm, r.Warm.N, r.Cold.P50, r.Throughput, r.IdleRSS.P50)
 
-
 	// In persistent interpreters, one session per client.
 	out, errOut, code = ctl(t, s, "bench", "exec", "--persistent", "--n", "20", "--cold", "0", "--concurrency", "4", "--json")
 	var p struct {
