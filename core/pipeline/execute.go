@@ -261,20 +261,23 @@ func (x *Executor) execute(ctx context.Context, t *workspace.Tenant, req CodeReq
 	if req.call != nil {
 		return x.callOnce(ctx, t, req)
 	}
+	// With SessionInterpreter an execution that asked for no persistent
+	// interpreter runs in one with fresh globals.
 	fresh := x.SessionInterpreter && !req.Persistent && !req.FreshSandbox
+	want := pool.Want{Session: req.Session, Persistent: req.Persistent || fresh, FreshGlobals: fresh}
 	acquire := func(ctx context.Context, tenant string) (*pool.Lease, error) {
-		return x.Pool.AcquireFor(ctx, tenant, pool.Want{Session: req.Session, Persistent: req.Persistent || fresh, FreshGlobals: fresh})
+		return x.Pool.AcquireFor(ctx, tenant, want)
 	}
 	if req.FreshSandbox {
 		acquire = x.Pool.AcquireFresh
 	}
-	out, err := x.executeIn(ctx, t, req, acquire, fresh)
+	out, err := x.executeIn(ctx, t, req, acquire, want)
 	if errors.Is(err, errSandboxGone) {
 		// The sandbox died with a restarted backend before the pool heard
 		// of the restart; the program never started, so it gets one more
 		// sandbox.
 		x.Log.Warn("the sandbox backend no longer knows a pooled sandbox; running in another", "tenant", req.Tenant, "error", err)
-		out, err = x.executeIn(ctx, t, req, acquire, fresh)
+		out, err = x.executeIn(ctx, t, req, acquire, want)
 	}
 	return out, err
 }
@@ -283,7 +286,7 @@ func (x *Executor) execute(ctx context.Context, t *workspace.Tenant, req CodeReq
 // no longer had its sandbox.
 var errSandboxGone = errors.New("the sandbox backend no longer has this sandbox (it was restarted); run the program again")
 
-func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeRequest, acquire func(context.Context, string) (*pool.Lease, error), fresh bool) (*CodeResult, error) {
+func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeRequest, acquire func(context.Context, string) (*pool.Lease, error), want pool.Want) (*CodeResult, error) {
 	lctx, leaseSpan := telemetry.Start(ctx, telemetry.SpanLease)
 	lease, err := acquire(lctx, req.Tenant)
 	telemetry.End(leaseSpan, err)
@@ -310,8 +313,8 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 		SandboxID:    lease.ID,
 		Code:         req.Code,
 		Timeout:      req.Timeout,
-		Persistent:   req.Persistent || fresh,
-		FreshGlobals: fresh,
+		Persistent:   want.Persistent,
+		FreshGlobals: want.FreshGlobals,
 		Session:      req.Session,
 	}, h)
 	if h.progress != nil {

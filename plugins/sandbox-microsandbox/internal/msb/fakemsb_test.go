@@ -202,15 +202,7 @@ func TestFakeMSB_Exec(t *testing.T) {
 			t.Errorf("calls %+v", calls)
 		}
 	})
-	t.Run("fresh globals", func(t *testing.T) {
-		for i := range 2 {
-			h := &plugintest.Host{}
-			run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "print('m' in globals())\nm = 1", Persistent: true, FreshGlobals: true, Session: "f"}, h)
-			if h.Stdout() != "False\n" {
-				t.Fatalf("run %d with fresh globals: %q", i, h.Stdout())
-			}
-		}
-	})
+	t.Run("fresh globals", func(t *testing.T) { checkFreshGlobals(t, sb, id) })
 	t.Run("persistent", func(t *testing.T) {
 		for i, want := range []string{"1\n", "2\n", "3\n"} {
 			h := &plugintest.Host{}

@@ -178,6 +178,19 @@ var callCases = []execCase{
 }
 
 // checkCases runs cases in sandbox id.
+// checkFreshGlobals runs two persistent executions with fresh globals in
+// one session: neither sees what the other set.
+func checkFreshGlobals(t *testing.T, sb sandbox.Sandbox, id string) {
+	t.Helper()
+	for i := range 2 {
+		h := &plugintest.Host{}
+		run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "print('m' in globals())\nm = 1", Persistent: true, FreshGlobals: true, Session: "f"}, h)
+		if h.Stdout() != "False\n" {
+			t.Fatalf("run %d with fresh globals: %q", i, h.Stdout())
+		}
+	}
+}
+
 func checkCases(t *testing.T, sb sandbox.Sandbox, id string, cases []execCase) {
 	t.Helper()
 	for _, tc := range cases {

@@ -161,15 +161,7 @@ func TestLegacyServer_Relay(t *testing.T) {
 			t.Errorf("the host's stub tree was changed")
 		}
 	})
-	t.Run("fresh globals", func(t *testing.T) {
-		for i := range 2 {
-			h := &plugintest.Host{}
-			run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "print('m' in globals())\nm = 1", Persistent: true, FreshGlobals: true, Session: "f"}, h)
-			if h.Stdout() != "False\n" {
-				t.Fatalf("run %d with fresh globals: %q", i, h.Stdout())
-			}
-		}
-	})
+	t.Run("fresh globals", func(t *testing.T) { checkFreshGlobals(t, sb, id) })
 	t.Run("persistent", func(t *testing.T) {
 		for i, want := range []string{"1\n", "2\n"} {
 			h := &plugintest.Host{}
@@ -279,15 +271,7 @@ func TestLegacyServer_REPL(t *testing.T) {
 			}
 		}
 	})
-	t.Run("fresh globals", func(t *testing.T) {
-		for i := range 2 {
-			h := &plugintest.Host{}
-			run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "print('m' in globals())\nm = 1", Persistent: true, FreshGlobals: true, Session: "f"}, h)
-			if h.Stdout() != "False\n" {
-				t.Fatalf("run %d with fresh globals: %q", i, h.Stdout())
-			}
-		}
-	})
+	t.Run("fresh globals", func(t *testing.T) { checkFreshGlobals(t, sb, id) })
 	t.Run("timeout", func(t *testing.T) {
 		res := run(t, sb, sandbox.ExecRequest{SandboxID: id, Code: "import time\ntime.sleep(30)", Timeout: time.Second}, nil)
 		if !res.TimedOut || res.Error == nil || res.Error.Type != "Timeout" || res.SandboxOK {

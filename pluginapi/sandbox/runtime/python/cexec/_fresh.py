@@ -15,6 +15,8 @@ import os
 import resource
 import sys
 
+from cexec._osutil import _rss_bytes
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import signal
@@ -28,11 +30,6 @@ _MAX_GROWTH = 64 << 20
 
 _RLIMITS = (resource.RLIMIT_AS, resource.RLIMIT_NPROC, resource.RLIMIT_FSIZE, resource.RLIMIT_NOFILE,
             resource.RLIMIT_CPU, resource.RLIMIT_STACK, resource.RLIMIT_CORE)
-
-
-def _rss() -> int:
-    with open("/proc/self/statm", "rb") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def _open_fds() -> set[int]:
@@ -62,7 +59,7 @@ class Baseline:
         self.fds = _open_fds() - ignore
         self.modules = set(sys.modules)
         self.builtins = dict(builtins.__dict__)
-        self.rss = _rss()
+        self.rss = _rss_bytes()
         self.std = (sys.stdin, sys.stdout, sys.stderr)
         self.hooks = (sys.displayhook, sys.excepthook, sys.breakpointhook, sys.unraisablehook)
         self.recursion = sys.getrecursionlimit()
@@ -160,6 +157,6 @@ class Baseline:
             gc.collect()
             if _open_fds() - self.fds - ignore:
                 why = why or "the program left files open"
-        if _rss() - self.rss > _MAX_GROWTH:
+        if _rss_bytes() - self.rss > _MAX_GROWTH:
             why = why or "its memory grew by more than 64 MiB"
         return why
