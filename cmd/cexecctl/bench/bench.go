@@ -188,18 +188,12 @@ func runOnce(ctx context.Context, bin, cfg string, f startFlags) (Run, error) {
 	if err := cmd.Start(); err != nil {
 		return Run{}, fmt.Errorf("start %s: %w", bin, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	d := watch(cmd)
 	// Whatever happens below, leave no daemon behind.
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
+	defer d.stop(0)
 
 	var r Run
-	c, err := waitReady(ctx, sock, exited, f.timeout)
+	c, err := waitReady(ctx, sock, d, f.timeout)
 	if err != nil {
 		return Run{}, fmt.Errorf("%w\ncexecd stderr:\n%s", err, strings.TrimSpace(stderr.String()))
 	}
@@ -211,8 +205,8 @@ func runOnce(ctx context.Context, bin, cfg string, f startFlags) (Run, error) {
 
 	select {
 	case <-time.After(f.idle):
-	case err := <-exited:
-		return Run{}, fmt.Errorf("cexecd exited while idle (%v)\ncexecd stderr:\n%s", err, strings.TrimSpace(stderr.String()))
+	case <-d.done:
+		return Run{}, fmt.Errorf("cexecd exited while idle (%v)\ncexecd stderr:\n%s", d.err, strings.TrimSpace(stderr.String()))
 	case <-ctx.Done():
 		return Run{}, ctx.Err()
 	}
@@ -242,10 +236,10 @@ func runOnce(ctx context.Context, bin, cfg string, f startFlags) (Run, error) {
 		return Run{}, fmt.Errorf("signal cexecd: %w", err)
 	}
 	select {
-	case err := <-exited:
+	case <-d.done:
 		r.ShutdownMs = ms(time.Since(t1))
-		if err != nil {
-			return Run{}, fmt.Errorf("cexecd did not exit cleanly on SIGTERM: %w\ncexecd stderr:\n%s", err, strings.TrimSpace(stderr.String()))
+		if d.err != nil {
+			return Run{}, fmt.Errorf("cexecd did not exit cleanly on SIGTERM: %w\ncexecd stderr:\n%s", d.err, strings.TrimSpace(stderr.String()))
 		}
 	case <-time.After(f.timeout):
 		return Run{}, fmt.Errorf("cexecd still running %s after SIGTERM", f.timeout)
@@ -258,7 +252,7 @@ func runOnce(ctx context.Context, bin, cfg string, f startFlags) (Run, error) {
 
 // waitReady polls until Status answers on sock. The poll interval bounds the
 // measurement's resolution, so it is short.
-func waitReady(ctx context.Context, sock string, exited <-chan error, timeout time.Duration) (*client.Client, error) {
+func waitReady(ctx context.Context, sock string, d *daemon, timeout time.Duration) (*client.Client, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		c, err := client.New(ctx, sock)
@@ -269,8 +263,8 @@ func waitReady(ctx context.Context, sock string, exited <-chan error, timeout ti
 			_ = c.Close()
 		}
 		select {
-		case werr := <-exited:
-			return nil, fmt.Errorf("cexecd exited before its socket was ready (%v)", werr)
+		case <-d.done:
+			return nil, fmt.Errorf("cexecd exited before its socket was ready (%v)", d.err)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(time.Millisecond):

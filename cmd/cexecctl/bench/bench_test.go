@@ -1,12 +1,17 @@
 package bench
 
 import (
+	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/cexec/cexec/client"
 )
 
 func TestSummarise(t *testing.T) {
@@ -144,5 +149,27 @@ func spinning(t *testing.T, root int) {
 			t.Fatal("the spinning shell used no CPU in 30 s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPrivateDaemonExitsAtStart: a cexecd that exits before its socket is
+// ready (a config it refuses, say) is an error that carries its stderr,
+// not a hang.
+func TestPrivateDaemonExitsAtStart(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "cexecd")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 'cexec.hcl:8: plugin escapes plugin_dir' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	err := withPrivateDaemon(ctx, toolsFlags{cexecd: bin, timeout: 30 * time.Second}, "mcp-server-memory", func(*client.Client) error {
+		t.Error("ran the benchmark on a daemon that exited")
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "exited before its socket was ready") || !strings.Contains(err.Error(), "plugin escapes plugin_dir") {
+		t.Errorf("error %v, want the exit and the daemon's stderr", err)
+	}
+	if ctx.Err() != nil {
+		t.Error("withPrivateDaemon hung")
 	}
 }
