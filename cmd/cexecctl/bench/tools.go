@@ -149,8 +149,8 @@ func benchTools(ctx context.Context, env *cli.Env, f toolsFlags) (*ToolsResult, 
 	}
 
 	// Each round is two executions (sequential and threaded), plus one
-	// unmeasured.
-	p = env.Progress(fmt.Sprintf("bench tools: 1,000 call_tool in one execution, %d rounds", f.rounds), int64(2*f.rounds+1))
+	// unmeasured of each.
+	p = env.Progress(fmt.Sprintf("bench tools: 1,000 call_tool in one execution, %d rounds", f.rounds), int64(2*f.rounds+2))
 	step := func() { p.Add(1) }
 	if f.useDaemon {
 		res.Daemon = client.SocketPath(env.Address)
