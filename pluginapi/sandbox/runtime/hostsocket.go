@@ -2,14 +2,10 @@ package runtime
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"sync"
-
-	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
 // HostSocket is where a sandbox finds the host's channel socket, when its
@@ -96,61 +92,4 @@ func WriteHostRefusal(w io.Writer, reason string) error {
 	}
 	_, err = w.Write(appendFrame(nil, kindJSON, b))
 	return err
-}
-
-// ServeHostCalls answers the host calls of one connection to the host
-// socket with host, maxCalls of them at once (<= 0: DefaultMaxCalls), each
-// with ctx, and returns when the peer closes the connection or breaks the
-// protocol, after every call has returned. Errors become what the program
-// raises as they do on the relayed path: a *sandbox.CallError as it is,
-// any other error as sandbox.DefaultCallErrorType.
-func ServeHostCalls(ctx context.Context, r *bufio.Reader, w io.Writer, host sandbox.Host, maxCalls int) error {
-	if maxCalls <= 0 {
-		maxCalls = DefaultMaxCalls
-	}
-	sem := make(chan struct{}, maxCalls)
-	var (
-		calls sync.WaitGroup
-		wmu   sync.Mutex
-		werr  error
-	)
-	defer calls.Wait()
-	for {
-		kind, payload, err := readFrame(r)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		if kind != kindJSON {
-			return fmt.Errorf("%w: an output frame on the host socket", errBadFrame)
-		}
-		var m inMsg
-		if err := json.Unmarshal(payload, &m); err != nil || m.Op != "call" {
-			return fmt.Errorf("%w: the host socket takes call frames only", errBadFrame)
-		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		calls.Add(1)
-		go func() {
-			defer func() {
-				<-sem
-				calls.Done()
-			}()
-			b, err := hostReply(ctx, host, &m).encode()
-			if err != nil {
-				b, _ = replyMsg{Op: "reply", ID: m.ID, Error: err.Error(), ErrorType: sandbox.DefaultCallErrorType}.encode()
-			}
-			frame := appendFrame(make([]byte, 0, headerSize+len(b)), kindJSON, b)
-			wmu.Lock()
-			defer wmu.Unlock()
-			if werr == nil {
-				_, werr = w.Write(frame)
-			}
-		}()
-	}
 }
