@@ -258,6 +258,17 @@ func TestExecPrograms(t *testing.T) {
 				return p.Arguments, nil
 			},
 			stdout: "True\n"},
+		// One calling thread at a time reads the replies for all: out of
+		// order, each must reach its caller.
+		{name: "threads answered in reverse order", code: "import threading\nfrom cexec import call_tool\nout = {}\ndef w(i):\n    out[i] = call_tool('s', 't', {'i': i, 'ms': 5 * (8 - i)})['i']\n" +
+			"ts = [threading.Thread(target=w, args=(i,)) for i in range(8)]\n[t.start() for t in ts]\nw(8)\n[t.join() for t in ts]\nprint(sorted(out.items()) == [(i, i) for i in range(9)])",
+			host: delayedEcho, stdout: "True\n"},
+		// A signal handler's exception ends the main thread's call, whether
+		// it was waiting (the other thread called first and reads) or
+		// reading (the other thread calls 20 ms later); the other thread's
+		// call and later ones still get their replies.
+		{name: "call interrupted while waiting", code: interrupted(0), host: delayedEcho, stdout: "timed out\n1 2\n"},
+		{name: "call interrupted while reading", code: interrupted(0.02), host: delayedEcho, stdout: "timed out\n1 2\n"},
 		{name: "non-daemon thread joined", code: "import threading, time\ndef w():\n    time.sleep(0.05)\n    print('late')\nthreading.Thread(target=w).start()", stdout: "late\n"},
 		{name: "result not json", code: "import cexec\ncexec.result(float('nan'))", exit: 1, errType: "ValueError"},
 		{name: "progress", code: "import cexec\nprint(cexec.progress(2, 5, 'two'), cexec.progress(3.5))",
@@ -633,4 +644,53 @@ func TestStdioControl(t *testing.T) {
 	if res := exec1(t, r, "print(2)", nil); res.ExitCode != 0 || !r.Healthy() {
 		t.Errorf("second execution %+v", res)
 	}
+}
+
+// delayedEcho answers a call with its arguments after arguments.ms
+// milliseconds.
+func delayedEcho(ctx context.Context, _ string, params json.RawMessage) (json.RawMessage, error) {
+	var p struct {
+		Arguments json.RawMessage
+	}
+	var a struct {
+		MS int `json:"ms"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(p.Arguments, &a); err != nil {
+		return nil, err
+	}
+	select {
+	case <-time.After(time.Duration(a.MS) * time.Millisecond):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return p.Arguments, nil
+}
+
+// interrupted is a program whose main thread's call is ended by a SIGALRM
+// handler's exception while another thread, started first and calling
+// after delay seconds, makes a call of its own.
+func interrupted(delay float64) string {
+	return fmt.Sprintf(`import signal, threading, time
+from cexec import call_tool
+def alarm(*a):
+    raise TimeoutError('alarm')
+signal.signal(signal.SIGALRM, alarm)
+res = {}
+def other():
+    time.sleep(%g)
+    res['t'] = call_tool('s', 't', {'i': 1, 'ms': 300})['i']
+t = threading.Thread(target=other)
+t.start()
+time.sleep(0.01)
+signal.setitimer(signal.ITIMER_REAL, 0.1)
+try:
+    call_tool('s', 't', {'i': 0, 'ms': 1000})
+except TimeoutError:
+    print('timed out')
+t.join()
+print(res['t'], call_tool('s', 't', {'i': 2, 'ms': 0})['i'])
+`, delay)
 }

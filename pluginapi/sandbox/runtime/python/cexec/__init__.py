@@ -126,23 +126,32 @@ def _error(method: str, message: str, type_name: str) -> Exception:
 
 
 class _Waiter:
-    """One pending call; done is held until the reply (or the end) comes."""
+    """One pending call. done is released (once per wake, see _Channel._wake)
+    when its reply comes, when its thread is to take over reading, or at the
+    end of the connection."""
 
-    __slots__ = ("done", "reply")
+    __slots__ = ("done", "woken", "reply")
 
     def __init__(self) -> None:
         self.done = _thread.allocate_lock()
         self.done.acquire()
+        self.woken = False
         self.reply: dict[str, Any] | None = None
 
 
 class _Channel:
     """The execution's connection to the runner (and through it the host).
 
-    Any thread may make host calls: writes are serialized by a lock and a
-    reader thread, started on the first call, routes replies by call id.
-    It uses _thread rather than threading, which an idle sandbox then need
-    not import.
+    Any thread may make host calls: writes are serialized by a lock, and one
+    calling thread at a time reads, handing replies to their callers by
+    call id, until its own reply comes; then it wakes another thread still
+    waiting, if any, to read on. A program calling from one thread so reads
+    its own replies, with no reader thread to wake for each.
+
+    A signal handler's exception while the main thread reads is raised by
+    os.read (nothing read) unless the signal comes in the instant after it
+    returned, which would lose those bytes and end the channel: the hazard
+    the signal module's documentation gives all Python code.
     """
 
     def __init__(self, fd: int) -> None:
@@ -152,8 +161,12 @@ class _Channel:
         self._lock = _thread.allocate_lock()
         self._pending: dict[int, _Waiter] = {}
         self._next_id = 0
-        self._reader = False
+        self._frames = _proto.Reader()
+        self._reading = False
+        # closed: no more calls (close, or the end); ended: the runner
+        # closed its end, or broke the protocol, and fd is closed.
         self._closed = False
+        self._ended = False
         # Why the host closed the connection, when it said (a refused token).
         self._refusal = ""
         self.result_json: str | None = None
@@ -173,17 +186,16 @@ class _Channel:
                              f"{_proto.MAX_CALL_DATA >> 20} MiB a host call carries; send less data per call",
                              "ArgumentTooLarge")
             self._pending[call_id] = waiter
-            if not self._reader:
-                _thread.start_new_thread(self._read_replies, ())
-                self._reader = True
         try:
-            with self._wlock:
-                _proto.write_all(self._fd, frame)
-        except OSError as e:
+            try:
+                with self._wlock:
+                    _proto.write_all(self._fd, frame)
+            except OSError as e:
+                raise HostError(f"host connection lost: {e}") from None
+            self._await(waiter)
+        finally:
             with self._lock:
                 self._pending.pop(call_id, None)
-            raise HostError(f"host connection lost: {e}") from None
-        waiter.done.acquire()
         reply = waiter.reply
         if reply is None:
             raise HostError("host connection lost before the call was answered" + (self._refusal and f": {self._refusal}"))
@@ -191,11 +203,39 @@ class _Channel:
             raise _error(method, str(reply.get("error")), str(reply.get("error_type") or ""))
         return reply.get("result")
 
-    def _read_replies(self) -> None:
-        reader = _proto.Reader()
+    @staticmethod
+    def _wake(waiter: _Waiter) -> None:
+        """Release waiter.done unless it is released already; under _lock."""
+        if not waiter.woken:
+            waiter.woken = True
+            waiter.done.release()
+
+    def _await(self, waiter: _Waiter) -> None:
+        """Return once waiter has its reply or the connection has ended,
+        reading whenever no other thread does."""
+        lead = False
         try:
             while True:
-                frame = _proto.read_frame(self._fd, reader)
+                with self._lock:
+                    if waiter.reply is not None or self._ended:
+                        return
+                    if not self._reading:
+                        self._reading = lead = True
+                        break
+                waiter.done.acquire()
+                with self._lock:
+                    waiter.woken = False
+            self._read_until(waiter)
+        finally:
+            if lead:
+                self._hand_over(waiter)
+
+    def _read_until(self, waiter: _Waiter) -> None:
+        """Read replies, handing each to its caller, until waiter has its
+        own or the connection ends."""
+        try:
+            while waiter.reply is None:
+                frame = _proto.read_frame(self._fd, self._frames)
                 if frame is None:
                     break
                 kind, payload = frame
@@ -208,20 +248,48 @@ class _Channel:
                 if msg.get("op") != "reply":
                     continue
                 with self._lock:
-                    waiter = self._pending.pop(msg.get("id"), None)  # type: ignore[arg-type]
-                if waiter is not None:
-                    waiter.reply = msg
-                    waiter.done.release()
-        except (OSError, _proto.ProtocolError):
+                    other = self._pending.get(msg.get("id"))  # type: ignore[arg-type]
+                    if other is not None and other.reply is None:
+                        other.reply = msg
+                        if other is not waiter:
+                            self._wake(other)
+            else:
+                return
+        except OSError as e:
+            if e.errno is None:
+                # Raised by a signal handler (TimeoutError, say), not by
+                # the read: the connection is fine.
+                raise
+        except _proto.ProtocolError:
             pass
-        finally:
-            with self._lock:
-                self._closed = True
-                pending, self._pending = self._pending, {}
-            for waiter in pending.values():
-                waiter.done.release()
-            # The reader owns the descriptor once it runs, so that the number
-            # is not reused while it may still read from it.
+        self._end()
+
+    def _hand_over(self, waiter: _Waiter) -> None:
+        """Stop reading, and wake a thread still waiting for its reply to
+        read on; with none and no more calls to come, close fd. Also when
+        the reading thread was interrupted (an exception from a signal
+        handler), so that the others' replies are still read."""
+        with self._lock:
+            self._reading = False
+            if self._ended:
+                return
+            for other in self._pending.values():
+                if other is not waiter and other.reply is None:
+                    self._wake(other)
+                    return
+            if not self._closed:
+                return
+        self._end()
+
+    def _end(self) -> None:
+        """End the connection: fail the calls still waiting and close fd."""
+        with self._lock:
+            if self._ended:
+                return
+            self._closed = self._ended = True
+            for other in self._pending.values():
+                self._wake(other)
+        with self._wlock:
             try:
                 os.close(self._fd)
             except OSError:
@@ -236,16 +304,13 @@ class _Channel:
             _proto.write_all(self._fd, _proto.encode(_proto.KIND_JSON, body))
 
     def close(self) -> None:
-        """Stop accepting calls; the descriptor is closed by the reader
-        thread when the runner closes its end, or here if there is none."""
+        """Stop accepting calls. fd is closed here, or, while calls are still
+        waiting for their replies, by the last thread reading them."""
         with self._lock:
             self._closed = True
-            reader = self._reader
-        if not reader:
-            try:
-                os.close(self._fd)
-            except OSError:
-                pass
+            if self._reading or self._pending:
+                return
+        self._end()
 
 
 _channel: _Channel | None = None
