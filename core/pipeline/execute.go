@@ -321,6 +321,9 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 		h.progress.stop()
 	}
 	telemetry.End(runSpan, err)
+	if err == nil && res.SessionLost {
+		lease.InterpreterEnded()
+	}
 	lease.Release(err == nil && res.SandboxOK)
 	if err != nil {
 		if errors.Is(err, pluginapi.ErrNotFound) && h.untouched() {

@@ -13,7 +13,9 @@ import (
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
-// recordRunner runs every program successfully and keeps the requests.
+// recordRunner runs every program successfully and keeps the requests. A
+// persistent program calling os._exit ends its interpreter, as the runtime
+// reports it.
 type recordRunner struct {
 	mu   sync.Mutex
 	reqs []sandbox.ExecRequest
@@ -23,7 +25,7 @@ func (r *recordRunner) Exec(_ context.Context, req sandbox.ExecRequest, _ sandbo
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reqs = append(r.reqs, req)
-	return sandbox.ExecResult{SandboxOK: true}, nil
+	return sandbox.ExecResult{SandboxOK: true, SessionLost: req.Persistent && strings.Contains(req.Code, "os._exit")}, nil
 }
 
 func newInterpExecutor(t *testing.T, maxTotal int) (*Executor, *recordRunner) {
@@ -104,6 +106,44 @@ func TestInterpreterLostWarning(t *testing.T) {
 				t.Errorf("InterpreterLost %q, want %q", got, tc.want)
 			}
 			if again := run("a").InterpreterLost; again != "" {
+				t.Errorf("told again: %q", again)
+			}
+		})
+	}
+}
+
+// TestInterpreterEndedWarning: a persistent session whose interpreter ended
+// during one of its executions (a program called os._exit) learns it from
+// its next result, once; with fresh globals there is nothing to lose.
+func TestInterpreterEndedWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		on         bool
+		persistent bool
+		want       string
+	}{
+		{name: "persistent", persistent: true, want: "it ended during one of the session's executions"},
+		{name: "fresh globals", on: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x, _ := newInterpExecutor(t, 2)
+			x.SessionInterpreter = tc.on
+			run := func(code string) string {
+				t.Helper()
+				res, err := x.ExecuteCode(context.Background(), CodeRequest{Tenant: "acme", Session: "a", Code: code, Persistent: tc.persistent})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res.InterpreterLost
+			}
+			run("x = 1")
+			if got := run("import os\nos._exit(0)"); got != "" {
+				t.Errorf("the ending execution warned %q", got)
+			}
+			if got := run("print(x)"); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("InterpreterLost %q, want %q", got, tc.want)
+			}
+			if again := run("print(x)"); again != "" {
 				t.Errorf("told again: %q", again)
 			}
 		})

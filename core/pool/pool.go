@@ -148,9 +148,10 @@ type Lease struct {
 	// session's earlier executions. "" when the pool knows of no loss.
 	Lost string
 
-	p    *Pool
-	e    *entry
-	once sync.Once
+	p     *Pool
+	e     *entry
+	ended bool
+	once  sync.Once
 }
 
 // New returns a pool over backend and starts its maintenance loop. Call
@@ -371,6 +372,12 @@ func (p *Pool) leaseLocked(tenant string, n int) {
 	}
 }
 
+// InterpreterEnded records, before Release, that the session's persistent
+// interpreter ended during the execution (sandbox.ExecResult.SessionLost),
+// so that the session's next persistent execution is told why its globals
+// are gone.
+func (l *Lease) InterpreterEnded() { l.ended = true }
+
 // Release returns the sandbox to the pool. healthy is false when the
 // execution crashed, timed out or otherwise left the sandbox unfit; it is
 // then destroyed and replaced in the background.
@@ -391,6 +398,8 @@ func (l *Lease) Release(healthy bool) {
 			p.lostLocked(l.e, lostStopping)
 		case !healthy:
 			p.lostLocked(l.e, lostUnfit)
+		case l.ended:
+			p.lostLocked(l.e, lostEnded)
 		case p.cfg.MaxUses > 0 && l.e.uses >= p.cfg.MaxUses:
 			p.lostLocked(l.e, lostMaxUses)
 		}

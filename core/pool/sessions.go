@@ -32,6 +32,7 @@ const (
 	lostEvicted  = "its sandbox was stopped to make room for another tenant"
 	lostFlushed  = "the sandbox backend restarted"
 	lostStopping = "the tenant's sandboxes were stopped"
+	lostEnded    = "it ended during one of the session's executions (the program exited it, or it was killed)"
 )
 
 type lostSession struct {

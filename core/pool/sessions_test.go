@@ -146,6 +146,25 @@ func TestSessionHandOff(t *testing.T) {
 	}
 }
 
+// TestInterpreterEnded: an interpreter that ended during an execution
+// (the runtime's session_lost) is reported to the session's next persistent
+// execution, in the same healthy sandbox, and to that one only.
+func TestInterpreterEnded(t *testing.T) {
+	pl := newPool(t, newMem(), Config{MaxTotal: 2})
+	ctx := context.Background()
+	want := Want{Session: "a", Persistent: true}
+	first := leased(t)(pl.AcquireFor(ctx, "t", want))
+	first.InterpreterEnded()
+	first.Release(true)
+	for i, wantLost := range []string{lostEnded, ""} {
+		l := leased(t)(pl.AcquireFor(ctx, "t", want))
+		if l.ID != first.ID || l.Lost != wantLost {
+			t.Errorf("execution %d: sandbox %s, Lost %q; want %s, %q", i+2, l.ID, l.Lost, first.ID, wantLost)
+		}
+		l.Release(true)
+	}
+}
+
 // TestLostBounded: the pool remembers at most maxLost lost sessions, the
 // latest.
 func TestLostBounded(t *testing.T) {

@@ -542,6 +542,7 @@ func resultToProto(r ExecResult) *sandboxv1.ExecResult {
 		OutputTruncated: r.OutputTruncated,
 		TimedOut:        r.TimedOut,
 		SandboxOk:       r.SandboxOK,
+		SessionLost:     r.SessionLost,
 	}
 	if r.Error != nil {
 		out.Error = &sandboxv1.ExecError{Type: r.Error.Type, Message: r.Error.Message, Traceback: r.Error.Traceback}
@@ -558,6 +559,7 @@ func resultFromProto(r *sandboxv1.ExecResult) ExecResult {
 		OutputTruncated: r.GetOutputTruncated(),
 		TimedOut:        r.GetTimedOut(),
 		SandboxOK:       r.GetSandboxOk(),
+		SessionLost:     r.GetSessionLost(),
 	}
 	if e := r.GetError(); e != nil {
 		out.Error = &ExecError{Type: e.GetType(), Message: e.GetMessage(), Traceback: e.GetTraceback()}

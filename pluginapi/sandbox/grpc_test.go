@@ -88,6 +88,7 @@ func TestExecOutputAndResult(t *testing.T) {
 		OutputTruncated: true,
 		TimedOut:        true,
 		SandboxOK:       true,
+		SessionLost:     true,
 	}
 	b := &backend{run: func(_ context.Context, _ sandbox.ExecRequest, host sandbox.Host) (sandbox.ExecResult, error) {
 		for _, o := range []struct {

@@ -166,6 +166,11 @@ type ExecResult struct {
 	// SandboxOK is false when the sandbox must not be reused (crash, kill,
 	// timeout); the pool recycles it.
 	SandboxOK bool
+	// SessionLost is true when the session's persistent interpreter ended
+	// during this execution (the program exited it, or it was killed): its
+	// globals are gone, and the session's next persistent execution starts
+	// in a new one.
+	SessionLost bool
 }
 
 // Status describes a live sandbox.

@@ -133,7 +133,9 @@
 //	    called cexec.result(obj). "clean" is false when the zygote could not
 //	    make sure that nothing of the program survived, or the program died
 //	    in a way that suggests the sandbox is in trouble (a signal it did not
-//	    get from the runtime, such as the OOM killer's).
+//	    get from the runtime, such as the OOM killer's). "session_lost" is
+//	    true when the session's persistent interpreter ended during the
+//	    execution (it exited, or was killed).
 //	{"op":"unclean","id":"x1","message":"..."}
 //	    The zygote reports a result as soon as the program has said how it
 //	    ended and closed its output, and kills what is left of it afterwards;

@@ -316,15 +316,13 @@ func (e *execution) result(m *inMsg) sandbox.ExecResult {
 		OutputTruncated: m.Truncated || e.truncated,
 		TimedOut:        m.TimedOut,
 		SandboxOK:       m.Clean && !m.TimedOut && !m.Cancelled && !e.cancelled && e.r.Healthy(),
+		SessionLost:     m.SessionLost,
 	}
 	if m.Error != nil {
 		res.Error = &sandbox.ExecError{Type: m.Error.Type, Message: m.Error.Message, Traceback: m.Error.Traceback}
 	}
 	if e.cancelled && res.Error == nil {
 		res.Error = &sandbox.ExecError{Type: "Killed", Message: "the execution was cancelled"}
-	}
-	if m.SessionLost {
-		e.r.log.Debug("persistent interpreter lost", "exec", e.id)
 	}
 	return res
 }

@@ -394,8 +394,16 @@ func TestPersistentSession(t *testing.T) {
 	if _, res := run("raise KeyError('k')", true, "s1"); res.Error == nil || res.Error.Type != "KeyError" {
 		t.Errorf("error %+v", res.Error)
 	}
-	if out, _ := run("print(x)", true, "s1"); out != "42\n" {
-		t.Errorf("state after errors: %q", out)
+	if out, res := run("print(x)", true, "s1"); out != "42\n" || res.SessionLost {
+		t.Errorf("state after errors: %q, session lost %v", out, res.SessionLost)
+	}
+	// A program that ends its interpreter ends the session's state, and
+	// the result says so.
+	if _, res := run("y = 1\nimport os\nos._exit(3)", true, "s3"); !res.SessionLost || res.ExitCode != 3 {
+		t.Errorf("os._exit: session lost %v, exit code %d; want true, 3", res.SessionLost, res.ExitCode)
+	}
+	if out, _ := run("print('y' in globals())", true, "s3"); out != "False\n" {
+		t.Errorf("state after os._exit: %q", out)
 	}
 	// A timeout kills the interpreter; the session starts over.
 	_, res := func() (string, sandbox.ExecResult) {
@@ -406,8 +414,8 @@ func TestPersistentSession(t *testing.T) {
 		}
 		return "", res
 	}()
-	if !res.TimedOut {
-		t.Errorf("not timed out: %+v", res)
+	if !res.TimedOut || !res.SessionLost {
+		t.Errorf("not timed out, or the session not lost: %+v", res)
 	}
 	if out, _ := run("print('x' in globals())", true, "s1"); out != "False\n" {
 		t.Errorf("state after timeout: %q", out)

@@ -1170,7 +1170,12 @@ type ExecResult struct {
 	TimedOut        bool       `protobuf:"varint,7,opt,name=timed_out,json=timedOut,proto3" json:"timed_out,omitempty"`
 	// sandbox_ok is false when the sandbox must not be reused (crash, kill,
 	// timeout); the pool recycles it.
-	SandboxOk     bool `protobuf:"varint,8,opt,name=sandbox_ok,json=sandboxOk,proto3" json:"sandbox_ok,omitempty"`
+	SandboxOk bool `protobuf:"varint,8,opt,name=sandbox_ok,json=sandboxOk,proto3" json:"sandbox_ok,omitempty"`
+	// session_lost is true when the session's persistent interpreter ended
+	// during this execution (the program exited it, or it was killed): its
+	// globals are gone, and the session's next persistent execution starts in
+	// a new one.
+	SessionLost   bool `protobuf:"varint,9,opt,name=session_lost,json=sessionLost,proto3" json:"session_lost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1257,6 +1262,13 @@ func (x *ExecResult) GetTimedOut() bool {
 func (x *ExecResult) GetSandboxOk() bool {
 	if x != nil {
 		return x.SandboxOk
+	}
+	return false
+}
+
+func (x *ExecResult) GetSessionLost() bool {
+	if x != nil {
+		return x.SessionLost
 	}
 	return false
 }
@@ -1790,7 +1802,7 @@ const file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\ttraceback\x18\x03 \x01(\tR\ttraceback\"B\n" +
 	"\x05Usage\x12\x15\n" +
 	"\x06cpu_ms\x18\x01 \x01(\x03R\x05cpuMs\x12\"\n" +
-	"\rmax_rss_bytes\x18\x02 \x01(\x03R\vmaxRssBytes\"\xc2\x02\n" +
+	"\rmax_rss_bytes\x18\x02 \x01(\x03R\vmaxRssBytes\"\xe5\x02\n" +
 	"\n" +
 	"ExecResult\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x1f\n" +
@@ -1803,7 +1815,8 @@ const file_cexec_plugin_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x10output_truncated\x18\x06 \x01(\bR\x0foutputTruncated\x12\x1b\n" +
 	"\ttimed_out\x18\a \x01(\bR\btimedOut\x12\x1d\n" +
 	"\n" +
-	"sandbox_ok\x18\b \x01(\bR\tsandboxOk\"\xcb\x01\n" +
+	"sandbox_ok\x18\b \x01(\bR\tsandboxOk\x12!\n" +
+	"\fsession_lost\x18\t \x01(\bR\vsessionLost\"\xcb\x01\n" +
 	"\n" +
 	"ExecOutput\x12>\n" +
 	"\x06output\x18\x01 \x01(\v2$.cexec.plugin.sandbox.v1.OutputChunkH\x00R\x06output\x127\n" +
