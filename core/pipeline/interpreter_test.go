@@ -75,7 +75,8 @@ func TestSessionInterpreterRequests(t *testing.T) {
 }
 
 // TestInterpreterLostWarning: a persistent session whose interpreter the
-// pool ended for another session's execution learns it from its next
+// pool ended for another session's execution, or that ended during one of
+// its own executions (a program called os._exit), learns it from its next
 // result, once; a session interpreter with fresh globals has nothing to
 // lose and no warning.
 func TestInterpreterLostWarning(t *testing.T) {
@@ -83,67 +84,35 @@ func TestInterpreterLostWarning(t *testing.T) {
 		name       string
 		on         bool
 		persistent bool
-		want       string
+		// lose is what session a runs after its first execution, as
+		// session, code pairs.
+		lose []string
+		want string
 	}{
-		{name: "persistent", persistent: true, want: "another session's execution needed its sandbox"},
-		{name: "fresh globals", on: true},
+		{name: "taken", persistent: true, lose: []string{"b", "x = 1"}, want: "another session's execution needed its sandbox"},
+		{name: "taken, fresh globals", on: true, lose: []string{"b", "x = 1"}},
+		{name: "ended", persistent: true, lose: []string{"a", "import os\nos._exit(0)"}, want: "it ended during one of the session's executions"},
+		{name: "ended, fresh globals", on: true, lose: []string{"a", "import os\nos._exit(0)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x, _ := newInterpExecutor(t, 1)
 			x.SessionInterpreter = tc.on
-			run := func(session string) *CodeResult {
+			run := func(session, code string) string {
 				t.Helper()
-				res, err := x.ExecuteCode(context.Background(), CodeRequest{Tenant: "acme", Session: session, Code: "x = 1", Persistent: tc.persistent})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return res
-			}
-			run("a")
-			run("b")
-			got := run("a").InterpreterLost
-			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
-				t.Errorf("InterpreterLost %q, want %q", got, tc.want)
-			}
-			if again := run("a").InterpreterLost; again != "" {
-				t.Errorf("told again: %q", again)
-			}
-		})
-	}
-}
-
-// TestInterpreterEndedWarning: a persistent session whose interpreter ended
-// during one of its executions (a program called os._exit) learns it from
-// its next result, once; with fresh globals there is nothing to lose.
-func TestInterpreterEndedWarning(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		on         bool
-		persistent bool
-		want       string
-	}{
-		{name: "persistent", persistent: true, want: "it ended during one of the session's executions"},
-		{name: "fresh globals", on: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			x, _ := newInterpExecutor(t, 2)
-			x.SessionInterpreter = tc.on
-			run := func(code string) string {
-				t.Helper()
-				res, err := x.ExecuteCode(context.Background(), CodeRequest{Tenant: "acme", Session: "a", Code: code, Persistent: tc.persistent})
+				res, err := x.ExecuteCode(context.Background(), CodeRequest{Tenant: "acme", Session: session, Code: code, Persistent: tc.persistent})
 				if err != nil {
 					t.Fatal(err)
 				}
 				return res.InterpreterLost
 			}
-			run("x = 1")
-			if got := run("import os\nos._exit(0)"); got != "" {
-				t.Errorf("the ending execution warned %q", got)
+			run("a", "x = 1")
+			if got := run(tc.lose[0], tc.lose[1]); got != "" {
+				t.Errorf("the losing execution warned %q", got)
 			}
-			if got := run("print(x)"); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			if got := run("a", "print(x)"); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("InterpreterLost %q, want %q", got, tc.want)
 			}
-			if again := run("print(x)"); again != "" {
+			if again := run("a", "print(x)"); again != "" {
 				t.Errorf("told again: %q", again)
 			}
 		})
