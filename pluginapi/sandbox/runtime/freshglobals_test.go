@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,4 +90,86 @@ func TestFreshGlobals(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "helper.py")); err != nil {
 		t.Errorf("helper.py: %v", err)
 	}
+}
+
+// TestInterpretersOnly: a zygote keeps a spare child and a fork server for
+// forked executions, and drops both at its first execution with fresh
+// globals (sandbox.session_interpreter), after which its only descendant
+// is the session's interpreter; a forked execution still runs.
+func TestInterpretersOnly(t *testing.T) {
+	r, _ := startZygote(t, Options{})
+	ctx := context.Background()
+	hello, err := r.Ready(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(req sandbox.ExecRequest) {
+		t.Helper()
+		req.Code, req.Session, req.Timeout = "print(1)", "s", 20*time.Second
+		h := &recHost{}
+		if res, err := r.Exec(ctx, req, h); err != nil || res.ExitCode != 0 {
+			t.Fatalf("%+v: %v %+v", req, err, res)
+		}
+	}
+	// The warm-up after an execution (spare, fork server) takes a moment.
+	settle := func(want int) []int {
+		t.Helper()
+		var kids []int
+		for range 100 {
+			if kids = descendantsOf(t, hello.PID); len(kids) == want {
+				return kids
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return kids
+	}
+	exec(sandbox.ExecRequest{})
+	if kids := settle(2); len(kids) != 2 {
+		t.Fatalf("after a forked execution the zygote has descendants %v, want a spare and a fork server", kids)
+	}
+	exec(sandbox.ExecRequest{Persistent: true, FreshGlobals: true})
+	if kids := settle(1); len(kids) != 1 {
+		t.Fatalf("after an execution with fresh globals the zygote has descendants %v, want the session's interpreter alone", kids)
+	}
+	exec(sandbox.ExecRequest{})
+	if kids := settle(1); len(kids) != 1 {
+		t.Errorf("after another forked execution the zygote has descendants %v, want the interpreter alone (no spare again)", kids)
+	}
+}
+
+// descendantsOf lists the processes below pid (the spare is the fork
+// server's child).
+func descendantsOf(t *testing.T, pid int) []int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := map[int]int{}
+	for _, d := range dirs {
+		n, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", d.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+				parent[n], _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+		}
+	}
+	var below []int
+	for n := range parent {
+		// Bounded: a pid reused while /proc was read could make a loop.
+		for p, depth := parent[n], 0; p > 1 && depth < 64; p, depth = parent[p], depth+1 {
+			if p == pid {
+				below = append(below, n)
+				break
+			}
+		}
+	}
+	return below
 }

@@ -37,6 +37,7 @@ class Part:
         rehearsed: bool
         forker: ForkServer | None
         forker_failed: bool
+        forks: bool
         exits: dict[int, tuple[int, Usage]]
         last_end: float
         ready_at: float

@@ -63,6 +63,8 @@ class Warmup(Part):
         if not self.hardened or not self.frozen:
             since = self.last_end if self.executions else self.ready_at
             return max(0, int((since + _START_DELAY - time.monotonic()) * 1000))
+        if not self.forks:
+            return None
         if self.spare is None:
             return 0
         if self.rehearsed:
@@ -91,6 +93,18 @@ class Warmup(Part):
             self.rehearsed = True
             if self.spare.pid:
                 self.rehearse(self.spare.pid)
+
+    def interpreters_only(self) -> None:
+        """An execution with fresh globals: the host runs this sandbox's
+        executions in sessions' interpreters (sandbox.session_interpreter),
+        so a spare child and the fork server, which serve forked executions
+        alone, would only hold memory. Drop them; a forked execution that
+        comes all the same is forked by the zygote itself."""
+        if not self.forks:
+            return
+        self.forks = False
+        self.drop_spare()
+        self.drop_forker()
 
     def freeze(self) -> None:
         """Move every object that exists now out of the collector's reach:

@@ -246,6 +246,10 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers, Forker):
         self.rehearsed = False
         self.forker: ForkServer | None = None
         self.forker_failed = False
+        # Whether executions fork children: until one with fresh globals
+        # shows the sessions' interpreters serve them all (see
+        # interpreters_only).
+        self.forks = True
         self.exits: dict[int, tuple[int, Usage]] = {}
         self.last_end = 0.0
         self.ready_at = 0.0
@@ -355,6 +359,8 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers, Forker):
             self.harden()
             self.enter_session(str(job.get("session") or ""))
             if job.get("persistent"):
+                if job.get("fresh_globals"):
+                    self.interpreters_only()
                 self.start_persistent(run, job)
             elif not self.take_spare(run, job):
                 self.start_child(run, job)
