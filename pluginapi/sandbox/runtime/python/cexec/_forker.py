@@ -81,9 +81,10 @@ class Forker(Part):
         self.forker = ForkServer(pid, sock)
 
     def drop_forker(self, reaped: bool = False) -> None:
-        """Stop using the fork server (it died or broke its protocol): kill
-        and reap it, unless reaped already (its pid may be another
-        process's by now)."""
+        """Stop using the fork server for good (it died or broke its
+        protocol, or sessions' interpreters serve the sandbox): kill and
+        reap it, unless reaped already (its pid may be another process's by
+        now)."""
         fs, self.forker = self.forker, None
         if fs is None:
             return
