@@ -20,6 +20,9 @@
 // A lost connection (process exit, broken stream, transport error) is
 // replaced with exponential backoff; calls in flight fail with
 // ErrConnectionLost and calls made meanwhile wait for the new connection.
+// While a failed attempt's backoff runs calls fail at once, except that a
+// call to an HTTP or SSE server a second or more after it starts the next
+// attempt itself (callRetryAfter).
 // tools/list_changed notifications refresh that server's tools, regenerate
 // the stub tree and notify subscribers.
 //

@@ -447,6 +447,75 @@ func TestHTTPRestartedWhileIdle(t *testing.T) {
 	}
 }
 
+// TestCallEndsBackoff: a call to an HTTP or SSE server in backoff starts an
+// attempt of its own once the last failed attempt is callRetryAfter old, so
+// a server back from a restart serves it instead of the catalog failing
+// calls until its backoff (here ten minutes) runs out. A stdio server's
+// calls still wait out the backoff: each attempt spawns a process.
+func TestCallEndsBackoff(t *testing.T) {
+	bin := testpeers.Bin(t, "mcp-server-everything")
+	for _, tt := range []struct {
+		transport string
+		served    bool // the call after the server came back goes through
+	}{
+		{config.TransportHTTP, true},
+		{config.TransportSSE, true},
+		{config.TransportStdio, false},
+	} {
+		t.Run(tt.transport, func(t *testing.T) {
+			var s *config.MCPServer
+			var back func()
+			switch tt.transport {
+			case config.TransportStdio:
+				// Fails until the flag file exists.
+				flag := filepath.Join(t.TempDir(), "up")
+				s = &config.MCPServer{Transport: config.TransportStdio, Command: "/bin/sh",
+					Args: []string{"-c", `test -e "$0" || { echo down >&2; exit 3; }; exec "$1" stdio`, flag, bin}}
+				back = func() {
+					if err := os.WriteFile(flag, nil, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+			default:
+				port := freePort(t)
+				mode, path := "streamableHttp", "/mcp"
+				if tt.transport == config.TransportSSE {
+					mode, path = "sse", "/sse"
+				}
+				s = &config.MCPServer{Transport: tt.transport, URL: "http://127.0.0.1:" + strconv.Itoa(port) + path}
+				back = func() { runPeer(t, bin, port, mode) }
+			}
+			s.Name, s.Optional, s.Timeout = "everything", true, 20*time.Second
+			c := start(t, Options{MinBackoff: 10 * time.Minute, MaxBackoff: 10 * time.Minute}, s)
+			sum := func() error {
+				_, err := c.Call(context.Background(), "default", "everything", "get-sum", json.RawMessage(`{"a": 1, "b": 1}`))
+				return err
+			}
+			if st, _ := c.Server("everything"); st.State != StateBackoff {
+				t.Fatalf("status with the server down: %+v", st)
+			}
+			// Right after the failed attempt, a call gets its error.
+			if err := sum(); !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("call with the server down: %v", err)
+			}
+			back()
+			time.Sleep(callRetryAfter)
+			err := sum()
+			switch {
+			case tt.served && err != nil:
+				t.Fatalf("call after the server came back: %v", err)
+			case !tt.served && !errors.Is(err, ErrUnavailable):
+				t.Fatalf("call to a stdio server in backoff: %v, want it unavailable until the backoff ends", err)
+			}
+			if tt.served {
+				if st, _ := c.Server("everything"); st.State != StateReady {
+					t.Errorf("status after the call: %+v", st)
+				}
+			}
+		})
+	}
+}
+
 // TestSlowStart: a server that takes longer to start than the connect
 // timeout connects when its own timeout allows it the time, and one that
 // is not given the time fails saying it did not answer, and within what.

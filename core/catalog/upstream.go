@@ -33,7 +33,9 @@ const (
 	// calls wait for it.
 	StateReconnecting State = "reconnecting"
 	// StateBackoff: the last attempt failed; the next one starts after a
-	// backoff delay. Calls fail at once with the last error.
+	// backoff delay. Calls fail at once with the last error, except that a
+	// call to an HTTP or SSE server starts an attempt of its own, and
+	// waits for it, when the last one ended callRetryAfter ago or more.
 	StateBackoff State = "backoff"
 	// StateClosed: the catalog was closed.
 	StateClosed State = "closed"
@@ -42,6 +44,14 @@ const (
 // stableAfter is how long a connection must have lived for its loss to
 // count as a fresh failure, restarting without delay.
 const stableAfter = 10 * time.Second
+
+// callRetryAfter is how long after a failed attempt a call to a network
+// server may start another, cutting the backoff short: a server back from
+// a restart then serves the next call, not the first after a backoff that
+// has grown to MaxBackoff, and calls still cannot start attempts faster
+// than this. Stdio servers wait out their backoff, since each attempt
+// spawns a process and calls would set the pace of a crash loop.
+const callRetryAfter = time.Second
 
 // ServerStatus is a snapshot of one upstream server.
 type ServerStatus struct {
@@ -161,6 +171,7 @@ type upstream struct {
 	conn        *conn
 	wake        chan struct{} // closed and replaced on every state change
 	lastErr     error
+	failedAt    time.Time // when the last attempt failed (StateBackoff)
 	protocol    string
 	info        mcp.Implementation
 	restarts    int
@@ -204,6 +215,9 @@ func (u *upstream) setState(st State, c *conn, err error) {
 	u.state, u.conn = st, c
 	if err != nil {
 		u.lastErr = err
+	}
+	if st == StateBackoff {
+		u.failedAt = time.Now()
 	}
 	if c != nil {
 		u.protocol, u.info, u.connectedAt = c.protocol, c.info, time.Now()
@@ -302,11 +316,41 @@ func (u *upstream) backoff(ctx context.Context, d time.Duration) bool {
 func (u *upstream) retryNow() {
 	u.mu.Lock()
 	if u.state == StateBackoff {
-		u.state = StateReconnecting
-		close(u.wake)
-		u.wake = make(chan struct{})
+		u.leaveBackoffLocked()
 	}
 	u.mu.Unlock()
+	u.signalRetry()
+}
+
+// retryForCall cuts the backoff short for a call, under callRetryAfter's
+// terms; true when it did (or another call just did), so the call waits
+// for the attempt.
+func (u *upstream) retryForCall() bool {
+	if u.cfg.Transport != config.TransportHTTP && u.cfg.Transport != config.TransportSSE {
+		return false
+	}
+	u.mu.Lock()
+	switch {
+	case u.state == StateReconnecting:
+		u.mu.Unlock()
+		return true
+	case u.state != StateBackoff || time.Since(u.failedAt) < callRetryAfter:
+		u.mu.Unlock()
+		return false
+	}
+	u.leaveBackoffLocked()
+	u.mu.Unlock()
+	u.signalRetry()
+	return true
+}
+
+func (u *upstream) leaveBackoffLocked() {
+	u.state = StateReconnecting
+	close(u.wake)
+	u.wake = make(chan struct{})
+}
+
+func (u *upstream) signalRetry() {
 	select {
 	case u.retry <- struct{}{}:
 	default:
@@ -505,7 +549,8 @@ func (u *upstream) list(ctx context.Context, c *conn) error {
 }
 
 // ready returns the live connection, waiting while one is being made;
-// while the server is in backoff after a failed attempt it fails at once.
+// while the server is in backoff after a failed attempt it fails at once,
+// unless retryForCall starts an attempt for it.
 func (u *upstream) ready(ctx context.Context) (*conn, error) {
 	for {
 		u.mu.Lock()
@@ -523,6 +568,9 @@ func (u *upstream) ready(ctx context.Context) (*conn, error) {
 			if errors.As(lastErr, &signIn) {
 				// Its own words say what to do; the transport's layers add nothing.
 				return nil, fmt.Errorf("%w: %w", ErrUnavailable, signIn)
+			}
+			if u.retryForCall() {
+				continue
 			}
 			return nil, fmt.Errorf("%w: server %s: %w", ErrUnavailable, u.cfg.Name, lastErr)
 		case st == StateClosed:
