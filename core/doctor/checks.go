@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/bytesize"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -375,7 +375,7 @@ func checkDataDir(dir string) Check {
 	}
 	free := int64(st.Bavail) * st.Bsize
 	total := int64(st.Blocks) * st.Bsize
-	detail := fmt.Sprintf("%s: %s free of %s, %d of %d inodes free", dir, human(free), human(total), st.Ffree, st.Files)
+	detail := fmt.Sprintf("%s: %s free of %s, %d of %d inodes free", dir, bytesize.Format(free), bytesize.Format(total), st.Ffree, st.Files)
 	const fix = "free space on the file system holding data_dir, or move data_dir; each tenant's image takes up to its disk_quota"
 	switch {
 	case free < 1<<30 || (total > 0 && free*20 < total):
@@ -384,17 +384,4 @@ func checkDataDir(dir string) Check {
 		return warn(name, detail+": less than 5% of inodes free", fix)
 	}
 	return ok(name, detail)
-}
-
-func human(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

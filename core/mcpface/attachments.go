@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/cexec/cexec/internal/bytesize"
 	"github.com/cexec/cexec/internal/textmime"
 	"github.com/cexec/cexec/pluginapi"
 )
@@ -79,7 +80,7 @@ func (a *Attachment) info() AttachmentInfo {
 // describe is a's line in the reply's text.
 func (a *Attachment) describe() string {
 	in := a.info()
-	what := in.MIMEType + " " + formatBytes(in.Size)
+	what := in.MIMEType + " " + bytesize.Format(in.Size)
 	if in.Name != "" {
 		what = in.Name + ", " + what
 	}
@@ -180,14 +181,4 @@ func (f *Face) readWorkspace(ctx context.Context, req mcp.ReadResourceRequest) (
 		return f.textContents(ctx, sc, uri, mimeType, string(data))
 	}
 	return []mcp.ResourceContents{mcp.BlobResourceContents{URI: uri, MIMEType: mimeType, Blob: base64.StdEncoding.EncodeToString(data)}}, nil
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

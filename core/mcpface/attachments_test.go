@@ -58,9 +58,9 @@ func TestExecuteCodeAttachments(t *testing.T) {
 	w := newWorld(t, func(o *Options, _ *world) { o.Executor, o.Attachments = ex, store })
 	c := connect(t, w.url+"/mcp")
 	text, res := call(t, c, ToolExecuteCode, map[string]any{"code": "show()"})
-	want := "done\n[attached: image/png 12 bytes]\n[attached: to [EMAIL_1], text/plain 21 bytes]\n" +
-		"[saved: report.csv, text/csv 31 bytes; read cexec://workspace/attachments/s/ab-report.csv]\n" +
-		"[saved: application/octet-stream 3 bytes; read cexec://workspace/attachments/s/cd-blob.bin]\n"
+	want := "done\n[attached: image/png 12 B]\n[attached: to [EMAIL_1], text/plain 21 B]\n" +
+		"[saved: report.csv, text/csv 31 B; read cexec://workspace/attachments/s/ab-report.csv]\n" +
+		"[saved: application/octet-stream 3 B; read cexec://workspace/attachments/s/cd-blob.bin]\n"
 	if text != want {
 		t.Errorf("text:\n%s\nwant:\n%s", text, want)
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/cexec/cexec/internal/bytesize"
 )
 
 // maxDepth bounds nesting in both directions, so a hostile document cannot
@@ -160,7 +162,7 @@ var jsonNumberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0
 func (c *yamlConv) write(b []byte) error {
 	c.buf.Write(b)
 	if c.max > 0 && int64(c.buf.Len()) > c.max {
-		return fmt.Errorf("YAML value expands to more than %s of JSON: %w", humanBytes(c.max), ErrTooLarge)
+		return fmt.Errorf("YAML value expands to more than %s of JSON: %w", bytesize.Format(c.max), ErrTooLarge)
 	}
 	return nil
 }

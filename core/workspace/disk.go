@@ -13,6 +13,7 @@ import (
 
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/core/workspace/diskimage"
+	"github.com/cexec/cexec/internal/bytesize"
 )
 
 // How a tenant's disk quota holds (TenantInfo.DiskMode).
@@ -116,7 +117,7 @@ func (m *Manager) fit(ctx context.Context, id, img, dir string, lim diskimage.Li
 	}
 	if u.Bytes > lim.Bytes {
 		m.log.Warn("tenant stores more than its disk quota: its image keeps its size, and executions are refused until it is under",
-			"tenant", id, "used", humanBytes(u.Bytes), "quota", humanBytes(lim.Bytes))
+			"tenant", id, "used", bytesize.Format(u.Bytes), "quota", bytesize.Format(lim.Bytes))
 		return nil
 	}
 	if err := diskimage.Unmount(dir); err != nil {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cexec/cexec/internal/bytesize"
 )
 
 // tempPrefix marks files and folders that are being written. Valid names
@@ -177,7 +179,7 @@ func openRegular(root *os.Root, name string, max int64) (*os.File, int64, error)
 	}
 	if max > 0 && st.Size() > max {
 		f.Close()
-		return nil, 0, fmt.Errorf("%s is %s; the limit is %s: %w", name, humanBytes(st.Size()), humanBytes(max), ErrTooLarge)
+		return nil, 0, fmt.Errorf("%s is %s; the limit is %s: %w", name, bytesize.Format(st.Size()), bytesize.Format(max), ErrTooLarge)
 	}
 	return f, st.Size(), nil
 }
@@ -202,7 +204,7 @@ func readRegular(root *os.Root, name string, max int64) ([]byte, error) {
 			return nil, err
 		}
 		if max > 0 && int64(len(buf)) > max {
-			return nil, fmt.Errorf("%s grew past the limit of %s: %w", name, humanBytes(max), ErrTooLarge)
+			return nil, fmt.Errorf("%s grew past the limit of %s: %w", name, bytesize.Format(max), ErrTooLarge)
 		}
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
@@ -260,18 +262,4 @@ func chownTree(root *os.Root, own *Owner) error {
 		}
 		return root.Lchown(p, own.UID, own.GID)
 	})
-}
-
-// humanBytes formats a size for error messages.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

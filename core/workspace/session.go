@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cexec/cexec/internal/bytesize"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -62,7 +63,7 @@ func (t *Tenant) Append(session string, e Entry) (Entry, error) {
 	if len(e.Context) > 0 {
 		if len(e.Context) > MaxCheckpointSize {
 			return Entry{}, fmt.Errorf("session %s: checkpoint context is %s; the limit is %s: %w",
-				session, humanBytes(int64(len(e.Context))), humanBytes(MaxCheckpointSize), ErrTooLarge)
+				session, bytesize.Format(int64(len(e.Context))), bytesize.Format(MaxCheckpointSize), ErrTooLarge)
 		}
 		if !validJSON(e.Context) {
 			return Entry{}, fmt.Errorf("session %s: checkpoint context is not valid JSON: %w", session, pluginapi.ErrInvalidArgument)
@@ -114,7 +115,7 @@ func (t *Tenant) Append(session string, e Entry) (Entry, error) {
 	// empty.
 	if max := t.Quota().maxSessionLog(); meta.End+int64(len(line)) > max {
 		return Entry{}, fmt.Errorf("tenant %s: session %s's log holds %s; this %s entry would take it over its %s limit (max_session_log); nothing was written; start a new session: %w",
-			t.id, session, humanBytes(meta.End), humanBytes(int64(len(line))), humanBytes(max), ErrQuotaExceeded)
+			t.id, session, bytesize.Format(meta.End), bytesize.Format(int64(len(line))), bytesize.Format(max), ErrQuotaExceeded)
 	}
 	if e.Kind != KindExecution && t.mode == DiskModeImage {
 		// An execution's entry may use the reserve only cexecd writes to,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cexec/cexec/internal/bytesize"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -179,7 +180,7 @@ func scanLog(session string, r io.Reader, entry func(*Entry, int64), problem fun
 		case !complete:
 			perr = errors.New("torn last line (an append interrupted by a crash)")
 		case line == nil:
-			perr = fmt.Errorf("line longer than %s", humanBytes(maxLine))
+			perr = fmt.Errorf("line longer than %s", bytesize.Format(maxLine))
 		default:
 			perr = json.Unmarshal(line, &e)
 		}

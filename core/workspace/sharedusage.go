@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/cexec/cexec/internal/bytesize"
 )
 
 // SharedUsage keeps each tenant's measured disk usage where every replica
@@ -111,7 +113,7 @@ func (t *Tenant) reserveShared(u SharedUsage, what string, oldSize, newSize, quo
 			return nil
 		case measured:
 			return fmt.Errorf("tenant %s: writing %s (%s) would bring the workspace to %s, over its %s disk quota; nothing was written: %w",
-				t.id, what, humanBytes(newSize), humanBytes(bytes-t.reserved+delta), humanBytes(quota), ErrQuotaExceeded)
+				t.id, what, bytesize.Format(newSize), bytesize.Format(bytes-t.reserved+delta), bytesize.Format(quota), ErrQuotaExceeded)
 		}
 		// GC forgot the figure meanwhile: measure and try once more.
 		if _, err := t.measureShared(u); err != nil {

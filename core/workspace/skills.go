@@ -21,6 +21,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/cexec/cexec/internal/bytesize"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -197,7 +198,7 @@ func (t *Tenant) SaveSkill(ctx context.Context, name, description, code string) 
 		return Skill{}, fmt.Errorf("skill %s: the description must be 1-%d characters of text: %w", name, maxDescLen, pluginapi.ErrInvalidArgument)
 	}
 	if len(code) > maxSkillSrc {
-		return Skill{}, fmt.Errorf("skill %s: the code is %s; the limit is %s: %w", name, humanBytes(int64(len(code))), humanBytes(maxSkillSrc), ErrTooLarge)
+		return Skill{}, fmt.Errorf("skill %s: the code is %s; the limit is %s: %w", name, bytesize.Format(int64(len(code))), bytesize.Format(maxSkillSrc), ErrTooLarge)
 	}
 	if strings.TrimSpace(code) == "" {
 		return Skill{}, fmt.Errorf("skill %s: the code is empty: %w", name, pluginapi.ErrInvalidArgument)

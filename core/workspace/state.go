@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cexec/cexec/internal/bytesize"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -206,7 +207,7 @@ func (t *Tenant) DeleteState(name string) error {
 
 func (t *Tenant) checkStateSize(name string, n int64) error {
 	if max := t.m.opts.MaxStateBytes; n > max {
-		return fmt.Errorf("state %s is %s; the limit is %s: %w", name, humanBytes(n), humanBytes(max), ErrTooLarge)
+		return fmt.Errorf("state %s is %s; the limit is %s: %w", name, bytesize.Format(n), bytesize.Format(max), ErrTooLarge)
 	}
 	return nil
 }

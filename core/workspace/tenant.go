@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cexec/cexec/core/workspace/diskimage"
+	"github.com/cexec/cexec/internal/bytesize"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 )
 
@@ -265,7 +266,7 @@ func (t *Tenant) nearQuota() error {
 		return qerr
 	}
 	return fmt.Errorf("tenant %q is at its disk quota: %s of %s used, %s free; larger writes fail with \"No space left on device\"; delete files under /workspace, state (cexecctl state rm) or skills: %w",
-		t.id, humanBytes(u.bytes), humanBytes(t.Quota().DiskBytes), humanBytes(t.Quota().DiskBytes-u.bytes), ErrQuotaExceeded)
+		t.id, bytesize.Format(u.bytes), bytesize.Format(t.Quota().DiskBytes), bytesize.Format(t.Quota().DiskBytes-u.bytes), ErrQuotaExceeded)
 }
 
 // overQuota checks the usage against the disk quota in O(1): in image
@@ -325,10 +326,10 @@ func (t *Tenant) quotaError(u diskUse) error {
 		// Not the host path: the error reaches the agent.
 		return fmt.Errorf("tenant %q is over its disk quota: %s of %s used%s; no execution can start to delete files, as too little is left for cexecd's own records: "+
 			"an operator must delete files in the tenant's workspace folder (or raise its disk_quota or max_files): %w",
-			t.id, humanBytes(u.bytes), humanBytes(q.DiskBytes), files, ErrQuotaExceeded)
+			t.id, bytesize.Format(u.bytes), bytesize.Format(q.DiskBytes), files, ErrQuotaExceeded)
 	}
 	return fmt.Errorf("tenant %q is over its disk quota: %s of %s used%s; delete files under /workspace, state (cexecctl state rm) or skills to run again: %w",
-		t.id, humanBytes(u.bytes), humanBytes(q.DiskBytes), files, ErrQuotaExceeded)
+		t.id, bytesize.Format(u.bytes), bytesize.Format(q.DiskBytes), files, ErrQuotaExceeded)
 }
 
 // remeasureLocked marks the usage stale and starts the accountant unless it
@@ -459,7 +460,7 @@ func (t *Tenant) reserve(what string, oldSize, newSize int64) error {
 	}
 	if after := usage - oldSize + newSize; after > q {
 		return fmt.Errorf("tenant %s: writing %s (%s) would bring the workspace to %s, over its %s disk quota; nothing was written: %w",
-			t.id, what, humanBytes(newSize), humanBytes(after), humanBytes(q), ErrQuotaExceeded)
+			t.id, what, bytesize.Format(newSize), bytesize.Format(after), bytesize.Format(q), ErrQuotaExceeded)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cexec/cexec/internal/bytesize"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -132,7 +133,7 @@ func (t *Tenant) SaveWorkflow(name string, src []byte) (StoredWorkflow, error) {
 		return StoredWorkflow{}, err
 	}
 	if len(src) > maxWorkflowSize {
-		return StoredWorkflow{}, fmt.Errorf("workflow %s is %s; the limit is %s: %w", name, humanBytes(int64(len(src))), humanBytes(maxWorkflowSize), ErrTooLarge)
+		return StoredWorkflow{}, fmt.Errorf("workflow %s is %s; the limit is %s: %w", name, bytesize.Format(int64(len(src))), bytesize.Format(maxWorkflowSize), ErrTooLarge)
 	}
 	if d := t.m.opts.SharedWorkflowsDir; d != "" {
 		for _, ext := range workflowExts {

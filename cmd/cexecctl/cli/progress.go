@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"github.com/cexec/cexec/internal/bytesize"
 )
 
 // Progress reports how far a long operation has come, on stderr. On a
@@ -223,7 +225,7 @@ func (p *Progress) draw() {
 
 func (p *Progress) amount(n int64) string {
 	if p.bytes {
-		return Bytes(n)
+		return bytesize.Format(n)
 	}
 	return fmt.Sprint(n)
 }

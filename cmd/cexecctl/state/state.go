@@ -18,6 +18,7 @@ import (
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
+	"github.com/cexec/cexec/internal/bytesize"
 )
 
 // Command returns the state command and its subcommands.
@@ -188,7 +189,7 @@ The input must then be JSON.`,
 					if env.JSON {
 						return env.PrintProto(r)
 					}
-					_, err = fmt.Fprintf(env.Stdout, "saved %s (%s) for tenant %s, version %s\n", savedAs(args[0], r.GetName()), cli.Bytes(r.GetBytes()), *tenant, r.GetVersion())
+					_, err = fmt.Fprintf(env.Stdout, "saved %s (%s) for tenant %s, version %s\n", savedAs(args[0], r.GetName()), bytesize.Format(r.GetBytes()), *tenant, r.GetVersion())
 					return err
 				})
 				p(err)
@@ -210,7 +211,7 @@ The input must then be JSON.`,
 				if env.JSON {
 					return env.PrintProto(&cexecv1.PutStateResponse{State: info})
 				}
-				_, err = fmt.Fprintf(env.Stdout, "saved %s (%s) for tenant %s\n", savedAs(args[0], info.GetName()), cli.Bytes(info.GetBytes()), *tenant)
+				_, err = fmt.Fprintf(env.Stdout, "saved %s (%s) for tenant %s\n", savedAs(args[0], info.GetName()), bytesize.Format(info.GetBytes()), *tenant)
 				return err
 			})
 			p(err)
@@ -262,7 +263,7 @@ func ls(env *cli.Env, tenant *string) *cobra.Command {
 		}
 		t := cli.NewTable(env.Stdout, "NAME", "FORMAT", "SIZE", "MODIFIED")
 		for _, s := range states {
-			t.Row(s.GetName(), s.GetFormat(), cli.Bytes(s.GetBytes()), cli.UnixMs(s.GetModifiedUnixMs()))
+			t.Row(s.GetName(), s.GetFormat(), bytesize.Format(s.GetBytes()), cli.UnixMs(s.GetModifiedUnixMs()))
 		}
 		return t.Flush()
 	})

@@ -14,6 +14,7 @@ import (
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
+	"github.com/cexec/cexec/internal/bytesize"
 )
 
 // DefaultGCAge is how long a tenant must have been unused before gc
@@ -59,12 +60,12 @@ func writeTable(w io.Writer, ts []*cexecv1.TenantInfo) error {
 	for _, tn := range ts {
 		quota, files := "-", "-"
 		if tn.GetDiskQuota() > 0 {
-			quota = cli.Bytes(tn.GetDiskQuota())
+			quota = bytesize.Format(tn.GetDiskQuota())
 		}
 		if tn.GetMaxFiles() > 0 {
 			files = strconv.FormatInt(tn.GetMaxFiles(), 10)
 		}
-		t.Row(tn.GetId(), cli.YesNo(tn.GetDeclared()), cli.Bytes(tn.GetDiskBytes()), quota, files, tn.GetDiskMode(),
+		t.Row(tn.GetId(), cli.YesNo(tn.GetDeclared()), bytesize.Format(tn.GetDiskBytes()), quota, files, tn.GetDiskMode(),
 			tn.GetRunning(), tn.GetSessions(), cli.UnixMs(tn.GetLastUsedUnixMs()))
 	}
 	return t.Flush()
@@ -104,7 +105,7 @@ and tenants with an execution running are kept. --dry-run only lists what would 
 					return err
 				}
 				for _, t := range removed {
-					fmt.Fprintf(env.Stdout, "%s %s (%s, last used %s)\n", verb, t.GetId(), cli.Bytes(t.GetDiskBytes()), cli.UnixMs(t.GetLastUsedUnixMs()))
+					fmt.Fprintf(env.Stdout, "%s %s (%s, last used %s)\n", verb, t.GetId(), bytesize.Format(t.GetDiskBytes()), cli.UnixMs(t.GetLastUsedUnixMs()))
 				}
 				return nil
 			})
