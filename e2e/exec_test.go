@@ -325,9 +325,9 @@ print("listed" if any(%q in fs for _, _, fs in os.walk("/workspace")) else "abse
 	})
 
 	t.Run("bombs are contained", func(t *testing.T) {
-		for _, tc := range []struct{ name, code string }{
-			{"fork bomb", "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"},
-			{"memory bomb", "x = []\nwhile True:\n    x.append(bytearray(64 << 20))\n"},
+		for _, tc := range []struct{ name, code, says string }{
+			{"fork bomb", "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n", ""},
+			{"memory bomb", "x = []\nwhile True:\n    x.append(bytearray(64 << 20))\n", "MemoryError"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				start := time.Now()
@@ -336,6 +336,9 @@ print("listed" if any(%q in fs for _, _, fs in os.walk("/workspace")) else "abse
 					t.Fatalf("the %s exited 0", tc.name)
 				}
 				t.Logf("%s stopped after %s: exit %d, %s", tc.name, time.Since(start).Round(time.Millisecond), code, lastLine(errOut))
+				if !strings.Contains(errOut, tc.says) {
+					t.Errorf("the %s's error does not say %q:\n%s", tc.name, tc.says, errOut)
+				}
 				daemonServes(t, s, d)
 			})
 		}

@@ -458,6 +458,50 @@ func TestLimits(t *testing.T) {
 	}
 }
 
+// TestKilledForMemory: a program killed by SIGKILL is told it ran out of
+// memory when the memory cgroup's count of kills at the limit rose, in
+// either cgroup version's file. The programs here fake the kernel: they
+// write the count, then kill themselves.
+func TestKilledForMemory(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		before, after string // the file's content; "" for no file configured
+		typ, says     string
+		notSays       string
+	}{
+		{name: "no file", typ: "Killed", says: "the program was killed by SIGKILL (possibly out of memory)"},
+		{name: "v1 count rose", before: "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n", after: "oom_kill_disable 0\nunder_oom 1\noom_kill 1\n",
+			typ: "MemoryError", says: "the program ran out of memory: the kernel killed it on reaching the sandbox's memory limit of 128.0 MiB"},
+		{name: "v2 count rose", before: "low 0\nhigh 0\nmax 0\noom 0\noom_kill 2\n", after: "low 0\nhigh 0\nmax 7\noom 1\noom_kill 3\n",
+			typ: "MemoryError", says: "memory limit of 128.0 MiB"},
+		{name: "count unchanged", before: "oom_kill 4\n", after: "oom_kill 4\n", typ: "Killed", says: "the program was killed by SIGKILL", notSays: "memory"},
+		{name: "kernel without the count", before: "oom_kill_disable 0\nunder_oom 0\n", after: "oom_kill_disable 0\nunder_oom 0\n",
+			typ: "Killed", says: "(possibly out of memory)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := t.TempDir()
+			cfg := ZygoteConfig{Python: python, LibDir: libDir(t), Path: []string{ws}, Packages: StandardPackages(ws, t.TempDir()),
+				Workdir: ws, Preload: []string{}}
+			events := filepath.Join(t.TempDir(), "memory.events")
+			if tt.before != "" {
+				if err := os.WriteFile(events, []byte(tt.before), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				cfg.MemoryEvents, cfg.MemoryLimit = events, 128<<20
+			}
+			r := runZygote(t, Options{}, cfg)
+			code := fmt.Sprintf("import os, signal\nif %q:\n    open(%q, 'w').write(%q)\nos.kill(os.getpid(), signal.SIGKILL)", tt.before, events, tt.after)
+			res := exec1(t, r, code, nil)
+			if res.ExitCode != 137 || res.Error == nil || res.Error.Type != tt.typ || !strings.Contains(res.Error.Message, tt.says) {
+				t.Fatalf("result %+v, error %+v; want %s saying %q", res, res.Error, tt.typ, tt.says)
+			}
+			if tt.notSays != "" && strings.Contains(res.Error.Message, tt.notSays) {
+				t.Errorf("the error says %q, which it must not", res.Error.Message)
+			}
+		})
+	}
+}
+
 func TestCancel(t *testing.T) {
 	r, _ := startZygote(t, Options{})
 	ctx, cancel := context.WithCancel(context.Background())

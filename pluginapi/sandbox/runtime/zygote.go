@@ -169,6 +169,14 @@ type ZygoteConfig struct {
 	// in by a remote exec): it then kills every leftover process after an
 	// execution, as the namespace's init does.
 	OwnsPidNamespace bool
+	// MemoryEvents, when set, is a file in the sandbox whose "oom_kill N"
+	// line counts the processes the kernel killed at the sandbox's memory
+	// limit (the memory cgroup's memory.events on v2, memory.oom_control
+	// on v1). A program killed by SIGKILL while the count rose then gets a
+	// MemoryError naming MemoryLimit rather than "killed by SIGKILL
+	// (possibly out of memory)".
+	MemoryEvents string
+	MemoryLimit  int64
 	// SitePath, when set, starts the interpreter without its site module
 	// (-S) and appends these directories to sys.path in its place: the
 	// ones site would add, as SitePath found them. Site's other work, and
@@ -250,6 +258,9 @@ func (c ZygoteConfig) Command() []string {
 	}
 	if c.OwnsPidNamespace {
 		args = append(args, "--sweep-namespace", "1")
+	}
+	if c.MemoryEvents != "" {
+		args = append(args, "--memory-events", c.MemoryEvents, "--memory-limit", strconv.FormatInt(c.MemoryLimit, 10))
 	}
 	return append(args, "--ctl-in", strconv.Itoa(c.CtlIn), "--ctl-out", strconv.Itoa(c.CtlOut))
 }

@@ -37,6 +37,9 @@ const (
 	workspaceDir = "/workspace"
 	libTarget    = "/cexec/lib"
 	shmDir       = "/dev/shm"
+	// memEventsTarget is the memory cgroup's count of kills at the limit
+	// (runtime.ZygoteConfig.MemoryEvents).
+	memEventsTarget = "/cexec/memory.events"
 )
 
 // systemDirs are shown read-only from the host, as bind mounts or, where the
@@ -169,7 +172,7 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // zygoteConfig is how the runtime is started in this backend's sandboxes.
 func zygoteConfig(s *settings, spec *boxSpec, dirs boxDirs) runtime.ZygoteConfig {
-	return runtime.ZygoteConfig{
+	zc := runtime.ZygoteConfig{
 		Python:   s.python,
 		LibDir:   libTarget,
 		Workdir:  workspaceDir,
@@ -180,6 +183,10 @@ func zygoteConfig(s *settings, spec *boxSpec, dirs boxDirs) runtime.ZygoteConfig
 		CtlOut:   fdCtlOut,
 		SitePath: dirs.sitePath,
 	}
+	if dirs.memEvents != "" {
+		zc.MemoryEvents, zc.MemoryLimit = memEventsTarget, spec.limits.MemoryBytes
+	}
+	return zc
 }
 
 // bwrapArgs is the bubblewrap command line (without the binary) of a
@@ -256,6 +263,10 @@ func bwrapArgs(s *settings, spec *boxSpec, dirs boxDirs, sources []string) []str
 		a = append(a, "--tmpfs", workspaceDir)
 	}
 	a = append(a, "--ro-bind", dirs.lib, libTarget)
+	if dirs.memEvents != "" {
+		// Read-only, one file: the count of the sandbox's own kills.
+		a = append(a, "--ro-bind", dirs.memEvents, memEventsTarget)
+	}
 	a = append(a, "--remount-ro", "/", "--chdir", workspaceDir, "--clearenv")
 
 	zc := zygoteConfig(s, spec, dirs)

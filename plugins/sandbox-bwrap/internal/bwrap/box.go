@@ -67,6 +67,9 @@ type boxDirs struct {
 	// interp is the interpreter's execute-only copy, bound over it (see
 	// Plugin.interpreter); "" for none.
 	interp string
+	// memEvents is the sandbox's memory cgroup file that counts kills at
+	// its limit (sandboxCgroup.eventsFile); "" without a cgroup.
+	memEvents string
 }
 
 func startBox(ctx context.Context, s *settings, spec *boxSpec, dirs boxDirs, seccomp []byte, cg *sandboxCgroup, log hclog.Logger) (*box, error) {

@@ -40,6 +40,8 @@ type sandboxCgroup struct {
 	home []string
 	// entered is set once bwrap started in the cgroup (see enter).
 	entered bool
+	// memDir is the directory of the memory controller's cgroup.
+	memDir string
 }
 
 // mountInfo is one line of /proc/self/mountinfo, reduced to what matters.
@@ -265,6 +267,9 @@ func (fs *cgroupFS) create(id string, lim cgroupLimits) (*sandboxCgroup, error) 
 		}
 		cg.dirs = append(cg.dirs, dir)
 		cg.home = append(cg.home, fs.own[ctrl])
+		if fs.v2 || ctrl == "memory" {
+			cg.memDir = dir
+		}
 		for _, s := range settings {
 			err := writeFile(filepath.Join(dir, s.file), s.value)
 			if err != nil && (errors.Is(err, os.ErrNotExist) && (s.file == "memory.memsw.limit_in_bytes" || s.file == "memory.swap.max")) {
@@ -326,6 +331,15 @@ func (cg *sandboxCgroup) add(pid int) error {
 		}
 	}
 	return nil
+}
+
+// eventsFile is the memory cgroup's file whose oom_kill line counts the
+// kernel's kills at the limit (runtime.ZygoteConfig.MemoryEvents).
+func (cg *sandboxCgroup) eventsFile() string {
+	if cg.v2 {
+		return filepath.Join(cg.memDir, "memory.events")
+	}
+	return filepath.Join(cg.memDir, "memory.oom_control")
 }
 
 // kill sends SIGKILL to every process in the cgroup.

@@ -447,6 +447,9 @@ func (p *Plugin) start(ctx context.Context, s *settings, spec *boxSpec) (*box, p
 		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.id, err)
 	}
 	dirs := boxDirs{lib: lib, stage: stageDir, etc: etc.dir, sitePath: p.sitePath(ctx, s), interp: p.interpreter(ctx, s.python)}
+	if cg != nil {
+		dirs.memEvents = cg.eventsFile()
+	}
 	b, err := startBox(ctx, s, spec, dirs, seccomp, cg, p.log)
 	if err != nil {
 		// startBox fails only with bwrap gone.

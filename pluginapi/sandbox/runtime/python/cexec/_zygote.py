@@ -29,6 +29,7 @@ from cexec import _proto
 from cexec._child import _RLIMITS, Children
 from cexec._control import Channel, connect_control
 from cexec._forker import Forker
+from cexec._memory import MemoryKills
 from cexec._osutil import _POLLIN, _READ_SIZE, _rss_bytes
 from cexec._relay import Relay, Run
 from cexec._sweep import Sweeper
@@ -111,6 +112,10 @@ class Options:
         self.ctl_out = 4
         # The pid namespace is the zygote's but for a pid 1 that reaps.
         self.sweep_namespace = False
+        # The memory cgroup's file counting kills at the limit (see
+        # MemoryKills), and the limit.
+        self.memory_events = ""
+        self.memory_limit = 0
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -146,6 +151,10 @@ def parse_args(argv: list[str]) -> Options:
             opts.ctl_out = int(value)
         elif flag == "--sweep-namespace":
             opts.sweep_namespace = value == "1"
+        elif flag == "--memory-events":
+            opts.memory_events = value
+        elif flag == "--memory-limit":
+            opts.memory_limit = int(value)
         else:
             raise SystemExit(f"cexec zygote: unknown flag {flag}")
     return opts
@@ -240,6 +249,7 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers, Forker):
         # program's, so that sweeps may kill them.
         self.is_init = os.getpid() == 1 or opts.sweep_namespace
         self.workers: dict[str, Worker] = {}
+        self.memory_kills = MemoryKills(opts.memory_events, opts.memory_limit)
         self.hardened = False
         self.frozen = False
         self.spare: Spare | None = None
@@ -435,9 +445,12 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers, Forker):
             error = {"type": "Killed", "message": "the execution was cancelled by the host"}
         elif run.truncated:
             error = {"type": "OutputLimit", "message": f"the program's output exceeded {run.limit} bytes and was cut off"}
+        elif sig == signal.SIGKILL and not run.killed and self.memory_kills.rose():
+            error = {"type": "MemoryError", "message": self.memory_kills.message()}
+            run.clean = False
         elif sig and not run.killed:
             name = _SIGNAL_NAMES.get(sig) or f"signal {sig} ({signal.strsignal(sig)})"
-            hint = " (possibly out of memory)" if sig == signal.SIGKILL else ""
+            hint = " (possibly out of memory)" if sig == signal.SIGKILL and self.memory_kills.seen is None else ""
             error = {"type": "Killed", "message": f"the program was killed by {name}{hint}"}
             run.clean = False
         elif run.note:

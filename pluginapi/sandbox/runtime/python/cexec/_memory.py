@@ -1,0 +1,43 @@
+"""Telling a program the kernel killed at the sandbox's memory limit from
+one killed by any other SIGKILL. The backend names a file of the sandbox's
+memory cgroup (v2 memory.events, v1 memory.oom_control) whose oom_kill line
+counts the kernel's kills there; a SIGKILL while that count rose was one."""
+
+from __future__ import annotations
+
+
+class MemoryKills:
+    def __init__(self, path: str, limit: int) -> None:
+        self.path = path
+        self.limit = limit
+        self.seen = self.count()
+
+    def count(self) -> int | None:
+        """The kernel's count, or None when it says none (no file, a
+        kernel before Linux 4.13)."""
+        if not self.path:
+            return None
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        for line in data.splitlines():
+            key, _, value = line.partition(b" ")
+            if key == b"oom_kill":
+                try:
+                    return int(value)
+                except ValueError:
+                    return None
+        return None
+
+    def rose(self) -> bool:
+        """Whether the kernel killed at the limit since the last call."""
+        now = self.count()
+        rose = now is not None and self.seen is not None and now > self.seen
+        self.seen = now
+        return rose
+
+    def message(self) -> str:
+        limit = f" of {self.limit / (1 << 20):.1f} MiB" if self.limit > 0 else ""
+        return f"the program ran out of memory: the kernel killed it on reaching the sandbox's memory limit{limit}"
