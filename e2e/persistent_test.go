@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -11,14 +12,19 @@ import (
 // for each. When it has not (max_total 2), the third session's execution
 // ends the interpreter of the session least recently used, and that
 // session's next execution says so instead of failing on a missing global
-// without explanation.
+// without explanation. So does the next execution after cexecd restarted,
+// from the session's log.
 func TestPersistentSessions(t *testing.T) {
 	s := newSetup(t)
 	appendConfig(t, s, "\nsandbox {\n  pool {\n    warm      = 0\n    max_total = 2\n  }\n}\n")
-	startDaemon(t, s)
+	d := startDaemon(t, s)
 	sandboxOrSkip(t, s)
 
-	const taken, ended = "persistent interpreter had ended (another session's execution needed its sandbox", "persistent interpreter had ended (it ended during one of the session's executions"
+	const (
+		taken     = "persistent interpreter had ended (another session's execution needed its sandbox"
+		ended     = "persistent interpreter had ended (it ended during one of the session's executions"
+		restarted = "persistent interpreter is not in this cexecd (its last execution ran in sandbox sbx-default-"
+	)
 	count := func(session, want, warning string) {
 		t.Helper()
 		r, _ := sbxJSON(t, s, "--session", session, "--persistent", "-c", "n = globals().get('n', 0) + 1\nprint(n)")
@@ -48,6 +54,16 @@ func TestPersistentSessions(t *testing.T) {
 		t.Fatalf("os._exit: %+v", r)
 	}
 	count("b", "1\n", ended)
+	count("b", "2\n", "")
+	// cexecd restarts: its sandboxes went with it, and the session's log
+	// says where the globals were.
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-d.exited
+	startDaemon(t, s)
+	count("b", "1\n", restarted)
+	count("b", "2\n", "")
 }
 
 // TestSessionInterpreter: with sandbox.session_interpreter, a session's

@@ -103,6 +103,9 @@ type CodeRequest struct {
 	// tokenizeProgress is the guard session's tokenizer for Progress
 	// messages of a ModelFacing request.
 	tokenizeProgress func(context.Context, string) (string, error)
+	// interpreter is the sandbox that held the session's globals after its
+	// last persistent execution, as its log says (Persistent requests).
+	interpreter string
 }
 
 // CodeResult is the outcome of one execution.
@@ -203,8 +206,17 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 	req.Session = run.Session()
 	ctx, span := telemetry.StartExecution(ctx, spanName(req), req.Tenant, req.Session)
 	defer span.End()
+	keeps := req.Persistent && !req.FreshSandbox
+	if keeps {
+		if req.interpreter, err = t.SessionInterpreter(req.Session); err != nil {
+			x.Log.Warn("read where the session's interpreter is", "tenant", req.Tenant, "session", req.Session, "error", err)
+		}
+	}
 	out, err := x.guarded(ctx, t, req)
 	entry := workspace.Entry{Task: req.Task, Code: req.Code, Result: logResult(ctx, out, err)}
+	if out != nil && keeps {
+		entry.Interpreter = out.SandboxID
+	}
 	if out != nil {
 		entry.UpstreamLog = out.UpstreamLog
 		for _, c := range out.ToolCalls {
@@ -303,7 +315,8 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 			SignIn:         x.signInHook(&req),
 		})
 	}
-	h := &host{req: &req, exec: exec, ws: x.Workspaces, att: newAttachments(t, req.Session, x.MaxInlineAttachment)}
+	h := &host{req: &req, exec: exec, ws: x.Workspaces, att: newAttachments(t, req.Session, x.MaxInlineAttachment),
+		lost: interpreterLost(lease, req.interpreter)}
 	if req.Progress != nil {
 		h.progress = newProgressReporter(req.Progress, req.tokenizeProgress, x.Log, false)
 	}
@@ -353,15 +366,28 @@ func (h *host) result(res sandbox.ExecResult, lease *pool.Lease, exec *bridge.Ex
 		UpstreamLog: h.upstreamLog(),
 		Attachments: h.att.list(),
 	}
-	if lease.Lost != "" {
-		out.InterpreterLost = "this session's persistent interpreter had ended (" + lease.Lost +
-			"), so the program ran in a new one, without the globals of the session's earlier executions"
-	}
+	out.InterpreterLost = h.lost
 	if exec != nil {
 		out.ToolCalls = exec.Calls()
 		out.Summary = exec.Summary()
 	}
 	return out
+}
+
+// interpreterLost is the warning for a persistent execution in lease when
+// the session's globals are not there: the pool ended the interpreter that
+// held them (lease.Lost), or the session's log says its last persistent
+// execution ran in another sandbox (was), one this cexecd does not have.
+func interpreterLost(lease *pool.Lease, was string) string {
+	switch {
+	case lease.Lost != "":
+		return "this session's persistent interpreter had ended (" + lease.Lost +
+			"), so the program ran in a new one, without the globals of the session's earlier executions"
+	case was != "" && was != lease.ID:
+		return "this session's persistent interpreter is not in this cexecd (its last execution ran in sandbox " + was +
+			": cexecd restarted since, or the session moved to another replica), so the program ran without the globals of its latest executions"
+	}
+	return ""
 }
 
 // TypeCancelled is the session log's error type of an execution whose
@@ -411,6 +437,9 @@ type host struct {
 
 	// progress is nil when nobody asked for progress.
 	progress *progressReporter
+	// lost is the warning that the session's globals are gone (see
+	// interpreterLost).
+	lost string
 
 	mu             sync.Mutex
 	stdout, stderr bytes.Buffer

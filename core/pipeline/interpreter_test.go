@@ -35,13 +35,19 @@ func newInterpExecutor(t *testing.T, maxTotal int) (*Executor, *recordRunner) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ws.Close() })
+	r := &recordRunner{}
+	return &Executor{Pool: newInterpPool(t, maxTotal), Sandbox: r, Workspaces: ws, Log: hclog.NewNullLogger()}, r
+}
+
+// newInterpPool is a pool of up to maxTotal sandboxes that need no backend.
+func newInterpPool(t *testing.T, maxTotal int) *pool.Pool {
+	t.Helper()
 	p, err := pool.New(nullBackend{}, pool.Config{MaxTotal: maxTotal, Template: func(string) (sandbox.CreateRequest, error) { return sandbox.CreateRequest{}, nil }}, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
-	r := &recordRunner{}
-	return &Executor{Pool: p, Sandbox: r, Workspaces: ws, Log: hclog.NewNullLogger()}, r
+	return p
 }
 
 // TestSessionInterpreterRequests: with SessionInterpreter, an execution runs
@@ -76,16 +82,17 @@ func TestSessionInterpreterRequests(t *testing.T) {
 
 // TestInterpreterLostWarning: a persistent session whose interpreter the
 // pool ended for another session's execution, or that ended during one of
-// its own executions (a program called os._exit), learns it from its next
-// result, once; a session interpreter with fresh globals has nothing to
-// lose and no warning.
+// its own executions (a program called os._exit), or that a restarted
+// cexecd (a new pool over the same workspaces, as another replica has)
+// never had, learns it from its next result, once; a session interpreter
+// with fresh globals has nothing to lose and no warning.
 func TestInterpreterLostWarning(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		on         bool
 		persistent bool
 		// lose is what session a runs after its first execution, as
-		// session, code pairs.
+		// session, code pairs, or nil for a new pool (restarted).
 		lose []string
 		want string
 	}{
@@ -93,6 +100,8 @@ func TestInterpreterLostWarning(t *testing.T) {
 		{name: "taken, fresh globals", on: true, lose: []string{"b", "x = 1"}},
 		{name: "ended", persistent: true, lose: []string{"a", "import os\nos._exit(0)"}, want: "it ended during one of the session's executions"},
 		{name: "ended, fresh globals", on: true, lose: []string{"a", "import os\nos._exit(0)"}},
+		{name: "restarted", persistent: true, want: "this session's persistent interpreter is not in this cexecd (its last execution ran in sandbox sbx-acme-"},
+		{name: "restarted, fresh globals", on: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x, _ := newInterpExecutor(t, 1)
@@ -106,7 +115,9 @@ func TestInterpreterLostWarning(t *testing.T) {
 				return res.InterpreterLost
 			}
 			run("a", "x = 1")
-			if got := run(tc.lose[0], tc.lose[1]); got != "" {
+			if tc.lose == nil {
+				x.Pool = newInterpPool(t, 1)
+			} else if got := run(tc.lose[0], tc.lose[1]); got != "" {
 				t.Errorf("the losing execution warned %q", got)
 			}
 			if got := run("a", "print(x)"); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {

@@ -51,6 +51,10 @@ type Entry struct {
 	Quota string `json:"quota,omitempty"`
 	// Truncated is set when long text or lists were cut to fit the log.
 	Truncated bool `json:"truncated,omitempty"`
+	// Interpreter is the sandbox whose persistent interpreter ran the
+	// execution, for one that kept the session's globals: where the next
+	// one expects them (Tenant.SessionInterpreter).
+	Interpreter string `json:"interpreter,omitempty"`
 }
 
 // Result summarises how an execution ended.

@@ -236,6 +236,50 @@ func TestSessionSummaryBatched(t *testing.T) {
 	}
 }
 
+// TestSessionInterpreter: where a session's globals are is the last
+// execution entry that names an interpreter, also as another replica
+// (another Manager on the same data_dir, its summaries still in memory)
+// appended it.
+func TestSessionInterpreter(t *testing.T) {
+	dir := t.TempDir()
+	var tn [2]*Tenant
+	for i := range tn {
+		m := newManager(t, Options{DataDir: dir, Sync: SyncBatched, SyncInterval: time.Hour})
+		tn[i] = mustTenant(t, m, "acme")
+	}
+	where := func(i int) string {
+		t.Helper()
+		got, err := tn[i].SessionInterpreter("s")
+		if err != nil {
+			t.Fatalf("replica %d: %v", i, err)
+		}
+		return got
+	}
+	if got := where(0); got != "" {
+		t.Errorf("a session without a log: %q", got)
+	}
+	for _, step := range []struct {
+		replica     int
+		interpreter string // of the appended entry
+		want        string // on both replicas after it
+	}{
+		{0, "", ""},
+		{0, "sbx-acme-1", "sbx-acme-1"},
+		{0, "", "sbx-acme-1"}, // a forked execution leaves the globals where they were
+		{1, "sbx-acme-2", "sbx-acme-2"},
+		{0, "sbx-acme-1", "sbx-acme-1"},
+	} {
+		if _, err := tn[step.replica].Append("s", Entry{Kind: KindExecution, Interpreter: step.interpreter}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range tn {
+			if got := where(i); got != step.want {
+				t.Fatalf("after replica %d appended %q: replica %d says %q, want %q", step.replica, step.interpreter, i, got, step.want)
+			}
+		}
+	}
+}
+
 func TestResumeAndCheckpoint(t *testing.T) {
 	m := newManager(t, Options{})
 	tn := mustTenant(t, m, "acme")

@@ -21,6 +21,8 @@ type sessionMeta struct {
 	End          int64   `json:"end"`
 	CheckpointAt int64   `json:"checkpoint_at"` // -1: none
 	Recent       []int64 `json:"recent"`
+	// Interpreter is the last Entry.Interpreter.
+	Interpreter string `json:"interpreter,omitempty"`
 }
 
 // currentMeta returns the summary of the log open in f, rebuilding it when it
@@ -165,6 +167,9 @@ func (m *sessionMeta) apply(e *Entry, off, n int64) {
 	}
 	m.Entries++
 	m.LastSeq = max(m.LastSeq, e.Seq)
+	if e.Interpreter != "" {
+		m.Interpreter = e.Interpreter
+	}
 	if e.Time.After(m.LastActivity) {
 		m.LastActivity = e.Time
 	}

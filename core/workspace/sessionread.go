@@ -142,6 +142,36 @@ func (t *Tenant) ReadSession(session string) (SessionLog, error) {
 	return out, nil
 }
 
+// SessionInterpreter is the sandbox whose persistent interpreter ran the
+// session's last execution that kept its globals (Entry.Interpreter), ""
+// when none did or the session has no log. It reads the session's summary,
+// rebuilt when appends (another replica's, say) have outrun it.
+func (t *Tenant) SessionInterpreter(session string) (string, error) {
+	if err := ValidateSessionID(session); err != nil {
+		return "", err
+	}
+	if err := t.enter(); err != nil {
+		return "", err
+	}
+	defer t.exit()
+	mu := t.sessionLock(session)
+	mu.Lock()
+	defer mu.Unlock()
+	f, err := t.openLog(session)
+	if errors.Is(err, pluginapi.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	meta, err := t.currentMeta(session, f)
+	if err != nil {
+		return "", err
+	}
+	return meta.Interpreter, nil
+}
+
 // openLog opens a session's log for reading.
 func (t *Tenant) openLog(session string) (*os.File, error) {
 	f, err := t.root.Open(sessionsDir + "/" + session + logSuffix)
