@@ -103,9 +103,6 @@ type CodeRequest struct {
 	// tokenizeProgress is the guard session's tokenizer for Progress
 	// messages of a ModelFacing request.
 	tokenizeProgress func(context.Context, string) (string, error)
-	// interpreter is the sandbox that held the session's globals after its
-	// last persistent execution, as its log says (Persistent requests).
-	interpreter string
 }
 
 // CodeResult is the outcome of one execution.
@@ -206,15 +203,9 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 	req.Session = run.Session()
 	ctx, span := telemetry.StartExecution(ctx, spanName(req), req.Tenant, req.Session)
 	defer span.End()
-	keeps := req.Persistent && !req.FreshSandbox
-	if keeps {
-		if req.interpreter, err = t.SessionInterpreter(req.Session); err != nil {
-			x.Log.Warn("read where the session's interpreter is", "tenant", req.Tenant, "session", req.Session, "error", err)
-		}
-	}
 	out, err := x.guarded(ctx, t, req)
 	entry := workspace.Entry{Task: req.Task, Code: req.Code, Result: logResult(ctx, out, err)}
-	if out != nil && keeps {
+	if out != nil && req.Persistent && !req.FreshSandbox {
 		entry.Interpreter = out.SandboxID
 	}
 	if out != nil {
@@ -316,7 +307,7 @@ func (x *Executor) executeIn(ctx context.Context, t *workspace.Tenant, req CodeR
 		})
 	}
 	h := &host{req: &req, exec: exec, ws: x.Workspaces, att: newAttachments(t, req.Session, x.MaxInlineAttachment),
-		lost: interpreterLost(lease, req.interpreter)}
+		lost: x.interpreterLost(t, req, lease)}
 	if req.Progress != nil {
 		h.progress = newProgressReporter(req.Progress, req.tokenizeProgress, x.Log, false)
 	}
@@ -376,18 +367,26 @@ func (h *host) result(res sandbox.ExecResult, lease *pool.Lease, exec *bridge.Ex
 
 // interpreterLost is the warning for a persistent execution in lease when
 // the session's globals are not there: the pool ended the interpreter that
-// held them (lease.Lost), or the session's log says its last persistent
-// execution ran in another sandbox (was), one this cexecd does not have.
-func interpreterLost(lease *pool.Lease, was string) string {
-	switch {
-	case lease.Lost != "":
+// held them (lease.Lost), or, when the pool knows nothing of them, the
+// session's log says its last persistent execution ran in another sandbox,
+// one this cexecd does not have.
+func (x *Executor) interpreterLost(t *workspace.Tenant, req CodeRequest, lease *pool.Lease) string {
+	if !req.Persistent || req.FreshSandbox || lease.Held {
+		return ""
+	}
+	if lease.Lost != "" {
 		return "this session's persistent interpreter had ended (" + lease.Lost +
 			"), so the program ran in a new one, without the globals of the session's earlier executions"
-	case was != "" && was != lease.ID:
-		return "this session's persistent interpreter is not in this cexecd (its last execution ran in sandbox " + was +
-			": cexecd restarted since, or the session moved to another replica), so the program ran without the globals of its latest executions"
 	}
-	return ""
+	was, err := t.SessionInterpreter(req.Session)
+	if err != nil {
+		x.Log.Warn("read where the session's interpreter is", "tenant", req.Tenant, "session", req.Session, "error", err)
+	}
+	if was == "" || was == lease.ID {
+		return ""
+	}
+	return "this session's persistent interpreter is not in this cexecd (its last execution ran in sandbox " + was +
+		": cexecd restarted since, or the session moved to another replica), so the program ran without the globals of its latest executions"
 }
 
 // TypeCancelled is the session log's error type of an execution whose

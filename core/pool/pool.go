@@ -147,6 +147,12 @@ type Lease struct {
 	// execution ran there): the program starts without the globals of the
 	// session's earlier executions. "" when the pool knows of no loss.
 	Lost string
+	// Held is true, for a persistent execution, when the sandbox holds the
+	// session's interpreter with the globals of its earlier executions.
+	// Neither Held nor Lost: the pool knows nothing of them (the session's
+	// first persistent execution here, after a restart or on another
+	// replica).
+	Held bool
 
 	p     *Pool
 	e     *entry
@@ -248,10 +254,10 @@ func (p *Pool) AcquireFor(ctx context.Context, tenant string, want Want) (*Lease
 			// Claimed once it proved healthy: an execution that never ran
 			// there ended no interpreter.
 			p.mu.Lock()
-			lost := p.claimLocked(e, want)
+			c := p.claimLocked(e, want)
 			p.mu.Unlock()
 			p.poke()
-			return &Lease{ID: e.id, Tenant: tenant, Reused: true, Lost: lost, p: p, e: e}, nil
+			return &Lease{ID: e.id, Tenant: tenant, Reused: true, Lost: c.lost, Held: c.held, p: p, e: e}, nil
 		}
 		if err := p.reserveLocked(); err != nil {
 			// A sandbox being warmed will be idle in a moment: this
@@ -272,10 +278,10 @@ func (p *Pool) AcquireFor(ctx context.Context, tenant string, want Want) (*Lease
 			}
 			switch {
 			case w.entry != nil:
-				e, lost := w.entry, w.lost
+				e, c := w.entry, w.claim
 				p.mu.Unlock()
 				p.poke()
-				return &Lease{ID: e.id, Tenant: tenant, Reused: true, Lost: lost, p: p, e: e}, nil
+				return &Lease{ID: e.id, Tenant: tenant, Reused: true, Lost: c.lost, Held: c.held, p: p, e: e}, nil
 			case !w.reserved:
 				p.mu.Unlock()
 				continue
@@ -350,9 +356,9 @@ func (p *Pool) createLease(ctx context.Context, tenant string, fresh bool, want 
 	}
 	e.fresh = fresh
 	p.busy[e.id] = e
-	lost := p.claimLocked(e, want)
+	c := p.claimLocked(e, want)
 	p.mu.Unlock()
-	return &Lease{ID: e.id, Tenant: tenant, Lost: lost, p: p, e: e}, nil
+	return &Lease{ID: e.id, Tenant: tenant, Lost: c.lost, p: p, e: e}, nil
 }
 
 func errShutdown() error {

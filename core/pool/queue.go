@@ -26,8 +26,8 @@ type waiter struct {
 	// Pool.creating, or neither (capacity freed elsewhere: try again).
 	entry    *entry
 	reserved bool
-	// lost is claimLocked's answer for entry.
-	lost string
+	// claim is claimLocked's answer for entry.
+	claim claim
 }
 
 // wait queues w (new, or woken with nothing) and waits, with p.mu released,
@@ -115,7 +115,7 @@ func (p *Pool) handOffLocked(e *entry, recycle bool) (taken, destroy bool) {
 	if !recycle && !w.fresh && w.tenant == e.tenant {
 		p.busy[e.id] = e
 		p.leaseLocked(w.tenant, 1)
-		w.entry, w.lost = e, p.claimLocked(e, w.want)
+		w.entry, w.claim = e, p.claimLocked(e, w.want)
 		return true, false
 	}
 	p.lostLocked(e, lostEvicted)

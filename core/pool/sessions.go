@@ -42,12 +42,19 @@ type lostSession struct {
 
 func sessionKey(tenant, session string) string { return tenant + "\x00" + session }
 
+// claim is what claimLocked learnt for a persistent execution that keeps
+// globals (Lease.Lost, Lease.Held).
+type claim struct {
+	lost string
+	held bool
+}
+
 // claimLocked records that e now runs an execution of want: a session
 // other than the one whose interpreter e holds ends that interpreter. For
 // a persistent execution that keeps globals it returns why the session's
-// interpreter is gone when the pool ended it earlier ("" when it knows of
-// no loss).
-func (p *Pool) claimLocked(e *entry, want Want) string {
+// interpreter is gone when the pool ended it earlier, or that e holds it.
+func (p *Pool) claimLocked(e *entry, want Want) claim {
+	held := want.Session != "" && e.holder == want.Session && e.keeps
 	if e.holder != "" && e.holder != want.Session {
 		p.lostLocked(e, lostTaken)
 		e.holder, e.keeps = "", false
@@ -60,15 +67,18 @@ func (p *Pool) claimLocked(e *entry, want Want) string {
 		e.holder, e.keeps = "", false
 	}
 	if !want.Persistent || want.FreshGlobals {
-		return ""
+		return claim{}
+	}
+	if held {
+		return claim{held: true}
 	}
 	k := sessionKey(e.tenant, want.Session)
 	l, ok := p.lost[k]
 	if !ok {
-		return ""
+		return claim{}
 	}
 	delete(p.lost, k)
-	return l.reason
+	return claim{lost: l.reason}
 }
 
 // lostLocked remembers that the interpreter e holds is gone, and why, when

@@ -17,6 +17,7 @@ type sessionStep struct {
 	// means that sandbox again, a new one a sandbox no step had.
 	sandbox string
 	lost    string // the lease's Lost
+	held    bool   // the lease's Held
 	unfit   bool   // release it unhealthy
 	// before runs first (waits for an idle timeout, flushes the pool).
 	before func(t *testing.T, p *Pool, b *memBackend, ids map[string]string)
@@ -26,7 +27,7 @@ type sessionStep struct {
 // sandbox that holds its interpreter; other sessions' executions leave that
 // sandbox alone while the pool has another or room for one; and when the
 // pool did end a session's interpreter, the session's next persistent
-// execution is told why, once.
+// execution is told why, once; otherwise it is told its globals are there.
 func TestSessionAffinity(t *testing.T) {
 	p := func(session, sandbox string) sessionStep {
 		return sessionStep{session: session, persistent: true, sandbox: sandbox}
@@ -38,25 +39,26 @@ func TestSessionAffinity(t *testing.T) {
 		return sessionStep{session: session, persistent: true, fresh: true, sandbox: sandbox}
 	}
 	lost := func(s sessionStep, why string) sessionStep { s.lost = why; return s }
+	held := func(s sessionStep) sessionStep { s.held = true; return s }
 	for _, tc := range []struct {
 		name  string
 		cfg   Config
 		steps []sessionStep
 	}{
 		{"sessions alternate, each in its own sandbox", Config{MaxTotal: 4},
-			[]sessionStep{p("a", "X"), p("b", "Y"), p("a", "X"), p("b", "Y"), p("a", "X")}},
+			[]sessionStep{p("a", "X"), p("b", "Y"), held(p("a", "X")), held(p("b", "Y")), held(p("a", "X"))}},
 		{"another session's one-off execution goes elsewhere", Config{MaxTotal: 4},
-			[]sessionStep{p("a", "X"), np("c", "Y"), np("c", "Y"), p("a", "X")}},
+			[]sessionStep{p("a", "X"), np("c", "Y"), np("c", "Y"), held(p("a", "X"))}},
 		{"the session's own one-off execution keeps its interpreter", Config{MaxTotal: 4},
-			[]sessionStep{p("a", "X"), np("a", "X"), p("a", "X")}},
+			[]sessionStep{p("a", "X"), np("a", "X"), held(p("a", "X"))}},
 		{"full pool: another session ends the interpreter", Config{MaxTotal: 1},
-			[]sessionStep{p("a", "X"), np("b", "X"), lost(p("a", "X"), lostTaken), p("a", "X")}},
+			[]sessionStep{p("a", "X"), np("b", "X"), lost(p("a", "X"), lostTaken), held(p("a", "X"))}},
 		{"full pool: sessions take turns", Config{MaxTotal: 1},
 			[]sessionStep{p("a", "X"), p("b", "X"), lost(p("a", "X"), lostTaken), lost(p("b", "X"), lostTaken)}},
 		{"an unfit sandbox is replaced", Config{MaxTotal: 4},
-			[]sessionStep{p("a", "X"), {session: "a", persistent: true, sandbox: "X", unfit: true}, lost(p("a", "Y"), lostUnfit)}},
+			[]sessionStep{p("a", "X"), {session: "a", persistent: true, sandbox: "X", held: true, unfit: true}, lost(p("a", "Y"), lostUnfit)}},
 		{"max_uses", Config{MaxTotal: 4, MaxUses: 2},
-			[]sessionStep{p("a", "X"), p("a", "X"), lost(p("a", "Y"), lostMaxUses)}},
+			[]sessionStep{p("a", "X"), held(p("a", "X")), lost(p("a", "Y"), lostMaxUses)}},
 		{"idle timeout", Config{MaxTotal: 4, IdleTimeout: 100 * time.Millisecond},
 			[]sessionStep{p("a", "X"), {session: "a", persistent: true, sandbox: "Y", lost: lostIdle,
 				before: func(t *testing.T, _ *Pool, b *memBackend, ids map[string]string) {
@@ -67,7 +69,7 @@ func TestSessionAffinity(t *testing.T) {
 		{"fresh globals: never told of a loss", Config{MaxTotal: 1},
 			[]sessionStep{f("a", "X"), f("b", "X"), f("a", "X")}},
 		{"fresh globals leave an interpreter that keeps globals alone", Config{MaxTotal: 4},
-			[]sessionStep{p("a", "X"), f("b", "Y"), f("c", "Y"), p("a", "X")}},
+			[]sessionStep{p("a", "X"), f("b", "Y"), f("c", "Y"), held(p("a", "X"))}},
 		{"globals kept once a persistent execution ran", Config{MaxTotal: 1},
 			[]sessionStep{f("a", "X"), p("a", "X"), f("a", "X"), np("b", "X"), lost(p("a", "X"), lostTaken)}},
 		{"an idle sandbox fails its health check", Config{MaxTotal: 4, HealthCheckAfter: -1},
@@ -104,8 +106,8 @@ func TestSessionAffinity(t *testing.T) {
 					}
 					ids[s.sandbox] = l.ID
 				}
-				if l.Lost != s.lost {
-					t.Errorf("step %d (%s): Lost %q, want %q", i, s.session, l.Lost, s.lost)
+				if l.Lost != s.lost || l.Held != s.held {
+					t.Errorf("step %d (%s): Lost %q Held %v, want %q %v", i, s.session, l.Lost, l.Held, s.lost, s.held)
 				}
 				l.Release(!s.unfit)
 			}
