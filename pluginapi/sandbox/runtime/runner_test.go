@@ -466,6 +466,9 @@ func TestKilledForMemory(t *testing.T) {
 	for _, tt := range []struct {
 		name          string
 		before, after string // the file's content; "" for no file configured
+		// earlier, when set, is what an execution that ends normally writes
+		// first: a kill at the limit of a process it started.
+		earlier string
 		typ, says     string
 		notSays       string
 	}{
@@ -475,6 +478,8 @@ func TestKilledForMemory(t *testing.T) {
 		{name: "v2 count rose", before: "low 0\nhigh 0\nmax 0\noom 0\noom_kill 2\n", after: "low 0\nhigh 0\nmax 7\noom 1\noom_kill 3\n",
 			typ: "MemoryError", says: "memory limit of 128.0 MiB"},
 		{name: "count unchanged", before: "oom_kill 4\n", after: "oom_kill 4\n", typ: "Killed", says: "the program was killed by SIGKILL", notSays: "memory"},
+		{name: "an earlier execution's kill", before: "oom_kill 0\n", earlier: "oom_kill 1\n", after: "oom_kill 1\n",
+			typ: "Killed", says: "the program was killed by SIGKILL", notSays: "memory"},
 		{name: "kernel without the count", before: "oom_kill_disable 0\nunder_oom 0\n", after: "oom_kill_disable 0\nunder_oom 0\n",
 			typ: "Killed", says: "(possibly out of memory)"},
 	} {
@@ -490,6 +495,11 @@ func TestKilledForMemory(t *testing.T) {
 				cfg.MemoryEvents, cfg.MemoryLimit = events, 128<<20
 			}
 			r := runZygote(t, Options{}, cfg)
+			if tt.earlier != "" {
+				if res := exec1(t, r, fmt.Sprintf("open(%q, 'w').write(%q)", events, tt.earlier), nil); res.ExitCode != 0 {
+					t.Fatalf("earlier execution: %+v", res)
+				}
+			}
 			code := fmt.Sprintf("import os, signal\nif %q:\n    open(%q, 'w').write(%q)\nos.kill(os.getpid(), signal.SIGKILL)", tt.before, events, tt.after)
 			res := exec1(t, r, code, nil)
 			if res.ExitCode != 137 || res.Error == nil || res.Error.Type != tt.typ || !strings.Contains(res.Error.Message, tt.says) {

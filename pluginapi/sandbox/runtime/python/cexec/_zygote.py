@@ -463,3 +463,6 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers, Forker):
             msg["result"] = done["result"]
         msg["clean"] = run.clean
         self.flush_output(run, _proto.encode_json(msg))
+        # After the result, off its path: kills at the limit this execution
+        # saw in processes it left running are not the next one's.
+        self.memory_kills.catch_up()
