@@ -260,13 +260,15 @@ func TestEscapes(t *testing.T) {
 			check: wantLines("FileNotFoundError", "FileNotFoundError", "FileNotFoundError")},
 		{name: "write outside /workspace", code: tryAll(`open('/etc/evil', 'w')`, `open('/usr/evil', 'w')`, `open('/evil', 'w')`,
 			`open('/cexec/lib/evil', 'w')`,
+			// The zygote's count of kills at the memory limit.
+			`open('/cexec/memory.events', 'w').write('oom_kill 99')`,
 			// Writing a sysctl's current value back and chmod to the current
 			// mode are harmless if they ever succeed, and must not.
 			`open('/proc/sys/fs/file-max', 'w').write(open('/proc/sys/fs/file-max').read())`,
 			`os.chmod('/dev/null', os.stat('/dev/null').st_mode & 0o7777)`,
 			// Sandboxes see a copy of /etc without what only root may read.
 			`os.listdir('/etc/ssl/private')`),
-			check: wantLines("OSError 30", "OSError 30", "OSError 30", "OSError 30", "PermissionError", "PermissionError", "FileNotFoundError")},
+			check: wantLines("OSError 30", "OSError 30", "OSError 30", "OSError 30", "OSError 30", "PermissionError", "PermissionError", "FileNotFoundError")},
 		{name: "fill /tmp", lim: sandbox.Limits{TmpBytes: 8 << 20}, code: tryAll(`open('/tmp/big', 'wb').write(b'x' * (32 << 20))`),
 			check: wantLines("OSError 28")},
 		{name: "a file past max_file_size", lim: sandbox.Limits{FileBytes: 1 << 20}, code: tryAll(`open('/workspace/big', 'wb').write(b'x' * (4 << 20))`,
