@@ -468,9 +468,9 @@ func TestKilledForMemory(t *testing.T) {
 		before, after string // the file's content; "" for no file configured
 		// earlier, when set, is what an execution that ends normally writes
 		// first: a kill at the limit of a process it started.
-		earlier string
-		typ, says     string
-		notSays       string
+		earlier   string
+		typ, says string
+		notSays   string
 	}{
 		{name: "no file", typ: "Killed", says: "the program was killed by SIGKILL (possibly out of memory)"},
 		{name: "v1 count rose", before: "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n", after: "oom_kill_disable 0\nunder_oom 1\noom_kill 1\n",
