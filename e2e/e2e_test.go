@@ -126,6 +126,22 @@ func newSetup(t *testing.T) setup {
 	return s
 }
 
+// appendConfig adds text to s's cexec.hcl.
+func appendConfig(t *testing.T, s setup, text string) {
+	t.Helper()
+	f, err := os.OpenFile(s.config, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // daemon is a running cexecd.
 type daemon struct {
 	cmd    *exec.Cmd

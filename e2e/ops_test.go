@@ -28,13 +28,8 @@ func TestOperations(t *testing.T) {
 	memory := testpeers.Bin(t, "mcp-server-memory")
 	s := newSetup(t)
 	metricsPort := freePort(t)
-	f, err := os.OpenFile(s.config, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(f, "\nmetrics {\n  listen = \"127.0.0.1:%d\"\n}\n\nmcp_server \"memory\" {\n  command = %q\n  env     = { MEMORY_FILE_PATH = %q }\n}\n",
-		metricsPort, memory, filepath.Join(s.dir, "memory.jsonl"))
-	_ = f.Close()
+	appendConfig(t, s, fmt.Sprintf("\nmetrics {\n  listen = \"127.0.0.1:%d\"\n}\n\nmcp_server \"memory\" {\n  command = %q\n  env     = { MEMORY_FILE_PATH = %q }\n}\n",
+		metricsPort, memory, filepath.Join(s.dir, "memory.jsonl")))
 	d := startDaemon(t, s)
 	sandboxOrSkip(t, s) // one ok execution
 

@@ -14,12 +14,7 @@ import (
 func quotaSetup(t *testing.T) setup {
 	t.Helper()
 	s := newSetup(t)
-	f, err := os.OpenFile(s.config, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(`
+	appendConfig(t, s, `
 sandbox {
   limits {
     max_file_size = "1MiB"
@@ -34,9 +29,7 @@ tenant "acme" {
 tenant "logs" {
   disk_quota = "1MiB"
 }
-`); err != nil {
-		t.Fatal(err)
-	}
+`)
 	return s
 }
 

@@ -28,17 +28,7 @@ func TestSignInLinkThroughURLElicitation(t *testing.T) {
 	nm := mcpPeers(t)
 	url := sdkOAuthServer(t)
 	s := newSetup(t)
-	f, err := os.OpenFile(s.config, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = fmt.Fprintf(f, "\nmcp_server \"sdk\" {\n  url      = %q\n  scope    = \"tenant\"\n  optional = true\n  oauth {}\n}\n", url)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	appendConfig(t, s, fmt.Sprintf("\nmcp_server \"sdk\" {\n  url      = %q\n  scope    = \"tenant\"\n  optional = true\n  oauth {}\n}\n", url))
 	d := startDaemon(t, s)
 	sandboxOrSkip(t, s)
 	// The default tenant's sign-in lists the tools the others call.

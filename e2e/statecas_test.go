@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -84,16 +83,3 @@ func TestStateConcurrentIncrements(t *testing.T) {
 
 // poolFor20 lets twenty executions run at once (the default cap is 16).
 const poolFor20 = "\nsandbox {\n  pool {\n    warm      = 1\n    max_total = 24\n  }\n}\n"
-
-// appendConfig adds text to s's cexec.hcl.
-func appendConfig(t *testing.T, s setup, text string) {
-	t.Helper()
-	f, err := os.OpenFile(s.config, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(text); err != nil {
-		t.Fatal(err)
-	}
-}

@@ -18,23 +18,13 @@ import (
 func TestPerTenantMemoryServer(t *testing.T) {
 	memServer := testpeers.Bin(t, "mcp-server-memory")
 	s := newSetup(t)
-	f, err := os.OpenFile(s.config, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = fmt.Fprintf(f, `
+	appendConfig(t, s, fmt.Sprintf(`
 mcp_server "memory" {
   command = %q
   env     = { MEMORY_FILE_PATH = "${tenant.dir}/memory.jsonl" }
   scope   = "tenant"
 }
-`, memServer)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+`, memServer))
 	startDaemon(t, s)
 	sandboxOrSkip(t, s)
 	deadline := time.Now().Add(60 * time.Second)

@@ -199,14 +199,7 @@ do:
 func TestWorkflowListen(t *testing.T) {
 	ts := newToolsSetup(t)
 	s := ts.setup
-	f, err := os.OpenFile(s.config, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString("\ntenant \"careful\" {\n  policy {\n    deny = [\"filesystem/write_file\"]\n  }\n}\n"); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	appendConfig(t, s, "\ntenant \"careful\" {\n  policy {\n    deny = [\"filesystem/write_file\"]\n  }\n}\n")
 	startDaemon(t, s)
 	requireSandbox(t, s)
 	c := mcpSession(t, s, "default")
@@ -352,14 +345,7 @@ create_entities(entities=[{"name": "Ada", "entityType": "person", "observations"
 func TestWorkflowPromptPolicy(t *testing.T) {
 	ts := newToolsSetup(t)
 	s := ts.setup
-	f, err := os.OpenFile(s.config, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString("\ntenant \"careful\" {\n  policy {\n    deny = [\"everything/get_prompt\"]\n  }\n}\n"); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	appendConfig(t, s, "\ntenant \"careful\" {\n  policy {\n    deny = [\"everything/get_prompt\"]\n  }\n}\n")
 	startDaemon(t, s)
 	requireSandbox(t, s)
 	doc := filepath.Join(s.dir, "prompt.yaml")
