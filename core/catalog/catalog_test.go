@@ -427,8 +427,8 @@ func TestHTTPRestartedWhileIdle(t *testing.T) {
 	// run, so it goes again on a new session rather than fail. Unless the
 	// catalog met it first: the server announces a tools/list_changed right
 	// after initialize, and a refresh still pending at the kill fails and
-	// starts a reconnect, whose backoff fails calls at once. Then wait for
-	// the reconnect (CI met this once).
+	// starts a reconnect, whose backoff fails calls at once for a second
+	// (callRetryAfter). Then wait for the reconnect (CI met this once).
 	if st, _ := c.Server("everything"); st.State != StateReady {
 		t.Logf("the catalog saw the restart itself (%s): waiting for its reconnect", st.State)
 		eventually(t, "the reconnect", 20*time.Second, func() bool {
