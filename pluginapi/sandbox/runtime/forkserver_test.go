@@ -22,28 +22,8 @@ func TestForkServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parent := func() int {
-		t.Helper()
-		h := &recHost{}
-		if res := exec1(t, r, "import os\nprint(os.getppid())", h); res.ExitCode != 0 {
-			t.Fatalf("getppid: %+v", res)
-		}
-		out, _ := h.out()
-		ppid, err := strconv.Atoi(strings.TrimSpace(out))
-		if err != nil {
-			t.Fatalf("getppid printed %q", out)
-		}
-		return ppid
-	}
-	// The fork server starts with the first spare after the warm-up, in
-	// the zygote's idle time.
-	server := parent()
-	for deadline := time.Now().Add(20 * time.Second); server == hello.PID; server = parent() {
-		if time.Now().After(deadline) {
-			t.Fatal("every program is still the zygote's child after 20 s: no fork server")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	parent := func() int { t.Helper(); return programParent(t, r) }
+	server := waitForkServer(t, r, hello.PID)
 	ends := func(who string) {
 		t.Helper()
 		for _, tc := range []struct {
@@ -84,6 +64,75 @@ func TestForkServer(t *testing.T) {
 	}
 	if !r.Healthy() {
 		t.Error("the runner is not healthy")
+	}
+}
+
+// programParent is the parent process of a program the zygote runs.
+func programParent(t *testing.T, r *Runner) int {
+	t.Helper()
+	h := &recHost{}
+	if res := exec1(t, r, "import os\nprint(os.getppid())", h); res.ExitCode != 0 {
+		t.Fatalf("getppid: %+v", res)
+	}
+	out, _ := h.out()
+	ppid, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("getppid printed %q", out)
+	}
+	return ppid
+}
+
+// waitForkServer waits until programs are no longer children of the
+// zygote (zygote): the fork server starts with the first spare after the
+// warm-up, in the zygote's idle time. It returns the fork server's pid.
+func waitForkServer(t *testing.T, r *Runner, zygote int) int {
+	t.Helper()
+	server := programParent(t, r)
+	for deadline := time.Now().Add(20 * time.Second); server == zygote; server = programParent(t, r) {
+		if time.Now().After(deadline) {
+			t.Fatal("every program is still the zygote's child after 20 s: no fork server")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return server
+}
+
+// TestOrphanedByForkServer: a program that kills its fork server becomes
+// another process's child when the zygote is not the pid namespace's init
+// (here a plain process; in a k8s pod the container's pid 1), so the zygote
+// cannot read its exit status. Its end still counts only once it closed its
+// output and channel, what it reported stands, and one that reported
+// nothing is not taken for a success.
+func TestOrphanedByForkServer(t *testing.T) {
+	const kill = "import os, signal, time\nos.kill(os.getppid(), signal.SIGKILL)\ntime.sleep(0.3)\nprint('after')\n"
+	for _, tc := range []struct {
+		name, code string
+		exit       int
+		errorType  string
+		message    string
+	}{
+		{name: "reports its exit", code: kill + "raise SystemExit(3)", exit: 3},
+		{name: "reports nothing", code: kill + "import sys\nsys.stdout.flush()\nos._exit(3)", exit: 1, errorType: "RunnerError", message: "its exit status is lost"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := startZygote(t, Options{})
+			hello, err := r.Ready(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitForkServer(t, r, hello.PID)
+			h := &recHost{}
+			res := exec1(t, r, tc.code, h)
+			if out, _ := h.out(); out != "after\n" {
+				t.Errorf("stdout %q: the execution ended before the program", out)
+			}
+			if res.ExitCode != tc.exit {
+				t.Errorf("exit %d, want %d (%+v)", res.ExitCode, tc.exit, res)
+			}
+			if tc.errorType == "" && res.Error != nil || tc.errorType != "" && (res.Error == nil || res.Error.Type != tc.errorType || !strings.Contains(res.Error.Message, tc.message)) {
+				t.Errorf("error %+v, want %q %q", res.Error, tc.errorType, tc.message)
+			}
+		})
 	}
 }
 

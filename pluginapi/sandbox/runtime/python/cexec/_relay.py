@@ -61,6 +61,11 @@ class Run:
         self.rehearsal = False
         # The program's process is the fork server's child (see _forker).
         self.by_server = False
+        # The program's process became another's child (its fork server
+        # died and the zygote is not the pid namespace's init), so its exit
+        # status cannot be read: its end shows as its pipes' and channel's.
+        self.orphaned = False
+        self.chan_eof = False
 
 
 class Relay(Part):
@@ -144,7 +149,7 @@ class Relay(Part):
             # The interpreter is done but something it started still holds
             # the output pipes: collect() kills it.
             return True
-        return run.status is not None
+        return run.status is not None or run.orphaned and run.eof == 2 and run.chan_eof
 
     def ended_cleanly(self, run: Run) -> bool:
         """The program reported its end and both output pipes are at end of
@@ -158,12 +163,12 @@ class Relay(Part):
         run.out_r = run.err_r = run.chan = -1
 
     def check_exit(self, run: Run) -> None:
-        if run.status is not None or self.forked_exit(run):
+        if run.status is not None or run.orphaned or self.forked_exit(run):
             return
         try:
             pid, status, rusage = os.wait4(run.pid, os.WNOHANG)
         except ChildProcessError:
-            run.status = 0
+            run.orphaned = True
             return
         if pid == run.pid:
             run.status, run.rusage = status, rusage
@@ -228,8 +233,9 @@ class Relay(Part):
         except BlockingIOError:
             return True
         except OSError:
-            return False
+            data = b""
         if not data:
+            run.chan_eof = True
             return False
         run.chan_reader.feed(data)
         try:

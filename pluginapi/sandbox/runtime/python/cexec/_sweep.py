@@ -69,7 +69,7 @@ class Sweeper(Part):
             # A fork server's child: its report follows the exit.
             self.forked_exit(run, _KILL_GRACE)
             self.check_exit(run)
-        if run.worker is None and run.status is None or not (self.none_started(run) or self.sweep(self.keep())):
+        if run.worker is None and run.status is None and not run.orphaned or not (self.none_started(run) or self.sweep(self.keep())):
             self.send({"op": "unclean", "id": run.id, "message": "some of the program's processes could not be killed"})
 
     def none_started(self, run: Run) -> bool:

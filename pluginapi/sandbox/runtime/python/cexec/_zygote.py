@@ -436,6 +436,10 @@ class Zygote(Warmup, Relay, Sweeper, Children, Workers, Forker):
                 msg["max_rss"] = int(run.rusage.ru_maxrss) * 1024
         else:
             exit_code = 1
+            if run.orphaned and not run.killed and not run.note:
+                run.note = ("the program ended without reporting how, and its exit status is lost: "
+                            "it had killed the process that started it (the sandbox's fork server)")
+                run.clean = False
         msg["exit_code"] = exit_code
         msg["signal"] = sig
         error = done.get("error")
