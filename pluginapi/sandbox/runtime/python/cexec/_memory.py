@@ -32,16 +32,13 @@ class MemoryKills:
         return None
 
     def rose(self) -> bool:
-        """Whether the kernel killed at the limit since the last look."""
+        """Whether the kernel killed at the limit since catch_up."""
         now = self.count()
-        rose = now is not None and self.seen is not None and now > self.seen
-        self.seen = now
-        return rose
+        return now is not None and self.seen is not None and now > self.seen
 
     def catch_up(self) -> None:
-        """Take the kills so far as seen."""
-        if self.path:
-            self.seen = self.count()
+        """Take the kills so far as seen (after each execution)."""
+        self.seen = self.count()
 
     def message(self) -> str:
         limit = f" of {self.limit / (1 << 20):.1f} MiB" if self.limit > 0 else ""
