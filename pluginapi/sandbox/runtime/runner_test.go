@@ -105,9 +105,17 @@ func startZygoteWith(t testing.TB, opts Options, stdio bool) (*Runner, string) {
 		testutil.SkipMissing(t, "no %s", python)
 	}
 	ws := t.TempDir()
-	cfg := ZygoteConfig{Python: python, LibDir: libDir(t), Path: []string{ws}, Packages: StandardPackages(ws, t.TempDir()),
-		Workdir: ws, Preload: []string{}, StdioControl: stdio}
+	cfg := testConfig(t, ws)
+	cfg.StdioControl = stdio
 	return runZygote(t, opts, cfg), ws
+}
+
+// testConfig is the zygote configuration of these tests: workspace ws, the
+// standard packages, nothing preloaded.
+func testConfig(t testing.TB, ws string) ZygoteConfig {
+	t.Helper()
+	return ZygoteConfig{Python: python, LibDir: libDir(t), Path: []string{ws}, Packages: StandardPackages(ws, t.TempDir()),
+		Workdir: ws, Preload: []string{}}
 }
 
 // runZygote starts a zygote with cfg as a plain child process.
@@ -484,9 +492,7 @@ func TestKilledForMemory(t *testing.T) {
 			typ: "Killed", says: "(possibly out of memory)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ws := t.TempDir()
-			cfg := ZygoteConfig{Python: python, LibDir: libDir(t), Path: []string{ws}, Packages: StandardPackages(ws, t.TempDir()),
-				Workdir: ws, Preload: []string{}}
+			cfg := testConfig(t, t.TempDir())
 			events := filepath.Join(t.TempDir(), "memory.events")
 			if tt.before != "" {
 				if err := os.WriteFile(events, []byte(tt.before), 0o644); err != nil {

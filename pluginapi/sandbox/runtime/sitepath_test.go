@@ -19,8 +19,7 @@ func TestSitePath(t *testing.T) {
 	if len(site) == 0 {
 		t.Skipf("%s's site adds nothing to sys.path", python)
 	}
-	base := ZygoteConfig{Python: python, LibDir: libDir(t), Path: []string{ws}, Packages: StandardPackages(ws, t.TempDir()),
-		Workdir: ws, Preload: []string{}}
+	base := testConfig(t, ws)
 	without := base
 	without.SitePath = site
 	if !strings.Contains(strings.Join(without.Command(), " "), " -S ") {

@@ -39,8 +39,8 @@ func TestSweepNamespace(t *testing.T) {
 		testutil.SkipMissing(t, "no %s", python)
 	}
 	ws := t.TempDir()
-	cfg := ZygoteConfig{Python: python, LibDir: libDir(t), Path: []string{ws}, Packages: StandardPackages(ws, t.TempDir()),
-		Workdir: ws, Preload: []string{}, StdioControl: true, OwnsPidNamespace: true}
+	cfg := testConfig(t, ws)
+	cfg.StdioControl, cfg.OwnsPidNamespace = true, true
 	argv := append([]string{unshare, "--pid", "--fork", "--mount-proc", python, "-I", "-S", "-c", reaperSrc}, cfg.Command()...)
 	r, _ := runZygoteArgv(t, Options{}, cfg, argv)
 	if !r.hello.Init || r.hello.PID == 1 {
