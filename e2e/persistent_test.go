@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestPersistentSessions: two sessions of one tenant, each with a
@@ -111,3 +114,63 @@ func TestSessionInterpreter(t *testing.T) {
 }
 
 func pyQuote(s string) string { return "'" + s + "'" }
+
+// TestPersistentOverMCP: over the MCP face, execute_code's persistent
+// argument keeps a session's globals between its programs, a program
+// without it runs in fresh ones, the agent is told first thing when the
+// globals are gone, and a closed MCP session leaves its sandbox to the
+// next session instead of holding it until idle_timeout (with room for a
+// second sandbox, the pool would otherwise start one).
+func TestPersistentOverMCP(t *testing.T) {
+	s := newSetup(t)
+	appendConfig(t, s, "\nsandbox {\n  pool {\n    warm      = 0\n    max_total = 2\n  }\n}\n")
+	startDaemon(t, s)
+	sandboxOrSkip(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	const count = "n = globals().get('n', 0) + 1\nprint(n)"
+	persistent := map[string]any{"code": count, "persistent": true}
+	a := mcpSession(t, s, "default")
+	for _, want := range []string{"1\n", "2\n"} {
+		if got := mcpCallText(ctx, t, a, "execute_code", persistent); got != want {
+			t.Fatalf("persistent count printed %q, want %q", got, want)
+		}
+	}
+	if got := mcpCallText(ctx, t, a, "execute_code", map[string]any{"code": "print('n' in globals())"}); got != "False\n" {
+		t.Errorf("a program without persistent saw the session's globals: %q", got)
+	}
+	if got := mcpCallText(ctx, t, a, "execute_code", persistent); got != "3\n" {
+		t.Errorf("after a one-off program the count printed %q, want 3", got)
+	}
+
+	mcpCallText(ctx, t, a, "execute_code", map[string]any{"code": "import os\nos._exit(0)", "persistent": true})
+	res := mcpCall(ctx, t, a, "execute_code", persistent)
+	const ended = "[cexec: this session's persistent interpreter had ended (it ended during one of the session's executions"
+	if text := mcpText(res); res.IsError || !strings.HasPrefix(text, ended) || !strings.HasSuffix(text, "]\n1\n") {
+		t.Errorf("after the interpreter ended: %q; want it to start %q and print 1", text, ended)
+	}
+	var out struct{ Warnings []string }
+	if b, err := json.Marshal(res.StructuredContent); err != nil || json.Unmarshal(b, &out) != nil || len(out.Warnings) != 1 {
+		t.Errorf("structured content's warnings: %+v (%v)", out, res.StructuredContent)
+	}
+
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := mcpSession(t, s, "default")
+	if got := mcpCallText(ctx, t, b, "execute_code", map[string]any{"code": "print('b')"}); got != "b\n" {
+		t.Fatalf("the next session printed %q", got)
+	}
+	var st struct {
+		Sandboxes []struct {
+			ID string `json:"id"`
+		} `json:"sandboxes"`
+	}
+	if err := json.Unmarshal([]byte(mustCtl(t, s, "pool", "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Sandboxes) != 1 {
+		t.Errorf("%d sandboxes after the closed session's sandbox was free, want 1: %+v", len(st.Sandboxes), st.Sandboxes)
+	}
+}

@@ -107,6 +107,11 @@ func (m *mcpServer) faceOptions(cfg *config.Config, svc *services, host *pluginh
 			if m.pii != nil {
 				m.pii.end(sc)
 			}
+			// Its persistent interpreter (execute_code's persistent) no
+			// longer holds a sandbox back for it.
+			if svc.pool != nil {
+				svc.pool.EndSession(sc.Tenant, sc.Session)
+			}
 		},
 		// A session opening is the face's sign-in: the tenant's audit log
 		// says when and how (socket, loopback, token, oauth).

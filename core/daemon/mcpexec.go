@@ -22,12 +22,13 @@ type mcpExecutor struct {
 }
 
 // Execute runs code for sc.
-func (e mcpExecutor) Execute(ctx context.Context, sc mcpface.Scope, code string) (mcpface.Execution, error) {
+func (e mcpExecutor) Execute(ctx context.Context, sc mcpface.Scope, p mcpface.Program) (mcpface.Execution, error) {
 	if e.exec == nil {
 		return mcpface.Execution{}, fmt.Errorf("no sandbox backend is running; the operator can check `cexecctl plugins ls`: %w", pluginapi.ErrUnavailable)
 	}
 	res, err := e.exec.ExecuteCode(ctx, pipeline.CodeRequest{Tenant: sc.Tenant, Session: sc.Session,
-		Vault: vaultSession(ctx, sc, e.adopter), Code: code, ModelFacing: true, Progress: progressTo(mcpface.ProgressFunc(ctx)), Asker: askerOf(ctx)})
+		Vault: vaultSession(ctx, sc, e.adopter), Code: p.Code, Persistent: p.Persistent, ModelFacing: true,
+		Progress: progressTo(mcpface.ProgressFunc(ctx)), Asker: askerOf(ctx)})
 	if err != nil {
 		return mcpface.Execution{}, err
 	}
@@ -121,6 +122,9 @@ func faceExecution(res *pipeline.CodeResult) mcpface.Execution {
 	for _, a := range res.Attachments {
 		ex.Attachments = append(ex.Attachments, mcpface.Attachment{Kind: a.Kind, MIMEType: a.MIMEType, Name: a.Name,
 			URI: a.URI, Text: a.Text, Data: a.Data, Path: a.Path, Size: a.Size})
+	}
+	if res.InterpreterLost != "" {
+		ex.Warnings = append(ex.Warnings, res.InterpreterLost)
 	}
 	if res.QuotaError != nil {
 		// The program ran; the agent should know its workspace is full.

@@ -17,7 +17,7 @@ import (
 // showExecutor is an Executor whose every execution shows atts.
 type showExecutor struct{ atts []Attachment }
 
-func (e showExecutor) Execute(context.Context, Scope, string) (Execution, error) {
+func (e showExecutor) Execute(context.Context, Scope, Program) (Execution, error) {
 	return Execution{Stdout: "done\n", Attachments: e.atts}, nil
 }
 

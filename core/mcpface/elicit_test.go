@@ -17,7 +17,7 @@ import (
 // question and prints the answer, or why it could not ask.
 type askingExecutor struct{ Executor }
 
-func (askingExecutor) Execute(ctx context.Context, _ Scope, code string) (Execution, error) {
+func (askingExecutor) Execute(ctx context.Context, _ Scope, prog Program) (Execution, error) {
 	a := AskerFrom(ctx)
 	if a == nil {
 		return Execution{Stdout: "no asker"}, nil
@@ -26,7 +26,7 @@ func (askingExecutor) Execute(ctx context.Context, _ Scope, code string) (Execut
 	defer cancel()
 	p := mcp.ElicitationParams{Message: "Which colour?", RequestedSchema: map[string]any{"type": "object",
 		"properties": map[string]any{"colour": map[string]any{"type": "string"}}}}
-	if code == "ask_url()" {
+	if prog.Code == "ask_url()" {
 		p = mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, Message: "Sign in", URL: "https://example.com/x", ElicitationID: "e1"}
 	}
 	res, err := a.Elicit(ctx, p)

@@ -36,9 +36,9 @@ func startExecutor(t testing.TB, stubRoot string, up *mcpclient.Client) *zygoteE
 	return &zygoteExecutor{runner: r, up: up}
 }
 
-func (e *zygoteExecutor) Execute(ctx context.Context, _ Scope, code string) (Execution, error) {
+func (e *zygoteExecutor) Execute(ctx context.Context, sc Scope, p Program) (Execution, error) {
 	h := newExecHost(e.up)
-	res, err := e.runner.Exec(ctx, sandbox.ExecRequest{Code: code}, h)
+	res, err := e.runner.Exec(ctx, sandbox.ExecRequest{Code: p.Code, Persistent: p.Persistent, Session: sc.Session}, h)
 	if err != nil {
 		return Execution{}, err
 	}
@@ -149,7 +149,7 @@ type taskRunner struct{ ex Executor }
 
 func (r taskRunner) RunTask(ctx context.Context, sc Scope, task string) (TaskResult, error) {
 	code := fmt.Sprintf("print(%q.upper())\n", task)
-	ex, err := r.ex.Execute(ctx, sc, code)
+	ex, err := r.ex.Execute(ctx, sc, Program{Code: code})
 	return TaskResult{Code: code, Attempts: 1, Execution: ex}, err
 }
 

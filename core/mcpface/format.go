@@ -41,6 +41,8 @@ type ExecOutput struct {
 	// Attachments describes the content returned beside the text (what
 	// the program showed with cexec.show).
 	Attachments []AttachmentInfo `json:"attachments,omitempty"`
+	// Warnings are cexec's remarks on the execution (Execution.Warnings).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // cutMarker replaces what capMiddle drops.
@@ -155,7 +157,8 @@ func roundMS(v float64) float64 {
 }
 
 // executionReply renders an execution for the agent. A success is its
-// output and nothing else ("(no output)" when there is none); a failure adds
+// output and nothing else ("(no output)" when there is none) but cexec's
+// warnings, first; a failure adds
 // what went wrong once (the traceback, whose last line names the error), the
 // exit status and the tool calls that failed. session is the session to
 // report: "" when it is the connection's own.
@@ -168,6 +171,7 @@ func (f *Face) executionReply(ex Execution, session string, task *TaskResult, sh
 		TimedOut:   ex.TimedOut,
 		DurationMS: ms(ex.Duration),
 		Session:    session,
+		Warnings:   ex.Warnings,
 	}
 	if c := ex.Calls; c.Calls > 0 || c.Refused > 0 {
 		out.ToolCalls = roundCalls(c)
@@ -182,6 +186,10 @@ func (f *Face) executionReply(ex Execution, session string, task *TaskResult, sh
 		}
 	}
 
+	// Said first: a warning explains what follows (a NameError, say).
+	for _, w := range ex.Warnings {
+		fmt.Fprintf(&b, "[cexec: %s]\n", w)
+	}
 	stdout, cut := capMiddle(ex.Stdout, max)
 	out.Stdout, out.StdoutTruncated = stdout, cut || ex.OutputTruncated
 	writeLine(&b, stdout)

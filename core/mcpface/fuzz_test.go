@@ -18,8 +18,8 @@ import (
 // the fuzz target exercises the face's JSON-RPC handling, not a sandbox.
 type echoExecutor struct{}
 
-func (echoExecutor) Execute(_ context.Context, _ Scope, code string) (Execution, error) {
-	return Execution{Stdout: strings.Repeat("x", min(len(code), 64)) + "\n"}, nil
+func (echoExecutor) Execute(_ context.Context, _ Scope, p Program) (Execution, error) {
+	return Execution{Stdout: strings.Repeat("x", min(len(p.Code), 64)) + "\n"}, nil
 }
 
 // fuzzFace serves a face with in-memory services on 127.0.0.1 and opens one

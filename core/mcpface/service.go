@@ -166,6 +166,10 @@ type Execution struct {
 	Tokenized bool
 	// Attachments are returned as MCP content beside the text, in order.
 	Attachments []Attachment
+	// Warnings are cexec's own remarks on the execution, for the agent:
+	// that the session's persistent interpreter had ended and the program
+	// ran without its earlier globals.
+	Warnings []string
 }
 
 // Executor runs agent code: execute_code. The implementation untokenizes PII
@@ -173,7 +177,16 @@ type Execution struct {
 // session's log; the face tokenizes what comes back unless the Execution
 // says it is Tokenized.
 type Executor interface {
-	Execute(ctx context.Context, sc Scope, code string) (Execution, error)
+	Execute(ctx context.Context, sc Scope, p Program) (Execution, error)
+}
+
+// Program is what execute_code runs.
+type Program struct {
+	Code string
+	// Persistent runs the program in its session's persistent interpreter:
+	// the globals it leaves (variables, functions, imports) are there for
+	// the session's next persistent programs.
+	Persistent bool
 }
 
 // ToolCaller makes one upstream call for the agent (call_tool) on the path

@@ -29,7 +29,8 @@ func newHeldExecutor() *heldExecutor {
 	return &heldExecutor{started: make(chan error, 4), ended: make(chan error, 4), release: make(chan struct{})}
 }
 
-func (e *heldExecutor) Execute(ctx context.Context, _ Scope, code string) (Execution, error) {
+func (e *heldExecutor) Execute(ctx context.Context, _ Scope, prog Program) (Execution, error) {
+	code := prog.Code
 	if p := ProgressFunc(ctx); p != nil {
 		p(Progress{Progress: 1, Total: 2, Message: "half of " + code})
 	}
@@ -232,7 +233,8 @@ type tickingExecutor struct {
 	release chan struct{}
 }
 
-func (e *tickingExecutor) Execute(ctx context.Context, _ Scope, code string) (Execution, error) {
+func (e *tickingExecutor) Execute(ctx context.Context, _ Scope, prog Program) (Execution, error) {
+	code := prog.Code
 	p := ProgressFunc(ctx)
 	for i := 1; ; i++ {
 		if p != nil {

@@ -61,7 +61,7 @@ var toolDefs = []toolDef{
 		true, (*Face).listTools},
 	{ToolExecuteCode,
 		"Run a Python 3 program that imports tools (from servers.PKG import FUNC) and calls them with keyword arguments (they return Python values, raise cexec.ToolError). Only its output comes back, capped: filter in the program, print what matters. Threads run independent calls. /workspace persists; cexec.result(obj) returns data, cexec.show(image_or_file) shows it; skills import from skills.NAME.",
-		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"Runs of one session share its log and checkpoints, across connections; a new name starts one. Default: this connection's"}},"required":["code"]}`,
+		`{"type":"object","properties":{"code":{"type":"string"},"session":{"type":"string","description":"Runs of one session share its log and checkpoints, across connections; a new name starts one. Default: this connection's"},"persistent":{"type":"boolean","description":"Keep this program's variables and imports for the session's next persistent programs"}},"required":["code"]}`,
 		false, (*Face).executeCode},
 	{ToolCallTool,
 		"Call one tool; returns its result as is.",
@@ -773,7 +773,7 @@ func (f *Face) executeCode(ctx context.Context, sc *Scope, req mcp.CallToolReque
 		}
 		sc.Session = s
 	}
-	ex, err := f.o.Executor.Execute(f.withProgress(ctx, req), *sc, code)
+	ex, err := f.o.Executor.Execute(f.withProgress(ctx, req), *sc, Program{Code: code, Persistent: req.GetBool("persistent", false)})
 	if err != nil {
 		return failure("execute_code", err)
 	}

@@ -127,7 +127,14 @@ func TestTools(t *testing.T) {
 		{"tool without its server", ToolListTools, map[string]any{"tool": "get_sum"}, true, []string{"needs its server"}, nil},
 		{"execute", ToolExecuteCode, map[string]any{"code": "print(1+1)"}, false, []string{"2\n"}, []string{"ok in", " ms"}},
 		{"execute with a misspelt argument", ToolExecuteCode, map[string]any{"code": "print(1+1)", "sesion": "a"}, true,
-			[]string{`execute_code: unexpected argument "sesion"; execute_code takes code, session`}, []string{"2\n"}},
+			[]string{`execute_code: unexpected argument "sesion"; execute_code takes code, persistent, session`}, []string{"2\n"}},
+		{"execute persistent", ToolExecuteCode, map[string]any{"code": "x = 41", "persistent": true}, false, []string{"(no output)"}, nil},
+		{"the next persistent program has its globals", ToolExecuteCode, map[string]any{"code": "print(x + 1)", "persistent": true}, false,
+			[]string{"42\n"}, nil},
+		{"a program not persistent does not", ToolExecuteCode, map[string]any{"code": "print('x' in globals())"}, false,
+			[]string{"False\n"}, nil},
+		{"persistent false is not persistent", ToolExecuteCode, map[string]any{"code": "print('x' in globals())", "persistent": false}, false,
+			[]string{"False\n"}, nil},
 		{"list with two unknown arguments", ToolListTools, map[string]any{"servers": "x", "limit": 3}, true,
 			[]string{`list_tools: unexpected arguments "limit", "servers"; list_tools takes server, tool`}, nil},
 		{"execute empty", ToolExecuteCode, map[string]any{"code": ""}, true, []string{"code is empty"}, nil},
@@ -523,7 +530,7 @@ func TestExecuteCodeCancelled(t *testing.T) {
 // tokenized already.
 type tokenizedExecutor struct{ ex Execution }
 
-func (e tokenizedExecutor) Execute(context.Context, Scope, string) (Execution, error) {
+func (e tokenizedExecutor) Execute(context.Context, Scope, Program) (Execution, error) {
 	return e.ex, nil
 }
 
@@ -550,6 +557,24 @@ func TestTokenizedExecution(t *testing.T) {
 	}
 	if strings.Contains(text, "withheld") || !strings.Contains(string(b), `"result":{"to":"[EMAIL_1]"}`) {
 		t.Errorf("structured content: %s", b)
+	}
+}
+
+// TestExecutionWarnings: cexec's warnings on an execution come before the
+// program's output, in the text and in structuredContent.
+func TestExecutionWarnings(t *testing.T) {
+	lost := "this session's persistent interpreter had ended (its sandbox was idle longer than the pool's idle_timeout and was stopped), so the program ran in a new one"
+	ex := Execution{Stdout: "", Error: &ExecError{Type: "NameError", Message: "name 'x' is not defined"}, ExitCode: 1,
+		Warnings: []string{lost}, Tokenized: true}
+	w := newWorld(t, func(o *Options, _ *world) { o.Executor = tokenizedExecutor{ex} })
+	c := connect(t, w.url+"/mcp")
+	text, res := call(t, c, ToolExecuteCode, map[string]any{"code": "print(x)", "persistent": true})
+	if want := "[cexec: " + lost + "]\nNameError: name 'x' is not defined\n"; !strings.HasPrefix(text, want) {
+		t.Errorf("reply:\n%s\nwant it to start:\n%s", text, want)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if want, _ := json.Marshal([]string{lost}); !strings.Contains(string(b), `"warnings":`+string(want)) {
+		t.Errorf("structured content lacks the warning: %s", b)
 	}
 }
 
@@ -589,6 +614,7 @@ func TestArgumentErrors(t *testing.T) {
 	}{
 		{ToolExecuteCode, map[string]any{}, `execute_code: missing required argument "code"`},
 		{ToolExecuteCode, map[string]any{"code": 3}, `execute_code: argument "code": expected string, got number`},
+		{ToolExecuteCode, map[string]any{"code": "x = 1", "persistent": "yes"}, `execute_code: argument "persistent": expected boolean, got string`},
 		{ToolCallTool, map[string]any{"server": "everything"}, `call_tool: missing required argument "tool"`},
 		{ToolListTools, map[string]any{"server": 3}, `list_tools: argument "server": expected string, got number`},
 		{ToolSearchTools, map[string]any{"query": "x", "limit": 0}, `search_tools: argument "limit": `},

@@ -144,3 +144,25 @@ func (p *Pool) pickIdleLocked(es []*entry, want Want) int {
 	}
 	return 0
 }
+
+// EndSession forgets tenant's session, which ended (its MCP session
+// closed) and will run nothing more: a sandbox holding its interpreter is
+// then as free for other sessions as one holding none, rather than kept
+// for it until idle_timeout, and the backend's runtime ends the
+// interpreter when that sandbox next runs another session's execution.
+func (p *Pool) EndSession(tenant, session string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.lost, sessionKey(tenant, session))
+	release := func(e *entry) {
+		if e.tenant == tenant && e.holder == session {
+			e.holder, e.keeps = "", false
+		}
+	}
+	for _, e := range p.idle[tenant] {
+		release(e)
+	}
+	for _, e := range p.busy {
+		release(e)
+	}
+}

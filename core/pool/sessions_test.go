@@ -40,6 +40,11 @@ func TestSessionAffinity(t *testing.T) {
 	}
 	lost := func(s sessionStep, why string) sessionStep { s.lost = why; return s }
 	held := func(s sessionStep) sessionStep { s.held = true; return s }
+	// ended runs s after session ended (Pool.EndSession).
+	ended := func(session string, s sessionStep) sessionStep {
+		s.before = func(_ *testing.T, p *Pool, _ *memBackend, _ map[string]string) { p.EndSession("t", session) }
+		return s
+	}
 	for _, tc := range []struct {
 		name  string
 		cfg   Config
@@ -79,6 +84,13 @@ func TestSessionAffinity(t *testing.T) {
 					b.unhealthy[ids["X"]] = true
 					b.mu.Unlock()
 				}}}},
+		{"an ended session's sandbox serves another session", Config{MaxTotal: 4},
+			[]sessionStep{p("a", "X"), p("b", "Y"), ended("a", np("c", "X")), held(p("b", "Y"))}},
+		{"an ended session's loss is forgotten", Config{MaxTotal: 1},
+			[]sessionStep{p("a", "X"), np("b", "X"), ended("a", p("a", "X"))}},
+		{"ending another tenant's session of that name changes nothing", Config{MaxTotal: 4},
+			[]sessionStep{p("a", "X"), {session: "c", sandbox: "Y",
+				before: func(_ *testing.T, p *Pool, _ *memBackend, _ map[string]string) { p.EndSession("u", "a") }}}},
 		{"backend restart", Config{MaxTotal: 4},
 			[]sessionStep{p("a", "X"), {session: "a", persistent: true, sandbox: "Y", lost: lostFlushed,
 				before: func(_ *testing.T, p *Pool, _ *memBackend, _ map[string]string) { p.Flush() }}}},
@@ -165,6 +177,22 @@ func TestInterpreterEnded(t *testing.T) {
 		}
 		l.Release(true)
 	}
+}
+
+// TestEndSessionBusy: a session that ends during its execution (the MCP
+// session closed meanwhile) leaves its sandbox, once released, to the next
+// session rather than kept for it.
+func TestEndSessionBusy(t *testing.T) {
+	pl := newPool(t, newMem(), Config{MaxTotal: 2})
+	ctx := context.Background()
+	l := leased(t)(pl.AcquireFor(ctx, "t", Want{Session: "a", Persistent: true}))
+	pl.EndSession("t", "a")
+	l.Release(true)
+	next := leased(t)(pl.AcquireFor(ctx, "t", Want{Session: "b"}))
+	if next.ID != l.ID {
+		t.Errorf("the next session got sandbox %s, want the ended session's %s", next.ID, l.ID)
+	}
+	next.Release(true)
 }
 
 // TestLostBounded: the pool remembers at most maxLost lost sessions, the
