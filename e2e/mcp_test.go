@@ -225,27 +225,34 @@ func TestMCPFace(t *testing.T) {
 	})
 
 	t.Run("bench", func(t *testing.T) {
-		out := mustCtl(t, s, "bench", "mcp", "--json", "--n", "30", "--warmup", "3")
-		var r struct {
-			Endpoint string  `json:"endpoint"`
-			N        int     `json:"n"`
-			P50Ms    float64 `json:"p50_ms"`
-			P99Ms    float64 `json:"p99_ms"`
-			CPU      *struct {
-				All float64 `json:"all"`
-			} `json:"cpu_per_call_ms"`
+		for _, persistent := range []bool{false, true} {
+			args := []string{"bench", "mcp", "--json", "--n", "30", "--warmup", "3"}
+			if persistent {
+				args = append(args, "--persistent")
+			}
+			out := mustCtl(t, s, args...)
+			var r struct {
+				Endpoint   string  `json:"endpoint"`
+				Persistent bool    `json:"persistent"`
+				N          int     `json:"n"`
+				P50Ms      float64 `json:"p50_ms"`
+				P99Ms      float64 `json:"p99_ms"`
+				CPU        *struct {
+					All float64 `json:"all"`
+				} `json:"cpu_per_call_ms"`
+			}
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatalf("bench mcp --json: %v\n%s", err, out)
+			}
+			if r.N != 30 || r.Persistent != persistent || r.P50Ms <= 0 || r.P99Ms < r.P50Ms || r.Endpoint != endpoint.MCPSocket(s.sock) {
+				t.Errorf("%v = %+v", args, r)
+			}
+			// Every call runs a program, which alone costs the machine CPU.
+			if r.CPU == nil || r.CPU.All <= 0 {
+				t.Errorf("%v: no whole-machine CPU per call: %s", args, out)
+			}
+			t.Logf("execute_code print(1+1) over the MCP socket, persistent %v: p50 %.2f ms, p99 %.2f ms (n=%d)", persistent, r.P50Ms, r.P99Ms, r.N)
 		}
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			t.Fatalf("bench mcp --json: %v\n%s", err, out)
-		}
-		if r.N != 30 || r.P50Ms <= 0 || r.P99Ms < r.P50Ms || r.Endpoint != endpoint.MCPSocket(s.sock) {
-			t.Errorf("bench mcp --json = %+v", r)
-		}
-		// Every call forks a program, which alone costs the machine CPU.
-		if r.CPU == nil || r.CPU.All <= 0 {
-			t.Errorf("bench mcp --json: no whole-machine CPU per call: %s", out)
-		}
-		t.Logf("execute_code print(1+1) over the MCP socket: p50 %.2f ms, p99 %.2f ms (n=%d)", r.P50Ms, r.P99Ms, r.N)
 	})
 
 	t.Run("shutdown", func(t *testing.T) {

@@ -32,6 +32,9 @@ type BenchOptions struct {
 	Tenant string
 	// Code is the program; default "print(1+1)".
 	Code string
+	// Persistent runs each call in its session's persistent interpreter
+	// (execute_code's persistent): no fork per execution.
+	Persistent bool
 	// Want is the stdout every call must start with; default "2\n" for the
 	// default program, nothing otherwise.
 	Want string
@@ -161,7 +164,11 @@ func benchSession(ctx context.Context, o BenchOptions, warm *sync.WaitGroup, sta
 	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "execute_code"
-	req.Params.Arguments = map[string]any{"code": o.Code}
+	args := map[string]any{"code": o.Code}
+	if o.Persistent {
+		args["persistent"] = true
+	}
+	req.Params.Arguments = args
 	times := make([]time.Duration, 0, o.N)
 	for i := range o.Warmup + o.N {
 		if i == o.Warmup {

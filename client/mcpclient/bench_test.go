@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,11 +19,14 @@ import (
 // server) with the face's execute_code tool, running programs in
 // /usr/bin/python3, behind a bearer token as the face's TCP listener is.
 // The face itself is tested in core/mcpface; this tests the benchmark.
-func startServer(t *testing.T, token string) string {
+func startServer(t *testing.T, token string, persistent *atomic.Int64) string {
 	t.Helper()
 	s := server.NewMCPServer("bench-test", "1")
-	s.AddTool(mcp.NewTool("execute_code", mcp.WithString("code", mcp.Required())),
+	s.AddTool(mcp.NewTool("execute_code", mcp.WithString("code", mcp.Required()), mcp.WithBoolean("persistent")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if req.GetBool("persistent", false) {
+				persistent.Add(1)
+			}
 			out, err := exec.CommandContext(ctx, "/usr/bin/python3", "-c", req.GetString("code", "")).Output()
 			if err != nil {
 				return mcp.NewToolResultError(err.Error()), nil
@@ -45,7 +49,8 @@ func startServer(t *testing.T, token string) string {
 // measures what it says (it does not judge the figures) and fails on a
 // wrong output or a refused token.
 func TestBenchExecute(t *testing.T) {
-	url := startServer(t, "tok")
+	var persistent atomic.Int64
+	url := startServer(t, "tok", &persistent)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r, err := BenchExecute(ctx, BenchOptions{URL: url, Token: "tok", N: 20, Warmup: 2})
@@ -55,6 +60,15 @@ func TestBenchExecute(t *testing.T) {
 	t.Logf("execute_code print(1+1): %s", r)
 	if r.N != 20 || r.Min <= 0 || r.Min > r.P50 || r.P50 > r.P90 || r.P90 > r.P99 || r.P99 > r.Max {
 		t.Errorf("inconsistent result %s", r)
+	}
+	if persistent.Load() != 0 {
+		t.Errorf("%d calls asked for a persistent interpreter, want none", persistent.Load())
+	}
+	if _, err := BenchExecute(ctx, BenchOptions{URL: url, Token: "tok", N: 3, Warmup: 1, Persistent: true}); err != nil {
+		t.Fatal(err)
+	}
+	if persistent.Load() != 4 {
+		t.Errorf("%d of 4 calls asked for a persistent interpreter", persistent.Load())
 	}
 	if _, err := BenchExecute(ctx, BenchOptions{URL: url, Token: "tok", Code: "print(3)", Want: "4", N: 1, Warmup: 1}); err == nil {
 		t.Error("a wrong output passed")

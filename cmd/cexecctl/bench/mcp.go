@@ -23,17 +23,19 @@ import (
 // latency over streamable HTTP as an agent sees it, in milliseconds.
 type MCPResult struct {
 	// Endpoint is the MCP socket (or URL) measured.
-	Endpoint string  `json:"endpoint"`
-	Code     string  `json:"code"`
-	Tenant   string  `json:"tenant,omitempty"`
-	N        int     `json:"n"`
-	Warmup   int     `json:"warmup"`
-	MinMs    float64 `json:"min_ms"`
-	P50Ms    float64 `json:"p50_ms"`
-	P90Ms    float64 `json:"p90_ms"`
-	P99Ms    float64 `json:"p99_ms"`
-	MaxMs    float64 `json:"max_ms"`
-	MeanMs   float64 `json:"mean_ms"`
+	Endpoint string `json:"endpoint"`
+	Code     string `json:"code"`
+	// Persistent: each call ran in its session's persistent interpreter.
+	Persistent bool    `json:"persistent,omitempty"`
+	Tenant     string  `json:"tenant,omitempty"`
+	N          int     `json:"n"`
+	Warmup     int     `json:"warmup"`
+	MinMs      float64 `json:"min_ms"`
+	P50Ms      float64 `json:"p50_ms"`
+	P90Ms      float64 `json:"p90_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+	MaxMs      float64 `json:"max_ms"`
+	MeanMs     float64 `json:"mean_ms"`
 	// Clients is how many sessions called at once; PerSecond the measured
 	// executions per second, all together.
 	Clients   int     `json:"clients"`
@@ -64,6 +66,7 @@ type mcpFlags struct {
 	url, token, tenant, code string
 	n, warmup, clients       int
 	timeout                  time.Duration
+	persistent               bool
 }
 
 func mcpBench(env *cli.Env) *cobra.Command {
@@ -86,7 +89,8 @@ func mcpBench(env *cli.Env) *cobra.Command {
 			if f.url != "" && !cli.TenantChosen(cmd) {
 				f.tenant = "" // the token's tenant
 			}
-			o := mcpclient.BenchOptions{URL: f.url, Token: f.token, Tenant: f.tenant, Code: f.code, N: f.n, Warmup: f.warmup, Clients: f.clients}
+			o := mcpclient.BenchOptions{URL: f.url, Token: f.token, Tenant: f.tenant, Code: f.code, N: f.n, Warmup: f.warmup, Clients: f.clients,
+				Persistent: f.persistent}
 			target := f.url
 			if f.url == "" {
 				addr := env.Address
@@ -130,7 +134,7 @@ func mcpBench(env *cli.Env) *cobra.Command {
 			if code == "" {
 				code = "print(1+1)"
 			}
-			res := MCPResult{Endpoint: target, Code: code, Tenant: f.tenant, N: r.N, Warmup: f.warmup,
+			res := MCPResult{Endpoint: target, Code: code, Persistent: f.persistent, Tenant: f.tenant, N: r.N, Warmup: f.warmup,
 				MinMs: ms(r.Min), P50Ms: ms(r.P50), P90Ms: ms(r.P90), P99Ms: ms(r.P99), MaxMs: ms(r.Max), MeanMs: ms(r.Mean),
 				Clients: f.clients, PerSecond: math.Round(r.PerSecond*10) / 10,
 				LoadAvg: [2]float64{load0, load1}, CPUs: runtime.NumCPU()}
@@ -145,8 +149,12 @@ func mcpBench(env *cli.Env) *cobra.Command {
 			if env.JSON {
 				return env.PrintJSON(res)
 			}
-			fmt.Fprintf(env.Stdout, "execute_code %q over MCP (%s), %d calls: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, min %.2f ms, max %.2f ms\n",
-				code, target, res.N, res.P50Ms, res.P90Ms, res.P99Ms, res.MinMs, res.MaxMs)
+			mode := ""
+			if f.persistent {
+				mode = ", persistent"
+			}
+			fmt.Fprintf(env.Stdout, "execute_code %q%s over MCP (%s), %d calls: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, min %.2f ms, max %.2f ms\n",
+				code, mode, target, res.N, res.P50Ms, res.P90Ms, res.P99Ms, res.MinMs, res.MaxMs)
 			fmt.Fprintf(env.Stdout, "%d client(s) at once: %.1f executions/s\n", res.Clients, res.PerSecond)
 			if c := res.CPUPerCallMs; c != nil {
 				fmt.Fprintf(env.Stdout, "CPU per call: %.2f ms on the whole machine; cexecd %.2f ms, sandbox plugin %.2f ms, client %.2f ms\n",
@@ -164,6 +172,7 @@ func mcpBench(env *cli.Env) *cobra.Command {
 	fl.IntVar(&f.n, "n", 200, "measured calls per client")
 	fl.IntVar(&f.clients, "clients", 1, "MCP sessions calling at once (behind a load balancer they spread over replicas)")
 	fl.IntVar(&f.warmup, "warmup", 10, "unmeasured calls first")
+	fl.BoolVar(&f.persistent, "persistent", false, "run every call in its session's persistent interpreter (execute_code's persistent): the figure for agents that keep state between programs")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up after this long")
 	return cmd
 }
