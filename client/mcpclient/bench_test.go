@@ -70,6 +70,13 @@ func TestBenchExecute(t *testing.T) {
 	if persistent.Load() != 4 {
 		t.Errorf("%d of 4 calls asked for a persistent interpreter", persistent.Load())
 	}
+	// The program stands in for cexec's warning line.
+	if _, err := BenchExecute(ctx, BenchOptions{URL: url, Token: "tok", Code: "print('[cexec: interpreter ended]\\n2')", Want: "2\n", N: 1, Warmup: 1}); err != nil {
+		t.Errorf("a warning before the output failed the call: %v", err)
+	}
+	if _, err := BenchExecute(ctx, BenchOptions{URL: url, Token: "tok", Code: "print('[cexec: interpreter ended]\\n3')", Want: "2\n", N: 1, Warmup: 1}); err == nil {
+		t.Error("a wrong output after a warning passed")
+	}
 	if _, err := BenchExecute(ctx, BenchOptions{URL: url, Token: "tok", Code: "print(3)", Want: "4", N: 1, Warmup: 1}); err == nil {
 		t.Error("a wrong output passed")
 	}
