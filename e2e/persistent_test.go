@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
 )
 
 // TestPersistentSessions: two sessions of one tenant, each with a
@@ -155,6 +157,11 @@ func TestPersistentOverMCP(t *testing.T) {
 		t.Errorf("structured content's warnings: %+v (%v)", out, res.StructuredContent)
 	}
 
+	tp, ok := a.GetTransport().(*transport.StreamableHTTP)
+	if !ok || tp.GetSessionId() == "" {
+		t.Fatalf("no session id on the transport: %T", a.GetTransport())
+	}
+	aSession := tp.GetSessionId()
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -172,5 +179,12 @@ func TestPersistentOverMCP(t *testing.T) {
 	}
 	if len(st.Sandboxes) != 1 {
 		t.Errorf("%d sandboxes after the closed session's sandbox was free, want 1: %+v", len(st.Sandboxes), st.Sandboxes)
+	}
+	// The closed session, continued from b: b's program ended its
+	// interpreter, and it is told why.
+	res = mcpCall(ctx, t, b, "execute_code", map[string]any{"code": count, "persistent": true, "session": aSession})
+	const closed = "[cexec: this session's persistent interpreter had ended (its MCP session closed, which freed its sandbox"
+	if text := mcpText(res); res.IsError || !strings.HasPrefix(text, closed) || !strings.HasSuffix(text, "]\n1\n") {
+		t.Errorf("the closed session continued: %q; want it to start %q and print 1", text, closed)
 	}
 }

@@ -91,7 +91,15 @@ type entry struct {
 	// keeps the session's globals (not only FreshGlobals executions ran).
 	holder string
 	keeps  bool
+	// released: the holder's session ended (Pool.EndSession), so the
+	// sandbox serves other sessions as one holding no interpreter; the
+	// session, continued from another connection, still finds it.
+	released bool
 }
+
+// free reports whether the sandbox holds no interpreter another session
+// should keep away from.
+func (e *entry) free() bool { return e.holder == "" || e.released }
 
 // demand is one tenant's recent concurrency, which sizes its warm set.
 type demand struct {

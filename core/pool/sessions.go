@@ -33,6 +33,7 @@ const (
 	lostFlushed  = "the sandbox backend restarted"
 	lostStopping = "the tenant's sandboxes were stopped"
 	lostEnded    = "it ended during one of the session's executions (the program exited it, or it was killed)"
+	lostClosed   = "its MCP session closed, which freed its sandbox, and another session's execution took it"
 )
 
 type lostSession struct {
@@ -56,9 +57,14 @@ type claim struct {
 func (p *Pool) claimLocked(e *entry, want Want) claim {
 	held := want.Session != "" && e.holder == want.Session && e.keeps
 	if e.holder != "" && e.holder != want.Session {
-		p.lostLocked(e, lostTaken)
+		why := lostTaken
+		if e.released {
+			why = lostClosed
+		}
+		p.lostLocked(e, why)
 		e.holder, e.keeps = "", false
 	}
+	e.released = false
 	switch {
 	case want.Persistent:
 		e.holder = want.Session
@@ -98,15 +104,15 @@ func (p *Pool) lostLocked(e *entry, reason string) {
 		delete(p.lost, oldest)
 	}
 	p.lost[sessionKey(e.tenant, e.holder)] = lostSession{reason: reason, at: time.Now()}
-	e.holder, e.keeps = "", false
+	e.holder, e.keeps, e.released = "", false, false
 }
 
 // pickIdleLocked chooses among tenant's idle sandboxes (most recently used
 // last) the one for want, or -1 when a new sandbox should be created:
 //   - the sandbox holding the session's interpreter;
-//   - else one holding no interpreter, the most recently used (so that the
-//     others idle out), or the one before it when that one ended an
-//     execution within settle;
+//   - else one holding no interpreter (or one of a session that ended),
+//     the most recently used (so that the others idle out), or the one
+//     before it when that one ended an execution within settle;
 //   - else the least recently used holding an interpreter with fresh
 //     globals (ending it costs its session a new interpreter, less than a
 //     new sandbox costs);
@@ -124,11 +130,11 @@ func (p *Pool) pickIdleLocked(es []*entry, want Want) int {
 	last, prev, stateless := -1, -1, -1
 	for i := len(es) - 1; i >= 0; i-- {
 		switch {
-		case es[i].holder == "" && last < 0:
+		case es[i].free() && last < 0:
 			last = i
-		case es[i].holder == "" && prev < 0:
+		case es[i].free() && prev < 0:
 			prev = i
-		case es[i].holder != "" && !es[i].keeps:
+		case !es[i].free() && !es[i].keeps:
 			stateless = i
 		}
 	}
@@ -145,18 +151,19 @@ func (p *Pool) pickIdleLocked(es []*entry, want Want) int {
 	return 0
 }
 
-// EndSession forgets tenant's session, which ended (its MCP session
-// closed) and will run nothing more: a sandbox holding its interpreter is
-// then as free for other sessions as one holding none, rather than kept
-// for it until idle_timeout, and the backend's runtime ends the
-// interpreter when that sandbox next runs another session's execution.
+// EndSession records that tenant's session ended (its MCP session
+// closed): a sandbox holding its interpreter then serves other sessions
+// as one holding none, rather than kept for it until idle_timeout, and the
+// backend's runtime ends the interpreter when another session's execution
+// runs there. Until then the session, continued from another connection
+// (execute_code's session), still finds its globals; after, it is told
+// why they are gone.
 func (p *Pool) EndSession(tenant, session string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.lost, sessionKey(tenant, session))
 	release := func(e *entry) {
 		if e.tenant == tenant && e.holder == session {
-			e.holder, e.keeps = "", false
+			e.released = true
 		}
 	}
 	for _, e := range p.idle[tenant] {
