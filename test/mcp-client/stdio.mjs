@@ -3,7 +3,8 @@
 // starts `cexecctl mcp` as an agent's MCP client would, over stdio, and walks
 // the workflow the tool descriptions teach: list tools, search, read a stub
 // (as a tool and as a resource), run a program that calls a real upstream
-// tool, and check a failing program's error.
+// tool, keep a program's globals for the next (persistent), and check a
+// failing program's error.
 //
 // Environment:
 //   CEXECCTL         path of the cexecctl binary (required)
@@ -78,6 +79,16 @@ check(run.structuredContent?.ok === true && run.structuredContent.tool_calls?.ca
   "execute_code's structuredContent does not show one tool call", run.structuredContent);
 seen.execute = text(run).split("\n")[0];
 seen.duration_ms = run.structuredContent.duration_ms;
+
+// 4a. persistent: a program's globals stay for the session's next
+// persistent program, and only for those.
+const keep = await client.callTool({ name: "execute_code", arguments: { code: "kept = 5", persistent: true } });
+check(!keep.isError, "a persistent program failed", text(keep));
+const again = await client.callTool({ name: "execute_code", arguments: { code: "print(kept * 2)", persistent: true } });
+check(!again.isError && text(again) === "10\n", "the next persistent program lacks the global", text(again));
+const fresh = await client.callTool({ name: "execute_code", arguments: { code: "print('kept' in globals())" } });
+check(!fresh.isError && text(fresh) === "False\n", "a program without persistent saw the global", text(fresh));
+seen.persistent = text(again).trim();
 
 // 4b. call_tool: one call, its result as is; arguments are checked.
 const one = await client.callTool({ name: "call_tool", arguments: { server, tool: "get-sum", arguments: { a: 2, b: 3 } } });
