@@ -69,6 +69,14 @@ func TestPersistentSessions(t *testing.T) {
 	startDaemon(t, s)
 	count("b", "1\n", restarted)
 	count("b", "2\n", "")
+	// The session's log shows where its persistent executions ran and
+	// what they were warned of.
+	shown := mustCtl(t, s, "sessions", "show", "b")
+	for _, want := range []string{"  persistent, in sandbox sbx-default-", "  warning: this session's " + restarted, "  warning: this session's " + ended} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("sessions show b lacks %q:\n%s", want, shown)
+		}
+	}
 }
 
 // TestSessionInterpreter: with sandbox.session_interpreter, a session's

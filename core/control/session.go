@@ -48,6 +48,8 @@ func entryProto(e *workspace.Entry) *cexecv1.SessionEntry {
 		ContextJson: e.Context,
 		Skill:       e.Skill,
 		Truncated:   e.Truncated,
+		Interpreter: e.Interpreter,
+		Warnings:    e.Warnings,
 	}
 	if r := e.Result; r != nil {
 		out.Result = &cexecv1.SessionResult{Ok: r.OK, ExitCode: int32(r.ExitCode), ErrorType: r.ErrorType, Error: r.Error,

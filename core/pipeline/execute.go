@@ -208,6 +208,9 @@ func (x *Executor) ExecuteCode(ctx context.Context, req CodeRequest) (*CodeResul
 	if out != nil && req.Persistent && !req.FreshSandbox {
 		entry.Interpreter = out.SandboxID
 	}
+	if out != nil && out.InterpreterLost != "" {
+		entry.Warnings = []string{out.InterpreterLost}
+	}
 	if out != nil {
 		entry.UpstreamLog = out.UpstreamLog
 		for _, c := range out.ToolCalls {

@@ -120,8 +120,21 @@ func TestInterpreterLostWarning(t *testing.T) {
 			} else if got := run(tc.lose[0], tc.lose[1]); got != "" {
 				t.Errorf("the losing execution warned %q", got)
 			}
-			if got := run("a", "print(x)"); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			got := run("a", "print(x)")
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("InterpreterLost %q, want %q", got, tc.want)
+			}
+			// The session log keeps the warning with the execution.
+			ten, err := x.Workspaces.Tenant("acme")
+			if err != nil {
+				t.Fatal(err)
+			}
+			log, err := ten.ReadSession("a")
+			if err != nil || len(log.Entries) == 0 {
+				t.Fatalf("session log: %v, %d entries", err, len(log.Entries))
+			}
+			if w := log.Entries[len(log.Entries)-1].Warnings; got == "" && len(w) != 0 || got != "" && (len(w) != 1 || w[0] != got) {
+				t.Errorf("the log entry's warnings %q, want the warning %q", w, got)
 			}
 			if again := run("a", "print(x)"); again != "" {
 				t.Errorf("told again: %q", again)

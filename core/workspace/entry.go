@@ -55,6 +55,9 @@ type Entry struct {
 	// execution, for one that kept the session's globals: where the next
 	// one expects them (Tenant.SessionInterpreter).
 	Interpreter string `json:"interpreter,omitempty"`
+	// Warnings are what cexec told the execution's caller beside its
+	// result: that the session's persistent interpreter had ended, and why.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Result summarises how an execution ended.

@@ -3030,7 +3030,13 @@ type SessionEntry struct {
 	Truncated bool `protobuf:"varint,13,opt,name=truncated,proto3" json:"truncated,omitempty"`
 	// upstream_log holds what upstream servers logged
 	// (notifications/message) during the execution's tool calls.
-	UpstreamLog   []*SessionUpstreamLog `protobuf:"bytes,14,rep,name=upstream_log,json=upstreamLog,proto3" json:"upstream_log,omitempty"`
+	UpstreamLog []*SessionUpstreamLog `protobuf:"bytes,14,rep,name=upstream_log,json=upstreamLog,proto3" json:"upstream_log,omitempty"`
+	// interpreter is the sandbox whose persistent interpreter ran the
+	// execution, for one that kept the session's globals.
+	Interpreter string `protobuf:"bytes,15,opt,name=interpreter,proto3" json:"interpreter,omitempty"`
+	// warnings are what cexec told the execution's caller beside its result
+	// (the session's persistent interpreter had ended, and why).
+	Warnings      []string `protobuf:"bytes,16,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3159,6 +3165,20 @@ func (x *SessionEntry) GetTruncated() bool {
 func (x *SessionEntry) GetUpstreamLog() []*SessionUpstreamLog {
 	if x != nil {
 		return x.UpstreamLog
+	}
+	return nil
+}
+
+func (x *SessionEntry) GetInterpreter() string {
+	if x != nil {
+		return x.Interpreter
+	}
+	return ""
+}
+
+func (x *SessionEntry) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -5482,7 +5502,7 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	" \x01(\x03R\blogBytes\x12\x1b\n" +
 	"\tbad_lines\x18\v \x01(\x03R\bbadLines\x12\x1f\n" +
 	"\vstate_files\x18\f \x03(\tR\n" +
-	"stateFiles\"\xd7\x03\n" +
+	"stateFiles\"\x95\x04\n" +
 	"\fSessionEntry\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12 \n" +
 	"\ftime_unix_ms\x18\x02 \x01(\x03R\n" +
@@ -5502,7 +5522,9 @@ const file_cexec_v1_control_proto_rawDesc = "" +
 	"\fcontext_json\x18\v \x01(\fR\vcontextJson\x12\x14\n" +
 	"\x05skill\x18\f \x01(\tR\x05skill\x12\x1c\n" +
 	"\ttruncated\x18\r \x01(\bR\ttruncated\x12?\n" +
-	"\fupstream_log\x18\x0e \x03(\v2\x1c.cexec.v1.SessionUpstreamLogR\vupstreamLog\"\xb1\x01\n" +
+	"\fupstream_log\x18\x0e \x03(\v2\x1c.cexec.v1.SessionUpstreamLogR\vupstreamLog\x12 \n" +
+	"\vinterpreter\x18\x0f \x01(\tR\vinterpreter\x12\x1a\n" +
+	"\bwarnings\x18\x10 \x03(\tR\bwarnings\"\xb1\x01\n" +
 	"\x12SessionUpstreamLog\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x16\n" +

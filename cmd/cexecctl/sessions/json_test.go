@@ -23,7 +23,7 @@ func TestProtoJSON(t *testing.T) {
 		`"tool_calls":[{"server":"s","tool":"t","duration_ms":1.5,"ok":false,"error":"","approval":""}],"duration_ms":0,"state_files":[],` +
 		`"step":"","context":null,"skill":"","truncated":false,"upstream_log":[` +
 		`{"server":"s","level":"info","logger":"","data":{"msg":"hi"},"truncated":false,"withheld":false},` +
-		`{"server":"s","level":"debug","logger":"","data":null,"truncated":true,"withheld":false}]}`
+		`{"server":"s","level":"debug","logger":"","data":null,"truncated":true,"withheld":false}],"interpreter":"","warnings":[]}`
 	if string(got) != want {
 		t.Errorf("protoJSON =\n%s\nwant\n%s", got, want)
 	}

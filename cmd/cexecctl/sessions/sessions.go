@@ -112,6 +112,13 @@ func writeEntry(w io.Writer, e *cexecv1.SessionEntry) {
 			fmt.Fprintf(w, "  task:   %s\n", oneLine(e.GetTask()))
 		}
 		fmt.Fprintf(w, "  code:   %s\n", oneLine(e.GetCode()))
+		if e.GetInterpreter() != "" {
+			fmt.Fprintf(w, "  persistent, in sandbox %s\n", e.GetInterpreter())
+		}
+		// Whole: the reason is at the end of a warning, past oneLine's cut.
+		for _, warning := range e.GetWarnings() {
+			fmt.Fprintf(w, "  warning: %s\n", strings.Join(strings.Fields(warning), " "))
+		}
 		if r := e.GetResult(); r != nil {
 			if r.GetOutput() != "" {
 				fmt.Fprintf(w, "  output: %s\n", oneLine(r.GetOutput()))
