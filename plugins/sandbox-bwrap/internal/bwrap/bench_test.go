@@ -104,14 +104,32 @@ func BenchmarkWarmExec(b *testing.B) {
 // it (destroying it is not timed), and the CPU time a sandbox costs up to
 // then in its processes (bwrap, the zygote, its children; from /proc, in
 // 10 ms ticks averaged over the runs), which unlike latency does not
-// depend on how busy the machine is.
+// depend on how busy the machine is. back-to-back creates one sandbox after
+// another; etc-recheck-due makes each the first after etcRecheck, as the
+// first sandbox after a quiet spell is, when the host's /etc is due to be
+// compared with the sandboxes' copy.
 func BenchmarkColdExec(b *testing.B) {
+	for _, due := range []bool{false, true} {
+		name := map[bool]string{false: "back-to-back", true: "etc-recheck-due"}[due]
+		b.Run(name, func(b *testing.B) { benchColdExec(b, due) })
+	}
+}
+
+func benchColdExec(b *testing.B, etcDue bool) {
 	p := benchBackend(b)
 	benchCreate(b, p, "first") // installs the runtime, detects cgroups
 	lat := make([]time.Duration, 0, b.N)
 	var cpu time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		if etcDue {
+			b.StopTimer()
+			p.etc.bg.Wait()
+			p.etc.mu.Lock()
+			p.etc.checked = time.Time{}
+			p.etc.mu.Unlock()
+			b.StartTimer()
+		}
 		id := "cold" + strconv.Itoa(i)
 		start := time.Now()
 		benchCreate(b, p, id)

@@ -3,8 +3,11 @@ package bwrap
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // fakeEtc writes a host /etc under a new root (returned): readable files,
@@ -37,7 +40,7 @@ func fakeEtc(t *testing.T) string {
 }
 
 func TestEtcCopy(t *testing.T) {
-	v := etcView{root: fakeEtc(t)}
+	v := etcView{root: fakeEtc(t), log: hclog.NewNullLogger()}
 	c, err := v.acquire(time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -88,10 +91,12 @@ func TestEtcCopy(t *testing.T) {
 }
 
 // TestEtcRefresh changes the host's /etc: sandboxes started after the next
-// check get a new copy, those before keep theirs until they are gone.
+// check get a new copy, those before keep theirs until they are gone. The
+// check runs in the background, so the sandbox that finds it due starts on
+// the copy it would have got a moment earlier.
 func TestEtcRefresh(t *testing.T) {
 	root := fakeEtc(t)
-	v := etcView{root: root}
+	v := etcView{root: root, log: hclog.NewNullLogger()}
 	t0 := time.Now()
 	first, err := v.acquire(t0)
 	if err != nil {
@@ -101,17 +106,22 @@ func TestEtcRefresh(t *testing.T) {
 	must(t, os.WriteFile(cert, []byte("new ca"), 0o644))
 	must(t, os.Chtimes(cert, t0.Add(time.Minute), t0.Add(time.Minute)))
 
-	before, err := v.acquire(t0.Add(etcRecheck / 2))
-	if err != nil {
-		t.Fatal(err)
+	acquire := func(at time.Duration) *etcCopy {
+		t.Helper()
+		c, err := v.acquire(t0.Add(at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.bg.Wait()
+		return c
 	}
-	if before != first {
+	if before := acquire(etcRecheck / 2); before != first {
 		t.Error("the copy was rebuilt before its recheck was due")
 	}
-	after, err := v.acquire(t0.Add(etcRecheck))
-	if err != nil {
-		t.Fatal(err)
+	if due := acquire(etcRecheck); due != first {
+		t.Error("the sandbox that found the recheck due waited for a new copy")
 	}
+	after := acquire(etcRecheck + time.Second)
 	if after == first {
 		t.Fatal("a changed /etc was not copied again")
 	}
@@ -121,19 +131,20 @@ func TestEtcRefresh(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(first.dir, "ssl/certs/ca.pem")); string(data) != "ca" {
 		t.Errorf("a running sandbox's copy changed: %q", data)
 	}
-	same, err := v.acquire(t0.Add(3 * etcRecheck))
-	if err != nil {
-		t.Fatal(err)
+	if same := acquire(3 * etcRecheck); same != after {
+		t.Error("an unchanged /etc was copied again")
 	}
-	if same != after {
+	if same := acquire(3*etcRecheck + time.Second); same != after {
 		t.Error("an unchanged /etc was copied again")
 	}
 
+	// first, at t0, and the sandboxes before and at the recheck.
+	v.release(first)
 	v.release(first)
 	if _, err := os.Stat(first.dir); err != nil {
 		t.Fatal("the old copy went while a sandbox still used it")
 	}
-	v.release(before)
+	v.release(first)
 	if _, err := os.Stat(first.dir); !os.IsNotExist(err) {
 		t.Errorf("the old copy stayed after its last sandbox: %v", err)
 	}
@@ -141,9 +152,51 @@ func TestEtcRefresh(t *testing.T) {
 	if _, err := os.Stat(after.dir); err != nil {
 		t.Fatal("close removed a copy sandboxes still use")
 	}
-	v.release(after)
-	v.release(same)
+	for range 3 {
+		v.release(after)
+	}
 	if _, err := os.Stat(after.dir); !os.IsNotExist(err) {
 		t.Errorf("the copy stayed after close and its last sandbox: %v", err)
+	}
+}
+
+// TestEtcRefreshFails: a new copy that cannot be written leaves sandboxes
+// starting on the earlier one, says why, and is tried again at the next
+// check.
+func TestEtcRefreshFails(t *testing.T) {
+	root := fakeEtc(t)
+	var logged strings.Builder
+	v := etcView{root: root, log: hclog.New(&hclog.LoggerOptions{Output: &logged})}
+	t0 := time.Now()
+	first, err := v.acquire(t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.close()
+	must(t, os.WriteFile(filepath.Join(root, "etc/os-release"), []byte("ID=changed"), 0o644))
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "gone"))
+
+	for _, at := range []time.Duration{etcRecheck, etcRecheck + time.Second} {
+		c, err := v.acquire(t0.Add(at))
+		if err != nil || c != first {
+			t.Fatalf("acquire at %v: %v, %v; want the earlier copy", at, c, err)
+		}
+		v.bg.Wait()
+	}
+	if !strings.Contains(logged.String(), "sandboxes keep the earlier copy of /etc") {
+		t.Errorf("log = %q; want the failed copy reported", logged.String())
+	}
+
+	t.Setenv("TMPDIR", t.TempDir())
+	if _, err := v.acquire(t0.Add(2 * etcRecheck)); err != nil {
+		t.Fatal(err)
+	}
+	v.bg.Wait()
+	c, err := v.acquire(t0.Add(2*etcRecheck + time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(c.dir, "os-release")); string(data) != "ID=changed" {
+		t.Errorf("after the failure the copy has %q; want the change", data)
 	}
 }

@@ -69,7 +69,7 @@ func New(log hclog.Logger) *Plugin {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Plugin{log: log, seccomp: map[bool][]byte{}}
+	return &Plugin{log: log, seccomp: map[bool][]byte{}, etc: etcView{log: log}}
 }
 
 // Info describes the plugin and its configuration schema.
