@@ -95,6 +95,22 @@ func (b *backend) Exec(ctx context.Context, req sandbox.ExecRequest, host sandbo
 	return res, err
 }
 
+// Health answers for a zygote controlled through its socket without a round
+// trip: the daemon's runner reads that connection all the time, so a zygote
+// that died has closed it and the runner knows. The pool checks a sandbox
+// idle for a second before reusing it, which is nearly every execution of an
+// agent that thinks between its programs; on the development VM a ping made
+// those 1.2 ms slower through the plugin and 0.8 ms straight over the socket
+// (medians of 50 persistent executions 1.4 s apart). A zygote that is alive
+// but stuck is not seen here: its next execution misses its deadline and the
+// runner has the sandbox destroyed, as for one that gets stuck mid-run.
+func (b *backend) Health(ctx context.Context, id string) error {
+	if ctl := b.srv.controlOf(id); ctl != nil && ctl.runner.Healthy() {
+		return nil
+	}
+	return b.Sandbox.Health(ctx, id)
+}
+
 // List adds the executions the daemon ran through the socket to what the
 // backend counted, and shows their sandboxes busy while they run.
 func (b *backend) List(ctx context.Context) ([]sandbox.Status, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -210,5 +211,47 @@ func TestControlledZygoteStuck(t *testing.T) {
 			t.Fatalf("the sandbox of a stuck zygote was not destroyed: %+v", list)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// healthSpy counts the health checks that reach the plugin.
+type healthSpy struct {
+	sandbox.Sandbox
+	checks atomic.Int32
+}
+
+func (s *healthSpy) Health(ctx context.Context, id string) error {
+	s.checks.Add(1)
+	return s.Sandbox.Health(ctx, id)
+}
+
+// TestControlledHealth: a zygote controlled through its socket is known
+// alive from its connection, with no round trip into the plugin; one that
+// died is reported unhealthy by the plugin's check, so the pool replaces it.
+func TestControlledHealth(t *testing.T) {
+	relay, _, srv := bwrapBackend(t)
+	spy := &healthSpy{Sandbox: relay}
+	sb := Wrap(srv, spy)
+	createBox(t, sb, "sbx-health")
+	ctl := srv.controlOf("sbx-health")
+	if ctl == nil || ctl.pid == 0 {
+		t.Fatalf("no controlled zygote with a known pid: %+v", ctl)
+	}
+	if err := sb.Health(t.Context(), "sbx-health"); err != nil || spy.checks.Load() != 0 {
+		t.Fatalf("live zygote: %v, %d checks reached the plugin; want nil and none", err, spy.checks.Load())
+	}
+
+	if err := syscall.Kill(ctl.pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctl.runner.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the daemon's runner did not see its zygote die")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := sb.Health(ctx, "sbx-health"); err == nil || spy.checks.Load() != 1 {
+		t.Errorf("dead zygote: %v after %d plugin checks; want an error from the plugin's", err, spy.checks.Load())
 	}
 }
