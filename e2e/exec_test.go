@@ -431,17 +431,17 @@ func TestExecPoolFull(t *testing.T) {
 
 // TestBenchExec runs the measurement command briefly, so the figures it
 // reports come from a command that works: every execution checked, warm
-// ones warm and fresh ones cold.
+// and paced ones warm and fresh ones cold.
 func TestBenchExec(t *testing.T) {
 	s := newSetup(t)
 	startDaemon(t, s)
 	sandboxOrSkip(t, s)
-	out, errOut, code := ctl(t, s, "bench", "exec", "--n", "20", "--cold", "3", "--concurrency", "4", "--json")
+	out, errOut, code := ctl(t, s, "bench", "exec", "--n", "20", "--cold", "3", "--paced", "2", "--pace", "1.2s", "--concurrency", "4", "--json")
 	if code != 0 {
 		t.Fatalf("bench exec: exit %d\n%s\n%s", code, out, errOut)
 	}
 	var r struct {
-		Warm, Cold struct {
+		Warm, Cold, Paced struct {
 			N    int     `json:"n"`
 			P50  float64 `json:"p50_ms"`
 			P90  float64 `json:"p90_ms"`
@@ -460,12 +460,13 @@ func TestBenchExec(t *testing.T) {
 			Cexecd float64 `json:"cexecd"`
 			All    float64 `json:"all"`
 		} `json:"cpu_per_exec_ms"`
-		Failures int `json:"failures"`
+		PaceS    float64 `json:"pace_s"`
+		Failures int     `json:"failures"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if r.Failures != 0 || r.Warm.N != 20 || r.Cold.N != 3 || r.Cold.Warm != 0 || r.Throughput <= 0 ||
+	if r.Failures != 0 || r.Warm.N != 20 || r.Cold.N != 3 || r.Cold.Warm != 0 || r.Paced.N != 2 || r.Paced.Warm != 2 || r.PaceS != 1.2 || r.Throughput <= 0 ||
 		!(r.Warm.P50 > 0 && r.Warm.P50 <= r.Warm.P90 && r.Warm.P90 <= r.Warm.P99) || r.IdleRSS.N == 0 || r.IdleRSS.P50 <= 0 {
 		t.Fatalf("bench exec result:\n%s", out)
 	}
@@ -491,8 +492,17 @@ func TestBenchExec(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil || !p.Persistent || p.Failures != 0 || p.Warm.N != 20 {
 		t.Fatalf("bench exec --persistent: exit %d, %v\n%s\n%s", code, err, out, errOut)
 	}
-	if _, errOut, code := ctl(t, s, "bench", "exec", "--persistent", "--new-sessions"); code == 0 || !strings.Contains(errOut, "--persistent and --new-sessions exclude each other") {
-		t.Errorf("--persistent --new-sessions: exit %d, %s", code, errOut)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--persistent", "--new-sessions"}, "--persistent and --new-sessions exclude each other"},
+		{[]string{"--paced", "2", "--pace", "0s"}, "--pace must be more than 0, got 0s"},
+		{[]string{"--paced", "-1"}, "--cold, --paced and --warmup at least 0"},
+	} {
+		if _, errOut, code := ctl(t, s, append([]string{"bench", "exec"}, tt.args...)...); code == 0 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("bench exec %v: exit %d, %s; want %q", tt.args, code, errOut, tt.want)
+		}
 	}
 }
 

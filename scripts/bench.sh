@@ -4,7 +4,7 @@
 # runs `cexecctl bench exec` and `cexecctl bench mcp` against it and stops
 # it. A daemon on the default socket is not disturbed.
 #
-#   scripts/bench.sh                 # --n 500 --concurrency 8 --json
+#   scripts/bench.sh                 # --n 500 --concurrency 8 --paced 20 --json
 #   scripts/bench.sh --n 100 --cold 10   # arguments go to bench exec
 #   CEXEC_BENCH_DAEMON_CONFIG=my.hcl scripts/bench.sh   # another config than cexec.hcl
 #
@@ -44,7 +44,7 @@ until bin/cexecctl --address "$sock" status >/dev/null 2>&1; do
 	sleep 0.1
 done
 
-[ "$#" -gt 0 ] || set -- --n 500 --concurrency 8 --json
+[ "$#" -gt 0 ] || set -- --n 500 --concurrency 8 --paced 20 --json
 if ! bin/cexecctl --address "$sock" bench exec "$@"; then
 	echo "bench: cexecctl bench exec failed; cexecd log:" >&2
 	tail -n 50 "$tmp/cexecd.log" >&2

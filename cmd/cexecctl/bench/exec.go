@@ -76,6 +76,10 @@ type ExecResult struct {
 	QuietWaitMs float64 `json:"quiet_wait_ms"`
 	// Warm: one execution at a time in pooled sandboxes.
 	Warm Latency `json:"warm"`
+	// Paced: one execution at a time, PaceS apart, as an agent's turns
+	// come (--paced; N 0 when not run).
+	Paced Latency `json:"paced"`
+	PaceS float64 `json:"pace_s,omitempty"`
 	// Cold: one execution at a time, each in a sandbox created for it and
 	// destroyed after it.
 	Cold Latency `json:"cold"`
@@ -127,6 +131,8 @@ type PoolFacts struct {
 
 type execBenchFlags struct {
 	n, cold, concurrency, warmup  int
+	paced                         int
+	pace                          time.Duration
 	tenant, session, code, expect string
 	newSessions, persistent       bool
 	settle                        time.Duration
@@ -144,6 +150,10 @@ timing each execution in this process:
   warmup   --warmup executions at --concurrency, not measured, so that the
            pool holds a warm sandbox per concurrent client
   warm     --n executions one at a time, in pooled sandboxes
+  paced    --paced executions one at a time, --pace apart, as an agent's
+           turns come: what a pause costs the next execution (the pool
+           health-checks a sandbox idle for a second) is in these figures
+           and not in warm's
   throughput
            --n executions from --concurrency clients at once
   cold     --cold executions one at a time, each in a fresh sandbox created
@@ -166,8 +176,11 @@ the command fail after printing the figures.`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			maxprocs.Set() // on an execution's path, as cexecd is
-			if f.n < 1 || f.concurrency < 1 || f.cold < 0 || f.warmup < 0 {
-				return cli.UsageErrorf("--n and --concurrency must be at least 1, --cold and --warmup at least 0")
+			if f.n < 1 || f.concurrency < 1 || f.cold < 0 || f.warmup < 0 || f.paced < 0 {
+				return cli.UsageErrorf("--n and --concurrency must be at least 1, --cold, --paced and --warmup at least 0")
+			}
+			if f.paced > 0 && f.pace <= 0 {
+				return cli.UsageErrorf("--pace must be more than 0, got %s", f.pace)
 			}
 			if !cmd.Flags().Changed("expect") && f.code != defaultBenchCode {
 				f.expect = ""
@@ -203,6 +216,8 @@ the command fail after printing the figures.`,
 	fl := cmd.Flags()
 	fl.IntVar(&f.n, "n", 500, "executions in the warm phase and again in the throughput phase")
 	fl.IntVar(&f.cold, "cold", 30, "executions in fresh sandboxes")
+	fl.IntVar(&f.paced, "paced", 0, "executions one at a time, --pace apart")
+	fl.DurationVar(&f.pace, "pace", 2*time.Second, "pause before each paced execution")
 	fl.IntVar(&f.concurrency, "concurrency", 8, "clients at once in the throughput phase")
 	fl.IntVar(&f.warmup, "warmup", 0, "unmeasured executions first (default 4 x --concurrency)")
 	cli.TenantFlag(fl, &f.tenant)
@@ -246,6 +261,7 @@ func benchExec(ctx context.Context, env *cli.Env, c *client.Client, f execBenchF
 		return nil, err
 	}
 	r.warm(ctx, pids)
+	r.pacedRun(ctx)
 	r.throughput(ctx)
 	if err := r.pool(ctx); err != nil {
 		return nil, err
@@ -335,6 +351,33 @@ func (r *execRun) warm(ctx context.Context, pids [3]int) {
 		program += s.cpu
 	}
 	r.res.CPUPerExecMs.Program = math.Round(ms(program)/float64(n)*1000) / 1000
+}
+
+// pacedRun runs --paced executions one at a time, each after a pause of
+// --pace.
+func (r *execRun) pacedRun(ctx context.Context) {
+	if r.f.paced == 0 {
+		return
+	}
+	p := r.phase(r.f.paced, "paced: %d executions, %s apart", r.f.paced, r.f.pace)
+	ss := make([]sample, 0, r.f.paced)
+	for range r.f.paced {
+		t := time.NewTimer(r.f.pace)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		ss = append(ss, runOne(ctx, r.c, r.req, r.f.expect))
+		p.Add(1)
+	}
+	p.Done(ctx.Err())
+	r.tally(ss)
+	r.res.Paced = summariseSamples(ss)
+	r.res.PaceS = r.f.pace.Seconds()
 }
 
 // throughput runs --n executions from --concurrency clients at once.
@@ -571,6 +614,9 @@ func printExec(env *cli.Env, r *ExecResult) {
 		warm, conc = "warm pers.", "conc. pers."
 	}
 	line(warm, r.Warm)
+	if r.Paced.N > 0 {
+		line(fmt.Sprintf("paced %gs", r.PaceS), r.Paced)
+	}
 	line(conc, r.Concurrent.Latency)
 	line("cold", r.Cold)
 	fmt.Fprintf(w, "throughput  %.0f executions/s at concurrency %d\n", r.ThroughputPerS, r.Concurrent.Concurrency)
