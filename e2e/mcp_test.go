@@ -225,15 +225,23 @@ func TestMCPFace(t *testing.T) {
 	})
 
 	t.Run("bench", func(t *testing.T) {
-		for _, persistent := range []bool{false, true} {
+		for _, tt := range []struct {
+			persistent bool
+			pace       string
+		}{{false, ""}, {true, ""}, {true, "1.2s"}} {
+			persistent := tt.persistent
 			args := []string{"bench", "mcp", "--json", "--n", "30", "--warmup", "3"}
 			if persistent {
 				args = append(args, "--persistent")
+			}
+			if tt.pace != "" {
+				args = append(args, "--n", "3", "--pace", tt.pace)
 			}
 			out := mustCtl(t, s, args...)
 			var r struct {
 				Endpoint   string  `json:"endpoint"`
 				Persistent bool    `json:"persistent"`
+				PaceS      float64 `json:"pace_s"`
 				N          int     `json:"n"`
 				P50Ms      float64 `json:"p50_ms"`
 				P99Ms      float64 `json:"p99_ms"`
@@ -244,14 +252,18 @@ func TestMCPFace(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &r); err != nil {
 				t.Fatalf("bench mcp --json: %v\n%s", err, out)
 			}
-			if r.N != 30 || r.Persistent != persistent || r.P50Ms <= 0 || r.P99Ms < r.P50Ms || r.Endpoint != endpoint.MCPSocket(s.sock) {
+			wantN, wantPace := 30, 0.0
+			if tt.pace != "" {
+				wantN, wantPace = 3, 1.2
+			}
+			if r.N != wantN || r.PaceS != wantPace || r.Persistent != persistent || r.P50Ms <= 0 || r.P99Ms < r.P50Ms || r.Endpoint != endpoint.MCPSocket(s.sock) {
 				t.Errorf("%v = %+v", args, r)
 			}
 			// Every call runs a program, which alone costs the machine CPU.
 			if r.CPU == nil || r.CPU.All <= 0 {
 				t.Errorf("%v: no whole-machine CPU per call: %s", args, out)
 			}
-			t.Logf("execute_code print(1+1) over the MCP socket, persistent %v: p50 %.2f ms, p99 %.2f ms (n=%d)", persistent, r.P50Ms, r.P99Ms, r.N)
+			t.Logf("execute_code print(1+1) over the MCP socket, persistent %v, pace %q: p50 %.2f ms, p99 %.2f ms (n=%d)", persistent, tt.pace, r.P50Ms, r.P99Ms, r.N)
 		}
 	})
 

@@ -43,6 +43,10 @@ type BenchOptions struct {
 	// OnCall, when set, is called after each call, warm-up included (for a
 	// progress display).
 	OnCall func()
+	// Pace, when set, is a pause before each measured call, as an agent's
+	// turns come: what a pause costs the next call is then in the figures
+	// (PerSecond counts the pauses too).
+	Pace time.Duration
 	// Clients is how many MCP sessions call at once, each N calls after
 	// its warmup (default 1). Behind a load balancer the sessions spread
 	// over the replicas, so executions per second compare deployments.
@@ -177,6 +181,15 @@ func benchSession(ctx context.Context, o BenchOptions, warm *sync.WaitGroup, sta
 			select {
 			case <-start:
 			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if i >= o.Warmup && o.Pace > 0 {
+			t := time.NewTimer(o.Pace)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
 				return nil, ctx.Err()
 			}
 		}

@@ -70,6 +70,14 @@ func TestBenchExecute(t *testing.T) {
 	if persistent.Load() != 4 {
 		t.Errorf("%d of 4 calls asked for a persistent interpreter", persistent.Load())
 	}
+	// Paced: each measured call waits first, warm-up calls do not.
+	began := time.Now()
+	if _, err := BenchExecute(ctx, BenchOptions{URL: url, Token: "tok", N: 3, Warmup: 2, Pace: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took < 600*time.Millisecond {
+		t.Errorf("3 calls paced 200ms apart took %s", took)
+	}
 	// The program stands in for cexec's warning line.
 	if _, err := BenchExecute(ctx, BenchOptions{URL: url, Token: "tok", Code: "print('[cexec: interpreter ended]\\n2')", Want: "2\n", N: 1, Warmup: 1}); err != nil {
 		t.Errorf("a warning before the output failed the call: %v", err)

@@ -26,16 +26,19 @@ type MCPResult struct {
 	Endpoint string `json:"endpoint"`
 	Code     string `json:"code"`
 	// Persistent: each call ran in its session's persistent interpreter.
-	Persistent bool    `json:"persistent,omitempty"`
-	Tenant     string  `json:"tenant,omitempty"`
-	N          int     `json:"n"`
-	Warmup     int     `json:"warmup"`
-	MinMs      float64 `json:"min_ms"`
-	P50Ms      float64 `json:"p50_ms"`
-	P90Ms      float64 `json:"p90_ms"`
-	P99Ms      float64 `json:"p99_ms"`
-	MaxMs      float64 `json:"max_ms"`
-	MeanMs     float64 `json:"mean_ms"`
+	Persistent bool `json:"persistent,omitempty"`
+	// PaceS is the pause before each measured call (--pace), 0 for back
+	// to back.
+	PaceS  float64 `json:"pace_s,omitempty"`
+	Tenant string  `json:"tenant,omitempty"`
+	N      int     `json:"n"`
+	Warmup int     `json:"warmup"`
+	MinMs  float64 `json:"min_ms"`
+	P50Ms  float64 `json:"p50_ms"`
+	P90Ms  float64 `json:"p90_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	MaxMs  float64 `json:"max_ms"`
+	MeanMs float64 `json:"mean_ms"`
 	// Clients is how many sessions called at once; PerSecond the measured
 	// executions per second, all together.
 	Clients   int     `json:"clients"`
@@ -65,7 +68,7 @@ type MCPCPU struct {
 type mcpFlags struct {
 	url, token, tenant, code string
 	n, warmup, clients       int
-	timeout                  time.Duration
+	timeout, pace            time.Duration
 	persistent               bool
 }
 
@@ -83,6 +86,12 @@ func mcpBench(env *cli.Env) *cobra.Command {
 			if f.n < 1 || f.warmup < 1 || f.clients < 1 {
 				return cli.UsageErrorf("--n, --warmup and --clients must be at least 1")
 			}
+			if f.pace < 0 {
+				return cli.UsageErrorf("--pace must not be negative, got %s", f.pace)
+			}
+			if !cmd.Flags().Changed("timeout") {
+				f.timeout += time.Duration(f.n) * f.pace
+			}
 			if f.token == "" {
 				f.token = os.Getenv(endpoint.TokenEnv)
 			}
@@ -90,7 +99,7 @@ func mcpBench(env *cli.Env) *cobra.Command {
 				f.tenant = "" // the token's tenant
 			}
 			o := mcpclient.BenchOptions{URL: f.url, Token: f.token, Tenant: f.tenant, Code: f.code, N: f.n, Warmup: f.warmup, Clients: f.clients,
-				Persistent: f.persistent}
+				Persistent: f.persistent, Pace: f.pace}
 			target := f.url
 			if f.url == "" {
 				addr := env.Address
@@ -134,7 +143,7 @@ func mcpBench(env *cli.Env) *cobra.Command {
 			if code == "" {
 				code = "print(1+1)"
 			}
-			res := MCPResult{Endpoint: target, Code: code, Persistent: f.persistent, Tenant: f.tenant, N: r.N, Warmup: f.warmup,
+			res := MCPResult{Endpoint: target, Code: code, Persistent: f.persistent, PaceS: f.pace.Seconds(), Tenant: f.tenant, N: r.N, Warmup: f.warmup,
 				MinMs: ms(r.Min), P50Ms: ms(r.P50), P90Ms: ms(r.P90), P99Ms: ms(r.P99), MaxMs: ms(r.Max), MeanMs: ms(r.Mean),
 				Clients: f.clients, PerSecond: math.Round(r.PerSecond*10) / 10,
 				LoadAvg: [2]float64{load0, load1}, CPUs: runtime.NumCPU()}
@@ -152,6 +161,9 @@ func mcpBench(env *cli.Env) *cobra.Command {
 			mode := ""
 			if f.persistent {
 				mode = ", persistent"
+			}
+			if f.pace > 0 {
+				mode += fmt.Sprintf(", %s apart", f.pace)
 			}
 			fmt.Fprintf(env.Stdout, "execute_code %q%s over MCP (%s), %d calls: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, min %.2f ms, max %.2f ms\n",
 				code, mode, target, res.N, res.P50Ms, res.P90Ms, res.P99Ms, res.MinMs, res.MaxMs)
@@ -173,6 +185,7 @@ func mcpBench(env *cli.Env) *cobra.Command {
 	fl.IntVar(&f.clients, "clients", 1, "MCP sessions calling at once (behind a load balancer they spread over replicas)")
 	fl.IntVar(&f.warmup, "warmup", 10, "unmeasured calls first")
 	fl.BoolVar(&f.persistent, "persistent", false, "run every call in its session's persistent interpreter (execute_code's persistent): the figure for agents that keep state between programs")
-	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up after this long")
+	fl.DurationVar(&f.pace, "pace", 0, "pause before each measured call, as an agent's turns come (default back to back; CPU per call then includes what the machine did during the pauses)")
+	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up after this long (default 5m plus --n times --pace)")
 	return cmd
 }
