@@ -151,9 +151,9 @@ timing each execution in this process:
            pool holds a warm sandbox per concurrent client
   warm     --n executions one at a time, in pooled sandboxes
   paced    --paced executions one at a time, --pace apart, as an agent's
-           turns come: what a pause costs the next execution (the pool
-           health-checks a sandbox idle for a second) is in these figures
-           and not in warm's
+           turns come: what a pause costs the next execution (waking the
+           processes on its path, the pool's health check of a sandbox idle
+           for a second) is in these figures and not in warm's
   throughput
            --n executions from --concurrency clients at once
   cold     --cold executions one at a time, each in a fresh sandbox created
