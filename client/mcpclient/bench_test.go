@@ -75,6 +75,7 @@ func TestBenchExecute(t *testing.T) {
 	if _, err := BenchExecute(ctx, BenchOptions{URL: url, Token: "tok", N: 3, Warmup: 2, Pace: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
+	// A lower bound, which a loaded machine only makes easier to meet.
 	if took := time.Since(began); took < 600*time.Millisecond {
 		t.Errorf("3 calls paced 200ms apart took %s", took)
 	}

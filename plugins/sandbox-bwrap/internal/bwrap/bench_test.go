@@ -109,9 +109,11 @@ func BenchmarkWarmExec(b *testing.B) {
 // first sandbox after a quiet spell is, when the host's /etc is due to be
 // compared with the sandboxes' copy.
 func BenchmarkColdExec(b *testing.B) {
-	for _, due := range []bool{false, true} {
-		name := map[bool]string{false: "back-to-back", true: "etc-recheck-due"}[due]
-		b.Run(name, func(b *testing.B) { benchColdExec(b, due) })
+	for _, c := range []struct {
+		name   string
+		etcDue bool
+	}{{"back-to-back", false}, {"etc-recheck-due", true}} {
+		b.Run(c.name, func(b *testing.B) { benchColdExec(b, c.etcDue) })
 	}
 }
 
