@@ -132,6 +132,19 @@ func BenchExecute(ctx context.Context, o BenchOptions) (BenchResult, error) {
 	return r, nil
 }
 
+// pause waits d, or until ctx ends. A variable, so that tests count the
+// pauses rather than time them.
+var pause = func(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // benchSession is one client of BenchExecute: it warms up, says so on
 // warm, waits for start and returns its measured call times.
 func benchSession(ctx context.Context, o BenchOptions, warm *sync.WaitGroup, start <-chan struct{}) (_ []time.Duration, err error) {
@@ -185,12 +198,8 @@ func benchSession(ctx context.Context, o BenchOptions, warm *sync.WaitGroup, sta
 			}
 		}
 		if i >= o.Warmup && o.Pace > 0 {
-			t := time.NewTimer(o.Pace)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return nil, ctx.Err()
+			if err := pause(ctx, o.Pace); err != nil {
+				return nil, err
 			}
 		}
 		began := time.Now()

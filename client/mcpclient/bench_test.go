@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,13 +72,17 @@ func TestBenchExecute(t *testing.T) {
 		t.Errorf("%d of 4 calls asked for a persistent interpreter", persistent.Load())
 	}
 	// Paced: each measured call waits first, warm-up calls do not.
-	began := time.Now()
+	var paused []time.Duration
+	defer func(p func(context.Context, time.Duration) error) { pause = p }(pause)
+	pause = func(_ context.Context, d time.Duration) error {
+		paused = append(paused, d)
+		return nil
+	}
 	if _, err := BenchExecute(ctx, BenchOptions{URL: url, Token: "tok", N: 3, Warmup: 2, Pace: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	// A lower bound, which a loaded machine only makes easier to meet.
-	if took := time.Since(began); took < 600*time.Millisecond {
-		t.Errorf("3 calls paced 200ms apart took %s", took)
+	if want := []time.Duration{200 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond}; !slices.Equal(paused, want) {
+		t.Errorf("3 measured calls after 2 warm-up ones paused %v, want %v", paused, want)
 	}
 	// The program stands in for cexec's warning line.
 	if _, err := BenchExecute(ctx, BenchOptions{URL: url, Token: "tok", Code: "print('[cexec: interpreter ended]\\n2')", Want: "2\n", N: 1, Warmup: 1}); err != nil {
