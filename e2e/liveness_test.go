@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -24,6 +25,23 @@ func TestIdleZygotesKilled(t *testing.T) {
 	first, _ := sbxJSON(t, s, "-c", "print(1)")
 	if first.ExitCode != 0 {
 		t.Fatalf("first execution: %+v", first)
+	}
+	// Killed while the pool still warmed one, the new sandbox, proven
+	// alive by its creation, would take the next execution unchecked.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var st struct {
+			Creating int            `json:"creating"`
+			Idle     map[string]int `json:"idle"`
+		}
+		if err := json.Unmarshal([]byte(mustCtl(t, s, "pool", "--json")), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Creating == 0 && st.Idle["default"] >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool did not settle at 2 idle sandboxes: %+v", st)
+		}
 	}
 	zygotes := zygotesOf(t, d.cmd.Process.Pid)
 	if len(zygotes) == 0 {
