@@ -82,7 +82,7 @@ func NewRunRequests(n Notifier, wait time.Duration, log hclog.Logger) *RunReques
 // Serve answers the requests of other replicas: serve applies one to a run
 // of this replica, ok false when the run is not live here, and then this
 // replica stays silent (the one that runs it answers). serve runs on its
-// own goroutine.
+// own goroutine, with a ctx that ends after half the wait.
 func (r *RunRequests) Serve(serve func(ctx context.Context, req RunRequest) (reply RunReply, ok bool)) {
 	r.n.Subscribe(TopicRunRequest, func(payload string) {
 		var req RunRequest
@@ -90,16 +90,19 @@ func (r *RunRequests) Serve(serve func(ctx context.Context, req RunRequest) (rep
 			return
 		}
 		// Applying a request blocks (a cancel waits for the run to end);
-		// the listener must not.
+		// the listener must not. It gets half the sender's wait, so that
+		// its reply comes while the sender still waits.
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), r.wait)
-			defer cancel()
-			reply, ok := serve(ctx, req)
+			actx, cancel := context.WithTimeout(context.Background(), r.wait/2)
+			reply, ok := serve(actx, req)
+			cancel()
 			if !ok {
 				return
 			}
 			reply.ID = req.ID
 			b, _ := json.Marshal(reply)
+			ctx, cancel := context.WithTimeout(context.Background(), r.wait/2)
+			defer cancel()
 			if err := r.n.Notify(ctx, TopicRunReply, string(b)); err != nil {
 				r.log.Warn("reply to a forwarded workflow request not sent", "run", req.Run, "op", req.Op, "error", err)
 			}

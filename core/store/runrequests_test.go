@@ -101,6 +101,21 @@ func TestRunRequests(t *testing.T) {
 		})
 	}
 
+	// A cancel waits for its run to end; one slower than the sender's wait
+	// must still be answered while the sender waits.
+	t.Run("slow holder answers in time", func(t *testing.T) {
+		b := &bus{subs: map[string]map[string][]func(string){}}
+		const wait = time.Second
+		s := NewRunRequests(busEnd{b, "s"}, wait, nil)
+		NewRunRequests(busEnd{b, "h"}, wait, nil).Serve(func(ctx context.Context, req RunRequest) (RunReply, bool) {
+			<-ctx.Done()
+			return RunReply{}, true
+		})
+		if _, err := s.Send(ctx, RunRequest{Tenant: "t", Run: "slow", Op: "cancel"}); err != nil {
+			t.Fatalf("Send to a holder that takes as long as it may: %v", err)
+		}
+	})
+
 	t.Run("concurrent sends get their own replies", func(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range 20 {

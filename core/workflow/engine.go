@@ -29,9 +29,13 @@ type Engine interface {
 	// Wait returns when the run ended, or ctx did.
 	Wait(ctx context.Context, tenant, run string) (Status, error)
 	Signal(ctx context.Context, tenant, run, event string, data json.RawMessage) error
+	// Cancel stops a run. It returns once the run has ended, or sooner
+	// (ctx, or the engine's own bound) with the cancel journaled and the
+	// run cancelling.
 	Cancel(ctx context.Context, tenant, run string) error
 	// Resume continues a run that stopped (interrupted, or failed): its
-	// finished tasks are not run again.
+	// finished tasks are not run again. A run whose cancel was journaled
+	// before it stopped ends cancelled instead.
 	Resume(ctx context.Context, tenant, run string) (Status, error)
 }
 
@@ -51,6 +55,9 @@ const (
 	StateFailed      = "failed"
 	StateCancelled   = "cancelled"
 	StateInterrupted = "interrupted" // stopped with cexecd; resumes at its next start
+	// StateCancelling: a cancel is journaled and the run has not ended yet;
+	// it ends cancelled, at its next start if cexecd stops first.
+	StateCancelling = "cancelling"
 )
 
 // Status is a run as its journal and the engine know it.
@@ -98,7 +105,11 @@ type Options struct {
 	// replica runs (RunHolder) to that replica, and returns its answer;
 	// that replica applies it with Apply. Without it such a request fails.
 	Forward func(ctx context.Context, f Forwarded) error
-	Log     hclog.Logger
+	// CancelWait is how long Cancel waits for the run to end before it
+	// answers with the run cancelling; a forwarded cancel (Apply) may get
+	// less, by its ctx. Default 3 s.
+	CancelWait time.Duration
+	Log        hclog.Logger
 }
 
 // Forwarded ops.
@@ -141,6 +152,9 @@ var _ Engine = (*Embedded)(nil)
 func NewEmbedded(opts Options) *Embedded {
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 4
+	}
+	if opts.CancelWait <= 0 {
+		opts.CancelWait = 3 * time.Second
 	}
 	if opts.Log == nil {
 		opts.Log = hclog.NewNullLogger()
@@ -244,13 +258,13 @@ func (e *Embedded) launch(r *run) {
 		defer close(r.done)
 		r.slot = slot
 		if err := r.busy(ctx, 1); err != nil {
-			r.finish(ctx, nil, err)
+			r.finish(nil, err)
 			return
 		}
 		defer r.releaseSlot()
 		r.setState(StateRunning)
 		out, err := r.execute(ctx)
-		r.finish(ctx, out, err)
+		r.finish(out, err)
 	}()
 }
 
@@ -411,7 +425,7 @@ func (r *run) signalData(event string, data json.RawMessage) error {
 }
 
 func (e *Embedded) Cancel(ctx context.Context, tenant, id string) error {
-	err := e.cancel(tenant, id)
+	err := e.cancel(ctx, tenant, id)
 	if errors.Is(err, errElsewhere) && e.opts.Forward != nil {
 		// Not under e.stopped: the other replica's answer takes a while.
 		return e.opts.Forward(ctx, Forwarded{Tenant: tenant, Run: id, Op: OpCancel})
@@ -419,12 +433,12 @@ func (e *Embedded) Cancel(ctx context.Context, tenant, id string) error {
 	return err
 }
 
-func (e *Embedded) cancel(tenant, id string) error {
+func (e *Embedded) cancel(ctx context.Context, tenant, id string) error {
 	e.stopped.Lock()
 	r := e.live(tenant, id)
 	if r != nil && !r.ended() {
 		e.stopped.Unlock()
-		return r.cancelLive()
+		return r.cancelLive(ctx)
 	}
 	defer e.stopped.Unlock()
 	release, err := e.hold(tenant, id)
@@ -449,13 +463,22 @@ func (e *Embedded) cancel(tenant, id string) error {
 	return err
 }
 
-// cancelLive cancels a run of this engine and waits for it to end.
-func (r *run) cancelLive() error {
+// cancelLive cancels a run of this engine and waits for it to end, at
+// most until ctx ends or CancelWait passes: the cancel is journaled first,
+// so a run still stopping then ends cancelled all the same.
+func (r *run) cancelLive(ctx context.Context) error {
 	if _, err := r.j.append(Record{Kind: KindCancel}); err != nil {
 		return err
 	}
+	r.cancelAsked.Store(true)
 	r.cancel()
-	<-r.done
+	ctx, cancel := context.WithTimeout(ctx, r.e.opts.CancelWait)
+	defer cancel()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return nil
+	}
 	// It may have ended on its own just before the cancellation.
 	if st := r.status(); st.State != StateCancelled {
 		return fmt.Errorf("run %s already ended (%s): %w", r.id, st.State, ErrState)
@@ -478,7 +501,7 @@ func (e *Embedded) Apply(ctx context.Context, f Forwarded) (here bool, err error
 		if r.ended() {
 			return true, fmt.Errorf("run %s already ended (%s): %w", f.Run, r.status().State, ErrState)
 		}
-		return true, r.cancelLive()
+		return true, r.cancelLive(ctx)
 	}
 	return true, fmt.Errorf("forwarded request %q: not signal or cancel: %w", f.Op, pluginapi.ErrInvalidArgument)
 }
@@ -508,8 +531,16 @@ func (e *Embedded) Resume(ctx context.Context, tenant, id string) (Status, error
 		return Status{}, err
 	}
 	st := statusOf(tenant, id, j.snapshot(), "")
-	if st.State == StateCompleted || st.State == StateCancelled {
+	switch st.State {
+	case StateCompleted, StateCancelled:
 		return Status{}, fmt.Errorf("run %s %s; only an interrupted or failed run resumes: %w", id, st.State, ErrState)
+	case StateCancelling:
+		// Its cancel was journaled, and cexecd stopped before the run
+		// ended: the cancel stands.
+		if _, err := j.append(Record{Kind: KindEnd, Status: StateCancelled}); err != nil {
+			return Status{}, err
+		}
+		return statusOf(tenant, id, j.snapshot(), ""), nil
 	}
 	first := j.records[0]
 	doc, err := dsl.LoadWith(first.File, []byte(first.Document), dsl.Options{Journaled: true})
@@ -532,7 +563,8 @@ func (e *Embedded) Resume(ctx context.Context, tenant, id string) (Status, error
 }
 
 // ResumeAll resumes every run that was interrupted (cexecd stopped or was
-// killed while it ran); it is called once at start.
+// killed while it ran), and ends cancelled those whose cancel it had
+// journaled; it is called once at start.
 func (e *Embedded) ResumeAll(ctx context.Context) (int, error) {
 	tenants, err := e.opts.Journals.RunTenants()
 	if err != nil {
@@ -555,13 +587,18 @@ func (e *Embedded) ResumeAll(ctx context.Context) (int, error) {
 				errs = append(errs, err)
 				continue
 			}
-			if st := statusOf(t, id, j.snapshot(), ""); st.State != StateInterrupted {
+			if st := statusOf(t, id, j.snapshot(), ""); st.State != StateInterrupted && st.State != StateCancelling {
 				continue
 			}
-			if _, err := e.Resume(ctx, t, id); err != nil {
+			st, err := e.Resume(ctx, t, id)
+			if err != nil {
 				if !errors.Is(err, errElsewhere) {
 					errs = append(errs, err)
 				}
+				continue
+			}
+			if st.State == StateCancelled {
+				e.opts.Log.Info("ended a workflow run cancelled before cexecd stopped", "tenant", t, "run", id)
 				continue
 			}
 			e.opts.Log.Info("resumed workflow run", "tenant", t, "run", id)
@@ -576,6 +613,7 @@ func (e *Embedded) ResumeAll(ctx context.Context) (int, error) {
 func statusOf(tenant, id string, recs []Record, live string) Status {
 	st := Status{Run: id, Tenant: tenant, State: live}
 	waiting := map[string]Pending{}
+	cancelAsked := false
 	for _, r := range recs {
 		switch r.Kind {
 		case KindRun:
@@ -589,10 +627,13 @@ func statusOf(tenant, id string, recs []Record, live string) Status {
 			waiting[r.Path] = Pending{Path: r.Path, Task: r.Task, Events: r.Events, Since: r.Time, Ask: r.Ask}
 		case KindSignal, KindUnwait:
 			delete(waiting, r.Path)
+		case KindCancel:
+			cancelAsked = true
 		case KindResume:
 			// The end before it no longer holds: the state is the live
 			// one again, or interrupted when no engine runs it.
 			st.Ended, st.Error, st.Output, st.State = nil, nil, nil, live
+			cancelAsked = false
 		case KindEnd:
 			t := r.Time
 			st.Ended, st.State, st.Error, st.Output = &t, r.Status, r.Error, r.Output
@@ -603,7 +644,10 @@ func statusOf(tenant, id string, recs []Record, live string) Status {
 			st.Waiting = append(st.Waiting, p)
 		}
 		slices.SortFunc(st.Waiting, func(a, b Pending) int { return a.Since.Compare(b.Since) })
-		if st.State == "" {
+		switch {
+		case cancelAsked:
+			st.State = StateCancelling
+		case st.State == "":
 			st.State = StateInterrupted
 		}
 	} else {

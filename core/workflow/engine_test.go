@@ -24,6 +24,9 @@ type effects struct {
 	failFirst map[string]int
 	// block, when set, is waited on by calls of tool "block".
 	block chan struct{}
+	// deaf: a call of "block" waits for block alone, as a call that does
+	// not stop at once when cancelled.
+	deaf bool
 }
 
 func (f *effects) CallMCP(ctx context.Context, c MCPCall) (any, error) {
@@ -35,11 +38,17 @@ func (f *effects) CallMCP(ctx context.Context, c MCPCall) (any, error) {
 		f.failFirst[name] = n - 1
 	}
 	f.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if name == "block" && f.block != nil {
 		select {
 		case <-f.block:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			if !f.deaf {
+				return nil, ctx.Err()
+			}
+			<-f.block
 		}
 	}
 	if n > 0 {
@@ -335,6 +344,104 @@ func TestCancel(t *testing.T) {
 	}
 	if _, err := e.Resume(ctx, "acme", st.Run); !errors.Is(err, ErrState) {
 		t.Fatalf("resume of a cancelled run: %v", err)
+	}
+}
+
+// TestCancelSlowRun: a cancel answers after CancelWait when the run takes
+// longer to stop, with the run cancelling, and the run then ends cancelled.
+func TestCancelSlowRun(t *testing.T) {
+	fx := &effects{block: make(chan struct{}), deaf: true}
+	e := NewEmbedded(Options{Journals: newStore(t), Effects: fx, CancelWait: 20 * time.Millisecond})
+	defer e.Close()
+	ctx := context.Background()
+	st, _ := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
+	for fx.count("s/block") == 0 {
+		waitAMoment()
+	}
+	if err := e.Cancel(ctx, "acme", st.Run); err != nil {
+		t.Fatalf("cancel of a run slow to stop: %v", err)
+	}
+	if st, _ = e.Status(ctx, "acme", st.Run); st.State != StateCancelling {
+		t.Fatalf("state %s after the cancel answered, want cancelling", st.State)
+	}
+	close(fx.block)
+	if st, _ = e.Wait(ctx, "acme", st.Run); st.State != StateCancelled {
+		t.Fatalf("state %s once the call returned, want cancelled", st.State)
+	}
+	if n := fx.count("s/three"); n != 0 {
+		t.Errorf("the task after the cancel ran %d times", n)
+	}
+}
+
+// TestCancelThenStop: cexecd stops while a cancelled run is still stopping;
+// the run ends cancelled then, not at the next start.
+func TestCancelThenStop(t *testing.T) {
+	store := newStore(t)
+	fx := &effects{block: make(chan struct{}), deaf: true}
+	e := NewEmbedded(Options{Journals: store, Effects: fx, CancelWait: 20 * time.Millisecond})
+	ctx := context.Background()
+	st, _ := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
+	for fx.count("s/block") == 0 {
+		waitAMoment()
+	}
+	if err := e.Cancel(ctx, "acme", st.Run); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		e.Close()
+	}()
+	<-e.ctx.Done()
+	close(fx.block)
+	<-closed
+	e2 := NewEmbedded(Options{Journals: store, Effects: fx})
+	defer e2.Close()
+	if st, _ = e2.Status(ctx, "acme", st.Run); st.State != StateCancelled {
+		t.Fatalf("state %s after the stop, want cancelled", st.State)
+	}
+	if n, err := e2.ResumeAll(ctx); n != 0 || err != nil {
+		t.Fatalf("the next start resumed %d runs: %v", n, err)
+	}
+	if st, _ = e2.Status(ctx, "acme", st.Run); st.State != StateCancelled {
+		t.Fatalf("state %s, want cancelled", st.State)
+	}
+	if n := fx.count("s/three"); n != 0 {
+		t.Errorf("the task after the cancel ran %d times", n)
+	}
+}
+
+// TestCancelThenKilled: cexecd dies after journaling a cancel and before
+// the run ended; its next start ends the run cancelled instead of
+// resuming it.
+func TestCancelThenKilled(t *testing.T) {
+	store := newStore(t)
+	fx := &effects{block: make(chan struct{})}
+	e := NewEmbedded(Options{Journals: store, Effects: fx})
+	ctx := context.Background()
+	st, _ := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
+	for fx.count("s/block") == 0 {
+		waitAMoment()
+	}
+	// The moment of the crash: the cancel is journaled, the run not yet
+	// told.
+	if _, err := e.live("acme", st.Run).j.append(Record{Kind: KindCancel}); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e2 := NewEmbedded(Options{Journals: store, Effects: fx})
+	defer e2.Close()
+	if st, _ = e2.Status(ctx, "acme", st.Run); st.State != StateCancelling {
+		t.Fatalf("state %s before the next start's resume, want cancelling", st.State)
+	}
+	if n, err := e2.ResumeAll(ctx); n != 0 || err != nil {
+		t.Fatalf("the next start resumed %d runs: %v", n, err)
+	}
+	if st, _ = e2.Status(ctx, "acme", st.Run); st.State != StateCancelled {
+		t.Fatalf("state %s, want cancelled", st.State)
+	}
+	if fx.count("s/block") != 1 || fx.count("s/three") != 0 {
+		t.Errorf("calls %v: block once (before the cancel), three never", fx.calls)
 	}
 }
 

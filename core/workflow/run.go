@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cexec/cexec/core/workflow/dsl"
@@ -22,7 +23,10 @@ type run struct {
 	x          exprs
 	sch        schemas
 	cancel     context.CancelFunc
-	done       chan struct{}
+	// cancelAsked: Cancel journaled a cancel, so the run ends cancelled
+	// even when cexecd stops before it does.
+	cancelAsked atomic.Bool
+	done        chan struct{}
 	// release ends the run's hold (RunHolder); nil without one.
 	release        func()
 	started        time.Time
@@ -110,7 +114,7 @@ func (r *run) status() Status {
 	if st.Ended == nil && task != "" {
 		st.Task = task
 	}
-	if st.Ended == nil && len(st.Waiting) > 0 && live == StateRunning {
+	if st.Ended == nil && len(st.Waiting) > 0 && st.State == StateRunning {
 		st.State = StateWaiting
 	}
 	return st
@@ -130,15 +134,15 @@ func (r *run) ended() bool {
 func (r *run) session() string { return "wf-" + r.id }
 
 // finish journals the run's end.
-func (r *run) finish(ctx context.Context, out any, err error) {
+func (r *run) finish(out any, err error) {
 	rec := Record{Kind: KindEnd, Status: StateCompleted}
 	switch {
+	case err != nil && r.cancelAsked.Load():
+		rec.Status = StateCancelled
 	case err != nil && r.e.ctx.Err() != nil:
 		// cexecd stops: the run stays open and resumes at the next start.
 		r.setState(StateInterrupted)
 		return
-	case err != nil && ctx.Err() != nil:
-		rec.Status = StateCancelled
 	case err != nil:
 		rec.Status, rec.Error = StateFailed, asError(err, "")
 	default:

@@ -398,8 +398,8 @@ type WorkflowRun struct {
 	Run      string                 `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
 	Tenant   string                 `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	Workflow string                 `protobuf:"bytes,3,opt,name=workflow,proto3" json:"workflow,omitempty"`
-	// state: queued, running, waiting, completed, failed, cancelled,
-	// interrupted.
+	// state: queued, running, waiting, cancelling (a cancel is journaled and
+	// the run has not ended yet), completed, failed, cancelled, interrupted.
 	State         string             `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
 	StartedUnixMs int64              `protobuf:"varint,5,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
 	EndedUnixMs   int64              `protobuf:"varint,6,opt,name=ended_unix_ms,json=endedUnixMs,proto3" json:"ended_unix_ms,omitempty"`
