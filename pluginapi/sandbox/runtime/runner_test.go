@@ -479,11 +479,18 @@ func TestKilledForMemory(t *testing.T) {
 		earlier   string
 		typ, says string
 		notSays   string
+		// absentFirst names a file that does not exist before the real one
+		// (a pod that may be on a cgroup v1 or v2 node).
+		absentFirst bool
 	}{
 		{name: "no file", typ: "Killed", says: "the program was killed by SIGKILL (possibly out of memory)"},
 		{name: "v1 count rose", before: "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n", after: "oom_kill_disable 0\nunder_oom 1\noom_kill 1\n",
 			typ: "MemoryError", says: "the program ran out of memory: the kernel killed it on reaching the sandbox's memory limit of 128.0 MiB"},
 		{name: "v2 count rose", before: "low 0\nhigh 0\nmax 0\noom 0\noom_kill 2\n", after: "low 0\nhigh 0\nmax 7\noom 1\noom_kill 3\n",
+			typ: "MemoryError", says: "memory limit of 128.0 MiB"},
+		{name: "a microVM's /proc/vmstat", before: "nr_free_pages 30512\npgfault 811532\noom_kill 0\nnr_unstable 0\n",
+			after: "nr_free_pages 98\npgfault 902213\noom_kill 1\nnr_unstable 0\n", typ: "MemoryError", says: "memory limit of 128.0 MiB"},
+		{name: "the first of two files that exists", absentFirst: true, before: "oom_kill 0\n", after: "oom_kill 1\n",
 			typ: "MemoryError", says: "memory limit of 128.0 MiB"},
 		{name: "count unchanged", before: "oom_kill 4\n", after: "oom_kill 4\n", typ: "Killed", says: "the program was killed by SIGKILL", notSays: "memory"},
 		{name: "an earlier execution's kill", before: "oom_kill 0\n", earlier: "oom_kill 1\n", after: "oom_kill 1\n",
@@ -499,6 +506,9 @@ func TestKilledForMemory(t *testing.T) {
 					t.Fatal(err)
 				}
 				cfg.MemoryEvents, cfg.MemoryLimit = events, 128<<20
+				if tt.absentFirst {
+					cfg.MemoryEvents = filepath.Join(t.TempDir(), "memory.oom_control") + ":" + events
+				}
 			}
 			r := runZygote(t, Options{}, cfg)
 			if tt.earlier != "" {

@@ -52,8 +52,12 @@ type box struct {
 // pid namespace holds the idle reaper (pid 1), the zygote and programs
 // only (the loader has its own), so the zygote kills every leftover
 // process after an execution as bwrap's zygote, its namespace's init, does.
+// With a memory limit, a program the kernel kills at it is told so: the
+// container sees its own memory cgroup, whose count of those kills is
+// memory.events at /sys/fs/cgroup on a cgroup v2 node and memory.oom_control
+// at /sys/fs/cgroup/memory on a v1 node.
 func zygoteConfig(python string, l sandbox.Limits) runtime.ZygoteConfig {
-	return runtime.ZygoteConfig{
+	zc := runtime.ZygoteConfig{
 		Python:           python,
 		LibDir:           cexecDir + "/lib",
 		StdioControl:     true,
@@ -61,6 +65,10 @@ func zygoteConfig(python string, l sandbox.Limits) runtime.ZygoteConfig {
 		Scratch:          []string{"/tmp", "/dev/shm"},
 		Rlimits:          runtime.Rlimits{Processes: l.Pids, FileSize: l.FileBytes},
 	}
+	if l.MemoryBytes > 0 {
+		zc.MemoryEvents, zc.MemoryLimit = "/sys/fs/cgroup/memory.events:/sys/fs/cgroup/memory/memory.oom_control", l.MemoryBytes
+	}
+	return zc
 }
 
 // zygoteCommand runs the zygote with the request's environment and the

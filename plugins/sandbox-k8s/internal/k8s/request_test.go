@@ -107,6 +107,13 @@ func TestUploadUnpacks(t *testing.T) {
 	if strings.Contains(cmdline, "/evil") {
 		t.Errorf("the request's PYTHONPATH overrode the runtime's: %q", cmdline)
 	}
+	if strings.Contains(cmdline, "--memory-events") {
+		t.Errorf("a sandbox without a memory limit reads a count of kills at it: %q", cmdline)
+	}
+	cmdline = strings.Join(zygoteCommand("/usr/bin/python3", sandbox.Limits{MemoryBytes: 256 << 20}, nil), " ")
+	if want := "--memory-events /sys/fs/cgroup/memory.events:/sys/fs/cgroup/memory/memory.oom_control --memory-limit 268435456"; !strings.Contains(cmdline, want) {
+		t.Errorf("zygote command %q lacks %q", cmdline, want)
+	}
 }
 
 // TestPodCexecReadOnly checks the pod a template asks for: /cexec is

@@ -180,7 +180,7 @@ func (b *cliBackend) create(ctx context.Context, sp *spec) (box, error) {
 	if err != nil {
 		return nil, err
 	}
-	zc := zygoteConfig(b.s, guestLib, nil, true, sp.limits.Pids)
+	zc := zygoteConfig(b.s, guestLib, nil, true, sp)
 	env := zc.Env()
 	for k, v := range sp.env {
 		if _, ok := env[k]; !ok {

@@ -70,7 +70,7 @@ func (b *serverBackend) create(ctx context.Context, sp *spec) (box, error) {
 	libDir := path.Join(b.s.guestDir, "lib")
 	// The runtime's order: the tenant's workspace before the shared tree
 	// (both after the standard library), servers only from the shared tree.
-	zc := zygoteConfig(b.s, libDir, []string{guestWorkspace, b.s.guestDir}, false, sp.limits.Pids)
+	zc := zygoteConfig(b.s, libDir, []string{guestWorkspace, b.s.guestDir}, false, sp)
 	zc.Packages = runtime.StandardPackages(guestWorkspace, b.s.guestDir)
 	env := zc.Env()
 	for k, v := range sp.env {

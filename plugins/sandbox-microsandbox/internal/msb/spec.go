@@ -133,16 +133,20 @@ func reservedTarget(p string) string {
 
 // zygoteConfig is how the standard runtime starts in the guest: with its
 // control channel on the zygote's stdin and stdout when they are all a
-// backend has (msb exec --stream).
-func zygoteConfig(s *settings, libDir string, path []string, stdio bool, pids int64) runtime.ZygoteConfig {
+// backend has (msb exec --stream). The microVM's memory is the sandbox's
+// limit, so every kill by the guest kernel's OOM killer, which it counts
+// in /proc/vmstat, is one at the limit.
+func zygoteConfig(s *settings, libDir string, path []string, stdio bool, sp *spec) runtime.ZygoteConfig {
 	return runtime.ZygoteConfig{
 		Python:       s.python,
 		LibDir:       libDir,
 		Path:         path,
 		Workdir:      guestWorkspace,
 		Preload:      s.preload,
-		Rlimits:      runtime.Rlimits{Processes: pids},
+		Rlimits:      runtime.Rlimits{Processes: sp.limits.Pids},
 		StdioControl: stdio,
+		MemoryEvents: "/proc/vmstat",
+		MemoryLimit:  sp.memoryMB << 20,
 	}
 }
 

@@ -1,14 +1,20 @@
 """Telling a program the kernel killed at the sandbox's memory limit from
-one killed by any other SIGKILL. The backend names a file of the sandbox's
-memory cgroup (v2 memory.events, v1 memory.oom_control) whose oom_kill line
-counts the kernel's kills there; a SIGKILL while that count rose was one."""
+one killed by any other SIGKILL. The backend names a file whose oom_kill
+line counts the kernel's kills at the limit (the sandbox's memory cgroup's
+v2 memory.events or v1 memory.oom_control, a microVM's /proc/vmstat); a
+SIGKILL while that count rose was one."""
 
 from __future__ import annotations
 
+import os
+
 
 class MemoryKills:
-    def __init__(self, path: str, limit: int) -> None:
-        self.path = path
+    def __init__(self, paths: str, limit: int) -> None:
+        # Several paths, ':'-separated, when the backend cannot know which
+        # the sandbox has (a pod on a cgroup v1 or v2 node): the first that
+        # exists.
+        self.path = next((p for p in paths.split(":") if p and os.path.exists(p)), "")
         self.limit = limit
         self.seen = self.count()
 
