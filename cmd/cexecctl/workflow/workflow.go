@@ -273,7 +273,7 @@ func resume(env *cli.Env, tenant *string) *cobra.Command {
 }
 
 func cancel(env *cli.Env, tenant *string) *cobra.Command {
-	return runCmd(env, "cancel", "Stop a run",
+	return runCmd(env, "cancel", "Stop a run: waits up to 3 s for it to end, then shows it cancelled (or cancelling, still stopping)",
 		func(ctx context.Context, c *client.Client, run string) (*cexecv1.WorkflowRun, error) {
 			return c.Workflows().Cancel(ctx, *tenant, run)
 		})
