@@ -276,6 +276,20 @@ do:
       with: {server: s, tool: three}
 `
 
+// startBlocked starts a run of blockDoc on e and returns once its second
+// task, the call of "block", is in flight.
+func startBlocked(t *testing.T, e *Embedded, fx *effects) Status {
+	t.Helper()
+	st, err := e.Start(context.Background(), StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fx.count("s/block") == 0 {
+		waitAMoment()
+	}
+	return st
+}
+
 // TestResumeAfterStop stops the engine while a task is in flight, as a
 // crash would, and resumes the run in a new engine over the same journal.
 func TestResumeAfterStop(t *testing.T) {
@@ -283,13 +297,7 @@ func TestResumeAfterStop(t *testing.T) {
 	fx := &effects{block: make(chan struct{})}
 	e := NewEmbedded(Options{Journals: store, Effects: fx})
 	ctx := context.Background()
-	st, err := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for fx.count("s/block") == 0 {
-		waitAMoment()
-	}
+	st := startBlocked(t, e, fx)
 	e.Close()
 	if st, _ := (NewEmbedded(Options{Journals: store})).Status(ctx, "acme", st.Run); st.State != StateInterrupted {
 		t.Fatalf("after stop: %s", st.State)
@@ -331,10 +339,7 @@ func TestCancel(t *testing.T) {
 	e := NewEmbedded(Options{Journals: newStore(t), Effects: fx})
 	defer e.Close()
 	ctx := context.Background()
-	st, _ := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
-	for fx.count("s/block") == 0 {
-		waitAMoment()
-	}
+	st := startBlocked(t, e, fx)
 	if err := e.Cancel(ctx, "acme", st.Run); err != nil {
 		t.Fatal(err)
 	}
@@ -354,10 +359,7 @@ func TestCancelSlowRun(t *testing.T) {
 	e := NewEmbedded(Options{Journals: newStore(t), Effects: fx, CancelWait: 20 * time.Millisecond})
 	defer e.Close()
 	ctx := context.Background()
-	st, _ := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
-	for fx.count("s/block") == 0 {
-		waitAMoment()
-	}
+	st := startBlocked(t, e, fx)
 	if err := e.Cancel(ctx, "acme", st.Run); err != nil {
 		t.Fatalf("cancel of a run slow to stop: %v", err)
 	}
@@ -380,10 +382,7 @@ func TestCancelThenStop(t *testing.T) {
 	fx := &effects{block: make(chan struct{}), deaf: true}
 	e := NewEmbedded(Options{Journals: store, Effects: fx, CancelWait: 20 * time.Millisecond})
 	ctx := context.Background()
-	st, _ := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
-	for fx.count("s/block") == 0 {
-		waitAMoment()
-	}
+	st := startBlocked(t, e, fx)
 	if err := e.Cancel(ctx, "acme", st.Run); err != nil {
 		t.Fatal(err)
 	}
@@ -419,10 +418,7 @@ func TestCancelThenKilled(t *testing.T) {
 	fx := &effects{block: make(chan struct{})}
 	e := NewEmbedded(Options{Journals: store, Effects: fx})
 	ctx := context.Background()
-	st, _ := e.Start(ctx, StartRequest{Tenant: "acme", Document: load(t, blockDoc)})
-	for fx.count("s/block") == 0 {
-		waitAMoment()
-	}
+	st := startBlocked(t, e, fx)
 	// The moment of the crash: the cancel is journaled, the run not yet
 	// told.
 	if _, err := e.live("acme", st.Run).j.append(Record{Kind: KindCancel}); err != nil {
