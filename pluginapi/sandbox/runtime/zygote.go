@@ -172,10 +172,10 @@ type ZygoteConfig struct {
 	// MemoryEvents, when set, is a file in the sandbox whose "oom_kill N"
 	// line counts the processes the kernel killed at the sandbox's memory
 	// limit (the memory cgroup's memory.events on v2, memory.oom_control
-	// on v1, a microVM's /proc/vmstat), or several ':'-separated, the
-	// first that exists counting. A program killed by SIGKILL while the count rose then gets a
-	// MemoryError naming MemoryLimit rather than "killed by SIGKILL
-	// (possibly out of memory)".
+	// on v1, a microVM's /proc/vmstat), or several ':'-separated, of which
+	// the first that exists counts. A program killed by SIGKILL while the
+	// count rose then gets a MemoryError naming MemoryLimit rather than
+	// "killed by SIGKILL (possibly out of memory)".
 	MemoryEvents string
 	MemoryLimit  int64
 	// SitePath, when set, starts the interpreter without its site module
