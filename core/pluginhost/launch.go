@@ -314,9 +314,12 @@ func launch(ctx context.Context, hostCfg *config.Config, p *config.Plugin, log h
 // itself has exited: go-plugin reaps the plugin, and so reports it gone
 // (Exited), only after its stdout and stderr close, which a child of the
 // plugin holding them would otherwise put off for as long as it lives. It
-// returns once the plugin is reaped.
+// returns once the plugin is reaped. It polls only once the plugin has
+// exited: polling while it lives would wake an idle daemon 20 times a
+// second per plugin.
 func reapGroup(client *goplugin.Client, pid int) {
 	const tick = 50 * time.Millisecond
+	waitProcessExit(pid)
 	for !client.Exited() {
 		if exitedUnreaped(pid) {
 			killGroup(pid)

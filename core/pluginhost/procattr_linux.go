@@ -2,10 +2,13 @@ package pluginhost
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // setProcAttr makes the kernel kill a plugin when the daemon dies without
@@ -40,4 +43,33 @@ func exitedUnreaped(pid int) bool {
 	// hold spaces and parentheses.
 	i := bytes.LastIndexByte(stat, ')')
 	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+// waitProcessExit returns once the process pid has exited, without reaping it: a
+// pidfd turns readable then, and the runtime's poller waits for that with
+// no thread and no polling. It returns at once, false, when the kernel
+// cannot say so (no pidfd before Linux 5.3).
+func waitProcessExit(pid int) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return true // reaped already
+	}
+	if err != nil {
+		return false
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		_ = unix.Close(fd)
+		return false
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	err = rc.Read(func(fd uintptr) bool {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+		return n > 0 || err != nil && err != unix.EINTR
+	})
+	return err == nil
 }

@@ -23,3 +23,6 @@ func killGroup(pid int) {
 
 // exitedUnreaped is false: without /proc a zombie cannot be told apart.
 func exitedUnreaped(int) bool { return false }
+
+// waitProcessExit cannot tell when a process exits without reaping it here.
+func waitProcessExit(int) bool { return false }
