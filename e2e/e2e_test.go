@@ -518,6 +518,9 @@ func TestBenchStart(t *testing.T) {
 		IdleRSSMiB struct {
 			P50 float64 `json:"p50"`
 		} `json:"idle_rss_mib"`
+		IdleCPU struct {
+			P50 *float64 `json:"p50"`
+		} `json:"idle_cpu_ms_per_s"`
 		Runs []struct {
 			PluginsOK    int `json:"plugins_ok"`
 			PluginsTotal int `json:"plugins_total"`
@@ -526,7 +529,7 @@ func TestBenchStart(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())
 	}
-	if r.N != 2 || len(r.Runs) != 2 || r.ReadyMs.P50 <= 0 || r.IdleRSSMiB.P50 <= 0 {
+	if r.N != 2 || len(r.Runs) != 2 || r.ReadyMs.P50 <= 0 || r.IdleRSSMiB.P50 <= 0 || r.IdleCPU.P50 == nil || *r.IdleCPU.P50 < 0 {
 		t.Fatalf("bench result: %s", stdout.String())
 	}
 	for _, run := range r.Runs {

@@ -49,7 +49,10 @@ type Run struct {
 	ReadyMs float64 `json:"ready_ms"`
 	// StartCPUMs is the CPU time cexecd and its plugins had used when the
 	// socket answered: the start's cost independent of machine load.
-	StartCPUMs    float64 `json:"start_cpu_ms"`
+	StartCPUMs float64 `json:"start_cpu_ms"`
+	// IdleCPUMsPerS is the CPU time cexecd and its plugins used per second
+	// of the second half of the idle time.
+	IdleCPUMsPerS float64 `json:"idle_cpu_ms_per_s"`
 	IdleRSSMiB    float64 `json:"idle_rss_mib"`
 	PluginsRSSMiB float64 `json:"plugins_rss_mib"`
 	ShutdownMs    float64 `json:"shutdown_ms"`
@@ -69,6 +72,10 @@ type StartResult struct {
 	// StartCPUMs is user+system CPU of cexecd and its plugins until ready
 	// (10 ms resolution per process, from /proc).
 	StartCPUMs Stats `json:"start_cpu_ms"`
+	// IdleCPUMsPerS is user+system CPU of cexecd and its plugins per
+	// second of the second half of the idle time, once start-up work has
+	// settled (10 ms resolution per process: a longer --idle sees more).
+	IdleCPUMsPerS Stats `json:"idle_cpu_ms_per_s"`
 	// IdleRSSMiB is cexecd's own VmRSS after IdleS seconds of idling.
 	IdleRSSMiB Stats `json:"idle_rss_mib"`
 	// PluginsRSSMiB is the VmRSS summed over the plugin processes.
@@ -92,9 +99,10 @@ func start(env *cli.Env) *cobra.Command {
 	var f startFlags
 	cmd := &cobra.Command{
 		Use:   "start [-- CEXECD_FLAGS...]",
-		Short: "Start cexecd N times: time to socket ready, idle RSS, shutdown time",
+		Short: "Start cexecd N times: time to socket ready, idle CPU and RSS, shutdown time",
 		Long: "Each run starts cexecd with --config on a private temporary socket and data directory,\n" +
-			"polls until Status answers, idles, reads VmRSS of cexecd and its plugins from /proc,\n" +
+			"polls until Status answers, idles (measuring the CPU cexecd and its plugins use in the\n" +
+			"idle time's second half), reads VmRSS of cexecd and its plugins from /proc,\n" +
 			"then stops it with SIGTERM. A running daemon on the default socket is not disturbed.\n" +
 			"Flags after -- go to cexecd, e.g. -- -plugin-dir bin.",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -128,6 +136,7 @@ func start(env *cli.Env) *cobra.Command {
 			p.Done(nil)
 			res.ReadyMs = summarise(res.Runs, func(r Run) float64 { return r.ReadyMs })
 			res.StartCPUMs = summarise(res.Runs, func(r Run) float64 { return r.StartCPUMs })
+			res.IdleCPUMsPerS = summarise(res.Runs, func(r Run) float64 { return r.IdleCPUMsPerS })
 			res.IdleRSSMiB = summarise(res.Runs, func(r Run) float64 { return r.IdleRSSMiB })
 			res.PluginsRSSMiB = summarise(res.Runs, func(r Run) float64 { return r.PluginsRSSMiB })
 			res.ShutdownMs = summarise(res.Runs, func(r Run) float64 { return r.ShutdownMs })
@@ -138,6 +147,8 @@ func start(env *cli.Env) *cobra.Command {
 			fmt.Fprintf(env.Stdout, "cexecd start -> socket ready (%d runs, %d plugins): p50 %.1f ms, p90 %.1f ms, min %.1f ms, max %.1f ms\n",
 				res.N, last.PluginsTotal, res.ReadyMs.P50, res.ReadyMs.P90, res.ReadyMs.Min, res.ReadyMs.Max)
 			fmt.Fprintf(env.Stdout, "CPU used by cexecd and plugins until ready: p50 %.0f ms, max %.0f ms\n", res.StartCPUMs.P50, res.StartCPUMs.Max)
+			fmt.Fprintf(env.Stdout, "CPU used by cexecd and plugins while idle (the last %s): p50 %.1f ms per second, max %.1f ms\n",
+				f.idle/2, res.IdleCPUMsPerS.P50, res.IdleCPUMsPerS.Max)
 			fmt.Fprintf(env.Stdout, "cexecd idle RSS after %s: p50 %.1f MiB, max %.1f MiB (plugins together: p50 %.1f MiB)\n",
 				f.idle, res.IdleRSSMiB.P50, res.IdleRSSMiB.Max, res.PluginsRSSMiB.P50)
 			fmt.Fprintf(env.Stdout, "shutdown (SIGTERM -> exit): p50 %.1f ms, max %.1f ms\n", res.ShutdownMs.P50, res.ShutdownMs.Max)
@@ -203,13 +214,32 @@ func runOnce(ctx context.Context, bin, cfg string, f startFlags) (Run, error) {
 		return Run{}, err
 	}
 
-	select {
-	case <-time.After(f.idle):
-	case <-d.done:
-		return Run{}, fmt.Errorf("cexecd exited while idle (%v)\ncexecd stderr:\n%s", d.err, strings.TrimSpace(stderr.String()))
-	case <-ctx.Done():
-		return Run{}, ctx.Err()
+	idle := func(wait time.Duration) error {
+		select {
+		case <-time.After(wait):
+			return nil
+		case <-d.done:
+			return fmt.Errorf("cexecd exited while idle (%v)\ncexecd stderr:\n%s", d.err, strings.TrimSpace(stderr.String()))
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+	if err := idle(f.idle / 2); err != nil {
+		return Run{}, err
+	}
+	cpu0, err := treeCPU(ctx, c, cmd.Process.Pid)
+	if err != nil {
+		return Run{}, err
+	}
+	t := time.Now()
+	if err := idle(f.idle - f.idle/2); err != nil {
+		return Run{}, err
+	}
+	cpu1, err := treeCPU(ctx, c, cmd.Process.Pid)
+	if err != nil {
+		return Run{}, err
+	}
+	r.IdleCPUMsPerS = (cpu1 - cpu0) / time.Since(t).Seconds()
 	rss, err := vmRSS(cmd.Process.Pid)
 	if err != nil {
 		return Run{}, err
