@@ -219,30 +219,30 @@ func checkServersDir(dir string) error {
 	return nil
 }
 
-// Start connects every upstream server in parallel, returning when each has
-// connected or failed once. A required server that fails makes Start return
-// an error (the caller should Close); an optional one (optional = true) is
-// only logged and keeps being retried in the background. Local tools are
-// read by RefreshLocal, once the sandbox backend the scanner needs runs.
+// Start connects every upstream server in parallel, returning when each
+// required one has connected or failed once: one that failed makes Start
+// return an error (the caller should Close). Optional ones (optional = true)
+// do not hold it up: they connect in the background, their tools joining
+// the catalog when they do (npx fetching a package can take many seconds),
+// and one that fails is logged and retried. Local tools are read by
+// RefreshLocal, once the sandbox backend the scanner needs runs.
 func (c *Catalog) Start(ctx context.Context) error {
 	for _, u := range c.set().list {
 		c.startUpstream(u)
 	}
 	var errs []error
 	for _, u := range c.set().list {
+		if u.cfg.Optional {
+			continue
+		}
 		select {
 		case <-u.first:
 		case <-ctx.Done():
 			return fmt.Errorf("connect upstream servers: %w", ctx.Err())
 		}
-		if u.firstErr == nil {
-			continue
+		if u.firstErr != nil {
+			errs = append(errs, fmt.Errorf("connect mcp_server %q: %w", u.cfg.Name, u.firstErr))
 		}
-		if u.cfg.Optional {
-			c.log.Warn("optional upstream server unavailable; retrying in the background", "server", u.cfg.Name, "error", u.firstErr)
-			continue
-		}
-		errs = append(errs, fmt.Errorf("connect mcp_server %q: %w", u.cfg.Name, u.firstErr))
 	}
 	return errors.Join(errs...)
 }

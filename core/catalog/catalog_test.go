@@ -310,6 +310,27 @@ func TestOptionalAndRequiredFailures(t *testing.T) {
 			t.Fatalf("Start: %v", err)
 		}
 	})
+	// An optional server still starting (npx fetching its package, say)
+	// does not hold up Start, and so neither cexecd's socket.
+	t.Run("optional still connecting", func(t *testing.T) {
+		slow := &config.MCPServer{Name: "slow", Transport: config.TransportStdio, Command: "/bin/sh",
+			Args: []string{"-c", "sleep 60"}, Optional: true, Timeout: time.Minute}
+		cfg := &config.Config{Daemon: config.Daemon{DataDir: t.TempDir()}, MCPServers: []*config.MCPServer{slow, memoryServer(t, t.TempDir())}}
+		c, err := New(cfg, Options{ServersDir: filepath.Join(t.TempDir(), "servers"), Logger: testpeers.Logger(t, "catalog", hclog.Debug)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		if st, _ := c.Server("memory"); st.State != StateReady {
+			t.Errorf("the required server after Start: %+v", st)
+		}
+		if st, _ := c.Server("slow"); st.State != StateConnecting {
+			t.Errorf("the optional server still starting, after Start: %+v, want connecting", st)
+		}
+	})
 	t.Run("unknown", func(t *testing.T) {
 		c := start(t, Options{})
 		if _, err := c.Call(context.Background(), "default", "nope", "x", nil); !errors.Is(err, ErrUnknownServer) {

@@ -65,6 +65,15 @@ func start(t testing.TB, opts Options, servers ...*config.MCPServer) *Catalog {
 	if err := c.Start(ctx); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	// Start waits for required servers only; the tests look at the
+	// optional ones' first attempt too.
+	for _, u := range c.set().list {
+		select {
+		case <-u.first:
+		case <-ctx.Done():
+			t.Fatalf("server %s: no first connection attempt ended: %v", u.cfg.Name, ctx.Err())
+		}
+	}
 	if opts.Scanner != nil {
 		if err := c.RefreshLocal(ctx); err != nil {
 			t.Fatalf("RefreshLocal: %v", err)

@@ -273,10 +273,8 @@ func startComponents(ctx context.Context, o *Options, cfg *config.Config, svc *s
 	}
 	// Only required upstream servers hold up serving; optional ones
 	// (optional = true) keep connecting in the background.
-	if requiresUpstream(cfg) {
-		if err := <-catalogStarted; err != nil {
-			return false, fmt.Errorf("connect upstream MCP servers: %w", err)
-		}
+	if err := <-catalogStarted; err != nil {
+		return false, fmt.Errorf("connect upstream MCP servers: %w", err)
 	}
 	if err := svc.startExec(host); err != nil {
 		return false, err
@@ -374,15 +372,6 @@ func serveControl(ctx context.Context, o *Options, cfg *config.Config, claim *so
 	}
 	stopServer(srv, o.ShutdownTimeout/2, log)
 	return nil
-}
-
-func requiresUpstream(cfg *config.Config) bool {
-	for _, s := range cfg.MCPServers {
-		if !s.Optional {
-			return true
-		}
-	}
-	return false
 }
 
 // stopServer stops accepting and waits up to grace for in-flight calls
