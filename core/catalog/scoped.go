@@ -194,6 +194,7 @@ func (p *tenants) reapIdle(now time.Time, known bool) {
 func (p *tenants) run(ctx context.Context, u *upstream) {
 	in, release, err := p.acquire(endpoint.DefaultTenant)
 	if err != nil {
+		u.log.Warn("could not start the default tenant's instance, which lists the tools", "error", err)
 		u.firstDone(err)
 	} else {
 		select {
