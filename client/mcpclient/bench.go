@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cexec/cexec/api/endpoint"
+	"github.com/cexec/cexec/internal/ctxsleep"
 )
 
 // BenchOptions configure BenchExecute.
@@ -134,16 +135,7 @@ func BenchExecute(ctx context.Context, o BenchOptions) (BenchResult, error) {
 
 // pause waits d, or until ctx ends. A variable, so that tests count the
 // pauses rather than time them.
-var pause = func(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+var pause = ctxsleep.Sleep
 
 // benchSession is one client of BenchExecute: it warms up, says so on
 // warm, waits for start and returns its measured call times.

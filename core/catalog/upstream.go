@@ -16,6 +16,7 @@ import (
 
 	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/ctxsleep"
 	"github.com/cexec/cexec/internal/version"
 )
 
@@ -287,7 +288,7 @@ func (u *upstream) run(ctx context.Context) {
 			backoff = opts.MinBackoff
 			continue
 		}
-		if !sleep(ctx, backoff) {
+		if ctxsleep.Sleep(ctx, backoff) != nil {
 			u.setState(StateClosed, nil, nil)
 			return
 		}
@@ -362,17 +363,6 @@ func pidOf(c *conn) int {
 		return 0
 	}
 	return c.proc.pid()
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // connect makes one connection attempt, bounded by the server's timeout or

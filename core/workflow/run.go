@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cexec/cexec/core/workflow/dsl"
+	"github.com/cexec/cexec/internal/ctxsleep"
 )
 
 // run is one run in this process.
@@ -665,7 +666,7 @@ func (r *run) try(ctx context.Context, path string, t *dsl.TryTask, in any, v va
 		if again {
 			next := fmt.Sprintf("%s/try@%d/", path, attempt+1)
 			if !r.j.hasUnder(next) {
-				if err := sleep(ctx, retryDelay(retry, attempt)); err != nil {
+				if err := ctxsleep.Sleep(ctx, retryDelay(retry, attempt)); err != nil {
 					return nil, "", err
 				}
 			}
@@ -800,7 +801,7 @@ func (r *run) wait(ctx context.Context, path, name string, t *dsl.WaitTask) erro
 	} else if _, err := r.j.append(Record{Kind: KindStart, Path: path, Task: name, Until: &until}); err != nil {
 		return err
 	}
-	return r.idle(ctx, func() error { return sleep(ctx, time.Until(until)) })
+	return r.idle(ctx, func() error { return ctxsleep.Sleep(ctx, time.Until(until)) })
 }
 
 // listen waits for one of its events, sent with Signal; a signal that
@@ -917,18 +918,4 @@ func (r *run) signal(event string, data any) error {
 		return fmt.Errorf("run %s waits for no event: %w", r.id, ErrState)
 	}
 	return fmt.Errorf("run %s does not wait for event %q; it waits for %v: %w", r.id, event, waits, ErrState)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cexec/cexec/internal/ctxsleep"
 	"github.com/cexec/cexec/internal/version"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/codegen"
@@ -183,7 +184,7 @@ func (g *Generator) complete(ctx context.Context, st *state, msgs []message) (re
 	cfg := st.cfg
 	sleep := g.sleep
 	if sleep == nil {
-		sleep = sleepCtx
+		sleep = ctxsleep.Sleep
 	}
 	policy := &retryPolicy{
 		maxRetries: cfg.maxRetries,

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/cexec/cexec/internal/ctxsleep"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -150,7 +152,7 @@ func TestRetryPolicyTimeoutIsNotRetried(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	client := newHTTPClient(nil)
-	p := &retryPolicy{maxRetries: 3, timeout: 50 * time.Millisecond, sleep: sleepCtx}
+	p := &retryPolicy{maxRetries: 3, timeout: 50 * time.Millisecond, sleep: ctxsleep.Sleep}
 	attempts, err := p.do(t.Context(), func(ctx context.Context) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 		resp, err := client.Do(req)
@@ -169,7 +171,7 @@ func TestRetryPolicyStopsWhenCallerGivesUp(t *testing.T) {
 	client := newHTTPClient(nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	p := &retryPolicy{maxRetries: 5, timeout: time.Second,
-		sleep: func(ctx context.Context, d time.Duration) error { cancel(); return sleepCtx(ctx, d) }}
+		sleep: func(ctx context.Context, d time.Duration) error { cancel(); return ctxsleep.Sleep(ctx, d) }}
 	_, err := p.do(ctx, func(ctx context.Context) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 		resp, err := client.Do(req)
