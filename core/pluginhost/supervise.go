@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cexec/cexec/core/config"
+	"github.com/cexec/cexec/internal/ctxsleep"
 	"github.com/cexec/cexec/pluginapi"
 )
 
@@ -202,12 +203,8 @@ func (s *supervised) supervise(inst *instance) {
 		s.backoff = min(2*s.backoff, backoffMax)
 		s.mu.Unlock()
 
-		t := time.NewTimer(delay)
-		select {
-		case <-s.host.ctx.Done():
-			t.Stop()
+		if ctxsleep.Sleep(s.host.ctx, delay) != nil {
 			return
-		case <-t.C:
 		}
 
 		next, diags := launch(s.host.ctx, s.host.cfg, s.cfg, s.log)

@@ -19,6 +19,7 @@ import (
 	cexecv1 "github.com/cexec/cexec/api/cexec/v1"
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
+	"github.com/cexec/cexec/internal/ctxsleep"
 	"github.com/cexec/cexec/internal/maxprocs"
 )
 
@@ -362,13 +363,7 @@ func (r *execRun) pacedRun(ctx context.Context) {
 	p := r.phase(r.f.paced, "paced: %d executions, %s apart", r.f.paced, r.f.pace)
 	ss := make([]sample, 0, r.f.paced)
 	for range r.f.paced {
-		t := time.NewTimer(r.f.pace)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
-		if ctx.Err() != nil {
+		if ctxsleep.Sleep(ctx, r.f.pace) != nil {
 			break
 		}
 		ss = append(ss, runOne(ctx, r.c, r.req, r.f.expect))
