@@ -1,4 +1,5 @@
-# cexec build. `make build` writes the daemon, the CLI and one binary per plugin into bin/.
+# cexec build. `make build` writes the daemon, the CLI (cexecctl, and cexecctl-bench for
+# `cexecctl bench`) and one binary per plugin into bin/.
 GO          ?= go
 BIN         := bin
 PLUGINS     := $(notdir $(wildcard plugins/*))
@@ -18,6 +19,7 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cexecd ./cmd/cexecd
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cexecctl ./cmd/cexecctl
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cexecctl-bench ./cmd/cexecctl-bench
 	@for p in $(PLUGINS); do \
 		echo "$(GO) build -o $(BIN)/cexec-plugin-$$p ./plugins/$$p"; \
 		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cexec-plugin-$$p ./plugins/$$p || exit 1; \
@@ -152,7 +154,7 @@ SUBST       := sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@PLUGINDIR@|$(PLUGINDIR)|g'
 install: build
 	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR)
 	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/cexec
-	install -m 0755 $(BIN)/cexecd $(BIN)/cexecctl $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BIN)/cexecd $(BIN)/cexecctl $(BIN)/cexecctl-bench $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(PLUGIN_BIN)/cexec-plugin-* $(DESTDIR)$(PLUGINDIR)/
 	cp -R skills workflows $(DESTDIR)$(DATADIR)/
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/

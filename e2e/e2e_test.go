@@ -57,6 +57,7 @@ func build(dir string) error {
 	for out, pkg := range map[string]string{
 		filepath.Join(dir, "cexecd"):                                   "./cmd/cexecd",
 		filepath.Join(dir, "cexecctl"):                                 "./cmd/cexecctl",
+		filepath.Join(dir, "cexecctl-bench"):                           "./cmd/cexecctl-bench",
 		filepath.Join(bins.pluginDir, "cexec-plugin-selector-keyword"): "./examples/plugin-selector-keyword",
 	} {
 		if err := gobuild(out, pkg); err != nil {

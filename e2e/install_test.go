@@ -39,7 +39,7 @@ func TestMakeInstall(t *testing.T) {
 	}
 	install()
 	for _, p := range []string{
-		"usr/local/bin/cexecd", "usr/local/bin/cexecctl",
+		"usr/local/bin/cexecd", "usr/local/bin/cexecctl", "usr/local/bin/cexecctl-bench",
 		"usr/local/lib/cexec/plugins/cexec-plugin-sandbox-bwrap",
 		"usr/local/lib/cexec/plugins/cexec-plugin-guard-pii",
 		"usr/local/share/cexec/skills", "usr/local/share/cexec/workflows/fill-pdf-form.yaml", "usr/local/share/doc/cexec/OPERATIONS.md",

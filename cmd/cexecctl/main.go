@@ -4,23 +4,16 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/spf13/cobra"
 
 	"github.com/cexec/cexec/cmd/cexecctl/approvals"
 	"github.com/cexec/cexec/cmd/cexecctl/audit"
 	"github.com/cexec/cexec/cmd/cexecctl/auth"
-	"github.com/cexec/cexec/cmd/cexecctl/bench"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
 	"github.com/cexec/cexec/cmd/cexecctl/config"
 	"github.com/cexec/cexec/cmd/cexecctl/doctor"
 	"github.com/cexec/cexec/cmd/cexecctl/exec"
+	"github.com/cexec/cexec/cmd/cexecctl/forward"
 	"github.com/cexec/cexec/cmd/cexecctl/mcp"
 	"github.com/cexec/cexec/cmd/cexecctl/plugins"
 	"github.com/cexec/cexec/cmd/cexecctl/pool"
@@ -36,31 +29,10 @@ import (
 	"github.com/cexec/cexec/cmd/cexecctl/workflow"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	env := &cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}
-	err := root(env).ExecuteContext(ctx)
-	stop()
-	var ee *cli.ExitError
-	if err != nil && !(errors.As(err, &ee) && ee.Err == nil) {
-		fmt.Fprintf(os.Stderr, "cexecctl: %s\n", cli.Message(err))
-	}
-	os.Exit(cli.ExitCode(err))
-}
+func main() { cli.Main(root) }
 
 func root(env *cli.Env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:           "cexecctl",
-		Short:         "Control a running cexecd",
-		SilenceErrors: true,
-		SilenceUsage:  true,
-	}
-	cmd.SetOut(env.Stdout)
-	cmd.SetErr(env.Stderr)
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &cli.ExitError{Code: cli.ExitUsage, Err: err}
-	})
-	env.AddGlobalFlags(cmd)
+	cmd := cli.NewRoot(env, "Control a running cexecd")
 	cmd.AddCommand(
 		status.Command(env),
 		audit.Command(env),
@@ -70,7 +42,7 @@ func root(env *cli.Env) *cobra.Command {
 		config.Command(env),
 		exec.Command(env),
 		version.Command(env),
-		bench.Command(env),
+		forward.Command("bench", "Measure cexecd (runs cexecctl-bench)", "cexecctl-bench"),
 		mcp.Command(env),
 		tools.Command(env),
 		servers.Command(env),
@@ -83,9 +55,5 @@ func root(env *cli.Env) *cobra.Command {
 	cmd.AddCommand(task.Command(env))
 	cmd.AddCommand(approvals.Command(env))
 	cmd.AddCommand(auth.Command(env))
-	// bench task lives with the command it measures.
-	if b, _, err := cmd.Find([]string{"bench"}); err == nil {
-		b.AddCommand(task.BenchCommand(env))
-	}
 	return cmd
 }

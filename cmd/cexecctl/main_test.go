@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cexec/cexec/cmd/cexecctl/bench"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
 )
 
@@ -41,6 +42,7 @@ func TestFlagUsagePlaceholders(t *testing.T) {
 		want []string
 	}{
 		{"every cexecctl command", root(&cli.Env{}), nil},
+		{"every cexecctl bench command (cexecctl-bench)", bench.Command(&cli.Env{}), nil},
 		{"bool with a backquoted name", withFlags(func(f *pflag.FlagSet) {
 			f.Bool("new", false, "as `cexecctl exec` runs are")
 		}), []string{"x --new cexecctl exec"}},

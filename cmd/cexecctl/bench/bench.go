@@ -1,5 +1,6 @@
 // Package bench is `cexecctl bench`: measurements of cexecd itself, for the
-// figures the project tracks (daemon start to socket ready, idle RSS).
+// figures the project tracks (daemon start to socket ready, idle RSS). It is
+// linked into cexecctl-bench, which cexecctl runs for it (see forward).
 package bench
 
 import (
@@ -23,16 +24,19 @@ import (
 
 	"github.com/cexec/cexec/client"
 	"github.com/cexec/cexec/cmd/cexecctl/cli"
+	"github.com/cexec/cexec/cmd/cexecctl/task"
 	"github.com/cexec/cexec/internal/tailbuf"
 )
 
-// Command returns the bench command and its subcommands.
+// Command returns the bench command and its subcommands (bench task is the
+// task package's, beside the command it measures).
 func Command(env *cli.Env) *cobra.Command {
 	cmd := cli.Group(&cobra.Command{
 		Use:   "bench",
 		Short: "Measure cexecd",
 	})
-	cmd.AddCommand(start(env), execBench(env), mcpBench(env), stateBench(env), toolsBench(env), tokensBench(env))
+	cmd.AddCommand(start(env), execBench(env), mcpBench(env), stateBench(env), toolsBench(env), tokensBench(env),
+		task.BenchCommand(env))
 	return cmd
 }
 
@@ -164,19 +168,13 @@ func start(env *cli.Env) *cobra.Command {
 	return cmd
 }
 
-// findCexecd prefers the cexecd built next to this cexecctl, so `bin/cexecctl
+// findCexecd prefers the cexecd built next to this binary, so `bin/cexecctl
 // bench` measures `bin/cexecd` and not whatever is installed.
 func findCexecd(flag string) (string, error) {
 	if flag != "" {
 		return filepath.Abs(flag)
 	}
-	if self, err := os.Executable(); err == nil {
-		sib := filepath.Join(filepath.Dir(self), "cexecd")
-		if fi, err := os.Stat(sib); err == nil && fi.Mode().IsRegular() {
-			return sib, nil
-		}
-	}
-	p, err := exec.LookPath("cexecd")
+	p, err := cli.FindBinary("cexecd")
 	if err != nil {
 		return "", fmt.Errorf("find cexecd (pass --cexecd): %w", err)
 	}

@@ -12,9 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -125,13 +123,7 @@ func findCexecd(flag string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), "cexecd")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath("cexecd")
+	p, err := cli.FindBinary("cexecd")
 	if err != nil {
 		return "", fmt.Errorf("no daemon is running and cexecd, which runs the checks without one, is neither beside cexecctl nor in PATH: give --cexecd /path/to/cexecd")
 	}

@@ -48,6 +48,8 @@ var rules = []rule{
 		deny: []string{""}, allow: []string{"api", "client", "internal"}},
 	{name: "cexecctl reaches the daemon only through client and api", from: "cmd/cexecctl",
 		deny: []string{"core", "plugins", "pluginapi"}},
+	{name: "cexecctl-bench (cexecctl bench) reaches the daemon only through client and api", from: "cmd/cexecctl-bench",
+		deny: []string{"core", "plugins", "pluginapi"}},
 	{name: "core imports pluginapi, api and internal, never plugins, client or commands", from: "core",
 		deny: []string{"plugins", "client", "cmd", "examples"}},
 	{name: "pluginapi imports nothing of the daemon or its clients", from: "pluginapi",

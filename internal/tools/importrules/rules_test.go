@@ -31,6 +31,8 @@ func TestCheck(t *testing.T) {
 		{"client", "pluginapi", "client imports only api and internal"},
 		{"cmd/cexecctl/bench", "core/bridge", "cexecctl reaches the daemon only through client and api"},
 		{"cmd/cexecctl/bench", "plugins/selector-embeddings/engine", "cexecctl reaches the daemon only through client and api"},
+		{"cmd/cexecctl-bench", "core/pool", "cexecctl-bench (cexecctl bench) reaches the daemon only through client and api"},
+		{"cmd/cexecctl-bench", "cmd/cexecctl/bench", ""},
 		{"e2e", "core/mcpface", "nothing but cmd/cexecd imports core"},
 		{"internal/version", "core/config", "internal helpers import no layer above them"},
 		{"core/searcheval", "plugins/selector-embeddings/engine", "core imports pluginapi, api and internal, never plugins"},
