@@ -16,7 +16,8 @@ const auditDir = "audit"
 // and reached through the tenant's root, while GC cannot remove the
 // tenant. It opens (mounts) the tenant when it is not loaded. In image
 // mode what fn writes counts in the tenant's disk quota, in the reserve
-// only cexecd writes to.
+// only cexecd writes to. fn may run on several goroutines at once and must
+// not close dir.
 func (m *Manager) WithAuditDir(tenant string, fn func(dir *os.Root) error) error {
 	t, err := m.Tenant(tenant)
 	if err != nil {
@@ -26,20 +27,33 @@ func (m *Manager) WithAuditDir(tenant string, fn func(dir *os.Root) error) error
 		return err
 	}
 	defer t.exit()
-	// Opened first and created only when missing: every execution appends,
-	// and the folder exists after the first.
+	dir, err := t.auditRoot()
+	if err != nil {
+		return fmt.Errorf("tenant %s: open audit folder: %w", t.id, err)
+	}
+	return fn(dir)
+}
+
+// auditRoot returns the tenant's audit folder, created and opened on first
+// use and kept open until the tenant closes: every execution appends.
+func (t *Tenant) auditRoot() (*os.Root, error) {
+	t.auditMu.Lock()
+	defer t.auditMu.Unlock()
+	if t.audit != nil {
+		return t.audit, nil
+	}
 	dir, err := t.root.OpenRoot(auditDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := t.root.Mkdir(auditDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("tenant %s: create audit folder: %w", t.id, err)
+			return nil, fmt.Errorf("create: %w", err)
 		}
 		dir, err = t.root.OpenRoot(auditDir)
 	}
 	if err != nil {
-		return fmt.Errorf("tenant %s: open audit folder: %w", t.id, err)
+		return nil, err
 	}
-	defer dir.Close()
-	return fn(dir)
+	t.audit = dir
+	return dir, nil
 }
 
 // Exists reports whether tenant id has a folder (it was used), without

@@ -90,8 +90,8 @@ func (t *Tenant) expireSession(session string, cutoff time.Time) (bool, error) {
 	mu := t.sessionLock(session)
 	mu.Lock()
 	defer mu.Unlock()
-	logName := sessionsDir + "/" + session + logSuffix
-	st, err := t.root.Lstat(logName)
+	logName := session + logSuffix
+	st, err := t.sessions.Lstat(logName)
 	if err != nil || !st.ModTime().Before(cutoff) {
 		return false, nil
 	}
@@ -100,10 +100,10 @@ func (t *Tenant) expireSession(session string, cutoff time.Time) (bool, error) {
 			return false, fmt.Errorf("tenant %s: expire session %s: vault: %w", t.id, session, err)
 		}
 	}
-	if err := t.root.Remove(logName); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := t.sessions.Remove(logName); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("tenant %s: expire session %s: %w", t.id, session, err)
 	}
-	_ = t.root.Remove(sessionsDir + "/" + session + metaSuffix)
+	_ = t.sessions.Remove(session + metaSuffix)
 	if err := t.ws.RemoveAll(AttachmentsDir + "/" + session); err != nil {
 		t.m.log.Warn("remove an expired session's attachments", "tenant", t.id, "session", session, "error", err)
 	}

@@ -448,7 +448,7 @@ func (m *Manager) openFolders(t *Tenant, meta tenantMeta, allocated bool) error 
 		t.owner = &Owner{UID: int(*meta.UID), GID: int(*meta.UID)}
 	}
 	own := t.owner
-	err := mkdirs(root, nil, "sessions")
+	err := mkdirs(root, nil, sessionsDir)
 	if err == nil {
 		err = mkdirs(root, own, "workspace")
 	}
@@ -456,7 +456,10 @@ func (m *Manager) openFolders(t *Tenant, meta tenantMeta, allocated bool) error 
 		root.Close()
 		return err
 	}
-	if t.ws, err = root.OpenRoot("workspace"); err == nil {
+	if t.sessions, err = root.OpenRoot(sessionsDir); err == nil {
+		t.ws, err = root.OpenRoot("workspace")
+	}
+	if err == nil {
 		err = mkdirs(t.ws, own, "state", "skills")
 	}
 	if err == nil && allocated {
@@ -473,7 +476,7 @@ func (m *Manager) openFolders(t *Tenant, meta tenantMeta, allocated bool) error 
 	for _, d := range []string{"state", "skills"} {
 		removeTemps(t.ws, d, cutoff)
 	}
-	removeTemps(root, "sessions", cutoff)
+	removeTemps(t.sessions, ".", cutoff)
 	removeTemps(root, ".", cutoff)
 	if m.states != nil {
 		if t.state, err = m.states.watch(stateDirOf(t)); err != nil {

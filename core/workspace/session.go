@@ -79,11 +79,11 @@ func (t *Tenant) Append(session string, e Entry) (Entry, error) {
 	mu.Lock()
 	defer mu.Unlock()
 
-	logName := sessionsDir + "/" + session + logSuffix
-	f, err := t.root.OpenFile(logName, appendFlags, 0)
+	logName := session + logSuffix
+	f, err := t.sessions.OpenFile(logName, appendFlags, 0)
 	created := errors.Is(err, fs.ErrNotExist)
 	if created {
-		f, err = t.root.OpenFile(logName, appendFlags|os.O_CREATE, 0o600)
+		f, err = t.sessions.OpenFile(logName, appendFlags|os.O_CREATE, 0o600)
 	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("tenant %s: open session log %s: %w", t.id, session, err)
@@ -133,7 +133,7 @@ func (t *Tenant) Append(session string, e Entry) (Entry, error) {
 	case SyncAlways:
 		err := f.Sync()
 		if err == nil && created {
-			err = syncDir(t.root, sessionsDir) // the new log's name must survive too
+			err = syncDir(t.sessions, ".") // the new log's name must survive too
 		}
 		if err != nil {
 			return Entry{}, fmt.Errorf("tenant %s: sync session log %s: %w", t.id, session, err)
@@ -155,7 +155,7 @@ func (t *Tenant) createLog(session string) error {
 		return err
 	}
 	defer t.exit()
-	f, err := t.root.OpenFile(sessionsDir+"/"+session+logSuffix, appendFlags|os.O_CREATE, 0o600)
+	f, err := t.sessions.OpenFile(session+logSuffix, appendFlags|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("tenant %s: create session log %s: %w", t.id, session, err)
 	}

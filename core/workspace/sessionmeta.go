@@ -35,7 +35,7 @@ func (t *Tenant) currentMeta(session string, f *os.File) (sessionMeta, error) {
 	if meta, err := t.readMeta(session); err == nil && meta.LogBytes == st.Size() {
 		return meta, nil
 	}
-	r, err := t.root.Open(sessionsDir + "/" + session + logSuffix)
+	r, err := t.sessions.Open(session + logSuffix)
 	if err != nil {
 		return sessionMeta{}, err
 	}
@@ -71,7 +71,7 @@ func (t *Tenant) readMeta(session string) (sessionMeta, error) {
 	if m, ok := t.pending.meta(session); ok {
 		return m, nil
 	}
-	return readMeta(t.root, sessionsDir+"/"+session)
+	return readMeta(t.sessions, session)
 }
 
 // readMeta reads the summary at prefix+".meta.json" inside root.
@@ -143,7 +143,7 @@ func (t *Tenant) flushMeta(session string) {
 // writeMeta stores a summary without fsync: it is a cache, checked against
 // the log's size on every read.
 func (t *Tenant) writeMeta(meta *sessionMeta) {
-	if err := writeAtomic(t.root, sessionsDir, meta.ID+metaSuffix, mustJSON(meta), atomicWrite{}); err != nil {
+	if err := writeAtomic(t.sessions, ".", meta.ID+metaSuffix, mustJSON(meta), atomicWrite{}); err != nil {
 		t.m.log.Warn("write session summary", "tenant", t.id, "session", meta.ID, "error", err)
 	}
 }

@@ -48,12 +48,8 @@ func (t *Tenant) ListSessions() ([]SessionInfo, error) {
 		return nil, err
 	}
 	defer t.exit()
-	// One root for the folder: reading each summary is then one openat.
-	dir, err := t.root.OpenRoot(sessionsDir)
-	if err != nil {
-		return nil, fmt.Errorf("tenant %s: list sessions: %w", t.id, err)
-	}
-	defer dir.Close()
+	// Through the folder's root: reading each summary is one openat.
+	dir := t.sessions
 	d, err := dir.Open(".")
 	if err != nil {
 		return nil, fmt.Errorf("tenant %s: list sessions: %w", t.id, err)
@@ -174,7 +170,7 @@ func (t *Tenant) SessionInterpreter(session string) (string, error) {
 
 // openLog opens a session's log for reading.
 func (t *Tenant) openLog(session string) (*os.File, error) {
-	f, err := t.root.Open(sessionsDir + "/" + session + logSuffix)
+	f, err := t.sessions.Open(session + logSuffix)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("session %s: %w", session, pluginapi.ErrNotFound)
 	}

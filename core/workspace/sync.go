@@ -147,7 +147,7 @@ func (t *Tenant) flush() error {
 	}
 	var errs []error
 	for session := range logs {
-		f, err := t.root.Open(sessionsDir + "/" + session + logSuffix)
+		f, err := t.sessions.Open(session + logSuffix)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -158,7 +158,7 @@ func (t *Tenant) flush() error {
 		errs = append(errs, err)
 	}
 	if sessions {
-		errs = append(errs, syncDir(t.root, sessionsDir))
+		errs = append(errs, syncDir(t.sessions, "."))
 	}
 	if state {
 		errs = append(errs, syncDir(t.ws, stateDir))

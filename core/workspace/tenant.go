@@ -40,6 +40,13 @@ type Tenant struct {
 	mode     string                // DiskModeImage or DiskModeMeasured
 	root     *os.Root              // dir: tenant.json, sessions/
 	ws       *os.Root              // dir/workspace
+	// sessions is dir/sessions, kept open: every execution appends to a
+	// log there, and a path through root opens the folder each time.
+	sessions *os.Root
+	// audit is dir/audit once an audit log was written (WithAuditDir),
+	// kept open for the same reason. Guarded by auditMu.
+	audit   *os.Root
+	auditMu sync.Mutex
 	// state records changes in the state folder (Manager.states), or is
 	// nil.
 	state *stateLog
@@ -533,8 +540,13 @@ func (t *Tenant) closeRoots() error {
 		t.m.states.unwatch(t.state)
 	}
 	var errs []error
-	if t.ws != nil {
-		errs = append(errs, t.ws.Close())
+	t.auditMu.Lock()
+	audit := t.audit
+	t.auditMu.Unlock()
+	for _, r := range []*os.Root{t.ws, t.sessions, audit} {
+		if r != nil {
+			errs = append(errs, r.Close())
+		}
 	}
 	if t.root != nil {
 		errs = append(errs, t.root.Close())

@@ -401,3 +401,41 @@ except PermissionError:
 		t.Errorf("GetState(y.json) = %s, %v", v, err)
 	}
 }
+
+// TestClosedTenantHoldsNoDescriptors: a tenant keeps folders open while
+// loaded (its sessions, its audit log); closing it must close them all, or
+// an image stays attached, lazily unmounted, until cexecd exits.
+func TestClosedTenantHoldsNoDescriptors(t *testing.T) {
+	dataDir := t.TempDir()
+	m := newManager(t, Options{DataDir: dataDir})
+	ten := mustTenant(t, m, "a")
+	if _, err := ten.Append("s", Entry{Kind: KindExecution}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ten.ListSessions(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WithAuditDir("a", func(dir *os.Root) error { return dir.WriteFile("audit.jsonl", []byte("{}\n"), 0o600) }); err != nil {
+		t.Fatal(err)
+	}
+	under := filepath.Join(dataDir, "tenants", "a")
+	open := func() []string {
+		var out []string
+		fds, _ := os.ReadDir("/proc/self/fd")
+		for _, fd := range fds {
+			if p, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && (p == under || strings.HasPrefix(p, under+"/")) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	if len(open()) == 0 {
+		t.Fatal("a loaded tenant holds no folder open: this test cannot see a leak")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := open(); len(left) > 0 {
+		t.Errorf("descriptors left open after the tenant closed: %q", left)
+	}
+}
