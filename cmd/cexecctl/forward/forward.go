@@ -8,6 +8,7 @@ package forward
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,8 +32,8 @@ func Command(use, short, binary string) *cobra.Command {
 		RunE: func(_ *cobra.Command, args []string) error {
 			return run(use, binary, args)
 		},
-		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			return complete(use, binary, args, toComplete)
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return complete(c.Context(), use, binary, args, toComplete)
 		},
 	}
 	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) {
@@ -60,13 +61,13 @@ func run(use, binary string, args []string) error {
 // complete asks binary for the completions of its command line, through
 // cobra's hidden completion command, which prints one per line and then
 // ":<directive>".
-func complete(use, binary string, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+func complete(ctx context.Context, use, binary string, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	path, err := find(use, binary)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
 	argv := append(append([]string{cobra.ShellCompRequestCmd, use}, args...), toComplete)
-	out, err := exec.Command(path, argv...).Output()
+	out, err := exec.CommandContext(ctx, path, argv...).Output()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
