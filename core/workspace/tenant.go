@@ -38,7 +38,7 @@ type Tenant struct {
 	declared bool
 	quota    atomic.Pointer[Quota] // swapped by Manager.SetTenants
 	mode     string                // DiskModeImage or DiskModeMeasured
-	root     *os.Root              // dir: tenant.json, sessions/
+	root     *os.Root              // dir: tenant.json, the folders below
 	ws       *os.Root              // dir/workspace
 	// sessions is dir/sessions, kept open: every execution appends to a
 	// log there, and a path through root opens the folder each time.
