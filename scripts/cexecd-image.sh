@@ -28,7 +28,7 @@ out="$bin/cexecd-image.tar"
 key=$({
 	cat "${BASH_SOURCE[0]}" "$scripts/oci-archive.sh"
 	echo "$SUITE $PACKAGES $MIRROR"
-	cd "$bin" && sha256sum cexecd cexecctl cexec-plugin-*
+	cd "$bin" && sha256sum cexecd cexecctl cexecctl-bench cexec-plugin-*
 } | sha256sum | cut -c1-12)
 ref="cexec.local/cexecd:$key"
 if [[ -f "$out" && "$(cat "$out.ref" 2>/dev/null)" == "$ref" ]]; then
@@ -44,7 +44,7 @@ mmdebstrap --quiet --mode=root --variant=essential --include="$PACKAGES" \
 	--dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
 	"$SUITE" "$work/rootfs.tar" "$MIRROR"
 mkdir -p "$work/stage/opt/cexec/bin"
-cp "$bin"/cexecd "$bin"/cexecctl "$bin"/cexec-plugin-* "$work/stage/opt/cexec/bin/"
+cp "$bin"/cexecd "$bin"/cexecctl "$bin"/cexecctl-bench "$bin"/cexec-plugin-* "$work/stage/opt/cexec/bin/"
 tar -C "$work/stage" --owner=0 --group=0 --numeric-owner -rf "$work/rootfs.tar" opt/cexec
 oci_archive "$work/rootfs.tar" "$ref" \
 	'"Env":["PATH=/opt/cexec/bin:/usr/local/bin:/usr/bin:/bin","LANG=C.UTF-8"],"Cmd":["/opt/cexec/bin/cexecd","-config","/etc/cexec/cexec.hcl"]' \
