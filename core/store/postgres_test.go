@@ -228,7 +228,7 @@ func TestPostgres(t *testing.T) {
 		if _, ok, measured, err := a.AddUsage(ctx, "disk", 10, 100); ok || measured || err != nil {
 			t.Fatalf("reserve before any measurement: ok %v measured %v %v, want neither", ok, measured, err)
 		}
-		if n, err := b.RecordUsage(ctx, "disk", 1000, 0, 0); n != 1000 || err != nil {
+		if n, landed, err := b.RecordUsage(ctx, "disk", 1000, 0, 0); n != 1000 || !landed || err != nil {
 			t.Fatalf("first measurement: %d %v", n, err)
 		}
 		// Twenty reservations of 100 through both replicas at once: ten fit
@@ -271,12 +271,12 @@ func TestPostgres(t *testing.T) {
 		if _, ok, _, _ := b.AddUsage(ctx, "disk", 50, 0); !ok {
 			t.Fatal("an unlimited reservation was refused")
 		}
-		if n, err := a.RecordUsage(ctx, "disk", 900, base, gen); n != 950 || err != nil {
-			t.Fatalf("walk with a write during it: %d %v, want 950", n, err)
+		if n, landed, err := a.RecordUsage(ctx, "disk", 900, base, gen); n != 950 || !landed || err != nil {
+			t.Fatalf("walk with a write during it: %d %v %v, want 950, landed", n, landed, err)
 		}
-		// A walk overtaken by that one is dropped.
-		if n, err := b.RecordUsage(ctx, "disk", 10, base, gen); n != 950 || err != nil {
-			t.Fatalf("an overtaken walk: %d %v, want the figure to stay 950", n, err)
+		// A walk overtaken by that one is dropped, and says so.
+		if n, landed, err := b.RecordUsage(ctx, "disk", 10, base, gen); n != 950 || landed || err != nil {
+			t.Fatalf("an overtaken walk: %d %v %v, want the figure to stay 950, not landed", n, landed, err)
 		}
 		if err := b.ForgetUsage(ctx, "disk"); err != nil {
 			t.Fatal(err)

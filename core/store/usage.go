@@ -55,20 +55,21 @@ func (p *Postgres) AddUsage(ctx context.Context, tenant string, delta, limit int
 // and started when the figure was base at generation gen (TenantUsage):
 // the new figure is walked plus what host writes added during the walk
 // (which the walk may have seen too: the figure errs high, never low). A
-// walk that another replica's measurement overtook is dropped. It returns
-// the figure stored now.
-func (p *Postgres) RecordUsage(ctx context.Context, tenant string, walked, base, gen int64) (int64, error) {
-	var bytes int64
-	err := p.pool.QueryRow(ctx, `INSERT INTO cexec_usage AS u (tenant, bytes, gen, measured) VALUES ($1, $2, 1, now())
+// walk that another replica's measurement overtook is dropped (landed
+// false): the two overlapped, and either may have seen the older folder.
+// It returns the figure stored now.
+func (p *Postgres) RecordUsage(ctx context.Context, tenant string, walked, base, gen int64) (bytes int64, landed bool, err error) {
+	err = p.pool.QueryRow(ctx, `INSERT INTO cexec_usage AS u (tenant, bytes, gen, measured) VALUES ($1, $2, 1, now())
 		ON CONFLICT (tenant) DO UPDATE SET bytes = greatest($2 + u.bytes - $3, 0), gen = u.gen + 1, measured = now()
 		WHERE u.gen = $4 RETURNING bytes`, tenant, walked, base, gen).Scan(&bytes)
+	landed = err == nil
 	if errors.Is(err, pgx.ErrNoRows) {
 		bytes, _, err = p.TenantUsage(ctx, tenant)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("store: record disk usage of %s: %w", tenant, unreachable(err))
+		return 0, false, fmt.Errorf("store: record disk usage of %s: %w", tenant, unreachable(err))
 	}
-	return bytes, nil
+	return bytes, landed, nil
 }
 
 // ForgetUsage drops tenant's figure (GC removed the tenant): a tenant of

@@ -22,8 +22,10 @@ type SharedUsage interface {
 	// no figure yet, nothing added.
 	AddUsage(ctx context.Context, tenant string, delta, limit int64) (bytes int64, ok, measured bool, err error)
 	// RecordUsage stores a walk that measured walked bytes and began at
-	// figure base, generation gen; it returns the figure now stored.
-	RecordUsage(ctx context.Context, tenant string, walked, base, gen int64) (int64, error)
+	// figure base, generation gen; it returns the figure now stored, and
+	// landed false when another walk was recorded since gen (this one was
+	// dropped).
+	RecordUsage(ctx context.Context, tenant string, walked, base, gen int64) (bytes int64, landed bool, err error)
 	// ForgetUsage drops a removed tenant's figure.
 	ForgetUsage(ctx context.Context, tenant string) error
 }
@@ -42,29 +44,49 @@ func (t *Tenant) sharedUsage() SharedUsage {
 }
 
 // measureShared walks the workspace and records the result in the shared
-// figure, which it returns (and caches as t.usage for metrics).
+// figure, which it returns (and caches as t.usage for metrics). A walk
+// another replica's overtook is made again: that one may have begun before
+// a file was removed (an execution's accountant, started as the program
+// ended), and would otherwise stand until the next measurement, which for
+// a tenant refused as over its quota may not come.
 func (t *Tenant) measureShared(u SharedUsage) (int64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), usageTimeout)
-	defer cancel()
-	base, gen, err := u.TenantUsage(ctx, t.id)
-	if err != nil {
-		return 0, err
-	}
-	walked, err := walkUsage(t.ws)
-	if err != nil {
-		return 0, err
-	}
-	// The walk may take long: the record gets a fresh bound.
-	rctx, rcancel := context.WithTimeout(context.Background(), usageTimeout)
-	defer rcancel()
-	bytes, err := u.RecordUsage(rctx, t.id, walked, base, gen)
-	if err != nil {
-		return 0, err
+	var bytes int64
+	for range maxWalks {
+		b, landed, err := t.walkShared(u)
+		if err != nil {
+			return 0, err
+		}
+		bytes = b
+		if landed {
+			break
+		}
 	}
 	t.mu.Lock()
 	t.usage, t.usageKnown = bytes, true
 	t.mu.Unlock()
 	return bytes, nil
+}
+
+// maxWalks bounds measureShared's walks while other replicas' keep
+// overtaking them; the figure is then the last of theirs.
+const maxWalks = 3
+
+// walkShared is one walk recorded in the shared figure.
+func (t *Tenant) walkShared(u SharedUsage) (bytes int64, landed bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), usageTimeout)
+	defer cancel()
+	base, gen, err := u.TenantUsage(ctx, t.id)
+	if err != nil {
+		return 0, false, err
+	}
+	walked, err := walkUsage(t.ws)
+	if err != nil {
+		return 0, false, err
+	}
+	// The walk may take long: the record gets a fresh bound.
+	rctx, rcancel := context.WithTimeout(context.Background(), usageTimeout)
+	defer rcancel()
+	return u.RecordUsage(rctx, t.id, walked, base, gen)
 }
 
 // sharedFigure reads the shared figure for the quota check before an

@@ -43,14 +43,14 @@ func (u *flakyUsage) AddUsage(_ context.Context, _ string, delta, limit int64) (
 	return u.bytes, true, true, nil
 }
 
-func (u *flakyUsage) RecordUsage(_ context.Context, _ string, walked, _, _ int64) (int64, error) {
+func (u *flakyUsage) RecordUsage(_ context.Context, _ string, walked, _, _ int64) (int64, bool, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.down {
-		return 0, errUnreachable
+		return 0, false, errUnreachable
 	}
 	u.bytes = walked
-	return walked, nil
+	return walked, true, nil
 }
 
 func (u *flakyUsage) ForgetUsage(context.Context, string) error { return nil }
