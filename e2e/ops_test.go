@@ -136,7 +136,12 @@ func TestOperations(t *testing.T) {
 		reload(string(orig))
 		waitFor(t, "memory2 to go", func() bool { _, ok := listServers(t, s)["memory2"]; return !ok })
 		// The default tenant's log was edited above; the daemon's is intact.
-		out, _, _ := ctl(t, s, "audit", "verify", "--all")
+		// A reload is recorded last, after the catalog shows it.
+		var out string
+		waitFor(t, "the daemon's audit log to record four reloads", func() bool {
+			out, _, _ = ctl(t, s, "audit", "verify", "--all")
+			return !strings.Contains(out, "daemon: ok, 3 lines")
+		})
 		if !strings.Contains(out, "daemon: ok, 4 lines") {
 			t.Errorf("daemon audit log after four reloads: %s", out)
 		}
