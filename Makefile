@@ -110,6 +110,13 @@ bench: build data
 bench-exec: build data
 	scripts/bench.sh $(ARGS)
 
+# cexec against in-process code runtimes (Pyodide, node:vm, a plain
+# AsyncFunction), each over MCP, interleaved, with ratios (installs
+# test/bench-peers from npm the first time): make bench-peers N=1000.
+.PHONY: bench-peers
+bench-peers: build data
+	scripts/bench-peers.sh
+
 .PHONY: bench-replicas
 # Executions per second with one cexecd and with two behind HAProxy (needs
 # PostgreSQL and HAProxy from scripts/deps.sh).

@@ -1,7 +1,8 @@
 // Package mcpclient is the client side of cexecd's MCP face: the
-// execute_code latency benchmark that `cexecctl bench mcp` runs. Where the
-// face listens, the names it answers to and an http.Client for its private
-// unix socket are in api/endpoint, which the daemon shares.
+// execute_code latency benchmark that `cexecctl bench mcp` runs, which can
+// time another MCP server's code tool the same way (a peer, for ratios).
+// Where the face listens, the names it answers to and an http.Client for
+// its private unix socket are in api/endpoint, which the daemon shares.
 package mcpclient
 
 import (
@@ -14,11 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/cexec/cexec/api/endpoint"
 	"github.com/cexec/cexec/internal/ctxsleep"
 )
 
@@ -28,6 +26,15 @@ type BenchOptions struct {
 	// endpoint.UnixBaseURL+endpoint.MCPPath with HTTPClient = endpoint.UnixClient(socket).
 	URL        string
 	HTTPClient *http.Client
+	// Command, when set, is an MCP server each session starts over stdio
+	// instead of connecting to URL: another runtime, measured by the same
+	// client and the same calls.
+	Command []string
+	// Tool is the tool called (default execute_code) and CodeArg the
+	// argument the program goes in (default code).
+	Tool, CodeArg string
+	// OnServer, when set, is given the pid of each server Command starts.
+	OnServer func(pid int)
 	// Token is sent as a bearer token when set; Tenant as endpoint.TenantHeader.
 	Token  string
 	Tenant string
@@ -44,6 +51,11 @@ type BenchOptions struct {
 	// OnCall, when set, is called after each call, warm-up included (for a
 	// progress display).
 	OnCall func()
+	// OnMeasureStart and OnMeasureEnd, when set, are called just before
+	// the first measured call (every session warm) and after the last:
+	// the window for CPU figures, which a server's start and warm-up would
+	// otherwise swamp.
+	OnMeasureStart, OnMeasureEnd func()
 	// Pace, when set, is a pause before each measured call, as an agent's
 	// turns come: what a pause costs the next call is then in the figures
 	// (PerSecond counts the pauses too).
@@ -90,14 +102,22 @@ func BenchExecute(ctx context.Context, o BenchOptions) (BenchResult, error) {
 	if o.Clients <= 0 {
 		o.Clients = 1
 	}
+	if o.Tool == "" {
+		o.Tool = "execute_code"
+	}
+	if o.CodeArg == "" {
+		o.CodeArg = "code"
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Every session warms up, then measures, then keeps its connection
+	// until all have measured: a stdio server's CPU is read while it runs.
 	var (
-		warm, done sync.WaitGroup
-		start      = make(chan struct{})
-		mu         sync.Mutex
-		times      []time.Duration
-		errs       []error
+		warm, measured, done sync.WaitGroup
+		start, end           = make(chan struct{}), make(chan struct{})
+		mu                   sync.Mutex
+		times                []time.Duration
+		errs                 []error
 	)
 	fail := func(err error) {
 		mu.Lock()
@@ -106,11 +126,12 @@ func BenchExecute(ctx context.Context, o BenchOptions) (BenchResult, error) {
 		cancel()
 	}
 	warm.Add(o.Clients)
+	measured.Add(o.Clients)
 	done.Add(o.Clients)
 	for range o.Clients {
 		go func() {
 			defer done.Done()
-			ts, err := benchSession(ctx, o, &warm, start)
+			ts, err := benchSession(ctx, o, session{warm: &warm, measured: &measured, start: start, end: end})
 			if err != nil {
 				fail(err)
 				return
@@ -121,10 +142,18 @@ func BenchExecute(ctx context.Context, o BenchOptions) (BenchResult, error) {
 		}()
 	}
 	warm.Wait()
+	if o.OnMeasureStart != nil {
+		o.OnMeasureStart()
+	}
 	began := time.Now()
 	close(start)
-	done.Wait()
+	measured.Wait()
 	wall := time.Since(began)
+	if o.OnMeasureEnd != nil {
+		o.OnMeasureEnd()
+	}
+	close(end)
+	done.Wait()
 	if len(errs) > 0 {
 		return BenchResult{}, errs[0] // the first; the others ended with it
 	}
@@ -137,43 +166,40 @@ func BenchExecute(ctx context.Context, o BenchOptions) (BenchResult, error) {
 // pauses rather than time them.
 var pause = ctxsleep.Sleep
 
-// benchSession is one client of BenchExecute: it warms up, says so on
-// warm, waits for start and returns its measured call times.
-func benchSession(ctx context.Context, o BenchOptions, warm *sync.WaitGroup, start <-chan struct{}) (_ []time.Duration, err error) {
-	warmed := false
+// session is how one client of BenchExecute keeps step with the others:
+// it says so on warm once warm, waits for start, says so on measured when
+// its calls are done (or it failed) and closes its connection at end.
+type session struct {
+	warm, measured *sync.WaitGroup
+	start, end     <-chan struct{}
+}
+
+// benchSession is one client of BenchExecute: it returns its measured call
+// times.
+func benchSession(ctx context.Context, o BenchOptions, s session) (_ []time.Duration, err error) {
+	warmed, finished := false, false
 	defer func() {
 		if !warmed {
-			warm.Done()
+			s.warm.Done()
+		}
+		if !finished {
+			s.measured.Done()
 		}
 	}()
-	headers := map[string]string{}
-	if o.Token != "" {
-		headers["Authorization"] = "Bearer " + o.Token
-	}
-	if o.Tenant != "" {
-		headers[endpoint.TenantHeader] = o.Tenant
-	}
-	opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers)}
-	if o.HTTPClient != nil {
-		opts = append(opts, transport.WithHTTPBasicClient(o.HTTPClient))
-	}
-	c, err := client.NewStreamableHttpClient(o.URL, opts...)
+	c, stderr, err := connect(ctx, o)
 	if err != nil {
-		return nil, fmt.Errorf("mcp client for %s: %w", o.URL, err)
+		return nil, err
 	}
 	defer func() { _ = c.Close() }()
-	if err := c.Start(ctx); err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", o.URL, err)
-	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: "cexec-bench", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
-		return nil, fmt.Errorf("initialize %s: %w", o.URL, err)
+		return nil, fmt.Errorf("initialize %s: %w%s", target(o), err, stderr.said())
 	}
 	req := mcp.CallToolRequest{}
-	req.Params.Name = "execute_code"
-	args := map[string]any{"code": o.Code}
+	req.Params.Name = o.Tool
+	args := map[string]any{o.CodeArg: o.Code}
 	if o.Persistent {
 		args["persistent"] = true
 	}
@@ -182,9 +208,9 @@ func benchSession(ctx context.Context, o BenchOptions, warm *sync.WaitGroup, sta
 	for i := range o.Warmup + o.N {
 		if i == o.Warmup {
 			warmed = true
-			warm.Done()
+			s.warm.Done()
 			select {
-			case <-start:
+			case <-s.start:
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -198,10 +224,10 @@ func benchSession(ctx context.Context, o BenchOptions, warm *sync.WaitGroup, sta
 		res, err := c.CallTool(ctx, req)
 		d := time.Since(began)
 		if err != nil {
-			return nil, fmt.Errorf("execute_code call %d: %w", i+1, err)
+			return nil, fmt.Errorf("%s call %d: %w%s", o.Tool, i+1, err, stderr.said())
 		}
 		if err := check(res, o.Want); err != nil {
-			return nil, fmt.Errorf("execute_code call %d: %w", i+1, err)
+			return nil, fmt.Errorf("%s call %d: %w", o.Tool, i+1, err)
 		}
 		if i >= o.Warmup {
 			times = append(times, d)
@@ -209,6 +235,12 @@ func benchSession(ctx context.Context, o BenchOptions, warm *sync.WaitGroup, sta
 		if o.OnCall != nil {
 			o.OnCall()
 		}
+	}
+	finished = true
+	s.measured.Done()
+	select {
+	case <-s.end:
+	case <-ctx.Done():
 	}
 	return times, nil
 }

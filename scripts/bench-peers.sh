@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Measures cexec against in-process code runtimes, the same way and
+# interleaved: `cexecctl bench mcp` calls cexec's execute_code on two private
+# daemons (the default config, and with sandbox.session_interpreter) and the
+# tools of test/bench-peers/server.mjs (Pyodide as @pydantic/mcp-run-python
+# runs it, a node:vm context, @cloudflare/codemode's README Node executor),
+# each over MCP, print(1+1) or console.log(1+1) in every call. Then fresh
+# runtimes: cexec's fresh sandboxes (`bench exec --cold`) against a new
+# Pyodide per call. Prints a table with ratios to cexec; the JSON of every
+# run stays in the directory it names.
+#
+#   scripts/bench-peers.sh              # --n 300, two rounds
+#   N=1000 ROUNDS=3 scripts/bench-peers.sh
+#
+# Needs `make build` and ./data (make bench-peers does both), node, and npm
+# the first time (it installs test/bench-peers, pinned).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+N=${N:-300}
+ROUNDS=${ROUNDS:-2}
+COLD=${COLD:-10}
+peers=test/bench-peers
+node=$(command -v node || true)
+[ -n "$node" ] || node=test/peers/node_modules/.bin/node
+if ! "$node" --version >/dev/null 2>&1; then
+	echo "bench-peers: needs node (in PATH, or test/peers from scripts/deps.sh)" >&2
+	exit 1
+fi
+stamp="$peers/node_modules/.cexec-installed"
+if [ ! -f "$stamp" ] || [ "$peers/package.json" -nt "$stamp" ]; then
+	echo "bench-peers: installing $peers/package.json" >&2
+	npm install --prefix "$peers" --no-package-lock --no-audit --no-fund --loglevel=error >/dev/null
+	touch "$stamp"
+fi
+
+out=$(mktemp -d "${TMPDIR:-/tmp}/cexec-bench-peers-XXXXXX")
+# Beside cexec.hcl, whose relative paths (plugin_dir, ./data) it keeps.
+si=$(mktemp --suffix=.hcl .cexec-bench-si-XXXXXX)
+pids=()
+stop() {
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$out/default" "$out/si" "$si"
+}
+trap stop EXIT
+trap 'exit 130' INT TERM
+
+# start NAME CONFIG starts a daemon on $out/NAME and waits for its socket.
+start() {
+	mkdir -m 700 "$out/$1" # cexecd serves MCP only in a private directory
+	bin/cexecd -config "$2" -socket "$out/$1/s.sock" -data-dir "$out/$1/data" -log-level warn 2>"$out/$1.log" &
+	pids+=($!)
+	local tries=0
+	until bin/cexecctl --address "$out/$1/s.sock" status >/dev/null 2>&1; do
+		if ! kill -0 "${pids[-1]}" 2>/dev/null; then
+			echo "bench-peers: cexecd ($1) exited before its socket was ready:" >&2
+			cat "$out/$1.log" >&2
+			exit 1
+		fi
+		tries=$((tries + 1))
+		if [ "$tries" -ge 1200 ]; then
+			echo "bench-peers: cexecd ($1) socket not ready after 120s" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+}
+sed 's/session_interpreter = false/session_interpreter = true/' cexec.hcl >"$si"
+grep -q 'session_interpreter = true' "$si" || {
+	echo "bench-peers: cexec.hcl has no session_interpreter = false to turn on" >&2
+	exit 1
+}
+start default cexec.hcl
+start si "$si"
+# Unmeasured executions on both, which also wait for each pool to fill, so
+# that no round competes with a daemon's start.
+for d in default si; do
+	bin/cexecctl --address "$out/$d/s.sock" --json bench exec --n 50 --cold 0 --paced 0 --concurrency 1 >/dev/null
+done
+
+server=("$node" "$peers/server.mjs")
+# run NAME ARGS... runs one bench mcp into $out/NAME-$round.json.
+run() {
+	local name=$1
+	shift
+	echo "bench-peers: round $round: $name" >&2
+	bin/cexecctl --json "$@" >"$out/$name-$round.json"
+}
+targets=(cexec cexec-si pyodide node_vm function)
+measure() {
+	case $1 in
+	cexec) run cexec --address "$out/default/s.sock" bench mcp --n "$N" --warmup 20 ;;
+	cexec-si) run cexec-si --address "$out/si/s.sock" bench mcp --n "$N" --warmup 20 ;;
+	pyodide) run pyodide bench mcp --n "$N" --warmup 50 --tool pyodide -- "${server[@]}" ;;
+	node_vm) run node_vm bench mcp --n "$N" --warmup 50 --tool node_vm --code 'console.log(1+1)' --want 2 -- "${server[@]}" ;;
+	function) run function bench mcp --n "$N" --warmup 50 --tool function --code 'async () => { console.log(1+1) }' --want 2 -- "${server[@]}" ;;
+	esac
+}
+for round in $(seq 1 "$ROUNDS"); do
+	if [ $((round % 2)) -eq 1 ]; then
+		for t in "${targets[@]}"; do measure "$t"; done
+	else
+		for ((i = ${#targets[@]} - 1; i >= 0; i--)); do measure "${targets[i]}"; done
+	fi
+done
+round=fresh
+echo "bench-peers: fresh: cexec" >&2
+bin/cexecctl --address "$out/default/s.sock" --json bench exec --n 1 --cold "$COLD" --paced 0 --concurrency 1 >"$out/cexec-fresh.json"
+run pyodide_fresh bench mcp --n 5 --warmup 1 --tool pyodide_fresh -- "${server[@]}"
+
+/usr/bin/env python3 - "$out" <<'EOF'
+import glob, json, os, sys
+out = sys.argv[1]
+rows = {}
+for path in sorted(glob.glob(os.path.join(out, "*-*.json"))):
+    name, _, rnd = os.path.basename(path)[:-5].rpartition("-")
+    if rnd == "fresh":
+        continue
+    r = json.load(open(path))
+    rows.setdefault(name, []).append((r["p50_ms"], r["p99_ms"], (r.get("cpu_per_call_ms") or {}).get("all")))
+order = ["cexec", "cexec-si", "pyodide", "node_vm", "function"]
+base = {n: rows[n] for n in ("cexec", "cexec-si") if n in rows}
+def fmt(vals):
+    return " / ".join("-" if v is None else f"{v:.2f}" for v in vals)
+print(f"warm, over MCP, {os.cpu_count()} CPUs (each figure: one per round)")
+print(f"{'':10} {'p50 ms':>18} {'p99 ms':>18} {'CPU ms/call':>18} {'p50 / cexec-si':>15} {'p50 / cexec':>12}")
+for n in order:
+    if n not in rows:
+        continue
+    rs = rows[n]
+    p50 = [r[0] for r in rs]
+    ratio = lambda b: sum(p50) / sum(r[0] for r in base[b]) if b in base else float("nan")
+    print(f"{n:10} {fmt(p50):>18} {fmt([r[1] for r in rs]):>18} {fmt([r[2] for r in rs]):>18} {ratio('cexec-si'):>15.2f} {ratio('cexec'):>12.2f}")
+c = json.load(open(os.path.join(out, "cexec-fresh.json")))["cold"]
+p = json.load(open(os.path.join(out, "pyodide_fresh-fresh.json")))
+print(f"fresh: cexec sandbox p50 {c['p50_ms']:.1f} ms (bench exec --cold, n={c['n']}); new Pyodide p50 {p['p50_ms']:.1f} ms (n={p['n']}); ratio {p['p50_ms'] / c['p50_ms']:.0f}x")
+print(f"JSON: {out}")
+EOF
