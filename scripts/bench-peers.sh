@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Measures cexec against in-process code runtimes, the same way and
 # interleaved: `cexecctl bench mcp` calls cexec's execute_code on two private
-# daemons (the default config, and with sandbox.session_interpreter) and the
-# tools of test/bench-peers/server.mjs (Pyodide as @pydantic/mcp-run-python
+# daemons (the default config, and with sandbox.session_interpreter, on its
+# MCP socket and through `cexecctl mcp` over stdio) and the tools of test/bench-peers/server.mjs (Pyodide as @pydantic/mcp-run-python
 # runs it, a node:vm context, @cloudflare/codemode's README Node executor),
 # each over MCP, print(1+1) or console.log(1+1) in every call. Then fresh
 # runtimes: cexec's fresh sandboxes (`bench exec --cold`) against a new
@@ -87,11 +87,13 @@ run() {
 	echo "bench-peers: round $round: $name" >&2
 	bin/cexecctl --json "$@" >"$out/$name-$round.json"
 }
-targets=(cexec cexec-si pyodide node_vm function)
+targets=(cexec cexec-si cexec-si-stdio pyodide node_vm function)
 measure() {
 	case $1 in
 	cexec) run cexec --address "$out/default/s.sock" bench mcp --n "$N" --warmup 20 ;;
 	cexec-si) run cexec-si --address "$out/si/s.sock" bench mcp --n "$N" --warmup 20 ;;
+	# What an agent that starts `cexecctl mcp` meets: one more process.
+	cexec-si-stdio) run cexec-si-stdio bench mcp --n "$N" --warmup 20 -- bin/cexecctl --address "$out/si/s.sock" mcp ;;
 	pyodide) run pyodide bench mcp --n "$N" --warmup 50 --tool pyodide -- "${server[@]}" ;;
 	node_vm) run node_vm bench mcp --n "$N" --warmup 50 --tool node_vm --code 'console.log(1+1)' --want 2 -- "${server[@]}" ;;
 	function) run function bench mcp --n "$N" --warmup 50 --tool function --code 'async () => { console.log(1+1) }' --want 2 -- "${server[@]}" ;;
@@ -119,19 +121,19 @@ for path in sorted(glob.glob(os.path.join(out, "*-*.json"))):
         continue
     r = json.load(open(path))
     rows.setdefault(name, []).append((r["p50_ms"], r["p99_ms"], (r.get("cpu_per_call_ms") or {}).get("all")))
-order = ["cexec", "cexec-si", "pyodide", "node_vm", "function"]
+order = ["cexec", "cexec-si", "cexec-si-stdio", "pyodide", "node_vm", "function"]
 base = {n: rows[n] for n in ("cexec", "cexec-si") if n in rows}
 def fmt(vals):
     return " / ".join("-" if v is None else f"{v:.2f}" for v in vals)
 print(f"warm, over MCP, {os.cpu_count()} CPUs (each figure: one per round)")
-print(f"{'':10} {'p50 ms':>18} {'p99 ms':>18} {'CPU ms/call':>18} {'p50 / cexec-si':>15} {'p50 / cexec':>12}")
+print(f"{'':14} {'p50 ms':>18} {'p99 ms':>18} {'CPU ms/call':>18} {'p50 / cexec-si':>15} {'p50 / cexec':>12}")
 for n in order:
     if n not in rows:
         continue
     rs = rows[n]
     p50 = [r[0] for r in rs]
     ratio = lambda b: sum(p50) / sum(r[0] for r in base[b]) if b in base else float("nan")
-    print(f"{n:10} {fmt(p50):>18} {fmt([r[1] for r in rs]):>18} {fmt([r[2] for r in rs]):>18} {ratio('cexec-si'):>15.2f} {ratio('cexec'):>12.2f}")
+    print(f"{n:14} {fmt(p50):>18} {fmt([r[1] for r in rs]):>18} {fmt([r[2] for r in rs]):>18} {ratio('cexec-si'):>15.2f} {ratio('cexec'):>12.2f}")
 c = json.load(open(os.path.join(out, "cexec-fresh.json")))["cold"]
 p = json.load(open(os.path.join(out, "pyodide_fresh-fresh.json")))
 print(f"fresh: cexec sandbox p50 {c['p50_ms']:.1f} ms (bench exec --cold, n={c['n']}); new Pyodide p50 {p['p50_ms']:.1f} ms (n={p['n']}); ratio {p['p50_ms'] / c['p50_ms']:.0f}x")
