@@ -195,7 +195,7 @@ func benchSession(ctx context.Context, o BenchOptions, s session) (_ []time.Dura
 	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: "cexec-bench", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
-		return nil, fmt.Errorf("initialize %s: %w%s", target(o), err, stderr.said())
+		return nil, fmt.Errorf("initialize %s: %w%s", target(o), err, said(stderr))
 	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = o.Tool
@@ -224,7 +224,7 @@ func benchSession(ctx context.Context, o BenchOptions, s session) (_ []time.Dura
 		res, err := c.CallTool(ctx, req)
 		d := time.Since(began)
 		if err != nil {
-			return nil, fmt.Errorf("%s call %d: %w%s", o.Tool, i+1, err, stderr.said())
+			return nil, fmt.Errorf("%s call %d: %w%s", o.Tool, i+1, err, said(stderr))
 		}
 		if err := check(res, o.Want); err != nil {
 			return nil, fmt.Errorf("%s call %d: %w", o.Tool, i+1, err)

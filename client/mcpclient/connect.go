@@ -6,19 +6,19 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/cexec/cexec/api/endpoint"
+	"github.com/cexec/cexec/internal/tailbuf"
 )
 
 // connect starts one session's client: over streamable HTTP on o.URL, or
 // on a server of its own started from o.Command. The tail holds the end of
 // that server's stderr, for errors (empty for HTTP).
-func connect(ctx context.Context, o BenchOptions) (*client.Client, *stderrTail, error) {
-	tail := &stderrTail{}
+func connect(ctx context.Context, o BenchOptions) (*client.Client, *tailbuf.Buffer, error) {
+	tail := tailbuf.New(tailSize)
 	if len(o.Command) > 0 {
 		var cmd *exec.Cmd
 		t := transport.NewStdioWithOptions(o.Command[0], nil, o.Command[1:],
@@ -30,7 +30,7 @@ func connect(ctx context.Context, o BenchOptions) (*client.Client, *stderrTail, 
 			transport.WithCommandStderrWriter(tail))
 		c := client.NewClient(t)
 		if err := c.Start(ctx); err != nil {
-			return nil, nil, fmt.Errorf("start %s: %w%s", target(o), err, tail.said())
+			return nil, nil, fmt.Errorf("start %s: %w%s", target(o), err, said(tail))
 		}
 		if o.OnServer != nil {
 			o.OnServer(cmd.Process.Pid)
@@ -70,27 +70,9 @@ func target(o BenchOptions) string {
 // tailSize is how much of a server's stderr an error quotes.
 const tailSize = 2048
 
-// stderrTail keeps the last tailSize bytes a stdio server wrote to stderr.
-type stderrTail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *stderrTail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - tailSize; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
 // said is "; its stderr ends: ..." when the server wrote anything.
-func (t *stderrTail) said() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(string(t.buf))
+func said(tail *tailbuf.Buffer) string {
+	s := strings.TrimSpace(tail.String())
 	if s == "" {
 		return ""
 	}
