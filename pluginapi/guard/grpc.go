@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/cexec/cexec/internal/maxprocs"
 	"github.com/cexec/cexec/pluginapi"
 	commonv1 "github.com/cexec/cexec/pluginapi/proto/cexec/plugin/common/v1"
 	guardv1 "github.com/cexec/cexec/pluginapi/proto/cexec/plugin/guard/v1"
@@ -41,8 +42,12 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc
 }
 
 // Serve runs impl as a guard plugin until the host stops it. Call it from the
-// plugin's main.
+// plugin's main. Unless GOMAXPROCS is set in the plugin's environment, it
+// runs Go code on half of the CPUs (internal/maxprocs), as a sandbox plugin
+// does: a guard answers short calls on every model-facing execution's path
+// (Detect) and every tool call's (CheckToolCall).
 func Serve(impl Guard) {
+	maxprocs.Set()
 	pluginapi.Serve(pluginapi.KindGuard, &GRPCPlugin{Impl: impl})
 }
 
