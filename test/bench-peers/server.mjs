@@ -11,9 +11,12 @@
 //   node_vm        JavaScript in a new node:vm context per program
 //   function       JavaScript as the Node executor in @cloudflare/codemode's
 //                  README runs it: an AsyncFunction in the server's own realm
+//   utcp           JavaScript through @utcp/code-mode's callToolChain: a new
+//                  isolated-vm isolate per program (node 22 and later only)
 //
-// None of them isolates a program from the host the way a sandbox does;
-// they are here for their speed. Output is what the program printed.
+// None of them isolates a program from the host the way a sandbox does
+// (isolated-vm keeps it from Node's APIs, in the server's process); they
+// are here for their speed. Output is what the program printed.
 import vm from "node:vm";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
@@ -44,6 +47,18 @@ const AsyncFunction = (async () => {}).constructor;
 
 const warm = await loadPyodide();
 
+// isolated-vm ships binaries for node 22 and later only, and node 20 dies
+// rather than fail the import; the other tools run on 20.
+let utcp = new Error("isolated-vm needs node 22 or later");
+if (Number(process.versions.node.split(".")[0]) >= 22) {
+  try {
+    const { CodeModeUtcpClient } = await import("@utcp/code-mode");
+    utcp = await CodeModeUtcpClient.create();
+  } catch (err) {
+    utcp = err;
+  }
+}
+
 const tools = {
   pyodide: (code) => runPython(warm, code),
   pyodide_fresh: async (code) => runPython(await loadPyodide(), code),
@@ -56,6 +71,13 @@ const tools = {
     const console = capture();
     await new AsyncFunction("console", `return await (${code})()`)(console);
     return console.out;
+  },
+  utcp: async (code) => {
+    if (utcp instanceof Error) {
+      throw new Error(`@utcp/code-mode did not load on node ${process.version}: ${utcp.message}`);
+    }
+    const { logs } = await utcp.callToolChain(code);
+    return logs.map((l) => l + "\n").join("");
   },
 };
 
