@@ -61,7 +61,7 @@ func writeAtomic(root *os.Root, dir, name string, data []byte, w atomicWrite) er
 	}
 	tmpName := tempName(name)
 	tmp := path.Join(dir, tmpName)
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		if checked != nil {
 			<-checked

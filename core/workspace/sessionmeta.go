@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // sessionMeta is the .meta.json file: the summary plus offsets that let
@@ -76,7 +77,7 @@ func (t *Tenant) readMeta(session string) (sessionMeta, error) {
 
 // readMeta reads the summary at prefix+".meta.json" inside root.
 func readMeta(root *os.Root, prefix string) (sessionMeta, error) {
-	data, err := root.ReadFile(prefix + metaSuffix)
+	data, err := readSmall(root, prefix+metaSuffix, nil)
 	if err != nil {
 		return sessionMeta{}, err
 	}
@@ -93,13 +94,17 @@ func parseMeta(data []byte, session string) (sessionMeta, error) {
 }
 
 // readSmall reads a small file into buf, reusing its memory: open, read,
-// close, without the stat os.ReadFile does first.
+// close, without the stat os.ReadFile does first, and opened with
+// O_NONBLOCK (see appendFlags).
 func readSmall(root *os.Root, name string, buf []byte) ([]byte, error) {
-	f, err := root.Open(name)
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return buf[:0], err
 	}
 	defer f.Close()
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, 512) // a summary: one read and the EOF
+	}
 	buf = buf[:0]
 	for {
 		if len(buf) == cap(buf) {

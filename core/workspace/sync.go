@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -147,7 +148,7 @@ func (t *Tenant) flush() error {
 	}
 	var errs []error
 	for session := range logs {
-		f, err := t.sessions.Open(session + logSuffix)
+		f, err := t.sessions.OpenFile(session+logSuffix, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
