@@ -55,21 +55,9 @@ start() {
 	mkdir -m 700 "$out/$1" # cexecd serves MCP only in a private directory
 	bin/cexecd -config "$2" -socket "$out/$1/s.sock" -data-dir "$out/$1/data" -log-level warn 2>"$out/$1.log" &
 	pids+=($!)
-	local tries=0
-	until bin/cexecctl --address "$out/$1/s.sock" status >/dev/null 2>&1; do
-		if ! kill -0 "${pids[-1]}" 2>/dev/null; then
-			echo "bench-peers: cexecd ($1) exited before its socket was ready:" >&2
-			cat "$out/$1.log" >&2
-			exit 1
-		fi
-		tries=$((tries + 1))
-		if [ "$tries" -ge 1200 ]; then
-			echo "bench-peers: cexecd ($1) socket not ready after 120s" >&2
-			exit 1
-		fi
-		sleep 0.1
-	done
+	wait_daemon "bench-peers ($1)" "$out/$1/s.sock" "${pids[-1]}" "$out/$1.log"
 }
+. scripts/wait-daemon.sh
 sed 's/session_interpreter = false/session_interpreter = true/' cexec.hcl >"$si"
 grep -q 'session_interpreter = true' "$si" || {
 	echo "bench-peers: cexec.hcl has no session_interpreter = false to turn on" >&2

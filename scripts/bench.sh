@@ -26,23 +26,8 @@ stop() {
 trap stop EXIT
 trap 'exit 130' INT TERM
 
-# Plugins start before the socket is served; on a busy machine that takes a
-# while.
-tries=0
-until bin/cexecctl --address "$sock" status >/dev/null 2>&1; do
-	if ! kill -0 "$pid" 2>/dev/null; then
-		echo "bench: cexecd exited before its socket was ready:" >&2
-		cat "$tmp/cexecd.log" >&2
-		exit 1
-	fi
-	tries=$((tries + 1))
-	if [ "$tries" -ge 1200 ]; then
-		echo "bench: cexecd socket not ready after 120s:" >&2
-		tail -n 50 "$tmp/cexecd.log" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
+. scripts/wait-daemon.sh
+wait_daemon bench "$sock" "$pid" "$tmp/cexecd.log"
 
 [ "$#" -gt 0 ] || set -- --n 500 --concurrency 8 --paced 20 --json
 if ! bin/cexecctl --address "$sock" bench exec "$@"; then
