@@ -83,7 +83,7 @@ func mcpBench(env *cli.Env) *cobra.Command {
 	var f mcpFlags
 	cmd := &cobra.Command{
 		Use:   "mcp [-- command [args...]]",
-		Short: "Time execute_code over the running daemon's MCP face (streamable HTTP), with CPU per call",
+		Short: "Time execute_code over the running daemon's MCP face (streamable HTTP), or a stdio MCP server's code tool, with CPU per call",
 		Long: "Opens one MCP session on the daemon's MCP socket (next to its control socket, see\n" +
 			"--address) or on --url, runs --warmup unmeasured execute_code calls, then --n measured\n" +
 			"ones, checking each result. The default program is print(1+1); the target is p50 <= 5 ms.\n\n" +
