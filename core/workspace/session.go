@@ -150,11 +150,15 @@ func (t *Tenant) Append(session string, e Entry) (Entry, error) {
 // createLog creates a session's log if it is new, before a program can
 // take the image's last inode: ext4 keeps blocks, not inodes, for root, and
 // the execution's entry must land even when the program used every file.
+// A session's later executions find it with one stat.
 func (t *Tenant) createLog(session string) error {
 	if err := t.enter(); err != nil {
 		return err
 	}
 	defer t.exit()
+	if fi, err := t.sessions.Lstat(session + logSuffix); err == nil && fi.Mode().IsRegular() {
+		return nil
+	}
 	f, err := t.sessions.OpenFile(session+logSuffix, appendFlags|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("tenant %s: create session log %s: %w", t.id, session, err)
