@@ -169,9 +169,9 @@ func (t *Tenant) createLog(session string) error {
 // appendFlags open a session log for appending. O_NONBLOCK, which does
 // nothing to a regular file, spares each open the four fcntl(2) calls with
 // which package os would make the descriptor non-blocking for the poller and
-// back after epoll refuses it: an execution opens its log twice, and its
-// summary, and the background pass both again. Every file cexecd opens on
-// that path has it.
+// back after epoll refuses it: an execution opens its log (twice for a new
+// session in image mode) and its summary, the background pass both again.
+// Every file cexecd opens on that path has it.
 const appendFlags = os.O_WRONLY | os.O_APPEND | syscall.O_NONBLOCK
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
