@@ -112,7 +112,8 @@ bench-exec: build data
 
 # cexec against in-process code runtimes (Pyodide, node:vm, a plain
 # AsyncFunction, @utcp/code-mode's isolated-vm), each over MCP, interleaved,
-# with ratios (installs test/bench-peers from npm the first time):
+# with ratios, and what each adds to a tool call (installs test/bench-peers
+# from npm the first time):
 # make bench-peers N=1000.
 .PHONY: bench-peers
 bench-peers: build data

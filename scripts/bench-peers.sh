@@ -7,9 +7,11 @@
 # node:vm context, @cloudflare/codemode's README Node executor,
 # @utcp/code-mode's isolated-vm isolates), each over MCP, print(1+1) or
 # console.log(1+1) in every call. Then fresh runtimes: cexec's fresh
-# sandboxes (`bench exec --cold`) against a new Pyodide per call. Prints a
-# table with ratios to cexec; the JSON of every run stays in the directory
-# it names.
+# sandboxes (`bench exec --cold`) against a new Pyodide per call; then what
+# each adds to a tool call from a program over a plain MCP client
+# (`bench tools` for cexec, test/bench-peers/toolcalls.mjs for the others).
+# Prints a table with ratios to cexec; the JSON of every run stays in the
+# directory it names.
 #
 #   scripts/bench-peers.sh              # N=300 calls each, two rounds
 #   N=1000 ROUNDS=3 scripts/bench-peers.sh
@@ -107,6 +109,11 @@ round=fresh
 echo "bench-peers: fresh: cexec" >&2
 bin/cexecctl --address "$out/default/s.sock" --json bench exec --n 1 --cold "$COLD" --paced 0 --concurrency 1 >"$out/cexec-fresh.json"
 run pyodide_fresh bench mcp --n 5 --warmup 1 --tool pyodide_fresh -- "${server[@]}"
+# Tool calls: cexec's private daemon of its own, the peers' loops between.
+echo "bench-peers: tool calls" >&2
+bin/cexecctl --json bench tools >"$out/tools-cexec-1.json"
+"$node" "$peers/toolcalls.mjs" 1000 2 >"$out/tools-peers.json" 2>"$out/tools-peers.log"
+bin/cexecctl --json bench tools >"$out/tools-cexec-2.json"
 
 /usr/bin/env python3 - "$out" <<'EOF'
 import glob, json, os, sys
@@ -114,7 +121,7 @@ out = sys.argv[1]
 rows = {}
 for path in sorted(glob.glob(os.path.join(out, "*-*.json"))):
     name, _, rnd = os.path.basename(path)[:-5].rpartition("-")
-    if rnd == "fresh":
+    if rnd == "fresh" or name.startswith("tools"):
         continue
     r = json.load(open(path))
     rows.setdefault(name, []).append((r["p50_ms"], r["p99_ms"], (r.get("cpu_per_call_ms") or {}).get("all")))
@@ -133,6 +140,10 @@ for n in order:
     print(f"{n:14} {fmt(p50):>18} {fmt([r[1] for r in rs]):>18} {fmt([r[2] for r in rs]):>18} {ratio('cexec-si'):>15.2f} {ratio('cexec'):>12.2f}")
 c = json.load(open(os.path.join(out, "cexec-fresh.json")))["cold"]
 p = json.load(open(os.path.join(out, "pyodide_fresh-fresh.json")))
+cx = [json.load(open(os.path.join(out, f"tools-cexec-{i}.json")))["call_overhead_ms"] for i in (1, 2)]
+peers = json.load(open(os.path.join(out, "tools-peers.json")))["overhead_ms_per_call"]
+print("tool calls, 1,000 sequential search_nodes to server-memory: added per call over a plain client, ms")
+print(f"  cexec {cx[0]:.3f} / {cx[1]:.3f} (over mcp-go); " + ", ".join(f"{k} {v:.3f}" for k, v in peers.items()) + " (over the TypeScript SDK)")
 print(f"fresh: cexec sandbox p50 {c['p50_ms']:.1f} ms (bench exec --cold, n={c['n']}); new Pyodide p50 {p['p50_ms']:.1f} ms (n={p['n']}); ratio {p['p50_ms'] / c['p50_ms']:.0f}x")
 print(f"JSON: {out}")
 EOF
