@@ -33,6 +33,11 @@ if [ -z "$node" ] || ! "$node" --version >/dev/null 2>&1; then
 	echo "bench-peers: needs node (test/peers from scripts/deps.sh, or in PATH)" >&2
 	exit 1
 fi
+# The tool calls go to test/peers' server-memory, as bench tools' do.
+if [ ! -f test/peers/node_modules/@modelcontextprotocol/server-memory/dist/index.js ]; then
+	echo "bench-peers: test/peers is not installed: run scripts/deps.sh" >&2
+	exit 1
+fi
 stamp="$peers/node_modules/.cexec-installed"
 if [ ! -f "$stamp" ] || [ "$peers/package.json" -nt "$stamp" ]; then
 	echo "bench-peers: installing $peers/package.json" >&2
@@ -59,6 +64,7 @@ start() {
 	pids+=($!)
 	wait_daemon "bench-peers ($1)" "$out/$1/s.sock" "${pids[-1]}" "$out/$1.log"
 }
+# shellcheck source-path=SCRIPTDIR/.. source=scripts/wait-daemon.sh
 . scripts/wait-daemon.sh
 sed 's/session_interpreter = false/session_interpreter = true/' cexec.hcl >"$si"
 grep -q 'session_interpreter = true' "$si" || {

@@ -26,6 +26,7 @@ stop() {
 trap stop EXIT
 trap 'exit 130' INT TERM
 
+# shellcheck source-path=SCRIPTDIR/.. source=scripts/wait-daemon.sh
 . scripts/wait-daemon.sh
 wait_daemon bench "$sock" "$pid" "$tmp/cexecd.log"
 

@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Sourced (not run) by the scripts that start a private cexecd.
 #
 # wait_daemon NAME SOCKET PID LOG waits until cexecctl reaches the daemon on
