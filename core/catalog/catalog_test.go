@@ -24,6 +24,7 @@ import (
 	"github.com/cexec/cexec/core/config"
 	"github.com/cexec/cexec/internal/childenv"
 	"github.com/cexec/cexec/internal/testpeers"
+	"github.com/cexec/cexec/internal/testutil"
 )
 
 func TestReferenceServers(t *testing.T) {
@@ -598,9 +599,7 @@ func TestWedgedServerRestarts(t *testing.T) {
 	s.Timeout = 500 * time.Millisecond
 	c := start(t, Options{}, s)
 	before, _ := c.Server("memory")
-	if err := syscall.Kill(before.PID, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	testutil.Stop(t, before.PID)
 	t.Cleanup(func() { _ = syscall.Kill(before.PID, syscall.SIGKILL) })
 	_, err := c.Call(context.Background(), "default", "memory", "read_graph", nil)
 	if !errors.Is(err, ErrTimeout) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi/plugintest"
 	"github.com/cexec/cexec/pluginapi/sandbox"
 	"github.com/cexec/cexec/pluginapi/sandbox/runtime"
@@ -189,9 +190,7 @@ func TestControlledZygoteStuck(t *testing.T) {
 	if ctl == nil || ctl.pid == 0 {
 		t.Fatalf("no controlled zygote with a known pid: %+v", ctl)
 	}
-	if err := syscall.Kill(ctl.pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	testutil.Stop(t, ctl.pid)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	res, err := sb.Exec(ctx, sandbox.ExecRequest{SandboxID: "sbx-stuck", Code: "print(1)", Timeout: 500 * time.Millisecond}, echoHost())

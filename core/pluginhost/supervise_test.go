@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/cexec/cexec/internal/testutil"
 	"github.com/cexec/cexec/pluginapi"
 	"github.com/cexec/cexec/pluginapi/guard"
 	"github.com/cexec/cexec/pluginapi/selector"
@@ -225,9 +226,7 @@ plugin "guard" "env" {
 		t.Fatal(err)
 	}
 	pid := statusOf(t, h, pluginapi.KindGuard, "env").PID
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	testutil.Stop(t, pid)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
 	calls := map[string]func(ctx context.Context) error{
 		"Detect": func(ctx context.Context) error {
